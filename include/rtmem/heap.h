@@ -1,0 +1,177 @@
+/*
+ * rtmem: the heap interface.
+ *
+ * Every heap kind in rtmem (TLSF, and the kinds that follow) is reachable
+ * through these entry points, by name. A heap lives entirely inside memory the
+ * caller provides: rtmem never calls the operating system, never locks, never
+ * prints and never uses malloc on any of these paths. Where that memory comes
+ * from (static array, locked mapping, shared memory) is the caller's choice.
+ *
+ * Concurrency: a heap is not thread-safe. Serialise calls on one heap with a
+ * lock of your choice; different heaps are independent.
+ *
+ * Contract common to every kind (the conformance suite in tests/ holds every
+ * kind listed by rtm_heap_kinds() to it):
+ *  - Returned pointers are aligned to at least RTM_HEAP_MIN_ALIGN
+ *    (alignof(max_align_t)).
+ *  - rtm_heap_alloc(h, 0) returns a unique minimum-size block (non-NULL while
+ *    the heap has room), which must be freed like any other.
+ *  - Impossible sizes (SIZE_MAX, or anything whose rounding would overflow)
+ *    return NULL and count as a failed allocation.
+ *  - rtm_heap_free(h, NULL) is a no-op returning 0. Freeing an address outside
+ *    every pool, a misaligned address or an already free block returns -EINVAL
+ *    and leaves the heap untouched.
+ *  - The memory given to create or add_pool may hold any garbage and need not
+ *    be aligned; rtmem aligns it internally (and counts what it trims).
+ *  - When every block has been freed, used_bytes is 0 and largest_free_bytes
+ *    equals its value right after creation (coalescing is complete).
+ *  - A pool larger than a kind supports in one piece is either used whole
+ *    (split into several internal pools) or refused with -E2BIG; never
+ *    silently truncated.
+ *  - Several pools per heap, not necessarily adjacent, all usable.
+ *
+ * Worst-case time bounds are stated per function below as the bound for the
+ * dispatching layer; each kind's header (e.g. rtmem/tlsf.h) states its own.
+ */
+#ifndef RTMEM_HEAP_H
+#define RTMEM_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Alignment of every pointer a heap returns. */
+#define RTM_HEAP_MIN_ALIGN ((size_t)_Alignof(max_align_t))
+
+/* A heap. Opaque: it is placed inside the memory given to rtm_heap_create. */
+struct rtm_heap;
+
+/*
+ * Statistics, kept as O(1) counters (reading them is O(1) for every kind and
+ * safe to do in a control loop). All byte counts are in bytes of heap memory.
+ */
+struct rtm_heap_stats {
+    /* Bytes available for blocks in all pools together: pool memory minus what
+     * the kind reserves in it (pool descriptors, sentinels, alignment trim).
+     * Per-block headers come out of this figure as blocks are allocated.
+     * Constant between add_pool calls; never decreases. */
+    size_t usable_bytes;
+    /* Bytes of usable_bytes taken by live blocks, per-block header and size
+     * rounding included. 0 when no block is live. */
+    size_t used_bytes;
+    /* usable_bytes - used_bytes: always equal, kept for convenience. */
+    size_t free_bytes;
+    /* Highest used_bytes ever seen since create. Never decreases. */
+    size_t peak_used_bytes;
+    /* The largest request size that rtm_heap_alloc would satisfy right now:
+     * never more than that, and for TLSF exactly that. 0 if nothing fits. */
+    size_t largest_free_bytes;
+    /* Number of live blocks (allocated and not yet freed). */
+    size_t live_blocks;
+    /* Bytes of the caller's memory the kind uses for its own bookkeeping and
+     * never hands out: control structure, pool descriptors, sentinels and
+     * alignment trim, summed over create and every add_pool. With
+     * usable_bytes it accounts for every byte given to the heap. */
+    size_t overhead_bytes;
+    /* Number of pools (the creating memory counts as one). */
+    size_t pool_count;
+    /* Allocation requests (alloc, aligned_alloc, calloc, realloc) that
+     * returned NULL, bad arguments included. Never decreases. */
+    uint64_t failed_allocs;
+};
+
+/* Names of the heap kinds built into this library, NULL-terminated, "tlsf"
+ * first. The array is static; do not modify or free it. O(1). */
+const char *const *rtm_heap_kinds(void);
+
+/*
+ * Creates a heap of the named kind inside [mem, mem + size). The heap's
+ * control structure is placed at the start of that memory and the rest
+ * becomes its first pool. mem may be unaligned and hold any garbage.
+ * Returns the heap (an address inside mem), or NULL with errno set:
+ *   EINVAL  kind or mem is NULL, or mem + size wraps around;
+ *   ENOENT  no kind of that name;
+ *   ENOMEM  size is too small for the control structure and one block;
+ *   E2BIG   the kind cannot use a pool this large (see the kind's header).
+ * Time: O(number of kinds) to find the name, then the kind's create bound
+ * (O(size of control structure) for TLSF). Never touches the pool memory
+ * beyond a fixed number of words.
+ */
+struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size);
+
+/* Ends the heap. Every block becomes invalid; the memory is the caller's
+ * again (rtmem never owned it). NULL is ignored. O(1). */
+void rtm_heap_destroy(struct rtm_heap *h);
+
+/* Allocates a block of at least size bytes, aligned to RTM_HEAP_MIN_ALIGN.
+ * size 0 gives a minimum-size block. NULL when no free block fits or the size
+ * is impossible (counted in failed_allocs). Time: the kind's alloc bound. */
+void *rtm_heap_alloc(struct rtm_heap *h, size_t size);
+
+/* Like rtm_heap_alloc, aligned to alignment, which must be a power of two
+ * (alignments below RTM_HEAP_MIN_ALIGN are raised to it). NULL for an
+ * alignment that is 0 or not a power of two, or when nothing fits. The block
+ * is freed with rtm_heap_free. Time: the kind's alloc bound. */
+void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size);
+
+/* Allocates n * size bytes, all zero. NULL if n * size overflows (counted in
+ * failed_allocs) or nothing fits. Time: alloc bound + O(n * size) to zero. */
+void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size);
+
+/*
+ * Resizes the block at p to at least size bytes, keeping its contents up to
+ * the smaller of the old and new sizes. Grows or shrinks in place when the
+ * kind allows, otherwise allocates, copies and frees.
+ *   p == NULL: same as rtm_heap_alloc(h, size).
+ *   size == 0: resizes to a minimum-size block (does NOT free p), so that NULL
+ *              always means failure.
+ * On failure returns NULL and p stays valid and unchanged. A p that
+ * rtm_heap_free would refuse also gives NULL. Time: the kind's alloc + free
+ * bounds + O(size) for a copy.
+ */
+void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size);
+
+/* Frees the block at p. Returns 0, or -EINVAL for an address outside every
+ * pool, a misaligned address, or a block that is not live (double free); the
+ * heap is then left as it was. free(NULL) returns 0. Time: the kind's free
+ * bound. */
+int rtm_heap_free(struct rtm_heap *h, void *p);
+
+/* Usable bytes of the live block at p: at least the size it was requested
+ * with, and it may all be written. 0 for NULL or an invalid pointer. O(1)
+ * for a heap with one pool; see the kind for more pools. */
+size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
+
+/* Adds [mem, mem + size) to the heap as one more pool. It must not overlap
+ * any existing pool. Returns 0, -EINVAL (NULL, wrap-around, overlap with a
+ * pool of this heap), -ENOMEM (too small to hold one block), -E2BIG (too large
+ * for the kind), or -ENOTSUP (the kind takes one pool only). Time: O(1) plus
+ * O(number of pools) for the overlap check. */
+int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
+
+/* Copies the statistics into *out. Returns 0, or -EINVAL for NULL arguments.
+ * O(1). */
+int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out);
+
+/* Walks the whole heap and verifies every invariant the kind keeps (block
+ * chain, free lists, bitmaps, counters). Returns 0 if consistent, -EINVAL for
+ * a NULL or destroyed heap, -EFAULT if the heap is corrupt. O(number of
+ * blocks + number of free lists): not for a control loop. */
+int rtm_heap_check(const struct rtm_heap *h);
+
+/* Name of the heap's kind, as listed by rtm_heap_kinds(). O(1). */
+const char *rtm_heap_kind(const struct rtm_heap *h);
+
+/* How many blocks of size bytes a freshly created heap with the pools this
+ * heap has now is guaranteed to hold, as the kind documents it (the
+ * conformance suite checks the real fill against it). O(number of pools). */
+size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RTMEM_HEAP_H */

@@ -1,0 +1,105 @@
+/*
+ * rtmem TLSF: two-level segregated fit (Masmano, Ripoll, Crespo, Real, 2004).
+ *
+ * O(1) allocation and free: sizes map to a (first level, second level) class
+ * with a few bit operations, a free block of a large-enough class is found with
+ * two find-first-set instructions on bitmaps, and a freed block is merged at
+ * once with both physical neighbours. No loop on the alloc or free paths
+ * depends on the heap's size or state.
+ *
+ * Layout (64-bit; every figure follows from RTM_TLSF_* below):
+ *  - Each block starts with one machine word of header: its size and two flag
+ *    bits (free, previous block free). A used block carries nothing else, so
+ *    the overhead of a live block is RTM_TLSF_HEADER_BYTES (8) plus rounding.
+ *  - Block sizes (header included) are multiples of RTM_TLSF_GRANULE (16) and
+ *    at least RTM_TLSF_MIN_BLOCK (32). A request of n bytes takes
+ *    max(32, round_up(n + 8, 16)) bytes; its usable size is that minus 8, so
+ *    usable sizes are 24, 40, 56, ... and exceed a request of 24 bytes or
+ *    more by at most 23 (RTM_TLSF_GRANULE + RTM_TLSF_HEADER_BYTES - 1).
+ *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64 and arm64).
+ *  - Free blocks keep their list links and a boundary-tag footer inside their
+ *    own (free) memory. Links are offsets from the heap base, never pointers:
+ *    a TLSF heap whose pools all lie in one mapping works wherever that mapping
+ *    is placed in each process.
+ *  - Classes: sizes below 512 bytes have one exact class per 16 bytes; above,
+ *    each power of two is split in RTM_TLSF_SL_COUNT (32) classes, so the
+ *    good-fit rounding wastes at most 1/32 of a block in the search (the block
+ *    handed out is then split to the request, so this is not kept as waste).
+ *  - Each pool ends with a permanently used sentinel header, so merging never
+ *    asks "is there a next block?".
+ *
+ * Bounds:
+ *  - alloc, aligned_alloc, free: O(1). Free of an address outside the first
+ *    pool is O(number of pools) to find the pool that holds it.
+ *  - realloc: O(1) in place; O(1) + O(size) to copy when it must move.
+ *  - stats: O(1). check: O(blocks + RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT).
+ *  - create: O(RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT) to clear the lists.
+ *  - Control structure: RTM_TLSF_CONTROL_BYTES (about 8.5 KiB on 64-bit) at the
+ *    start of the memory given to create. Each pool added later spends
+ *    RTM_TLSF_POOL_OVERHEAD_MAX bytes at most (descriptor, sentinel, trim).
+ *  - Largest block: RTM_TLSF_MAX_BLOCK (1 TiB - 16 on 64-bit); a pool whose
+ *    blocks would exceed it is refused with E2BIG (add it as several pools).
+ *  - Fill guarantee: a fresh heap with one pool of usable_bytes U holds
+ *    exactly floor(U / cost(n)) blocks of n bytes, cost(n) as above. With k
+ *    pools, sum(floor(U_i / cost)) for requests up to 1016 bytes (classes
+ *    one granule wide), and at most k - 1 fewer above (good fit checks one
+ *    candidate per class).
+ *  - largest_free_bytes in the statistics is exact: the largest request that
+ *    would succeed now.
+ */
+#ifndef RTMEM_TLSF_H
+#define RTMEM_TLSF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtmem/heap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RTM_TLSF_HEADER_BYTES sizeof(size_t)
+#define RTM_TLSF_GRANULE      ((size_t)16)
+#define RTM_TLSF_MIN_BLOCK    ((size_t)(sizeof(size_t) == 8 ? 32 : 16))
+#define RTM_TLSF_SL_LOG2      5
+#define RTM_TLSF_SL_COUNT     (1u << RTM_TLSF_SL_LOG2)
+/* First-level classes: sizes below 2^(FL_COUNT + 8) bytes. */
+#define RTM_TLSF_FL_COUNT     (sizeof(size_t) == 8 ? 32u : 23u)
+#define RTM_TLSF_MAX_BLOCK    ((((size_t)1) << (RTM_TLSF_FL_COUNT + 8)) - RTM_TLSF_GRANULE)
+/* Largest request that can ever succeed. */
+#define RTM_TLSF_MAX_REQUEST  (RTM_TLSF_MAX_BLOCK - RTM_TLSF_HEADER_BYTES)
+/* Upper bound of the control structure, alignment trim of mem included. */
+#define RTM_TLSF_CONTROL_BYTES \
+    ((size_t)(RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT * sizeof(size_t) + 512))
+/* Upper bound of what an added pool spends on bookkeeping. */
+#define RTM_TLSF_POOL_OVERHEAD_MAX ((size_t)96)
+
+struct rtm_tlsf;
+
+/* Creates a TLSF heap in [mem, mem + size); see rtm_heap_create for errors.
+ * The result is also a struct rtm_heap (rtm_tlsf_heap). */
+struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size);
+/* The same heap seen through the generic interface. O(1). */
+struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t);
+
+/* Typed entry points: same contracts as rtm_heap_* in rtmem/heap.h, without
+ * the dispatch. t must come from rtm_tlsf_create (not checked on the hot
+ * paths). */
+int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size);
+void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size);
+void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size);
+void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size);
+int rtm_tlsf_free(struct rtm_tlsf *t, void *p);
+size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p);
+int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out);
+int rtm_tlsf_check(const struct rtm_tlsf *t);
+/* Bytes of heap one request of size bytes takes (header and rounding
+ * included), or 0 if the request is impossible. O(1). */
+size_t rtm_tlsf_block_cost(size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RTMEM_TLSF_H */

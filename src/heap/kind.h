@@ -1,0 +1,52 @@
+/*
+ * Internal: what every heap kind provides, and the header every heap starts
+ * with. Not installed; kinds and the dispatcher (heap.c) include it.
+ */
+#ifndef RTMEM_SRC_HEAP_KIND_H
+#define RTMEM_SRC_HEAP_KIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtmem/heap.h"
+
+/* "RTMH": set by create, cleared by destroy. */
+#define RTM_HEAP_MAGIC 0x524d5448u
+
+/*
+ * The first bytes of every heap's control structure. Holds no pointer, so a
+ * heap image stays valid at any address (DESIGN.md, principle 2): the kind is
+ * an index into the registry of this process, not an address.
+ */
+struct rtm_heap {
+    uint32_t magic;
+    uint32_t kind;          /* index into the registry (heap.c) */
+    uint64_t failed_allocs; /* shared by the kind and the dispatcher (calloc overflow) */
+};
+
+/* One heap kind. Every entry is mandatory; each takes a heap whose magic the
+ * dispatcher has already verified. */
+struct rtm_heap_ops {
+    const char *name;
+    struct rtm_heap *(*create)(void *mem, size_t size); /* NULL + errno */
+    void *(*alloc)(struct rtm_heap *h, size_t size);
+    void *(*aligned_alloc)(struct rtm_heap *h, size_t alignment, size_t size);
+    void *(*realloc)(struct rtm_heap *h, void *p, size_t size);
+    int (*free)(struct rtm_heap *h, void *p);
+    size_t (*usable_size)(const struct rtm_heap *h, const void *p);
+    int (*add_pool)(struct rtm_heap *h, void *mem, size_t size);
+    int (*stats)(const struct rtm_heap *h, struct rtm_heap_stats *out);
+    int (*check)(const struct rtm_heap *h);
+    size_t (*fill_count)(const struct rtm_heap *h, size_t size);
+};
+
+/* The kinds, in registry order ("tlsf" first). */
+extern const struct rtm_heap_ops rtm_tlsf_ops;
+
+/* Registry index of a kind's ops, for kinds stamping their header. */
+enum rtm_heap_kind_id {
+    RTM_KIND_TLSF = 0,
+    RTM_KIND_COUNT
+};
+
+#endif /* RTMEM_SRC_HEAP_KIND_H */

@@ -1,0 +1,772 @@
+/*
+ * TLSF: two-level segregated fit, O(1) alloc and free.
+ *
+ * Block layout (W = sizeof(size_t), addresses grow to the right):
+ *
+ *   used:  [ hdr | payload ...................................... ]
+ *   free:  [ hdr | next | prev | ...unused... | footer ]
+ *            ^ block address b; payload at b + W is 16-aligned
+ *
+ * hdr holds the block size (a multiple of GRANULE, header included) and two
+ * flags. The footer of a free block repeats its size, so the block after it
+ * can find its start when merging backwards. next/prev are offsets from the
+ * heap base (struct rtm_tlsf), as are all list heads and pool descriptors.
+ * Offset arithmetic is modulo 2^N, so pools below the heap base work too.
+ *
+ * Every pool ends with a sentinel: a header-only block marked used and fenced,
+ * so the physical successor of a real block always exists.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "rtmem/tlsf.h"
+#include "kind.h"
+
+#define W          ((size_t)sizeof(size_t))
+#define GRANULE    RTM_TLSF_GRANULE
+#define MIN_BLOCK  RTM_TLSF_MIN_BLOCK
+#define SL_LOG2    RTM_TLSF_SL_LOG2
+#define SL_COUNT   RTM_TLSF_SL_COUNT
+#define FL_COUNT   RTM_TLSF_FL_COUNT
+#define GRANULE_LOG2 4
+/* Sizes below SMALL_LIMIT share first level 0, one class per granule. */
+#define SMALL_LIMIT (GRANULE << SL_LOG2)
+#define FL_SHIFT    (GRANULE_LOG2 + SL_LOG2 - 1) /* log2(SMALL_LIMIT) - 1 */
+
+#define F_FREE      ((size_t)1) /* this block is free */
+#define F_PREV_FREE ((size_t)2) /* the physically previous block is free */
+#define F_FENCE     ((size_t)4) /* sentinel: never allocated, never freed */
+#define F_MASK      (GRANULE - 1)
+
+_Static_assert((GRANULE & (GRANULE - 1)) == 0, "granule is a power of two");
+_Static_assert(((size_t)1 << GRANULE_LOG2) == GRANULE, "granule log2");
+_Static_assert(GRANULE >= _Alignof(max_align_t), "payload alignment covers max_align_t");
+_Static_assert(GRANULE > W && GRANULE % W == 0, "header fits below an aligned payload");
+_Static_assert(MIN_BLOCK >= 4 * W, "a free block holds header, two links and footer");
+_Static_assert(MIN_BLOCK % GRANULE == 0, "minimum block is a whole number of granules");
+_Static_assert(F_FENCE < GRANULE, "flags fit in the bits the granule leaves free");
+_Static_assert(SL_COUNT <= 32 && FL_COUNT <= 32, "bitmaps are 32 bits");
+_Static_assert(FL_COUNT + FL_SHIFT + 1 < sizeof(size_t) * CHAR_BIT, "classes fit size_t");
+
+/* Offset of the list terminator: a dummy block inside the control structure
+ * whose header reads as size 0, so list code writes to its links instead of
+ * testing for the end. */
+#define NIL ((size_t)offsetof(struct rtm_tlsf, nil))
+
+struct tlsf_pool {
+    size_t next;      /* offset of the next pool descriptor, 0 at the end */
+    size_t raw_start; /* offset of the memory given for the pool */
+    size_t raw_len;   /* its length */
+    size_t start;     /* offset of the first block header */
+    size_t end;       /* offset of the sentinel header */
+};
+
+struct rtm_tlsf {
+    struct rtm_heap base;
+    uint32_t fl_bitmap;
+    uint32_t sl_bitmap[FL_COUNT];
+    size_t used_bytes;
+    size_t peak_used_bytes;
+    size_t live_blocks;
+    size_t usable_bytes;
+    size_t overhead_bytes;
+    size_t pool_count;
+    struct tlsf_pool pool0;     /* the pool in the creating memory; heads the list */
+    size_t nil[4];              /* terminator block: hdr, next, prev, spare */
+    size_t heads[FL_COUNT][SL_COUNT];
+};
+
+_Static_assert(sizeof(struct rtm_tlsf) + GRANULE <= RTM_TLSF_CONTROL_BYTES,
+               "RTM_TLSF_CONTROL_BYTES covers the control structure");
+_Static_assert(sizeof(struct tlsf_pool) + GRANULE + W + GRANULE <= RTM_TLSF_POOL_OVERHEAD_MAX,
+               "RTM_TLSF_POOL_OVERHEAD_MAX covers descriptor, trim and sentinel");
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static inline unsigned fls_size(size_t x) /* index of the highest set bit; x != 0 */
+{
+    return (unsigned)(sizeof(size_t) * CHAR_BIT - 1) - (unsigned)__builtin_clzl(x);
+}
+
+static inline unsigned ffs32(uint32_t x) /* index of the lowest set bit; x != 0 */
+{
+    return (unsigned)__builtin_ctz(x);
+}
+
+static inline unsigned fls32(uint32_t x)
+{
+    return 31u - (unsigned)__builtin_clz(x);
+}
+
+static inline char *base_of(const struct rtm_tlsf *t)
+{
+    return (char *)(uintptr_t)t;
+}
+
+static inline size_t *blk(const struct rtm_tlsf *t, size_t off)
+{
+    return (size_t *)(void *)(base_of(t) + off);
+}
+
+static inline size_t off_of(const struct rtm_tlsf *t, const void *p)
+{
+    return (size_t)((uintptr_t)p - (uintptr_t)t);
+}
+
+static inline size_t hdr_size(size_t hdr)
+{
+    return hdr & ~F_MASK;
+}
+
+/* Block fields, by offset. hdr at b, links at b + W and b + 2W. */
+#define HDR(t, b)  (blk((t), (b))[0])
+#define NEXT(t, b) (blk((t), (b))[1])
+#define PREV(t, b) (blk((t), (b))[2])
+
+static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
+{
+    *blk(t, b + size - W) = size;
+}
+
+static inline void *payload(const struct rtm_tlsf *t, size_t b)
+{
+    return base_of(t) + b + W;
+}
+
+/* Block size for a request, or 0 if the request is impossible. */
+static inline size_t adjust_request(size_t size)
+{
+    if (size > RTM_TLSF_MAX_REQUEST)
+        return 0;
+    size_t s = (size + W + GRANULE - 1) & ~(GRANULE - 1);
+    return s < MIN_BLOCK ? MIN_BLOCK : s;
+}
+
+/*
+ * The class a block of size s belongs to, branch-free. First level 0 holds
+ * sizes below SMALL_LIMIT, level f > 0 holds [2^(f + FL_SHIFT), 2^(f +
+ * FL_SHIFT + 1)); each level is cut in SL_COUNT classes. Levels 0 and 1 are
+ * both one granule per class, so their classes hold a single size each.
+ */
+static inline unsigned class_fl(size_t s)
+{
+    return fls_size(s | (SMALL_LIMIT - 1)) - FL_SHIFT;
+}
+
+/* log2 of the width of s's class. */
+static inline unsigned class_shift(size_t s)
+{
+    return fls_size(s | SMALL_LIMIT) - SL_LOG2;
+}
+
+static inline unsigned class_sl(size_t s)
+{
+    return (unsigned)(s >> class_shift(s)) & (SL_COUNT - 1);
+}
+
+static inline size_t class_low(unsigned fl, unsigned sl)
+{
+    return fl == 0 ? (size_t)sl << GRANULE_LOG2
+                   : ((size_t)(SL_COUNT + sl)) << (fl + FL_SHIFT - SL_LOG2);
+}
+
+/* ---- free lists -------------------------------------------------------------- */
+
+/*
+ * Inserts b at the head of its class list when it is at least as large as the
+ * head, else second. The largest block of a class list that has settled (as
+ * after every block is freed) is then its head, which is the one block
+ * find_free's fallback tries: largest_free_bytes is the same after a full
+ * drain as after create, whatever order blocks came back in. Branch-free: the
+ * terminator's size reads as 0, and its links are scratch.
+ */
+static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
+{
+    unsigned fl = class_fl(size), sl = class_sl(size);
+    size_t head = t->heads[fl][sl];
+    bool first = size >= hdr_size(HDR(t, head));
+    size_t prev = first ? NIL : head;
+    size_t next = first ? head : NEXT(t, head);
+    NEXT(t, b) = next;
+    PREV(t, b) = prev;
+    PREV(t, next) = b;
+    NEXT(t, prev) = b;
+    t->heads[fl][sl] = first ? b : head;
+    t->fl_bitmap |= 1u << fl;
+    t->sl_bitmap[fl] |= 1u << sl;
+}
+
+static inline void list_remove(struct rtm_tlsf *t, size_t b, size_t size)
+{
+    unsigned fl = class_fl(size), sl = class_sl(size);
+    size_t next = NEXT(t, b), prev = PREV(t, b);
+    PREV(t, next) = prev;
+    NEXT(t, prev) = next;
+    if (t->heads[fl][sl] == b) {
+        t->heads[fl][sl] = next;
+        if (next == NIL) {
+            t->sl_bitmap[fl] &= ~(1u << sl);
+            if (t->sl_bitmap[fl] == 0)
+                t->fl_bitmap &= ~(1u << fl);
+        }
+    }
+}
+
+/* Removes and returns the head of list (fl, sl), which must not be empty. */
+static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
+{
+    size_t b = t->heads[fl][sl];
+    size_t next = NEXT(t, b);
+    t->heads[fl][sl] = next;
+    PREV(t, next) = NIL;
+    if (next == NIL) {
+        t->sl_bitmap[fl] &= ~(1u << sl);
+        if (t->sl_bitmap[fl] == 0)
+            t->fl_bitmap &= ~(1u << fl);
+    }
+    return b;
+}
+
+/*
+ * Finds and unlinks a free block of at least s bytes, or returns 0.
+ * Good fit: s is rounded up to the next class boundary, so that any block of
+ * the class found is large enough. Only when that finds nothing is the head
+ * of s's own class tried, which makes the largest request that succeeds
+ * exact (a fresh heap's single block can be handed out whole).
+ */
+static inline size_t find_free(struct rtm_tlsf *t, size_t s)
+{
+    size_t r = s + ((((size_t)1) << class_shift(s)) - 1);
+    unsigned rfl = class_fl(r);
+    if (__builtin_expect(rfl < FL_COUNT, 1)) {
+        unsigned rsl = class_sl(r);
+        uint32_t sl_map = t->sl_bitmap[rfl] & (~0u << rsl);
+        if (!sl_map) {
+            uint32_t fl_map = t->fl_bitmap & (0xfffffffeu << rfl);
+            if (__builtin_expect(fl_map != 0, 1)) {
+                rfl = ffs32(fl_map);
+                sl_map = t->sl_bitmap[rfl];
+            }
+        }
+        if (__builtin_expect(sl_map != 0, 1))
+            return list_pop(t, rfl, ffs32(sl_map));
+    }
+    unsigned fl = class_fl(s), sl = class_sl(s);
+    size_t head = t->heads[fl][sl];
+    if (head != NIL && hdr_size(HDR(t, head)) >= s)
+        return list_pop(t, fl, sl);
+    return 0;
+}
+
+/* b is a free block of size bsize, unlinked; makes its first s bytes a used
+ * block and returns the rest to the free lists when it can form a block. */
+static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t s)
+{
+    size_t prev_flag = HDR(t, b) & F_PREV_FREE;
+    size_t rest = bsize - s;
+    if (rest >= MIN_BLOCK) {
+        size_t r = b + s;
+        HDR(t, r) = rest | F_FREE;
+        set_footer(t, r, rest);
+        list_insert(t, r, rest);
+        /* the block after r already knows its predecessor is free */
+    } else {
+        s = bsize;
+        HDR(t, b + s) &= ~F_PREV_FREE;
+    }
+    HDR(t, b) = s | prev_flag;
+    t->used_bytes += s;
+    t->live_blocks++;
+    if (t->used_bytes > t->peak_used_bytes)
+        t->peak_used_bytes = t->used_bytes;
+}
+
+/* ---- pools ----------------------------------------------------------------- */
+
+static inline size_t align_up(uintptr_t x, size_t a)
+{
+    return (size_t)((x + (a - 1)) & ~(uintptr_t)(a - 1));
+}
+
+/* Lays out one block and a sentinel in [lo, hi) (absolute addresses). On
+ * success fills start/end offsets and returns 0. */
+static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tlsf_pool *d)
+{
+    /* first header so that its payload lands on a granule boundary */
+    uintptr_t first = align_up(lo + W, GRANULE) - W;
+    if (first < lo || first > hi || hi - first < MIN_BLOCK + W)
+        return -ENOMEM;
+    size_t span = (size_t)((hi - W - first) & ~(uintptr_t)(GRANULE - 1));
+    if (span < MIN_BLOCK)
+        return -ENOMEM;
+    if (span > RTM_TLSF_MAX_BLOCK)
+        return -E2BIG;
+    d->start = off_of(t, (void *)first);
+    d->end = d->start + span;
+    HDR(t, d->start) = span | F_FREE;
+    set_footer(t, d->start, span);
+    HDR(t, d->end) = 0 | F_FENCE | F_PREV_FREE;
+    list_insert(t, d->start, span);
+    t->usable_bytes += span;
+    t->pool_count++;
+    return 0;
+}
+
+static inline const struct tlsf_pool *pool_at(const struct rtm_tlsf *t, size_t off)
+{
+    return (const struct tlsf_pool *)(const void *)(base_of(t) + off);
+}
+
+/* The pool whose block area holds block offset b, or NULL. O(1) for the first
+ * pool, O(pools) otherwise. */
+static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b)
+{
+    const struct tlsf_pool *d = &t->pool0;
+    if (__builtin_expect(b - d->start < d->end - d->start, 1))
+        return d;
+    for (size_t n = d->next; n != 0; n = d->next) {
+        d = pool_at(t, n);
+        if (b - d->start < d->end - d->start)
+            return d;
+    }
+    return NULL;
+}
+
+/*
+ * Offset of the live block whose payload is p, or 0 if p is not one: outside
+ * every pool, misaligned, free, a sentinel, or a header whose size or whose
+ * successor's flags disagree (a pointer into the middle of a block).
+ */
+static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
+{
+    if ((uintptr_t)p & (GRANULE - 1))
+        return 0;
+    size_t b = off_of(t, p) - W;
+    const struct tlsf_pool *d = pool_of(t, b);
+    if (!d)
+        return 0;
+    size_t hdr = HDR(t, b);
+    size_t size = hdr_size(hdr);
+    if ((hdr & (F_FREE | F_FENCE)) || size < MIN_BLOCK || size > d->end - b)
+        return 0;
+    if (HDR(t, b + size) & F_PREV_FREE)
+        return 0;
+    return b;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
+{
+    uintptr_t lo = (uintptr_t)mem;
+    if (!mem || lo + size < lo) {
+        errno = EINVAL;
+        return NULL;
+    }
+    uintptr_t hi = lo + size;
+    uintptr_t ctl = align_up(lo, _Alignof(struct rtm_tlsf));
+    if (ctl < lo || ctl > hi || hi - ctl < sizeof(struct rtm_tlsf)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
+    memset(t, 0, offsetof(struct rtm_tlsf, heads));
+    t->base.kind = RTM_KIND_TLSF;
+    t->nil[0] = F_FENCE;
+    t->nil[1] = t->nil[2] = NIL;
+    for (unsigned f = 0; f < FL_COUNT; f++)
+        for (unsigned s = 0; s < SL_COUNT; s++)
+            t->heads[f][s] = NIL;
+    t->pool0.raw_start = off_of(t, mem);
+    t->pool0.raw_len = size;
+    int rc = pool_format(t, ctl + sizeof(*t), hi, &t->pool0);
+    if (rc) {
+        errno = -rc;
+        return NULL;
+    }
+    t->overhead_bytes = size - t->usable_bytes;
+    t->base.magic = RTM_HEAP_MAGIC;
+    return t;
+}
+
+struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t)
+{
+    return t ? &t->base : NULL;
+}
+
+int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
+{
+    uintptr_t lo = (uintptr_t)mem;
+    if (!t || !mem || lo + size < lo)
+        return -EINVAL;
+    uintptr_t hi = lo + size;
+    size_t raw = off_of(t, mem);
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
+        /* ranges [raw, raw+size) and [d->raw_start, +raw_len) intersect? */
+        if (raw - d->raw_start < d->raw_len || d->raw_start - raw < size)
+            return -EINVAL;
+        if (d->next == 0)
+            break;
+    }
+    uintptr_t dp = align_up(lo, _Alignof(struct tlsf_pool));
+    if (dp < lo || dp > hi || hi - dp < sizeof(struct tlsf_pool))
+        return -ENOMEM;
+    struct tlsf_pool *d = (struct tlsf_pool *)dp;
+    struct tlsf_pool nd = { .next = t->pool0.next, .raw_start = raw, .raw_len = size };
+    size_t usable_before = t->usable_bytes;
+    int rc = pool_format(t, dp + sizeof(*d), hi, &nd);
+    if (rc)
+        return rc;
+    *d = nd;
+    t->pool0.next = off_of(t, d);
+    t->overhead_bytes += size - (t->usable_bytes - usable_before);
+    return 0;
+}
+
+void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
+{
+    size_t s = adjust_request(size);
+    size_t b;
+    if (__builtin_expect(s == 0, 0) || __builtin_expect((b = find_free(t, s)) == 0, 0)) {
+        t->base.failed_allocs++;
+        return NULL;
+    }
+    take_block(t, b, hdr_size(HDR(t, b)), s);
+    return payload(t, b);
+}
+
+void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
+{
+    if (alignment == 0 || (alignment & (alignment - 1))) {
+        t->base.failed_allocs++;
+        return NULL;
+    }
+    if (alignment <= GRANULE)
+        return rtm_tlsf_alloc(t, size);
+    size_t s = adjust_request(size);
+    /* Room for the worst front gap: up to alignment - GRANULE, or, when the
+     * gap would be too small to stand as a free block, one alignment more. */
+    size_t slack = alignment + MIN_BLOCK - GRANULE;
+    size_t b;
+    if (s == 0 || alignment > RTM_TLSF_MAX_BLOCK || s > RTM_TLSF_MAX_BLOCK - slack ||
+        (b = find_free(t, s + slack)) == 0) {
+        t->base.failed_allocs++;
+        return NULL;
+    }
+    size_t bsize = hdr_size(HDR(t, b));
+    uintptr_t p = (uintptr_t)payload(t, b);
+    size_t gap = align_up(p, alignment) - (size_t)p;
+    if (gap != 0 && gap < MIN_BLOCK)
+        gap += alignment;
+    if (gap != 0) {
+        /* The front gap becomes a free block of its own; its predecessor is
+         * used (free blocks never touch), so no merge is needed. */
+        size_t prev_flag = HDR(t, b) & F_PREV_FREE;
+        HDR(t, b) = gap | F_FREE | prev_flag;
+        set_footer(t, b, gap);
+        list_insert(t, b, gap);
+        b += gap;
+        bsize -= gap;
+        HDR(t, b) = bsize | F_FREE | F_PREV_FREE;
+    }
+    take_block(t, b, bsize, s);
+    return payload(t, b);
+}
+
+/* Merges the free block b (size in *size, unlinked) with a free successor.
+ * b's prev-free flag is kept; its header is left for the caller. */
+static inline void merge_next(struct rtm_tlsf *t, size_t b, size_t *size)
+{
+    size_t n = b + *size;
+    size_t nh = HDR(t, n);
+    if (nh & F_FREE) {
+        size_t ns = hdr_size(nh);
+        list_remove(t, n, ns);
+        *size += ns;
+    }
+}
+
+int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
+{
+    if (!p)
+        return 0;
+    size_t b = live_block(t, p);
+    if (__builtin_expect(b == 0, 0))
+        return -EINVAL;
+    size_t hdr = HDR(t, b);
+    size_t size = hdr_size(hdr);
+    t->used_bytes -= size;
+    t->live_blocks--;
+    /* Flag it free first: a header swallowed by a merge below keeps saying
+     * "free", so a second free of the same pointer is refused. */
+    HDR(t, b) = hdr | F_FREE;
+    merge_next(t, b, &size);
+    if (hdr & F_PREV_FREE) {
+        size_t psize = *blk(t, b - W); /* footer of the free predecessor */
+        b -= psize;
+        list_remove(t, b, psize);
+        size += psize;
+        hdr = HDR(t, b);
+    }
+    HDR(t, b) = size | F_FREE | (hdr & F_PREV_FREE);
+    set_footer(t, b, size);
+    HDR(t, b + size) |= F_PREV_FREE;
+    list_insert(t, b, size);
+    return 0;
+}
+
+/* Gives the tail of live block b beyond s bytes back to the free lists, if it
+ * can form a block (merging it with a free successor). */
+static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s)
+{
+    size_t hdr = HDR(t, b);
+    size_t size = hdr_size(hdr);
+    size_t n = b + size;
+    size_t tail = size - s;
+    if (tail == 0)
+        return;
+    size_t nh = HDR(t, n);
+    if (nh & F_FREE) {
+        size_t ns = hdr_size(nh);
+        list_remove(t, n, ns);
+        tail += ns;
+    } else if (tail < MIN_BLOCK) {
+        return;
+    }
+    size_t r = b + s;
+    HDR(t, b) = s | (hdr & F_PREV_FREE);
+    HDR(t, r) = tail | F_FREE;
+    set_footer(t, r, tail);
+    HDR(t, r + tail) |= F_PREV_FREE;
+    list_insert(t, r, tail);
+    t->used_bytes -= size - s;
+}
+
+void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
+{
+    if (!p)
+        return rtm_tlsf_alloc(t, size);
+    size_t b = live_block(t, p);
+    size_t s = adjust_request(size);
+    if (b == 0 || s == 0) {
+        t->base.failed_allocs++;
+        return NULL;
+    }
+    size_t cur = hdr_size(HDR(t, b));
+    if (s <= cur) {
+        shrink_block(t, b, s);
+        return p;
+    }
+    size_t n = b + cur;
+    size_t nh = HDR(t, n);
+    if ((nh & F_FREE) && cur + hdr_size(nh) >= s) {
+        size_t ns = hdr_size(nh);
+        list_remove(t, n, ns);
+        size_t joined = cur + ns;
+        HDR(t, b) = joined | (HDR(t, b) & F_PREV_FREE);
+        HDR(t, b + joined) &= ~F_PREV_FREE;
+        t->used_bytes += ns;
+        if (t->used_bytes > t->peak_used_bytes)
+            t->peak_used_bytes = t->used_bytes;
+        shrink_block(t, b, s);
+        return p;
+    }
+    void *q = rtm_tlsf_alloc(t, size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, cur - W);
+    rtm_tlsf_free(t, p);
+    return q;
+}
+
+size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p)
+{
+    if (!t || !p)
+        return 0;
+    size_t b = live_block(t, p);
+    return b ? hdr_size(HDR(t, b)) - W : 0;
+}
+
+size_t rtm_tlsf_block_cost(size_t size)
+{
+    return adjust_request(size);
+}
+
+/* Largest request that alloc would satisfy now: the head of the highest
+ * non-empty class (find_free's fallback reaches it; nothing above exists). */
+static size_t largest_request(const struct rtm_tlsf *t)
+{
+    if (!t->fl_bitmap)
+        return 0;
+    unsigned fl = fls32(t->fl_bitmap);
+    unsigned sl = fls32(t->sl_bitmap[fl]);
+    return hdr_size(HDR(t, t->heads[fl][sl])) - W;
+}
+
+int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
+{
+    if (!t || !out)
+        return -EINVAL;
+    out->usable_bytes = t->usable_bytes;
+    out->used_bytes = t->used_bytes;
+    out->free_bytes = t->usable_bytes - t->used_bytes;
+    out->peak_used_bytes = t->peak_used_bytes;
+    out->largest_free_bytes = largest_request(t);
+    out->live_blocks = t->live_blocks;
+    out->overhead_bytes = t->overhead_bytes;
+    out->pool_count = t->pool_count;
+    out->failed_allocs = t->base.failed_allocs;
+    return 0;
+}
+
+/* ---- consistency walk ------------------------------------------------------ */
+
+#define CHECK(cond) \
+    do {            \
+        if (!(cond)) \
+            return -EFAULT; \
+    } while (0)
+
+static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t *used,
+                      size_t *live, size_t *free_bytes, size_t *free_blocks)
+{
+    CHECK(d->start - d->raw_start < d->raw_len && d->end - d->start < d->raw_len);
+    CHECK(d->end > d->start && (d->end - d->start) % GRANULE == 0);
+    size_t b = d->start;
+    bool prev_free = false;
+    while (b != d->end) {
+        CHECK(d->end - b >= MIN_BLOCK);
+        size_t hdr = HDR(t, b);
+        size_t size = hdr_size(hdr);
+        CHECK(!(hdr & F_FENCE));
+        CHECK(size >= MIN_BLOCK && size <= d->end - b);
+        CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
+        if (hdr & F_FREE) {
+            CHECK(!prev_free); /* coalescing is complete */
+            CHECK(*blk(t, b + size - W) == size);
+            *free_bytes += size;
+            ++*free_blocks;
+        } else {
+            *used += size;
+            ++*live;
+        }
+        prev_free = (hdr & F_FREE) != 0;
+        b += size;
+    }
+    size_t sh = HDR(t, d->end);
+    CHECK(hdr_size(sh) == 0 && (sh & F_FENCE) && !(sh & F_FREE));
+    CHECK(((sh & F_PREV_FREE) != 0) == prev_free);
+    return 0;
+}
+
+int rtm_tlsf_check(const struct rtm_tlsf *t)
+{
+    if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_TLSF)
+        return -EINVAL;
+    size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
+        CHECK(++pools <= t->pool_count);
+        int rc = check_pool(t, d, &used, &live, &free_bytes, &free_blocks);
+        if (rc)
+            return rc;
+        if (d->next == 0)
+            break;
+    }
+    CHECK(pools == t->pool_count);
+    CHECK(used == t->used_bytes && live == t->live_blocks);
+    CHECK(used + free_bytes == t->usable_bytes);
+    CHECK(t->peak_used_bytes >= t->used_bytes && t->peak_used_bytes <= t->usable_bytes);
+
+    size_t listed = 0;
+    for (unsigned fl = 0; fl < FL_COUNT; fl++) {
+        CHECK(((t->fl_bitmap >> fl) & 1u) == (t->sl_bitmap[fl] != 0));
+        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
+            size_t b = t->heads[fl][sl];
+            CHECK(((t->sl_bitmap[fl] >> sl) & 1u) == (b != NIL));
+            size_t prev = NIL;
+            while (b != NIL) {
+                CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
+                const struct tlsf_pool *d = pool_of(t, b);
+                CHECK(d != NULL);
+                size_t hdr = HDR(t, b);
+                size_t size = hdr_size(hdr);
+                CHECK((hdr & F_FREE) && size <= d->end - b);
+                CHECK(class_fl(size) == fl && class_sl(size) == sl);
+                CHECK(size >= class_low(fl, sl));
+                CHECK(PREV(t, b) == prev);
+                prev = b;
+                b = NEXT(t, b);
+            }
+        }
+    }
+    CHECK(listed == free_blocks);
+    return 0;
+}
+
+/* ---- generic interface --------------------------------------------------- */
+
+static struct rtm_heap *ops_create(void *mem, size_t size)
+{
+    return rtm_tlsf_heap(rtm_tlsf_create(mem, size));
+}
+
+#define T(h) ((struct rtm_tlsf *)(void *)(h))
+#define CT(h) ((const struct rtm_tlsf *)(const void *)(h))
+
+static void *ops_alloc(struct rtm_heap *h, size_t n) { return rtm_tlsf_alloc(T(h), n); }
+static void *ops_aligned(struct rtm_heap *h, size_t a, size_t n)
+{
+    return rtm_tlsf_aligned_alloc(T(h), a, n);
+}
+static void *ops_realloc(struct rtm_heap *h, void *p, size_t n)
+{
+    return rtm_tlsf_realloc(T(h), p, n);
+}
+static int ops_free(struct rtm_heap *h, void *p) { return rtm_tlsf_free(T(h), p); }
+static size_t ops_usable(const struct rtm_heap *h, const void *p)
+{
+    return rtm_tlsf_usable_size(CT(h), p);
+}
+static int ops_add_pool(struct rtm_heap *h, void *m, size_t n)
+{
+    return rtm_tlsf_add_pool(T(h), m, n);
+}
+static int ops_stats(const struct rtm_heap *h, struct rtm_heap_stats *o)
+{
+    return rtm_tlsf_stats(CT(h), o);
+}
+static int ops_check(const struct rtm_heap *h) { return rtm_tlsf_check(CT(h)); }
+
+static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
+{
+    const struct rtm_tlsf *t = CT(h);
+    size_t cost = adjust_request(n), count = 0;
+    if (cost == 0)
+        return 0;
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
+        count += (d->end - d->start) / cost;
+        if (d->next == 0)
+            break;
+    }
+    /* Classes one granule wide hold one size only, so every fitting block is
+     * found; wider classes check one candidate, losing at most one block per
+     * extra pool. */
+    size_t lost = class_fl(cost) <= 1 ? 0 : t->pool_count - 1;
+    return count > lost ? count - lost : 0;
+}
+
+const struct rtm_heap_ops rtm_tlsf_ops = {
+    .name = "tlsf",
+    .create = ops_create,
+    .alloc = ops_alloc,
+    .aligned_alloc = ops_aligned,
+    .realloc = ops_realloc,
+    .free = ops_free,
+    .usable_size = ops_usable,
+    .add_pool = ops_add_pool,
+    .stats = ops_stats,
+    .check = ops_check,
+    .fill_count = ops_fill_count,
+};

@@ -1,0 +1,71 @@
+/*
+ * A tiny test kit: CHECK records a failure with its location and goes on;
+ * REQUIRE returns from the current test function. Each test binary ends with
+ * test_summary(), which prints "N passed, N failed" and gives the exit code.
+ */
+#ifndef RTMEM_TESTS_CHECK_H
+#define RTMEM_TESTS_CHECK_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern unsigned long test_checks_failed;
+extern unsigned long test_checks_passed;
+extern const char *test_context; /* printed with each failure, e.g. the kind */
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (cond) {                                                                   \
+            test_checks_passed++;                                                     \
+        } else {                                                                      \
+            test_checks_failed++;                                                     \
+            if (test_checks_failed <= 50)                                             \
+                fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__, \
+                        test_context ? test_context : "-", #cond);                    \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                        \
+    do {                                                                                      \
+        uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b);                                   \
+        if (a_ == b_) {                                                                       \
+            test_checks_passed++;                                                             \
+        } else {                                                                              \
+            test_checks_failed++;                                                             \
+            if (test_checks_failed <= 50)                                                     \
+                fprintf(stderr, "%s:%d: [%s] %s == %s failed: %ju != %ju\n", __FILE__,        \
+                        __LINE__, test_context ? test_context : "-", #a, #b, a_, b_);          \
+        }                                                                                     \
+    } while (0)
+
+/* Stops the current function (returning ret) when cond fails. */
+#define REQUIRE(cond, ret)          \
+    do {                            \
+        unsigned long f_ = test_checks_failed; \
+        CHECK(cond);                \
+        if (test_checks_failed != f_) \
+            return ret;             \
+    } while (0)
+
+/* splitmix64: small, fast, and the same sequence on every machine. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi]. */
+static inline uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
+{
+    return lo + rng_next(s) % (hi - lo + 1);
+}
+
+int test_summary(const char *name);
+
+#endif

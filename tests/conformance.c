@@ -1,0 +1,504 @@
+/*
+ * The conformance suite: every kind that rtm_heap_kinds() lists is held to the
+ * contract of rtmem/heap.h. A new kind is covered by registering it.
+ *
+ *   conformance [--seed N] [--ops N] [--kind NAME] SECTION...
+ *
+ * Sections: model, fill, pools, bad, big, relocate (all when none is named).
+ * The seed is printed; rerun with --seed to replay a failure.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "model.h"
+#include "rtmem/heap.h"
+
+static uint64_t seed = 0x5eed2026ull;
+static unsigned long model_ops = 500000; /* per configuration; two per kind */
+static const char *only_kind;
+
+static unsigned char *map_bytes(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void garbage(unsigned char *p, size_t n, uint64_t *rng)
+{
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v = rng_next(rng);
+        memcpy(p + i, &v, 8);
+    }
+}
+
+/* ---- model: long random sequences against the shadow model ---------------- */
+
+static void section_model(const char *kind)
+{
+    uint64_t rng = seed;
+    /* One pool, in garbage-filled memory at an odd address. */
+    size_t span = 4u << 20;
+    unsigned char *mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+    garbage(mem, span, &rng);
+    struct rtm_heap *h = rtm_heap_create(kind, mem + 3, span - 3);
+    REQUIRE(h != NULL, );
+    struct model m;
+    model_init(&m, h, mem, span, span - 3);
+    model_run(&m, &rng, model_ops, 5000);
+    model_checkpoint(&m);
+    model_drain(&m, &rng);
+    model_fini(&m);
+    rtm_heap_destroy(h);
+    munmap(mem, span);
+
+    /* Four pools, not adjacent, one below the creating memory, one small,
+     * added while blocks are live. */
+    span = 8u << 20;
+    mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+    garbage(mem, span, &rng);
+    h = rtm_heap_create(kind, mem + (3u << 20), 2u << 20);
+    REQUIRE(h != NULL, );
+    model_init(&m, h, mem, span, 2u << 20);
+    model_run(&m, &rng, model_ops / 4, 5000);
+    struct { size_t off, len; } pools[] = {
+        { 1u << 20, 1u << 20 },               /* below the heap */
+        { (6u << 20) + 8, (1u << 20) - 24 },  /* above, odd bounds */
+        { (7u << 20) + 4096, 64u << 10 },     /* small */
+    };
+    for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
+        CHECK_EQ(rtm_heap_add_pool(h, mem + pools[i].off, pools[i].len), 0);
+        model_pool_added(&m, pools[i].len);
+        model_run(&m, &rng, model_ops / 4, 5000);
+    }
+    model_checkpoint(&m);
+    model_drain(&m, &rng);
+    /* An empty multi-pool heap runs the workload again and drains back to the
+     * same largest free block. */
+    model_run(&m, &rng, 20000, 5000);
+    model_drain(&m, &rng);
+    model_fini(&m);
+    munmap(mem, span);
+}
+
+/* ---- fill: how many B-byte blocks fit in a fresh heap ------------------------ */
+
+static void fill_one(const char *kind, unsigned char *mem, size_t span, int npools, size_t bsize,
+                     uint64_t *rng)
+{
+    size_t part = span / 4;
+    struct rtm_heap *h = rtm_heap_create(kind, mem, npools == 1 ? span : part);
+    REQUIRE(h != NULL, );
+    size_t given = npools == 1 ? span : part;
+    for (int i = 1; i < npools; i++) {
+        /* every other quarter: pools with gaps between them */
+        size_t off = (size_t)(2 * i) * part / 2 + part + (size_t)i * 4096;
+        size_t len = part - 2 * 4096;
+        if (off + len > span)
+            len = span - off;
+        CHECK_EQ(rtm_heap_add_pool(h, mem + off, len), 0);
+        given += len;
+    }
+    struct model m;
+    model_init(&m, h, mem, span, given);
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    size_t expect = rtm_heap_fill_count(h, bsize);
+    size_t count = 0;
+    while (model_alloc(&m, bsize) >= 0)
+        count++;
+    CHECK(count >= expect); /* at least what the kind documents */
+    CHECK(count * bsize <= st.usable_bytes);
+    CHECK(count > 0 || bsize > st.largest_free_bytes);
+    if (count < expect)
+        fprintf(stderr, "  [%s] %d pool(s), %zu-byte blocks: %zu fit, %zu documented\n", kind,
+                npools, bsize, count, expect);
+    rtm_heap_stats(h, &st);
+    CHECK_EQ(st.failed_allocs, 1);
+    CHECK_EQ(st.live_blocks, count);
+    CHECK(st.largest_free_bytes < bsize);
+    model_checkpoint(&m);
+    model_drain(&m, rng);
+    /* Same fill again on the emptied heap: the same count. */
+    size_t again = 0;
+    while (model_alloc(&m, bsize) >= 0)
+        again++;
+    CHECK_EQ(again, count);
+    model_drain(&m, rng);
+    model_fini(&m);
+    rtm_heap_destroy(h);
+}
+
+static void section_fill(const char *kind)
+{
+    uint64_t rng = seed ^ 0xf111;
+    size_t span = 1u << 20;
+    unsigned char *mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+    for (size_t b = 16; b <= 65536; b *= 2) {
+        size_t sizes[] = { b, b + 1, b + b / 2 + 3, b - 8 };
+        for (size_t i = 0; i < 4; i++) {
+            garbage(mem, span, &rng);
+            fill_one(kind, mem, span, 1, sizes[i], &rng);
+            fill_one(kind, mem, span, 3, sizes[i], &rng);
+        }
+    }
+    for (int i = 0; i < 40; i++)
+        fill_one(kind, mem, span, 1 + i % 3, (size_t)rng_range(&rng, 0, 70000), &rng);
+
+    /* The largest single allocation from a fresh heap is close to the free
+     * size, is what largest_free_bytes says, and nothing larger fits. */
+    struct rtm_heap *h = rtm_heap_create(kind, mem, span);
+    REQUIRE(h != NULL, );
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    CHECK(st.largest_free_bytes >= st.free_bytes - st.free_bytes / 16);
+    void *p = rtm_heap_alloc(h, st.largest_free_bytes);
+    CHECK(p != NULL);
+    CHECK(rtm_heap_alloc(h, 16) == NULL || st.largest_free_bytes + 64 < st.free_bytes);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    rtm_heap_destroy(h);
+    munmap(mem, span);
+}
+
+/* ---- pools: several pools, non-adjacent ----------------------------------------- */
+
+static void section_pools(const char *kind)
+{
+    uint64_t rng = seed ^ 0x9001;
+    size_t span = 1u << 20;
+    unsigned char *mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+    garbage(mem, span, &rng);
+    size_t first = 64u << 10;
+    struct rtm_heap *h = rtm_heap_create(kind, mem + (512u << 10), first);
+    REQUIRE(h != NULL, );
+    struct model m;
+    model_init(&m, h, mem, span, first);
+
+    /* Fill the first pool completely with small blocks, then add a pool: small
+     * blocks must come from the new pool and overlap nothing. */
+    while (model_alloc(&m, 32) >= 0)
+        ;
+    size_t len = 64u << 10;
+    CHECK_EQ(rtm_heap_add_pool(h, mem + (128u << 10), len), 0);
+    model_pool_added(&m, len);
+    size_t got = 0;
+    for (int i = 0; i < 64; i++)
+        got += model_alloc(&m, 16) >= 0;
+    CHECK_EQ(got, 64);
+    model_checkpoint(&m);
+
+    /* Add pools of assorted sizes and alignments; each must be usable. */
+    size_t offs[] = { 300u << 10, 700u << 10, 900u << 10 };
+    size_t lens[] = { 4096 + 5, 100u << 10, 33u << 10 };
+    for (size_t i = 0; i < 3; i++) {
+        struct rtm_heap_stats before, after;
+        rtm_heap_stats(h, &before);
+        CHECK_EQ(rtm_heap_add_pool(h, mem + offs[i] + i, lens[i]), 0);
+        model_pool_added(&m, lens[i]);
+        rtm_heap_stats(h, &after);
+        CHECK_EQ(after.pool_count, before.pool_count + 1);
+        CHECK(after.free_bytes - before.free_bytes >= lens[i] / 2);
+    }
+    /* Everything fits again after a drain; a long run over all pools. */
+    model_drain(&m, &rng);
+    model_run(&m, &rng, 50000, 2500);
+    model_drain(&m, &rng);
+
+    /* Overlapping or bad pools are refused and change nothing. */
+    struct rtm_heap_stats before, after;
+    rtm_heap_stats(h, &before);
+    CHECK_EQ(rtm_heap_add_pool(h, mem + (512u << 10) + 100, 4096), -EINVAL); /* inside the heap */
+    CHECK_EQ(rtm_heap_add_pool(h, mem + (128u << 10) - 100, 4096), -EINVAL); /* straddles a pool */
+    CHECK_EQ(rtm_heap_add_pool(h, mem + (100u << 10), 200u << 10), -EINVAL); /* covers a pool */
+    CHECK_EQ(rtm_heap_add_pool(h, NULL, 4096), -EINVAL);
+    CHECK_EQ(rtm_heap_add_pool(h, mem + (1000u << 10), 8), -ENOMEM);
+    CHECK_EQ(rtm_heap_add_pool(h, (void *)(UINTPTR_MAX - 100), 4096), -EINVAL); /* wraps */
+    rtm_heap_stats(h, &after);
+    CHECK_EQ(after.pool_count, before.pool_count);
+    CHECK_EQ(after.usable_bytes, before.usable_bytes);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    model_fini(&m);
+    munmap(mem, span);
+}
+
+/* ---- bad: bad input of every sort ------------------------------------------------ */
+
+static void section_bad(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    size_t span = 256u << 10;
+    unsigned char *mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+
+    errno = 0;
+    CHECK(rtm_heap_create(kind, NULL, span) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_heap_create("no-such-kind", mem, span) == NULL && errno == ENOENT);
+    errno = 0;
+    CHECK(rtm_heap_create(NULL, mem, span) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_heap_create(kind, (void *)(UINTPTR_MAX - 64), 4096) == NULL && errno == EINVAL);
+
+    /* Tiny arenas, full of garbage: refused with ENOMEM, or a working heap. */
+    for (size_t size = 0; size <= 16384; size += size < 512 ? 1 : 509) {
+        garbage(mem, span, &rng);
+        errno = 0;
+        struct rtm_heap *h = rtm_heap_create(kind, mem + size % 16, size);
+        if (!h) {
+            CHECK_EQ(errno, ENOMEM);
+            continue;
+        }
+        CHECK((unsigned char *)h >= mem && (unsigned char *)h < mem + 16 + size);
+        CHECK_EQ(rtm_heap_check(h), 0);
+        struct model m;
+        model_init(&m, h, mem, span, size);
+        model_run(&m, &rng, 200, 50);
+        model_drain(&m, &rng);
+        model_fini(&m);
+    }
+
+    garbage(mem, span, &rng);
+    struct rtm_heap *h = rtm_heap_create(kind, mem + 1, span - 1);
+    REQUIRE(h != NULL, );
+    CHECK(strcmp(rtm_heap_kind(h), kind) == 0);
+    struct model m;
+    model_init(&m, h, mem, span, span - 1);
+    model_run(&m, &rng, 2000, 500);
+
+    /* Impossible sizes: NULL, and each counted as a failed allocation. */
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    uint64_t failed = st.failed_allocs;
+    size_t huge[] = { SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 15, SIZE_MAX / 2 + 1, SIZE_MAX / 2,
+                      st.usable_bytes + 1, st.free_bytes + 1 };
+    for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+        CHECK(rtm_heap_alloc(h, huge[i]) == NULL);
+        CHECK(rtm_heap_aligned_alloc(h, 64, huge[i]) == NULL);
+        CHECK(rtm_heap_aligned_alloc(h, (size_t)1 << 20, huge[i]) == NULL);
+        CHECK(rtm_heap_calloc(h, 1, huge[i]) == NULL);
+        failed += 4;
+    }
+    CHECK(rtm_heap_calloc(h, SIZE_MAX / 2, 3) == NULL);         /* n * size overflows */
+    CHECK(rtm_heap_calloc(h, (size_t)1 << 33, (size_t)1 << 33) == NULL);
+    CHECK(rtm_heap_aligned_alloc(h, (size_t)1 << 63, 16) == NULL);
+    CHECK(rtm_heap_aligned_alloc(h, 0, 16) == NULL);
+    CHECK(rtm_heap_aligned_alloc(h, 3, 16) == NULL);
+    CHECK(rtm_heap_aligned_alloc(h, 48, 16) == NULL);
+    CHECK(rtm_heap_aligned_alloc(h, SIZE_MAX, 16) == NULL);
+    failed += 7;
+    rtm_heap_stats(h, &st);
+    CHECK_EQ(st.failed_allocs, failed);
+    m.failed = failed;
+    CHECK_EQ(rtm_heap_check(h), 0);
+
+    /* alloc(0) and realloc(p, 0) give distinct minimum blocks, never NULL. */
+    long a = model_alloc(&m, 0), b = model_alloc(&m, 0);
+    CHECK(a >= 0 && b >= 0);
+    if (a >= 0 && b >= 0)
+        CHECK(m.blocks[a].p != m.blocks[b].p);
+    if (b >= 0)
+        CHECK(model_realloc(&m, (size_t)b, 0) >= 0);
+    long c = model_calloc(&m, 0, 100);
+    CHECK(c >= 0);
+
+    /* realloc to an impossible size fails and leaves the block as it was. */
+    long d = model_alloc(&m, 100);
+    if (d >= 0) {
+        CHECK(model_realloc(&m, (size_t)d, SIZE_MAX) < 0);
+        CHECK(model_realloc(&m, (size_t)d, SIZE_MAX / 2) < 0);
+    }
+    /* Bad frees of every sort, with live blocks around. */
+    for (int i = 0; i < 20; i++)
+        model_bad_frees(&m, &rng);
+    model_checkpoint(&m);
+    model_drain(&m, &rng);
+
+    /* A NULL or destroyed heap is refused everywhere, without a crash. */
+    CHECK(rtm_heap_alloc(NULL, 16) == NULL);
+    CHECK_EQ(rtm_heap_free(NULL, mem), -EINVAL);
+    CHECK_EQ(rtm_heap_check(NULL), -EINVAL);
+    CHECK_EQ(rtm_heap_stats(NULL, &st), -EINVAL);
+    CHECK_EQ(rtm_heap_stats(h, NULL), -EINVAL);
+    CHECK_EQ(rtm_heap_free(h, NULL), 0);
+    void *live = rtm_heap_alloc(h, 64);
+    CHECK(live != NULL);
+    rtm_heap_destroy(h);
+    CHECK(rtm_heap_alloc(h, 16) == NULL);
+    CHECK_EQ(rtm_heap_free(h, live), -EINVAL);
+    CHECK_EQ(rtm_heap_check(h), -EINVAL);
+    CHECK(rtm_heap_kind(h) == NULL);
+    rtm_heap_destroy(NULL);
+    model_fini(&m);
+    munmap(mem, span);
+}
+
+/* ---- big: pools above 4 GiB, and pools larger than a kind supports ------------- */
+
+static void section_big(const char *kind)
+{
+    if (sizeof(size_t) < 8)
+        return;
+    size_t size = (size_t)5 << 30; /* reserved, not touched: only headers are written */
+    unsigned char *mem = map_bytes(size);
+    if (!mem) {
+        printf("  [%s] big: cannot reserve 5 GiB, skipped\n", kind);
+        return;
+    }
+    struct rtm_heap *h = rtm_heap_create(kind, mem, size);
+    REQUIRE(h != NULL, );
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
+    CHECK(st.usable_bytes > ((size_t)4 << 30));
+    CHECK(st.largest_free_bytes > ((size_t)9 << 29));
+    unsigned char *big = rtm_heap_alloc(h, (size_t)9 << 29); /* 4.5 GiB */
+    CHECK(big != NULL);
+    unsigned char *small = rtm_heap_alloc(h, 100);
+    CHECK(small != NULL);
+    if (big) {
+        big[0] = 1;
+        big[((size_t)9 << 29) - 1] = 2;
+        CHECK(rtm_heap_usable_size(h, big) >= ((size_t)9 << 29));
+    }
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_free(h, big), 0);
+    CHECK_EQ(rtm_heap_free(h, small), 0);
+    rtm_heap_stats(h, &st);
+    CHECK_EQ(st.used_bytes, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    munmap(mem, size);
+
+    /* 2 TiB of address space: used whole, or refused with E2BIG. Never
+     * silently truncated. */
+    size = (size_t)2 << 40;
+    mem = map_bytes(size);
+    if (!mem) {
+        printf("  [%s] big: cannot reserve 2 TiB of address space, skipped\n", kind);
+        return;
+    }
+    errno = 0;
+    h = rtm_heap_create(kind, mem, size);
+    if (h) {
+        rtm_heap_stats(h, &st);
+        CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
+        CHECK(st.overhead_bytes < ((size_t)1 << 30));
+        CHECK_EQ(rtm_heap_check(h), 0);
+    } else {
+        CHECK_EQ(errno, E2BIG);
+        /* Half of it, twice, as two pools is the way out the error points to. */
+    }
+    munmap(mem, size);
+}
+
+/* ---- relocate: a heap image works at another address ----------------------- */
+
+static void section_relocate(const char *kind)
+{
+    uint64_t rng = seed ^ 0x4e10c;
+    size_t span = 512u << 10;
+    unsigned char *a = map_bytes(span), *b = map_bytes(span);
+    REQUIRE(a && b, );
+    garbage(a, span, &rng);
+    struct rtm_heap *h = rtm_heap_create(kind, a, span);
+    REQUIRE(h != NULL, );
+    struct model m;
+    model_init(&m, h, a, span, span);
+    model_run(&m, &rng, 20000, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+
+    /* Move the image, wipe the original, and go on at the new address. */
+    memcpy(b, a, span);
+    memset(a, 0xee, span);
+    ptrdiff_t delta = b - a;
+    m.h = (struct rtm_heap *)(void *)((unsigned char *)h + delta);
+    m.lo = b;
+    for (size_t i = 0; i < m.n; i++)
+        m.blocks[i].p += delta;
+    model_checkpoint(&m);
+    model_run(&m, &rng, 20000, 5000);
+    model_drain(&m, &rng);
+    model_fini(&m);
+    munmap(a, span);
+    munmap(b, span);
+}
+
+/* ---- driver ----------------------------------------------------------------------- */
+
+struct section {
+    const char *name;
+    void (*run)(const char *kind);
+};
+
+static const struct section sections[] = {
+    { "model", section_model },   { "fill", section_fill }, { "pools", section_pools },
+    { "bad", section_bad },       { "big", section_big },   { "relocate", section_relocate },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: conformance [--seed N] [--ops N] [--kind NAME] [SECTION...]\n"
+               "sections: model fill pools bad big relocate (default: all)\n"
+               "--ops N: model operations per configuration (two per kind; default 500000)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "seed", required_argument, NULL, 's' }, { "ops", required_argument, NULL, 'o' },
+        { "kind", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': seed = strtoull(optarg, NULL, 0); break;
+        case 'o': model_ops = strtoul(optarg, NULL, 0); break;
+        case 'k': only_kind = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    printf("conformance: seed %#llx (replay with --seed %#llx)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    int nkinds = 0;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        if (only_kind && strcmp(only_kind, *k) != 0)
+            continue;
+        nkinds++;
+        for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+            bool wanted = optind == argc;
+            for (int i = optind; i < argc; i++)
+                wanted |= strcmp(argv[i], sections[s].name) == 0;
+            if (!wanted)
+                continue;
+            char ctx[96];
+            snprintf(ctx, sizeof(ctx), "%s/%s", *k, sections[s].name);
+            test_context = ctx;
+            unsigned long before = test_checks_failed;
+            sections[s].run(*k);
+            printf("  %-20s %s\n", ctx, test_checks_failed == before ? "ok" : "FAILED");
+            fflush(stdout);
+        }
+    }
+    for (int i = optind; i < argc; i++) {
+        bool known = false;
+        for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++)
+            known |= strcmp(argv[i], sections[s].name) == 0;
+        if (!known) {
+            fprintf(stderr, "conformance: unknown section '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (nkinds == 0) {
+        fprintf(stderr, "conformance: no kind to test\n");
+        return 2;
+    }
+    test_context = NULL;
+    return test_summary("conformance");
+}

@@ -1,0 +1,268 @@
+/*
+ * TLSF-specific promises, beyond the common contract: the exact figures its
+ * header documents (block cost, usable size, fill count, largest_free_bytes),
+ * in-place realloc, aligned allocation without waste, merging with both
+ * neighbours, and the typed API agreeing with the generic one.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "rtmem/tlsf.h"
+
+static unsigned char arena[1u << 20] __attribute__((aligned(64)));
+
+static size_t cost_of(size_t n) /* as documented in rtmem/tlsf.h */
+{
+    size_t s = (n + RTM_TLSF_HEADER_BYTES + 15) & ~(size_t)15;
+    return s < RTM_TLSF_MIN_BLOCK ? RTM_TLSF_MIN_BLOCK : s;
+}
+
+static struct rtm_heap_stats stats(const struct rtm_tlsf *t)
+{
+    struct rtm_heap_stats st;
+    rtm_tlsf_stats(t, &st);
+    return st;
+}
+
+static void test_sizes(void)
+{
+    test_context = "sizes";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    for (size_t n = 0; n <= 5000; n++) {
+        CHECK_EQ(rtm_tlsf_block_cost(n), cost_of(n));
+        size_t before = stats(t).used_bytes;
+        void *p = rtm_tlsf_alloc(t, n);
+        REQUIRE(p != NULL, );
+        CHECK_EQ(rtm_tlsf_usable_size(t, p), cost_of(n) - RTM_TLSF_HEADER_BYTES);
+        CHECK(rtm_tlsf_usable_size(t, p) - n <= 23 || n < 24);
+        CHECK_EQ(stats(t).used_bytes - before, cost_of(n)); /* one word of header */
+        CHECK_EQ(rtm_tlsf_free(t, p), 0);
+    }
+    CHECK_EQ(rtm_tlsf_block_cost(SIZE_MAX), 0);
+    CHECK_EQ(rtm_tlsf_block_cost(RTM_TLSF_MAX_REQUEST + 1), 0);
+    CHECK_EQ(rtm_tlsf_block_cost(RTM_TLSF_MAX_REQUEST), RTM_TLSF_MAX_BLOCK);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+}
+
+/* A fresh one-pool heap holds exactly floor(usable / cost) blocks. */
+static void test_exact_fill(void)
+{
+    test_context = "exact-fill";
+    for (size_t n = 1; n <= 70000; n = n * 3 / 2 + 1) {
+        struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+        REQUIRE(t != NULL, );
+        size_t count = 0;
+        while (rtm_tlsf_alloc(t, n))
+            count++;
+        struct rtm_heap_stats st = stats(t);
+        CHECK_EQ(count, st.usable_bytes / cost_of(n));
+        CHECK_EQ(count, rtm_heap_fill_count(rtm_tlsf_heap(t), n));
+        CHECK_EQ(st.failed_allocs, 1);
+    }
+}
+
+/* largest_free_bytes is exact: that request succeeds, one byte more fails. */
+static void test_exact_largest(void)
+{
+    test_context = "exact-largest";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    struct rtm_heap_stats st = stats(t);
+    CHECK_EQ(st.largest_free_bytes, st.usable_bytes - RTM_TLSF_HEADER_BYTES);
+    uint64_t rng = 42;
+    void *live[512] = { 0 };
+    for (int step = 0; step < 20000; step++) {
+        size_t i = rng_next(&rng) % 512;
+        if (live[i]) {
+            CHECK_EQ(rtm_tlsf_free(t, live[i]), 0);
+            live[i] = NULL;
+        } else {
+            live[i] = rtm_tlsf_alloc(t, (size_t)rng_range(&rng, 1, 8000));
+        }
+        if (step % 97 == 0) {
+            size_t largest = stats(t).largest_free_bytes;
+            if (largest == 0)
+                continue;
+            void *too_big = rtm_tlsf_alloc(t, largest + 1);
+            CHECK(too_big == NULL);
+            if (too_big)
+                rtm_tlsf_free(t, too_big);
+            void *p = rtm_tlsf_alloc(t, largest);
+            CHECK(p != NULL);
+            if (p)
+                rtm_tlsf_free(t, p);
+        }
+    }
+    for (size_t i = 0; i < 512; i++)
+        if (live[i])
+            rtm_tlsf_free(t, live[i]);
+    CHECK_EQ(stats(t).largest_free_bytes, st.largest_free_bytes);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+}
+
+static void test_realloc_in_place(void)
+{
+    test_context = "realloc";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    unsigned char *a = rtm_tlsf_alloc(t, 100);
+    unsigned char *b = rtm_tlsf_alloc(t, 1000);
+    unsigned char *c = rtm_tlsf_alloc(t, 100);
+    REQUIRE(a && b && c, );
+    memset(a, 0x5a, 100);
+    /* Neighbour used: growing moves, contents kept. */
+    unsigned char *a2 = rtm_tlsf_realloc(t, a, 300);
+    REQUIRE(a2 != NULL, );
+    CHECK(a2 != a);
+    for (int i = 0; i < 100; i++)
+        CHECK(a2[i] == 0x5a);
+    /* b's successor is c (used); freeing the old a made b's predecessor free.
+     * Shrinking b in place returns the tail as a free block. */
+    size_t free_before = stats(t).free_bytes;
+    CHECK(rtm_tlsf_realloc(t, b, 200) == b);
+    CHECK_EQ(stats(t).free_bytes - free_before, cost_of(1000) - cost_of(200));
+    /* Growing b back fits in the tail it just gave up: in place. */
+    memset(b, 0x77, 200);
+    CHECK(rtm_tlsf_realloc(t, b, 900) == b);
+    for (int i = 0; i < 200; i++)
+        CHECK(b[i] == 0x77);
+    CHECK_EQ(rtm_tlsf_usable_size(t, b), cost_of(900) - RTM_TLSF_HEADER_BYTES);
+    /* Shrinking by less than a minimum block keeps the block as it is. */
+    size_t used = stats(t).used_bytes;
+    CHECK(rtm_tlsf_realloc(t, b, 890) == b);
+    CHECK_EQ(stats(t).used_bytes, used);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+    rtm_tlsf_free(t, a2);
+    rtm_tlsf_free(t, b);
+    rtm_tlsf_free(t, c);
+    CHECK_EQ(stats(t).used_bytes, 0);
+    /* In a fresh heap, the first block grows in place into the rest of the
+     * pool, up to all of it. */
+    unsigned char *first = rtm_tlsf_alloc(t, 64);
+    REQUIRE(first != NULL, );
+    CHECK(rtm_tlsf_realloc(t, first, 100000) == first);
+    size_t all = stats(t).usable_bytes - RTM_TLSF_HEADER_BYTES;
+    CHECK(rtm_tlsf_realloc(t, first, all) == first);
+    CHECK(rtm_tlsf_realloc(t, first, all + 1) == NULL);
+    CHECK_EQ(rtm_tlsf_free(t, first), 0);
+    CHECK_EQ(stats(t).used_bytes, 0);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+}
+
+/* The front gap of an aligned block goes back to the free lists: used bytes
+ * grow by the block's cost only. */
+static void test_aligned_no_waste(void)
+{
+    test_context = "aligned";
+    for (size_t align = 16; align <= 65536; align *= 2) {
+        struct rtm_tlsf *t = rtm_tlsf_create(arena + 8, sizeof(arena) - 8);
+        REQUIRE(t != NULL, );
+        size_t count = (256u << 10) / align < 20 ? (256u << 10) / align : 20;
+        for (size_t i = 0; i < count; i++) {
+            size_t n = 40 + i * 13;
+            size_t used = stats(t).used_bytes;
+            void *p = rtm_tlsf_aligned_alloc(t, align, n);
+            REQUIRE(p != NULL, );
+            CHECK((uintptr_t)p % align == 0);
+            CHECK_EQ(stats(t).used_bytes - used, cost_of(n));
+        }
+        CHECK_EQ(rtm_tlsf_check(t), 0);
+        /* A full heap still serves an aligned request that fits exactly:
+         * the search needs at most alignment + 16 bytes of slack. */
+        struct rtm_heap_stats st = stats(t);
+        CHECK(rtm_tlsf_aligned_alloc(t, align, st.largest_free_bytes - align - 16) != NULL);
+    }
+}
+
+static void test_merge_both_neighbours(void)
+{
+    test_context = "merge";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    void *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = rtm_tlsf_alloc(t, 1000);
+    size_t largest = stats(t).largest_free_bytes;
+    rtm_tlsf_free(t, p[1]);
+    rtm_tlsf_free(t, p[3]);
+    CHECK_EQ(stats(t).largest_free_bytes, largest); /* the tail is bigger */
+    rtm_tlsf_free(t, p[2]); /* joins 1, 2 and 3 */
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+    /* Good fit rounds a request up to the next class boundary: ask for one
+     * class below the merged block's size, so only that block can serve it. */
+    void *q = rtm_tlsf_alloc(t, 3 * cost_of(1000) - RTM_TLSF_HEADER_BYTES - 64);
+    CHECK(q == p[1]);
+    rtm_tlsf_free(t, q);
+    rtm_tlsf_free(t, p[0]);
+    rtm_tlsf_free(t, p[4]);
+    CHECK_EQ(stats(t).largest_free_bytes, stats(t).usable_bytes - RTM_TLSF_HEADER_BYTES);
+}
+
+/* The same operations through the typed and the generic API give the same
+ * heap. */
+static void test_typed_matches_generic(void)
+{
+    test_context = "typed";
+    static unsigned char other[sizeof(arena)] __attribute__((aligned(64)));
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    struct rtm_heap *h = rtm_heap_create("tlsf", other, sizeof(other));
+    REQUIRE(t && h, );
+    CHECK(rtm_tlsf_heap(t) == (struct rtm_heap *)(void *)t);
+    uint64_t rng = 7;
+    void *a[256] = { 0 }, *b[256] = { 0 };
+    for (int step = 0; step < 20000; step++) {
+        size_t i = rng_next(&rng) % 256, n = (size_t)rng_range(&rng, 0, 3000);
+        if (a[i]) {
+            CHECK_EQ(rtm_tlsf_free(t, a[i]), rtm_heap_free(h, b[i]));
+            a[i] = b[i] = NULL;
+        } else {
+            a[i] = rtm_tlsf_alloc(t, n);
+            b[i] = rtm_heap_alloc(h, n);
+            CHECK(((unsigned char *)a[i] - arena) == ((unsigned char *)b[i] - other));
+        }
+    }
+    struct rtm_heap_stats sa = stats(t), sb;
+    rtm_heap_stats(h, &sb);
+    CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
+}
+
+static void test_too_large_pool(void)
+{
+    test_context = "e2big";
+    if (sizeof(size_t) < 8)
+        return;
+    size_t size = RTM_TLSF_MAX_BLOCK + ((size_t)1 << 30);
+    void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) {
+        printf("tlsf: cannot reserve %zu bytes of address space; E2BIG test skipped\n", size);
+        return;
+    }
+    errno = 0;
+    CHECK(rtm_tlsf_create(mem, size) == NULL);
+    CHECK_EQ(errno, E2BIG);
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    CHECK_EQ(rtm_tlsf_add_pool(t, mem, size), -E2BIG);
+    CHECK_EQ(stats(t).pool_count, 1);
+    /* The largest pool TLSF takes in one piece works. */
+    CHECK_EQ(rtm_tlsf_add_pool(t, mem, RTM_TLSF_MAX_BLOCK), 0);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+    munmap(mem, size);
+}
+
+int main(void)
+{
+    test_sizes();
+    test_exact_fill();
+    test_exact_largest();
+    test_realloc_in_place();
+    test_aligned_no_waste();
+    test_merge_both_neighbours();
+    test_typed_matches_generic();
+    test_too_large_pool();
+    test_context = NULL;
+    return test_summary("tlsf");
+}
