@@ -8,7 +8,9 @@ build=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h bin/rtmem; do
+tool=""
+[ -e "$build/tools/rtmem" ] && tool=bin/rtmem # only when tools were built
+for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h $tool; do
     test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
 done
 ls "$tmp"/prefix/lib*/librtmem.a "$tmp"/prefix/lib*/librtmem.so >/dev/null

@@ -1,0 +1,60 @@
+# rtmem: the two commands of the README, and the builds CI runs.
+#   make bench   build everything and run the benchmark report (results/)
+#   make test    build everything and run every test
+# Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
+
+BUILD   ?= build
+JOBS    ?= 2
+RESULTS ?= results
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test bench test-asan test-clang fuzz install clean
+
+all: build
+
+deps:
+	@sh scripts/ensure-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@mkdir -p $(RESULTS)
+	$(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json | tee $(RESULTS)/bench.txt
+	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json"
+
+# The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON >/dev/null
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# The same tests built with clang.
+test-clang:
+	@sh scripts/ensure-deps.sh clang
+	CC=clang cmake -S . -B $(BUILD)-clang -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)-clang -j $(JOBS)
+	cd $(BUILD)-clang && ctest --output-on-failure -j $(JOBS)
+
+# Coverage-guided fuzzing with libFuzzer (clang); FUZZ_SECONDS bounds the run.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@sh scripts/ensure-deps.sh clang
+	CC=clang cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_FUZZ=ON \
+	    -DRTMEM_BUILD_TOOLS=OFF >/dev/null
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_heap_libfuzzer
+	@mkdir -p $(BUILD)-fuzz/corpus
+	$(BUILD)-fuzz/tests/fuzz_heap_libfuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    $(BUILD)-fuzz/corpus
+
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang $(BUILD)-fuzz
