@@ -54,6 +54,19 @@ _Static_assert(FL_COUNT + FL_SHIFT + 1 < sizeof(size_t) * CHAR_BIT, "classes fit
  * whose header reads as size 0, so list code writes to its links instead of
  * testing for the end. */
 #define NIL ((size_t)offsetof(struct rtm_tlsf, nil))
+/* Offset of a block of size 0 linked to itself and in no list. Removing it
+ * from "its list" (class 0, never used: the minimum block is larger) changes
+ * nothing, which lets free merge without branching on whether a neighbour is
+ * free. */
+#define IDLE ((size_t)offsetof(struct rtm_tlsf, idle))
+/* Each list head slot doubles as the "next" link of a pseudo-node, so the
+ * first block of a list has a real predecessor: unlinking a block is four
+ * stores, with no test for "is it the head?" and no class computation. The
+ * pseudo-node of flat class i sits one word before heads[i]; its own "prev"
+ * word is never written (only blocks after it get their prev set). */
+#define HEADS  ((size_t)offsetof(struct rtm_tlsf, heads))
+#define PSEUDO(idx) (HEADS + (size_t)(idx) * W - W)
+#define CLASS_COUNT (FL_COUNT * SL_COUNT)
 
 struct tlsf_pool {
     size_t next;      /* offset of the next pool descriptor, 0 at the end */
@@ -75,6 +88,7 @@ struct rtm_tlsf {
     size_t pool_count;
     struct tlsf_pool pool0;     /* the pool in the creating memory; heads the list */
     size_t nil[4];              /* terminator block: hdr, next, prev, spare */
+    size_t idle[4];             /* self-linked block of size 0: "remove nothing" */
     size_t heads[FL_COUNT][SL_COUNT];
 };
 
@@ -155,15 +169,20 @@ static inline unsigned class_fl(size_t s)
     return fls_size(s | (SMALL_LIMIT - 1)) - FL_SHIFT;
 }
 
-/* log2 of the width of s's class. */
-static inline unsigned class_shift(size_t s)
+/* log2 of the width of s's class; level 0 has the width of level 1. */
+static inline unsigned class_shift_fl(unsigned fl)
 {
-    return fls_size(s | SMALL_LIMIT) - SL_LOG2;
+    return fl + FL_SHIFT - SL_LOG2 + (fl == 0);
+}
+
+static inline unsigned class_sl_fl(size_t s, unsigned fl)
+{
+    return (unsigned)(s >> class_shift_fl(fl)) & (SL_COUNT - 1);
 }
 
 static inline unsigned class_sl(size_t s)
 {
-    return (unsigned)(s >> class_shift(s)) & (SL_COUNT - 1);
+    return class_sl_fl(s, class_fl(s));
 }
 
 static inline size_t class_low(unsigned fl, unsigned sl)
@@ -174,44 +193,40 @@ static inline size_t class_low(unsigned fl, unsigned sl)
 
 /* ---- free lists -------------------------------------------------------------- */
 
-/*
- * Inserts b at the head of its class list when it is at least as large as the
- * head, else second. The largest block of a class list that has settled (as
- * after every block is freed) is then its head, which is the one block
- * find_free's fallback tries: largest_free_bytes is the same after a full
- * drain as after create, whatever order blocks came back in. Branch-free: the
- * terminator's size reads as 0, and its links are scratch.
- */
+/* Inserts b at the head of its class list. */
 static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
 {
-    unsigned fl = class_fl(size), sl = class_sl(size);
+    unsigned fl = class_fl(size), sl = class_sl_fl(size, fl);
     size_t head = t->heads[fl][sl];
-    bool first = size >= hdr_size(HDR(t, head));
-    size_t prev = first ? NIL : head;
-    size_t next = first ? head : NEXT(t, head);
-    NEXT(t, b) = next;
-    PREV(t, b) = prev;
-    PREV(t, next) = b;
-    NEXT(t, prev) = b;
-    t->heads[fl][sl] = first ? b : head;
+    NEXT(t, b) = head;
+    PREV(t, b) = PSEUDO(fl * SL_COUNT + sl);
+    PREV(t, head) = b; /* harmless write to the terminator when empty */
+    t->heads[fl][sl] = b;
     t->fl_bitmap |= 1u << fl;
     t->sl_bitmap[fl] |= 1u << sl;
 }
 
-static inline void list_remove(struct rtm_tlsf *t, size_t b, size_t size)
+/* Clears the bitmap bits of class (fl, sl) when empty is 1; no-op when 0. */
+static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned fl, unsigned sl)
 {
-    unsigned fl = class_fl(size), sl = class_sl(size);
+    t->sl_bitmap[fl] &= ~(empty << sl);
+    t->fl_bitmap &= ~((uint32_t)(t->sl_bitmap[fl] == 0) << fl);
+}
+
+/*
+ * Unlinks b from its class list, branch-free. The list became empty iff b
+ * was its only block: its predecessor is a pseudo-node and its successor the
+ * terminator; the class is then read off the pseudo-node's offset.
+ */
+static inline void list_remove(struct rtm_tlsf *t, size_t b)
+{
     size_t next = NEXT(t, b), prev = PREV(t, b);
-    PREV(t, next) = prev;
     NEXT(t, prev) = next;
-    if (t->heads[fl][sl] == b) {
-        t->heads[fl][sl] = next;
-        if (next == NIL) {
-            t->sl_bitmap[fl] &= ~(1u << sl);
-            if (t->sl_bitmap[fl] == 0)
-                t->fl_bitmap &= ~(1u << fl);
-        }
-    }
+    PREV(t, next) = prev;
+    size_t idx = (prev - PSEUDO(0)) / W;
+    uint32_t empty = (next == NIL) & (idx < CLASS_COUNT);
+    idx &= -(size_t)empty; /* class 0 (never used) when not empty */
+    bitmap_clear_if(t, empty, (unsigned)(idx / SL_COUNT), (unsigned)(idx % SL_COUNT));
 }
 
 /* Removes and returns the head of list (fl, sl), which must not be empty. */
@@ -220,43 +235,42 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
     size_t b = t->heads[fl][sl];
     size_t next = NEXT(t, b);
     t->heads[fl][sl] = next;
-    PREV(t, next) = NIL;
-    if (next == NIL) {
-        t->sl_bitmap[fl] &= ~(1u << sl);
-        if (t->sl_bitmap[fl] == 0)
-            t->fl_bitmap &= ~(1u << fl);
-    }
+    PREV(t, next) = PSEUDO(fl * SL_COUNT + sl);
+    bitmap_clear_if(t, next == NIL, fl, sl);
     return b;
 }
 
 /*
  * Finds and unlinks a free block of at least s bytes, or returns 0.
  * Good fit: s is rounded up to the next class boundary, so that any block of
- * the class found is large enough. Only when that finds nothing is the head
- * of s's own class tried, which makes the largest request that succeeds
- * exact (a fresh heap's single block can be handed out whole).
+ * the class found is large enough. Only when that finds nothing, and s's own
+ * class holds a single block, is that block tried: so a fresh heap's block can
+ * be handed out whole, and which request succeeds depends only on the sizes
+ * of the free blocks, never on the order of a list (largest_free_bytes is
+ * exact and the same after a full drain as after create).
  */
 static inline size_t find_free(struct rtm_tlsf *t, size_t s)
 {
-    size_t r = s + ((((size_t)1) << class_shift(s)) - 1);
+    unsigned sfl = class_fl(s);
+    size_t r = s + ((((size_t)1) << class_shift_fl(sfl)) - 1);
     unsigned rfl = class_fl(r);
     if (__builtin_expect(rfl < FL_COUNT, 1)) {
-        unsigned rsl = class_sl(r);
-        uint32_t sl_map = t->sl_bitmap[rfl] & (~0u << rsl);
-        if (!sl_map) {
-            uint32_t fl_map = t->fl_bitmap & (0xfffffffeu << rfl);
-            if (__builtin_expect(fl_map != 0, 1)) {
-                rfl = ffs32(fl_map);
-                sl_map = t->sl_bitmap[rfl];
-            }
-        }
+        /* The first non-empty class at or above (rfl, rsl): in level rfl
+         * itself, else in the next non-empty level. Selected without a
+         * branch; ORing bit 31 keeps ctz defined and lands on an empty level
+         * when there is nothing above. */
+        unsigned rsl = class_sl_fl(r, rfl);
+        uint32_t here = t->sl_bitmap[rfl] & (~0u << rsl);
+        uint32_t above = t->fl_bitmap & (0xfffffffeu << rfl);
+        unsigned fl = here ? rfl : ffs32(above | 0x80000000u);
+        uint32_t sl_map = here ? here : t->sl_bitmap[fl] & (above ? ~0u : 0u);
         if (__builtin_expect(sl_map != 0, 1))
-            return list_pop(t, rfl, ffs32(sl_map));
+            return list_pop(t, fl, ffs32(sl_map));
     }
-    unsigned fl = class_fl(s), sl = class_sl(s);
-    size_t head = t->heads[fl][sl];
-    if (head != NIL && hdr_size(HDR(t, head)) >= s)
-        return list_pop(t, fl, sl);
+    unsigned sl = class_sl_fl(s, sfl);
+    size_t head = t->heads[sfl][sl];
+    if (head != NIL && NEXT(t, head) == NIL && hdr_size(HDR(t, head)) >= s)
+        return list_pop(t, sfl, sl);
     return 0;
 }
 
@@ -376,6 +390,8 @@ struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
     t->base.kind = RTM_KIND_TLSF;
     t->nil[0] = F_FENCE;
     t->nil[1] = t->nil[2] = NIL;
+    t->idle[0] = F_FENCE;
+    t->idle[1] = t->idle[2] = IDLE;
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
             t->heads[f][s] = NIL;
@@ -475,19 +491,6 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
     return payload(t, b);
 }
 
-/* Merges the free block b (size in *size, unlinked) with a free successor.
- * b's prev-free flag is kept; its header is left for the caller. */
-static inline void merge_next(struct rtm_tlsf *t, size_t b, size_t *size)
-{
-    size_t n = b + *size;
-    size_t nh = HDR(t, n);
-    if (nh & F_FREE) {
-        size_t ns = hdr_size(nh);
-        list_remove(t, n, ns);
-        *size += ns;
-    }
-}
-
 int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
 {
     if (!p)
@@ -499,18 +502,28 @@ int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
     size_t size = hdr_size(hdr);
     t->used_bytes -= size;
     t->live_blocks--;
-    /* Flag it free first: a header swallowed by a merge below keeps saying
-     * "free", so a second free of the same pointer is refused. */
-    HDR(t, b) = hdr | F_FREE;
-    merge_next(t, b, &size);
-    if (hdr & F_PREV_FREE) {
-        size_t psize = *blk(t, b - W); /* footer of the free predecessor */
+    size_t n = b + size;
+    size_t nh = HDR(t, n);
+    if ((nh & F_FREE) | (hdr & F_PREV_FREE)) {
+        /* Flag it free first: a header swallowed by the merge keeps saying
+         * "free", so a second free of the same pointer is refused. */
+        HDR(t, b) = hdr | F_FREE;
+        /* Merge with both neighbours, branch-free: a neighbour that is not
+         * free is replaced by the idle block of size 0. The word before b is
+         * always readable (a footer, a used block's payload, or the pool
+         * descriptor). */
+        size_t nmask = -(nh & F_FREE);
+        size_t nsize = hdr_size(nh) & nmask;
+        list_remove(t, IDLE ^ ((n ^ IDLE) & nmask));
+        size_t pmask = -((hdr & F_PREV_FREE) >> 1);
+        size_t psize = *blk(t, b - W) & pmask;
+        list_remove(t, IDLE ^ (((b - psize) ^ IDLE) & pmask));
         b -= psize;
-        list_remove(t, b, psize);
-        size += psize;
-        hdr = HDR(t, b);
+        size += psize + nsize;
     }
-    HDR(t, b) = size | F_FREE | (hdr & F_PREV_FREE);
+
+    /* The merged block's predecessor is used: free blocks never touch. */
+    HDR(t, b) = size | F_FREE;
     set_footer(t, b, size);
     HDR(t, b + size) |= F_PREV_FREE;
     list_insert(t, b, size);
@@ -530,7 +543,7 @@ static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s)
     size_t nh = HDR(t, n);
     if (nh & F_FREE) {
         size_t ns = hdr_size(nh);
-        list_remove(t, n, ns);
+        list_remove(t, n);
         tail += ns;
     } else if (tail < MIN_BLOCK) {
         return;
@@ -563,7 +576,7 @@ void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
     size_t nh = HDR(t, n);
     if ((nh & F_FREE) && cur + hdr_size(nh) >= s) {
         size_t ns = hdr_size(nh);
-        list_remove(t, n, ns);
+        list_remove(t, n);
         size_t joined = cur + ns;
         HDR(t, b) = joined | (HDR(t, b) & F_PREV_FREE);
         HDR(t, b + joined) &= ~F_PREV_FREE;
@@ -594,15 +607,18 @@ size_t rtm_tlsf_block_cost(size_t size)
     return adjust_request(size);
 }
 
-/* Largest request that alloc would satisfy now: the head of the highest
- * non-empty class (find_free's fallback reaches it; nothing above exists). */
+/* Largest request that alloc would satisfy now (see find_free): the whole
+ * block when the highest non-empty class holds one, else the class's lower
+ * bound, which good fit guarantees. */
 static size_t largest_request(const struct rtm_tlsf *t)
 {
     if (!t->fl_bitmap)
         return 0;
     unsigned fl = fls32(t->fl_bitmap);
     unsigned sl = fls32(t->sl_bitmap[fl]);
-    return hdr_size(HDR(t, t->heads[fl][sl])) - W;
+    size_t head = t->heads[fl][sl];
+    size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
+    return size - W;
 }
 
 int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
@@ -685,7 +701,7 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
         for (unsigned sl = 0; sl < SL_COUNT; sl++) {
             size_t b = t->heads[fl][sl];
             CHECK(((t->sl_bitmap[fl] >> sl) & 1u) == (b != NIL));
-            size_t prev = NIL;
+            size_t prev = PSEUDO(fl * SL_COUNT + sl);
             while (b != NIL) {
                 CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
                 const struct tlsf_pool *d = pool_of(t, b);
@@ -751,9 +767,10 @@ static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
             break;
     }
     /* Classes one granule wide hold one size only, so every fitting block is
-     * found; wider classes check one candidate, losing at most one block per
-     * extra pool. */
-    size_t lost = class_fl(cost) <= 1 ? 0 : t->pool_count - 1;
+     * found. In wider classes, a pool's last remainder that fits but shares
+     * its class with another block is not found: at most one block per pool
+     * when there are several. */
+    size_t lost = class_fl(cost) <= 1 || t->pool_count == 1 ? 0 : t->pool_count;
     return count > lost ? count - lost : 0;
 }
 

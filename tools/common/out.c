@@ -1,0 +1,240 @@
+/* Bench kit: JSON writer and table helpers (out.h). */
+#include "common/out.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+void tk_json_init(struct tk_json *j, FILE *f)
+{
+    memset(j, 0, sizeof(*j));
+    j->f = f;
+}
+
+static void indent(struct tk_json *j)
+{
+    fputc('\n', j->f);
+    for (int i = 0; i < j->depth; i++)
+        fputs("  ", j->f);
+}
+
+/* Everything a value needs before it: a comma and a new line inside an array,
+ * nothing after a key. A value inside an object without a key is misuse. */
+static void before_value(struct tk_json *j)
+{
+    if (j->after_key) {
+        j->after_key = false;
+        return;
+    }
+    if (j->depth == 0)
+        return;
+    int lvl = j->depth - 1;
+    if (j->is_object[lvl])
+        j->misuse = true;
+    if (j->has_items[lvl])
+        fputc(',', j->f);
+    j->has_items[lvl] = true;
+    indent(j);
+}
+
+static void begin(struct tk_json *j, bool object)
+{
+    before_value(j);
+    fputc(object ? '{' : '[', j->f);
+    if (j->depth >= TK_JSON_MAX_DEPTH) {
+        /* Keep writing valid brackets; just stop tracking the level. */
+        j->misuse = true;
+        return;
+    }
+    j->is_object[j->depth] = object;
+    j->has_items[j->depth] = false;
+    j->depth++;
+}
+
+static void end(struct tk_json *j, bool object)
+{
+    if (j->depth == 0 || j->is_object[j->depth - 1] != object || j->after_key) {
+        j->misuse = true;
+        return;
+    }
+    bool had_items = j->has_items[j->depth - 1];
+    j->depth--;
+    if (had_items)
+        indent(j);
+    fputc(object ? '}' : ']', j->f);
+}
+
+void tk_json_begin_object(struct tk_json *j) { begin(j, true); }
+void tk_json_end_object(struct tk_json *j) { end(j, true); }
+void tk_json_begin_array(struct tk_json *j) { begin(j, false); }
+void tk_json_end_array(struct tk_json *j) { end(j, false); }
+
+static void write_escaped(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", (unsigned)*p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+void tk_json_key(struct tk_json *j, const char *key)
+{
+    if (j->depth == 0 || !j->is_object[j->depth - 1] || j->after_key) {
+        j->misuse = true;
+        return;
+    }
+    int lvl = j->depth - 1;
+    if (j->has_items[lvl])
+        fputc(',', j->f);
+    j->has_items[lvl] = true;
+    indent(j);
+    write_escaped(j->f, key ? key : "");
+    fputs(": ", j->f);
+    j->after_key = true;
+}
+
+void tk_json_string(struct tk_json *j, const char *s)
+{
+    before_value(j);
+    if (s)
+        write_escaped(j->f, s);
+    else
+        fputs("null", j->f);
+}
+
+void tk_json_int(struct tk_json *j, int64_t v)
+{
+    before_value(j);
+    fprintf(j->f, "%" PRId64, v);
+}
+
+void tk_json_uint(struct tk_json *j, uint64_t v)
+{
+    before_value(j);
+    fprintf(j->f, "%" PRIu64, v);
+}
+
+void tk_json_double(struct tk_json *j, double v)
+{
+    before_value(j);
+    if (isfinite(v))
+        fprintf(j->f, "%.10g", v);
+    else
+        fputs("null", j->f);
+}
+
+void tk_json_bool(struct tk_json *j, bool v)
+{
+    before_value(j);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void tk_json_null(struct tk_json *j)
+{
+    before_value(j);
+    fputs("null", j->f);
+}
+
+void tk_json_kv_string(struct tk_json *j, const char *key, const char *s)
+{
+    tk_json_key(j, key);
+    tk_json_string(j, s);
+}
+
+void tk_json_kv_int(struct tk_json *j, const char *key, int64_t v)
+{
+    tk_json_key(j, key);
+    tk_json_int(j, v);
+}
+
+void tk_json_kv_uint(struct tk_json *j, const char *key, uint64_t v)
+{
+    tk_json_key(j, key);
+    tk_json_uint(j, v);
+}
+
+void tk_json_kv_double(struct tk_json *j, const char *key, double v)
+{
+    tk_json_key(j, key);
+    tk_json_double(j, v);
+}
+
+void tk_json_kv_bool(struct tk_json *j, const char *key, bool v)
+{
+    tk_json_key(j, key);
+    tk_json_bool(j, v);
+}
+
+int tk_json_finish(struct tk_json *j)
+{
+    fputc('\n', j->f);
+    if (fflush(j->f) != 0 || ferror(j->f))
+        return -EIO;
+    if (j->misuse || j->depth != 0 || j->after_key)
+        return -EINVAL;
+    return 0;
+}
+
+static void print_cell(FILE *f, const struct tk_col *c, const char *text)
+{
+    fprintf(f, c->left ? " %-*s" : " %*s", c->width, text ? text : "");
+}
+
+void tk_table_header(FILE *f, const struct tk_col *cols, size_t n_cols)
+{
+    int total = 0;
+    fputc(' ', f);
+    for (size_t i = 0; i < n_cols; i++) {
+        print_cell(f, &cols[i], cols[i].title);
+        total += cols[i].width + 1;
+    }
+    fputs("\n  ", f);
+    for (int i = 1; i < total; i++)
+        fputc('-', f);
+    fputc('\n', f);
+}
+
+void tk_table_row(FILE *f, const struct tk_col *cols, size_t n_cols, const char *const *cells)
+{
+    fputc(' ', f);
+    for (size_t i = 0; i < n_cols; i++)
+        print_cell(f, &cols[i], cells[i]);
+    fputc('\n', f);
+}
+
+const char *tk_fmt_double(char *buf, size_t size, double v, int decimals)
+{
+    if (isfinite(v))
+        snprintf(buf, size, "%.*f", decimals, v);
+    else
+        snprintf(buf, size, "-");
+    return buf;
+}
+
+const char *tk_fmt_uint(char *buf, size_t size, uint64_t v)
+{
+    snprintf(buf, size, "%" PRIu64, v);
+    return buf;
+}
+
+const char *tk_fmt_ratio(char *buf, size_t size, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, size, "%.2fx", v);
+    else
+        snprintf(buf, size, "-");
+    return buf;
+}

@@ -1,0 +1,104 @@
+/* Bench kit: sample store, percentiles and log-scale histogram (samples.h). */
+#include "common/samples.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tk_samples_init(struct tk_samples *s, size_t cap)
+{
+    memset(s, 0, sizeof(*s));
+    if (cap == 0 || cap > SIZE_MAX / sizeof(uint64_t))
+        return -EINVAL;
+    s->v = malloc(cap * sizeof(uint64_t));
+    if (!s->v)
+        return -ENOMEM;
+    /* Touch every page now so the first pass does not take the page faults. */
+    memset(s->v, 0, cap * sizeof(uint64_t));
+    s->cap = cap;
+    s->sorted = true;
+    return 0;
+}
+
+void tk_samples_destroy(struct tk_samples *s)
+{
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void sort_store(struct tk_samples *s)
+{
+    if (!s->sorted) {
+        qsort(s->v, s->n, sizeof(uint64_t), cmp_u64);
+        s->sorted = true;
+    }
+}
+
+/* Index of the nearest-rank q-percentile among n sorted values (n > 0). */
+static size_t rank_index(size_t n, double q)
+{
+    if (!(q > 0.0))
+        return 0;
+    if (q >= 1.0)
+        return n - 1;
+    double rank = ceil(q * (double)n);
+    size_t idx = rank < 1.0 ? 0 : (size_t)rank - 1;
+    return idx < n ? idx : n - 1;
+}
+
+uint64_t tk_samples_percentile(struct tk_samples *s, double q)
+{
+    if (s->n == 0)
+        return 0;
+    sort_store(s);
+    return s->v[rank_index(s->n, q)];
+}
+
+uint64_t tk_samples_sum(const struct tk_samples *s)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < s->n; i++)
+        sum += s->v[i];
+    return sum;
+}
+
+void tk_samples_summarize(struct tk_samples *s, double scale, struct tk_summary *out)
+{
+    out->count = s->n;
+    if (s->n == 0) {
+        out->min = out->mean = out->p50 = out->p99 = NAN;
+        out->p999 = out->p9999 = out->max = NAN;
+        return;
+    }
+    sort_store(s);
+    out->min = (double)s->v[0] * scale;
+    out->max = (double)s->v[s->n - 1] * scale;
+    out->mean = (double)tk_samples_sum(s) / (double)s->n * scale;
+    out->p50 = (double)s->v[rank_index(s->n, 0.50)] * scale;
+    out->p99 = (double)s->v[rank_index(s->n, 0.99)] * scale;
+    out->p999 = (double)s->v[rank_index(s->n, 0.999)] * scale;
+    out->p9999 = (double)s->v[rank_index(s->n, 0.9999)] * scale;
+}
+
+uint64_t tk_hist_bucket_lo(unsigned b)
+{
+    if (b == 0)
+        return 0;
+    if (b >= TK_HIST_BUCKETS)
+        return UINT64_MAX;
+    return (uint64_t)1 << (b - 1);
+}
+
+void tk_hist_fill(struct tk_hist *h, const struct tk_samples *s)
+{
+    memset(h, 0, sizeof(*h));
+    for (size_t i = 0; i < s->n; i++)
+        tk_hist_add(h, s->v[i]);
+}

@@ -1,0 +1,167 @@
+/*
+ * `rtmem bench`: internal types shared by its three files.
+ *   bench.c         options, the run's sequence (setup, main phase, sweep)
+ *   bench_work.c    workload generation, the allocators and the timed passes
+ *   bench_report.c  aggregation over rounds, human tables and JSON
+ */
+#ifndef RTMEM_TOOLS_BENCH_H
+#define RTMEM_TOOLS_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/rt.h"
+#include "common/samples.h"
+#include "common/timer.h"
+#include "rtmem/rtmem.h"
+
+#define BENCH_SCHEMA "rtmem-bench/1"
+
+/* Limits on the options: they bound the work and the memory of a run. */
+#define BENCH_MAX_OPS        10000000u
+#define BENCH_MAX_ROUNDS     99u
+#define BENCH_MAX_LIVE       1000000u
+#define BENCH_MAX_SIZE_BYTES (1u << 30)
+#define BENCH_MIN_HEAP_BYTES ((size_t)64 << 10)
+#define BENCH_MAX_HEAP_BYTES ((size_t)1 << 40)
+
+/* Sweep: buckets of 64 bytes from 0 to 10 KiB. */
+#define SWEEP_BUCKET_BYTES 64u
+#define SWEEP_BUCKETS      160u
+/* The human sweep table shows every SWEEP_PRINT_EVERY-th bucket. */
+#define SWEEP_PRINT_EVERY  8u
+
+/* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc. */
+#define BENCH_MAX_ALLOCATORS 16
+
+struct bench_opts {
+    uint64_t ops;            /* operations per pass (main phase) */
+    unsigned rounds;
+    uint32_t min_size_bytes;
+    uint32_t max_size_bytes;
+    uint32_t live_cap;
+    size_t heap_bytes;
+    uint64_t seed;
+    uint64_t sweep_ops;      /* operations per bucket per allocator */
+    int cpu;                 /* -1: the last allowed CPU */
+    int priority;
+    bool no_rt;
+    bool quick;
+    bool no_sweep;
+    bool sweep_only;
+    const char *kinds_arg;   /* NULL: every allocator */
+    const char *json_path;   /* NULL: no JSON */
+};
+
+/* A workload: one uint32 per operation, generated before any timing. An
+ * allocation holds its size; a free holds OP_FREE | index of the victim in
+ * the slot array of live blocks (swap-remove). */
+#define OP_FREE 0x80000000u
+
+struct workload {
+    uint32_t *ops;
+    size_t n;
+    size_t cap;
+};
+
+enum alloc_type {
+    ALLOC_FLOOR,       /* no-op: calls an identity function (the floor) */
+    ALLOC_HEAP,        /* an rtmem kind through rtm_heap_* */
+    ALLOC_TLSF_TYPED,  /* TLSF through rtm_tlsf_* */
+    ALLOC_GLIBC,       /* malloc/free, glibc defaults */
+};
+
+/* What one timed pass produced. Samples are in timer ticks. */
+struct pass_out {
+    struct tk_samples *alloc_ticks;
+    struct tk_samples *free_ticks;
+    uint64_t failed_allocs;   /* NULL returns */
+    uint64_t skipped_frees;   /* frees of a failed (NULL) slot: not timed */
+    uint64_t free_errors;     /* free returned an error (a heap bug) */
+};
+
+/* Aggregate of one op type of one allocator over the rounds. */
+struct op_agg {
+    size_t count_per_round;     /* from the first round */
+    uint64_t count_total;
+    double avg_ns, avg_min_ns, avg_max_ns;            /* median, min, max of per-round means */
+    double net_avg_ns, net_min_ns, net_max_ns;        /* the same, each round minus its floor */
+    double p50_ns, p99_ns, p999_ns, p9999_ns;         /* medians of per-round percentiles */
+    double max_ns;                                    /* worst over all rounds */
+};
+
+struct allocator {
+    const char *name;
+    enum alloc_type type;
+    /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED). */
+    void *mem;
+    size_t mem_bytes;
+    bool mem_locked;
+    int mlock_err;
+    struct rtm_heap *heap;
+    struct rtm_tlsf *tlsf;
+    uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
+    char scratch[64];         /* what the floor's "allocation" returns */
+
+    /* Main phase, per round: [0] alloc, [1] free. */
+    struct tk_summary *rounds[2];
+    uint64_t failed_allocs;   /* over the recorded rounds */
+    uint64_t skipped_frees;
+    uint64_t free_errors;
+    struct op_agg agg[2];
+
+    /* Sweep, per bucket. */
+    double *sweep_alloc_ns;
+    double *sweep_free_ns;
+    uint64_t *sweep_failed;
+};
+
+/* Machine facts printed at the top and stored in the JSON. */
+struct machine_facts {
+    char cpu_model[128];
+    char sysname[65], release[65], version[129], machine[65];
+    long cpus_online;
+    const char *libc_version;
+};
+
+struct bench {
+    struct bench_opts o;
+    struct tk_rt_state rt;
+    struct tk_timer timer;
+    struct machine_facts mf;
+    struct allocator al[BENCH_MAX_ALLOCATORS];
+    size_t n_al;                  /* al[0] is always the floor */
+    struct workload w;
+    void **slots;                 /* live blocks during a pass */
+    uint32_t slots_cap;
+    struct tk_samples alloc_s, free_s;
+    bool ran_main, ran_sweep;
+    double sweep_floor_ns;        /* alloc+free of the floor, mean over buckets */
+    double main_seconds, sweep_seconds;
+};
+
+/* bench_work.c */
+int workload_init(struct workload *w, size_t cap);
+void workload_destroy(struct workload *w);
+void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
+                       uint32_t live_cap, uint64_t seed);
+/* Maps, prefaults and locks memory and creates the heap; 0 or -errno (the
+ * message goes to stderr). */
+int allocator_open(struct allocator *a, size_t heap_bytes);
+void allocator_close(struct allocator *a);
+/* One timed pass of b->w on a; then frees what is left (untimed) and checks
+ * the heap. out's sample stores are reset first. */
+void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
+
+/* bench_report.c */
+void collect_machine_facts(struct machine_facts *mf);
+void aggregate_main(struct bench *b);
+void print_header(FILE *f, const struct bench *b);
+void print_main(FILE *f, const struct bench *b);
+void print_sweep(FILE *f, const struct bench *b);
+/* 0, or -errno if the file could not be written. */
+int write_json(FILE *f, const struct bench *b);
+
+#endif /* RTMEM_TOOLS_BENCH_H */

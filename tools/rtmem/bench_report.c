@@ -1,0 +1,629 @@
+/*
+ * `rtmem bench`: aggregation over rounds, the human tables and the JSON.
+ * Every figure printed or written comes from the measured per-round
+ * summaries; a figure that does not exist (no sample, no glibc row to compare
+ * with) prints as "-" and is written as null.
+ */
+#include <gnu/libc-version.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "common/out.h"
+
+static const char *const op_names[2] = {"alloc", "free"};
+
+void collect_machine_facts(struct machine_facts *mf)
+{
+    memset(mf, 0, sizeof(*mf));
+    snprintf(mf->cpu_model, sizeof(mf->cpu_model), "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof(line), f)) {
+            /* x86: "model name"; arm64 has no model name, take "Hardware". */
+            if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Hardware", 8) == 0) {
+                char *colon = strchr(line, ':');
+                if (!colon)
+                    continue;
+                colon++;
+                colon += strspn(colon, " \t");
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(mf->cpu_model, sizeof(mf->cpu_model), "%s", colon);
+                break;
+            }
+        }
+        fclose(f);
+    }
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(mf->sysname, sizeof(mf->sysname), "%s", u.sysname);
+        snprintf(mf->release, sizeof(mf->release), "%s", u.release);
+        snprintf(mf->version, sizeof(mf->version), "%s", u.version);
+        snprintf(mf->machine, sizeof(mf->machine), "%s", u.machine);
+    }
+    mf->cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
+    mf->libc_version = gnu_get_libc_version();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and max of the finite values among v[0..n); NaN if none. */
+static void median_min_max(const double *v, size_t n, double *med, double *lo, double *hi)
+{
+    double tmp[BENCH_MAX_ROUNDS];
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < BENCH_MAX_ROUNDS; i++)
+        if (isfinite(v[i]))
+            tmp[m++] = v[i];
+    if (m == 0) {
+        *med = *lo = *hi = NAN;
+        return;
+    }
+    qsort(tmp, m, sizeof(double), cmp_double);
+    *med = m % 2 ? tmp[m / 2] : (tmp[m / 2 - 1] + tmp[m / 2]) / 2;
+    *lo = tmp[0];
+    *hi = tmp[m - 1];
+}
+
+static double median_of(const double *v, size_t n)
+{
+    double med, lo, hi;
+    median_min_max(v, n, &med, &lo, &hi);
+    return med;
+}
+
+/* Field of a summary by offset, so one loop serves every percentile. */
+static double field(const struct tk_summary *s, size_t offset)
+{
+    return *(const double *)((const char *)s + offset);
+}
+
+static double median_field(const struct tk_summary *rounds, unsigned n, size_t offset)
+{
+    double v[BENCH_MAX_ROUNDS] = {0};
+    for (unsigned r = 0; r < n; r++)
+        v[r] = field(&rounds[r], offset);
+    return median_of(v, n);
+}
+
+static void aggregate_op(const struct bench *b, const struct allocator *a, int op,
+                         struct op_agg *g)
+{
+    const struct tk_summary *rs = a->rounds[op];
+    const struct tk_summary *fl = b->al[0].rounds[op];
+    unsigned n = b->o.rounds;
+    double mean[BENCH_MAX_ROUNDS] = {0}, net[BENCH_MAX_ROUNDS] = {0};
+
+    memset(g, 0, sizeof(*g));
+    g->count_per_round = rs[0].count;
+    g->max_ns = NAN;
+    for (unsigned r = 0; r < n; r++) {
+        g->count_total += rs[r].count;
+        mean[r] = rs[r].mean;
+        /* The floor's own net figure is not a measurement: leave it out. */
+        net[r] = a->type == ALLOC_FLOOR ? NAN : rs[r].mean - fl[r].mean;
+        if (isfinite(rs[r].max) && !(g->max_ns >= rs[r].max))
+            g->max_ns = rs[r].max;
+    }
+    median_min_max(mean, n, &g->avg_ns, &g->avg_min_ns, &g->avg_max_ns);
+    median_min_max(net, n, &g->net_avg_ns, &g->net_min_ns, &g->net_max_ns);
+    g->p50_ns = median_field(rs, n, offsetof(struct tk_summary, p50));
+    g->p99_ns = median_field(rs, n, offsetof(struct tk_summary, p99));
+    g->p999_ns = median_field(rs, n, offsetof(struct tk_summary, p999));
+    g->p9999_ns = median_field(rs, n, offsetof(struct tk_summary, p9999));
+}
+
+void aggregate_main(struct bench *b)
+{
+    if (!b->ran_main)
+        return;
+    for (size_t i = 0; i < b->n_al; i++)
+        for (int op = 0; op < 2; op++)
+            aggregate_op(b, &b->al[i], op, &b->al[i].agg[op]);
+}
+
+static const struct allocator *find_glibc(const struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        if (b->al[i].type == ALLOC_GLIBC)
+            return &b->al[i];
+    return NULL;
+}
+
+static double ratio(double num, double den)
+{
+    if (!isfinite(num) || !isfinite(den) || den <= 0)
+        return NAN;
+    return num / den;
+}
+
+/* Ratios of a vs glibc: [0] alloc avg-floor, [1] free avg-floor,
+ * [2] alloc p99, [3] free p99 (raw). */
+static void ratios_vs(const struct allocator *a, const struct allocator *g, double out[4])
+{
+    out[0] = ratio(a->agg[0].net_avg_ns, g->agg[0].net_avg_ns);
+    out[1] = ratio(a->agg[1].net_avg_ns, g->agg[1].net_avg_ns);
+    out[2] = ratio(a->agg[0].p99_ns, g->agg[0].p99_ns);
+    out[3] = ratio(a->agg[1].p99_ns, g->agg[1].p99_ns);
+}
+
+static double mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+void print_header(FILE *f, const struct bench *b)
+{
+    const struct machine_facts *mf = &b->mf;
+    const struct tk_timer *t = &b->timer;
+    fprintf(f, "rtmem bench %s (schema %s)\n", RTMEM_VERSION_STRING, BENCH_SCHEMA);
+    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model,
+            mf->sysname, mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+    tk_rt_print(f, &b->rt);
+
+    bool any_heap = false;
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        if (!a->mem)
+            continue;
+        any_heap = true;
+        fprintf(f, "heap memory : %-12s %.0f MiB, mmap'd, prefaulted, mlock: %s\n", a->name,
+                mib(a->mem_bytes), a->mem_locked ? "yes" : "NO");
+        if (!a->mem_locked)
+            fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->name,
+                    strerror(a->mlock_err));
+    }
+    if (!any_heap)
+        fprintf(f, "heap memory : no rtmem heap selected\n");
+
+    fprintf(f, "timer       : %s", t->source);
+    if (tk_timer_use_tsc)
+        fprintf(f, ", %.4f GHz calibrated over %.0f ms against CLOCK_MONOTONIC_RAW, "
+                   "invariant TSC: %s",
+                t->tick_hz / 1e9, t->calibration_ns / 1e6, t->tsc_invariant ? "yes" : "NO");
+    fprintf(f, "\ntimer overhead: start/end pair around nothing, %zu pairs: p50 %.1f ns, "
+               "p99 %.1f ns, min %.1f ns; resolution %.1f ns (%llu ticks)\n",
+            t->overhead_samples, t->overhead_p50_ns, t->overhead_p99_ns, t->overhead_min_ns,
+            t->resolution_ns, (unsigned long long)t->resolution_ticks);
+    fprintf(f, "seed        : %llu (workloads generated from it before any timing)\n",
+            (unsigned long long)b->o.seed);
+    if (!b->o.sweep_only)
+        fprintf(f, "main phase  : sizes uniform in [%u, %u] B, live cap %u, %llu ops per pass, "
+                   "%u rounds (order alternates),\n              one unrecorded warm-up pass "
+                   "per allocator first\n",
+                b->o.min_size_bytes, b->o.max_size_bytes, b->o.live_cap,
+                (unsigned long long)b->o.ops, b->o.rounds);
+    if (!b->o.no_sweep)
+        fprintf(f, "sweep       : %u buckets of %u B (0..%u B), live cap %u, %llu ops per bucket "
+                   "per allocator after a warm-up pass\n",
+                SWEEP_BUCKETS, SWEEP_BUCKET_BYTES, SWEEP_BUCKETS * SWEEP_BUCKET_BYTES,
+                b->o.live_cap, (unsigned long long)b->o.sweep_ops);
+    fprintf(f, "allocators  :");
+    for (size_t i = 1; i < b->n_al; i++)
+        fprintf(f, " %s%s", b->al[i].name,
+                b->al[i].type == ALLOC_GLIBC ? " (malloc/free, glibc defaults: no mallopt)" : "");
+    fprintf(f, "\nfloor       : the same harness around a call through a volatile function "
+               "pointer to a function returning its argument\n");
+}
+
+enum { COL_NAME, COL_COUNT, COL_AVG, COL_SPREAD, COL_NET, COL_P50, COL_P99, COL_P999,
+       COL_P9999, COL_MAX, COL_EXTRA, N_COLS };
+
+static void print_op_table(FILE *f, const struct bench *b, int op)
+{
+    struct tk_col cols[N_COLS] = {
+        [COL_NAME] = {"allocator", 12, true},  [COL_COUNT] = {"ops/round", 9, false},
+        [COL_AVG] = {"avg", 8, false},         [COL_SPREAD] = {"avg min..max", 15, false},
+        [COL_NET] = {"avg-floor", 9, false},   [COL_P50] = {"p50", 8, false},
+        [COL_P99] = {"p99", 8, false},         [COL_P999] = {"p99.9", 8, false},
+        [COL_P9999] = {"p99.99", 9, false},    [COL_MAX] = {"max", 10, false},
+        [COL_EXTRA] = {op == 0 ? "failed" : "skipped", 7, false},
+    };
+    char buf[N_COLS][32];
+    const char *cells[N_COLS];
+
+    fprintf(f, "\n%s latency, ns\n", op_names[op]);
+    tk_table_header(f, cols, N_COLS);
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        const struct op_agg *g = &a->agg[op];
+        char lo[16], hi[16];
+        cells[COL_NAME] = a->name;
+        cells[COL_COUNT] = tk_fmt_uint(buf[COL_COUNT], 32, g->count_per_round);
+        cells[COL_AVG] = tk_fmt_double(buf[COL_AVG], 32, g->avg_ns, 1);
+        snprintf(buf[COL_SPREAD], 32, "%s..%s", tk_fmt_double(lo, sizeof(lo), g->avg_min_ns, 1),
+                 tk_fmt_double(hi, sizeof(hi), g->avg_max_ns, 1));
+        cells[COL_SPREAD] = buf[COL_SPREAD];
+        cells[COL_NET] = tk_fmt_double(buf[COL_NET], 32, g->net_avg_ns, 1);
+        cells[COL_P50] = tk_fmt_double(buf[COL_P50], 32, g->p50_ns, 1);
+        cells[COL_P99] = tk_fmt_double(buf[COL_P99], 32, g->p99_ns, 1);
+        cells[COL_P999] = tk_fmt_double(buf[COL_P999], 32, g->p999_ns, 1);
+        cells[COL_P9999] = tk_fmt_double(buf[COL_P9999], 32, g->p9999_ns, 1);
+        cells[COL_MAX] = tk_fmt_double(buf[COL_MAX], 32, g->max_ns, 1);
+        cells[COL_EXTRA] = tk_fmt_uint(buf[COL_EXTRA], 32,
+                                       op == 0 ? a->failed_allocs : a->skipped_frees);
+        tk_table_row(f, cols, N_COLS, cells);
+    }
+}
+
+static void print_ratios(FILE *f, const struct bench *b)
+{
+    const struct allocator *g = find_glibc(b);
+    if (!g) {
+        fprintf(f, "\nvs glibc: glibc not selected, no ratios\n");
+        return;
+    }
+    static const struct tk_col cols[5] = {
+        {"allocator", 12, true}, {"alloc avg-floor", 15, false}, {"free avg-floor", 14, false},
+        {"alloc p99", 9, false}, {"free p99", 9, false},
+    };
+    fprintf(f, "\nvs glibc: time ratio (below 1 = faster than glibc); averages minus floor, "
+               "p99 raw\n");
+    tk_table_header(f, cols, 5);
+    for (size_t i = 1; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        if (a == g)
+            continue;
+        double r[4];
+        char buf[4][16];
+        ratios_vs(a, g, r);
+        const char *cells[5] = {a->name};
+        for (int k = 0; k < 4; k++)
+            cells[k + 1] = tk_fmt_ratio(buf[k], sizeof(buf[k]), r[k]);
+        tk_table_row(f, cols, 5, cells);
+    }
+}
+
+static void print_notes(FILE *f, const struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        uint64_t sweep_failed = 0;
+        for (unsigned bk = 0; b->ran_sweep && bk < SWEEP_BUCKETS; bk++)
+            sweep_failed += a->sweep_failed[bk];
+        if (a->failed_allocs)
+            fprintf(f, "note: %s failed %llu allocations in the measured rounds (heap too "
+                       "small?); their frees were skipped, not timed\n",
+                    a->name, (unsigned long long)a->failed_allocs);
+        if (sweep_failed)
+            fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->name,
+                    (unsigned long long)sweep_failed);
+        if (a->free_errors)
+            fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->name,
+                    (unsigned long long)a->free_errors);
+        if (a->check_failures)
+            fprintf(f, "WARNING: %s: heap check failed (or blocks left live) after %llu "
+                       "passes\n",
+                    a->name, (unsigned long long)a->check_failures);
+    }
+}
+
+void print_main(FILE *f, const struct bench *b)
+{
+    if (b->ran_main) {
+        fprintf(f, "\nmain phase: %.2f s. Per allocator: avg = median over the %u rounds of the "
+                   "per-round mean,\nmin..max = spread of those means, avg-floor = median of "
+                   "(round mean - floor's round mean),\npercentiles = median over rounds, max = "
+                   "worst of all rounds; failed/skipped: summed over all rounds.\n",
+                b->main_seconds, b->o.rounds);
+        print_op_table(f, b, 0);
+        print_op_table(f, b, 1);
+        const struct op_agg *fa = &b->al[0].agg[0], *ff = &b->al[0].agg[1];
+        fprintf(f, "\nfloor (no-op call in the same harness): alloc %.1f ns, free %.1f ns "
+                   "(median of round means); timer overhead alone p50 %.1f ns\n",
+                fa->avg_ns, ff->avg_ns, b->timer.overhead_p50_ns);
+        print_ratios(f, b);
+    }
+    print_notes(f, b);
+    if (b->rt.rests)
+        fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",
+                b->rt.rests);
+    fprintf(f, "VmLck at the end: %ld kB\n", b->rt.vmlck_kb);
+}
+
+static double sweep_net(const struct bench *b, const struct allocator *a, unsigned bk)
+{
+    return a->sweep_alloc_ns[bk] + a->sweep_free_ns[bk] - b->sweep_floor_ns;
+}
+
+void print_sweep(FILE *f, const struct bench *b)
+{
+    if (!b->ran_sweep)
+        return;
+    struct tk_col cols[BENCH_MAX_ALLOCATORS];
+    const char *cells[BENCH_MAX_ALLOCATORS];
+    char buf[BENCH_MAX_ALLOCATORS][32];
+    size_t n = b->n_al;   /* column 0: sizes; columns 1..: allocators but the floor */
+
+    fprintf(f, "\nsize sweep: %.2f s. Mean alloc+free pair in ns minus the floor (%.1f ns), by "
+               "request size;\nevery %uth of %u buckets shown (all in the JSON), last row: mean "
+               "over all buckets\n",
+            b->sweep_seconds, b->sweep_floor_ns, SWEEP_PRINT_EVERY, SWEEP_BUCKETS);
+    cols[0] = (struct tk_col){"size, B", 12, true};
+    for (size_t i = 1; i < n; i++) {
+        int w = (int)strlen(b->al[i].name);
+        cols[i] = (struct tk_col){b->al[i].name, w < 8 ? 8 : w, false};
+    }
+    tk_table_header(f, cols, n);
+    for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++) {
+        if (bk % SWEEP_PRINT_EVERY != 0 && bk != SWEEP_BUCKETS - 1)
+            continue;
+        snprintf(buf[0], 32, "%u..%u", bk * SWEEP_BUCKET_BYTES,
+                 (bk + 1) * SWEEP_BUCKET_BYTES - 1);
+        cells[0] = buf[0];
+        for (size_t i = 1; i < n; i++)
+            cells[i] = tk_fmt_double(buf[i], 32, sweep_net(b, &b->al[i], bk), 1);
+        tk_table_row(f, cols, n, cells);
+    }
+    cells[0] = "all (mean)";
+    for (size_t i = 1; i < n; i++) {
+        double sum = 0;
+        for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
+            sum += sweep_net(b, &b->al[i], bk);
+        cells[i] = tk_fmt_double(buf[i], 32, sum / SWEEP_BUCKETS, 1);
+    }
+    tk_table_row(f, cols, n, cells);
+}
+
+static void json_machine(struct tk_json *j, const struct bench *b)
+{
+    const struct machine_facts *mf = &b->mf;
+    tk_json_key(j, "machine");
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "cpu_model", mf->cpu_model);
+    tk_json_kv_int(j, "cpus_online", mf->cpus_online);
+    tk_json_kv_string(j, "sysname", mf->sysname);
+    tk_json_kv_string(j, "kernel_release", mf->release);
+    tk_json_kv_string(j, "kernel_version", mf->version);
+    tk_json_kv_string(j, "arch", mf->machine);
+    tk_json_kv_string(j, "libc", mf->libc_version);
+#if defined(__clang__)
+#define BENCH_STR_(x) #x
+#define BENCH_STR(x) BENCH_STR_(x)
+    tk_json_kv_string(j, "compiler", "clang " BENCH_STR(__clang_major__) "." BENCH_STR(
+                                         __clang_minor__) "." BENCH_STR(__clang_patchlevel__));
+#elif defined(__GNUC__)
+    tk_json_kv_string(j, "compiler", "gcc " __VERSION__);
+#else
+    tk_json_kv_string(j, "compiler", __VERSION__);
+#endif
+    tk_json_end_object(j);
+}
+
+static void json_params(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "params");
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "ops", b->o.ops);
+    tk_json_kv_uint(j, "rounds", b->o.rounds);
+    tk_json_kv_uint(j, "warmup_passes", 1);
+    tk_json_kv_uint(j, "min_size_bytes", b->o.min_size_bytes);
+    tk_json_kv_uint(j, "max_size_bytes", b->o.max_size_bytes);
+    tk_json_kv_uint(j, "live_cap", b->o.live_cap);
+    tk_json_kv_uint(j, "heap_bytes", b->o.heap_bytes);
+    tk_json_kv_uint(j, "seed", b->o.seed);
+    tk_json_kv_uint(j, "sweep_ops", b->o.sweep_ops);
+    tk_json_kv_bool(j, "quick", b->o.quick);
+    tk_json_kv_bool(j, "no_rt", b->o.no_rt);
+    tk_json_kv_bool(j, "main_phase", b->ran_main);
+    tk_json_kv_bool(j, "sweep", b->ran_sweep);
+    tk_json_kv_string(j, "glibc_config", "defaults (no mallopt)");
+    tk_json_kv_string(j, "floor",
+                      "same harness around a call through a volatile function pointer to a "
+                      "function returning its argument");
+    tk_json_end_object(j);
+}
+
+static void json_timer(struct tk_json *j, const struct bench *b)
+{
+    const struct tk_timer *t = &b->timer;
+    tk_json_key(j, "timer");
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "source", t->source);
+    tk_json_kv_double(j, "ns_per_tick", t->ns_per_tick);
+    tk_json_kv_double(j, "tick_hz", t->tick_hz);
+    tk_json_kv_double(j, "calibration_ns", t->calibration_ns);
+    tk_json_kv_bool(j, "tsc_invariant", t->tsc_invariant);
+    tk_json_kv_uint(j, "overhead_samples", t->overhead_samples);
+    tk_json_kv_double(j, "overhead_p50_ns", t->overhead_p50_ns);
+    tk_json_kv_double(j, "overhead_p99_ns", t->overhead_p99_ns);
+    tk_json_kv_double(j, "overhead_min_ns", t->overhead_min_ns);
+    tk_json_kv_uint(j, "resolution_ticks", t->resolution_ticks);
+    tk_json_kv_double(j, "resolution_ns", t->resolution_ns);
+    tk_json_end_object(j);
+}
+
+static void json_summary(struct tk_json *j, const struct tk_summary *s, double floor_mean)
+{
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "count", s->count);
+    tk_json_kv_double(j, "avg_ns", s->mean);
+    tk_json_kv_double(j, "avg_minus_floor_ns", s->mean - floor_mean);
+    tk_json_kv_double(j, "min_ns", s->min);
+    tk_json_kv_double(j, "p50_ns", s->p50);
+    tk_json_kv_double(j, "p99_ns", s->p99);
+    tk_json_kv_double(j, "p99_9_ns", s->p999);
+    tk_json_kv_double(j, "p99_99_ns", s->p9999);
+    tk_json_kv_double(j, "max_ns", s->max);
+    tk_json_end_object(j);
+}
+
+static void json_op(struct tk_json *j, const struct bench *b, const struct allocator *a, int op)
+{
+    const struct op_agg *g = &a->agg[op];
+    tk_json_key(j, op_names[op]);
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "count_per_round", g->count_per_round);
+    tk_json_kv_uint(j, "count_total", g->count_total);
+    tk_json_kv_double(j, "avg_ns", g->avg_ns);
+    tk_json_kv_double(j, "avg_ns_round_min", g->avg_min_ns);
+    tk_json_kv_double(j, "avg_ns_round_max", g->avg_max_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns", g->net_avg_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_min", g->net_min_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_max", g->net_max_ns);
+    tk_json_kv_double(j, "p50_ns", g->p50_ns);
+    tk_json_kv_double(j, "p99_ns", g->p99_ns);
+    tk_json_kv_double(j, "p99_9_ns", g->p999_ns);
+    tk_json_kv_double(j, "p99_99_ns", g->p9999_ns);
+    tk_json_kv_double(j, "max_ns", g->max_ns);
+    tk_json_key(j, "rounds");
+    tk_json_begin_array(j);
+    for (unsigned r = 0; r < b->o.rounds; r++)
+        json_summary(j, &a->rounds[op][r],
+                     a->type == ALLOC_FLOOR ? NAN : b->al[0].rounds[op][r].mean);
+    tk_json_end_array(j);
+    tk_json_end_object(j);
+}
+
+static const char *type_name(enum alloc_type t)
+{
+    switch (t) {
+    case ALLOC_FLOOR: return "floor";
+    case ALLOC_HEAP: return "rtm_heap";
+    case ALLOC_TLSF_TYPED: return "rtm_tlsf_typed";
+    case ALLOC_GLIBC: return "glibc";
+    }
+    return "unknown";
+}
+
+static void json_allocators(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "api", type_name(a->type));
+        if (a->mem) {
+            tk_json_kv_uint(j, "heap_bytes", a->mem_bytes);
+            tk_json_kv_bool(j, "heap_mlocked", a->mem_locked);
+            tk_json_kv_string(j, "heap_mlock_error", a->mem_locked ? NULL : strerror(a->mlock_err));
+            tk_json_kv_uint(j, "heap_check_failures", a->check_failures);
+        }
+        tk_json_kv_uint(j, "failed_allocs", a->failed_allocs);
+        tk_json_kv_uint(j, "skipped_frees", a->skipped_frees);
+        tk_json_kv_uint(j, "free_errors", a->free_errors);
+        if (b->ran_main) {
+            json_op(j, b, a, 0);
+            json_op(j, b, a, 1);
+        }
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+}
+
+static void json_ratios(struct tk_json *j, const struct bench *b)
+{
+    const struct allocator *g = find_glibc(b);
+    tk_json_key(j, "ratios_vs_glibc");
+    if (!g || !b->ran_main) {
+        tk_json_null(j);
+        return;
+    }
+    tk_json_begin_array(j);
+    for (size_t i = 1; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        if (a == g)
+            continue;
+        double r[4];
+        ratios_vs(a, g, r);
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_double(j, "alloc_avg_minus_floor", r[0]);
+        tk_json_kv_double(j, "free_avg_minus_floor", r[1]);
+        tk_json_kv_double(j, "alloc_p99", r[2]);
+        tk_json_kv_double(j, "free_p99", r[3]);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+}
+
+static void json_double_array(struct tk_json *j, const char *key, const double *v, size_t n)
+{
+    tk_json_key(j, key);
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < n; i++)
+        tk_json_double(j, v[i]);
+    tk_json_end_array(j);
+}
+
+static void json_sweep(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "sweep");
+    if (!b->ran_sweep) {
+        tk_json_null(j);
+        return;
+    }
+    double v[SWEEP_BUCKETS];
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "bucket_width_bytes", SWEEP_BUCKET_BYTES);
+    tk_json_kv_uint(j, "buckets", SWEEP_BUCKETS);
+    tk_json_kv_uint(j, "ops_per_bucket", b->o.sweep_ops);
+    tk_json_kv_uint(j, "live_cap", b->o.live_cap);
+    tk_json_kv_double(j, "floor_alloc_free_ns", b->sweep_floor_ns);
+    tk_json_key(j, "bucket_min_bytes");
+    tk_json_begin_array(j);
+    for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
+        tk_json_uint(j, bk * SWEEP_BUCKET_BYTES);
+    tk_json_end_array(j);
+    tk_json_key(j, "bucket_max_bytes");
+    tk_json_begin_array(j);
+    for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
+        tk_json_uint(j, (bk + 1) * SWEEP_BUCKET_BYTES - 1);
+    tk_json_end_array(j);
+    tk_json_key(j, "allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->name);
+        json_double_array(j, "alloc_avg_ns", a->sweep_alloc_ns, SWEEP_BUCKETS);
+        json_double_array(j, "free_avg_ns", a->sweep_free_ns, SWEEP_BUCKETS);
+        for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
+            v[bk] = a->type == ALLOC_FLOOR ? NAN : sweep_net(b, a, bk);
+        json_double_array(j, "alloc_free_minus_floor_ns", v, SWEEP_BUCKETS);
+        tk_json_key(j, "failed_allocs");
+        tk_json_begin_array(j);
+        for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
+            tk_json_uint(j, a->sweep_failed[bk]);
+        tk_json_end_array(j);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    tk_json_end_object(j);
+}
+
+int write_json(FILE *f, const struct bench *b)
+{
+    struct tk_json j;
+    tk_json_init(&j, f);
+    tk_json_begin_object(&j);
+    tk_json_kv_string(&j, "schema", BENCH_SCHEMA);
+    tk_json_kv_string(&j, "tool", "rtmem bench");
+    tk_json_kv_string(&j, "rtmem_version", RTMEM_VERSION_STRING);
+    json_machine(&j, b);
+    json_params(&j, b);
+    tk_json_key(&j, "rt");
+    tk_rt_json(&j, &b->rt);
+    json_timer(&j, b);
+    tk_json_key(&j, "floor");
+    tk_json_begin_object(&j);
+    tk_json_kv_double(&j, "alloc_avg_ns", b->ran_main ? b->al[0].agg[0].avg_ns : NAN);
+    tk_json_kv_double(&j, "free_avg_ns", b->ran_main ? b->al[0].agg[1].avg_ns : NAN);
+    tk_json_kv_double(&j, "sweep_alloc_free_ns", b->ran_sweep ? b->sweep_floor_ns : NAN);
+    tk_json_end_object(&j);
+    json_allocators(&j, b);
+    json_ratios(&j, b);
+    json_sweep(&j, b);
+    tk_json_end_object(&j);
+    return tk_json_finish(&j);
+}

@@ -1,0 +1,259 @@
+/*
+ * `rtmem bench`: the workload, the allocators and the timed passes.
+ *
+ * Every allocator runs the same harness: for each operation, one call through
+ * a volatile function pointer between tk_timer_start and tk_timer_end, and
+ * nothing else. The floor runs it around a function that returns its
+ * argument, so floor-subtracted figures are the allocator's own work.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bench.h"
+
+int workload_init(struct workload *w, size_t cap)
+{
+    memset(w, 0, sizeof(*w));
+    if (cap == 0 || cap > SIZE_MAX / sizeof(uint32_t))
+        return -EINVAL;
+    w->ops = calloc(cap, sizeof(uint32_t));
+    if (!w->ops)
+        return -ENOMEM;
+    w->cap = cap;
+    return 0;
+}
+
+void workload_destroy(struct workload *w)
+{
+    free(w->ops);
+    memset(w, 0, sizeof(*w));
+}
+
+/* splitmix64: a fast, well-mixed generator; the workload only needs
+ * reproducible uniform draws. */
+static uint64_t rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n), n > 0, without modulo bias (rejects the short tail). */
+static uint64_t rng_below(uint64_t *state, uint64_t n)
+{
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r;
+    do
+        r = rng_next(state);
+    while (r >= limit);
+    return r % n;
+}
+
+void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
+                       uint32_t live_cap, uint64_t seed)
+{
+    uint64_t rng = seed;
+    uint64_t span = (uint64_t)max_bytes - min_bytes + 1;
+    uint32_t live = 0;
+    if (n_ops > w->cap)
+        n_ops = w->cap;
+    for (size_t i = 0; i < n_ops; i++) {
+        bool do_free;
+        if (live == live_cap)
+            do_free = true;
+        else if (live == 0)
+            do_free = false;
+        else
+            do_free = rng_next(&rng) & 1u;
+        if (do_free) {
+            w->ops[i] = OP_FREE | (uint32_t)rng_below(&rng, live);
+            live--;
+        } else {
+            w->ops[i] = min_bytes + (uint32_t)rng_below(&rng, span);
+            live++;
+        }
+    }
+    w->n = n_ops;
+}
+
+int allocator_open(struct allocator *a, size_t heap_bytes)
+{
+    if (a->type != ALLOC_HEAP && a->type != ALLOC_TLSF_TYPED)
+        return 0;
+    void *mem = mmap(NULL, heap_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        int err = errno;
+        fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->name,
+                strerror(err));
+        return -err;
+    }
+    a->mem = mem;
+    a->mem_bytes = heap_bytes;
+    /* Prefault: every page is written now, not on the first allocation. */
+    memset(mem, 0, heap_bytes);
+    a->mem_locked = mlock(mem, heap_bytes) == 0;
+    a->mlock_err = a->mem_locked ? 0 : errno;
+
+    if (a->type == ALLOC_HEAP) {
+        a->heap = rtm_heap_create(a->name, mem, heap_bytes);
+    } else {
+        a->tlsf = rtm_tlsf_create(mem, heap_bytes);
+        a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
+    }
+    if (!a->heap) {
+        int err = errno ? errno : EINVAL;
+        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
+                heap_bytes, strerror(err));
+        allocator_close(a);
+        return -err;
+    }
+    return 0;
+}
+
+void allocator_close(struct allocator *a)
+{
+    if (a->heap)
+        rtm_heap_destroy(a->heap);
+    a->heap = NULL;
+    a->tlsf = NULL;
+    if (a->mem)
+        (void)munmap(a->mem, a->mem_bytes);
+    a->mem = NULL;
+    free(a->rounds[0]);
+    free(a->rounds[1]);
+    free(a->sweep_alloc_ns);
+    free(a->sweep_free_ns);
+    free(a->sweep_failed);
+    a->rounds[0] = a->rounds[1] = NULL;
+    a->sweep_alloc_ns = a->sweep_free_ns = NULL;
+    a->sweep_failed = NULL;
+}
+
+/* The floor's operations. Reached only through volatile pointers, so the
+ * compiler cannot inline them: the call costs what an allocator call costs. */
+static void *noop_alloc(void *ctx, size_t size)
+{
+    (void)size;
+    return ctx;
+}
+
+static int noop_free(void *ctx, void *p)
+{
+    (void)ctx;
+    (void)p;
+    return 0;
+}
+
+typedef void *(*floor_alloc_fn)(void *, size_t);
+typedef int (*floor_free_fn)(void *, void *);
+typedef void *(*glibc_alloc_fn)(size_t);
+typedef void (*glibc_free_fn)(void *);
+typedef void *(*heap_alloc_fn)(struct rtm_heap *, size_t);
+typedef int (*heap_free_fn)(struct rtm_heap *, void *);
+typedef void *(*tlsf_alloc_fn)(struct rtm_tlsf *, size_t);
+typedef int (*tlsf_free_fn)(struct rtm_tlsf *, void *);
+
+/* How each API is called inside the timed region: fn is the volatile
+ * function pointer, the result an int status for free (0 = freed). */
+#define CALL_CTX_ALLOC(fn, ctx, size)   fn(ctx, size)
+#define CALL_CTX_FREE(fn, ctx, p)       fn(ctx, p)
+#define CALL_GLIBC_ALLOC(fn, ctx, size) fn(size)
+#define CALL_GLIBC_FREE(fn, ctx, p)     (fn(p), 0)
+
+/*
+ * One timed pass, instantiated once per API so the timed region holds just
+ * the call. Samples go to preallocated stores: nothing is allocated here.
+ * Each allocated block gets one byte written (outside the timed region), as a
+ * user would; a 0-byte request is not written to.
+ */
+#define DEFINE_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                        \
+    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init, const struct workload *w, \
+                     void **slots, struct pass_out *o)                                          \
+    {                                                                                           \
+        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
+        FREE_T volatile free_fn = free_init;                                                    \
+        size_t live = 0;                                                                        \
+        (void)ctx;                                                                              \
+        for (size_t i = 0; i < w->n; i++) {                                                     \
+            uint32_t op = w->ops[i];                                                            \
+            if (op & OP_FREE) {                                                                 \
+                uint32_t victim = op & ~OP_FREE;                                                \
+                void *p = slots[victim];                                                        \
+                slots[victim] = slots[--live];                                                  \
+                if (!p) {                                                                       \
+                    o->skipped_frees++;                                                         \
+                    continue;                                                                   \
+                }                                                                               \
+                uint64_t t0 = tk_timer_start();                                                 \
+                int rc = CALL_FREE(free_fn, ctx, p);                                            \
+                uint64_t t1 = tk_timer_end();                                                   \
+                tk_samples_add(o->free_ticks, t1 - t0);                                         \
+                if (rc != 0)                                                                    \
+                    o->free_errors++;                                                           \
+            } else {                                                                            \
+                uint64_t t0 = tk_timer_start();                                                 \
+                void *p = CALL_ALLOC(alloc_fn, ctx, op);                                        \
+                uint64_t t1 = tk_timer_end();                                                   \
+                tk_samples_add(o->alloc_ticks, t1 - t0);                                        \
+                if (!p)                                                                         \
+                    o->failed_allocs++;                                                         \
+                else if (op != 0)                                                               \
+                    *(volatile unsigned char *)p = (unsigned char)i;                            \
+                slots[live++] = p;                                                              \
+            }                                                                                   \
+        }                                                                                       \
+        /* Leave the allocator empty for the next pass (not timed). */                         \
+        while (live > 0) {                                                                      \
+            void *p = slots[--live];                                                            \
+            if (p && CALL_FREE(free_fn, ctx, p) != 0)                                           \
+                o->free_errors++;                                                               \
+        }                                                                                       \
+    }
+
+DEFINE_PASS(pass_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
+DEFINE_PASS(pass_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC, CALL_GLIBC_FREE)
+DEFINE_PASS(pass_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
+            CALL_CTX_FREE)
+DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
+            CALL_CTX_FREE)
+
+/* After a drained pass a heap must be consistent and empty. */
+static void check_heap(struct allocator *a)
+{
+    struct rtm_heap_stats st;
+    if (!a->heap)
+        return;
+    if (rtm_heap_check(a->heap) != 0 || rtm_heap_stats(a->heap, &st) != 0 || st.live_blocks != 0 ||
+        st.used_bytes != 0)
+        a->check_failures++;
+}
+
+void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
+{
+    tk_samples_reset(&b->alloc_s);
+    tk_samples_reset(&b->free_s);
+    memset(out, 0, sizeof(*out));
+    out->alloc_ticks = &b->alloc_s;
+    out->free_ticks = &b->free_s;
+
+    switch (a->type) {
+    case ALLOC_FLOOR:
+        pass_floor(a->scratch, noop_alloc, noop_free, &b->w, b->slots, out);
+        break;
+    case ALLOC_GLIBC:
+        pass_glibc(NULL, malloc, free, &b->w, b->slots, out);
+        break;
+    case ALLOC_HEAP:
+        pass_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->w, b->slots, out);
+        check_heap(a);
+        break;
+    case ALLOC_TLSF_TYPED:
+        pass_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->w, b->slots, out);
+        check_heap(a);
+        break;
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * The `rtmem` command: dispatches to its subcommands.
+ *   rtmem bench ...   alloc/free latency of every heap kind vs glibc
+ *   rtmem kinds       the heap kinds built into the library
+ *   rtmem --help, rtmem --version
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "rtmem/rtmem.h"
+
+static int cmd_kinds(int argc, char **argv);
+
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"bench", rtm_cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
+    {"kinds", cmd_kinds, "list the heap kinds built into librtmem"},
+};
+
+#define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: rtmem <command> [options]\n       rtmem --help | --version\n\ncommands:\n");
+    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(f, "\n'rtmem <command> --help' describes a command's options.\n");
+}
+
+static int cmd_kinds(int argc, char **argv)
+{
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: rtmem kinds\n\nLists the heap kinds built into librtmem, one per line "
+               "(names for rtm_heap_create).\n");
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "rtmem kinds: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        printf("%s\n", *k);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        printf("rtmem %s\n", RTMEM_VERSION_STRING);
+        return 0;
+    }
+    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
+        if (strcmp(cmd, subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rtmem: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}
