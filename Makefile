@@ -49,8 +49,9 @@ fuzz:
 	    -DRTMEM_BUILD_TOOLS=OFF >/dev/null
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_heap_libfuzzer
 	@mkdir -p $(BUILD)-fuzz/corpus
+	cp tests/fuzz_corpus/* $(BUILD)-fuzz/corpus/
 	$(BUILD)-fuzz/tests/fuzz_heap_libfuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    $(BUILD)-fuzz/corpus
+	    -artifact_prefix=$(BUILD)-fuzz/ $(BUILD)-fuzz/corpus
 
 PREFIX ?= /usr/local
 install: build

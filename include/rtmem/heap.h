@@ -67,7 +67,8 @@ struct rtm_heap_stats {
     /* Highest used_bytes ever seen since create. Never decreases. */
     size_t peak_used_bytes;
     /* The largest request size that rtm_heap_alloc would satisfy right now:
-     * never more than that, and for TLSF exactly that. 0 if nothing fits. */
+     * never more than that, and for TLSF exactly that. 0 when no request
+     * would succeed, not even alloc(0). */
     size_t largest_free_bytes;
     /* Number of live blocks (allocated and not yet freed). */
     size_t live_blocks;
