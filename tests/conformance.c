@@ -319,6 +319,24 @@ static void section_bad(const char *kind)
     model_checkpoint(&m);
     model_drain(&m, &rng);
 
+    /* realloc(NULL, n) is alloc(n); usable_size of NULL or foreign is 0. */
+    {
+        struct rtm_heap_stats s0;
+        rtm_heap_stats(h, &s0);
+        void *r = rtm_heap_realloc(h, NULL, 300);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK(rtm_heap_usable_size(h, r) >= 300);
+            rtm_heap_stats(h, &st);
+            CHECK_EQ(st.live_blocks, s0.live_blocks + 1);
+            CHECK_EQ(rtm_heap_free(h, r), 0);
+        }
+        int local;
+        CHECK_EQ(rtm_heap_usable_size(h, NULL), 0);
+        CHECK_EQ(rtm_heap_usable_size(h, &local), 0);
+        CHECK_EQ(rtm_heap_usable_size(NULL, &local), 0);
+    }
+
     /* A NULL or destroyed heap is refused everywhere, without a crash. */
     CHECK(rtm_heap_alloc(NULL, 16) == NULL);
     CHECK_EQ(rtm_heap_free(NULL, mem), -EINVAL);
@@ -390,8 +408,19 @@ static void section_big(const char *kind)
         CHECK(st.overhead_bytes < ((size_t)1 << 30));
         CHECK_EQ(rtm_heap_check(h), 0);
     } else {
+        /* The way out the error points to: the same memory as several pools. */
         CHECK_EQ(errno, E2BIG);
-        /* Half of it, twice, as two pools is the way out the error points to. */
+        size_t quarter = size / 4;
+        h = rtm_heap_create(kind, mem, quarter);
+        CHECK(h != NULL);
+        for (int i = 1; h && i < 4; i++)
+            CHECK_EQ(rtm_heap_add_pool(h, mem + (size_t)i * quarter, quarter), 0);
+        if (h) {
+            rtm_heap_stats(h, &st);
+            CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
+            CHECK_EQ(st.pool_count, 4);
+            CHECK_EQ(rtm_heap_check(h), 0);
+        }
     }
     munmap(mem, size);
 }

@@ -49,14 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (kinds[nkinds])
         nkinds++;
     const char *kind = kinds[data[0] % nkinds];
-    size_t heap_bytes = 1024 + (size_t)data[1] * 256; /* 1 KiB to 65 KiB */
+    size_t heap_bytes = 12288 + (size_t)data[1] * 256; /* 12 KiB to 76 KiB: above every kind's control structure */
     data += 2;
     size -= 2;
 
     unsigned char *mem = arena();
     memset(mem, 0xa5, ARENA_BYTES);
     unsigned long failed_before = test_checks_failed;
-    struct rtm_heap *h = rtm_heap_create(kind, mem + 128u * 1024, heap_bytes);
+    struct rtm_heap *h = rtm_heap_create(kind, mem + 160u * 1024, heap_bytes);
     if (!h)
         return 0;
     struct model m;

@@ -107,13 +107,16 @@ static void own(struct model *m, const struct mblock *b, uint32_t id, bool claim
     }
 }
 
-/* Checks a block the heap just returned for size bytes and records it. */
-static long record(struct model *m, unsigned char *p, size_t size, size_t zero_len)
+/* Checks a block the heap just returned for size bytes (aligned to
+ * alignment, 1 if none was asked) and records it. */
+static long record(struct model *m, unsigned char *p, size_t size, size_t alignment,
+                   size_t zero_len)
 {
     size_t usable = rtm_heap_usable_size(m->h, p);
+    size_t asked = size > alignment ? size : alignment;
     CHECK((uintptr_t)p % RTM_HEAP_MIN_ALIGN == 0);
     CHECK(usable >= size);
-    CHECK(usable <= 2 * size + 64); /* not absurdly larger than asked */
+    CHECK(usable <= 2 * asked + 64); /* not absurdly larger than asked */
     REQUIRE(p >= m->lo && usable <= m->span && (size_t)(p - m->lo) <= m->span - usable, -1);
     for (size_t i = 0; i < zero_len; i++)
         if (p[i] != 0) {
@@ -153,7 +156,7 @@ long model_alloc(struct model *m, size_t size)
         m->failed++;
         return -1;
     }
-    return record(m, p, size, 0);
+    return record(m, p, size, 1, 0);
 }
 
 long model_aligned_alloc(struct model *m, size_t alignment, size_t size)
@@ -167,7 +170,7 @@ long model_aligned_alloc(struct model *m, size_t alignment, size_t size)
         return -1;
     }
     CHECK((uintptr_t)p % alignment == 0);
-    return record(m, p, size, 0);
+    return record(m, p, size, alignment, 0);
 }
 
 long model_calloc(struct model *m, size_t n, size_t size)
@@ -177,7 +180,7 @@ long model_calloc(struct model *m, size_t n, size_t size)
         m->failed++;
         return -1;
     }
-    return record(m, p, n * size, n * size);
+    return record(m, p, n * size, 1, n * size);
 }
 
 static void forget(struct model *m, size_t idx)
@@ -199,7 +202,7 @@ long model_realloc(struct model *m, size_t idx, size_t size)
     size_t keep = size < old.usable ? size : old.usable;
     CHECK(pattern_ok(q, old.usable, old.id, keep)); /* contents preserved */
     forget(m, idx);
-    return record(m, q, size, 0);
+    return record(m, q, size, 1, 0);
 }
 
 void model_free(struct model *m, size_t idx)

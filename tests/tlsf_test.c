@@ -228,6 +228,87 @@ static void test_typed_matches_generic(void)
     CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
 }
 
+/* Review finding: a free block's prev link lies at a header position; a
+ * stale pointer into free memory must still be refused after the memory was
+ * split differently, even over garbage. */
+static void test_stale_frees(void)
+{
+    test_context = "stale-frees";
+    for (int fill = 0; fill < 2; fill++) {
+        memset(arena, fill ? 0x41 : 0x00, sizeof(arena));
+        struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+        REQUIRE(t != NULL, );
+        unsigned char *p0 = rtm_tlsf_alloc(t, 40);
+        unsigned char *y = rtm_tlsf_alloc(t, 24);
+        REQUIRE(p0 && y, );
+        CHECK_EQ(rtm_tlsf_free(t, y), 0);
+        CHECK_EQ(rtm_tlsf_free(t, p0), 0);
+        void *q = rtm_tlsf_alloc(t, 24); /* re-splits: a free block now starts 16 bytes before y */
+        CHECK(q != NULL);
+        struct rtm_heap_stats before = stats(t);
+        CHECK_EQ(rtm_tlsf_free(t, y), -EINVAL);
+        CHECK_EQ(rtm_tlsf_usable_size(t, y), 0);
+        CHECK_EQ(rtm_tlsf_free(t, p0 + 16), -EINVAL); /* lands on a free block's link */
+        struct rtm_heap_stats after = stats(t);
+        CHECK(memcmp(&before, &after, sizeof(before)) == 0);
+        CHECK_EQ(rtm_tlsf_check(t), 0);
+        /* free(p + 16) right after free(p): the prev link again */
+        unsigned char *p = rtm_tlsf_alloc(t, 1000);
+        REQUIRE(p != NULL, );
+        CHECK_EQ(rtm_tlsf_free(t, p), 0);
+        CHECK_EQ(rtm_tlsf_free(t, p + 16), -EINVAL);
+        CHECK_EQ(rtm_tlsf_check(t), 0);
+    }
+}
+
+/* Review finding: peak_used_bytes is the highest used_bytes, realloc in
+ * place included. */
+static void test_peak_exact(void)
+{
+    test_context = "peak";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    void *p = rtm_tlsf_alloc(t, 64);
+    CHECK(rtm_tlsf_realloc(t, p, 100) == p); /* grows into the free rest of the pool */
+    CHECK_EQ(stats(t).peak_used_bytes, stats(t).used_bytes);
+    rtm_tlsf_free(t, p);
+    uint64_t rng = 99;
+    void *live[300] = { 0 };
+    size_t max_used = stats(t).peak_used_bytes;
+    for (int step = 0; step < 30000; step++) {
+        size_t i = rng_next(&rng) % 300;
+        if (live[i]) {
+            rtm_tlsf_free(t, live[i]);
+            live[i] = NULL;
+        } else {
+            live[i] = rtm_tlsf_alloc(t, (size_t)rng_range(&rng, 0, 6000));
+        }
+        if (stats(t).used_bytes > max_used)
+            max_used = stats(t).used_bytes;
+    }
+    CHECK_EQ(stats(t).peak_used_bytes, max_used);
+}
+
+/* Review finding: a remainder too small to stand alone goes with the block;
+ * the usable size then exceeds the request by up to 39 bytes, as documented. */
+static void test_absorbed_remainder(void)
+{
+    test_context = "absorbed";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    void *a = rtm_tlsf_alloc(t, 56); /* a 64-byte block */
+    void *guard = rtm_tlsf_alloc(t, 16);
+    REQUIRE(a && guard, );
+    rtm_tlsf_free(t, a);
+    size_t used = stats(t).used_bytes;
+    void *b = rtm_tlsf_alloc(t, 25); /* costs 48: 16 bytes left, absorbed */
+    CHECK(b == a);
+    CHECK_EQ(stats(t).used_bytes - used, 64);
+    CHECK_EQ(rtm_tlsf_usable_size(t, b), 56);
+    CHECK(rtm_tlsf_usable_size(t, b) - 25 <= 39);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+}
+
 static void test_too_large_pool(void)
 {
     test_context = "e2big";
@@ -262,6 +343,9 @@ int main(void)
     test_aligned_no_waste();
     test_merge_both_neighbours();
     test_typed_matches_generic();
+    test_stale_frees();
+    test_peak_exact();
+    test_absorbed_remainder();
     test_too_large_pool();
     test_context = NULL;
     return test_summary("tlsf");

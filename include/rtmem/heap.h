@@ -20,7 +20,10 @@
  *    return NULL and count as a failed allocation.
  *  - rtm_heap_free(h, NULL) is a no-op returning 0. Freeing an address outside
  *    every pool, a misaligned address or an already free block returns -EINVAL
- *    and leaves the heap untouched.
+ *    and leaves the heap untouched. "Already free" is detected as long as the
+ *    block's memory has not been handed out again; freeing a pointer whose
+ *    memory now belongs to another live block, or a pointer into a block's
+ *    interior, is undefined (kinds refuse what they can cheaply recognise).
  *  - The memory given to create or add_pool may hold any garbage and need not
  *    be aligned; rtmem aligns it internally (and counts what it trims).
  *  - When every block has been freed, used_bytes is 0 and largest_free_bytes
@@ -66,9 +69,9 @@ struct rtm_heap_stats {
     size_t free_bytes;
     /* Highest used_bytes ever seen since create. Never decreases. */
     size_t peak_used_bytes;
-    /* The largest request size that rtm_heap_alloc would satisfy right now:
-     * never more than that, and for TLSF exactly that. 0 when no request
-     * would succeed, not even alloc(0). */
+    /* A request size that rtm_heap_alloc would satisfy right now, and every
+     * smaller one too: never more than the largest that succeeds, and for
+     * TLSF exactly it. 0 when no request would succeed, not even alloc(0). */
     size_t largest_free_bytes;
     /* Number of live blocks (allocated and not yet freed). */
     size_t live_blocks;
@@ -142,8 +145,9 @@ void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size);
 int rtm_heap_free(struct rtm_heap *h, void *p);
 
 /* Usable bytes of the live block at p: at least the size it was requested
- * with, and it may all be written. 0 for NULL or an invalid pointer. O(1)
- * for a heap with one pool; see the kind for more pools. */
+ * with, and it may all be written. 0 for NULL, a foreign or misaligned
+ * address, or a free block. O(1) for a heap with one pool; see the kind for
+ * more pools. */
 size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
 
 /* Adds [mem, mem + size) to the heap as one more pool. It must not overlap

@@ -12,10 +12,11 @@
  *    bits (free, previous block free). A used block carries nothing else, so
  *    the overhead of a live block is RTM_TLSF_HEADER_BYTES (8) plus rounding.
  *  - Block sizes (header included) are multiples of RTM_TLSF_GRANULE (16) and
- *    at least RTM_TLSF_MIN_BLOCK (32). A request of n bytes takes
- *    max(32, round_up(n + 8, 16)) bytes; its usable size is that minus 8, so
- *    usable sizes are 24, 40, 56, ... and exceed a request of 24 bytes or
- *    more by at most 23 (RTM_TLSF_GRANULE + RTM_TLSF_HEADER_BYTES - 1).
+ *    at least RTM_TLSF_MIN_BLOCK (32). A request of n bytes costs
+ *    max(32, round_up(n + 8, 16)) bytes (rtm_tlsf_block_cost), plus 16 when
+ *    the rest of the free block it is cut from would be too small to stand
+ *    alone and is handed out with it. Usable size is the block minus 8: at
+ *    least n, and at most n + 39 (n + 23 when nothing was absorbed).
  *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64 and arm64).
  *  - Free blocks keep their list links and a boundary-tag footer inside their
  *    own (free) memory. Links are offsets from the heap base, never pointers:
@@ -29,8 +30,8 @@
  *    asks "is there a next block?".
  *
  * Bounds:
- *  - alloc, aligned_alloc, free: O(1). Free of an address outside the first
- *    pool is O(number of pools) to find the pool that holds it.
+ *  - alloc, aligned_alloc, free: O(1). free, realloc and usable_size of an
+ *    address outside the first pool add O(number of pools) to find its pool.
  *  - realloc: O(1) in place; O(1) + O(size) to copy when it must move.
  *  - stats: O(1). check: O(blocks + RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT).
  *  - create: O(RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT) to clear the lists.
@@ -42,10 +43,15 @@
  *  - Fill guarantee: a fresh heap with one pool of usable_bytes U holds
  *    exactly floor(U / cost(n)) blocks of n bytes, cost(n) as above. With k
  *    pools, sum(floor(U_i / cost)) for requests up to 1016 bytes (classes
- *    one granule wide), and at most k - 1 fewer above (good fit checks one
- *    candidate per class).
+ *    one granule wide), and at most k fewer above (each pool's last
+ *    remainder may share a class with another and not be found).
  *  - largest_free_bytes in the statistics is exact: the largest request that
- *    would succeed now.
+ *    would succeed now (and every smaller one succeeds too).
+ *  - Bad frees: foreign and misaligned addresses are always refused. A block
+ *    freed twice is refused as long as its memory has not been handed out
+ *    again (every word TLSF leaves at a header position in free memory reads
+ *    as free). A pointer into a live block's interior is refused only when
+ *    the word before it does not look like a block header: do not rely on it.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H

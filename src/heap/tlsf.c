@@ -48,7 +48,8 @@ _Static_assert(MIN_BLOCK >= 4 * W, "a free block holds header, two links and foo
 _Static_assert(MIN_BLOCK % GRANULE == 0, "minimum block is a whole number of granules");
 _Static_assert(F_FENCE < GRANULE, "flags fit in the bits the granule leaves free");
 _Static_assert(SL_COUNT <= 32 && FL_COUNT <= 32, "bitmaps are 32 bits");
-_Static_assert(FL_COUNT + FL_SHIFT + 1 < sizeof(size_t) * CHAR_BIT, "classes fit size_t");
+_Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
+               "a request rounded up to its class boundary still fits size_t");
 
 /* Offset of the list terminator: a dummy block inside the control structure
  * whose header reads as size 0, so list code writes to its links instead of
@@ -134,10 +135,19 @@ static inline size_t hdr_size(size_t hdr)
     return hdr & ~F_MASK;
 }
 
-/* Block fields, by offset. hdr at b, links at b + W and b + 2W. */
+/*
+ * Block fields, by offset: hdr at b, links at b + W and b + 2W. The prev link
+ * lies where a later block's header can lie (b + 2W is a header position), so
+ * it is stored with F_FREE set: every word the allocator leaves at a header
+ * position in free memory reads as "free", and freeing a stale pointer into
+ * free memory is refused (the next link, at a payload position, needs no tag).
+ */
 #define HDR(t, b)  (blk((t), (b))[0])
 #define NEXT(t, b) (blk((t), (b))[1])
-#define PREV(t, b) (blk((t), (b))[2])
+#define PREV_GET(t, b) (blk((t), (b))[2] & ~F_FREE)
+#define PREV_SET(t, b, v) (blk((t), (b))[2] = (v) | F_FREE)
+
+_Static_assert(GRANULE == 2 * W, "the prev link sits at a header position: it is tagged");
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 {
@@ -199,8 +209,8 @@ static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
     unsigned fl = class_fl(size), sl = class_sl_fl(size, fl);
     size_t head = t->heads[fl][sl];
     NEXT(t, b) = head;
-    PREV(t, b) = PSEUDO(fl * SL_COUNT + sl);
-    PREV(t, head) = b; /* harmless write to the terminator when empty */
+    PREV_SET(t, b, PSEUDO(fl * SL_COUNT + sl));
+    PREV_SET(t, head, b); /* harmless write to the terminator when empty */
     t->heads[fl][sl] = b;
     t->fl_bitmap |= 1u << fl;
     t->sl_bitmap[fl] |= 1u << sl;
@@ -220,9 +230,9 @@ static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned 
  */
 static inline void list_remove(struct rtm_tlsf *t, size_t b)
 {
-    size_t next = NEXT(t, b), prev = PREV(t, b);
+    size_t next = NEXT(t, b), prev = PREV_GET(t, b);
     NEXT(t, prev) = next;
-    PREV(t, next) = prev;
+    PREV_SET(t, next, prev);
     size_t idx = (prev - PSEUDO(0)) / W;
     uint32_t empty = (next == NIL) & (idx < CLASS_COUNT);
     idx &= -(size_t)empty; /* class 0 (never used) when not empty */
@@ -235,7 +245,7 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
     size_t b = t->heads[fl][sl];
     size_t next = NEXT(t, b);
     t->heads[fl][sl] = next;
-    PREV(t, next) = PSEUDO(fl * SL_COUNT + sl);
+    PREV_SET(t, next, PSEUDO(fl * SL_COUNT + sl));
     bitmap_clear_if(t, next == NIL, fl, sl);
     return b;
 }
@@ -389,9 +399,11 @@ struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     t->base.kind = RTM_KIND_TLSF;
     t->nil[0] = F_FENCE;
-    t->nil[1] = t->nil[2] = NIL;
+    t->nil[1] = NIL;
+    PREV_SET(t, NIL, NIL);
     t->idle[0] = F_FENCE;
-    t->idle[1] = t->idle[2] = IDLE;
+    t->idle[1] = IDLE;
+    PREV_SET(t, IDLE, IDLE);
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
             t->heads[f][s] = NIL;
@@ -581,9 +593,9 @@ void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
         HDR(t, b) = joined | (HDR(t, b) & F_PREV_FREE);
         HDR(t, b + joined) &= ~F_PREV_FREE;
         t->used_bytes += ns;
+        shrink_block(t, b, s); /* gives the surplus back before the peak is taken */
         if (t->used_bytes > t->peak_used_bytes)
             t->peak_used_bytes = t->used_bytes;
-        shrink_block(t, b, s);
         return p;
     }
     void *q = rtm_tlsf_alloc(t, size);
@@ -645,8 +657,16 @@ int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
             return -EFAULT; \
     } while (0)
 
+/* Order-independent signature of a set of block offsets: the free blocks
+ * met in the physical walk and those met in the lists must be the same set. */
+static inline uint64_t sig_of(size_t b)
+{
+    uint64_t z = (uint64_t)b * 0x9e3779b97f4a7c15ull;
+    return (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
+}
+
 static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t *used,
-                      size_t *live, size_t *free_bytes, size_t *free_blocks)
+                      size_t *live, size_t *free_bytes, size_t *free_blocks, uint64_t *sig)
 {
     CHECK(d->start - d->raw_start < d->raw_len && d->end - d->start < d->raw_len);
     CHECK(d->end > d->start && (d->end - d->start) % GRANULE == 0);
@@ -664,6 +684,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
             CHECK(*blk(t, b + size - W) == size);
             *free_bytes += size;
             ++*free_blocks;
+            *sig += sig_of(b);
         } else {
             *used += size;
             ++*live;
@@ -682,9 +703,10 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_TLSF)
         return -EINVAL;
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
+    uint64_t walk_sig = 0, list_sig = 0;
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
         CHECK(++pools <= t->pool_count);
-        int rc = check_pool(t, d, &used, &live, &free_bytes, &free_blocks);
+        int rc = check_pool(t, d, &used, &live, &free_bytes, &free_blocks, &walk_sig);
         if (rc)
             return rc;
         if (d->next == 0)
@@ -711,13 +733,14 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
                 CHECK((hdr & F_FREE) && size <= d->end - b);
                 CHECK(class_fl(size) == fl && class_sl(size) == sl);
                 CHECK(size >= class_low(fl, sl));
-                CHECK(PREV(t, b) == prev);
+                CHECK(PREV_GET(t, b) == prev);
+                list_sig += sig_of(b);
                 prev = b;
                 b = NEXT(t, b);
             }
         }
     }
-    CHECK(listed == free_blocks);
+    CHECK(listed == free_blocks && list_sig == walk_sig); /* the lists hold the real free blocks */
     return 0;
 }
 
