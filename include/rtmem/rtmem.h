@@ -4,6 +4,8 @@
 
 #include "rtmem/heap.h"
 #include "rtmem/tlsf.h"
+#include "rtmem/heapmem.h"
+#include "rtmem/xnheap.h"
 
 #define RTMEM_VERSION_MAJOR 0
 #define RTMEM_VERSION_MINOR 1

@@ -11,10 +11,14 @@
 
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
     [RTM_KIND_TLSF] = &rtm_tlsf_ops,
+    [RTM_KIND_HEAPMEM] = &rtm_heapmem_ops,
+    [RTM_KIND_XNHEAP] = &rtm_xnheap_ops,
 };
 
 static const char *const kind_names[RTM_KIND_COUNT + 1] = {
     [RTM_KIND_TLSF] = "tlsf",
+    [RTM_KIND_HEAPMEM] = "heapmem",
+    [RTM_KIND_XNHEAP] = "xnheap",
     [RTM_KIND_COUNT] = NULL,
 };
 

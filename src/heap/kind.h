@@ -42,10 +42,14 @@ struct rtm_heap_ops {
 
 /* The kinds, in registry order ("tlsf" first). */
 extern const struct rtm_heap_ops rtm_tlsf_ops;
+extern const struct rtm_heap_ops rtm_heapmem_ops;
+extern const struct rtm_heap_ops rtm_xnheap_ops;
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
 enum rtm_heap_kind_id {
     RTM_KIND_TLSF = 0,
+    RTM_KIND_HEAPMEM,
+    RTM_KIND_XNHEAP,
     RTM_KIND_COUNT
 };
 

@@ -1,0 +1,34 @@
+/*
+ * rtmem: the typed API shared by the page-and-bucket kinds (heapmem, xnheap).
+ * Not included directly: rtmem/heapmem.h and rtmem/xnheap.h declare their
+ * functions with it. The contracts are those of rtmem/heap.h; the bounds are
+ * in each kind's header.
+ */
+#ifndef RTMEM_PAGEHEAP_API_H
+#define RTMEM_PAGEHEAP_API_H
+
+#include <stddef.h>
+
+#include "rtmem/heap.h"
+
+#define RTM_PAGEHEAP_DECLARE(name)                                                      \
+    struct rtm_##name;                                                                  \
+    struct rtm_##name *rtm_##name##_create(void *mem, size_t size);                    \
+    struct rtm_heap *rtm_##name##_heap(struct rtm_##name *h);                          \
+    int rtm_##name##_add_pool(struct rtm_##name *h, void *mem, size_t size);           \
+    void *rtm_##name##_alloc(struct rtm_##name *h, size_t size);                       \
+    void *rtm_##name##_aligned_alloc(struct rtm_##name *h, size_t alignment, size_t size); \
+    void *rtm_##name##_realloc(struct rtm_##name *h, void *p, size_t size);            \
+    int rtm_##name##_free(struct rtm_##name *h, void *p);                              \
+    size_t rtm_##name##_usable_size(const struct rtm_##name *h, const void *p);        \
+    int rtm_##name##_stats(const struct rtm_##name *h, struct rtm_heap_stats *out);    \
+    int rtm_##name##_check(const struct rtm_##name *h)
+
+/* Figures common to both kinds (see the kinds' headers). */
+#define RTM_PAGEHEAP_PAGE_SIZE      ((size_t)512)
+#define RTM_PAGEHEAP_MIN_BLOCK      ((size_t)16)
+#define RTM_PAGEHEAP_MAX_BUCKET     ((size_t)256)
+#define RTM_PAGEHEAP_PAGEMAP_BYTES  ((size_t)24) /* page-map entry per page */
+#define RTM_PAGEHEAP_MAX_PAGES      ((size_t)0xffffffffu)
+
+#endif /* RTMEM_PAGEHEAP_API_H */

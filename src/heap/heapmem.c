@@ -1,0 +1,7 @@
+/* heapmem: the page-and-bucket heap with free page runs in AVL trees. */
+#include "rtmem/heapmem.h"
+#include "pageheap_kind.h"
+
+static const struct ph_tree_ops avl = { rtm_avl_insert, rtm_avl_remove, rtm_avl_check };
+
+RTM_PAGEHEAP_DEFINE(heapmem, RTM_KIND_HEAPMEM, &avl);

@@ -1,0 +1,90 @@
+/*
+ * Internal: the page-and-bucket heap shared by the heapmem and xnheap kinds
+ * (McKusick-Karels buckets over a page allocator, as in Xenomai). The two
+ * kinds differ in the balanced tree that indexes free page runs (AVL for
+ * heapmem, red-black for xnheap); everything else is this one core.
+ *
+ * Layout of each pool:
+ *   [ pool descriptor | page map: one entry per page | pad | pages ... ]
+ * Pages are PH_PAGE_SIZE bytes, aligned to PH_PAGE_SIZE in the address space.
+ * The first pool's descriptor is part of the control structure, which the
+ * creating memory starts with.
+ *
+ * Page map entry of a page: a live run head (RUN, with its page count), a live
+ * bucket page (BUCKET, with its slot bitmap and its links in the bucket list
+ * of its size class), or FREE (inside a free run, or a continuation page of a
+ * run). An entry that stops being RUN or BUCKET is reset to FREE, so a freed
+ * address is valid exactly when it is a RUN head or a busy slot of a BUCKET.
+ *
+ * The page map is initialised lazily, from the top of each pool down, as
+ * pages are first handed out (see ph_pool.fresh): creating a heap costs O(1)
+ * whatever its size, and each entry is written once in the heap's life.
+ *
+ * Free runs carry a range descriptor in their first page, linked in two
+ * trees: by address (to find the neighbours to merge with) and by (pages,
+ * address) (best fit). All links are offsets from the heap base.
+ */
+#ifndef RTMEM_SRC_HEAP_PAGEHEAP_H
+#define RTMEM_SRC_HEAP_PAGEHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kind.h"
+#include "tree.h"
+
+#define PH_PAGE_SHIFT  9
+#define PH_PAGE_SIZE   ((size_t)1 << PH_PAGE_SHIFT)
+#define PH_MIN_SHIFT   4                     /* smallest bucket: 16 bytes */
+#define PH_MAX_SHIFT   (PH_PAGE_SHIFT - 1)   /* largest bucket: half a page */
+#define PH_BUCKETS     (PH_MAX_SHIFT - PH_MIN_SHIFT + 1)
+/* A run's page count is kept in 32 bits: runs and pools up to 2^32 - 1 pages
+ * (2 TiB with 512-byte pages). */
+#define PH_MAX_PAGES   ((size_t)UINT32_MAX)
+
+struct ph_tree_ops {
+    void (*insert)(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+    void (*remove)(void *base, size_t *root, size_t node);
+    long (*check)(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes);
+};
+
+struct ph_pool {
+    size_t next;      /* offset of the next pool descriptor, 0 at the end */
+    size_t raw_start; /* the memory given for the pool */
+    size_t raw_len;
+    size_t map;       /* offset of the page map */
+    size_t pages;     /* offset of the first page */
+    size_t npages;
+    /* Pages [0, fresh) have never been handed out: their page-map entries
+     * are not initialised yet (create does not touch the page map), and
+     * they all lie in the free run that starts at the pool's first page. */
+    size_t fresh;
+};
+
+struct ph_heap {
+    struct rtm_heap base;
+    size_t buckets[PH_BUCKETS];     /* first bucket page with a free slot, per class; 0 = none */
+    size_t addr_root, size_root;    /* free runs */
+    size_t max_free_pages;          /* pages of the largest free run (kept for O(1) stats) */
+    size_t free_runs;
+    size_t used_bytes, peak_used_bytes, live_blocks;
+    size_t usable_bytes, overhead_bytes, pool_count;
+    struct ph_pool pool0;
+};
+
+/* See rtm_heap_* for the contracts. Those that change the free-run trees
+ * take the kind's tree operations (never stored in the heap, which holds no
+ * absolute address). */
+typedef const struct ph_tree_ops *ph_tree;
+struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree);
+int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree);
+void *ph_alloc(struct ph_heap *h, size_t size, ph_tree tree);
+void *ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree);
+void *ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree);
+int ph_free(struct ph_heap *h, void *p, ph_tree tree);
+size_t ph_usable_size(const struct ph_heap *h, const void *p);
+int ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out);
+int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree);
+size_t ph_fill_count(const struct ph_heap *h, size_t size);
+
+#endif /* RTMEM_SRC_HEAP_PAGEHEAP_H */

@@ -1,0 +1,7 @@
+/* xnheap: the page-and-bucket heap with free page runs in red-black trees. */
+#include "rtmem/xnheap.h"
+#include "pageheap_kind.h"
+
+static const struct ph_tree_ops rb = { rtm_rb_insert, rtm_rb_remove, rtm_rb_check };
+
+RTM_PAGEHEAP_DEFINE(xnheap, RTM_KIND_XNHEAP, &rb);
