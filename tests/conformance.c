@@ -180,6 +180,30 @@ static void section_pools(const char *kind)
     struct model m;
     model_init(&m, h, mem, span, first);
 
+    /* Xenomai heapmem's extent bug, as a scenario for every kind: 32 bytes,
+     * the rest of the first pool as one block, a second pool, then two
+     * 16-byte blocks: none may overlap (the model checks every granule). */
+    {
+        unsigned char *m2 = map_bytes(256u << 10);
+        REQUIRE(m2 != NULL, );
+        struct rtm_heap *x = rtm_heap_create(kind, m2 + (128u << 10), 64u << 10);
+        REQUIRE(x != NULL, );
+        struct model xm;
+        model_init(&xm, x, m2, 256u << 10, 64u << 10);
+        CHECK(model_alloc(&xm, 32) >= 0);
+        struct rtm_heap_stats xs;
+        rtm_heap_stats(x, &xs);
+        model_alloc(&xm, xs.largest_free_bytes);
+        CHECK_EQ(rtm_heap_add_pool(x, m2, 64u << 10), 0);
+        model_pool_added(&xm, 64u << 10);
+        CHECK(model_alloc(&xm, 16) >= 0);
+        CHECK(model_alloc(&xm, 16) >= 0);
+        model_checkpoint(&xm);
+        model_drain(&xm, &rng);
+        model_fini(&xm);
+        munmap(m2, 256u << 10);
+    }
+
     /* Fill the first pool completely with small blocks, then add a pool: small
      * blocks must come from the new pool and overlap nothing. */
     while (model_alloc(&m, 32) >= 0)
