@@ -5,6 +5,7 @@
 #ifndef RTMEM_SRC_HEAP_KIND_H
 #define RTMEM_SRC_HEAP_KIND_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,6 +45,34 @@ struct rtm_heap_ops {
 extern const struct rtm_heap_ops rtm_tlsf_ops;
 extern const struct rtm_heap_ops rtm_heapmem_ops;
 extern const struct rtm_heap_ops rtm_xnheap_ops;
+
+/*
+ * Finds room for an object of `need` bytes aligned to `align` at the start of
+ * [mem, mem + size): returns its address, or 0 with *err set to EINVAL (NULL
+ * memory, or a range that wraps around) or ENOMEM (too small). Every kind's
+ * create and add_pool start with it.
+ */
+static inline uintptr_t rtm_kind_place(void *mem, size_t size, size_t align, size_t need,
+                                       int *err)
+{
+    uintptr_t lo = (uintptr_t)mem, at = (lo + (align - 1)) & ~(uintptr_t)(align - 1);
+    if (!mem || lo + size < lo) {
+        *err = EINVAL;
+        return 0;
+    }
+    if (at < lo || at > lo + size || lo + size - at < need) {
+        *err = ENOMEM;
+        return 0;
+    }
+    return at;
+}
+
+/* Whether [a, a + alen) and [b, b + blen) overlap, for offsets taken modulo
+ * 2^N from one base (neither range wraps in the address space). */
+static inline int rtm_kind_overlap(size_t a, size_t alen, size_t b, size_t blen)
+{
+    return a - b < blen || b - a < alen;
+}
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
 enum rtm_heap_kind_id {

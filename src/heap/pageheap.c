@@ -415,17 +415,13 @@ static int pool_format(struct ph_heap *h, ph_tree tree, struct ph_pool *d, uintp
 
 struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
 {
-    uintptr_t lo = (uintptr_t)mem;
-    if (!mem || lo + size < lo) {
-        errno = EINVAL;
+    int err;
+    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap), sizeof(struct ph_heap), &err);
+    if (!ctl) {
+        errno = err;
         return NULL;
     }
-    uintptr_t hi = lo + size;
-    uintptr_t ctl = align_up(lo, _Alignof(struct ph_heap));
-    if (ctl < lo || ctl > hi || hi - ctl < sizeof(struct ph_heap)) {
-        errno = ENOMEM;
-        return NULL;
-    }
+    uintptr_t hi = (uintptr_t)mem + size;
     struct ph_heap *h = (struct ph_heap *)ctl;
     memset(h, 0, sizeof(*h));
     h->base.kind = kind;
@@ -443,20 +439,20 @@ struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
 
 int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
-    uintptr_t lo = (uintptr_t)mem;
-    if (!mem || lo + size < lo)
+    int err;
+    uintptr_t dp = rtm_kind_place(mem, size, _Alignof(struct ph_pool), sizeof(struct ph_pool), &err);
+    if (!dp && err == EINVAL)
         return -EINVAL;
     size_t raw = off_of(h, mem);
     for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->next)) {
-        if (raw - d->raw_start < d->raw_len || d->raw_start - raw < size)
-            return -EINVAL; /* overlaps a pool of this heap */
+        if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
+            return -EINVAL;
         if (d->next == 0)
             break;
     }
-    uintptr_t hi = lo + size;
-    uintptr_t dp = align_up(lo, _Alignof(struct ph_pool));
-    if (dp < lo || dp > hi || hi - dp < sizeof(struct ph_pool))
+    if (!dp)
         return -ENOMEM;
+    uintptr_t hi = (uintptr_t)mem + size;
     struct ph_pool nd = { .next = h->pool0.next, .raw_start = raw, .raw_len = size };
     size_t usable_before = h->usable_bytes;
     /* Lay the pool out from a descriptor on the stack: its pages are indexed

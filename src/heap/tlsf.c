@@ -384,17 +384,13 @@ static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
 
 struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
 {
-    uintptr_t lo = (uintptr_t)mem;
-    if (!mem || lo + size < lo) {
-        errno = EINVAL;
+    int err;
+    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct rtm_tlsf), sizeof(struct rtm_tlsf), &err);
+    if (!ctl) {
+        errno = err;
         return NULL;
     }
-    uintptr_t hi = lo + size;
-    uintptr_t ctl = align_up(lo, _Alignof(struct rtm_tlsf));
-    if (ctl < lo || ctl > hi || hi - ctl < sizeof(struct rtm_tlsf)) {
-        errno = ENOMEM;
-        return NULL;
-    }
+    uintptr_t hi = (uintptr_t)mem + size;
     struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     t->base.kind = RTM_KIND_TLSF;
@@ -426,21 +422,22 @@ struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t)
 
 int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
 {
-    uintptr_t lo = (uintptr_t)mem;
-    if (!t || !mem || lo + size < lo)
+    if (!t)
         return -EINVAL;
-    uintptr_t hi = lo + size;
+    int err;
+    uintptr_t dp = rtm_kind_place(mem, size, _Alignof(struct tlsf_pool), sizeof(struct tlsf_pool), &err);
+    if (!dp && err == EINVAL)
+        return -EINVAL;
     size_t raw = off_of(t, mem);
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
-        /* ranges [raw, raw+size) and [d->raw_start, +raw_len) intersect? */
-        if (raw - d->raw_start < d->raw_len || d->raw_start - raw < size)
+        if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
             return -EINVAL;
         if (d->next == 0)
             break;
     }
-    uintptr_t dp = align_up(lo, _Alignof(struct tlsf_pool));
-    if (dp < lo || dp > hi || hi - dp < sizeof(struct tlsf_pool))
+    if (!dp)
         return -ENOMEM;
+    uintptr_t hi = (uintptr_t)mem + size;
     struct tlsf_pool *d = (struct tlsf_pool *)dp;
     struct tlsf_pool nd = { .next = t->pool0.next, .raw_start = raw, .raw_len = size };
     size_t usable_before = t->usable_bytes;
