@@ -164,21 +164,37 @@ static void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t npage
         h->max_free_pages = npages;
 }
 
+/* The cached maximum needs a tree walk only when the largest run shrinks or
+ * goes away; otherwise it is kept with one comparison. */
 static void range_remove(struct ph_heap *h, ph_tree tree, size_t r)
 {
+    size_t npages = range_at(h, r)->npages;
     tree->remove(h, &h->addr_root, r);
     tree->remove(h, &h->size_root, SIZE_NODE(r));
     h->free_runs--;
-    refresh_max(h);
+    if (npages == h->max_free_pages)
+        refresh_max(h);
 }
 
 /* New page count for a range that stays at its address. */
 static void range_resize(struct ph_heap *h, ph_tree tree, size_t r, size_t npages)
 {
-    tree->remove(h, &h->size_root, SIZE_NODE(r));
+    size_t old = range_at(h, r)->npages;
+    /* The size tree stores no keys: when the new count keeps the range
+     * between its neighbours in (pages, address) order, rewriting the count
+     * is all it takes, and the tree is not touched. */
+    size_t nb = npages < old ? rtm_tree_prev(h, SIZE_NODE(r)) : rtm_tree_next(h, SIZE_NODE(r));
     range_at(h, r)->npages = npages;
-    tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
-    refresh_max(h);
+    if (nb && (size_cmp(h, nb, SIZE_NODE(r)) < 0) != (npages < old)) {
+        range_at(h, r)->npages = old; /* out of order: move it */
+        tree->remove(h, &h->size_root, SIZE_NODE(r));
+        range_at(h, r)->npages = npages;
+        tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
+    }
+    if (npages > h->max_free_pages)
+        h->max_free_pages = npages;
+    else if (old == h->max_free_pages && npages < old)
+        refresh_max(h);
 }
 
 /* ---- page runs ------------------------------------------------------------------------ */
@@ -226,12 +242,14 @@ static size_t run_alloc(struct ph_heap *h, ph_tree tree, size_t n)
 static void run_free(struct ph_heap *h, ph_tree tree, size_t pg, size_t n)
 {
     uintptr_t start = abs_of(h, pg), end = start + n * PAGE;
-    size_t next = rtm_tree_lower_bound(h, h->addr_root, addr_probe, &end);
+    /* One search: the run before [start, end) and, next to it, the one after
+     * (no free run lies inside a run being freed). */
+    size_t prev = rtm_tree_floor(h, h->addr_root, addr_probe, &start);
+    size_t next = prev ? rtm_tree_next(h, prev) : rtm_tree_first(h, h->addr_root);
     if (next && abs_of(h, next) == end) {
         n += range_at(h, next)->npages;
         range_remove(h, tree, next);
     }
-    size_t prev = rtm_tree_floor(h, h->addr_root, addr_probe, &start);
     if (prev && abs_of(h, prev) + range_at(h, prev)->npages * PAGE == start)
         range_resize(h, tree, prev, range_at(h, prev)->npages + n);
     else
