@@ -16,11 +16,21 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 names = {a["name"] for a in d["allocators"]}
 assert {"tlsf", "glibc"} <= names, names
+fo = {a["name"]: a for a in d["free_order"]["allocators"]}
+assert set(fo) == names, fo.keys()
+for n in names - {"floor"}:
+    for k in ("free_in_order", "free_shuffled"):
+        assert fo[n][k]["count_per_pass"] == d["free_order"]["fill_blocks"], (n, k)
 PY
-then ok; else bad "JSON has tlsf and glibc rows"; fi
+then ok; else bad "JSON has tlsf and glibc rows, and a free-order row per allocator"; fi
 grep -q "vs glibc" "$tmp/out.txt" && ok || bad "ratio table printed"
+grep -q "shuffled/in-order" "$tmp/out.txt" && ok || bad "free-order table printed"
+if "$rtmem" bench --quick --no-rt --no-sweep --no-free-order --kinds tlsf --json "$tmp/n.json" \
+       >/dev/null 2>&1 &&
+   python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["free_order"] is None' \
+       "$tmp/n.json"; then ok; else bad "--no-free-order skips the phase"; fi
 for args in "bench --ops 0" "bench --min-size 100 --max-size 10" "bench --kinds nosuch" \
-            "bench --heap-size 12Q" "bench --bogus" "nosuchcommand"; do
+            "bench --heap-size 12Q" "bench --fill 0" "bench --bogus" "nosuchcommand"; do
     # shellcheck disable=SC2086
     "$rtmem" $args >/dev/null 2>"$tmp/err.txt"
     rc=$?

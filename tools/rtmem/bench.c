@@ -1,7 +1,8 @@
 /*
  * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF through
- * its typed API and glibc malloc, side by side on one random workload, plus a
- * sweep of alloc+free cost over block sizes. Options and the run's sequence
+ * its typed API and glibc malloc, side by side on one random workload; then
+ * the cost of freeing a fill in allocation order against a random order; then
+ * a sweep of alloc+free cost over block sizes. Options and the run's sequence
  * live here; see bench.h for the other files.
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #define DEFAULT_HEAP_BYTES ((size_t)64 << 20)
 #define DEFAULT_SEED       20240601u
 #define DEFAULT_SWEEP_OPS  4000u
+#define DEFAULT_FILL       1000u
 #define QUICK_OPS          20000u
 #define QUICK_ROUNDS       3u
 #define QUICK_SWEEP_OPS    1000u
@@ -43,11 +45,19 @@ static void usage(FILE *f)
             "cost) and of glibc malloc/free (its defaults, no mallopt), on the same random\n"
             "workload, interleaved over several rounds. Every time is also shown minus the\n"
             "floor: the same harness around a call to a function that returns its argument.\n"
-            "Then sweeps block sizes in 64-byte buckets from 0 to 10 KiB.\n"
             "\n"
-            "Workload: sizes uniform in [min-size, max-size]; at each step free a random\n"
-            "live block if the live cap is reached, allocate if none is live, otherwise\n"
-            "allocate or free with probability 1/2. Generated before timing, fixed seed.\n"
+            "Main phase workload: sizes uniform in [min-size, max-size]; at each step free\n"
+            "a random live block if the live cap is reached, allocate if none is live,\n"
+            "otherwise allocate or free with probability 1/2. Generated before timing,\n"
+            "fixed seed.\n"
+            "\n"
+            "Free-order phase: on a fresh heap, allocate N blocks (sizes uniform in\n"
+            "[min-size, max-size], the same for every allocator), then free them all,\n"
+            "timing each free: once in allocation order, once in a fixed random order.\n"
+            "Over the same rounds as the main phase; shows what the order of frees costs\n"
+            "(heapmem and xnheap merge page runs in balanced trees).\n"
+            "\n"
+            "Then sweeps block sizes in 64-byte buckets from 0 to 10 KiB.\n"
             "\n"
             "options:\n"
             "  --ops N           operations per pass (default %u; --quick %u)\n"
@@ -70,6 +80,8 @@ static void usage(FILE *f)
             "                    (alias tlsf-typed), glibc\n"
             "  --json FILE       also write the results as JSON (schema %s)\n"
             "  --quick           a short run for smoke tests (ops, rounds, sweep ops reduced)\n"
+            "  --fill N          blocks per fill in the free-order phase (default %u)\n"
+            "  --no-free-order   skip the free-order phase\n"
             "  --no-sweep        skip the size sweep\n"
             "  --sweep-only      run only the size sweep\n"
             "  --sweep-ops N     operations per bucket per allocator (default %u; --quick %u)\n"
@@ -79,7 +91,7 @@ static void usage(FILE *f)
             "CAP_SYS_NICE, CAP_IPC_LOCK) for SCHED_FIFO and locking; without them the\n"
             "run continues and reports what was refused.\n"
             "Exit status: 0 ok, 1 run-time failure, 2 bad usage.\n",
-            BENCH_SCHEMA, DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
+            BENCH_SCHEMA, DEFAULT_FILL, DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -154,7 +166,7 @@ static int parse_bytes(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 enum {
     OPT_OPS = 256, OPT_ROUNDS, OPT_MIN, OPT_MAX, OPT_LIVE, OPT_HEAP, OPT_SEED, OPT_CPU,
     OPT_PRIO, OPT_NO_RT, OPT_KINDS, OPT_JSON, OPT_QUICK, OPT_NO_SWEEP, OPT_SWEEP_ONLY,
-    OPT_SWEEP_OPS,
+    OPT_SWEEP_OPS, OPT_FILL, OPT_NO_FREE_ORDER,
 };
 
 static const struct option long_opts[] = {
@@ -174,6 +186,8 @@ static const struct option long_opts[] = {
     {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
     {"sweep-only", no_argument, NULL, OPT_SWEEP_ONLY},
     {"sweep-ops", required_argument, NULL, OPT_SWEEP_OPS},
+    {"fill", required_argument, NULL, OPT_FILL},
+    {"no-free-order", no_argument, NULL, OPT_NO_FREE_ORDER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -238,6 +252,11 @@ static int apply_option(int c, const char *arg, struct bench_opts *o, bool *set_
         o->sweep_ops = v;
         *set_sweep_ops = true;
         break;
+    case OPT_FILL:
+        rc = parse_u64("--fill", arg, 1, BENCH_MAX_LIVE, &v);
+        o->fill_blocks = (uint32_t)v;
+        break;
+    case OPT_NO_FREE_ORDER: o->no_free_order = true; break;
     default:
         return -1;
     }
@@ -251,7 +270,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         .ops = DEFAULT_OPS, .rounds = DEFAULT_ROUNDS, .min_size_bytes = DEFAULT_MIN_BYTES,
         .max_size_bytes = DEFAULT_MAX_BYTES, .live_cap = DEFAULT_LIVE,
         .heap_bytes = DEFAULT_HEAP_BYTES, .seed = DEFAULT_SEED, .sweep_ops = DEFAULT_SWEEP_OPS,
-        .cpu = -1, .priority = TK_RT_DEFAULT_PRIORITY,
+        .fill_blocks = DEFAULT_FILL, .cpu = -1, .priority = TK_RT_DEFAULT_PRIORITY,
     };
     bool set_ops = false, set_rounds = false, set_sweep_ops = false;
 
@@ -294,6 +313,8 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     }
     if (o->no_sweep && o->sweep_only)
         return bad_usage("--no-sweep and --sweep-only exclude each other%s", "");
+    if (o->sweep_only)
+        o->no_free_order = true;
     return 0;
 }
 
@@ -384,8 +405,9 @@ static int select_allocators(struct bench *b)
 static int allocate_run_storage(struct bench *b)
 {
     size_t ops = b->o.ops > b->o.sweep_ops ? (size_t)b->o.ops : (size_t)b->o.sweep_ops;
-    if (workload_init(&b->w, ops) != 0 || tk_samples_init(&b->alloc_s, ops) != 0 ||
-        tk_samples_init(&b->free_s, ops) != 0)
+    size_t samples = ops > b->o.fill_blocks ? ops : (size_t)b->o.fill_blocks;
+    if (workload_init(&b->w, ops) != 0 || fill_work_init(&b->fw, b->o.fill_blocks) != 0 ||
+        tk_samples_init(&b->alloc_s, samples) != 0 || tk_samples_init(&b->free_s, samples) != 0)
         return -ENOMEM;
     b->slots_cap = b->o.live_cap;
     b->slots = calloc(b->slots_cap, sizeof(void *));
@@ -398,8 +420,12 @@ static int allocate_run_storage(struct bench *b)
         a->sweep_alloc_ns = calloc(SWEEP_BUCKETS, sizeof(double));
         a->sweep_free_ns = calloc(SWEEP_BUCKETS, sizeof(double));
         a->sweep_failed = calloc(SWEEP_BUCKETS, sizeof(uint64_t));
+        a->fill_alloc = calloc((size_t)FILL_ORDERS * b->o.rounds, sizeof(struct tk_summary));
+        for (int o = 0; o < FILL_ORDERS; o++)
+            a->fill_free[o] = calloc(b->o.rounds, sizeof(struct tk_summary));
         if (!a->rounds[0] || !a->rounds[1] || !a->sweep_alloc_ns || !a->sweep_free_ns ||
-            !a->sweep_failed)
+            !a->sweep_failed || !a->fill_alloc || !a->fill_free[FILL_IN_ORDER] ||
+            !a->fill_free[FILL_SHUFFLED])
             return -ENOMEM;
     }
     return 0;
@@ -437,6 +463,44 @@ static void run_main(struct bench *b)
     }
     b->main_seconds = (double)(tk_clock_ns() - t0) / 1e9;
     b->ran_main = true;
+}
+
+/* Free-order phase: per round, every allocator (order alternating as in the
+ * main phase) runs both orders, the one going first alternating by round.
+ * 0, or -1 if a heap could not be created again (reported). */
+static int run_free_order(struct bench *b)
+{
+    struct pass_out out;
+    uint64_t t0 = tk_clock_ns();
+    fill_work_generate(&b->fw, b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes,
+                       b->o.seed ^ FILL_SEED_SALT);
+    /* Warm-up: one unrecorded pass of each order per allocator. */
+    for (size_t k = 0; k < b->n_al; k++)
+        for (int o = 0; o < FILL_ORDERS; o++) {
+            tk_rt_breather(&b->rt);
+            if (run_fill_pass(b, &b->al[k], (enum fill_order)o, &out) != 0)
+                return -1;
+        }
+    for (unsigned r = 0; r < b->o.rounds; r++) {
+        for (size_t k = 0; k < b->n_al; k++) {
+            struct allocator *a = &b->al[order_index(k, b->n_al, r)];
+            for (unsigned i = 0; i < FILL_ORDERS; i++) {
+                enum fill_order o = (enum fill_order)((r + i) % FILL_ORDERS);
+                tk_rt_breather(&b->rt);
+                if (run_fill_pass(b, a, o, &out) != 0)
+                    return -1;
+                tk_samples_summarize(out.alloc_ticks, b->timer.ns_per_tick,
+                                     &a->fill_alloc[o * b->o.rounds + r]);
+                tk_samples_summarize(out.free_ticks, b->timer.ns_per_tick, &a->fill_free[o][r]);
+                a->fill_failed_allocs += out.failed_allocs;
+                a->fill_skipped_frees += out.skipped_frees;
+                a->free_errors += out.free_errors;
+            }
+        }
+    }
+    b->free_order_seconds = (double)(tk_clock_ns() - t0) / 1e9;
+    b->ran_free_order = true;
+    return 0;
 }
 
 static double mean_ns(const struct bench *b, const struct tk_samples *s)
@@ -478,6 +542,7 @@ static void free_run(struct bench *b)
         allocator_close(&b->al[i]);
     free(b->slots);
     workload_destroy(&b->w);
+    fill_work_destroy(&b->fw);
     tk_samples_destroy(&b->alloc_s);
     tk_samples_destroy(&b->free_s);
 }
@@ -522,13 +587,19 @@ static int bench_run(struct bench *b)
         fflush(stdout);
         if (!b->o.sweep_only)
             run_main(b);
-        if (!b->o.no_sweep)
+        if (!b->o.no_free_order && run_free_order(b) != 0)
+            status = 1;
+        if (status == 0 && !b->o.no_sweep)
             run_sweep(b);
         tk_rt_refresh(&b->rt);
         aggregate_main(b);
+        aggregate_free_order(b);
         print_main(stdout, b);
+        print_free_order(stdout, b);
         print_sweep(stdout, b);
-        if (json) {
+        print_notes(stdout, b);
+        /* status is 1 here if the free-order phase stopped: no result file. */
+        if (json && status == 0) {
             rc = write_json(json, b);
             if (rc != 0) {
                 fprintf(stderr, "rtmem bench: writing '%s' failed: %s\n", b->o.json_path,

@@ -1,6 +1,6 @@
 /*
  * `rtmem bench`: internal types shared by its three files.
- *   bench.c         options, the run's sequence (setup, main phase, sweep)
+ *   bench.c         options, the run's sequence (setup, main phase, free order, sweep)
  *   bench_work.c    workload generation, the allocators and the timed passes
  *   bench_report.c  aggregation over rounds, human tables and JSON
  */
@@ -33,6 +33,10 @@
 /* The human sweep table shows every SWEEP_PRINT_EVERY-th bucket. */
 #define SWEEP_PRINT_EVERY  8u
 
+/* The free-order phase's sizes and permutation come from the option seed xor
+ * this, so they are not the main phase's draws. */
+#define FILL_SEED_SALT 0x5851f42d4c957f2du
+
 /* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc. */
 #define BENCH_MAX_ALLOCATORS 16
 
@@ -45,12 +49,14 @@ struct bench_opts {
     size_t heap_bytes;
     uint64_t seed;
     uint64_t sweep_ops;      /* operations per bucket per allocator */
+    uint32_t fill_blocks;    /* blocks per fill (free-order phase) */
     int cpu;                 /* -1: the last allowed CPU */
     int priority;
     bool no_rt;
     bool quick;
     bool no_sweep;
     bool sweep_only;
+    bool no_free_order;
     const char *kinds_arg;   /* NULL: every allocator */
     const char *json_path;   /* NULL: no JSON */
 };
@@ -62,6 +68,23 @@ struct bench_opts {
 
 struct workload {
     uint32_t *ops;
+    size_t n;
+    size_t cap;
+};
+
+/* Free-order phase: the orders in which a fill is freed. */
+enum fill_order {
+    FILL_IN_ORDER,   /* allocation order */
+    FILL_SHUFFLED,   /* one fixed random permutation */
+    FILL_ORDERS,
+};
+
+/* The free-order phase's work: n allocations of sizes[i], then n frees of
+ * blocks[order[o][i]]. Generated before any timing. */
+struct fill_work {
+    uint32_t *sizes;
+    uint32_t *order[FILL_ORDERS];   /* [FILL_IN_ORDER] is the identity */
+    void **blocks;                  /* the i-th allocation of the current pass */
     size_t n;
     size_t cap;
 };
@@ -112,6 +135,15 @@ struct allocator {
     uint64_t free_errors;
     struct op_agg agg[2];
 
+    /* Free-order phase. fill_alloc: every fill, [order * rounds + round];
+     * fill_free[order]: per round. */
+    struct tk_summary *fill_alloc;
+    struct tk_summary *fill_free[FILL_ORDERS];
+    uint64_t fill_failed_allocs;   /* over the recorded fills */
+    uint64_t fill_skipped_frees;
+    struct op_agg fill_alloc_agg;  /* over every fill: its "rounds" are the fills */
+    struct op_agg fill_free_agg[FILL_ORDERS];
+
     /* Sweep, per bucket. */
     double *sweep_alloc_ns;
     double *sweep_free_ns;
@@ -134,12 +166,13 @@ struct bench {
     struct allocator al[BENCH_MAX_ALLOCATORS];
     size_t n_al;                  /* al[0] is always the floor */
     struct workload w;
+    struct fill_work fw;
     void **slots;                 /* live blocks during a pass */
     uint32_t slots_cap;
     struct tk_samples alloc_s, free_s;
-    bool ran_main, ran_sweep;
+    bool ran_main, ran_free_order, ran_sweep;
     double sweep_floor_ns;        /* alloc+free of the floor, mean over buckets */
-    double main_seconds, sweep_seconds;
+    double main_seconds, free_order_seconds, sweep_seconds;
 };
 
 /* bench_work.c */
@@ -147,6 +180,11 @@ int workload_init(struct workload *w, size_t cap);
 void workload_destroy(struct workload *w);
 void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
                        uint32_t live_cap, uint64_t seed);
+int fill_work_init(struct fill_work *fw, size_t cap);
+void fill_work_destroy(struct fill_work *fw);
+/* n sizes uniform in [min_bytes, max_bytes] and a random permutation of 0..n-1. */
+void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
+                        uint64_t seed);
 /* Maps, prefaults and locks memory and creates the heap; 0 or -errno (the
  * message goes to stderr). */
 int allocator_open(struct allocator *a, size_t heap_bytes);
@@ -154,13 +192,23 @@ void allocator_close(struct allocator *a);
 /* One timed pass of b->w on a; then frees what is left (untimed) and checks
  * the heap. out's sample stores are reset first. */
 void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
+/* One pass of the free-order phase: a fresh heap on a's memory (rtmem kinds;
+ * untimed), the fill of b->fw with each allocation timed, then every block
+ * freed in the given order with each free timed, and the heap checked.
+ * Returns 0, or -errno if the heap could not be created again (reported). */
+int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
+                  struct pass_out *out);
 
 /* bench_report.c */
 void collect_machine_facts(struct machine_facts *mf);
 void aggregate_main(struct bench *b);
 void print_header(FILE *f, const struct bench *b);
+void aggregate_free_order(struct bench *b);
 void print_main(FILE *f, const struct bench *b);
+void print_free_order(FILE *f, const struct bench *b);
 void print_sweep(FILE *f, const struct bench *b);
+/* Failures and warnings of every phase, rests, final VmLck. */
+void print_notes(FILE *f, const struct bench *b);
 /* 0, or -errno if the file could not be written. */
 int write_json(FILE *f, const struct bench *b);
 

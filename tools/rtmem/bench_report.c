@@ -15,6 +15,11 @@
 #include "common/out.h"
 
 static const char *const op_names[2] = {"alloc", "free"};
+static const char *const fill_order_keys[FILL_ORDERS] = {"in_order", "shuffled"};
+
+/* Longest series of per-pass summaries aggregated: the fills of the
+ * free-order phase, FILL_ORDERS per round. */
+#define MAX_SERIES (FILL_ORDERS * BENCH_MAX_ROUNDS)
 
 void collect_machine_facts(struct machine_facts *mf)
 {
@@ -58,9 +63,9 @@ static int cmp_double(const void *a, const void *b)
 /* Median, min and max of the finite values among v[0..n); NaN if none. */
 static void median_min_max(const double *v, size_t n, double *med, double *lo, double *hi)
 {
-    double tmp[BENCH_MAX_ROUNDS];
+    double tmp[MAX_SERIES];
     size_t m = 0;
-    for (size_t i = 0; i < n && m < BENCH_MAX_ROUNDS; i++)
+    for (size_t i = 0; i < n && m < MAX_SERIES; i++)
         if (isfinite(v[i]))
             tmp[m++] = v[i];
     if (m == 0) {
@@ -88,28 +93,27 @@ static double field(const struct tk_summary *s, size_t offset)
 
 static double median_field(const struct tk_summary *rounds, unsigned n, size_t offset)
 {
-    double v[BENCH_MAX_ROUNDS] = {0};
-    for (unsigned r = 0; r < n; r++)
+    double v[MAX_SERIES] = {0};
+    for (unsigned r = 0; r < n && r < MAX_SERIES; r++)
         v[r] = field(&rounds[r], offset);
     return median_of(v, n);
 }
 
-static void aggregate_op(const struct bench *b, const struct allocator *a, int op,
-                         struct op_agg *g)
+/* Aggregate of n per-pass summaries rs (n <= MAX_SERIES); fl holds the
+ * floor's summaries of the same passes, NULL when rs is the floor's own (its
+ * net figure is not a measurement: left out). */
+static void aggregate_series(const struct tk_summary *rs, const struct tk_summary *fl,
+                             unsigned n, struct op_agg *g)
 {
-    const struct tk_summary *rs = a->rounds[op];
-    const struct tk_summary *fl = b->al[0].rounds[op];
-    unsigned n = b->o.rounds;
-    double mean[BENCH_MAX_ROUNDS] = {0}, net[BENCH_MAX_ROUNDS] = {0};
+    double mean[MAX_SERIES] = {0}, net[MAX_SERIES] = {0};
 
     memset(g, 0, sizeof(*g));
     g->count_per_round = rs[0].count;
     g->max_ns = NAN;
-    for (unsigned r = 0; r < n; r++) {
+    for (unsigned r = 0; r < n && r < MAX_SERIES; r++) {
         g->count_total += rs[r].count;
         mean[r] = rs[r].mean;
-        /* The floor's own net figure is not a measurement: leave it out. */
-        net[r] = a->type == ALLOC_FLOOR ? NAN : rs[r].mean - fl[r].mean;
+        net[r] = fl ? rs[r].mean - fl[r].mean : NAN;
         if (isfinite(rs[r].max) && !(g->max_ns >= rs[r].max))
             g->max_ns = rs[r].max;
     }
@@ -121,13 +125,38 @@ static void aggregate_op(const struct bench *b, const struct allocator *a, int o
     g->p9999_ns = median_field(rs, n, offsetof(struct tk_summary, p9999));
 }
 
+/* The floor's matching series, or NULL for the floor itself. */
+static const struct tk_summary *floor_of(const struct allocator *a,
+                                         const struct tk_summary *floor_series)
+{
+    return a->type == ALLOC_FLOOR ? NULL : floor_series;
+}
+
 void aggregate_main(struct bench *b)
 {
     if (!b->ran_main)
         return;
-    for (size_t i = 0; i < b->n_al; i++)
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
         for (int op = 0; op < 2; op++)
-            aggregate_op(b, &b->al[i], op, &b->al[i].agg[op]);
+            aggregate_series(a->rounds[op], floor_of(a, b->al[0].rounds[op]), b->o.rounds,
+                             &a->agg[op]);
+    }
+}
+
+void aggregate_free_order(struct bench *b)
+{
+    if (!b->ran_free_order)
+        return;
+    const struct allocator *fl = &b->al[0];
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        aggregate_series(a->fill_alloc, floor_of(a, fl->fill_alloc),
+                         FILL_ORDERS * b->o.rounds, &a->fill_alloc_agg);
+        for (int o = 0; o < FILL_ORDERS; o++)
+            aggregate_series(a->fill_free[o], floor_of(a, fl->fill_free[o]), b->o.rounds,
+                             &a->fill_free_agg[o]);
+    }
 }
 
 static const struct allocator *find_glibc(const struct bench *b)
@@ -153,6 +182,15 @@ static void ratios_vs(const struct allocator *a, const struct allocator *g, doub
     out[1] = ratio(a->agg[1].net_avg_ns, g->agg[1].net_avg_ns);
     out[2] = ratio(a->agg[0].p99_ns, g->agg[0].p99_ns);
     out[3] = ratio(a->agg[1].p99_ns, g->agg[1].p99_ns);
+}
+
+/* Ratio shuffled / in-order of the free-order phase: [0] avg-floor, [1] p99. */
+static void free_order_ratios(const struct allocator *a, double out[2])
+{
+    const struct op_agg *in = &a->fill_free_agg[FILL_IN_ORDER];
+    const struct op_agg *sh = &a->fill_free_agg[FILL_SHUFFLED];
+    out[0] = ratio(sh->net_avg_ns, in->net_avg_ns);
+    out[1] = ratio(sh->p99_ns, in->p99_ns);
 }
 
 static double mib(size_t bytes)
@@ -201,6 +239,11 @@ void print_header(FILE *f, const struct bench *b)
                    "per allocator first\n",
                 b->o.min_size_bytes, b->o.max_size_bytes, b->o.live_cap,
                 (unsigned long long)b->o.ops, b->o.rounds);
+    if (!b->o.no_free_order)
+        fprintf(f, "free order  : fills of %u blocks, sizes uniform in [%u, %u] B, freed in "
+                   "allocation and in random order,\n              a fresh heap each pass, %u "
+                   "rounds, one unrecorded warm-up pass per order first\n",
+                b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes, b->o.rounds);
     if (!b->o.no_sweep)
         fprintf(f, "sweep       : %u buckets of %u B (0..%u B), live cap %u, %llu ops per bucket "
                    "per allocator after a warm-up pass\n",
@@ -282,8 +325,9 @@ static void print_ratios(FILE *f, const struct bench *b)
     }
 }
 
-static void print_notes(FILE *f, const struct bench *b)
+void print_notes(FILE *f, const struct bench *b)
 {
+    fputc('\n', f);
     for (size_t i = 0; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
         uint64_t sweep_failed = 0;
@@ -293,6 +337,10 @@ static void print_notes(FILE *f, const struct bench *b)
             fprintf(f, "note: %s failed %llu allocations in the measured rounds (heap too "
                        "small?); their frees were skipped, not timed\n",
                     a->name, (unsigned long long)a->failed_allocs);
+        if (a->fill_failed_allocs)
+            fprintf(f, "note: %s failed %llu allocations in the free-order fills (heap too "
+                       "small?); their frees were skipped, not timed\n",
+                    a->name, (unsigned long long)a->fill_failed_allocs);
         if (sweep_failed)
             fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->name,
                     (unsigned long long)sweep_failed);
@@ -304,6 +352,10 @@ static void print_notes(FILE *f, const struct bench *b)
                        "passes\n",
                     a->name, (unsigned long long)a->check_failures);
     }
+    if (b->rt.rests)
+        fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",
+                b->rt.rests);
+    fprintf(f, "VmLck at the end: %ld kB\n", b->rt.vmlck_kb);
 }
 
 void print_main(FILE *f, const struct bench *b)
@@ -322,11 +374,71 @@ void print_main(FILE *f, const struct bench *b)
                 fa->avg_ns, ff->avg_ns, b->timer.overhead_p50_ns);
         print_ratios(f, b);
     }
-    print_notes(f, b);
-    if (b->rt.rests)
-        fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",
-                b->rt.rests);
-    fprintf(f, "VmLck at the end: %ld kB\n", b->rt.vmlck_kb);
+}
+
+/* How many of the fill's requests are above RTM_PAGEHEAP_MAX_BUCKET: page
+ * runs (kept in trees) in heapmem and xnheap, bucket slots below. */
+static size_t fill_runs(const struct fill_work *fw)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < fw->n; i++)
+        n += fw->sizes[i] > RTM_PAGEHEAP_MAX_BUCKET;
+    return n;
+}
+
+void print_free_order(FILE *f, const struct bench *b)
+{
+    if (!b->ran_free_order)
+        return;
+    enum { C_NAME, C_FILL, C_IN, C_IN99, C_SH, C_SH99, C_RATIO, C_N };
+    static const struct tk_col cols[C_N] = {
+        [C_NAME] = {"allocator", 12, true},
+        [C_FILL] = {"fill alloc avg-floor", 20, false},
+        [C_IN] = {"in-order avg-floor", 18, false},
+        [C_IN99] = {"p99", 8, false},
+        [C_SH] = {"shuffled avg-floor", 18, false},
+        [C_SH99] = {"p99", 8, false},
+        [C_RATIO] = {"shuffled/in-order", 17, false},
+    };
+    const struct allocator *fl = &b->al[0];
+    char buf[C_N][32];
+    const char *cells[C_N];
+
+    fprintf(f, "\nfree order: %.2f s. Each pass fills a freshly created heap (rtmem kinds; glibc "
+               "keeps its arena)\nwith %zu blocks, sizes uniform in [%u, %u] B (%zu of them above "
+               "%zu B: page runs in heapmem and\nxnheap), the same sizes for every allocator "
+               "(seed %llu), timing each allocation;\nthen frees them all, timing each free, in "
+               "allocation order (in-order) or in one fixed random\npermutation (shuffled). "
+               "Every round runs each allocator in both orders, which goes first\nalternating by "
+               "round; %u rounds. avg-floor = median over rounds of (pass mean - floor's pass\n"
+               "mean); p99 = median over rounds of the pass's p99, raw; fill alloc: the same over "
+               "all %u fills;\nshuffled/in-order = ratio of the two free avg-floor figures "
+               "(above 1: random order costs more).\n",
+            b->free_order_seconds, b->fw.n, b->o.min_size_bytes, b->o.max_size_bytes,
+            fill_runs(&b->fw), RTM_PAGEHEAP_MAX_BUCKET,
+            (unsigned long long)(b->o.seed ^ FILL_SEED_SALT), b->o.rounds,
+            FILL_ORDERS * b->o.rounds);
+    fprintf(f, "\nfree latency by order (and fill alloc), ns\n");
+    tk_table_header(f, cols, C_N);
+    for (size_t i = 1; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        const struct op_agg *in = &a->fill_free_agg[FILL_IN_ORDER];
+        const struct op_agg *sh = &a->fill_free_agg[FILL_SHUFFLED];
+        cells[C_NAME] = a->name;
+        cells[C_FILL] = tk_fmt_double(buf[C_FILL], 32, a->fill_alloc_agg.net_avg_ns, 1);
+        cells[C_IN] = tk_fmt_double(buf[C_IN], 32, in->net_avg_ns, 1);
+        cells[C_IN99] = tk_fmt_double(buf[C_IN99], 32, in->p99_ns, 1);
+        cells[C_SH] = tk_fmt_double(buf[C_SH], 32, sh->net_avg_ns, 1);
+        cells[C_SH99] = tk_fmt_double(buf[C_SH99], 32, sh->p99_ns, 1);
+        double r[2];
+        free_order_ratios(a, r);
+        cells[C_RATIO] = tk_fmt_ratio(buf[C_RATIO], 32, r[0]);
+        tk_table_row(f, cols, C_N, cells);
+    }
+    fprintf(f, "\nfloor in this phase: alloc %.1f ns, free %.1f ns in-order, %.1f ns shuffled "
+               "(median of pass means)\n",
+            fl->fill_alloc_agg.avg_ns, fl->fill_free_agg[FILL_IN_ORDER].avg_ns,
+            fl->fill_free_agg[FILL_SHUFFLED].avg_ns);
 }
 
 static double sweep_net(const struct bench *b, const struct allocator *a, unsigned bk)
@@ -456,12 +568,21 @@ static void json_summary(struct tk_json *j, const struct tk_summary *s, double f
     tk_json_end_object(j);
 }
 
-static void json_op(struct tk_json *j, const struct bench *b, const struct allocator *a, int op)
+/* Per-pass summaries rs[0..n) as an array; fl: the floor's (NULL for the floor). */
+static void json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                        const struct tk_summary *fl, unsigned n)
 {
-    const struct op_agg *g = &a->agg[op];
-    tk_json_key(j, op_names[op]);
-    tk_json_begin_object(j);
-    tk_json_kv_uint(j, "count_per_round", g->count_per_round);
+    tk_json_key(j, key);
+    tk_json_begin_array(j);
+    for (unsigned r = 0; r < n; r++)
+        json_summary(j, &rs[r], fl ? fl[r].mean : NAN);
+    tk_json_end_array(j);
+}
+
+/* The aggregate figures of g as members of the open object. */
+static void json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key)
+{
+    tk_json_kv_uint(j, count_key, g->count_per_round);
     tk_json_kv_uint(j, "count_total", g->count_total);
     tk_json_kv_double(j, "avg_ns", g->avg_ns);
     tk_json_kv_double(j, "avg_ns_round_min", g->avg_min_ns);
@@ -474,12 +595,14 @@ static void json_op(struct tk_json *j, const struct bench *b, const struct alloc
     tk_json_kv_double(j, "p99_9_ns", g->p999_ns);
     tk_json_kv_double(j, "p99_99_ns", g->p9999_ns);
     tk_json_kv_double(j, "max_ns", g->max_ns);
-    tk_json_key(j, "rounds");
-    tk_json_begin_array(j);
-    for (unsigned r = 0; r < b->o.rounds; r++)
-        json_summary(j, &a->rounds[op][r],
-                     a->type == ALLOC_FLOOR ? NAN : b->al[0].rounds[op][r].mean);
-    tk_json_end_array(j);
+}
+
+static void json_op(struct tk_json *j, const struct bench *b, const struct allocator *a, int op)
+{
+    tk_json_key(j, op_names[op]);
+    tk_json_begin_object(j);
+    json_agg_members(j, &a->agg[op], "count_per_round");
+    json_series(j, "rounds", a->rounds[op], floor_of(a, b->al[0].rounds[op]), b->o.rounds);
     tk_json_end_object(j);
 }
 
@@ -545,6 +668,68 @@ static void json_ratios(struct tk_json *j, const struct bench *b)
         tk_json_end_object(j);
     }
     tk_json_end_array(j);
+}
+
+static void json_free_order(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "free_order");
+    if (!b->ran_free_order) {
+        tk_json_null(j);
+        return;
+    }
+    const struct allocator *fl = &b->al[0];
+    unsigned n = b->o.rounds;
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "description",
+                      "each pass: a freshly created heap (rtmem kinds; glibc keeps its arena), "
+                      "fill_blocks allocations of the same pre-generated sizes, each timed, then "
+                      "every block freed, each free timed, in allocation order (in-order) or in "
+                      "one fixed random permutation (shuffled); per round every allocator runs "
+                      "both orders, the first alternating by round");
+    tk_json_kv_uint(j, "fill_blocks", b->fw.n);
+    tk_json_kv_uint(j, "min_size_bytes", b->o.min_size_bytes);
+    tk_json_kv_uint(j, "max_size_bytes", b->o.max_size_bytes);
+    tk_json_kv_uint(j, "blocks_above_bucket_max", fill_runs(&b->fw));
+    tk_json_kv_uint(j, "bucket_max_bytes", RTM_PAGEHEAP_MAX_BUCKET);
+    tk_json_kv_uint(j, "seed", b->o.seed ^ FILL_SEED_SALT);
+    tk_json_kv_uint(j, "rounds", n);
+    tk_json_kv_uint(j, "warmup_passes_per_order", 1);
+    tk_json_kv_bool(j, "fresh_heap_per_pass", true);
+    tk_json_key(j, "allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_uint(j, "failed_allocs", a->fill_failed_allocs);
+        tk_json_kv_uint(j, "skipped_frees", a->fill_skipped_frees);
+        tk_json_key(j, "fill_alloc");
+        tk_json_begin_object(j);
+        json_agg_members(j, &a->fill_alloc_agg, "count_per_pass");
+        char key[32];
+        for (int o = 0; o < FILL_ORDERS; o++) {
+            snprintf(key, sizeof(key), "rounds_%s", fill_order_keys[o]);
+            json_series(j, key, a->fill_alloc + (size_t)o * n,
+                        floor_of(a, fl->fill_alloc + (size_t)o * n), n);
+        }
+        tk_json_end_object(j);
+        for (int o = 0; o < FILL_ORDERS; o++) {
+            snprintf(key, sizeof(key), "free_%s", fill_order_keys[o]);
+            tk_json_key(j, key);
+            tk_json_begin_object(j);
+            json_agg_members(j, &a->fill_free_agg[o], "count_per_pass");
+            json_series(j, "rounds", a->fill_free[o], floor_of(a, fl->fill_free[o]), n);
+            tk_json_end_object(j);
+        }
+        double r[2] = {NAN, NAN};
+        if (a->type != ALLOC_FLOOR)
+            free_order_ratios(a, r);
+        tk_json_kv_double(j, "shuffled_over_in_order_avg_minus_floor", r[0]);
+        tk_json_kv_double(j, "shuffled_over_in_order_p99", r[1]);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    tk_json_end_object(j);
 }
 
 static void json_double_array(struct tk_json *j, const char *key, const double *v, size_t n)
@@ -623,6 +808,7 @@ int write_json(FILE *f, const struct bench *b)
     tk_json_end_object(&j);
     json_allocators(&j, b);
     json_ratios(&j, b);
+    json_free_order(&j, b);
     json_sweep(&j, b);
     tk_json_end_object(&j);
     return tk_json_finish(&j);

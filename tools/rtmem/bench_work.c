@@ -1,5 +1,5 @@
 /*
- * `rtmem bench`: the workload, the allocators and the timed passes.
+ * `rtmem bench`: the workloads, the allocators and the timed passes.
  *
  * Every allocator runs the same harness: for each operation, one call through
  * a volatile function pointer between tk_timer_start and tk_timer_end, and
@@ -80,6 +80,73 @@ void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uin
     w->n = n_ops;
 }
 
+int fill_work_init(struct fill_work *fw, size_t cap)
+{
+    memset(fw, 0, sizeof(*fw));
+    if (cap == 0 || cap > UINT32_MAX)
+        return -EINVAL;
+    fw->sizes = calloc(cap, sizeof(uint32_t));
+    fw->blocks = calloc(cap, sizeof(void *));
+    for (int o = 0; o < FILL_ORDERS; o++)
+        fw->order[o] = calloc(cap, sizeof(uint32_t));
+    fw->cap = cap;
+    if (!fw->sizes || !fw->blocks || !fw->order[FILL_IN_ORDER] || !fw->order[FILL_SHUFFLED]) {
+        fill_work_destroy(fw);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void fill_work_destroy(struct fill_work *fw)
+{
+    free(fw->sizes);
+    free(fw->blocks);
+    for (int o = 0; o < FILL_ORDERS; o++)
+        free(fw->order[o]);
+    memset(fw, 0, sizeof(*fw));
+}
+
+void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
+                        uint64_t seed)
+{
+    uint64_t rng = seed;
+    uint64_t span = (uint64_t)max_bytes - min_bytes + 1;
+    uint32_t *in_order = fw->order[FILL_IN_ORDER], *shuffled = fw->order[FILL_SHUFFLED];
+    if (n > fw->cap)
+        n = fw->cap;
+    for (size_t i = 0; i < n; i++) {
+        fw->sizes[i] = min_bytes + (uint32_t)rng_below(&rng, span);
+        in_order[i] = shuffled[i] = (uint32_t)i;
+    }
+    /* Fisher-Yates: every permutation equally likely. */
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)rng_below(&rng, i);
+        uint32_t t = shuffled[i - 1];
+        shuffled[i - 1] = shuffled[j];
+        shuffled[j] = t;
+    }
+    fw->n = n;
+}
+
+/* A new heap of a's kind on a's memory; 0 or -errno (reported). */
+static int create_heap(struct allocator *a)
+{
+    if (a->type == ALLOC_HEAP) {
+        a->heap = rtm_heap_create(a->name, a->mem, a->mem_bytes);
+    } else {
+        a->tlsf = rtm_tlsf_create(a->mem, a->mem_bytes);
+        a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
+    }
+    if (!a->heap) {
+        int err = errno ? errno : EINVAL;
+        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
+                a->mem_bytes, strerror(err));
+        a->tlsf = NULL;
+        return -err;
+    }
+    return 0;
+}
+
 int allocator_open(struct allocator *a, size_t heap_bytes)
 {
     if (a->type != ALLOC_HEAP && a->type != ALLOC_TLSF_TYPED)
@@ -98,20 +165,10 @@ int allocator_open(struct allocator *a, size_t heap_bytes)
     a->mem_locked = mlock(mem, heap_bytes) == 0;
     a->mlock_err = a->mem_locked ? 0 : errno;
 
-    if (a->type == ALLOC_HEAP) {
-        a->heap = rtm_heap_create(a->name, mem, heap_bytes);
-    } else {
-        a->tlsf = rtm_tlsf_create(mem, heap_bytes);
-        a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
-    }
-    if (!a->heap) {
-        int err = errno ? errno : EINVAL;
-        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
-                heap_bytes, strerror(err));
+    int rc = create_heap(a);
+    if (rc != 0)
         allocator_close(a);
-        return -err;
-    }
-    return 0;
+    return rc;
 }
 
 void allocator_close(struct allocator *a)
@@ -128,6 +185,12 @@ void allocator_close(struct allocator *a)
     free(a->sweep_alloc_ns);
     free(a->sweep_free_ns);
     free(a->sweep_failed);
+    free(a->fill_alloc);
+    for (int o = 0; o < FILL_ORDERS; o++) {
+        free(a->fill_free[o]);
+        a->fill_free[o] = NULL;
+    }
+    a->fill_alloc = NULL;
     a->rounds[0] = a->rounds[1] = NULL;
     a->sweep_alloc_ns = a->sweep_free_ns = NULL;
     a->sweep_failed = NULL;
@@ -221,6 +284,54 @@ DEFINE_PASS(pass_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_
 DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
             CALL_CTX_FREE)
 
+/*
+ * One pass of the free-order phase, instantiated per API like DEFINE_PASS:
+ * fill (each allocation timed, one byte written to each block outside the
+ * timed region), then free every block in the order given, each free timed.
+ * Both orders run this same loop; only the contents of order differ.
+ */
+#define DEFINE_FILL_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                   \
+    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init,                           \
+                     const struct fill_work *fw, const uint32_t *order, struct pass_out *o)     \
+    {                                                                                           \
+        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
+        FREE_T volatile free_fn = free_init;                                                    \
+        (void)ctx;                                                                              \
+        for (size_t i = 0; i < fw->n; i++) {                                                    \
+            uint32_t size = fw->sizes[i];                                                       \
+            uint64_t t0 = tk_timer_start();                                                     \
+            void *p = CALL_ALLOC(alloc_fn, ctx, size);                                          \
+            uint64_t t1 = tk_timer_end();                                                       \
+            tk_samples_add(o->alloc_ticks, t1 - t0);                                            \
+            if (!p)                                                                             \
+                o->failed_allocs++;                                                             \
+            else if (size != 0)                                                                 \
+                *(volatile unsigned char *)p = (unsigned char)i;                                \
+            fw->blocks[i] = p;                                                                  \
+        }                                                                                       \
+        for (size_t i = 0; i < fw->n; i++) {                                                    \
+            void *p = fw->blocks[order[i]];                                                     \
+            if (!p) {                                                                           \
+                o->skipped_frees++;                                                             \
+                continue;                                                                       \
+            }                                                                                   \
+            uint64_t t0 = tk_timer_start();                                                     \
+            int rc = CALL_FREE(free_fn, ctx, p);                                                \
+            uint64_t t1 = tk_timer_end();                                                       \
+            tk_samples_add(o->free_ticks, t1 - t0);                                             \
+            if (rc != 0)                                                                        \
+                o->free_errors++;                                                               \
+        }                                                                                       \
+    }
+
+DEFINE_FILL_PASS(fill_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
+DEFINE_FILL_PASS(fill_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC,
+                 CALL_GLIBC_FREE)
+DEFINE_FILL_PASS(fill_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
+                 CALL_CTX_FREE)
+DEFINE_FILL_PASS(fill_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
+                 CALL_CTX_FREE)
+
 /* After a drained pass a heap must be consistent and empty. */
 static void check_heap(struct allocator *a)
 {
@@ -232,13 +343,18 @@ static void check_heap(struct allocator *a)
         a->check_failures++;
 }
 
-void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
+static void pass_out_reset(struct bench *b, struct pass_out *out)
 {
     tk_samples_reset(&b->alloc_s);
     tk_samples_reset(&b->free_s);
     memset(out, 0, sizeof(*out));
     out->alloc_ticks = &b->alloc_s;
     out->free_ticks = &b->free_s;
+}
+
+void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
+{
+    pass_out_reset(b, out);
 
     switch (a->type) {
     case ALLOC_FLOOR:
@@ -256,4 +372,37 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
         check_heap(a);
         break;
     }
+}
+
+int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
+                  struct pass_out *out)
+{
+    const uint32_t *ord = b->fw.order[order];
+    pass_out_reset(b, out);
+    if (a->heap) {
+        /* Every pass starts from the state right after creation. */
+        rtm_heap_destroy(a->heap);
+        a->heap = NULL;
+        int rc = create_heap(a);
+        if (rc != 0)
+            return rc;
+    }
+
+    switch (a->type) {
+    case ALLOC_FLOOR:
+        fill_floor(a->scratch, noop_alloc, noop_free, &b->fw, ord, out);
+        break;
+    case ALLOC_GLIBC:
+        fill_glibc(NULL, malloc, free, &b->fw, ord, out);
+        break;
+    case ALLOC_HEAP:
+        fill_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->fw, ord, out);
+        check_heap(a);
+        break;
+    case ALLOC_TLSF_TYPED:
+        fill_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->fw, ord, out);
+        check_heap(a);
+        break;
+    }
+    return 0;
 }
