@@ -202,7 +202,9 @@ long model_realloc(struct model *m, size_t idx, size_t size)
     size_t keep = size < old.usable ? size : old.usable;
     CHECK(pattern_ok(q, old.usable, old.id, keep)); /* contents preserved */
     forget(m, idx);
-    return record(m, q, size, 1, 0);
+    /* Staying in place when going smaller is allowed: the size bound is then
+     * against the block as it was. */
+    return record(m, q, size, q == old.p ? old.usable : 1, 0);
 }
 
 void model_free(struct model *m, size_t idx)

@@ -309,6 +309,26 @@ static void test_absorbed_remainder(void)
     CHECK_EQ(rtm_tlsf_check(t), 0);
 }
 
+/* check() finds a corrupted block header (and does not crash). */
+static void test_check_finds_corruption(void)
+{
+    test_context = "corruption";
+    struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
+    REQUIRE(t != NULL, );
+    unsigned char *a = rtm_tlsf_alloc(t, 100), *b = rtm_tlsf_alloc(t, 100);
+    REQUIRE(a && b, );
+    CHECK_EQ(rtm_tlsf_free(t, a), 0);
+    size_t saved;
+    memcpy(&saved, b - 8, 8);
+    size_t bogus = saved + 32; /* a header claiming a larger block */
+    memcpy(b - 8, &bogus, 8);
+    CHECK_EQ(rtm_tlsf_check(t), -EFAULT);
+    memcpy(b - 8, &saved, 8);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+    memset(a, 0xff, 24); /* the free block's links */
+    CHECK_EQ(rtm_tlsf_check(t), -EFAULT);
+}
+
 static void test_too_large_pool(void)
 {
     test_context = "e2big";
@@ -346,6 +366,7 @@ int main(void)
     test_stale_frees();
     test_peak_exact();
     test_absorbed_remainder();
+    test_check_finds_corruption();
     test_too_large_pool();
     test_context = NULL;
     return test_summary("tlsf");

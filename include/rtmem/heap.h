@@ -71,7 +71,8 @@ struct rtm_heap_stats {
     size_t peak_used_bytes;
     /* A request size that rtm_heap_alloc would satisfy right now, and every
      * smaller one too: never more than the largest that succeeds, and for
-     * TLSF exactly it. 0 when no request would succeed, not even alloc(0). */
+     * TLSF exactly it. 0 when alloc(0) would fail (with TLSF nothing fits
+     * then; a bucket kind may still have slots of a larger class). */
     size_t largest_free_bytes;
     /* Number of live blocks (allocated and not yet freed). */
     size_t live_blocks;

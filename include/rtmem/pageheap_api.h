@@ -1,8 +1,10 @@
 /*
  * rtmem: the typed API shared by the page-and-bucket kinds (heapmem, xnheap).
  * Not included directly: rtmem/heapmem.h and rtmem/xnheap.h declare their
- * functions with it. The contracts are those of rtmem/heap.h; the bounds are
- * in each kind's header.
+ * functions with it. The contracts are those of rtmem/heap.h, except that
+ * the heap passed to alloc, aligned_alloc, realloc and free must come from
+ * the kind's create and not be destroyed: it is not checked on those paths
+ * (use rtm_heap_* for checked calls). The bounds are in rtmem/heapmem.h.
  */
 #ifndef RTMEM_PAGEHEAP_API_H
 #define RTMEM_PAGEHEAP_API_H
@@ -28,7 +30,12 @@
 #define RTM_PAGEHEAP_PAGE_SIZE      ((size_t)512)
 #define RTM_PAGEHEAP_MIN_BLOCK      ((size_t)16)
 #define RTM_PAGEHEAP_MAX_BUCKET     ((size_t)256)
-#define RTM_PAGEHEAP_PAGEMAP_BYTES  ((size_t)24) /* page-map entry per page */
+#define RTM_PAGEHEAP_PAGEMAP_BYTES  (2 * sizeof(size_t) + 8) /* page-map entry per page: 24 on 64-bit */
 #define RTM_PAGEHEAP_MAX_PAGES      ((size_t)0xffffffffu)
+/* Upper bounds of the control structure at the start of the creating memory
+ * (alignment trim included), and of what an added pool spends besides its
+ * page map (descriptor and alignment of the pages to 512). */
+#define RTM_PAGEHEAP_CONTROL_BYTES      ((size_t)256)
+#define RTM_PAGEHEAP_POOL_OVERHEAD_MAX  ((size_t)640)
 
 #endif /* RTMEM_PAGEHEAP_API_H */

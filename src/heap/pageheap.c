@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pageheap.h"
+#include "rtmem/pageheap_api.h"
 
 #define PAGE PH_PAGE_SIZE
 
@@ -39,6 +40,16 @@ struct ph_range {
 #define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
 
 _Static_assert(offsetof(struct ph_range, addr_node) == 0, "address node opens the range");
+_Static_assert(RTM_PAGEHEAP_PAGE_SIZE == PH_PAGE_SIZE, "public page size");
+_Static_assert(RTM_PAGEHEAP_MIN_BLOCK == ((size_t)1 << PH_MIN_SHIFT), "public smallest class");
+_Static_assert(RTM_PAGEHEAP_MAX_BUCKET == ((size_t)1 << PH_MAX_SHIFT), "public largest class");
+_Static_assert(RTM_PAGEHEAP_PAGEMAP_BYTES == sizeof(struct ph_pgent), "public page-map entry size");
+_Static_assert(RTM_PAGEHEAP_MAX_PAGES == PH_MAX_PAGES, "public page limit");
+_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= sizeof(struct ph_heap) + _Alignof(struct ph_heap),
+               "RTM_PAGEHEAP_CONTROL_BYTES covers the control structure");
+_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= sizeof(struct ph_pool) + 2 * _Alignof(struct ph_pool) +
+                                                   PAGE - 1,
+               "RTM_PAGEHEAP_POOL_OVERHEAD_MAX covers descriptor and alignment (page map aside)");
 _Static_assert(sizeof(struct ph_range) <= PAGE, "a range descriptor fits in one page");
 _Static_assert((PAGE >> PH_MIN_SHIFT) <= 32, "a page's slots fit a 32-bit bitmap");
 _Static_assert(PH_MIN_SHIFT >= 4, "bucket slots keep 16-byte alignment");
@@ -485,22 +496,27 @@ int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
     return 0;
 }
 
+/* Allocates without counting a failure (realloc decides whether it is one). */
+static void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree)
+{
+    if (size <= PAGE / 2)
+        return bucket_alloc(h, tree, bucket_shift(size));
+    if (size > PH_MAX_PAGES * PAGE)
+        return NULL;
+    size_t n = (size + PAGE - 1) >> PH_PAGE_SHIFT;
+    size_t pg = run_alloc(h, tree, n);
+    if (!pg)
+        return NULL;
+    struct ph_pgent *e = entry_of(h, pg);
+    e->type = PG_RUN;
+    e->word = (uint32_t)n;
+    note_used(h, n * PAGE);
+    return hbase(h) + pg;
+}
+
 void *ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
 {
-    void *p = NULL;
-    if (size <= PAGE / 2) {
-        p = bucket_alloc(h, tree, bucket_shift(size));
-    } else if (size <= PH_MAX_PAGES * PAGE) {
-        size_t n = (size + PAGE - 1) >> PH_PAGE_SHIFT;
-        size_t pg = run_alloc(h, tree, n);
-        if (pg) {
-            struct ph_pgent *e = entry_of(h, pg);
-            e->type = PG_RUN;
-            e->word = (uint32_t)n;
-            note_used(h, n * PAGE);
-            p = hbase(h) + pg;
-        }
-    }
+    void *p = alloc_block(h, size, tree);
     if (!p)
         h->base.failed_allocs++;
     return p;
@@ -585,9 +601,18 @@ void *ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
         if (run_resize_in_place(h, tree, &lb, (size + PAGE - 1) >> PH_PAGE_SHIFT))
             return p;
     }
-    void *q = ph_alloc(h, size, tree);
-    if (!q)
+    void *q = alloc_block(h, size, tree);
+    if (!q) {
+        /* Going smaller never fails: when no block of the smaller class is
+         * to be had, the block stays where it is (a run keeps one page). */
+        if (size <= lb.bytes) {
+            if (type_of(lb.e) == PG_RUN)
+                run_resize_in_place(h, tree, &lb, 1);
+            return p;
+        }
+        h->base.failed_allocs++;
         return NULL;
+    }
     memcpy(q, p, lb.bytes < size ? lb.bytes : size);
     release(h, tree, &lb);
     return q;
@@ -659,7 +684,11 @@ struct tally {
 
 static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct tally *t)
 {
+    /* The descriptor first: page map and pages inside the pool's memory. */
     CHECK(d->npages > 0 && d->npages <= PH_MAX_PAGES);
+    CHECK(d->map - d->raw_start < d->raw_len && d->pages - d->raw_start < d->raw_len);
+    CHECK(d->npages * sizeof(struct ph_pgent) <= d->pages - d->map);
+    CHECK(d->npages * PAGE <= d->raw_len - (d->pages - d->raw_start));
     CHECK(abs_of(h, d->pages) % PAGE == 0 && d->fresh <= d->npages);
     bool prev_free = false;
     size_t i = 0;
@@ -762,8 +791,10 @@ int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
             CHECK(++count <= t.bucket_pages_open[k]);
             const struct ph_pool *d = pool_of(h, pg);
             CHECK(d && (pg - d->pages) % PAGE == 0);
+            CHECK(((pg - d->pages) >> PH_PAGE_SHIFT) >= d->fresh);
             const struct ph_pgent *e = entry(h, d, pg);
             CHECK(type_of(e) == PG_BUCKET && shift_of(e) == k + PH_MIN_SHIFT);
+            CHECK(e->word != ~0u); /* a full page is in no list */
             CHECK(e->prev == prev);
             prev = pg;
         }
