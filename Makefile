@@ -1,5 +1,5 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything and run the benchmark report (results/)
+#   make bench   build everything, run the benchmark report and memcheck (results/)
 #   make test    build everything and run every test
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
@@ -25,7 +25,11 @@ test: build
 bench: build
 	@mkdir -p $(RESULTS)
 	$(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json | tee $(RESULTS)/bench.txt
-	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json"
+	@# memcheck's report is long: all of it to the file, its summary to the terminal; a
+	@# functional failure (exit status 1) still fails the target.
+	$(BUILD)/tools/rtmem memcheck --json $(RESULTS)/memcheck.json > $(RESULTS)/memcheck.txt; \
+	    status=$$?; sed -n '/^== summary/,$$p' $(RESULTS)/memcheck.txt; exit $$status
+	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps

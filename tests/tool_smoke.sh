@@ -1,6 +1,7 @@
 #!/bin/sh
-# The rtmem command: a quick bench writes valid JSON with a row per allocator;
-# bad input gives exit status 2 and a message, never a crash.
+# The rtmem command: a quick bench and a quick memcheck write valid JSON with
+# rows for every allocator; bad input gives exit status 2 and a message, never
+# a crash.
 #   tool_smoke.sh RTMEM_BINARY
 set -u
 rtmem=$1
@@ -37,5 +38,74 @@ for args in "bench --ops 0" "bench --min-size 100 --max-size 10" "bench --kinds 
     if [ "$rc" -eq 2 ] && [ -s "$tmp/err.txt" ]; then ok; else bad "'rtmem $args' gave $rc"; fi
 done
 "$rtmem" kinds | grep -qx tlsf && ok || bad "rtmem kinds lists tlsf"
+
+# memcheck: a quick run passes every functional check and writes rows for
+# every rtmem kind and glibc, in every phase.
+"$rtmem" kinds >"$tmp/kinds.txt"
+if "$rtmem" memcheck --quick --no-rt --json "$tmp/m.json" >"$tmp/m.txt" 2>&1; then ok; else
+    bad "memcheck --quick"; cat "$tmp/m.txt"; fi
+if python3 - "$tmp/m.json" "$tmp/kinds.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+kinds = open(sys.argv[2]).read().split()
+assert d["schema"] == "rtmem-memcheck/1", d["schema"]
+assert d["passed"] is True
+names = [a["name"] for a in d["allocators"]]
+assert names == kinds + ["glibc"], names
+cols = d["row_columns"]
+heaps = [8192 << i for i in range(64) if (8192 << i) < d["params"]["seq_heap_size"]]
+rounds = d["params"]["random_alloc_rounds"]
+pow2 = sum(4 * len([b for b in (16 << k for k in range(40)) if b < h // 2]) for h in heaps)
+for a in d["allocators"]:
+    assert a["passed"] and a["failure"] is None, a["name"]
+    assert len(a["pow2"]["rows"]) == a["pow2"]["tests"] == pow2, (a["name"], pow2)
+    assert len(a["random"]["rows"]) == 4 * rounds * len(heaps), a["name"]
+    for row in a["pow2"]["rows"] + a["random"]["rows"]:
+        r = dict(zip(cols, row))
+        assert r["heap_bytes"] in heaps and r["nrblocks"] >= 1, (a["name"], r)
+        assert r["nrblocks"] * r["block_bytes"] <= r["heap_bytes"], (a["name"], r)
+    assert a["pattern"]["tests"] == d["params"]["pattern_check_rounds"], a["name"]
+    assert a["churn"]["ops"] == d["params"]["churn_ops"], a["name"]
+    assert a["churn"]["frag_samples"], a["name"]
+    if a["sort"] == "heap":
+        assert all(h["exact"] for h in a["heap_sizes"]), a["name"]
+        for row in a["pow2"]["rows"]:
+            r = dict(zip(cols, row))
+            assert r["fail_alloc_ns"] is not None and r["true_overhead_pct"] is not None
+    else:
+        assert all(dict(zip(cols, row))["fail_alloc_ns"] is None for row in a["pow2"]["rows"])
+# heapmem and xnheap promise zero overhead for power-of-two sizes.
+for a in d["allocators"]:
+    if a["name"] in ("heapmem", "xnheap"):
+        assert a["pow2"]["overall"]["avg_overhead_pct"] == 0, a["name"]
+PY
+then ok; else bad "memcheck JSON: rows for every kind and glibc, every phase"; fi
+grep -q "average fragmentation" "$tmp/m.txt" && ok || bad "memcheck prints the overall lines"
+grep -q "^== summary" "$tmp/m.txt" && ok || bad "memcheck prints the summary"
+
+# --format smokey: smokey's headers, rows and overall lines, exactly.
+if "$rtmem" memcheck --quick --no-rt --kinds tlsf --phases pow2 --format smokey --compat \
+       >"$tmp/s.txt" 2>&1; then ok; else bad "memcheck --format smokey"; cat "$tmp/s.txt"; fi
+for line in "== memcheck started for tlsf at " "     seq_heap_size=256k" \
+            "[SEQUENTIAL ALLOC->FREE, ^2 BLOCK SIZES] ON 'tlsf'" "sorted by: max alloc time" \
+            "sorted by: max fragmentation" \
+            "  HEAPSZ  BLOCKSZ   NRBLKS  AVG-A  AVG-F  MAX-A  MAX-F   OVRH%  FRAG%  FLAGS" \
+            "  ... (196 results following) ..." "overall:" "  worst alloc time: " \
+            "  average fragmentation: " "== memcheck finished for tlsf at "; do
+    grep -qF -- "$line" "$tmp/s.txt" && ok || bad "smokey layout: '$line' missing"
+done
+grep -Eq '^ +[0-9]+k +[0-9]+[ k] +[0-9]+ +[0-9]+\.[0-9] ' "$tmp/s.txt" && ok ||
+    bad "smokey layout: rows in us with one decimal"
+
+for args in "memcheck --seq-heap-size 4K" "memcheck --random-alloc-rounds x" \
+            "memcheck --kinds nosuch" "memcheck --kinds tlsf," "memcheck --format xml" \
+            "memcheck --max-results -2" "memcheck --phases bogus" "memcheck --churn-fill 0" \
+            "memcheck --churn-max-size 1M" "memcheck --seed -1" "memcheck --bogus" \
+            "memcheck stray" "memcheck --phases churn --no-churn"; do
+    # shellcheck disable=SC2086
+    "$rtmem" $args >/dev/null 2>"$tmp/err.txt"
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ -s "$tmp/err.txt" ]; then ok; else bad "'rtmem $args' gave $rc"; fi
+done
 echo "tool_smoke: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,8 +12,15 @@ void tk_json_init(struct tk_json *j, FILE *f)
     j->f = f;
 }
 
-static void indent(struct tk_json *j)
+/* Starts a member or an item on a new line at the current depth; inside a
+ * compact level, after a space (nothing before the first item). */
+static void indent(struct tk_json *j, bool first)
 {
+    if (j->depth > 0 && j->compact[j->depth - 1]) {
+        if (!first)
+            fputc(' ', j->f);
+        return;
+    }
     fputc('\n', j->f);
     for (int i = 0; i < j->depth; i++)
         fputs("  ", j->f);
@@ -32,13 +39,14 @@ static void before_value(struct tk_json *j)
     int lvl = j->depth - 1;
     if (j->is_object[lvl])
         j->misuse = true;
-    if (j->has_items[lvl])
+    bool first = !j->has_items[lvl];
+    if (!first)
         fputc(',', j->f);
     j->has_items[lvl] = true;
-    indent(j);
+    indent(j, first);
 }
 
-static void begin(struct tk_json *j, bool object)
+static void begin(struct tk_json *j, bool object, bool compact)
 {
     before_value(j);
     fputc(object ? '{' : '[', j->f);
@@ -49,6 +57,8 @@ static void begin(struct tk_json *j, bool object)
     }
     j->is_object[j->depth] = object;
     j->has_items[j->depth] = false;
+    /* Everything inside a compact level is compact too. */
+    j->compact[j->depth] = compact || (j->depth > 0 && j->compact[j->depth - 1]);
     j->depth++;
 }
 
@@ -59,15 +69,17 @@ static void end(struct tk_json *j, bool object)
         return;
     }
     bool had_items = j->has_items[j->depth - 1];
+    bool compact = j->compact[j->depth - 1];
     j->depth--;
-    if (had_items)
-        indent(j);
+    if (had_items && !compact)
+        indent(j, false);
     fputc(object ? '}' : ']', j->f);
 }
 
-void tk_json_begin_object(struct tk_json *j) { begin(j, true); }
+void tk_json_begin_object(struct tk_json *j) { begin(j, true, false); }
 void tk_json_end_object(struct tk_json *j) { end(j, true); }
-void tk_json_begin_array(struct tk_json *j) { begin(j, false); }
+void tk_json_begin_array(struct tk_json *j) { begin(j, false, false); }
+void tk_json_begin_array_compact(struct tk_json *j) { begin(j, false, true); }
 void tk_json_end_array(struct tk_json *j) { end(j, false); }
 
 static void write_escaped(FILE *f, const char *s)
@@ -99,8 +111,9 @@ void tk_json_key(struct tk_json *j, const char *key)
     int lvl = j->depth - 1;
     if (j->has_items[lvl])
         fputc(',', j->f);
+    bool first = !j->has_items[lvl];
     j->has_items[lvl] = true;
-    indent(j);
+    indent(j, first);
     write_escaped(j->f, key ? key : "");
     fputs(": ", j->f);
     j->after_key = true;

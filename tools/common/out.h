@@ -49,6 +49,7 @@ struct tk_json {
     int depth;                          /* open containers */
     bool is_object[TK_JSON_MAX_DEPTH];  /* container kind per level */
     bool has_items[TK_JSON_MAX_DEPTH];  /* level already holds a member */
+    bool compact[TK_JSON_MAX_DEPTH];    /* level written on one line */
     bool after_key;                     /* a key was written, its value is due */
     bool misuse;                        /* calls were not balanced/well placed */
 };
@@ -59,6 +60,9 @@ void tk_json_begin_object(struct tk_json *j);
 void tk_json_end_object(struct tk_json *j);
 void tk_json_begin_array(struct tk_json *j);
 void tk_json_end_array(struct tk_json *j);
+/* An array written on one line ("[1, 2, 3]"), and everything nested in it:
+ * for tables of many short rows. Ended with tk_json_end_array. */
+void tk_json_begin_array_compact(struct tk_json *j);
 
 /* Member name inside an object; the next call writes its value. */
 void tk_json_key(struct tk_json *j, const char *key);

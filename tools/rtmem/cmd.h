@@ -7,5 +7,6 @@
 #define RTMEM_TOOLS_CMD_H
 
 int rtm_cmd_bench(int argc, char **argv);
+int rtm_cmd_memcheck(int argc, char **argv);
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -1,6 +1,7 @@
 /*
  * The `rtmem` command: dispatches to its subcommands.
  *   rtmem bench ...   alloc/free latency of every heap kind vs glibc
+ *   rtmem memcheck .. the heap test harness (Xenomai smokey's memory tests)
  *   rtmem kinds       the heap kinds built into the library
  *   rtmem --help, rtmem --version
  */
@@ -20,6 +21,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"bench", rtm_cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
+    {"memcheck", rtm_cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
     {"kinds", cmd_kinds, "list the heap kinds built into librtmem"},
 };
 
@@ -29,7 +31,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rtmem <command> [options]\n       rtmem --help | --version\n\ncommands:\n");
     for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-        fprintf(f, "  %-8s %s\n", subcommands[i].name, subcommands[i].summary);
+        fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "\n'rtmem <command> --help' describes a command's options.\n");
 }
 

@@ -1,0 +1,856 @@
+/*
+ * `rtmem memcheck`: the heap test harness. Runs Xenomai smokey's memory test
+ * sequence (memory_heapmem, memory_tlsf, ...) on every rtmem heap kind and
+ * on glibc, with smokey's metrics, so its figures compare with published
+ * ones, then a churn phase smokey does not have. Options and the run's
+ * sequence live here; see memcheck.h for the other files.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "memcheck.h"
+
+/* Smokey's defaults (testsuite/smokey/memory-*). */
+#define DEFAULT_SEQ_HEAP      ((size_t)2 << 20)
+#define DEFAULT_RANDOM_ROUNDS 1024u
+#define DEFAULT_PATTERN_HEAP  ((size_t)128 << 10)
+#define DEFAULT_PATTERN_ROUNDS 128u
+#define DEFAULT_MAX_RESULTS   4
+/* rtmem's churn phase. */
+#define DEFAULT_CHURN_OPS     1000000u
+#define DEFAULT_CHURN_HEAP    ((size_t)1 << 20)
+#define DEFAULT_CHURN_FILL    50u
+#define DEFAULT_CHURN_MAX     4096u
+#define DEFAULT_SEED          20240601u
+/* --quick: the same sequence, smaller. */
+#define QUICK_SEQ_HEAP        ((size_t)256 << 10)
+#define QUICK_RANDOM_ROUNDS   64u
+#define QUICK_PATTERN_ROUNDS  16u
+#define QUICK_CHURN_OPS       100000u
+#define CALIBRATION_MS        60u
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE  2
+
+#define ALL_PHASES ((1u << MC_PHASES) - 1)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: rtmem memcheck [options]\n"
+        "\n"
+        "The heap test harness. Runs the sequence of Xenomai's smokey memory tests\n"
+        "(memory_heapmem, memory_tlsf, ...) on each allocator, with smokey's metrics:\n"
+        "\n"
+        "  for each heap size H = 8k, 16k, ... below --seq-heap-size:\n"
+        "  1. power-of-two phase: B = 16, 32, ... below H/2, each in four variants:\n"
+        "     plain, +hot, +shuffle, +shuffle +hot. A test creates a heap of usable size\n"
+        "     H, allocates B-byte blocks until an allocation fails (each call timed),\n"
+        "     then frees them all in allocation order or shuffled (each call timed).\n"
+        "     +hot repeats the whole alloc/free pass on the same heap and reports that\n"
+        "     second pass. Kinds that promise zero overhead for a size must show none.\n"
+        "  2. random phase: the same four variants, --random-alloc-rounds tests per H,\n"
+        "     each with one block size uniform in [1, H/2).\n"
+        "  3. pattern phase: --pattern-check-rounds tests on a --pattern-heap-size heap,\n"
+        "     each drawing a largest size S uniform in [1, H/2) and filling the heap\n"
+        "     with blocks of sizes uniform in [1, S], each written with its own pattern\n"
+        "     over its whole usable size; freed in random order, every live block\n"
+        "     verified after the fill and after each free. Functional only.\n"
+        "  4. churn phase (not in smokey): interleaved alloc/free of mixed sizes at a\n"
+        "     steady fill level, latency percentiles and fragmentation over time\n"
+        "     (FRAG%% = 100 * (1 - largest request that fits / free bytes), sampled;\n"
+        "     failing allocations counted apart).\n"
+        "\n"
+        "Per test: HEAPSZ, BLOCKSZ, NRBLKS, AVG-A, AVG-F, MAX-A, MAX-F, OVRH%% = 100 - 100 *\n"
+        "NRBLKS * B / H, FRAG%% = 100 * (1 - largest_free / freed) probed once when half\n"
+        "the allocated bytes are freed (largest_free: the first of freed, freed - B,\n"
+        "freed - 2B, ... that can be allocated; untimed), FLAGS. Tables sorted by max\n"
+        "alloc time, max free time, overhead, fragmentation (--max-results rows each),\n"
+        "then the overall lines, per phase and per allocator.\n"
+        "\n"
+        "Functional failures fail the run (exit status 1, the message and a replay\n"
+        "command printed): a heap whose usable size differs from H (or from the\n"
+        "nearest size reported where H cannot be made), more blocks than\n"
+        "H/B, fewer than the kind documents (rtm_heap_fill_count; overhead where the\n"
+        "kind promises none), a block outside the heap or misaligned, a usable size\n"
+        "below the request, pattern corruption, a refused free, a different block count\n"
+        "in the hot pass, bytes still used or coalescing incomplete after freeing\n"
+        "everything, a failed integrity check (rtm_heap_check), or, in the churn phase,\n"
+        "largest_free_bytes not allocatable. An allocator stops at its first failure;\n"
+        "the others go on.\n"
+        "\n"
+        "Where rtmem's harness is better than smokey's:\n"
+        "  - nanosecond resolution by default (smokey: us, one decimal) and per-row p99\n"
+        "    as well as max; the timer's overhead is measured and printed, and\n"
+        "    --subtract-timer-overhead removes it;\n"
+        "  - reproducible: --seed, always printed (smokey seeds from time and pid);\n"
+        "    the CPU is chosen with --cpu (smokey hard-codes CPU 0); SCHED_FIFO,\n"
+        "    mlockall and affinity are requested and what was granted is printed,\n"
+        "    never silently dropped;\n"
+        "  - the failing final allocation of a fill is reported apart (FAIL-A) instead\n"
+        "    of being mixed into the alloc times; with +shuffle +hot the hot pass frees\n"
+        "    in shuffled order too (smokey frees it in order);\n"
+        "  - overhead can count the metadata outside H too (--true-overhead), so kinds\n"
+        "    with out-of-band page maps compare honestly;\n"
+        "  - the churn phase, which is what long-running real-time systems do;\n"
+        "  - --json with every row and summary, progress on stderr, --quick.\n"
+        "  --compat restores smokey's behaviour for comparisons: the failing allocation\n"
+        "  counted in the alloc times (max and sum, divided by NRBLKS), the hot pass\n"
+        "  freed in allocation order, block sizes drawn as random() %% (H/2) with 0 made\n"
+        "  1, integer-ns averages, one size per pattern test filled over its request\n"
+        "  only, and the overhead/fragmentation tables sorted by bytes rather than %%.\n"
+        "  It does not change the timer (rtmem's TSC, not clock_gettime) or the seed.\n"
+        "\n"
+        "Heaps: an rtmem kind gets the memory size M for which its statistics report\n"
+        "usable_bytes == H exactly (found by search, printed as H + metadata); if no M\n"
+        "gives H (H not a multiple of the kind's granule or page) the nearest usable\n"
+        "size above H is used and printed as INEXACT. Every heap lives in one arena,\n"
+        "mmap'd, prefaulted and locked once. The process allocator (glibc) has no heap\n"
+        "of size H: H is a budget, a fill makes exactly floor(H / B) requests and has no\n"
+        "failing allocation; OVRH%% is then the slack malloc_usable_size shows (headers\n"
+        "are invisible), FRAG%% counts a probe only if its block lies inside the fill's\n"
+        "address span (new memory from the kernel says nothing about fragmentation),\n"
+        "and FAIL-A, TOVRH%%, used-bytes and integrity checks do not apply (\"-\"), nor\n"
+        "does the churn phase's FRAG%% (its free memory is whatever the process heap\n"
+        "already holds; the raw samples are in the JSON).\n"
+        "\n"
+        "options (smokey's argument names as long options):\n"
+        "  --seq-heap-size B         heaps 8k, 16k, ... below B (default 2M; --quick 256K)\n"
+        "  --random-alloc-rounds N   random-size tests per heap size and variant\n"
+        "                            (default %u; --quick %u)\n"
+        "  --pattern-heap-size B     heap of the pattern phase (default 128K); its cost\n"
+        "                            grows about with the square of this size\n"
+        "  --pattern-check-rounds N  pattern tests (default %u; --quick %u)\n"
+        "  --max-results N           rows per sorted table (default %d); -1: every row,\n"
+        "                            sorted by heap size (as smokey); 0: no table\n"
+        "  --kinds a,b,...           allocators (default all): ",
+        DEFAULT_RANDOM_ROUNDS, QUICK_RANDOM_ROUNDS, DEFAULT_PATTERN_ROUNDS, QUICK_PATTERN_ROUNDS,
+        DEFAULT_MAX_RESULTS);
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        fprintf(f, "%s, ", *k);
+    fprintf(f,
+        "glibc\n"
+        "  --phases a,b,...          phases to run (default all): pow2, random, pattern, churn\n"
+        "  --no-churn                skip the churn phase\n"
+        "  --churn-ops N             steady-state operations (default %u; --quick %u)\n"
+        "  --churn-heap-size B       heap of the churn phase (default 1M)\n"
+        "  --churn-fill PCT          live requested bytes held, %% of the heap (default %u)\n"
+        "  --churn-max-size B        largest request, from 16 B; each power-of-two octave\n"
+        "                            equally likely (default %u)\n"
+        "  --churn-sample-every N    ops between fragmentation samples (default ops/100)\n"
+        "  --format ns|smokey        ns (default): rtmem's tables in nanoseconds; smokey:\n"
+        "                            smokey's exact layout (us, one decimal), rtmem's own\n"
+        "                            lines prefixed with '#'; with --compat for figures\n"
+        "                            comparable to smokey's\n"
+        "  --compat                  smokey's behaviour (see above)\n"
+        "  --true-overhead           add TOVRH%% = 100 - 100 * NRBLKS * B / (H + metadata\n"
+        "                            outside H, stats.overhead_bytes) to the tables\n"
+        "  --subtract-timer-overhead take the timer's p50 overhead off every sample\n"
+        "  --json FILE               also write every row and summary as JSON (schema %s)\n"
+        "  --seed N|random           seed of sizes and shuffles (default %u), always printed\n"
+        "  --cpu N                   CPU to pin to (default: the last allowed CPU)\n"
+        "  --prio N                  SCHED_FIFO priority, 1..99 (default %d)\n"
+        "  --no-rt                   no pinning, no SCHED_FIFO (mlockall is still tried)\n"
+        "  --progress                progress on stderr even when it is not a terminal\n"
+        "  --quick                   the same sequence, smaller: a run of a few seconds\n"
+        "  -h, --help                this text\n"
+        "\n"
+        "Byte counts take a K, M or G suffix (powers of 1024); heaps up to 32M. The run\n"
+        "needs about 32 bytes of memory per byte of its largest heap (room for a fill\n"
+        "of 1-byte blocks). Exit status: 0 every check passed, 1 a functional failure\n"
+        "or run-time error, 2 bad usage.\n",
+        DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL, DEFAULT_CHURN_MAX, MC_SCHEMA,
+        DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "rtmem memcheck: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'rtmem memcheck --help'.\n");
+    return -1;
+}
+
+/* Decimal digits only (no sign, no space), within [lo, hi]. */
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char msg[160];
+    if (!s || *s < '0' || *s > '9') {
+        snprintf(msg, sizeof(msg), "%s needs a non-negative whole number, not '%%s'", opt);
+        return bad_usage(msg, s ? s : "");
+    }
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0') {
+        snprintf(msg, sizeof(msg), "%s: '%%s' is not a whole number", opt);
+        return bad_usage(msg, s);
+    }
+    if (errno == ERANGE || v < lo || v > hi) {
+        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu]", opt,
+                 (unsigned long long)lo, (unsigned long long)hi);
+        return bad_usage(msg, s);
+    }
+    *out = v;
+    return 0;
+}
+
+/* A byte count with an optional K, M or G suffix (binary), optionally
+ * followed by "B" or "iB". */
+static int parse_bytes(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char msg[160];
+    if (!s || *s < '0' || *s > '9') {
+        snprintf(msg, sizeof(msg), "%s needs a byte count (e.g. 4096, 64K, 2M), not '%%s'", opt);
+        return bad_usage(msg, s ? s : "");
+    }
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
+        end += strlen(end);
+    else if (!shift && strcmp(end, "B") == 0)
+        end++;
+    if (*end != '\0') {
+        snprintf(msg, sizeof(msg), "%s: '%%s' is not a byte count (e.g. 4096, 64K, 2M)", opt);
+        return bad_usage(msg, s);
+    }
+    if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift)) || (v << shift) < lo ||
+        (v << shift) > hi) {
+        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu] bytes", opt,
+                 (unsigned long long)lo, (unsigned long long)hi);
+        return bad_usage(msg, s);
+    }
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* Each comma-separated item of list through fn; -1 on an empty item or
+ * one fn refuses (reported). */
+static int for_each_item(const char *opt, const char *list, int (*fn)(const char *, void *),
+                         void *arg)
+{
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char item[64];
+        if (len == 0 || len >= sizeof(item))
+            return bad_usage("%s: empty or overlong name in the list", opt);
+        snprintf(item, sizeof(item), "%.*s", (int)len, p);
+        if (fn(item, arg) != 0)
+            return -1;
+        if (p[len] == '\0')
+            return 0;
+        p += len + 1;
+    }
+}
+
+static int add_phase(const char *name, void *arg)
+{
+    unsigned *phases = arg;
+    for (int ph = 0; ph < MC_PHASES; ph++)
+        if (strcmp(name, mc_phase_name((enum mc_phase)ph)) == 0) {
+            *phases |= 1u << ph;
+            return 0;
+        }
+    return bad_usage("--phases: unknown phase '%s' (pow2, random, pattern, churn)", name);
+}
+
+enum {
+    OPT_SEQ_HEAP = 256, OPT_RANDOM_ROUNDS, OPT_PATTERN_HEAP, OPT_PATTERN_ROUNDS, OPT_MAX_RESULTS,
+    OPT_KINDS, OPT_PHASES, OPT_NO_CHURN, OPT_CHURN_OPS, OPT_CHURN_HEAP, OPT_CHURN_FILL,
+    OPT_CHURN_MAX, OPT_CHURN_EVERY, OPT_FORMAT, OPT_COMPAT, OPT_TRUE_OVERHEAD, OPT_SUBTRACT,
+    OPT_JSON, OPT_SEED, OPT_CPU, OPT_PRIO, OPT_NO_RT, OPT_PROGRESS, OPT_QUICK,
+};
+
+static const struct option long_opts[] = {
+    {"seq-heap-size", required_argument, NULL, OPT_SEQ_HEAP},
+    {"random-alloc-rounds", required_argument, NULL, OPT_RANDOM_ROUNDS},
+    {"pattern-heap-size", required_argument, NULL, OPT_PATTERN_HEAP},
+    {"pattern-check-rounds", required_argument, NULL, OPT_PATTERN_ROUNDS},
+    {"max-results", required_argument, NULL, OPT_MAX_RESULTS},
+    {"kinds", required_argument, NULL, OPT_KINDS},
+    {"phases", required_argument, NULL, OPT_PHASES},
+    {"no-churn", no_argument, NULL, OPT_NO_CHURN},
+    {"churn-ops", required_argument, NULL, OPT_CHURN_OPS},
+    {"churn-heap-size", required_argument, NULL, OPT_CHURN_HEAP},
+    {"churn-fill", required_argument, NULL, OPT_CHURN_FILL},
+    {"churn-max-size", required_argument, NULL, OPT_CHURN_MAX},
+    {"churn-sample-every", required_argument, NULL, OPT_CHURN_EVERY},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"compat", no_argument, NULL, OPT_COMPAT},
+    {"true-overhead", no_argument, NULL, OPT_TRUE_OVERHEAD},
+    {"subtract-timer-overhead", no_argument, NULL, OPT_SUBTRACT},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"prio", required_argument, NULL, OPT_PRIO},
+    {"no-rt", no_argument, NULL, OPT_NO_RT},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"quick", no_argument, NULL, OPT_QUICK},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Which options were given, so --quick changes only the others. */
+struct given {
+    bool seq_heap, random_rounds, pattern_rounds, churn_ops, phases;
+};
+
+static int parse_max_results(const char *arg, int *out)
+{
+    if (arg && strcmp(arg, "-1") == 0) {
+        *out = -1;
+        return 0;
+    }
+    uint64_t v;
+    if (parse_u64("--max-results", arg, 0, INT_MAX, &v) != 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_seed(const char *arg, uint64_t *out)
+{
+    if (arg && strcmp(arg, "random") == 0) {
+        if (getrandom(out, sizeof(*out), 0) != (ssize_t)sizeof(*out)) {
+            perror("rtmem memcheck: getrandom for --seed random");
+            return -1;
+        }
+        return 0;
+    }
+    return parse_u64("--seed", arg, 0, UINT64_MAX, out);
+}
+
+/* Options about sizes and counts. Returns 0, -1 (reported) or 1 (not one). */
+static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct given *g)
+{
+    uint64_t v = 0;
+    int rc;
+    switch (c) {
+    case OPT_SEQ_HEAP:
+        rc = parse_bytes("--seq-heap-size", arg, MC_SEQ_MIN_HEAP + 1, MC_MAX_HEAP_BYTES, &v);
+        o->seq_heap_bytes = (size_t)v;
+        g->seq_heap = true;
+        return rc;
+    case OPT_RANDOM_ROUNDS:
+        rc = parse_u64("--random-alloc-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        o->random_rounds = (uint32_t)v;
+        g->random_rounds = true;
+        return rc;
+    case OPT_PATTERN_HEAP:
+        rc = parse_bytes("--pattern-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
+        o->pattern_heap_bytes = (size_t)v;
+        return rc;
+    case OPT_PATTERN_ROUNDS:
+        rc = parse_u64("--pattern-check-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        o->pattern_rounds = (uint32_t)v;
+        g->pattern_rounds = true;
+        return rc;
+    case OPT_CHURN_OPS:
+        rc = parse_u64("--churn-ops", arg, 1, MC_MAX_CHURN_OPS, &v);
+        o->churn_ops = v;
+        g->churn_ops = true;
+        return rc;
+    case OPT_CHURN_HEAP:
+        rc = parse_bytes("--churn-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
+        o->churn_heap_bytes = (size_t)v;
+        return rc;
+    case OPT_CHURN_FILL:
+        rc = parse_u64("--churn-fill", arg, 1, 95, &v);
+        o->churn_fill_pct = (unsigned)v;
+        return rc;
+    case OPT_CHURN_MAX:
+        rc = parse_bytes("--churn-max-size", arg, 16, (uint64_t)1 << 30, &v);
+        o->churn_max_bytes = (size_t)v;
+        return rc;
+    case OPT_CHURN_EVERY:
+        rc = parse_u64("--churn-sample-every", arg, 1, MC_MAX_CHURN_OPS, &v);
+        o->churn_sample_every = v;
+        return rc;
+    default:
+        return 1;
+    }
+}
+
+/* One option's value into o. Returns 0 or -1 (message printed). */
+static int apply_option(int c, const char *arg, struct mc_opts *o, struct given *g)
+{
+    uint64_t v = 0;
+    int rc = apply_size_option(c, arg, o, g);
+    if (rc <= 0)
+        return rc;
+    rc = 0;
+    switch (c) {
+    case OPT_MAX_RESULTS: return parse_max_results(arg, &o->max_results);
+    case OPT_KINDS: o->kinds_arg = arg; break;
+    case OPT_PHASES:
+        g->phases = true;
+        o->phases = 0;
+        return for_each_item("--phases", arg, add_phase, &o->phases);
+    case OPT_NO_CHURN: o->phases &= ~(1u << MC_PH_CHURN); break;
+    case OPT_FORMAT:
+        if (strcmp(arg, "ns") == 0)
+            o->format = MC_FORMAT_NS;
+        else if (strcmp(arg, "smokey") == 0)
+            o->format = MC_FORMAT_SMOKEY;
+        else
+            return bad_usage("--format: '%s' is neither ns nor smokey", arg);
+        break;
+    case OPT_COMPAT: o->compat = true; break;
+    case OPT_TRUE_OVERHEAD: o->true_overhead = true; break;
+    case OPT_SUBTRACT: o->subtract_overhead = true; break;
+    case OPT_JSON:
+        if (!arg || !*arg)
+            return bad_usage("--json needs a file name%s", "");
+        o->json_path = arg;
+        break;
+    case OPT_SEED: return parse_seed(arg, &o->seed);
+    case OPT_CPU:
+        rc = parse_u64("--cpu", arg, 0, CPU_SETSIZE - 1, &v);
+        o->cpu = (int)v;
+        break;
+    case OPT_PRIO:
+        rc = parse_u64("--prio", arg, 1, 99, &v);
+        o->priority = (int)v;
+        break;
+    case OPT_NO_RT: o->no_rt = true; break;
+    case OPT_PROGRESS: o->progress = true; break;
+    case OPT_QUICK: o->quick = true; break;
+    default: return -1;
+    }
+    return rc;
+}
+
+/* Combinations the single options cannot check. */
+static int check_options(struct mc_opts *o, bool no_churn)
+{
+    if (no_churn)
+        o->phases &= ~(1u << MC_PH_CHURN);
+    if (o->phases == 0)
+        return bad_usage("no phase left to run%s", "");
+    size_t target = o->churn_heap_bytes / 100 * o->churn_fill_pct;
+    if (o->churn_max_bytes > target) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "--churn-max-size (%zu) is above the churn fill (%zu B = "
+                 "%u%% of the churn heap)", o->churn_max_bytes, target, o->churn_fill_pct);
+        return bad_usage("%s", msg);
+    }
+    return 0;
+}
+
+/* Returns 0 to run, 1 if --help was shown, -1 for bad usage (reported). */
+static int parse_options(int argc, char **argv, struct mc_opts *o)
+{
+    *o = (struct mc_opts){
+        .seq_heap_bytes = DEFAULT_SEQ_HEAP, .random_rounds = DEFAULT_RANDOM_ROUNDS,
+        .pattern_heap_bytes = DEFAULT_PATTERN_HEAP, .pattern_rounds = DEFAULT_PATTERN_ROUNDS,
+        .max_results = DEFAULT_MAX_RESULTS, .churn_ops = DEFAULT_CHURN_OPS,
+        .churn_heap_bytes = DEFAULT_CHURN_HEAP, .churn_fill_pct = DEFAULT_CHURN_FILL,
+        .churn_max_bytes = DEFAULT_CHURN_MAX, .seed = DEFAULT_SEED, .cpu = -1,
+        .priority = TK_RT_DEFAULT_PRIORITY, .phases = ALL_PHASES,
+    };
+    struct given g = {0};
+    bool no_churn = false;
+
+    opterr = 0;   /* our own messages, naming the subcommand */
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        }
+        if (c == '?') {
+            if (optopt && optopt < 256) {
+                char opt[3] = {'-', (char)optopt, 0};
+                return bad_usage("unknown option '%s'", opt);
+            }
+            return bad_usage("unknown option '%s'", argv[optind - 1]);
+        }
+        if (c == ':')
+            return bad_usage("option '%s' needs a value", argv[optind - 1]);
+        no_churn = no_churn || c == OPT_NO_CHURN;
+        if (apply_option(c, optarg, o, &g) != 0)
+            return -1;
+    }
+    if (optind < argc)
+        return bad_usage("unexpected argument '%s'", argv[optind]);
+    if (o->quick) {
+        if (!g.seq_heap)
+            o->seq_heap_bytes = QUICK_SEQ_HEAP;
+        if (!g.random_rounds)
+            o->random_rounds = QUICK_RANDOM_ROUNDS;
+        if (!g.pattern_rounds)
+            o->pattern_rounds = QUICK_PATTERN_ROUNDS;
+        if (!g.churn_ops)
+            o->churn_ops = QUICK_CHURN_OPS;
+    }
+    return check_options(o, no_churn);
+}
+
+/* ---- allocators ----------------------------------------------------------------- */
+
+static int select_one(const char *name, void *arg)
+{
+    struct memcheck *m = arg;
+    for (size_t i = 0; i < m->n_t; i++)
+        if (strcmp(m->t[i].a.name, name) == 0)
+            return 0;   /* named twice: once is enough */
+    if (m->n_t == MC_MAX_TARGETS)
+        return bad_usage("--kinds: too many allocators at '%s'", name);
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        if (strcmp(name, *k) == 0) {
+            mc_alloc_rtmem(&m->t[m->n_t++].a, *k);
+            return 0;
+        }
+    if (strcmp(name, "glibc") == 0) {
+        mc_alloc_glibc(&m->t[m->n_t++].a);
+        return 0;
+    }
+    fprintf(stderr, "rtmem memcheck: --kinds: unknown allocator '%s'; known: ", name);
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        fprintf(stderr, "%s, ", *k);
+    fprintf(stderr, "glibc\n");
+    return -1;
+}
+
+/* The rtmem kinds in registry order, then glibc; or those --kinds names. */
+static int select_targets(struct memcheck *m)
+{
+    if (m->o.kinds_arg)
+        return for_each_item("--kinds", m->o.kinds_arg, select_one, m);
+    for (const char *const *k = rtm_heap_kinds(); *k && m->n_t < MC_MAX_TARGETS - 1; k++)
+        mc_alloc_rtmem(&m->t[m->n_t++].a, *k);
+    mc_alloc_glibc(&m->t[m->n_t++].a);
+    return 0;
+}
+
+/* ---- storage ----------------------------------------------------------------------- */
+
+static bool runs(const struct memcheck *m, enum mc_phase ph)
+{
+    return m->o.phases & (1u << ph);
+}
+
+static size_t largest_heap(const struct memcheck *m)
+{
+    size_t h = 0;
+    if (runs(m, MC_PH_POW2) || runs(m, MC_PH_RANDOM))
+        h = m->heap_sizes[m->n_heap_sizes - 1];
+    if (runs(m, MC_PH_PATTERN) && m->o.pattern_heap_bytes > h)
+        h = m->o.pattern_heap_bytes;
+    if (runs(m, MC_PH_CHURN) && m->o.churn_heap_bytes > h)
+        h = m->o.churn_heap_bytes;
+    return h;
+}
+
+/* Sizes every heap the run will create (a heap's tests then only create),
+ * and returns the largest usable size, or 0 after an error (reported). */
+static size_t size_heaps(struct memcheck *m)
+{
+    size_t list[MC_MAX_HEAP_SIZES + 2], n = 0, largest = 0;
+    if (runs(m, MC_PH_POW2) || runs(m, MC_PH_RANDOM))
+        for (size_t i = 0; i < m->n_heap_sizes; i++)
+            list[n++] = m->heap_sizes[i];
+    if (runs(m, MC_PH_PATTERN))
+        list[n++] = m->o.pattern_heap_bytes;
+    if (runs(m, MC_PH_CHURN))
+        list[n++] = m->o.churn_heap_bytes;
+    for (size_t i = 0; i < m->n_t; i++)
+        for (size_t k = 0; k < n; k++) {
+            struct mc_heap_info info;
+            int rc = mc_alloc_size(&m->t[i].a, &m->arena, list[k], &info);
+            if (rc != 0) {
+                fprintf(stderr, "rtmem memcheck: %s: no heap of usable size %zu fits the "
+                        "arena of %zu bytes: %s\n", m->t[i].a.name, list[k], m->arena.bytes,
+                        strerror(-rc));
+                return 0;
+            }
+            if (info.usable_bytes > largest)
+                largest = info.usable_bytes;
+        }
+    return largest;
+}
+
+/* Writes every page now, so no test takes a page fault in the harness. */
+static void *alloc_touched(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+static int allocate_storage(struct memcheck *m, size_t largest)
+{
+    /* A fill holds at most usable / 1 blocks (1-byte requests, and one
+     * over for "more than H/B"); the churn keeps at most fill / 16 live. */
+    m->blocks_cap = largest + 2;
+    m->churn_cap = runs(m, MC_PH_CHURN) ? mc_churn_capacity(m) : 1;
+    size_t samples = m->blocks_cap > m->churn_cap ? m->blocks_cap : m->churn_cap;
+    m->blocks = alloc_touched(m->blocks_cap, sizeof(void *));
+    m->sizes = alloc_touched(m->blocks_cap, sizeof(uint32_t));
+    m->order = alloc_touched(m->blocks_cap, sizeof(uint32_t));
+    m->churn_ops = alloc_touched(m->churn_cap, sizeof(uint32_t));
+    if (!m->blocks || !m->sizes || !m->order || !m->churn_ops ||
+        tk_samples_init(&m->alloc_s, samples) != 0 || tk_samples_init(&m->free_s, samples) != 0)
+        return -ENOMEM;
+    uint64_t every = m->o.churn_sample_every ? m->o.churn_sample_every
+                                             : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1);
+    for (size_t i = 0; i < m->n_t; i++) {
+        struct mc_target *t = &m->t[i];
+        for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++) {
+            t->seq[ph].cap = runs(m, (enum mc_phase)ph) ? mc_seq_tests(m, (enum mc_phase)ph) : 0;
+            t->seq[ph].rows = alloc_touched(t->seq[ph].cap + 1, sizeof(struct mc_row));
+            if (!t->seq[ph].rows)
+                return -ENOMEM;
+        }
+        t->churn.cap_samples = (size_t)(m->o.churn_ops / every) + 1;
+        t->churn.samples = alloc_touched(t->churn.cap_samples, sizeof(struct mc_frag_sample));
+        if (!t->churn.samples)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void free_storage(struct memcheck *m)
+{
+    for (size_t i = 0; i < m->n_t; i++) {
+        free(m->t[i].seq[MC_PH_POW2].rows);
+        free(m->t[i].seq[MC_PH_RANDOM].rows);
+        free(m->t[i].churn.samples);
+    }
+    free(m->blocks);
+    free(m->sizes);
+    free(m->order);
+    free(m->churn_ops);
+    tk_samples_destroy(&m->alloc_s);
+    tk_samples_destroy(&m->free_s);
+    mc_arena_close(&m->arena);
+}
+
+/* ---- the run ------------------------------------------------------------------------ */
+
+static void heap_sequence(struct memcheck *m)
+{
+    m->n_heap_sizes = 0;
+    for (size_t h = MC_SEQ_MIN_HEAP; h < m->o.seq_heap_bytes && m->n_heap_sizes <
+         MC_MAX_HEAP_SIZES; h <<= 1)
+        m->heap_sizes[m->n_heap_sizes++] = h;
+}
+
+/* Every phase of one allocator, stopping at its first failure. */
+static void run_target(struct memcheck *m, struct mc_target *t)
+{
+    if (time(&t->started) == (time_t)-1)
+        t->started = 0;
+    int rc = 0;
+    if (runs(m, MC_PH_POW2))
+        rc = mc_run_seq(m, t, MC_PH_POW2);
+    if (rc == 0 && runs(m, MC_PH_RANDOM))
+        rc = mc_run_seq(m, t, MC_PH_RANDOM);
+    if (rc == 0 && runs(m, MC_PH_PATTERN))
+        rc = mc_run_pattern(m, t);
+    if (rc == 0 && runs(m, MC_PH_CHURN))
+        mc_run_churn(m, t);
+    if (time(&t->finished) == (time_t)-1)
+        t->finished = 0;
+    /* At once on stderr too, where a long run's log shows it. */
+    if (t->fail.failed)
+        fprintf(stderr, "rtmem memcheck: FAILED: %s: %s\n", t->a.name, t->fail.msg);
+}
+
+/* Prints text with prefix at the start of every line. */
+static void print_prefixed(FILE *f, const char *text, const char *prefix)
+{
+    for (const char *p = text; *p;) {
+        size_t len = strcspn(p, "\n");
+        fprintf(f, "%s%.*s\n", prefix, (int)len, p);
+        p += len + (p[len] == '\n');
+    }
+}
+
+/* The header as is (ns format) or as '#' lines before smokey's layout. */
+static void print_preamble(struct memcheck *m)
+{
+    if (m->o.format == MC_FORMAT_NS) {
+        mc_print_header(stdout, m);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) {
+        perror("rtmem memcheck: open_memstream");
+        return;
+    }
+    mc_print_header(mem, m);
+    if (fclose(mem) == 0 && text)
+        print_prefixed(stdout, text, "# ");
+    free(text);
+}
+
+static void print_end(struct memcheck *m)
+{
+    const char *pre = m->o.format == MC_FORMAT_SMOKEY ? "# " : "";
+    tk_rt_refresh(&m->rt);
+    printf("\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided between "
+           "tests); VmLck at the end %ld kB\n",
+           pre, (unsigned long long)m->o.seed, m->seconds, m->rt.rests, m->rt.vmlck_kb);
+}
+
+static void report(struct memcheck *m)
+{
+    mc_compute_overall(m);
+    if (m->o.format == MC_FORMAT_NS) {
+        mc_print_results(stdout, m);
+        mc_print_failures(stdout, m);
+    } else {
+        mc_print_smokey(stdout, m);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        if (mem) {
+            mc_print_failures(mem, m);
+            if (fclose(mem) == 0 && text)
+                print_prefixed(stdout, text, "# ");
+            free(text);
+        }
+    }
+    print_end(m);
+}
+
+/* The report is the product: a failed write (full disk, closed pipe) fails
+ * the run. */
+static int check_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "rtmem memcheck: writing the report failed\n");
+        return EXIT_FAILED;
+    }
+    return 0;
+}
+
+/* Setup before any test: real-time, timer, arena, sizes, storage, lock.
+ * Returns 0 or an exit status (reported). */
+static int prepare(struct memcheck *m)
+{
+    struct tk_rt_request req = {
+        .pin = !m->o.no_rt, .cpu = m->o.cpu, .fifo = !m->o.no_rt,
+        .priority = m->o.priority, .lock = false,   /* locked below, once mapped */
+    };
+    tk_rt_setup(&req, &m->rt);
+    int rc = tk_timer_init(&m->timer, CALIBRATION_MS);
+    if (rc != 0) {
+        fprintf(stderr, "rtmem memcheck: timer setup failed: %s\n", strerror(-rc));
+        return EXIT_FAILED;
+    }
+    m->sub_ticks = m->o.subtract_overhead ? m->timer.overhead_p50_ticks : 0;
+    collect_machine_facts(&m->mf);
+    heap_sequence(m);
+    /* Room for any kind's metadata: twice the largest heap and a MiB. */
+    size_t arena = 2 * largest_heap(m) + ((size_t)1 << 20);
+    rc = mc_arena_open(&m->arena, arena);
+    if (rc != 0) {
+        fprintf(stderr, "rtmem memcheck: mmap of a %zu-byte arena: %s\n", arena, strerror(-rc));
+        return EXIT_FAILED;
+    }
+    size_t largest = size_heaps(m);
+    if (largest == 0)
+        return EXIT_FAILED;
+    if (allocate_storage(m, largest) != 0) {
+        fprintf(stderr, "rtmem memcheck: out of memory for the run's buffers\n");
+        return EXIT_FAILED;
+    }
+    tk_rt_lock_memory(&m->rt);
+    m->progress.on = m->o.progress || isatty(STDERR_FILENO);
+    return 0;
+}
+
+static int write_json_file(struct memcheck *m, FILE *json)
+{
+    int rc = mc_write_json(json, m);
+    if (rc != 0) {
+        fprintf(stderr, "rtmem memcheck: writing '%s' failed: %s\n", m->o.json_path,
+                strerror(-rc));
+        return EXIT_FAILED;
+    }
+    printf("%sresults written to %s\n", m->o.format == MC_FORMAT_SMOKEY ? "# " : "",
+           m->o.json_path);
+    return 0;
+}
+
+static int memcheck_run(struct memcheck *m)
+{
+    FILE *json = NULL;
+    if (m->o.json_path) {
+        json = fopen(m->o.json_path, "w");
+        if (!json) {
+            fprintf(stderr, "rtmem memcheck: cannot write '%s': %s\n", m->o.json_path,
+                    strerror(errno));
+            return EXIT_USAGE;
+        }
+    }
+    int status = prepare(m);
+    if (status == 0) {
+        print_preamble(m);
+        fflush(stdout);
+        uint64_t t0 = tk_clock_ns();
+        for (size_t i = 0; i < m->n_t; i++)
+            run_target(m, &m->t[i]);
+        m->seconds = (double)(tk_clock_ns() - t0) / 1e9;
+        report(m);
+        status = check_stdout();
+        for (size_t i = 0; i < m->n_t; i++)
+            if (m->t[i].fail.failed)
+                status = EXIT_FAILED;
+        /* A failed run still writes its results: the failure is one. */
+        if (json && write_json_file(m, json) != 0)
+            status = EXIT_FAILED;
+    }
+    if (json && fclose(json) != 0 && status == 0) {
+        fprintf(stderr, "rtmem memcheck: closing '%s' failed: %s\n", m->o.json_path,
+                strerror(errno));
+        status = EXIT_FAILED;
+    }
+    /* A run that never got to its results leaves no file to be mistaken
+     * for them. */
+    if (json && m->seconds == 0 && unlink(m->o.json_path) != 0)
+        perror("rtmem memcheck: removing the unfinished result file");
+    free_storage(m);
+    tk_rt_undo(&m->rt);
+    return status;
+}
+
+int rtm_cmd_memcheck(int argc, char **argv)
+{
+    struct memcheck *m = calloc(1, sizeof(*m));
+    if (!m) {
+        fprintf(stderr, "rtmem memcheck: out of memory\n");
+        return EXIT_FAILED;
+    }
+    int rc = parse_options(argc, argv, &m->o);
+    int status;
+    if (rc > 0)
+        status = 0;
+    else if (rc < 0 || select_targets(m) != 0)
+        status = EXIT_USAGE;
+    else
+        status = memcheck_run(m);
+    free(m);
+    return status;
+}

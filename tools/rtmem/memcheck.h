@@ -1,0 +1,212 @@
+/*
+ * `rtmem memcheck`: internal types shared by its files.
+ *   memcheck.c         options and the run's sequence
+ *   memcheck_run.c     the phases and their timed passes
+ *   memcheck_report.c  tables, overall summaries, smokey's layout, JSON
+ *   memcheck_alloc.c   the allocators under test (memcheck_alloc.h)
+ */
+#ifndef RTMEM_TOOLS_MEMCHECK_H
+#define RTMEM_TOOLS_MEMCHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "bench.h"            /* struct machine_facts, collect_machine_facts */
+#include "common/rt.h"
+#include "common/samples.h"
+#include "common/timer.h"
+#include "memcheck_alloc.h"
+
+#define MC_SCHEMA "rtmem-memcheck/1"
+
+/* Smokey's sequence: heap sizes from 8 KiB, doubling, below seq_heap_size;
+ * power-of-two block sizes from 16 below H / 2. */
+#define MC_SEQ_MIN_HEAP   ((size_t)8192)
+#define MC_POW2_MIN_BLOCK ((size_t)16)
+
+/* Limits on the options: they bound the work and the memory of a run (about
+ * 32 bytes per byte of the largest heap: room for a fill of 1-byte blocks,
+ * their timings and sizes). */
+#define MC_MAX_HEAP_BYTES  ((size_t)32 << 20)
+#define MC_MAX_ROUNDS      1000000u
+#define MC_MAX_CHURN_OPS   4000000u
+#define MC_MAX_HEAP_SIZES  32
+#define MC_MAX_TARGETS     16
+
+enum mc_phase {
+    MC_PH_POW2,      /* power-of-two block sizes */
+    MC_PH_RANDOM,    /* random block sizes */
+    MC_PH_PATTERN,   /* pattern checks, functional only */
+    MC_PH_CHURN,     /* interleaved alloc/free at a steady fill level */
+    MC_PHASES,
+};
+
+enum mc_format { MC_FORMAT_NS, MC_FORMAT_SMOKEY };
+
+/* Row flags, as smokey's FLAGS column. */
+#define MC_F_SHUFFLE 1u
+#define MC_F_HOT     2u
+
+struct mc_opts {
+    size_t seq_heap_bytes;        /* seq_heap_size */
+    uint32_t random_rounds;       /* random_alloc_rounds */
+    size_t pattern_heap_bytes;    /* pattern_heap_size */
+    uint32_t pattern_rounds;      /* pattern_check_rounds */
+    int max_results;              /* rows per sorted table; -1 all by heap size, 0 none */
+    uint64_t churn_ops;
+    size_t churn_heap_bytes;
+    unsigned churn_fill_pct;      /* steady fill, % of the heap in requested bytes */
+    size_t churn_max_bytes;       /* largest churn request */
+    uint64_t churn_sample_every;  /* ops between fragmentation samples; 0: ops / 100 */
+    uint64_t seed;
+    int cpu;                      /* -1: the last allowed CPU */
+    int priority;
+    bool no_rt;
+    bool compat;
+    bool subtract_overhead;
+    bool true_overhead;
+    bool progress;
+    bool quick;
+    enum mc_format format;
+    unsigned phases;              /* 1 << enum mc_phase */
+    const char *kinds_arg;        /* NULL: every allocator */
+    const char *json_path;
+};
+
+/* One test of a sequential phase, as smokey's runstats plus rtmem's extras.
+ * Times in ns (NaN when there is nothing to show); percentages. */
+struct mc_row {
+    size_t heap_bytes;            /* usable size of the heap tested (H) */
+    size_t block_bytes;           /* B */
+    size_t nrblocks;
+    size_t user_bytes;            /* nrblocks * B */
+    size_t maximum_free;          /* bytes freed when fragmentation was probed */
+    size_t largest_free;          /* largest probe that fit then */
+    unsigned flags;               /* MC_F_* */
+    double avg_alloc_ns, avg_free_ns;
+    double p99_alloc_ns, p99_free_ns;
+    double max_alloc_ns, max_free_ns;
+    double fail_alloc_ns;         /* the failing final allocation */
+    double overhead_pct;          /* OVRH% */
+    double true_overhead_pct;     /* counting metadata outside H */
+    double frag_pct;              /* FRAG% */
+};
+
+/* Overall lines of one phase of one allocator (smokey's dump_stats, plus
+ * rtmem's extras). Averages are over rows; NaN figures are left out. */
+struct mc_overall {
+    size_t tests;
+    double worst_alloc_ns, worst_free_ns;
+    double avg_max_alloc_ns, avg_max_free_ns;
+    double avg_alloc_ns, avg_free_ns;
+    double avg_overhead_pct, avg_frag_pct;
+    double avg_p99_alloc_ns, avg_p99_free_ns;
+    double worst_fail_alloc_ns, avg_fail_alloc_ns;
+    double avg_true_overhead_pct;
+};
+
+struct mc_seq {
+    struct mc_row *rows;
+    size_t n, cap;
+    double seconds;
+    bool ran;
+    struct mc_overall all;
+};
+
+struct mc_pattern {
+    size_t tests, blocks;
+    uint64_t bytes_verified;
+    double seconds;
+    bool ran;
+};
+
+struct mc_frag_sample {
+    uint64_t op;                  /* steady-state operations done */
+    size_t free_bytes;            /* heap free bytes (budget left for MC_PROCESS) */
+    size_t largest_bytes;         /* largest request that fit (probe) */
+    double frag_pct;
+};
+
+struct mc_churn {
+    bool ran;
+    double seconds;
+    size_t heap_bytes;            /* usable */
+    uint64_t ramp_allocs;         /* untimed fill up to the steady level */
+    uint64_t ops, allocs, frees, failed_allocs, skipped_frees;
+    double failed_max_ns;
+    struct tk_summary alloc, free;
+    struct mc_frag_sample *samples;
+    size_t n_samples, cap_samples;
+};
+
+struct mc_failure {
+    bool failed;
+    enum mc_phase phase;
+    char msg[768];
+};
+
+/* One allocator under test and everything it produced. */
+struct mc_target {
+    struct mc_alloc a;
+    struct mc_seq seq[2];         /* [MC_PH_POW2], [MC_PH_RANDOM] */
+    struct mc_pattern pattern;
+    struct mc_churn churn;
+    struct mc_failure fail;
+    time_t started, finished;     /* for smokey's "started/finished at" */
+};
+
+struct mc_progress {
+    bool on;
+    uint64_t last_ns;
+    size_t done, total;
+};
+
+struct memcheck {
+    struct mc_opts o;
+    struct tk_rt_state rt;
+    struct tk_timer timer;
+    struct machine_facts mf;
+    struct mc_arena arena;
+    struct mc_target t[MC_MAX_TARGETS];
+    size_t n_t;
+    size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
+    size_t n_heap_sizes;
+
+    /* Work buffers, allocated and touched once before any timing. */
+    void **blocks;
+    uint32_t *sizes;              /* per-block sizes (pattern), live sizes (churn) */
+    uint32_t *order;              /* free order (pattern) */
+    size_t blocks_cap;
+    uint32_t *churn_ops;          /* the churn workload */
+    size_t churn_cap;
+    struct tk_samples alloc_s, free_s;
+
+    uint64_t sub_ticks;           /* subtracted from each sample (--subtract-timer-overhead) */
+    struct mc_progress progress;
+    double seconds;
+};
+
+/* memcheck_run.c. Each returns 0, or -1 after a functional failure, which is
+ * recorded in t->fail (the target then runs no further phase). */
+int mc_run_seq(struct memcheck *m, struct mc_target *t, enum mc_phase phase);
+int mc_run_pattern(struct memcheck *m, struct mc_target *t);
+int mc_run_churn(struct memcheck *m, struct mc_target *t);
+/* Number of tests a sequential phase runs (for progress and storage). */
+size_t mc_seq_tests(const struct memcheck *m, enum mc_phase phase);
+/* Churn workload length for the options (ramp included), for storage. */
+size_t mc_churn_capacity(const struct memcheck *m);
+
+/* memcheck_report.c */
+const char *mc_phase_name(enum mc_phase phase);
+void mc_compute_overall(struct memcheck *m);
+void mc_print_header(FILE *f, const struct memcheck *m);
+void mc_print_results(FILE *f, struct memcheck *m);
+void mc_print_smokey(FILE *f, struct memcheck *m);
+void mc_print_failures(FILE *f, const struct memcheck *m);
+/* 0, or -errno if the file could not be written. */
+int mc_write_json(FILE *f, struct memcheck *m);
+
+#endif /* RTMEM_TOOLS_MEMCHECK_H */

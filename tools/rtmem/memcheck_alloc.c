@@ -1,0 +1,269 @@
+/*
+ * `rtmem memcheck`: the allocators under test (memcheck_alloc.h).
+ */
+#include "memcheck_alloc.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- rtmem kinds, through rtm_heap_* ------------------------------------- */
+
+/* Thin wrappers: the harness calls every allocator as fn(ctx, ...), and a
+ * call through a pointer of another type would be undefined. Each compiles
+ * to a jump. */
+static void *rtmk_create(const void *arg, void *mem, size_t size)
+{
+    return rtm_heap_create((const char *)arg, mem, size);
+}
+
+static void rtmk_destroy(void *h)
+{
+    rtm_heap_destroy(h);
+}
+
+static void *rtmk_alloc(void *h, size_t size)
+{
+    return rtm_heap_alloc(h, size);
+}
+
+static int rtmk_free(void *h, void *p)
+{
+    return rtm_heap_free(h, p);
+}
+
+static size_t rtmk_usable_size(void *h, const void *p)
+{
+    return rtm_heap_usable_size(h, p);
+}
+
+static int rtmk_stats(void *h, struct rtm_heap_stats *out)
+{
+    return rtm_heap_stats(h, out);
+}
+
+static int rtmk_check(void *h)
+{
+    return rtm_heap_check(h);
+}
+
+static size_t rtmk_fill_count(void *h, size_t size)
+{
+    return rtm_heap_fill_count(h, size);
+}
+
+static const struct mc_heap_ops rtmem_ops = {
+    .create = rtmk_create,
+    .destroy = rtmk_destroy,
+    .alloc = rtmk_alloc,
+    .free = rtmk_free,
+    .usable_size = rtmk_usable_size,
+    .stats = rtmk_stats,
+    .check = rtmk_check,
+    .fill_count = rtmk_fill_count,
+};
+
+void mc_alloc_rtmem(struct mc_alloc *a, const char *kind)
+{
+    memset(a, 0, sizeof(*a));
+    snprintf(a->name, sizeof(a->name), "%s", kind);
+    a->sort = MC_HEAP;
+    a->applies = MC_APPLY_FILL_TO_FAILURE | MC_APPLY_STATS | MC_APPLY_CHECK |
+                 MC_APPLY_FREE_STATUS | MC_APPLY_BOUNDS | MC_APPLY_FILL_PROMISE;
+    a->describe = "rtmem kind through rtm_heap_*";
+    a->hops = &rtmem_ops;
+    a->hops_arg = kind;
+    a->alloc = rtmem_ops.alloc;
+    a->free = rtmem_ops.free;
+    a->usable_size = rtmem_ops.usable_size;
+}
+
+/* ---- glibc ------------------------------------------------------------------ */
+
+static void *glibc_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static int glibc_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+    return 0;
+}
+
+static size_t glibc_usable_size(void *ctx, const void *p)
+{
+    (void)ctx;
+    return malloc_usable_size((void *)p);
+}
+
+void mc_alloc_glibc(struct mc_alloc *a)
+{
+    memset(a, 0, sizeof(*a));
+    snprintf(a->name, sizeof(a->name), "glibc");
+    a->sort = MC_PROCESS;
+    a->applies = 0;
+    a->describe = "process allocator: glibc malloc/free, defaults (no mallopt)";
+    a->alloc = glibc_alloc;
+    a->free = glibc_free;
+    a->usable_size = glibc_usable_size;
+}
+
+/* ---- the arena -------------------------------------------------------------- */
+
+int mc_arena_open(struct mc_arena *ar, size_t bytes)
+{
+    memset(ar, 0, sizeof(*ar));
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return -errno;
+    ar->mem = mem;
+    ar->bytes = bytes;
+    /* Prefault: every page is written now, not by the first test using it. */
+    memset(mem, 0, bytes);
+    ar->locked = mlock(mem, bytes) == 0;
+    ar->lock_err = ar->locked ? 0 : errno;
+    return 0;
+}
+
+void mc_arena_close(struct mc_arena *ar)
+{
+    if (ar->mem && munmap(ar->mem, ar->bytes) != 0)
+        perror("rtmem memcheck: munmap of the arena");
+    memset(ar, 0, sizeof(*ar));
+}
+
+/* ---- heaps of usable size H ----------------------------------------------- */
+
+/* usable_bytes and the rest of the statistics of a heap on the first m bytes
+ * of the arena, or false if the kind refuses m. Leaves no heap behind. */
+static bool probe_create(const struct mc_alloc *a, struct mc_arena *ar, size_t m,
+                         struct rtm_heap_stats *st)
+{
+    void *h = a->hops->create(a->hops_arg, ar->mem, m);
+    if (!h)
+        return false;
+    int rc = a->hops->stats(h, st);
+    a->hops->destroy(h);
+    return rc == 0;
+}
+
+static size_t usable_at(const struct mc_alloc *a, struct mc_arena *ar, size_t m)
+{
+    struct rtm_heap_stats st;
+    return probe_create(a, ar, m, &st) ? st.usable_bytes : 0;
+}
+
+/* Smallest M in the arena with usable_bytes(M) >= H. usable_bytes never
+ * decreases as M grows, so: double until it is reached, then bisect. */
+static int search_mem(const struct mc_alloc *a, struct mc_arena *ar, size_t h, size_t *m_out)
+{
+    size_t lo = 0, hi = h < ar->bytes ? h : ar->bytes;   /* usable(0) < H */
+    while (hi < ar->bytes && usable_at(a, ar, hi) < h) {
+        lo = hi;
+        hi = hi > ar->bytes / 2 ? ar->bytes : hi * 2;
+    }
+    if (usable_at(a, ar, hi) < h)
+        return -ENOSPC;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (usable_at(a, ar, mid) >= h)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *m_out = hi;
+    return 0;
+}
+
+int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
+                  struct mc_heap_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->asked_bytes = heap_bytes;
+    if (a->sort == MC_PROCESS) {
+        info->usable_bytes = heap_bytes;
+        info->exact = true;
+        return 0;
+    }
+    for (size_t i = 0; i < a->n_cache; i++)
+        if (a->cache[i].asked_bytes == heap_bytes) {
+            *info = a->cache[i];
+            return 0;
+        }
+    size_t m;
+    int rc = search_mem(a, ar, heap_bytes, &m);
+    if (rc != 0)
+        return rc;
+    struct rtm_heap_stats st;
+    if (!probe_create(a, ar, m, &st))
+        return -(errno ? errno : EINVAL);
+    info->mem_bytes = m;
+    info->usable_bytes = st.usable_bytes;
+    info->overhead_bytes = st.overhead_bytes;
+    info->largest_free_bytes = st.largest_free_bytes;
+    info->exact = st.usable_bytes == heap_bytes;
+    if (a->n_cache < MC_SIZE_CACHE)
+        a->cache[a->n_cache++] = *info;
+    return 0;
+}
+
+int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes)
+{
+    int rc = mc_alloc_size(a, ar, heap_bytes, &a->cur);
+    if (rc != 0)
+        return rc;
+    a->live = true;
+    if (a->sort == MC_PROCESS)
+        return 0;
+    a->arena = ar;
+    a->ctx = a->hops->create(a->hops_arg, ar->mem, a->cur.mem_bytes);
+    if (!a->ctx) {
+        a->live = false;
+        return -(errno ? errno : EINVAL);
+    }
+    return 0;
+}
+
+void mc_alloc_destroy(struct mc_alloc *a)
+{
+    if (a->sort == MC_HEAP && a->ctx)
+        a->hops->destroy(a->ctx);
+    if (a->sort == MC_HEAP)
+        a->ctx = NULL;
+    a->live = false;
+}
+
+int mc_alloc_stats(const struct mc_alloc *a, struct rtm_heap_stats *out)
+{
+    if (!(a->applies & MC_APPLY_STATS) || !a->live)
+        return -ENOTSUP;
+    return a->hops->stats(a->ctx, out);
+}
+
+int mc_alloc_check(const struct mc_alloc *a)
+{
+    if (!(a->applies & MC_APPLY_CHECK) || !a->hops->check || !a->live)
+        return -ENOTSUP;
+    return a->hops->check(a->ctx) == 0 ? 0 : -EFAULT;
+}
+
+size_t mc_alloc_fill_count(const struct mc_alloc *a, size_t size)
+{
+    if (!(a->applies & MC_APPLY_FILL_PROMISE) || !a->hops->fill_count || !a->live)
+        return 0;
+    return a->hops->fill_count(a->ctx, size);
+}
+
+bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size)
+{
+    if (!(a->applies & MC_APPLY_BOUNDS))
+        return true;
+    uintptr_t lo = (uintptr_t)a->arena->mem, hi = lo + a->cur.mem_bytes, at = (uintptr_t)p;
+    return at >= lo && at <= hi && size <= hi - at && at % RTM_HEAP_MIN_ALIGN == 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * `rtmem memcheck`: the allocators under test.
+ *
+ * One interface for everything memcheck measures, so that the phases never
+ * ask which allocator they drive. There are two sorts of allocator:
+ *
+ * MC_HEAP: a bounded heap created inside memory the harness gives it (every
+ *   rtmem kind; a user's plugin is driven the same way through its own
+ *   struct mc_heap_ops). "A heap of usable size H" is exact: the harness
+ *   finds the memory size M for which the heap reports usable_bytes == H
+ *   (struct rtm_heap_stats), by creating the heap on growing M and then a
+ *   binary search (usable_bytes never decreases as M grows); M is cached per
+ *   H. Every heap is created at the start of one shared arena, mapped once,
+ *   prefaulted and locked when permitted, and reused by every test. If no M
+ *   gives exactly H (H not a multiple of the kind's granule or page), the
+ *   smallest usable size above H is used, and the heap is marked inexact:
+ *   the run reports it, never silently. A fill ends on the first failing
+ *   allocation.
+ *
+ * MC_PROCESS: the process allocator (glibc malloc/free here; jemalloc,
+ *   mimalloc, tcmalloc loaded at run time later). It has no heap of a given
+ *   size, so "a heap of size H" is a budget of requested bytes: a fill makes
+ *   exactly floor(H / B) requests of B bytes, stopping before the request
+ *   that would take the sum of requests above H. There is no failing final
+ *   allocation; NRBLKS = floor(H / B) by construction, so the spec's OVRH%
+ *   (100 - 100 * NRBLKS * B / H) says nothing about the allocator. For
+ *   these allocators OVRH% is instead the rounding slack that
+ *   malloc_usable_size shows, 100 - 100 * sum(requested) / sum(usable);
+ *   per-block headers are not visible through any portable call and are not
+ *   counted. FRAG% uses the same probe as for heaps, but a probe counts as
+ *   fitting only if the block it gets lies inside the address span the
+ *   fill's blocks occupied: a process allocator can always get more memory
+ *   from the kernel, and only reused memory says anything about
+ *   fragmentation. The memory is not reset between tests (the process heap
+ *   is what it is), and used-bytes and integrity checks do not apply.
+ *
+ * The `applies` bits say which metrics and checks hold for an allocator; the
+ * report prints "-" (JSON null) for a metric that does not apply.
+ */
+#ifndef RTMEM_TOOLS_MEMCHECK_ALLOC_H
+#define RTMEM_TOOLS_MEMCHECK_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtmem/heap.h"
+
+enum mc_alloc_sort {
+    MC_HEAP,      /* bounded heap in memory the harness gives it */
+    MC_PROCESS,   /* the process allocator; "heap size" is a budget */
+};
+
+/* Bits of struct mc_alloc.applies. */
+enum {
+    /* Fills end on a failing allocation: NRBLKS, OVRH% against H, the
+     * failing allocation's time (FAIL-A) and "more than H/B blocks". */
+    MC_APPLY_FILL_TO_FAILURE = 1u << 0,
+    /* Statistics (struct rtm_heap_stats): used bytes after freeing all,
+     * true overhead, coalescing complete, largest_free_bytes promise. */
+    MC_APPLY_STATS = 1u << 1,
+    /* An integrity walk (rtm_heap_check) after every test. */
+    MC_APPLY_CHECK = 1u << 2,
+    /* Free returns an error for a block it refuses. */
+    MC_APPLY_FREE_STATUS = 1u << 3,
+    /* Every block lies in the heap's memory and is aligned to
+     * RTM_HEAP_MIN_ALIGN (checked after each fill). */
+    MC_APPLY_BOUNDS = 1u << 4,
+    /* The allocator documents how many blocks of a size a fresh heap holds
+     * (rtm_heap_fill_count); a fill must reach it. A kind whose count times
+     * the size equals H promises zero overhead for that size. */
+    MC_APPLY_FILL_PROMISE = 1u << 5,
+};
+
+/*
+ * A bounded heap driven through function pointers: the calls of
+ * rtmem/heap.h with the heap as an opaque context, so that rtmem's kinds and
+ * a plugin's allocator are driven alike. create returns the heap or NULL
+ * (errno set); arg is the ops' own datum (the kind's name for rtmem).
+ * stats must fill usable_bytes, used_bytes, free_bytes, largest_free_bytes,
+ * live_blocks and overhead_bytes as rtmem/heap.h defines them. check and
+ * fill_count may be NULL (no integrity walk; no documented fill count).
+ */
+struct mc_heap_ops {
+    void *(*create)(const void *arg, void *mem, size_t size);
+    void (*destroy)(void *heap);
+    void *(*alloc)(void *heap, size_t size);
+    int (*free)(void *heap, void *p);
+    size_t (*usable_size)(void *heap, const void *p);
+    int (*stats)(void *heap, struct rtm_heap_stats *out);
+    int (*check)(void *heap);
+    size_t (*fill_count)(void *heap, size_t size);
+};
+
+/* What one "heap of usable size H" turned out to be. */
+struct mc_heap_info {
+    size_t asked_bytes;         /* H */
+    size_t usable_bytes;        /* the heap's usable_bytes (== H unless inexact);
+                                 * the request budget for MC_PROCESS */
+    size_t mem_bytes;           /* M, the memory given to create (0: MC_PROCESS) */
+    size_t overhead_bytes;      /* metadata outside usable_bytes (stats) */
+    size_t largest_free_bytes;  /* right after create (MC_APPLY_STATS) */
+    bool exact;                 /* usable_bytes == asked_bytes */
+};
+
+/* The arena every bounded heap is created in, one per run. */
+struct mc_arena {
+    unsigned char *mem;
+    size_t bytes;
+    bool locked;
+    int lock_err;       /* errno of a refused mlock */
+};
+
+/* H -> M found by the search, per allocator. */
+#define MC_SIZE_CACHE 64
+
+struct mc_alloc {
+    char name[48];
+    enum mc_alloc_sort sort;
+    unsigned applies;            /* MC_APPLY_* */
+    const char *describe;        /* one line for the report */
+
+    /* The calls timed by the harness; ctx is the current heap, or the
+     * allocator's own data for MC_PROCESS. usable_size is never timed. */
+    void *(*alloc)(void *ctx, size_t size);
+    int (*free)(void *ctx, void *p);
+    size_t (*usable_size)(void *ctx, const void *p);
+    void *ctx;
+
+    /* MC_HEAP only. */
+    const struct mc_heap_ops *hops;
+    const void *hops_arg;
+    struct mc_heap_info cache[MC_SIZE_CACHE];
+    size_t n_cache;
+    struct mc_arena *arena;      /* of the current heap */
+
+    struct mc_heap_info cur;     /* the current heap */
+    bool live;                   /* a heap is created and not destroyed */
+};
+
+/* An rtmem kind (a name from rtm_heap_kinds()) through rtm_heap_*. */
+void mc_alloc_rtmem(struct mc_alloc *a, const char *kind);
+/* glibc malloc/free, its defaults (no mallopt). */
+void mc_alloc_glibc(struct mc_alloc *a);
+
+/* Maps, prefaults and (if permitted) locks bytes of memory. 0 or -errno. */
+int mc_arena_open(struct mc_arena *ar, size_t bytes);
+void mc_arena_close(struct mc_arena *ar);
+
+/*
+ * Memory M that gives a heap of usable size H in the arena (MC_HEAP; search
+ * cached), without leaving a heap behind. Fills *info. Returns 0, -ENOSPC if
+ * even the whole arena gives less than H, or -errno from create for a kind
+ * that refuses every size. MC_PROCESS: always 0, the budget H.
+ */
+int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
+                  struct mc_heap_info *info);
+
+/* A fresh heap of usable size H (mc_alloc_size), ready in a->ctx; a->cur
+ * describes it. 0 or -errno as mc_alloc_size. O(search) the first time per
+ * H, then one create. */
+int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes);
+
+/* Ends the current heap (MC_HEAP); nothing for MC_PROCESS. */
+void mc_alloc_destroy(struct mc_alloc *a);
+
+/* Statistics of the current heap: 0, or -ENOTSUP without MC_APPLY_STATS. */
+int mc_alloc_stats(const struct mc_alloc *a, struct rtm_heap_stats *out);
+
+/* Integrity walk of the current heap: 0, -EFAULT if corrupt, -ENOTSUP. */
+int mc_alloc_check(const struct mc_alloc *a);
+
+/* Blocks of size bytes a fresh heap like the current one is documented to
+ * hold; 0 when there is no such promise. */
+size_t mc_alloc_fill_count(const struct mc_alloc *a, size_t size);
+
+/* Does [p, p + size) lie in the current heap's memory, at the minimum
+ * alignment? Always true without MC_APPLY_BOUNDS. */
+bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size);
+
+#endif /* RTMEM_TOOLS_MEMCHECK_ALLOC_H */
