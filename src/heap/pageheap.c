@@ -678,6 +678,33 @@ size_t ph_fill_count(const struct ph_heap *h, size_t size)
             return -EFAULT;  \
     } while (0)
 
+/*
+ * Before anything reads a tree node: every node reachable from root lies on a
+ * page start inside a pool (node - delta is the range's first page). A
+ * depth-first walk with a bounded stack and node count, reading only nodes
+ * it has placed, so a corrupt link gives -EFAULT instead of a wild read.
+ */
+static int tree_nodes_in_pools(const struct ph_heap *h, size_t root, size_t delta, size_t max_nodes)
+{
+    size_t stack[RTM_TREE_MAX_HEIGHT + 2], depth = 0, seen = 0;
+    if (root)
+        stack[depth++] = root;
+    while (depth) {
+        size_t node = stack[--depth];
+        const struct ph_pool *d = pool_of(h, node - delta);
+        CHECK(d && (node - delta - d->pages) % PAGE == 0 && ++seen <= max_nodes);
+        const struct rtm_tnode *n = (const struct rtm_tnode *)(const void *)(hbase(h) + node);
+        size_t kids[2] = { n->left, n->right };
+        for (int i = 0; i < 2; i++) {
+            if (!kids[i])
+                continue;
+            CHECK(depth < sizeof(stack) / sizeof(stack[0]));
+            stack[depth++] = kids[i];
+        }
+    }
+    return 0;
+}
+
 struct tally {
     size_t used, live, free_runs, max_run, bucket_pages_open[PH_BUCKETS];
 };
@@ -763,9 +790,18 @@ int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
         return -EINVAL;
     struct tally t = { 0 };
     size_t pools = 0, pages = 0;
+    /* The trees first, so that the page walk's lookups follow sound links. */
+    size_t limit = h->usable_bytes / PAGE;
+    int rc = tree_nodes_in_pools(h, h->addr_root, 0, limit);
+    if (!rc)
+        rc = tree_nodes_in_pools(h, h->size_root, offsetof(struct ph_range, size_node), limit);
+    if (rc)
+        return rc;
+    CHECK(tree->check(h, h->addr_root, addr_cmp, limit) == (long)h->free_runs);
+    CHECK(tree->check(h, h->size_root, size_cmp, limit) == (long)h->free_runs);
     for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->next)) {
         CHECK(++pools <= h->pool_count);
-        int rc = check_pool(h, d, &t);
+        rc = check_pool(h, d, &t);
         if (rc)
             return rc;
         pages += d->npages;
@@ -776,10 +812,8 @@ int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     CHECK(t.used == h->used_bytes && t.live == h->live_blocks);
     CHECK(t.free_runs == h->free_runs && t.max_run == h->max_free_pages);
     CHECK(h->peak_used_bytes >= h->used_bytes && h->peak_used_bytes <= h->usable_bytes);
-    /* Both trees hold exactly the free runs (the page walk found each one in
-     * the address tree; counting bounds a cyclic tree). */
-    CHECK(tree->check(h, h->addr_root, addr_cmp, pages) == (long)h->free_runs);
-    CHECK(tree->check(h, h->size_root, size_cmp, pages) == (long)h->free_runs);
+    /* Both trees hold exactly the free runs: the page walk found each one in
+     * the address tree, and each run of the size tree is in it too. */
     for (size_t n = rtm_tree_first(h, h->size_root); n; n = rtm_tree_next(h, n))
         CHECK(rtm_tree_lower_bound(h, h->addr_root, addr_probe,
                                    &(uintptr_t){ abs_of(h, RANGE_OF_SIZE_NODE(n)) }) ==
