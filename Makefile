@@ -1,5 +1,6 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything, run the benchmark report and memcheck (results/)
+#   make bench   build everything, run the benchmark report and memcheck (results/),
+#                with jemalloc, mimalloc and tcmalloc beside rtmem's heaps when installable
 #   make test    build everything and run every test
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
@@ -22,7 +23,10 @@ build: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# memcheck compares rtmem's heaps with jemalloc, mimalloc and tcmalloc: the
+# `peers` extra installs them if it can, and the run goes on without them if not.
 bench: build
+	@sh scripts/ensure-deps.sh peers
 	@mkdir -p $(RESULTS)
 	$(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json | tee $(RESULTS)/bench.txt
 	@# memcheck's report is long: all of it to the file, its summary to the terminal; a

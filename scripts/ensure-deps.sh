@@ -1,33 +1,70 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang]     (clang: also the clang compiler, for CI)
+#   ensure-deps.sh [clang] [peers]
+#     clang  also the clang compiler (CI)
+#     peers  also the allocators `rtmem memcheck` compares with: jemalloc,
+#            mimalloc, tcmalloc (make bench). Optional: when they cannot be
+#            installed (no apt-get, neither root nor sudo without a password,
+#            no network) it says so and succeeds; memcheck then runs without
+#            them and says which it skipped.
 set -eu
 need=""
+want=""
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+
+# Is a shared library in the dynamic linker's cache (what dlopen finds)?
+has_lib() {
+    { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "$1"
+}
+
 for arg in "$@"; do
     case "$arg" in
     clang) command -v clang >/dev/null 2>&1 || need="$need clang" ;;
+    peers)
+        # Debian package : the library memcheck loads
+        for p in libjemalloc2:libjemalloc.so.2 libmimalloc2.0:libmimalloc.so.2 \
+                 libtcmalloc-minimal4:libtcmalloc_minimal.so.4; do
+            has_lib "${p#*:}" || want="$want ${p%%:*}"
+        done
+        ;;
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
-[ -z "$need" ] && exit 0
-echo "ensure-deps: installing:$need"
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "ensure-deps: no apt-get here; please install:$need" >&2
-    exit 1
-fi
+[ -z "$need$want" ] && exit 0
+
+can_apt=yes
+command -v apt-get >/dev/null 2>&1 || can_apt=no
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
-        echo "ensure-deps: not root and no sudo; please install:$need" >&2
-        exit 1
-    fi
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else can_apt=no; fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-# shellcheck disable=SC2086
-$sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
+
+if [ -n "$need" ]; then
+    echo "ensure-deps: installing:$need"
+    if [ "$can_apt" = no ]; then
+        echo "ensure-deps: no apt-get here, or not root and no sudo; please install:$need" >&2
+        exit 1
+    fi
+    $sudo apt-get update -qq
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+
+if [ -n "$want" ]; then
+    echo "ensure-deps: installing the allocators memcheck compares with:$want"
+    # Never a password prompt for something optional.
+    [ -n "$sudo" ] && sudo="sudo -n"
+    if [ "$can_apt" = no ]; then
+        echo "ensure-deps: cannot install them here (no apt-get, or not root and no sudo);" \
+             "memcheck runs without them" >&2
+    elif ! { $sudo apt-get update -qq && \
+             $sudo apt-get install -y -qq --no-install-recommends $want >/dev/null; }; then
+        echo "ensure-deps: installing$want failed; memcheck runs without them" >&2
+    fi
+fi
+exit 0

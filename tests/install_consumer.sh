@@ -10,7 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 tool=""
 [ -e "$build/tools/rtmem" ] && tool=bin/rtmem # only when tools were built
-for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h $tool; do
+for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h include/rtmem/plugin.h \
+         $tool; do
     test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
 done
 ls "$tmp"/prefix/lib*/librtmem.a "$tmp"/prefix/lib*/librtmem.so >/dev/null
@@ -27,5 +28,13 @@ if command -v pkg-config >/dev/null 2>&1; then
     LD_LIBRARY_PATH=$(echo "$tmp"/prefix/lib*) "$tmp/consumer_pc"
 else
     echo "pkg-config not installed: pkg-config check skipped"
+fi
+# A heap plugin builds from the installed header and library alone, and the
+# installed rtmem runs it.
+${CC:-cc} -std=c11 -fPIC -shared -I"$tmp/prefix/include" -o "$tmp/tlsf_plugin.so" \
+    "$src/examples/plugin/tlsf_plugin.c" "$tmp"/prefix/lib*/librtmem.a
+if [ -n "$tool" ]; then
+    "$tmp/prefix/bin/rtmem" memcheck --quick --no-rt --phases pow2 --plugin "$tmp/tlsf_plugin.so" \
+        --kinds tlsf-plugin >/dev/null
 fi
 echo "install_consumer: 1 passed, 0 failed"

@@ -1,14 +1,22 @@
 #!/bin/sh
 # The rtmem command: a quick bench and a quick memcheck write valid JSON with
-# rows for every allocator; bad input gives exit status 2 and a message, never
-# a crash.
-#   tool_smoke.sh RTMEM_BINARY
+# rows for every allocator (peers when installed, plugins); bad input gives
+# exit status 2 and a message, never a crash.
+#   tool_smoke.sh RTMEM_BINARY TLSF_PLUGIN BUMP_PLUGIN NO_SYMBOL_SO BAD_PLUGIN...
+# TLSF_PLUGIN is examples/plugin/tlsf_plugin.c built; BUMP_PLUGIN a plugin
+# without stats or check; NO_SYMBOL_SO a shared object without the plugin
+# symbol; each BAD_PLUGIN a plugin memcheck must refuse.
 set -u
 rtmem=$1
+tlsf_plugin=$2
+bump_plugin=$3
+no_symbol=$4
+shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
+have_lib() { { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "$1"; }
 bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
 
 if "$rtmem" bench --quick --no-rt --json "$tmp/b.json" >"$tmp/out.txt" 2>&1; then ok; else bad "bench --quick"; cat "$tmp/out.txt"; fi
@@ -40,10 +48,12 @@ done
 "$rtmem" kinds | grep -qx tlsf && ok || bad "rtmem kinds lists tlsf"
 
 # memcheck: a quick run passes every functional check and writes rows for
-# every rtmem kind and glibc, in every phase.
+# every rtmem kind, glibc, every peer that is installed and the example
+# plugin, in every phase. Peers are optional: one that is not installed is
+# skipped, and the run says so.
 "$rtmem" kinds >"$tmp/kinds.txt"
-if "$rtmem" memcheck --quick --no-rt --json "$tmp/m.json" >"$tmp/m.txt" 2>&1; then ok; else
-    bad "memcheck --quick"; cat "$tmp/m.txt"; fi
+if "$rtmem" memcheck --quick --no-rt --plugin "$tlsf_plugin" --json "$tmp/m.json" \
+       >"$tmp/m.txt" 2>&1; then ok; else bad "memcheck --quick"; cat "$tmp/m.txt"; fi
 if python3 - "$tmp/m.json" "$tmp/kinds.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -51,7 +61,20 @@ kinds = open(sys.argv[2]).read().split()
 assert d["schema"] == "rtmem-memcheck/1", d["schema"]
 assert d["passed"] is True
 names = [a["name"] for a in d["allocators"]]
-assert names == kinds + ["glibc"], names
+peers = ["jemalloc", "mimalloc", "tcmalloc"]
+skipped = {s["name"]: s["reason"] for s in d["skipped"]}
+for p in peers:
+    if p in skipped:
+        print("tool_smoke: peer %s skipped: %s" % (p, skipped[p]))
+loaded = [p for p in peers if p not in skipped]
+assert names == kinds + ["glibc"] + loaded + ["tlsf-plugin"], names
+origin = {a["name"]: a["origin"] for a in d["allocators"]}
+assert all(origin[p] == "peer" for p in loaded) and origin["tlsf-plugin"] == "plugin", origin
+# The plugin is TLSF: through the ABI it must fill exactly as the kind does.
+by = {a["name"]: a for a in d["allocators"]}
+for ph in ("pow2", "random"):
+    nr = lambda n: [dict(zip(d["row_columns"], r))["nrblocks"] for r in by[n][ph]["rows"]]
+    assert nr("tlsf") == nr("tlsf-plugin"), ph
 cols = d["row_columns"]
 heaps = [8192 << i for i in range(64) if (8192 << i) < d["params"]["seq_heap_size"]]
 rounds = d["params"]["random_alloc_rounds"]
@@ -81,6 +104,55 @@ for a in d["allocators"]:
 PY
 then ok; else bad "memcheck JSON: rows for every kind and glibc, every phase"; fi
 grep -q "average fragmentation" "$tmp/m.txt" && ok || bad "memcheck prints the overall lines"
+# A peer that is installed must load (and run); one that is not is skipped.
+for lib in libjemalloc.so.2:jemalloc libmimalloc.so.2:mimalloc libtcmalloc_minimal.so.4:tcmalloc; do
+    name=${lib#*:}
+    if ! have_lib "${lib%%:*}"; then
+        echo "tool_smoke: $name not installed: its checks are skipped"
+        grep -q "^  $name *SKIPPED: not installed" "$tmp/m.txt" && ok ||
+            bad "$name not installed, but not reported as skipped"
+        continue
+    fi
+    grep -q "^  $name *process allocator: $name" "$tmp/m.txt" && ok ||
+        bad "$name is installed but did not run: $(grep "^  $name" "$tmp/m.txt")"
+done
+# jemalloc alone: the run re-executes itself for its static TLS once, and
+# says so.
+if have_lib libjemalloc.so.2; then
+    if "$rtmem" memcheck --quick --no-rt --kinds jemalloc --phases pow2 --json "$tmp/j.json" \
+           >"$tmp/j.txt" 2>&1 &&
+       python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+assert [a["name"] for a in d["allocators"]] == ["jemalloc"] and d["passed"]
+assert len(d["allocators"][0]["pow2"]["rows"]) > 0' "$tmp/j.json"; then ok; else
+        bad "memcheck --kinds jemalloc"; cat "$tmp/j.txt"; fi
+fi
+
+# A plugin without stats or check runs; the checks it cannot have are off
+# and said so.
+if "$rtmem" memcheck --quick --no-rt --plugin "$bump_plugin" --kinds bump --json "$tmp/p.json" \
+       >"$tmp/p.txt" 2>&1 &&
+   python3 - "$tmp/p.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = d["allocators"][0]
+assert d["passed"] and a["name"] == "bump" and a["origin"] == "plugin", a["name"]
+assert not a["applies"]["stats"] and not a["applies"]["integrity_check"]
+assert all(h["sized_by_memory"] for h in a["heap_sizes"])
+assert a["churn"]["frag_applies"] is False
+cols = d["row_columns"]
+assert all(dict(zip(cols, r))["true_overhead_pct"] is None for r in a["pow2"]["rows"])
+PY
+then ok; else bad "memcheck --plugin (no stats)"; cat "$tmp/p.txt"; fi
+grep -q "no stats: H is the memory given to create" "$tmp/p.txt" && ok ||
+    bad "a plugin without stats: the report says what is not checked"
+
+# Plugins memcheck must refuse: exit status 2 and the reason.
+for plugin in "$@" "$no_symbol" "$tmp/nosuch.so"; do
+    "$rtmem" memcheck --quick --no-rt --plugin "$plugin" >/dev/null 2>"$tmp/err.txt"
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q -- "--plugin $plugin: " "$tmp/err.txt"; then ok; else
+        bad "--plugin $plugin gave $rc: $(cat "$tmp/err.txt")"; fi
+done
 grep -q "^== summary" "$tmp/m.txt" && ok || bad "memcheck prints the summary"
 
 # --format smokey: smokey's headers, rows and overall lines, exactly.
@@ -101,7 +173,8 @@ for args in "memcheck --seq-heap-size 4K" "memcheck --random-alloc-rounds x" \
             "memcheck --kinds nosuch" "memcheck --kinds tlsf," "memcheck --format xml" \
             "memcheck --max-results -2" "memcheck --phases bogus" "memcheck --churn-fill 0" \
             "memcheck --churn-max-size 1M" "memcheck --seed -1" "memcheck --bogus" \
-            "memcheck stray" "memcheck --phases churn --no-churn"; do
+            "memcheck stray" "memcheck --phases churn --no-churn" "memcheck --plugin" \
+            "memcheck --kinds tlsf-plugin"; do
     # shellcheck disable=SC2086
     "$rtmem" $args >/dev/null 2>"$tmp/err.txt"
     rc=$?

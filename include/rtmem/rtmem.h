@@ -6,6 +6,7 @@
 #include "rtmem/tlsf.h"
 #include "rtmem/heapmem.h"
 #include "rtmem/xnheap.h"
+#include "rtmem/plugin.h"
 
 #define RTMEM_VERSION_MAJOR 0
 #define RTMEM_VERSION_MINOR 1

@@ -1,9 +1,10 @@
 /*
  * `rtmem memcheck`: the heap test harness. Runs Xenomai smokey's memory test
- * sequence (memory_heapmem, memory_tlsf, ...) on every rtmem heap kind and
- * on glibc, with smokey's metrics, so its figures compare with published
- * ones, then a churn phase smokey does not have. Options and the run's
- * sequence live here; see memcheck.h for the other files.
+ * sequence (memory_heapmem, memory_tlsf, ...) on every rtmem heap kind, on
+ * glibc, on the peers that load (jemalloc, mimalloc, tcmalloc) and on a
+ * user's plugins, with smokey's metrics, so its figures compare with
+ * published ones, then a churn phase smokey does not have. Options and the
+ * run's sequence live here; see memcheck.h for the other files.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -39,6 +40,19 @@
 #define EXIT_USAGE  2
 
 #define ALL_PHASES ((1u << MC_PHASES) - 1)
+
+/* One word of an option's description, wrapped at 80 columns under the
+ * description column (28); returns the new column. */
+static size_t help_word(FILE *f, size_t col, const char *word, const char *sep)
+{
+    size_t len = strlen(word) + strlen(sep);
+    if (col + 1 + len > 80) {
+        fprintf(f, "\n%28s%s%s", "", word, sep);
+        return 28 + len;
+    }
+    fprintf(f, " %s%s", word, sep);
+    return col + 1 + len;
+}
 
 static void usage(FILE *f)
 {
@@ -107,18 +121,36 @@ static void usage(FILE *f)
         "  only, and the overhead/fragmentation tables sorted by bytes rather than %%.\n"
         "  It does not change the timer (rtmem's TSC, not clock_gettime) or the seed.\n"
         "\n"
-        "Heaps: an rtmem kind gets the memory size M for which its statistics report\n"
-        "usable_bytes == H exactly (found by search, printed as H + metadata); if no M\n"
-        "gives H (H not a multiple of the kind's granule or page) the nearest usable\n"
-        "size above H is used and printed as INEXACT. Every heap lives in one arena,\n"
-        "mmap'd, prefaulted and locked once. The process allocator (glibc) has no heap\n"
-        "of size H: H is a budget, a fill makes exactly floor(H / B) requests and has no\n"
-        "failing allocation; OVRH%% is then the slack malloc_usable_size shows (headers\n"
-        "are invisible), FRAG%% counts a probe only if its block lies inside the fill's\n"
-        "address span (new memory from the kernel says nothing about fragmentation),\n"
-        "and FAIL-A, TOVRH%%, used-bytes and integrity checks do not apply (\"-\"), nor\n"
-        "does the churn phase's FRAG%% (its free memory is whatever the process heap\n"
-        "already holds; the raw samples are in the JSON).\n"
+        "Allocators, by default all of these, in this order:\n"
+        "  - rtmem's kinds (bounded heaps). A kind gets the memory size M for which its\n"
+        "    statistics report usable_bytes == H exactly (found by search, printed as\n"
+        "    H + metadata); if no M gives H (H not a multiple of the kind's granule or\n"
+        "    page) the nearest usable size above H is used and printed as INEXACT.\n"
+        "    Every heap lives in one arena, mmap'd, prefaulted and locked once.\n"
+        "  - glibc, and the peers jemalloc, mimalloc and tcmalloc when installed\n"
+        "    (libjemalloc.so.2: malloc, free, malloc_usable_size; libmimalloc.so.2:\n"
+        "    mi_malloc, mi_free, mi_usable_size; libtcmalloc_minimal.so.4: tc_malloc,\n"
+        "    tc_free, tc_malloc_size). Peers are loaded with dlopen, never linked, and\n"
+        "    glibc stays the allocator of everything else in the process. A peer that\n"
+        "    does not load is skipped and the report says why. jemalloc needs more\n"
+        "    static TLS than glibc reserves for dlopen: memcheck then re-executes itself\n"
+        "    once with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=%d added.\n"
+        "    These are process allocators: they have no heap of size H, so H is a\n"
+        "    budget, a fill makes exactly floor(H / B) requests and has no failing\n"
+        "    allocation; OVRH%% is the slack their usable-size call shows (headers are\n"
+        "    invisible), FRAG%% counts a probe only if its block lies inside the fill's\n"
+        "    address span (new memory from the kernel says nothing about\n"
+        "    fragmentation), and FAIL-A, TOVRH%%, used-bytes and integrity checks do not\n"
+        "    apply (\"-\"), nor does the churn phase's FRAG%% (their free memory is\n"
+        "    whatever the process heap already holds; the raw samples are in the JSON).\n"
+        "    Their memory is not reset between tests; each gets one untimed 16-byte\n"
+        "    alloc and free before the first, so that its one-time set-up is in none.\n"
+        "  - plugins (--plugin): a user's allocator in a shared object exporting the\n"
+        "    table of <rtmem/plugin.h> (its header is the manual). A plugin is a\n"
+        "    bounded heap, so every metric and check above applies, sized exactly by\n"
+        "    its stats; without stats it gets H bytes of memory (its metadata counts\n"
+        "    as overhead) and the checks that need statistics are not done; without\n"
+        "    check, no integrity walk. No plugin has a documented fill count.\n"
         "\n"
         "options (smokey's argument names as long options):\n"
         "  --seq-heap-size B         heaps 8k, 16k, ... below B (default 2M; --quick 256K)\n"
@@ -129,13 +161,21 @@ static void usage(FILE *f)
         "  --pattern-check-rounds N  pattern tests (default %u; --quick %u)\n"
         "  --max-results N           rows per sorted table (default %d); -1: every row,\n"
         "                            sorted by heap size (as smokey); 0: no table\n"
-        "  --kinds a,b,...           allocators (default all): ",
-        DEFAULT_RANDOM_ROUNDS, QUICK_RANDOM_ROUNDS, DEFAULT_PATTERN_ROUNDS, QUICK_PATTERN_ROUNDS,
-        DEFAULT_MAX_RESULTS);
+        "  --kinds a,b,...           allocators, in this order (default all):",
+        MC_STATIC_TLS_BYTES, DEFAULT_RANDOM_ROUNDS, QUICK_RANDOM_ROUNDS, DEFAULT_PATTERN_ROUNDS,
+        QUICK_PATTERN_ROUNDS, DEFAULT_MAX_RESULTS);
+    size_t col = 80;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        fprintf(f, "%s, ", *k);
+        col = help_word(f, col, *k, ",");
+    col = help_word(f, col, "glibc", ",");
+    for (const char *const *k = mc_peer_names(); *k; k++)
+        col = help_word(f, col, *k, ",");
+    col = help_word(f, col, "plugins'", "");
+    help_word(f, col, "names", "");
     fprintf(f,
-        "glibc\n"
+        "\n"
+        "  --plugin FILE.so          load a plugin (repeatable, up to %d); a name without\n"
+        "                            '/' is looked for in the current directory first\n"
         "  --phases a,b,...          phases to run (default all): pow2, random, pattern, churn\n"
         "  --no-churn                skip the churn phase\n"
         "  --churn-ops N             steady-state operations (default %u; --quick %u)\n"
@@ -164,9 +204,10 @@ static void usage(FILE *f)
         "Byte counts take a K, M or G suffix (powers of 1024); heaps up to 32M. The run\n"
         "needs about 32 bytes of memory per byte of its largest heap (room for a fill\n"
         "of 1-byte blocks). Exit status: 0 every check passed, 1 a functional failure\n"
-        "or run-time error, 2 bad usage.\n",
-        DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL, DEFAULT_CHURN_MAX, MC_SCHEMA,
-        DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
+        "or run-time error (or no allocator left to run), 2 bad usage (a plugin that\n"
+        "does not load or whose table is refused included).\n",
+        MC_MAX_PLUGINS, DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL,
+        DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -273,7 +314,7 @@ enum {
     OPT_SEQ_HEAP = 256, OPT_RANDOM_ROUNDS, OPT_PATTERN_HEAP, OPT_PATTERN_ROUNDS, OPT_MAX_RESULTS,
     OPT_KINDS, OPT_PHASES, OPT_NO_CHURN, OPT_CHURN_OPS, OPT_CHURN_HEAP, OPT_CHURN_FILL,
     OPT_CHURN_MAX, OPT_CHURN_EVERY, OPT_FORMAT, OPT_COMPAT, OPT_TRUE_OVERHEAD, OPT_SUBTRACT,
-    OPT_JSON, OPT_SEED, OPT_CPU, OPT_PRIO, OPT_NO_RT, OPT_PROGRESS, OPT_QUICK,
+    OPT_JSON, OPT_SEED, OPT_CPU, OPT_PRIO, OPT_NO_RT, OPT_PROGRESS, OPT_QUICK, OPT_PLUGIN,
 };
 
 static const struct option long_opts[] = {
@@ -283,6 +324,7 @@ static const struct option long_opts[] = {
     {"pattern-check-rounds", required_argument, NULL, OPT_PATTERN_ROUNDS},
     {"max-results", required_argument, NULL, OPT_MAX_RESULTS},
     {"kinds", required_argument, NULL, OPT_KINDS},
+    {"plugin", required_argument, NULL, OPT_PLUGIN},
     {"phases", required_argument, NULL, OPT_PHASES},
     {"no-churn", no_argument, NULL, OPT_NO_CHURN},
     {"churn-ops", required_argument, NULL, OPT_CHURN_OPS},
@@ -397,6 +439,13 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
     switch (c) {
     case OPT_MAX_RESULTS: return parse_max_results(arg, &o->max_results);
     case OPT_KINDS: o->kinds_arg = arg; break;
+    case OPT_PLUGIN:
+        if (!arg || !*arg)
+            return bad_usage("--plugin needs a file name%s", "");
+        if (o->n_plugins == MC_MAX_PLUGINS)
+            return bad_usage("--plugin: more than the limit at '%s'", arg);
+        o->plugin_paths[o->n_plugins++] = arg;
+        break;
     case OPT_PHASES:
         g->phases = true;
         o->phases = 0;
@@ -504,6 +553,111 @@ static int parse_options(int argc, char **argv, struct mc_opts *o)
 
 /* ---- allocators ----------------------------------------------------------------- */
 
+/* Is name an item of the comma-separated list? */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* An allocator that will not run, and why. Said on stderr too when the
+ * user named it. */
+static void skip(struct memcheck *m, const char *name, const char *why)
+{
+    if (m->n_skipped < MC_MAX_SKIPPED) {
+        struct mc_skipped *s = &m->skipped[m->n_skipped++];
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        snprintf(s->why, sizeof(s->why), "%s", why);
+    }
+    if (m->o.kinds_arg)
+        fprintf(stderr, "rtmem memcheck: %s skipped: %s\n", name, why);
+}
+
+/* Re-executes the command for jemalloc's static TLS: argv as main got it. */
+static void reexec_for_static_tls(int argc, char **argv, const char *peer, char *why,
+                                  size_t len)
+{
+    char **args = calloc((size_t)argc + 2, sizeof(*args));
+    if (!args) {
+        snprintf(why, len, "out of memory");
+        return;
+    }
+    static char prog[] = "rtmem";
+    args[0] = prog;
+    for (int i = 0; i < argc; i++)
+        args[i + 1] = argv[i];
+    mc_reexec_static_tls(args, peer, why, len);
+    free(args);
+}
+
+/* Loads the peers the run wants (all, or those --kinds names); a peer that
+ * does not load is skipped. Does not return if the process re-executes
+ * itself for jemalloc (the new process loads it). */
+static void load_peers(struct memcheck *m, int argc, char **argv)
+{
+    for (const char *const *p = mc_peer_names(); *p; p++) {
+        if (m->o.kinds_arg && !listed(m->o.kinds_arg, *p))
+            continue;
+        struct mc_alloc a;
+        char why[MC_WHY_MAX], how[MC_WHY_MAX];
+        int rc = mc_alloc_peer(&a, *p, why, sizeof(why));
+        if (rc == MC_PEER_NEEDS_STATIC_TLS) {
+            reexec_for_static_tls(argc, argv, *p, how, sizeof(how));
+            size_t n = strlen(why);
+            if (n + 3 < sizeof(why))   /* as much of it as fits */
+                snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
+        }
+        if (rc != 0)
+            skip(m, *p, why);
+    }
+}
+
+static bool name_taken(const char *name, void *arg)
+{
+    const struct memcheck *m = arg;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        if (strcmp(name, *k) == 0)
+            return true;
+    for (const char *const *k = mc_peer_names(); *k; k++)
+        if (strcmp(name, *k) == 0)
+            return true;
+    for (size_t i = 0; i < m->n_plugins; i++)
+        if (strcmp(name, m->plugins[i].table->name) == 0)
+            return true;
+    return strcmp(name, "glibc") == 0;
+}
+
+/* Every --plugin; 0, or -1 after a refused one (reported). */
+static int load_plugins(struct memcheck *m)
+{
+    for (size_t i = 0; i < m->o.n_plugins; i++) {
+        char why[MC_WHY_MAX];
+        if (mc_plugin_load(&m->plugins[m->n_plugins], m->o.plugin_paths[i], name_taken, m, why,
+                           sizeof(why)) != 0) {
+            fprintf(stderr, "rtmem memcheck: --plugin %s: %s\nTry 'rtmem memcheck --help'; "
+                            "the table is described in <rtmem/plugin.h>.\n",
+                    m->o.plugin_paths[i], why);
+            return -1;
+        }
+        m->n_plugins++;
+    }
+    return 0;
+}
+
+static bool is_peer(const char *name)
+{
+    for (const char *const *k = mc_peer_names(); *k; k++)
+        if (strcmp(name, *k) == 0)
+            return true;
+    return false;
+}
+
 static int select_one(const char *name, void *arg)
 {
     struct memcheck *m = arg;
@@ -512,30 +666,66 @@ static int select_one(const char *name, void *arg)
             return 0;   /* named twice: once is enough */
     if (m->n_t == MC_MAX_TARGETS)
         return bad_usage("--kinds: too many allocators at '%s'", name);
+    struct mc_alloc *a = &m->t[m->n_t].a;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0) {
-            mc_alloc_rtmem(&m->t[m->n_t++].a, *k);
+            mc_alloc_rtmem(a, *k);
+            m->n_t++;
             return 0;
         }
     if (strcmp(name, "glibc") == 0) {
-        mc_alloc_glibc(&m->t[m->n_t++].a);
+        mc_alloc_glibc(a);
+        m->n_t++;
         return 0;
     }
+    if (is_peer(name)) {
+        char why[MC_WHY_MAX];
+        if (mc_alloc_peer(a, name, why, sizeof(why)) == 0)
+            m->n_t++;   /* else skipped, and said so, by load_peers */
+        return 0;
+    }
+    for (size_t i = 0; i < m->n_plugins; i++)
+        if (strcmp(name, m->plugins[i].table->name) == 0) {
+            mc_alloc_plugin(a, &m->plugins[i]);
+            m->n_t++;
+            return 0;
+        }
     fprintf(stderr, "rtmem memcheck: --kinds: unknown allocator '%s'; known: ", name);
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         fprintf(stderr, "%s, ", *k);
-    fprintf(stderr, "glibc\n");
+    fprintf(stderr, "glibc");
+    for (const char *const *k = mc_peer_names(); *k; k++)
+        fprintf(stderr, ", %s", *k);
+    for (size_t i = 0; i < m->n_plugins; i++)
+        fprintf(stderr, ", %s", m->plugins[i].table->name);
+    fprintf(stderr, "%s\n", m->n_plugins ? "" : " (and plugins loaded with --plugin)");
     return -1;
 }
 
-/* The rtmem kinds in registry order, then glibc; or those --kinds names. */
+/* The rtmem kinds in registry order, glibc, the peers that loaded, the
+ * plugins; or those --kinds names, in its order. Returns 0, or an exit
+ * status (reported). */
 static int select_targets(struct memcheck *m)
 {
-    if (m->o.kinds_arg)
-        return for_each_item("--kinds", m->o.kinds_arg, select_one, m);
-    for (const char *const *k = rtm_heap_kinds(); *k && m->n_t < MC_MAX_TARGETS - 1; k++)
-        mc_alloc_rtmem(&m->t[m->n_t++].a, *k);
-    mc_alloc_glibc(&m->t[m->n_t++].a);
+    int rc = 0;
+    if (m->o.kinds_arg) {
+        rc = for_each_item("--kinds", m->o.kinds_arg, select_one, m);
+    } else {
+        for (const char *const *k = rtm_heap_kinds(); *k && rc == 0; k++)
+            rc = select_one(*k, m);
+        if (rc == 0)
+            rc = select_one("glibc", m);
+        for (const char *const *k = mc_peer_names(); *k && rc == 0; k++)
+            rc = select_one(*k, m);
+        for (size_t i = 0; i < m->n_plugins && rc == 0; i++)
+            rc = select_one(m->plugins[i].table->name, m);
+    }
+    if (rc != 0)
+        return EXIT_USAGE;
+    if (m->n_t == 0) {
+        fprintf(stderr, "rtmem memcheck: no allocator left to run\n");
+        return EXIT_FAILED;
+    }
     return 0;
 }
 
@@ -777,6 +967,8 @@ static int prepare(struct memcheck *m)
         return EXIT_FAILED;
     }
     tk_rt_lock_memory(&m->rt);
+    for (size_t i = 0; i < m->n_t; i++)
+        mc_alloc_warm(&m->t[i].a, MC_POW2_MIN_BLOCK);
     m->progress.on = m->o.progress || isatty(STDERR_FILENO);
     return 0;
 }
@@ -845,12 +1037,21 @@ int rtm_cmd_memcheck(int argc, char **argv)
     }
     int rc = parse_options(argc, argv, &m->o);
     int status;
-    if (rc > 0)
+    if (rc > 0) {
         status = 0;
-    else if (rc < 0 || select_targets(m) != 0)
+    } else if (rc < 0) {
         status = EXIT_USAGE;
-    else
-        status = memcheck_run(m);
+    } else {
+        /* Peers first: loading jemalloc may re-execute the process, and
+         * nothing else should have happened yet. */
+        load_peers(m, argc, argv);
+        if (load_plugins(m) != 0)
+            status = EXIT_USAGE;
+        else
+            status = select_targets(m);
+        if (status == 0)
+            status = memcheck_run(m);
+    }
     free(m);
     return status;
 }

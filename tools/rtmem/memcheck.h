@@ -4,6 +4,7 @@
  *   memcheck_run.c     the phases and their timed passes
  *   memcheck_report.c  tables, overall summaries, smokey's layout, JSON
  *   memcheck_alloc.c   the allocators under test (memcheck_alloc.h)
+ *   memcheck_load.c    peers and plugins, loaded at run time
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
 #define RTMEM_TOOLS_MEMCHECK_H
@@ -35,6 +36,9 @@
 #define MC_MAX_CHURN_OPS   4000000u
 #define MC_MAX_HEAP_SIZES  32
 #define MC_MAX_TARGETS     16
+#define MC_MAX_PLUGINS     4
+/* Allocators not run, with why (a peer that does not load). */
+#define MC_MAX_SKIPPED     8
 
 enum mc_phase {
     MC_PH_POW2,      /* power-of-two block sizes */
@@ -74,6 +78,8 @@ struct mc_opts {
     unsigned phases;              /* 1 << enum mc_phase */
     const char *kinds_arg;        /* NULL: every allocator */
     const char *json_path;
+    const char *plugin_paths[MC_MAX_PLUGINS];   /* --plugin, in order */
+    size_t n_plugins;
 };
 
 /* One test of a sequential phase, as smokey's runstats plus rtmem's extras.
@@ -158,6 +164,11 @@ struct mc_target {
     time_t started, finished;     /* for smokey's "started/finished at" */
 };
 
+struct mc_skipped {
+    char name[48];
+    char why[MC_WHY_MAX];
+};
+
 struct mc_progress {
     bool on;
     uint64_t last_ns;
@@ -172,6 +183,10 @@ struct memcheck {
     struct mc_arena arena;
     struct mc_target t[MC_MAX_TARGETS];
     size_t n_t;
+    struct mc_plugin plugins[MC_MAX_PLUGINS];
+    size_t n_plugins;
+    struct mc_skipped skipped[MC_MAX_SKIPPED];
+    size_t n_skipped;
     size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
     size_t n_heap_sizes;
 

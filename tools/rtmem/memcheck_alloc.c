@@ -74,6 +74,8 @@ void mc_alloc_rtmem(struct mc_alloc *a, const char *kind)
     a->applies = MC_APPLY_FILL_TO_FAILURE | MC_APPLY_STATS | MC_APPLY_CHECK |
                  MC_APPLY_FREE_STATUS | MC_APPLY_BOUNDS | MC_APPLY_FILL_PROMISE;
     a->describe = "rtmem kind through rtm_heap_*";
+    a->origin = "rtmem";
+    a->align = RTM_HEAP_MIN_ALIGN;
     a->hops = &rtmem_ops;
     a->hops_arg = kind;
     a->alloc = rtmem_ops.alloc;
@@ -109,6 +111,8 @@ void mc_alloc_glibc(struct mc_alloc *a)
     a->sort = MC_PROCESS;
     a->applies = 0;
     a->describe = "process allocator: glibc malloc/free, defaults (no mallopt)";
+    a->origin = "glibc";
+    a->usable_name = "malloc_usable_size";
     a->alloc = glibc_alloc;
     a->free = glibc_free;
     a->usable_size = glibc_usable_size;
@@ -148,6 +152,7 @@ static bool probe_create(const struct mc_alloc *a, struct mc_arena *ar, size_t m
     void *h = a->hops->create(a->hops_arg, ar->mem, m);
     if (!h)
         return false;
+    memset(st, 0, sizeof(*st));   /* a plugin may leave fields unwritten */
     int rc = a->hops->stats(h, st);
     a->hops->destroy(h);
     return rc == 0;
@@ -181,6 +186,31 @@ static int search_mem(const struct mc_alloc *a, struct mc_arena *ar, size_t h, s
     return 0;
 }
 
+static void cache_size(struct mc_alloc *a, const struct mc_heap_info *info)
+{
+    if (a->n_cache < MC_SIZE_CACHE)
+        a->cache[a->n_cache++] = *info;
+}
+
+/* A heap without statistics: H bytes of memory, if create takes them. */
+static int size_by_memory(struct mc_alloc *a, struct mc_arena *ar, size_t h,
+                          struct mc_heap_info *info)
+{
+    if (h > ar->bytes)
+        return -ENOSPC;
+    errno = 0;
+    void *heap = a->hops->create(a->hops_arg, ar->mem, h);
+    if (!heap)
+        return -(errno ? errno : ENOMEM);
+    a->hops->destroy(heap);
+    info->mem_bytes = h;
+    info->usable_bytes = h;
+    info->exact = true;
+    info->sized_by_memory = true;
+    cache_size(a, info);
+    return 0;
+}
+
 int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
                   struct mc_heap_info *info)
 {
@@ -196,11 +226,14 @@ int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
             *info = a->cache[i];
             return 0;
         }
+    if (!(a->applies & MC_APPLY_STATS))
+        return size_by_memory(a, ar, heap_bytes, info);
     size_t m;
     int rc = search_mem(a, ar, heap_bytes, &m);
     if (rc != 0)
         return rc;
     struct rtm_heap_stats st;
+    errno = 0;
     if (!probe_create(a, ar, m, &st))
         return -(errno ? errno : EINVAL);
     info->mem_bytes = m;
@@ -208,8 +241,7 @@ int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
     info->overhead_bytes = st.overhead_bytes;
     info->largest_free_bytes = st.largest_free_bytes;
     info->exact = st.usable_bytes == heap_bytes;
-    if (a->n_cache < MC_SIZE_CACHE)
-        a->cache[a->n_cache++] = *info;
+    cache_size(a, info);
     return 0;
 }
 
@@ -222,12 +254,22 @@ int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes)
     if (a->sort == MC_PROCESS)
         return 0;
     a->arena = ar;
+    errno = 0;
     a->ctx = a->hops->create(a->hops_arg, ar->mem, a->cur.mem_bytes);
     if (!a->ctx) {
         a->live = false;
         return -(errno ? errno : EINVAL);
     }
     return 0;
+}
+
+void mc_alloc_warm(struct mc_alloc *a, size_t size)
+{
+    if (a->sort != MC_PROCESS)
+        return;
+    void *p = a->alloc(a->ctx, size);
+    if (p)
+        a->free(a->ctx, p);
 }
 
 void mc_alloc_destroy(struct mc_alloc *a)
@@ -243,6 +285,7 @@ int mc_alloc_stats(const struct mc_alloc *a, struct rtm_heap_stats *out)
 {
     if (!(a->applies & MC_APPLY_STATS) || !a->live)
         return -ENOTSUP;
+    memset(out, 0, sizeof(*out));   /* a plugin may leave fields unwritten */
     return a->hops->stats(a->ctx, out);
 }
 
@@ -265,5 +308,5 @@ bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size)
     if (!(a->applies & MC_APPLY_BOUNDS))
         return true;
     uintptr_t lo = (uintptr_t)a->arena->mem, hi = lo + a->cur.mem_bytes, at = (uintptr_t)p;
-    return at >= lo && at <= hi && size <= hi - at && at % RTM_HEAP_MIN_ALIGN == 0;
+    return at >= lo && at <= hi && size <= hi - at && at % a->align == 0;
 }

@@ -5,7 +5,7 @@
  * ask which allocator they drive. There are two sorts of allocator:
  *
  * MC_HEAP: a bounded heap created inside memory the harness gives it (every
- *   rtmem kind; a user's plugin is driven the same way through its own
+ *   rtmem kind, and a user's plugin, rtmem/plugin.h, driven through its own
  *   struct mc_heap_ops). "A heap of usable size H" is exact: the harness
  *   finds the memory size M for which the heap reports usable_bytes == H
  *   (struct rtm_heap_stats), by creating the heap on growing M and then a
@@ -14,18 +14,24 @@
  *   prefaulted and locked when permitted, and reused by every test. If no M
  *   gives exactly H (H not a multiple of the kind's granule or page), the
  *   smallest usable size above H is used, and the heap is marked inexact:
- *   the run reports it, never silently. A fill ends on the first failing
- *   allocation.
+ *   the run reports it, never silently. A heap without statistics (a plugin
+ *   whose table has no stats) cannot be sized so: it gets exactly H bytes of
+ *   memory (its metadata then counts as overhead), and the checks that need
+ *   statistics do not apply. A fill ends on the first failing allocation.
  *
- * MC_PROCESS: the process allocator (glibc malloc/free here; jemalloc,
- *   mimalloc, tcmalloc loaded at run time later). It has no heap of a given
+ * MC_PROCESS: a process allocator: glibc's malloc/free, and the peers
+ *   jemalloc, mimalloc and tcmalloc, loaded with dlopen at run time (rtmem
+ *   never links them) and called through their own entry points, beside
+ *   glibc's, which stays the allocator of everything else in the process
+ *   (memcheck_load.c). It has no heap of a given
  *   size, so "a heap of size H" is a budget of requested bytes: a fill makes
  *   exactly floor(H / B) requests of B bytes, stopping before the request
  *   that would take the sum of requests above H. There is no failing final
  *   allocation; NRBLKS = floor(H / B) by construction, so the spec's OVRH%
  *   (100 - 100 * NRBLKS * B / H) says nothing about the allocator. For
- *   these allocators OVRH% is instead the rounding slack that
- *   malloc_usable_size shows, 100 - 100 * sum(requested) / sum(usable);
+ *   these allocators OVRH% is instead the rounding slack that their
+ *   usable-size call (malloc_usable_size, mi_usable_size, tc_malloc_size)
+ *   shows, 100 - 100 * sum(requested) / sum(usable);
  *   per-block headers are not visible through any portable call and are not
  *   counted. FRAG% uses the same probe as for heaps, but a probe counts as
  *   fitting only if the block it gets lies inside the address span the
@@ -63,8 +69,9 @@ enum {
     MC_APPLY_CHECK = 1u << 2,
     /* Free returns an error for a block it refuses. */
     MC_APPLY_FREE_STATUS = 1u << 3,
-    /* Every block lies in the heap's memory and is aligned to
-     * RTM_HEAP_MIN_ALIGN (checked after each fill). */
+    /* Every block lies in the heap's memory and is aligned to the
+     * allocator's alignment, struct mc_alloc.align (checked after each
+     * fill). */
     MC_APPLY_BOUNDS = 1u << 4,
     /* The allocator documents how many blocks of a size a fresh heap holds
      * (rtm_heap_fill_count); a fill must reach it. A kind whose count times
@@ -101,6 +108,7 @@ struct mc_heap_info {
     size_t overhead_bytes;      /* metadata outside usable_bytes (stats) */
     size_t largest_free_bytes;  /* right after create (MC_APPLY_STATS) */
     bool exact;                 /* usable_bytes == asked_bytes */
+    bool sized_by_memory;       /* no statistics: mem_bytes == H, usable unknown */
 };
 
 /* The arena every bounded heap is created in, one per run. */
@@ -119,6 +127,10 @@ struct mc_alloc {
     enum mc_alloc_sort sort;
     unsigned applies;            /* MC_APPLY_* */
     const char *describe;        /* one line for the report */
+    const char *origin;          /* "rtmem", "glibc", "peer" or "plugin" */
+    size_t align;                /* every block's alignment (MC_APPLY_BOUNDS) */
+    const char *usable_name;     /* MC_PROCESS: the usable-size call, for the report */
+    const char *plugin_path;     /* a plugin's file, for the replay command */
 
     /* The calls timed by the harness; ctx is the current heap, or the
      * allocator's own data for MC_PROCESS. usable_size is never timed. */
@@ -143,6 +155,64 @@ void mc_alloc_rtmem(struct mc_alloc *a, const char *kind);
 /* glibc malloc/free, its defaults (no mallopt). */
 void mc_alloc_glibc(struct mc_alloc *a);
 
+/* ---- allocators loaded at run time (memcheck_load.c) ---------------------- */
+
+/* Room for why a peer or plugin was not loaded. */
+#define MC_WHY_MAX 320
+
+/* The peers memcheck knows, in the order it runs them, NULL-terminated:
+ * "jemalloc", "mimalloc", "tcmalloc". */
+const char *const *mc_peer_names(void);
+
+/* mc_alloc_peer's result when the peer's library needs more static TLS than
+ * the process has (jemalloc, which uses initial-exec TLS, on glibc): only a
+ * process started with more, mc_reexec_static_tls, can load it. */
+#define MC_PEER_NEEDS_STATIC_TLS 1
+
+/*
+ * Sets *a up to drive the named peer as a process allocator. The library is
+ * loaded (dlopen, RTLD_LOCAL) on the first call and stays loaded; every
+ * entry point must resolve inside that library (a symbol found elsewhere,
+ * e.g. glibc's malloc, is refused). Returns 0; MC_PEER_NEEDS_STATIC_TLS
+ * (why set); or -1 with why set: "not installed (...)" or the dynamic
+ * linker's message.
+ */
+int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_len);
+
+/*
+ * Re-executes this process (/proc/self/exe) with argv, adding
+ * glibc.rtld.optional_static_tls=MC_STATIC_TLS_BYTES to GLIBC_TUNABLES
+ * (after any tunables already there) and marking the environment (with the
+ * peer it is done for, whose report line says so) so that it happens at
+ * most once. Returns only if it did not happen, with why set: already
+ * re-executed once, or exec failed.
+ */
+#define MC_STATIC_TLS_BYTES 16384
+void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len);
+
+/* True in a process that mc_reexec_static_tls started. */
+bool mc_reexeced(void);
+
+/* A user's allocator loaded from a shared object (rtmem/plugin.h). */
+struct rtm_heap_plugin;
+struct mc_plugin {
+    const struct rtm_heap_plugin *table;
+    struct mc_heap_ops hops;     /* the table's calls, as the harness calls them */
+    char path[256];
+    char describe[512];
+};
+
+/* Loads the plugin at path and validates its table. taken(name, arg) says
+ * whether a name is already used. Returns 0, or -1 with why set. */
+int mc_plugin_load(struct mc_plugin *pl, const char *path,
+                   bool (*taken)(const char *name, void *arg), void *arg, char *why,
+                   size_t why_len);
+
+/* Sets *a up to drive a loaded plugin as a bounded heap. pl must outlive a. */
+void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl);
+
+/* ---- the arena and the heaps --------------------------------------------------- */
+
 /* Maps, prefaults and (if permitted) locks bytes of memory. 0 or -errno. */
 int mc_arena_open(struct mc_arena *ar, size_t bytes);
 void mc_arena_close(struct mc_arena *ar);
@@ -161,6 +231,16 @@ int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
  * H, then one create. */
 int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes);
 
+/* MC_PROCESS: one untimed alloc of size bytes and its free, so that the
+ * allocator's one-time set-up (a thread heap, a first segment; glibc's was
+ * done long before by the process itself) falls in no test. Call it once
+ * the memory lock is in force, with the size the sequence's first test asks
+ * for (the smallest power-of-two block): the allocator is then as that
+ * call would leave it. jemalloc's later figures depend on the first size it
+ * ever serves (a 1-byte warm-up made its power-of-two allocs several times
+ * slower here). Nothing for MC_HEAP. */
+void mc_alloc_warm(struct mc_alloc *a, size_t size);
+
 /* Ends the current heap (MC_HEAP); nothing for MC_PROCESS. */
 void mc_alloc_destroy(struct mc_alloc *a);
 
@@ -174,7 +254,7 @@ int mc_alloc_check(const struct mc_alloc *a);
  * hold; 0 when there is no such promise. */
 size_t mc_alloc_fill_count(const struct mc_alloc *a, size_t size);
 
-/* Does [p, p + size) lie in the current heap's memory, at the minimum
+/* Does [p, p + size) lie in the current heap's memory, at the allocator's
  * alignment? Always true without MC_APPLY_BOUNDS. */
 bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size);
 

@@ -28,6 +28,16 @@ static bool is_process(const struct mc_target *t)
     return t->a.sort == MC_PROCESS;
 }
 
+/* Width of the allocator-name column: the longest name, at least 9. */
+static int name_width(const struct memcheck *m)
+{
+    size_t w = 9;
+    for (size_t i = 0; i < m->n_t; i++)
+        if (strlen(m->t[i].a.name) > w)
+            w = strlen(m->t[i].a.name);
+    return (int)w;
+}
+
 /* ---- overall lines ------------------------------------------------------------- */
 
 /* Running mean of the finite values fed to it. */
@@ -275,8 +285,12 @@ static void print_overall(FILE *f, const struct mc_target *t, const struct mc_ov
     fprintf(f, "  average of max. free times: %s\n", fmt_ns(a, 32, o->avg_max_free_ns, 1));
     fprintf(f, "  average alloc time: %s\n", fmt_ns(a, 32, o->avg_alloc_ns, 1));
     fprintf(f, "  average free time: %s\n", fmt_ns(a, 32, o->avg_free_ns, 1));
-    fprintf(f, "  average overhead: %s%s\n", fmt_pct(a, 32, o->avg_overhead_pct),
-            is_process(t) ? " (malloc_usable_size slack; headers not visible)" : "");
+    char note[96] = "";
+    if (is_process(t))
+        snprintf(note, sizeof(note), " (%s slack; headers not visible)", t->a.usable_name);
+    else if (!(t->a.applies & MC_APPLY_STATS))
+        snprintf(note, sizeof(note), " (H is the memory given to create: metadata included)");
+    fprintf(f, "  average overhead: %s%s\n", fmt_pct(a, 32, o->avg_overhead_pct), note);
     fprintf(f, "  average fragmentation: %s%s\n", fmt_pct(a, 32, o->avg_frag_pct),
             is_process(t) ? " (probes count only inside the fill's address span)" : "");
     fprintf(f, "  average p99 alloc / free time: %s / %s\n",
@@ -307,8 +321,8 @@ static void print_legend(FILE *f, const struct memcheck *m)
     fprintf(f, "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
                "the same heap%s\n",
             m->o.compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
-    fprintf(f, "  process allocators: OVRH%% is the slack malloc_usable_size shows; FAIL-A and "
-               "TOVRH%% do not apply (\"-\")\n");
+    fprintf(f, "  process allocators (glibc, peers): OVRH%% is the slack their usable-size call "
+               "shows; FAIL-A and TOVRH%% do not apply (\"-\")\n");
 }
 
 static void print_pattern(FILE *f, const struct mc_target *t)
@@ -336,11 +350,11 @@ static void print_target(FILE *f, struct memcheck *m, const struct mc_target *t)
 
 /* ---- churn ------------------------------------------------------------------------ */
 
-static void print_churn_row(FILE *f, const char *name, const char *op,
+static void print_churn_row(FILE *f, int w, const char *name, const char *op,
                             const struct tk_summary *s, const char *extra)
 {
     char b[8][32];
-    fprintf(f, "  %-9s %-5s %9zu %8s %7s %7s %7s %8s %8s  %s\n", name, op, s->count,
+    fprintf(f, "  %-*s %-5s %9zu %8s %7s %7s %7s %8s %8s  %s\n", w, name, op, s->count,
             tk_fmt_double(b[0], 32, s->mean, 1), tk_fmt_double(b[1], 32, s->p50, 0),
             tk_fmt_double(b[2], 32, s->p99, 0), tk_fmt_double(b[3], 32, s->p999, 0),
             tk_fmt_double(b[4], 32, s->p9999, 0), tk_fmt_double(b[5], 32, s->max, 0), extra);
@@ -383,7 +397,8 @@ static void print_churn(FILE *f, const struct memcheck *m)
             m->o.churn_max_bytes, (unsigned long long)m->o.churn_ops,
             (unsigned long long)(m->o.churn_sample_every ? m->o.churn_sample_every
                                  : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1)));
-    fprintf(f, "  %-9s %-5s %9s %8s %7s %7s %7s %8s %8s  %s\n", "allocator", "op", "count",
+    int w = name_width(m);
+    fprintf(f, "  %-*s %-5s %9s %8s %7s %7s %7s %8s %8s  %s\n", w, "allocator", "op", "count",
             "avg", "p50", "p99", "p99.9", "p99.99", "max", "(ns)");
     for (size_t i = 0; i < m->n_t; i++) {
         const struct mc_churn *ch = &m->t[i].churn;
@@ -392,19 +407,22 @@ static void print_churn(FILE *f, const struct memcheck *m)
         char extra[96];
         snprintf(extra, sizeof(extra), "failed allocs: %llu",
                  (unsigned long long)ch->failed_allocs);
-        print_churn_row(f, m->t[i].a.name, "alloc", &ch->alloc, extra);
-        print_churn_row(f, "", "free", &ch->free, "");
+        print_churn_row(f, w, m->t[i].a.name, "alloc", &ch->alloc, extra);
+        print_churn_row(f, w, "", "free", &ch->free, "");
     }
     fprintf(f, "  FRAG%% over time, 100 * (1 - largest request that fits / free bytes): "
                "min avg max | 10 samples in order\n");
     for (size_t i = 0; i < m->n_t; i++) {
         if (!m->t[i].churn.ran)
             continue;
-        fprintf(f, "  %-9s ", m->t[i].a.name);
+        fprintf(f, "  %-*s ", w, m->t[i].a.name);
         if (is_process(&m->t[i]))
             fprintf(f, "- (does not apply: a process allocator's free memory is whatever its "
-                       "heap holds from before;\n            the raw samples, inside the span of "
-                       "its churn blocks, are in the JSON)\n");
+                       "heap holds from before;\n  %*s the raw samples, inside the span of "
+                       "its churn blocks, are in the JSON)\n", w, "");
+        else if (!(m->t[i].a.applies & MC_APPLY_STATS))
+            fprintf(f, "- (does not apply: no stats, so its free bytes are unknown; estimates "
+                       "in the JSON)\n");
         else
             print_frag_series(f, &m->t[i].churn);
     }
@@ -414,8 +432,8 @@ static void print_churn(FILE *f, const struct memcheck *m)
 
 static void print_summary(FILE *f, const struct memcheck *m)
 {
-    static const struct tk_col cols[] = {
-        {"phase", 6, true},   {"allocator", 9, true}, {"tests", 6, false},
+    struct tk_col cols[] = {
+        {"phase", 6, true},   {"allocator", name_width(m), true}, {"tests", 6, false},
         {"worst-A", 8, false}, {"worst-F", 8, false},  {"avgmax-A", 8, false},
         {"avgmax-F", 8, false}, {"avg-A", 7, false},   {"avg-F", 7, false},
         {"avgp99-A", 8, false}, {"avgp99-F", 8, false}, {"OVRH%", 6, false},
@@ -458,10 +476,11 @@ void mc_print_failures(FILE *f, const struct memcheck *m)
             continue;
         const struct mc_opts *o = &m->o;
         fprintf(f, "\nFAILED: %s: %s\n", t->a.name, t->fail.msg);
-        fprintf(f, "  replay: rtmem memcheck --kinds %s --phases %s --seed %llu "
+        fprintf(f, "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
                    "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
                    "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
                    "--churn-fill %u --churn-max-size %zu%s\n",
+                t->a.plugin_path ? " --plugin " : "", t->a.plugin_path ? t->a.plugin_path : "",
                 t->a.name, mc_phase_name(t->fail.phase), (unsigned long long)o->seed,
                 o->seq_heap_bytes, o->random_rounds, o->pattern_heap_bytes, o->pattern_rounds,
                 (unsigned long long)o->churn_ops, o->churn_heap_bytes, o->churn_fill_pct,
@@ -491,7 +510,7 @@ static void print_sizes(FILE *f, const struct memcheck *m)
     fprintf(f, "  %8s", "H");
     for (size_t i = 0; i < m->n_t; i++)
         if (m->t[i].a.sort == MC_HEAP)
-            fprintf(f, " %10s", m->t[i].a.name);
+            fprintf(f, " %*s", name_width(m) + 1, m->t[i].a.name);
     fputc('\n', f);
     const struct mc_alloc *first = NULL;
     for (size_t i = 0; i < m->n_t && !first; i++)
@@ -506,19 +525,34 @@ static void print_sizes(FILE *f, const struct memcheck *m)
                 continue;
             const struct mc_heap_info *h = k < a->n_cache ? &a->cache[k] : NULL;
             if (!h) {
-                fprintf(f, " %10s", "-");
+                fprintf(f, " %*s", name_width(m) + 1, "-");
                 continue;
             }
             char cell[32];
-            snprintf(cell, sizeof(cell), "+%zu%s", h->mem_bytes - h->usable_bytes,
-                     h->exact ? "" : "!");
-            fprintf(f, " %10s", cell);
+            if (h->sized_by_memory)
+                snprintf(cell, sizeof(cell), "mem=H");
+            else
+                snprintf(cell, sizeof(cell), "+%zu%s", h->mem_bytes - h->usable_bytes,
+                         h->exact ? "" : "!");
+            fprintf(f, " %*s", name_width(m) + 1, cell);
             all_exact = all_exact && h->exact;
         }
         fputc('\n', f);
     }
+    bool any_by_memory = false, any_by_stats = false;
+    for (size_t i = 0; i < m->n_t; i++)
+        if (m->t[i].a.sort == MC_HEAP) {
+            bool stats = m->t[i].a.applies & MC_APPLY_STATS;
+            any_by_memory = any_by_memory || !stats;
+            any_by_stats = any_by_stats || stats;
+        }
+    if (any_by_memory)
+        fprintf(f, "  mem=H: no statistics (a plugin without stats), so the heap gets exactly H "
+                   "bytes of memory, its metadata included\n");
     if (all_exact) {
-        fprintf(f, "  every heap has usable_bytes == H exactly\n");
+        if (any_by_stats)
+            fprintf(f, "  every %sheap has usable_bytes == H exactly\n",
+                    any_by_memory ? "other " : "");
         return;
     }
     for (size_t i = 0; i < m->n_t; i++)
@@ -573,7 +607,10 @@ void mc_print_header(FILE *f, const struct memcheck *m)
             fprintf(f, " %s", mc_phase_name((enum mc_phase)ph));
     fprintf(f, "\nallocators:\n");
     for (size_t i = 0; i < m->n_t; i++)
-        fprintf(f, "  %-9s %s\n", m->t[i].a.name, m->t[i].a.describe);
+        fprintf(f, "  %-*s %s\n", name_width(m), m->t[i].a.name, m->t[i].a.describe);
+    for (size_t i = 0; i < m->n_skipped; i++)
+        fprintf(f, "  %-*s SKIPPED: %s\n", name_width(m), m->skipped[i].name,
+                m->skipped[i].why);
     print_sizes(f, m);
 }
 
@@ -658,8 +695,12 @@ void mc_print_smokey(FILE *f, struct memcheck *m)
                 m->o.seq_heap_bytes / 1024, m->o.random_rounds, m->o.pattern_heap_bytes / 1024,
                 m->o.pattern_rounds);
         if (is_process(t))
-            fprintf(f, "# %s is the process allocator: OVRH%% is the slack malloc_usable_size "
-                       "shows, FRAG%% counts probes inside the fill's span\n",
+            fprintf(f, "# %s is a process allocator: OVRH%% is the slack %s shows, FRAG%% "
+                       "counts probes inside the fill's span\n",
+                    t->a.name, t->a.usable_name);
+        else if (!(t->a.applies & MC_APPLY_STATS))
+            fprintf(f, "# %s has no stats: H is the memory given to create, OVRH%% includes "
+                       "its metadata\n",
                     t->a.name);
         for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
             if (t->seq[ph].ran)
@@ -764,7 +805,7 @@ static void json_summary(struct tk_json *j, const char *key, const struct tk_sum
     tk_json_end_object(j);
 }
 
-static void json_churn(struct tk_json *j, const struct mc_churn *ch, bool heap)
+static void json_churn(struct tk_json *j, const struct mc_churn *ch, bool frag_applies)
 {
     tk_json_key(j, "churn");
     if (!ch->ran) {
@@ -781,8 +822,9 @@ static void json_churn(struct tk_json *j, const struct mc_churn *ch, bool heap)
     tk_json_kv_uint(j, "failed_allocs", ch->failed_allocs);
     tk_json_kv_double(j, "failed_alloc_max_ns", ch->failed_max_ns);
     tk_json_kv_uint(j, "skipped_frees", ch->skipped_frees);
-    /* A process allocator's samples depend on what its heap held before. */
-    tk_json_kv_bool(j, "frag_applies", heap);
+    /* A process allocator's samples depend on what its heap held before;
+     * without statistics a heap's free bytes are an estimate. */
+    tk_json_kv_bool(j, "frag_applies", frag_applies);
     json_summary(j, "alloc", &ch->alloc);
     json_summary(j, "free", &ch->free);
     tk_json_key(j, "frag_columns");
@@ -817,9 +859,14 @@ static void json_applies(struct tk_json *j, const struct mc_alloc *a)
     tk_json_kv_bool(j, "free_status", a->applies & MC_APPLY_FREE_STATUS);
     tk_json_kv_bool(j, "bounds", a->applies & MC_APPLY_BOUNDS);
     tk_json_kv_bool(j, "fill_promise", a->applies & MC_APPLY_FILL_PROMISE);
-    tk_json_kv_string(j, "overhead_pct", a->sort == MC_HEAP
-                                             ? "100 - 100 * nrblocks * B / H"
-                                             : "100 - 100 * requested / sum(malloc_usable_size)");
+    char ovh[96];
+    if (a->sort == MC_PROCESS)
+        snprintf(ovh, sizeof(ovh), "100 - 100 * requested / sum(%s)", a->usable_name);
+    else if (!(a->applies & MC_APPLY_STATS))
+        snprintf(ovh, sizeof(ovh), "100 - 100 * nrblocks * B / H, H the memory given to create");
+    else
+        snprintf(ovh, sizeof(ovh), "100 - 100 * nrblocks * B / H");
+    tk_json_kv_string(j, "overhead_pct", ovh);
     tk_json_kv_string(j, "frag_probe", a->sort == MC_HEAP
                                            ? "fits in the heap"
                                            : "fits inside the fill's address span");
@@ -832,6 +879,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     tk_json_begin_object(j);
     tk_json_kv_string(j, "name", a->name);
     tk_json_kv_string(j, "sort", a->sort == MC_HEAP ? "heap" : "process");
+    tk_json_kv_string(j, "origin", a->origin);
     tk_json_kv_string(j, "describe", a->describe);
     json_applies(j, a);
     tk_json_kv_bool(j, "passed", !t->fail.failed);
@@ -854,6 +902,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
         tk_json_kv_uint(j, "mem_bytes", h->mem_bytes);
         tk_json_kv_uint(j, "overhead_bytes", h->overhead_bytes);
         tk_json_kv_bool(j, "exact", h->exact);
+        tk_json_kv_bool(j, "sized_by_memory", h->sized_by_memory);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);
@@ -870,7 +919,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     } else {
         tk_json_null(j);
     }
-    json_churn(j, &t->churn, a->sort == MC_HEAP);
+    json_churn(j, &t->churn, a->applies & MC_APPLY_STATS);
     tk_json_end_object(j);
 }
 
@@ -962,6 +1011,17 @@ int mc_write_json(FILE *f, struct memcheck *m)
     for (size_t i = 0; i < m->n_t; i++)
         json_target(&j, &m->t[i]);
     tk_json_end_array(&j);
+    /* Allocators asked for (or run by default) that did not load. */
+    tk_json_key(&j, "skipped");
+    tk_json_begin_array(&j);
+    for (size_t i = 0; i < m->n_skipped; i++) {
+        tk_json_begin_object(&j);
+        tk_json_kv_string(&j, "name", m->skipped[i].name);
+        tk_json_kv_string(&j, "reason", m->skipped[i].why);
+        tk_json_end_object(&j);
+    }
+    tk_json_end_array(&j);
+    tk_json_kv_bool(&j, "static_tls_reexec", mc_reexeced());
     tk_json_end_object(&j);
     return tk_json_finish(&j);
 }

@@ -818,8 +818,10 @@ static size_t largest_fit(struct mc_alloc *a, size_t free_bytes, struct probe *p
     return lo;
 }
 
-/* Free bytes for a fragmentation sample: the heap's statistics; for a
- * process allocator, the bytes of the span the churn's blocks occupy that
+/* Free bytes for a fragmentation sample: the heap's statistics; for a heap
+ * without statistics, its memory less the usable bytes of the live blocks
+ * (its metadata, unknown, counts as free); for a process allocator, the
+ * bytes of the span the churn's blocks occupy that
  * no live block covers (the probe counts only blocks inside that span),
  * the span taken as at most the budget H: an allocator with size-class
  * regions far apart (or a sanitizer's) spreads its blocks over a span of
@@ -829,6 +831,8 @@ static size_t churn_free_bytes(const struct mc_alloc *a, const struct rtm_heap_s
 {
     if (have_stats)
         return st->free_bytes;
+    if (a->sort == MC_HEAP)
+        return a->cur.usable_bytes > live_bytes ? a->cur.usable_bytes - live_bytes : 0;
     size_t bytes = span->hi > span->lo ? (size_t)(span->hi - span->lo) : 0;
     if (bytes > a->cur.usable_bytes)
         bytes = a->cur.usable_bytes;
@@ -869,7 +873,7 @@ static int churn_sample(struct mc_target *t, const struct test_ctx *c, uint64_t 
 
 struct churn_state {
     size_t live;           /* entries of m->blocks / m->sizes */
-    size_t live_bytes;     /* usable bytes of the live blocks (MC_PROCESS) */
+    size_t live_bytes;     /* usable bytes of the live blocks (without statistics) */
     struct probe span;     /* MC_PROCESS: the blocks' address span */
 };
 
@@ -904,9 +908,9 @@ static int churn_op(struct memcheck *m, struct mc_target *t, const struct test_c
     uint64_t t0 = tk_timer_start();
     void *p = a->alloc(a->ctx, op);
     uint64_t t1 = tk_timer_end();
-    /* A process allocator's live blocks are counted by usable size, to
-     * compare with the span they occupy (see churn_free_bytes). */
-    size_t bytes = p && a->sort == MC_PROCESS ? a->usable_size(a->ctx, p) : 0;
+    /* Without statistics, live blocks are counted by usable size (see
+     * churn_free_bytes). */
+    size_t bytes = p && !(a->applies & MC_APPLY_STATS) ? a->usable_size(a->ctx, p) : 0;
     m->blocks[cs->live] = p;
     m->sizes[cs->live] = (uint32_t)bytes;
     cs->live++;

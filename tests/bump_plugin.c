@@ -1,0 +1,105 @@
+/*
+ * Heap plugins for tests/tool_smoke.sh, built once per variant:
+ *   (none)             "bump": a plugin without stats or check, which memcheck
+ *                      runs, saying which checks it cannot do;
+ *   PLUGIN_BAD_ABI     an ABI version this rtmem does not take;
+ *   PLUGIN_BAD_TABLE   a mandatory call (free) missing;
+ *   PLUGIN_BAD_NAME    a name that is already taken ("glibc").
+ * memcheck must refuse each broken one with exit status 2 and a message
+ * naming the broken rule (rtmem/plugin.h), never run it.
+ * The heap is a bump allocator that takes all its memory back when its last
+ * block is freed: simple, and correct for memcheck's tests, which free every
+ * block before the next one.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include <rtmem/plugin.h>
+
+struct bump {
+    unsigned char *base;
+    size_t size, top, live;
+};
+
+#define ALIGN ((size_t)16)
+/* Each block is preceded by its size, in one ALIGN-sized header. */
+#define HEADER ALIGN
+
+static void *bump_create(void *mem, size_t size)
+{
+    const uintptr_t a = _Alignof(struct bump);
+    uintptr_t at = ((uintptr_t)mem + a - 1) & ~(a - 1);
+    size_t trim = (size_t)(at - (uintptr_t)mem) + sizeof(struct bump);
+    if (size < trim + ALIGN + HEADER + ALIGN)
+        return NULL;
+    struct bump *b = (struct bump *)at;
+    uintptr_t base = ((uintptr_t)mem + trim + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
+    b->base = (unsigned char *)base;
+    b->size = (size - (size_t)(base - (uintptr_t)mem)) & ~(ALIGN - 1);
+    b->top = 0;
+    b->live = 0;
+    return b;
+}
+
+static void bump_destroy(void *heap)
+{
+    (void)heap;
+}
+
+static void *bump_alloc(void *heap, size_t size)
+{
+    struct bump *b = heap;
+    if (size > b->size)
+        return NULL;
+    size_t need = HEADER + ((size ? size : 1) + ALIGN - 1) / ALIGN * ALIGN;
+    if (need > b->size - b->top)
+        return NULL;
+    unsigned char *p = b->base + b->top;
+    *(size_t *)p = need - HEADER;
+    b->top += need;
+    b->live++;
+    return p + HEADER;
+}
+
+#ifdef PLUGIN_BAD_TABLE
+__attribute__((unused))   /* left out of the table on purpose */
+#endif
+static int bump_free(void *heap, void *p)
+{
+    struct bump *b = heap;
+    if (!p)
+        return 0;
+    unsigned char *c = p;
+    if (c < b->base + HEADER || c >= b->base + b->top || b->live == 0)
+        return -EINVAL;
+    if (--b->live == 0)
+        b->top = 0;
+    return 0;
+}
+
+static size_t bump_usable_size(void *heap, const void *p)
+{
+    (void)heap;
+    return *(const size_t *)((const unsigned char *)p - HEADER);
+}
+
+const struct rtm_heap_plugin rtm_heap_plugin = {
+#ifdef PLUGIN_BAD_ABI
+    .abi_version = RTM_HEAP_PLUGIN_ABI_VERSION + 1,
+#else
+    .abi_version = RTM_HEAP_PLUGIN_ABI_VERSION,
+#endif
+#ifdef PLUGIN_BAD_NAME
+    .name = "glibc",
+#else
+    .name = "bump",
+#endif
+    .description = "test: a bump allocator without stats or check (tests/bump_plugin.c)",
+    .create = bump_create,
+    .destroy = bump_destroy,
+    .alloc = bump_alloc,
+#ifndef PLUGIN_BAD_TABLE
+    .free = bump_free,
+#endif
+    .usable_size = bump_usable_size,
+};

@@ -1,0 +1,430 @@
+/*
+ * `rtmem memcheck`: allocators loaded at run time (memcheck_alloc.h).
+ *
+ * Peers are other process allocators, loaded with dlopen(RTLD_LOCAL) so
+ * that rtmem never links them and the process keeps glibc's malloc for
+ * everything else; each is called only through entry points that dlsym
+ * finds in its own library. Plugins are a user's bounded heaps, loaded the
+ * same way through the table of rtmem/plugin.h. Neither is ever unloaded:
+ * allocators keep thread caches and destructors that do not survive
+ * dlclose.
+ */
+#include "memcheck_alloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rtmem/plugin.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MC_ASAN 1
+#endif
+#endif
+#ifdef MC_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
+/* Set in the environment of a process mc_reexec_static_tls started, to the
+ * name of the peer it was started for. */
+#define REEXEC_MARKER "RTMEM_MEMCHECK_STATIC_TLS_REEXEC"
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_why(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- peers ------------------------------------------------------------------ */
+
+struct peer {
+    const char *name;
+    const char *soname;
+    const char *malloc_sym, *free_sym, *usable_sym;
+    bool usable_takes_const;     /* mi_usable_size(const void *) */
+    void (*version)(void *dl, char *buf, size_t len);
+
+    bool tried;
+    int status;                  /* mc_alloc_peer's result, once tried */
+    char why[MC_WHY_MAX];
+    char describe[256];
+    void *(*malloc_fn)(size_t);
+    void (*free_fn)(void *);
+    size_t (*usable_fn)(void *);
+    size_t (*usable_const_fn)(const void *);
+};
+
+/* Calls through a pointer of the function's own type only: the three
+ * usable-size calls differ in their parameter's constness. */
+static void *peer_alloc(void *ctx, size_t size)
+{
+    const struct peer *p = ctx;
+    return p->malloc_fn(size);
+}
+
+static int peer_free(void *ctx, void *block)
+{
+    const struct peer *p = ctx;
+    p->free_fn(block);
+    return 0;
+}
+
+static size_t peer_usable(void *ctx, const void *block)
+{
+    const struct peer *p = ctx;
+    return p->usable_fn((void *)block);
+}
+
+static size_t peer_usable_const(void *ctx, const void *block)
+{
+    const struct peer *p = ctx;
+    return p->usable_const_fn(block);
+}
+
+/* Versions, for the report; best effort (an empty string if unknown). */
+static void jemalloc_version(void *dl, char *buf, size_t len)
+{
+    int (*mallctl)(const char *, void *, size_t *, void *, size_t) =
+        (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(dl, "mallctl");
+    const char *v = NULL;
+    size_t sz = sizeof(v);
+    if (mallctl && mallctl("version", &v, &sz, NULL, 0) == 0 && v)
+        snprintf(buf, len, " %.*s", (int)strcspn(v, "-"), v);
+}
+
+static void mimalloc_version(void *dl, char *buf, size_t len)
+{
+    int (*mi_version)(void) = (int (*)(void))dlsym(dl, "mi_version");
+    if (mi_version) {
+        int v = mi_version();
+        snprintf(buf, len, " %d.%d.%d", v / 100, v / 10 % 10, v % 10);
+    }
+}
+
+static void tcmalloc_version(void *dl, char *buf, size_t len)
+{
+    const char *(*tc_version)(int *, int *, const char **) =
+        (const char *(*)(int *, int *, const char **))dlsym(dl, "tc_version");
+    int major = 0, minor = 0;
+    const char *patch = NULL;
+    if (tc_version && tc_version(&major, &minor, &patch))
+        snprintf(buf, len, " %d.%d%s", major, minor, patch ? patch : "");
+}
+
+static struct peer peers[] = {
+    {.name = "jemalloc", .soname = "libjemalloc.so.2", .malloc_sym = "malloc",
+     .free_sym = "free", .usable_sym = "malloc_usable_size", .version = jemalloc_version},
+    {.name = "mimalloc", .soname = "libmimalloc.so.2", .malloc_sym = "mi_malloc",
+     .free_sym = "mi_free", .usable_sym = "mi_usable_size", .usable_takes_const = true,
+     .version = mimalloc_version},
+    {.name = "tcmalloc", .soname = "libtcmalloc_minimal.so.4", .malloc_sym = "tc_malloc",
+     .free_sym = "tc_free", .usable_sym = "tc_malloc_size", .version = tcmalloc_version},
+};
+
+#define N_PEERS (sizeof(peers) / sizeof(peers[0]))
+
+const char *const *mc_peer_names(void)
+{
+    static const char *const names[N_PEERS + 1] = {"jemalloc", "mimalloc", "tcmalloc", NULL};
+    return names;
+}
+
+bool mc_reexeced(void)
+{
+    const char *v = getenv(REEXEC_MARKER);
+    return v && *v;
+}
+
+/* The address of sym in the library dl itself, or NULL (why set): a symbol
+ * that resolves elsewhere (jemalloc's "malloc" to glibc's, say) would
+ * silently measure another allocator. */
+static void *own_symbol(void *dl, const struct link_map *lm, const char *sym, char *why,
+                        size_t len)
+{
+    void *f = dlsym(dl, sym);
+    Dl_info di;
+    if (!f) {
+        set_why(why, len, "no symbol %s in %s", sym, lm->l_name);
+        return NULL;
+    }
+    if (!dladdr(f, &di) || !di.dli_fname || strcmp(di.dli_fname, lm->l_name) != 0) {
+        set_why(why, len, "%s resolves outside %s (in %s)", sym, lm->l_name,
+                di.dli_fname ? di.dli_fname : "?");
+        return NULL;
+    }
+    return f;
+}
+
+/* dlopen, with LeakSanitizer off while the library's constructors run:
+ * tcmalloc registers itself with a `new` that it never deletes, which ASan's
+ * operator new sees as a leak of ours. */
+static void *open_library(const char *soname)
+{
+#ifdef MC_ASAN
+    __lsan_disable();
+#endif
+    void *dl = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+#ifdef MC_ASAN
+    __lsan_enable();
+#endif
+    return dl;
+}
+
+static int load_peer(struct peer *p)
+{
+    dlerror();
+    void *dl = open_library(p->soname);
+    if (!dl) {
+        const char *err = dlerror();
+        err = err ? err : "dlopen failed";
+        if (strstr(err, "No such file")) {
+            set_why(p->why, sizeof(p->why), "not installed (no %s on the library path)",
+                    p->soname);
+            return -1;
+        }
+        set_why(p->why, sizeof(p->why), "%s", err);
+        if (strstr(err, "static TLS") && !mc_reexeced())
+            return MC_PEER_NEEDS_STATIC_TLS;
+        return -1;
+    }
+    struct link_map *lm = NULL;
+    if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
+        set_why(p->why, sizeof(p->why), "dlinfo on %s failed", p->soname);
+        return -1;
+    }
+    void *m = own_symbol(dl, lm, p->malloc_sym, p->why, sizeof(p->why));
+    void *f = m ? own_symbol(dl, lm, p->free_sym, p->why, sizeof(p->why)) : NULL;
+    void *u = f ? own_symbol(dl, lm, p->usable_sym, p->why, sizeof(p->why)) : NULL;
+    if (!u)
+        return -1;
+    p->malloc_fn = (void *(*)(size_t))m;
+    p->free_fn = (void (*)(void *))f;
+    if (p->usable_takes_const)
+        p->usable_const_fn = (size_t (*)(const void *))u;
+    else
+        p->usable_fn = (size_t (*)(void *))u;
+    char version[64] = "";
+    p->version(dl, version, sizeof(version));
+    const char *marker = getenv(REEXEC_MARKER);
+    snprintf(p->describe, sizeof(p->describe),
+             "process allocator: %s%s, %s dlopen'd (%s, %s, %s)%s", p->name, version, lm->l_name,
+             p->malloc_sym, p->free_sym, p->usable_sym,
+             marker && strcmp(marker, p->name) == 0
+                 ? "; memcheck re-executed itself with more static TLS for it (GLIBC_TUNABLES "
+                   "glibc.rtld.optional_static_tls)"
+                 : "");
+    return 0;
+}
+
+int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_len)
+{
+    struct peer *p = NULL;
+    for (size_t i = 0; i < N_PEERS && !p; i++)
+        if (strcmp(peers[i].name, name) == 0)
+            p = &peers[i];
+    if (!p) {
+        set_why(why, why_len, "no peer named %s", name);
+        return -1;
+    }
+    if (!p->tried) {
+        p->status = load_peer(p);
+        p->tried = true;
+    }
+    if (p->status != 0) {
+        set_why(why, why_len, "%s", p->why);
+        return p->status;
+    }
+    memset(a, 0, sizeof(*a));
+    snprintf(a->name, sizeof(a->name), "%s", p->name);
+    a->sort = MC_PROCESS;
+    a->applies = 0;
+    a->describe = p->describe;
+    a->origin = "peer";
+    a->usable_name = p->usable_sym;
+    a->alloc = peer_alloc;
+    a->free = peer_free;
+    a->usable_size = p->usable_takes_const ? peer_usable_const : peer_usable;
+    a->ctx = p;
+    return 0;
+}
+
+void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len)
+{
+    if (mc_reexeced()) {
+        set_why(why, why_len, "already re-executed once with more static TLS");
+        return;
+    }
+    static const char tunable[] = "glibc.rtld.optional_static_tls=";
+    const char *old = getenv("GLIBC_TUNABLES");
+    char value[1024];
+    int n = old && *old
+                ? snprintf(value, sizeof(value), "%s:%s%d", old, tunable, MC_STATIC_TLS_BYTES)
+                : snprintf(value, sizeof(value), "%s%d", tunable, MC_STATIC_TLS_BYTES);
+    if (n < 0 || (size_t)n >= sizeof(value)) {
+        set_why(why, why_len, "GLIBC_TUNABLES is too long to add %s%d", tunable,
+                MC_STATIC_TLS_BYTES);
+        return;
+    }
+    char *saved = old ? strdup(old) : NULL;
+    if (setenv("GLIBC_TUNABLES", value, 1) != 0 || setenv(REEXEC_MARKER, peer, 1) != 0) {
+        set_why(why, why_len, "setenv: %s", strerror(errno));
+    } else {
+        fflush(NULL);
+        execv("/proc/self/exe", argv);
+        set_why(why, why_len, "re-executing with GLIBC_TUNABLES=%s failed: %s", value,
+                strerror(errno));
+    }
+    /* Still here: the environment as it was. */
+    if (saved)
+        setenv("GLIBC_TUNABLES", saved, 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
+    unsetenv(REEXEC_MARKER);
+    free(saved);
+}
+
+/* ---- plugins ------------------------------------------------------------------ */
+
+static void *plugin_create(const void *arg, void *mem, size_t size)
+{
+    const struct rtm_heap_plugin *t = arg;
+    return t->create(mem, size);
+}
+
+static bool is_power_of_two(size_t v)
+{
+    return v && (v & (v - 1)) == 0;
+}
+
+/* Letters, digits, '-', '_', '.': the name goes into --kinds lists and the
+ * replay command. */
+static bool name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > RTM_HEAP_PLUGIN_NAME_MAX)
+        return false;
+    for (const char *c = name; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_' || *c == '.'))
+            return false;
+    return true;
+}
+
+/* The table's rules (rtmem/plugin.h). Returns 0 or -1 with why set. */
+static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *, void *),
+                    void *arg, char *why, size_t len)
+{
+    if (t->abi_version != RTM_HEAP_PLUGIN_ABI_VERSION) {
+        set_why(why, len, "ABI version %u, this rtmem takes %u (rebuild the plugin against "
+                          "this rtmem/plugin.h)",
+                t->abi_version, RTM_HEAP_PLUGIN_ABI_VERSION);
+        return -1;
+    }
+    if (!t->name || !name_ok(t->name)) {
+        set_why(why, len, "bad name: 1 to %d letters, digits, '-', '_' or '.' needed",
+                RTM_HEAP_PLUGIN_NAME_MAX);
+        return -1;
+    }
+    if (taken(t->name, arg)) {
+        set_why(why, len, "the name '%s' is already taken", t->name);
+        return -1;
+    }
+    const struct {
+        const char *what;
+        bool missing;
+    } mandatory[] = {
+        {"create", !t->create}, {"destroy", !t->destroy}, {"alloc", !t->alloc},
+        {"free", !t->free},     {"usable_size", !t->usable_size},
+    };
+    for (size_t i = 0; i < sizeof(mandatory) / sizeof(mandatory[0]); i++)
+        if (mandatory[i].missing) {
+            set_why(why, len, "'%s': mandatory call %s is NULL", t->name, mandatory[i].what);
+            return -1;
+        }
+    if (t->alignment && !is_power_of_two(t->alignment)) {
+        set_why(why, len, "'%s': alignment %zu is not a power of two", t->name, t->alignment);
+        return -1;
+    }
+    return 0;
+}
+
+int mc_plugin_load(struct mc_plugin *pl, const char *path,
+                   bool (*taken)(const char *name, void *arg), void *arg, char *why,
+                   size_t why_len)
+{
+    memset(pl, 0, sizeof(*pl));
+    /* dlopen searches the library path for a name without '/': a file in
+     * the current directory is what the user means. */
+    if (!strchr(path, '/') && access(path, F_OK) == 0)
+        snprintf(pl->path, sizeof(pl->path), "./%s", path);
+    else
+        snprintf(pl->path, sizeof(pl->path), "%s", path);
+    dlerror();
+    void *dl = open_library(pl->path);
+    if (!dl) {
+        const char *err = dlerror();
+        set_why(why, why_len, "cannot load: %s", err ? err : "dlopen failed");
+        return -1;
+    }
+    const struct rtm_heap_plugin *t = dlsym(dl, RTM_HEAP_PLUGIN_SYMBOL);
+    if (!t) {
+        set_why(why, why_len, "no symbol '%s' (the table rtmem/plugin.h describes)",
+                RTM_HEAP_PLUGIN_SYMBOL);
+        dlclose(dl);
+        return -1;
+    }
+    if (validate(t, taken, arg, why, why_len) != 0) {
+        dlclose(dl);
+        return -1;
+    }
+    pl->table = t;
+    pl->hops = (struct mc_heap_ops){
+        .create = plugin_create,
+        .destroy = t->destroy,
+        .alloc = t->alloc,
+        .free = t->free,
+        .usable_size = t->usable_size,
+        .stats = t->stats,
+        .check = t->check,
+        .fill_count = NULL,
+    };
+    snprintf(pl->describe, sizeof(pl->describe), "plugin %s%s%s%s%s", pl->path,
+             t->description ? ": " : "", t->description ? t->description : "",
+             t->stats ? "" : " [no stats: H is the memory given to create; used-bytes, "
+                             "coalescing, largest_free and TOVRH% not checked]",
+             t->check ? "" : " [no integrity check]");
+    return 0;
+}
+
+void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl)
+{
+    const struct rtm_heap_plugin *t = pl->table;
+    memset(a, 0, sizeof(*a));
+    snprintf(a->name, sizeof(a->name), "%s", t->name);
+    a->sort = MC_HEAP;
+    a->applies = MC_APPLY_FILL_TO_FAILURE | MC_APPLY_FREE_STATUS | MC_APPLY_BOUNDS |
+                 (t->stats ? MC_APPLY_STATS : 0u) | (t->check ? MC_APPLY_CHECK : 0u);
+    a->describe = pl->describe;
+    a->origin = "plugin";
+    a->plugin_path = pl->path;
+    a->align = t->alignment ? t->alignment : RTM_HEAP_MIN_ALIGN;
+    a->hops = &pl->hops;
+    a->hops_arg = t;
+    /* The plugin's own calls, timed directly. */
+    a->alloc = t->alloc;
+    a->free = t->free;
+    a->usable_size = t->usable_size;
+}
