@@ -119,6 +119,14 @@ void tk_json_key(struct tk_json *j, const char *key)
     j->after_key = true;
 }
 
+bool tk_json_key_or_null(struct tk_json *j, const char *key, bool present)
+{
+    tk_json_key(j, key);
+    if (!present)
+        tk_json_null(j);
+    return present;
+}
+
 void tk_json_string(struct tk_json *j, const char *s)
 {
     before_value(j);

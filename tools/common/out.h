@@ -66,6 +66,12 @@ void tk_json_begin_array_compact(struct tk_json *j);
 
 /* Member name inside an object; the next call writes its value. */
 void tk_json_key(struct tk_json *j, const char *key);
+/* Member name for a value a run may not have (a phase it skipped): writes
+ * key, and null as its value when present is false. Returns present: true
+ * when the next call is to write the value.
+ *     if (!tk_json_key_or_null(j, "sweep", ran_sweep))
+ *         return; */
+bool tk_json_key_or_null(struct tk_json *j, const char *key, bool present);
 
 /* Values (inside an array, after a key, or as the whole document). A NULL
  * string is written as null. */

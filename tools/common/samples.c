@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/out.h"
+
 int tk_samples_init(struct tk_samples *s, size_t cap)
 {
     memset(s, 0, sizeof(*s));
@@ -101,4 +103,14 @@ void tk_hist_fill(struct tk_hist *h, const struct tk_samples *s)
     memset(h, 0, sizeof(*h));
     for (size_t i = 0; i < s->n; i++)
         tk_hist_add(h, s->v[i]);
+}
+
+void tk_summary_json_spread(struct tk_json *j, const struct tk_summary *s)
+{
+    tk_json_kv_double(j, "min_ns", s->min);
+    tk_json_kv_double(j, "p50_ns", s->p50);
+    tk_json_kv_double(j, "p99_ns", s->p99);
+    tk_json_kv_double(j, "p99_9_ns", s->p999);
+    tk_json_kv_double(j, "p99_99_ns", s->p9999);
+    tk_json_kv_double(j, "max_ns", s->max);
 }

@@ -78,6 +78,13 @@ uint64_t tk_samples_percentile(struct tk_samples *s, double q);
 /* Sum of all values, exact (no rounding) unless it overflows 64 bits. O(n). */
 uint64_t tk_samples_sum(const struct tk_samples *s);
 
+struct tk_json;
+
+/* The spread of a summary in nanoseconds as members of the open JSON object:
+ * min_ns, p50_ns, p99_ns, p99_9_ns, p99_99_ns, max_ns (null where NaN). The
+ * caller writes count, the mean and anything else around them. */
+void tk_summary_json_spread(struct tk_json *j, const struct tk_summary *s);
+
 /*
  * Log-scale histogram: bucket 0 counts the value 0, bucket b >= 1 counts
  * values in [2^(b-1), 2^b). 65 buckets cover every uint64. Fill it from a

@@ -6,8 +6,6 @@
  * live here; see bench.h for the other files.
  */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +13,8 @@
 
 #include "bench.h"
 #include "cmd.h"
+#include "common/args.h"
+#include "common/run.h"
 
 #define DEFAULT_OPS        200000u
 #define DEFAULT_ROUNDS     5u
@@ -94,74 +94,8 @@ static void usage(FILE *f)
             BENCH_SCHEMA, DEFAULT_FILL, DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "rtmem bench: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'rtmem bench --help'.\n");
-    return -1;
-}
-
-/* Decimal digits only (no sign, no space), within [lo, hi]. */
-static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char msg[160];
-    if (!s || *s < '0' || *s > '9') {
-        snprintf(msg, sizeof(msg), "%s needs a non-negative whole number, not '%%s'", opt);
-        return bad_usage(msg, s ? s : "");
-    }
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a whole number", opt);
-        return bad_usage(msg, s);
-    }
-    if (errno == ERANGE || v < lo || v > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu]", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_usage(msg, s);
-    }
-    *out = v;
-    return 0;
-}
-
-/* A byte count with an optional K, M or G suffix (binary), optionally
- * followed by "B" or "iB". */
-static int parse_bytes(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char msg[160];
-    if (!s || *s < '0' || *s > '9') {
-        snprintf(msg, sizeof(msg), "%s needs a byte count (e.g. 4096, 64K, 64M), not '%%s'", opt);
-        return bad_usage(msg, s ? s : "");
-    }
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-        end += strlen(end);
-    else if (!shift && strcmp(end, "B") == 0)
-        end++;
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a byte count (e.g. 4096, 64K, 64M)", opt);
-        return bad_usage(msg, s);
-    }
-    if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift)) || (v << shift) < lo ||
-        (v << shift) > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu] bytes", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_usage(msg, s);
-    }
-    *out = (uint64_t)v << shift;
-    return 0;
-}
+/* Messages name the subcommand; byte-count examples fit its sizes. */
+static const struct tk_args cli = {"rtmem bench", "4096, 64K, 64M"};
 
 enum {
     OPT_OPS = 256, OPT_ROUNDS, OPT_MIN, OPT_MAX, OPT_LIVE, OPT_HEAP, OPT_SEED, OPT_CPU,
@@ -200,60 +134,51 @@ static int apply_option(int c, const char *arg, struct bench_opts *o, bool *set_
     int rc = 0;
     switch (c) {
     case OPT_OPS:
-        rc = parse_u64("--ops", arg, 1, BENCH_MAX_OPS, &v);
+        rc = tk_args_u64(&cli, "--ops", arg, 1, BENCH_MAX_OPS, &v);
         o->ops = v;
         *set_ops = true;
         break;
     case OPT_ROUNDS:
-        rc = parse_u64("--rounds", arg, 1, BENCH_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--rounds", arg, 1, BENCH_MAX_ROUNDS, &v);
         o->rounds = (unsigned)v;
         *set_rounds = true;
         break;
     case OPT_MIN:
-        rc = parse_bytes("--min-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--min-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
         o->min_size_bytes = (uint32_t)v;
         break;
     case OPT_MAX:
-        rc = parse_bytes("--max-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--max-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
         o->max_size_bytes = (uint32_t)v;
         break;
     case OPT_LIVE:
-        rc = parse_u64("--live", arg, 1, BENCH_MAX_LIVE, &v);
+        rc = tk_args_u64(&cli, "--live", arg, 1, BENCH_MAX_LIVE, &v);
         o->live_cap = (uint32_t)v;
         break;
     case OPT_HEAP:
-        rc = parse_bytes("--heap-size", arg, BENCH_MIN_HEAP_BYTES, BENCH_MAX_HEAP_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--heap-size", arg, BENCH_MIN_HEAP_BYTES, BENCH_MAX_HEAP_BYTES,
+                           &v);
         o->heap_bytes = (size_t)v;
         break;
     case OPT_SEED:
-        rc = parse_u64("--seed", arg, 0, UINT64_MAX, &v);
+        rc = tk_args_u64(&cli, "--seed", arg, 0, UINT64_MAX, &v);
         o->seed = v;
         break;
-    case OPT_CPU:
-        rc = parse_u64("--cpu", arg, 0, CPU_SETSIZE - 1, &v);
-        o->cpu = (int)v;
-        break;
-    case OPT_PRIO:
-        rc = parse_u64("--prio", arg, 1, 99, &v);
-        o->priority = (int)v;
-        break;
+    case OPT_CPU: return tk_args_cpu(&cli, arg, &o->cpu);
+    case OPT_PRIO: return tk_args_priority(&cli, arg, &o->priority);
     case OPT_NO_RT: o->no_rt = true; break;
     case OPT_KINDS: o->kinds_arg = arg; break;
-    case OPT_JSON:
-        if (!arg || !*arg)
-            return bad_usage("--json needs a file name%s", "");
-        o->json_path = arg;
-        break;
+    case OPT_JSON: return tk_args_file(&cli, "--json", arg, &o->json_path);
     case OPT_QUICK: o->quick = true; break;
     case OPT_NO_SWEEP: o->no_sweep = true; break;
     case OPT_SWEEP_ONLY: o->sweep_only = true; break;
     case OPT_SWEEP_OPS:
-        rc = parse_u64("--sweep-ops", arg, 1, BENCH_MAX_OPS, &v);
+        rc = tk_args_u64(&cli, "--sweep-ops", arg, 1, BENCH_MAX_OPS, &v);
         o->sweep_ops = v;
         *set_sweep_ops = true;
         break;
     case OPT_FILL:
-        rc = parse_u64("--fill", arg, 1, BENCH_MAX_LIVE, &v);
+        rc = tk_args_u64(&cli, "--fill", arg, 1, BENCH_MAX_LIVE, &v);
         o->fill_blocks = (uint32_t)v;
         break;
     case OPT_NO_FREE_ORDER: o->no_free_order = true; break;
@@ -274,28 +199,18 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     };
     bool set_ops = false, set_rounds = false, set_sweep_ops = false;
 
-    opterr = 0;   /* our own messages, naming the subcommand */
-    optind = 1;
+    tk_args_begin();
     int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    while ((c = tk_args_next(&cli, argc, argv, long_opts)) > 0) {
         if (c == 'h') {
             usage(stdout);
             return 1;
         }
-        if (c == '?') {
-            if (optopt && optopt < 256) {
-                char opt[3] = {'-', (char)optopt, 0};
-                return bad_usage("unknown option '%s'", opt);
-            }
-            return bad_usage("unknown option '%s'", argv[optind - 1]);
-        }
-        if (c == ':')
-            return bad_usage("option '%s' needs a value", argv[optind - 1]);
         if (apply_option(c, optarg, o, &set_ops, &set_rounds, &set_sweep_ops) != 0)
             return -1;
     }
-    if (optind < argc)
-        return bad_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return -1;
 
     if (o->quick) {
         if (!set_ops)
@@ -309,10 +224,10 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         char msg[96];
         snprintf(msg, sizeof(msg), "--min-size (%u) is larger than --max-size (%u)%%s",
                  o->min_size_bytes, o->max_size_bytes);
-        return bad_usage(msg, "");
+        return tk_args_bad(&cli, msg, "");
     }
     if (o->no_sweep && o->sweep_only)
-        return bad_usage("--no-sweep and --sweep-only exclude each other%s", "");
+        return tk_args_bad(&cli, "--no-sweep and --sweep-only exclude each other%s", "");
     if (o->sweep_only)
         o->no_free_order = true;
     return 0;
@@ -388,7 +303,7 @@ static int select_allocators(struct bench *b)
     if (kind_selected(b->o.kinds_arg, extra_names[1], &unknown, buf, sizeof(buf)))
         add_allocator(b, extra_names[1], ALLOC_GLIBC);
     if (unknown && !*unknown)
-        return bad_usage("--kinds: empty name in '%s'", b->o.kinds_arg);
+        return tk_args_bad(&cli, "--kinds: empty name in '%s'", b->o.kinds_arg);
     if (unknown) {
         fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", unknown);
         for (const char *const *k = rtm_heap_kinds(); *k; k++)
@@ -397,7 +312,7 @@ static int select_allocators(struct bench *b)
         return -1;
     }
     if (b->n_al < 2)
-        return bad_usage("--kinds selects no allocator%s", "");
+        return tk_args_bad(&cli, "--kinds selects no allocator%s", "");
     return 0;
 }
 
@@ -552,27 +467,14 @@ static int bench_run(struct bench *b)
 {
     FILE *json = NULL;
     if (b->o.json_path) {
-        json = fopen(b->o.json_path, "w");
-        if (!json) {
-            fprintf(stderr, "rtmem bench: cannot write '%s': %s\n", b->o.json_path,
-                    strerror(errno));
+        json = tk_run_open_results(cli.prog, b->o.json_path);
+        if (!json)
             return EXIT_USAGE;
-        }
     }
 
-    struct tk_rt_request req = {
-        .pin = !b->o.no_rt, .cpu = b->o.cpu, .fifo = !b->o.no_rt,
-        .priority = b->o.priority, .lock = false,   /* locked below, once mapped */
-    };
-    tk_rt_setup(&req, &b->rt);
-
-    int status = 0;
-    int rc = tk_timer_init(&b->timer, CALIBRATION_MS);
-    if (rc != 0) {
-        fprintf(stderr, "rtmem bench: timer setup failed: %s\n", strerror(-rc));
-        status = 1;
-    }
-    collect_machine_facts(&b->mf);
+    /* Memory is locked below, once mapped. */
+    const struct tk_run_opts ro = {cli.prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
+    int status = tk_run_setup(&ro, &b->rt, &b->timer, &b->mf) == 0 ? 0 : 1;
     if (status == 0 && allocate_run_storage(b) != 0) {
         fprintf(stderr, "rtmem bench: out of memory for the run's buffers\n");
         status = 1;
@@ -600,7 +502,7 @@ static int bench_run(struct bench *b)
         print_notes(stdout, b);
         /* status is 1 here if the free-order phase stopped: no result file. */
         if (json && status == 0) {
-            rc = write_json(json, b);
+            int rc = write_json(json, b);
             if (rc != 0) {
                 fprintf(stderr, "rtmem bench: writing '%s' failed: %s\n", b->o.json_path,
                         strerror(-rc));
@@ -610,11 +512,9 @@ static int bench_run(struct bench *b)
             }
         }
     }
-    if (json && fclose(json) != 0 && status == 0) {
-        fprintf(stderr, "rtmem bench: closing '%s' failed: %s\n", b->o.json_path,
-                strerror(errno));
+    if (json && tk_run_close_results(cli.prog, json, b->o.json_path, status != 0) != 0 &&
+        status == 0)
         status = 1;
-    }
     /* Leave no partial result file behind to be mistaken for a result. */
     if (json && status != 0)
         (void)unlink(b->o.json_path);

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/arena.h"
+#include "common/describe.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
@@ -118,11 +120,8 @@ struct op_agg {
 struct allocator {
     const char *name;
     enum alloc_type type;
-    /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED). */
-    void *mem;
-    size_t mem_bytes;
-    bool mem_locked;
-    int mlock_err;
+    /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
+    struct tk_arena mem;
     struct rtm_heap *heap;
     struct rtm_tlsf *tlsf;
     uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
@@ -150,19 +149,11 @@ struct allocator {
     uint64_t *sweep_failed;
 };
 
-/* Machine facts printed at the top and stored in the JSON. */
-struct machine_facts {
-    char cpu_model[128];
-    char sysname[65], release[65], version[129], machine[65];
-    long cpus_online;
-    const char *libc_version;
-};
-
 struct bench {
     struct bench_opts o;
     struct tk_rt_state rt;
     struct tk_timer timer;
-    struct machine_facts mf;
+    struct tk_machine mf;
     struct allocator al[BENCH_MAX_ALLOCATORS];
     size_t n_al;                  /* al[0] is always the floor */
     struct workload w;
@@ -200,7 +191,6 @@ int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                   struct pass_out *out);
 
 /* bench_report.c */
-void collect_machine_facts(struct machine_facts *mf);
 void aggregate_main(struct bench *b);
 void print_header(FILE *f, const struct bench *b);
 void aggregate_free_order(struct bench *b);

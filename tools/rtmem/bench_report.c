@@ -4,12 +4,9 @@
  * summaries; a figure that does not exist (no sample, no glibc row to compare
  * with) prints as "-" and is written as null.
  */
-#include <gnu/libc-version.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "common/out.h"
@@ -20,39 +17,6 @@ static const char *const fill_order_keys[FILL_ORDERS] = {"in_order", "shuffled"}
 /* Longest series of per-pass summaries aggregated: the fills of the
  * free-order phase, FILL_ORDERS per round. */
 #define MAX_SERIES (FILL_ORDERS * BENCH_MAX_ROUNDS)
-
-void collect_machine_facts(struct machine_facts *mf)
-{
-    memset(mf, 0, sizeof(*mf));
-    snprintf(mf->cpu_model, sizeof(mf->cpu_model), "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof(line), f)) {
-            /* x86: "model name"; arm64 has no model name, take "Hardware". */
-            if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Hardware", 8) == 0) {
-                char *colon = strchr(line, ':');
-                if (!colon)
-                    continue;
-                colon++;
-                colon += strspn(colon, " \t");
-                colon[strcspn(colon, "\n")] = '\0';
-                snprintf(mf->cpu_model, sizeof(mf->cpu_model), "%s", colon);
-                break;
-            }
-        }
-        fclose(f);
-    }
-    struct utsname u;
-    if (uname(&u) == 0) {
-        snprintf(mf->sysname, sizeof(mf->sysname), "%s", u.sysname);
-        snprintf(mf->release, sizeof(mf->release), "%s", u.release);
-        snprintf(mf->version, sizeof(mf->version), "%s", u.version);
-        snprintf(mf->machine, sizeof(mf->machine), "%s", u.machine);
-    }
-    mf->cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
-    mf->libc_version = gnu_get_libc_version();
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -200,37 +164,26 @@ static double mib(size_t bytes)
 
 void print_header(FILE *f, const struct bench *b)
 {
-    const struct machine_facts *mf = &b->mf;
-    const struct tk_timer *t = &b->timer;
     fprintf(f, "rtmem bench %s (schema %s)\n", RTMEM_VERSION_STRING, BENCH_SCHEMA);
-    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model,
-            mf->sysname, mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+    tk_machine_print(f, &b->mf);
     tk_rt_print(f, &b->rt);
 
     bool any_heap = false;
     for (size_t i = 0; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
-        if (!a->mem)
+        if (!a->mem.mem)
             continue;
         any_heap = true;
         fprintf(f, "heap memory : %-12s %.0f MiB, mmap'd, prefaulted, mlock: %s\n", a->name,
-                mib(a->mem_bytes), a->mem_locked ? "yes" : "NO");
-        if (!a->mem_locked)
+                mib(a->mem.bytes), a->mem.locked ? "yes" : "NO");
+        if (!a->mem.locked)
             fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->name,
-                    strerror(a->mlock_err));
+                    strerror(a->mem.lock_err));
     }
     if (!any_heap)
         fprintf(f, "heap memory : no rtmem heap selected\n");
 
-    fprintf(f, "timer       : %s", t->source);
-    if (tk_timer_use_tsc)
-        fprintf(f, ", %.4f GHz calibrated over %.0f ms against CLOCK_MONOTONIC_RAW, "
-                   "invariant TSC: %s",
-                t->tick_hz / 1e9, t->calibration_ns / 1e6, t->tsc_invariant ? "yes" : "NO");
-    fprintf(f, "\ntimer overhead: start/end pair around nothing, %zu pairs: p50 %.1f ns, "
-               "p99 %.1f ns, min %.1f ns; resolution %.1f ns (%llu ticks)\n",
-            t->overhead_samples, t->overhead_p50_ns, t->overhead_p99_ns, t->overhead_min_ns,
-            t->resolution_ns, (unsigned long long)t->resolution_ticks);
+    tk_timer_print(f, "timer       : ", &b->timer, TK_DETAIL_FULL);
     fprintf(f, "seed        : %llu (workloads generated from it before any timing)\n",
             (unsigned long long)b->o.seed);
     if (!b->o.sweep_only)
@@ -485,31 +438,6 @@ void print_sweep(FILE *f, const struct bench *b)
     tk_table_row(f, cols, n, cells);
 }
 
-static void json_machine(struct tk_json *j, const struct bench *b)
-{
-    const struct machine_facts *mf = &b->mf;
-    tk_json_key(j, "machine");
-    tk_json_begin_object(j);
-    tk_json_kv_string(j, "cpu_model", mf->cpu_model);
-    tk_json_kv_int(j, "cpus_online", mf->cpus_online);
-    tk_json_kv_string(j, "sysname", mf->sysname);
-    tk_json_kv_string(j, "kernel_release", mf->release);
-    tk_json_kv_string(j, "kernel_version", mf->version);
-    tk_json_kv_string(j, "arch", mf->machine);
-    tk_json_kv_string(j, "libc", mf->libc_version);
-#if defined(__clang__)
-#define BENCH_STR_(x) #x
-#define BENCH_STR(x) BENCH_STR_(x)
-    tk_json_kv_string(j, "compiler", "clang " BENCH_STR(__clang_major__) "." BENCH_STR(
-                                         __clang_minor__) "." BENCH_STR(__clang_patchlevel__));
-#elif defined(__GNUC__)
-    tk_json_kv_string(j, "compiler", "gcc " __VERSION__);
-#else
-    tk_json_kv_string(j, "compiler", __VERSION__);
-#endif
-    tk_json_end_object(j);
-}
-
 static void json_params(struct tk_json *j, const struct bench *b)
 {
     tk_json_key(j, "params");
@@ -534,37 +462,13 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_end_object(j);
 }
 
-static void json_timer(struct tk_json *j, const struct bench *b)
-{
-    const struct tk_timer *t = &b->timer;
-    tk_json_key(j, "timer");
-    tk_json_begin_object(j);
-    tk_json_kv_string(j, "source", t->source);
-    tk_json_kv_double(j, "ns_per_tick", t->ns_per_tick);
-    tk_json_kv_double(j, "tick_hz", t->tick_hz);
-    tk_json_kv_double(j, "calibration_ns", t->calibration_ns);
-    tk_json_kv_bool(j, "tsc_invariant", t->tsc_invariant);
-    tk_json_kv_uint(j, "overhead_samples", t->overhead_samples);
-    tk_json_kv_double(j, "overhead_p50_ns", t->overhead_p50_ns);
-    tk_json_kv_double(j, "overhead_p99_ns", t->overhead_p99_ns);
-    tk_json_kv_double(j, "overhead_min_ns", t->overhead_min_ns);
-    tk_json_kv_uint(j, "resolution_ticks", t->resolution_ticks);
-    tk_json_kv_double(j, "resolution_ns", t->resolution_ns);
-    tk_json_end_object(j);
-}
-
 static void json_summary(struct tk_json *j, const struct tk_summary *s, double floor_mean)
 {
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "count", s->count);
     tk_json_kv_double(j, "avg_ns", s->mean);
     tk_json_kv_double(j, "avg_minus_floor_ns", s->mean - floor_mean);
-    tk_json_kv_double(j, "min_ns", s->min);
-    tk_json_kv_double(j, "p50_ns", s->p50);
-    tk_json_kv_double(j, "p99_ns", s->p99);
-    tk_json_kv_double(j, "p99_9_ns", s->p999);
-    tk_json_kv_double(j, "p99_99_ns", s->p9999);
-    tk_json_kv_double(j, "max_ns", s->max);
+    tk_summary_json_spread(j, s);
     tk_json_end_object(j);
 }
 
@@ -626,10 +530,11 @@ static void json_allocators(struct tk_json *j, const struct bench *b)
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->name);
         tk_json_kv_string(j, "api", type_name(a->type));
-        if (a->mem) {
-            tk_json_kv_uint(j, "heap_bytes", a->mem_bytes);
-            tk_json_kv_bool(j, "heap_mlocked", a->mem_locked);
-            tk_json_kv_string(j, "heap_mlock_error", a->mem_locked ? NULL : strerror(a->mlock_err));
+        if (a->mem.mem) {
+            tk_json_kv_uint(j, "heap_bytes", a->mem.bytes);
+            tk_json_kv_bool(j, "heap_mlocked", a->mem.locked);
+            tk_json_kv_string(j, "heap_mlock_error",
+                              a->mem.locked ? NULL : strerror(a->mem.lock_err));
             tk_json_kv_uint(j, "heap_check_failures", a->check_failures);
         }
         tk_json_kv_uint(j, "failed_allocs", a->failed_allocs);
@@ -647,11 +552,8 @@ static void json_allocators(struct tk_json *j, const struct bench *b)
 static void json_ratios(struct tk_json *j, const struct bench *b)
 {
     const struct allocator *g = find_glibc(b);
-    tk_json_key(j, "ratios_vs_glibc");
-    if (!g || !b->ran_main) {
-        tk_json_null(j);
+    if (!tk_json_key_or_null(j, "ratios_vs_glibc", g && b->ran_main))
         return;
-    }
     tk_json_begin_array(j);
     for (size_t i = 1; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
@@ -672,11 +574,8 @@ static void json_ratios(struct tk_json *j, const struct bench *b)
 
 static void json_free_order(struct tk_json *j, const struct bench *b)
 {
-    tk_json_key(j, "free_order");
-    if (!b->ran_free_order) {
-        tk_json_null(j);
+    if (!tk_json_key_or_null(j, "free_order", b->ran_free_order))
         return;
-    }
     const struct allocator *fl = &b->al[0];
     unsigned n = b->o.rounds;
     tk_json_begin_object(j);
@@ -743,11 +642,8 @@ static void json_double_array(struct tk_json *j, const char *key, const double *
 
 static void json_sweep(struct tk_json *j, const struct bench *b)
 {
-    tk_json_key(j, "sweep");
-    if (!b->ran_sweep) {
-        tk_json_null(j);
+    if (!tk_json_key_or_null(j, "sweep", b->ran_sweep))
         return;
-    }
     double v[SWEEP_BUCKETS];
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "bucket_width_bytes", SWEEP_BUCKET_BYTES);
@@ -795,11 +691,13 @@ int write_json(FILE *f, const struct bench *b)
     tk_json_kv_string(&j, "schema", BENCH_SCHEMA);
     tk_json_kv_string(&j, "tool", "rtmem bench");
     tk_json_kv_string(&j, "rtmem_version", RTMEM_VERSION_STRING);
-    json_machine(&j, b);
+    tk_json_key(&j, "machine");
+    tk_machine_json(&j, &b->mf, TK_DETAIL_FULL);
     json_params(&j, b);
     tk_json_key(&j, "rt");
     tk_rt_json(&j, &b->rt);
-    json_timer(&j, b);
+    tk_json_key(&j, "timer");
+    tk_timer_json(&j, &b->timer, TK_DETAIL_FULL);
     tk_json_key(&j, "floor");
     tk_json_begin_object(&j);
     tk_json_kv_double(&j, "alloc_avg_ns", b->ran_main ? b->al[0].agg[0].avg_ns : NAN);

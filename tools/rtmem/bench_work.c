@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "bench.h"
+#include "common/rng.h"
 
 int workload_init(struct workload *w, size_t cap)
 {
@@ -32,27 +32,6 @@ void workload_destroy(struct workload *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* splitmix64: a fast, well-mixed generator; the workload only needs
- * reproducible uniform draws. */
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n), n > 0, without modulo bias (rejects the short tail). */
-static uint64_t rng_below(uint64_t *state, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do
-        r = rng_next(state);
-    while (r >= limit);
-    return r % n;
-}
-
 void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
                        uint32_t live_cap, uint64_t seed)
 {
@@ -68,12 +47,12 @@ void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uin
         else if (live == 0)
             do_free = false;
         else
-            do_free = rng_next(&rng) & 1u;
+            do_free = tk_rng_next(&rng) & 1u;
         if (do_free) {
-            w->ops[i] = OP_FREE | (uint32_t)rng_below(&rng, live);
+            w->ops[i] = OP_FREE | (uint32_t)tk_rng_below(&rng, live);
             live--;
         } else {
-            w->ops[i] = min_bytes + (uint32_t)rng_below(&rng, span);
+            w->ops[i] = min_bytes + (uint32_t)tk_rng_below(&rng, span);
             live++;
         }
     }
@@ -115,16 +94,10 @@ void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint
     if (n > fw->cap)
         n = fw->cap;
     for (size_t i = 0; i < n; i++) {
-        fw->sizes[i] = min_bytes + (uint32_t)rng_below(&rng, span);
+        fw->sizes[i] = min_bytes + (uint32_t)tk_rng_below(&rng, span);
         in_order[i] = shuffled[i] = (uint32_t)i;
     }
-    /* Fisher-Yates: every permutation equally likely. */
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)rng_below(&rng, i);
-        uint32_t t = shuffled[i - 1];
-        shuffled[i - 1] = shuffled[j];
-        shuffled[j] = t;
-    }
+    tk_rng_shuffle(shuffled, n, sizeof(*shuffled), &rng);
     fw->n = n;
 }
 
@@ -132,15 +105,15 @@ void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint
 static int create_heap(struct allocator *a)
 {
     if (a->type == ALLOC_HEAP) {
-        a->heap = rtm_heap_create(a->name, a->mem, a->mem_bytes);
+        a->heap = rtm_heap_create(a->name, a->mem.mem, a->mem.bytes);
     } else {
-        a->tlsf = rtm_tlsf_create(a->mem, a->mem_bytes);
+        a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
         a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
     }
     if (!a->heap) {
         int err = errno ? errno : EINVAL;
         fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
-                a->mem_bytes, strerror(err));
+                a->mem.bytes, strerror(err));
         a->tlsf = NULL;
         return -err;
     }
@@ -151,21 +124,13 @@ int allocator_open(struct allocator *a, size_t heap_bytes)
 {
     if (a->type != ALLOC_HEAP && a->type != ALLOC_TLSF_TYPED)
         return 0;
-    void *mem = mmap(NULL, heap_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) {
-        int err = errno;
+    int rc = tk_arena_open(&a->mem, heap_bytes);
+    if (rc != 0) {
         fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->name,
-                strerror(err));
-        return -err;
+                strerror(-rc));
+        return rc;
     }
-    a->mem = mem;
-    a->mem_bytes = heap_bytes;
-    /* Prefault: every page is written now, not on the first allocation. */
-    memset(mem, 0, heap_bytes);
-    a->mem_locked = mlock(mem, heap_bytes) == 0;
-    a->mlock_err = a->mem_locked ? 0 : errno;
-
-    int rc = create_heap(a);
+    rc = create_heap(a);
     if (rc != 0)
         allocator_close(a);
     return rc;
@@ -177,9 +142,7 @@ void allocator_close(struct allocator *a)
         rtm_heap_destroy(a->heap);
     a->heap = NULL;
     a->tlsf = NULL;
-    if (a->mem)
-        (void)munmap(a->mem, a->mem_bytes);
-    a->mem = NULL;
+    (void)tk_arena_close(&a->mem);
     free(a->rounds[0]);
     free(a->rounds[1]);
     free(a->sweep_alloc_ns);
@@ -228,10 +191,47 @@ typedef int (*tlsf_free_fn)(struct rtm_tlsf *, void *);
 #define CALL_GLIBC_FREE(fn, ctx, p)     (fn(p), 0)
 
 /*
- * One timed pass, instantiated once per API so the timed region holds just
- * the call. Samples go to preallocated stores: nothing is allocated here.
- * Each allocated block gets one byte written (outside the timed region), as a
- * user would; a 0-byte request is not written to.
+ * The timed calls every pass is made of, for the per-API instantiations
+ * below: the region between tk_timer_start and tk_timer_end holds just the
+ * call. They are macros, not functions, so that each instantiation calls its
+ * API directly through its own volatile pointer.
+ *
+ * TIMED_ALLOC sets P to an allocation of SIZE (a uint32_t, read before the
+ * timer starts; P is stored after it stops), ticks to o->alloc_ticks; a
+ * NULL result counts in o->failed_allocs; otherwise one byte of the block
+ * (none for a 0-byte request) is written, outside the timed region, as a
+ * user would, with the low bits of SEQ.
+ */
+#define TIMED_ALLOC(P, CALL_ALLOC, fn, ctx, SIZE, SEQ, o)                                       \
+    do {                                                                                        \
+        uint32_t size_ = (SIZE);                                                                \
+        uint64_t t0_ = tk_timer_start();                                                        \
+        void *p_ = CALL_ALLOC(fn, ctx, size_);                                                  \
+        uint64_t t1_ = tk_timer_end();                                                          \
+        tk_samples_add((o)->alloc_ticks, t1_ - t0_);                                            \
+        if (!p_)                                                                                \
+            (o)->failed_allocs++;                                                               \
+        else if (size_ != 0)                                                                    \
+            *(volatile unsigned char *)p_ = (unsigned char)(SEQ);                               \
+        P = p_;                                                                                 \
+    } while (0)
+
+/* TIMED_FREE frees P (not NULL: a failed allocation's slot is skipped by the
+ * caller, untimed), ticks to o->free_ticks, a refusal counted in
+ * o->free_errors. */
+#define TIMED_FREE(P, CALL_FREE, fn, ctx, o)                                                    \
+    do {                                                                                        \
+        uint64_t t0_ = tk_timer_start();                                                        \
+        int rc_ = CALL_FREE(fn, ctx, P);                                                        \
+        uint64_t t1_ = tk_timer_end();                                                          \
+        tk_samples_add((o)->free_ticks, t1_ - t0_);                                             \
+        if (rc_ != 0)                                                                           \
+            (o)->free_errors++;                                                                 \
+    } while (0)
+
+/*
+ * One timed pass, instantiated once per API. Samples go to preallocated
+ * stores: nothing is allocated here.
  */
 #define DEFINE_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                        \
     static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init, const struct workload *w, \
@@ -251,25 +251,14 @@ typedef int (*tlsf_free_fn)(struct rtm_tlsf *, void *);
                     o->skipped_frees++;                                                         \
                     continue;                                                                   \
                 }                                                                               \
-                uint64_t t0 = tk_timer_start();                                                 \
-                int rc = CALL_FREE(free_fn, ctx, p);                                            \
-                uint64_t t1 = tk_timer_end();                                                   \
-                tk_samples_add(o->free_ticks, t1 - t0);                                         \
-                if (rc != 0)                                                                    \
-                    o->free_errors++;                                                           \
+                TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                      \
             } else {                                                                            \
-                uint64_t t0 = tk_timer_start();                                                 \
-                void *p = CALL_ALLOC(alloc_fn, ctx, op);                                        \
-                uint64_t t1 = tk_timer_end();                                                   \
-                tk_samples_add(o->alloc_ticks, t1 - t0);                                        \
-                if (!p)                                                                         \
-                    o->failed_allocs++;                                                         \
-                else if (op != 0)                                                               \
-                    *(volatile unsigned char *)p = (unsigned char)i;                            \
+                void *p;                                                                        \
+                TIMED_ALLOC(p, CALL_ALLOC, alloc_fn, ctx, op, i, o);                            \
                 slots[live++] = p;                                                              \
             }                                                                                   \
         }                                                                                       \
-        /* Leave the allocator empty for the next pass (not timed). */                         \
+        /* Leave the allocator empty for the next pass (not timed). */                          \
         while (live > 0) {                                                                      \
             void *p = slots[--live];                                                            \
             if (p && CALL_FREE(free_fn, ctx, p) != 0)                                           \
@@ -286,9 +275,9 @@ DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_
 
 /*
  * One pass of the free-order phase, instantiated per API like DEFINE_PASS:
- * fill (each allocation timed, one byte written to each block outside the
- * timed region), then free every block in the order given, each free timed.
- * Both orders run this same loop; only the contents of order differ.
+ * fill (each allocation timed), then free every block in the order given,
+ * each free timed. Both orders run this same loop; only the contents of
+ * order differ.
  */
 #define DEFINE_FILL_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                   \
     static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init,                           \
@@ -297,30 +286,15 @@ DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_
         ALLOC_T volatile alloc_fn = alloc_init;                                                 \
         FREE_T volatile free_fn = free_init;                                                    \
         (void)ctx;                                                                              \
-        for (size_t i = 0; i < fw->n; i++) {                                                    \
-            uint32_t size = fw->sizes[i];                                                       \
-            uint64_t t0 = tk_timer_start();                                                     \
-            void *p = CALL_ALLOC(alloc_fn, ctx, size);                                          \
-            uint64_t t1 = tk_timer_end();                                                       \
-            tk_samples_add(o->alloc_ticks, t1 - t0);                                            \
-            if (!p)                                                                             \
-                o->failed_allocs++;                                                             \
-            else if (size != 0)                                                                 \
-                *(volatile unsigned char *)p = (unsigned char)i;                                \
-            fw->blocks[i] = p;                                                                  \
-        }                                                                                       \
+        for (size_t i = 0; i < fw->n; i++)                                                      \
+            TIMED_ALLOC(fw->blocks[i], CALL_ALLOC, alloc_fn, ctx, fw->sizes[i], i, o);          \
         for (size_t i = 0; i < fw->n; i++) {                                                    \
             void *p = fw->blocks[order[i]];                                                     \
             if (!p) {                                                                           \
                 o->skipped_frees++;                                                             \
                 continue;                                                                       \
             }                                                                                   \
-            uint64_t t0 = tk_timer_start();                                                     \
-            int rc = CALL_FREE(free_fn, ctx, p);                                                \
-            uint64_t t1 = tk_timer_end();                                                       \
-            tk_samples_add(o->free_ticks, t1 - t0);                                             \
-            if (rc != 0)                                                                        \
-                o->free_errors++;                                                               \
+            TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                          \
         }                                                                                       \
     }
 

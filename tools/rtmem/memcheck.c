@@ -7,7 +7,6 @@
  * run's sequence live here; see memcheck.h for the other files.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,8 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "common/args.h"
+#include "common/run.h"
 #include "memcheck.h"
 
 /* Smokey's defaults (testsuite/smokey/memory-*). */
@@ -210,74 +211,8 @@ static void usage(FILE *f)
         DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
 }
 
-static int bad_usage(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "rtmem memcheck: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'rtmem memcheck --help'.\n");
-    return -1;
-}
-
-/* Decimal digits only (no sign, no space), within [lo, hi]. */
-static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char msg[160];
-    if (!s || *s < '0' || *s > '9') {
-        snprintf(msg, sizeof(msg), "%s needs a non-negative whole number, not '%%s'", opt);
-        return bad_usage(msg, s ? s : "");
-    }
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a whole number", opt);
-        return bad_usage(msg, s);
-    }
-    if (errno == ERANGE || v < lo || v > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu]", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_usage(msg, s);
-    }
-    *out = v;
-    return 0;
-}
-
-/* A byte count with an optional K, M or G suffix (binary), optionally
- * followed by "B" or "iB". */
-static int parse_bytes(const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char msg[160];
-    if (!s || *s < '0' || *s > '9') {
-        snprintf(msg, sizeof(msg), "%s needs a byte count (e.g. 4096, 64K, 2M), not '%%s'", opt);
-        return bad_usage(msg, s ? s : "");
-    }
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
-    }
-    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-        end += strlen(end);
-    else if (!shift && strcmp(end, "B") == 0)
-        end++;
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a byte count (e.g. 4096, 64K, 2M)", opt);
-        return bad_usage(msg, s);
-    }
-    if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift)) || (v << shift) < lo ||
-        (v << shift) > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu] bytes", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_usage(msg, s);
-    }
-    *out = (uint64_t)v << shift;
-    return 0;
-}
+/* Messages name the subcommand; byte-count examples fit its sizes. */
+static const struct tk_args cli = {"rtmem memcheck", "4096, 64K, 2M"};
 
 /* Each comma-separated item of list through fn; -1 on an empty item or
  * one fn refuses (reported). */
@@ -289,7 +224,7 @@ static int for_each_item(const char *opt, const char *list, int (*fn)(const char
         size_t len = strcspn(p, ",");
         char item[64];
         if (len == 0 || len >= sizeof(item))
-            return bad_usage("%s: empty or overlong name in the list", opt);
+            return tk_args_bad(&cli, "%s: empty or overlong name in the list", opt);
         snprintf(item, sizeof(item), "%.*s", (int)len, p);
         if (fn(item, arg) != 0)
             return -1;
@@ -307,7 +242,8 @@ static int add_phase(const char *name, void *arg)
             *phases |= 1u << ph;
             return 0;
         }
-    return bad_usage("--phases: unknown phase '%s' (pow2, random, pattern, churn)", name);
+    return tk_args_bad(&cli, "--phases: unknown phase '%s' (pow2, random, pattern, churn)",
+                       name);
 }
 
 enum {
@@ -359,7 +295,7 @@ static int parse_max_results(const char *arg, int *out)
         return 0;
     }
     uint64_t v;
-    if (parse_u64("--max-results", arg, 0, INT_MAX, &v) != 0)
+    if (tk_args_u64(&cli, "--max-results", arg, 0, INT_MAX, &v) != 0)
         return -1;
     *out = (int)v;
     return 0;
@@ -374,7 +310,7 @@ static int parse_seed(const char *arg, uint64_t *out)
         }
         return 0;
     }
-    return parse_u64("--seed", arg, 0, UINT64_MAX, out);
+    return tk_args_u64(&cli, "--seed", arg, 0, UINT64_MAX, out);
 }
 
 /* Options about sizes and counts. Returns 0, -1 (reported) or 1 (not one). */
@@ -384,43 +320,44 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
     int rc;
     switch (c) {
     case OPT_SEQ_HEAP:
-        rc = parse_bytes("--seq-heap-size", arg, MC_SEQ_MIN_HEAP + 1, MC_MAX_HEAP_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--seq-heap-size", arg, MC_SEQ_MIN_HEAP + 1, MC_MAX_HEAP_BYTES,
+                           &v);
         o->seq_heap_bytes = (size_t)v;
         g->seq_heap = true;
         return rc;
     case OPT_RANDOM_ROUNDS:
-        rc = parse_u64("--random-alloc-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--random-alloc-rounds", arg, 0, MC_MAX_ROUNDS, &v);
         o->random_rounds = (uint32_t)v;
         g->random_rounds = true;
         return rc;
     case OPT_PATTERN_HEAP:
-        rc = parse_bytes("--pattern-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--pattern-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
         o->pattern_heap_bytes = (size_t)v;
         return rc;
     case OPT_PATTERN_ROUNDS:
-        rc = parse_u64("--pattern-check-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--pattern-check-rounds", arg, 0, MC_MAX_ROUNDS, &v);
         o->pattern_rounds = (uint32_t)v;
         g->pattern_rounds = true;
         return rc;
     case OPT_CHURN_OPS:
-        rc = parse_u64("--churn-ops", arg, 1, MC_MAX_CHURN_OPS, &v);
+        rc = tk_args_u64(&cli, "--churn-ops", arg, 1, MC_MAX_CHURN_OPS, &v);
         o->churn_ops = v;
         g->churn_ops = true;
         return rc;
     case OPT_CHURN_HEAP:
-        rc = parse_bytes("--churn-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
+        rc = tk_args_bytes(&cli, "--churn-heap-size", arg, 4096, MC_MAX_HEAP_BYTES, &v);
         o->churn_heap_bytes = (size_t)v;
         return rc;
     case OPT_CHURN_FILL:
-        rc = parse_u64("--churn-fill", arg, 1, 95, &v);
+        rc = tk_args_u64(&cli, "--churn-fill", arg, 1, 95, &v);
         o->churn_fill_pct = (unsigned)v;
         return rc;
     case OPT_CHURN_MAX:
-        rc = parse_bytes("--churn-max-size", arg, 16, (uint64_t)1 << 30, &v);
+        rc = tk_args_bytes(&cli, "--churn-max-size", arg, 16, (uint64_t)1 << 30, &v);
         o->churn_max_bytes = (size_t)v;
         return rc;
     case OPT_CHURN_EVERY:
-        rc = parse_u64("--churn-sample-every", arg, 1, MC_MAX_CHURN_OPS, &v);
+        rc = tk_args_u64(&cli, "--churn-sample-every", arg, 1, MC_MAX_CHURN_OPS, &v);
         o->churn_sample_every = v;
         return rc;
     default:
@@ -431,19 +368,17 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
 /* One option's value into o. Returns 0 or -1 (message printed). */
 static int apply_option(int c, const char *arg, struct mc_opts *o, struct given *g)
 {
-    uint64_t v = 0;
     int rc = apply_size_option(c, arg, o, g);
     if (rc <= 0)
         return rc;
-    rc = 0;
     switch (c) {
     case OPT_MAX_RESULTS: return parse_max_results(arg, &o->max_results);
     case OPT_KINDS: o->kinds_arg = arg; break;
     case OPT_PLUGIN:
-        if (!arg || !*arg)
-            return bad_usage("--plugin needs a file name%s", "");
+        if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
+            return -1;
         if (o->n_plugins == MC_MAX_PLUGINS)
-            return bad_usage("--plugin: more than the limit at '%s'", arg);
+            return tk_args_bad(&cli, "--plugin: more than the limit at '%s'", arg);
         o->plugin_paths[o->n_plugins++] = arg;
         break;
     case OPT_PHASES:
@@ -457,31 +392,21 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
         else if (strcmp(arg, "smokey") == 0)
             o->format = MC_FORMAT_SMOKEY;
         else
-            return bad_usage("--format: '%s' is neither ns nor smokey", arg);
+            return tk_args_bad(&cli, "--format: '%s' is neither ns nor smokey", arg);
         break;
     case OPT_COMPAT: o->compat = true; break;
     case OPT_TRUE_OVERHEAD: o->true_overhead = true; break;
     case OPT_SUBTRACT: o->subtract_overhead = true; break;
-    case OPT_JSON:
-        if (!arg || !*arg)
-            return bad_usage("--json needs a file name%s", "");
-        o->json_path = arg;
-        break;
+    case OPT_JSON: return tk_args_file(&cli, "--json", arg, &o->json_path);
     case OPT_SEED: return parse_seed(arg, &o->seed);
-    case OPT_CPU:
-        rc = parse_u64("--cpu", arg, 0, CPU_SETSIZE - 1, &v);
-        o->cpu = (int)v;
-        break;
-    case OPT_PRIO:
-        rc = parse_u64("--prio", arg, 1, 99, &v);
-        o->priority = (int)v;
-        break;
+    case OPT_CPU: return tk_args_cpu(&cli, arg, &o->cpu);
+    case OPT_PRIO: return tk_args_priority(&cli, arg, &o->priority);
     case OPT_NO_RT: o->no_rt = true; break;
     case OPT_PROGRESS: o->progress = true; break;
     case OPT_QUICK: o->quick = true; break;
     default: return -1;
     }
-    return rc;
+    return 0;
 }
 
 /* Combinations the single options cannot check. */
@@ -490,13 +415,13 @@ static int check_options(struct mc_opts *o, bool no_churn)
     if (no_churn)
         o->phases &= ~(1u << MC_PH_CHURN);
     if (o->phases == 0)
-        return bad_usage("no phase left to run%s", "");
+        return tk_args_bad(&cli, "no phase left to run%s", "");
     size_t target = o->churn_heap_bytes / 100 * o->churn_fill_pct;
     if (o->churn_max_bytes > target) {
         char msg[160];
         snprintf(msg, sizeof(msg), "--churn-max-size (%zu) is above the churn fill (%zu B = "
                  "%u%% of the churn heap)", o->churn_max_bytes, target, o->churn_fill_pct);
-        return bad_usage("%s", msg);
+        return tk_args_bad(&cli, "%s", msg);
     }
     return 0;
 }
@@ -515,29 +440,19 @@ static int parse_options(int argc, char **argv, struct mc_opts *o)
     struct given g = {0};
     bool no_churn = false;
 
-    opterr = 0;   /* our own messages, naming the subcommand */
-    optind = 1;
+    tk_args_begin();
     int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    while ((c = tk_args_next(&cli, argc, argv, long_opts)) > 0) {
         if (c == 'h') {
             usage(stdout);
             return 1;
         }
-        if (c == '?') {
-            if (optopt && optopt < 256) {
-                char opt[3] = {'-', (char)optopt, 0};
-                return bad_usage("unknown option '%s'", opt);
-            }
-            return bad_usage("unknown option '%s'", argv[optind - 1]);
-        }
-        if (c == ':')
-            return bad_usage("option '%s' needs a value", argv[optind - 1]);
         no_churn = no_churn || c == OPT_NO_CHURN;
         if (apply_option(c, optarg, o, &g) != 0)
             return -1;
     }
-    if (optind < argc)
-        return bad_usage("unexpected argument '%s'", argv[optind]);
+    if (c < 0)
+        return -1;
     if (o->quick) {
         if (!g.seq_heap)
             o->seq_heap_bytes = QUICK_SEQ_HEAP;
@@ -665,7 +580,7 @@ static int select_one(const char *name, void *arg)
         if (strcmp(m->t[i].a.name, name) == 0)
             return 0;   /* named twice: once is enough */
     if (m->n_t == MC_MAX_TARGETS)
-        return bad_usage("--kinds: too many allocators at '%s'", name);
+        return tk_args_bad(&cli, "--kinds: too many allocators at '%s'", name);
     struct mc_alloc *a = &m->t[m->n_t].a;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0) {
@@ -830,7 +745,9 @@ static void free_storage(struct memcheck *m)
     free(m->churn_ops);
     tk_samples_destroy(&m->alloc_s);
     tk_samples_destroy(&m->free_s);
-    mc_arena_close(&m->arena);
+    int rc = tk_arena_close(&m->arena);
+    if (rc != 0)
+        fprintf(stderr, "rtmem memcheck: munmap of the arena: %s\n", strerror(-rc));
 }
 
 /* ---- the run ------------------------------------------------------------------------ */
@@ -939,22 +856,15 @@ static int check_stdout(void)
  * Returns 0 or an exit status (reported). */
 static int prepare(struct memcheck *m)
 {
-    struct tk_rt_request req = {
-        .pin = !m->o.no_rt, .cpu = m->o.cpu, .fifo = !m->o.no_rt,
-        .priority = m->o.priority, .lock = false,   /* locked below, once mapped */
-    };
-    tk_rt_setup(&req, &m->rt);
-    int rc = tk_timer_init(&m->timer, CALIBRATION_MS);
-    if (rc != 0) {
-        fprintf(stderr, "rtmem memcheck: timer setup failed: %s\n", strerror(-rc));
+    /* Memory is locked below, once mapped. */
+    const struct tk_run_opts ro = {cli.prog, m->o.no_rt, m->o.cpu, m->o.priority, CALIBRATION_MS};
+    if (tk_run_setup(&ro, &m->rt, &m->timer, &m->mf) != 0)
         return EXIT_FAILED;
-    }
     m->sub_ticks = m->o.subtract_overhead ? m->timer.overhead_p50_ticks : 0;
-    collect_machine_facts(&m->mf);
     heap_sequence(m);
     /* Room for any kind's metadata: twice the largest heap and a MiB. */
     size_t arena = 2 * largest_heap(m) + ((size_t)1 << 20);
-    rc = mc_arena_open(&m->arena, arena);
+    int rc = tk_arena_open(&m->arena, arena);
     if (rc != 0) {
         fprintf(stderr, "rtmem memcheck: mmap of a %zu-byte arena: %s\n", arena, strerror(-rc));
         return EXIT_FAILED;
@@ -990,12 +900,9 @@ static int memcheck_run(struct memcheck *m)
 {
     FILE *json = NULL;
     if (m->o.json_path) {
-        json = fopen(m->o.json_path, "w");
-        if (!json) {
-            fprintf(stderr, "rtmem memcheck: cannot write '%s': %s\n", m->o.json_path,
-                    strerror(errno));
+        json = tk_run_open_results(cli.prog, m->o.json_path);
+        if (!json)
             return EXIT_USAGE;
-        }
     }
     int status = prepare(m);
     if (status == 0) {
@@ -1014,11 +921,9 @@ static int memcheck_run(struct memcheck *m)
         if (json && write_json_file(m, json) != 0)
             status = EXIT_FAILED;
     }
-    if (json && fclose(json) != 0 && status == 0) {
-        fprintf(stderr, "rtmem memcheck: closing '%s' failed: %s\n", m->o.json_path,
-                strerror(errno));
+    if (json && tk_run_close_results(cli.prog, json, m->o.json_path, status != 0) != 0 &&
+        status == 0)
         status = EXIT_FAILED;
-    }
     /* A run that never got to its results leaves no file to be mistaken
      * for them. */
     if (json && m->seconds == 0 && unlink(m->o.json_path) != 0)

@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "bench.h"            /* struct machine_facts, collect_machine_facts */
+#include "common/arena.h"
+#include "common/describe.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
 #include "memcheck_alloc.h"
+#include "rtmem/rtmem.h"
 
 #define MC_SCHEMA "rtmem-memcheck/1"
 
@@ -179,8 +181,8 @@ struct memcheck {
     struct mc_opts o;
     struct tk_rt_state rt;
     struct tk_timer timer;
-    struct machine_facts mf;
-    struct mc_arena arena;
+    struct tk_machine mf;
+    struct tk_arena arena;
     struct mc_target t[MC_MAX_TARGETS];
     size_t n_t;
     struct mc_plugin plugins[MC_MAX_PLUGINS];

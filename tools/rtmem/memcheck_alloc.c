@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ---- rtmem kinds, through rtm_heap_* ------------------------------------- */
 
@@ -118,35 +117,11 @@ void mc_alloc_glibc(struct mc_alloc *a)
     a->usable_size = glibc_usable_size;
 }
 
-/* ---- the arena -------------------------------------------------------------- */
-
-int mc_arena_open(struct mc_arena *ar, size_t bytes)
-{
-    memset(ar, 0, sizeof(*ar));
-    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED)
-        return -errno;
-    ar->mem = mem;
-    ar->bytes = bytes;
-    /* Prefault: every page is written now, not by the first test using it. */
-    memset(mem, 0, bytes);
-    ar->locked = mlock(mem, bytes) == 0;
-    ar->lock_err = ar->locked ? 0 : errno;
-    return 0;
-}
-
-void mc_arena_close(struct mc_arena *ar)
-{
-    if (ar->mem && munmap(ar->mem, ar->bytes) != 0)
-        perror("rtmem memcheck: munmap of the arena");
-    memset(ar, 0, sizeof(*ar));
-}
-
 /* ---- heaps of usable size H ----------------------------------------------- */
 
 /* usable_bytes and the rest of the statistics of a heap on the first m bytes
  * of the arena, or false if the kind refuses m. Leaves no heap behind. */
-static bool probe_create(const struct mc_alloc *a, struct mc_arena *ar, size_t m,
+static bool probe_create(const struct mc_alloc *a, struct tk_arena *ar, size_t m,
                          struct rtm_heap_stats *st)
 {
     void *h = a->hops->create(a->hops_arg, ar->mem, m);
@@ -158,7 +133,7 @@ static bool probe_create(const struct mc_alloc *a, struct mc_arena *ar, size_t m
     return rc == 0;
 }
 
-static size_t usable_at(const struct mc_alloc *a, struct mc_arena *ar, size_t m)
+static size_t usable_at(const struct mc_alloc *a, struct tk_arena *ar, size_t m)
 {
     struct rtm_heap_stats st;
     return probe_create(a, ar, m, &st) ? st.usable_bytes : 0;
@@ -166,7 +141,7 @@ static size_t usable_at(const struct mc_alloc *a, struct mc_arena *ar, size_t m)
 
 /* Smallest M in the arena with usable_bytes(M) >= H. usable_bytes never
  * decreases as M grows, so: double until it is reached, then bisect. */
-static int search_mem(const struct mc_alloc *a, struct mc_arena *ar, size_t h, size_t *m_out)
+static int search_mem(const struct mc_alloc *a, struct tk_arena *ar, size_t h, size_t *m_out)
 {
     size_t lo = 0, hi = h < ar->bytes ? h : ar->bytes;   /* usable(0) < H */
     while (hi < ar->bytes && usable_at(a, ar, hi) < h) {
@@ -193,7 +168,7 @@ static void cache_size(struct mc_alloc *a, const struct mc_heap_info *info)
 }
 
 /* A heap without statistics: H bytes of memory, if create takes them. */
-static int size_by_memory(struct mc_alloc *a, struct mc_arena *ar, size_t h,
+static int size_by_memory(struct mc_alloc *a, struct tk_arena *ar, size_t h,
                           struct mc_heap_info *info)
 {
     if (h > ar->bytes)
@@ -211,7 +186,7 @@ static int size_by_memory(struct mc_alloc *a, struct mc_arena *ar, size_t h,
     return 0;
 }
 
-int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
+int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
                   struct mc_heap_info *info)
 {
     memset(info, 0, sizeof(*info));
@@ -245,7 +220,7 @@ int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
     return 0;
 }
 
-int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes)
+int mc_alloc_create(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes)
 {
     int rc = mc_alloc_size(a, ar, heap_bytes, &a->cur);
     if (rc != 0)

@@ -50,6 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/arena.h"
 #include "rtmem/heap.h"
 
 enum mc_alloc_sort {
@@ -111,14 +112,6 @@ struct mc_heap_info {
     bool sized_by_memory;       /* no statistics: mem_bytes == H, usable unknown */
 };
 
-/* The arena every bounded heap is created in, one per run. */
-struct mc_arena {
-    unsigned char *mem;
-    size_t bytes;
-    bool locked;
-    int lock_err;       /* errno of a refused mlock */
-};
-
 /* H -> M found by the search, per allocator. */
 #define MC_SIZE_CACHE 64
 
@@ -144,7 +137,7 @@ struct mc_alloc {
     const void *hops_arg;
     struct mc_heap_info cache[MC_SIZE_CACHE];
     size_t n_cache;
-    struct mc_arena *arena;      /* of the current heap */
+    struct tk_arena *arena;      /* of the current heap */
 
     struct mc_heap_info cur;     /* the current heap */
     bool live;                   /* a heap is created and not destroyed */
@@ -211,11 +204,10 @@ int mc_plugin_load(struct mc_plugin *pl, const char *path,
 /* Sets *a up to drive a loaded plugin as a bounded heap. pl must outlive a. */
 void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl);
 
-/* ---- the arena and the heaps --------------------------------------------------- */
+/* ---- heaps in the arena ------------------------------------------------------------ */
 
-/* Maps, prefaults and (if permitted) locks bytes of memory. 0 or -errno. */
-int mc_arena_open(struct mc_arena *ar, size_t bytes);
-void mc_arena_close(struct mc_arena *ar);
+/* The arena every bounded heap is created in is a struct tk_arena
+ * (common/arena.h), one per run, opened by memcheck.c. */
 
 /*
  * Memory M that gives a heap of usable size H in the arena (MC_HEAP; search
@@ -223,13 +215,13 @@ void mc_arena_close(struct mc_arena *ar);
  * even the whole arena gives less than H, or -errno from create for a kind
  * that refuses every size. MC_PROCESS: always 0, the budget H.
  */
-int mc_alloc_size(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes,
+int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
                   struct mc_heap_info *info);
 
 /* A fresh heap of usable size H (mc_alloc_size), ready in a->ctx; a->cur
  * describes it. 0 or -errno as mc_alloc_size. O(search) the first time per
  * H, then one create. */
-int mc_alloc_create(struct mc_alloc *a, struct mc_arena *ar, size_t heap_bytes);
+int mc_alloc_create(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes);
 
 /* MC_PROCESS: one untimed alloc of size bytes and its free, so that the
  * allocator's one-time set-up (a thread heap, a first segment; glibc's was

@@ -567,24 +567,16 @@ static void print_sizes(FILE *f, const struct memcheck *m)
 
 void mc_print_header(FILE *f, const struct memcheck *m)
 {
-    const struct machine_facts *mf = &m->mf;
     const struct tk_timer *t = &m->timer;
     const struct mc_opts *o = &m->o;
     fprintf(f, "rtmem memcheck %s (schema %s): Xenomai smokey's memory test sequence\n",
             RTMEM_VERSION_STRING, MC_SCHEMA);
-    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model,
-            mf->sysname, mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+    tk_machine_print(f, &m->mf);
     tk_rt_print(f, &m->rt);
     fprintf(f, "arena: %zu KiB for every heap, mmap'd, prefaulted, mlock: %s%s%s\n",
             m->arena.bytes / 1024, m->arena.locked ? "yes" : "NO",
             m->arena.locked ? "" : " -- ", m->arena.locked ? "" : strerror(m->arena.lock_err));
-    fprintf(f, "timer: %s", t->source);
-    if (tk_timer_use_tsc)
-        fprintf(f, ", %.4f GHz, invariant TSC: %s", t->tick_hz / 1e9,
-                t->tsc_invariant ? "yes" : "NO");
-    fprintf(f, "\ntimer overhead: start/end pair around nothing: p50 %.1f ns, p99 %.1f ns, min "
-               "%.1f ns; resolution %.1f ns\n",
-            t->overhead_p50_ns, t->overhead_p99_ns, t->overhead_min_ns, t->resolution_ns);
+    tk_timer_print(f, "timer: ", t, TK_DETAIL_BRIEF);
     if (o->subtract_overhead)
         fprintf(f, "  --subtract-timer-overhead: %.1f ns (the p50) taken off every sample, "
                    "clamped at 0\n",
@@ -773,11 +765,8 @@ static void json_overall(struct tk_json *j, const struct mc_overall *o)
 
 static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph)
 {
-    tk_json_key(j, mc_phase_name(ph));
-    if (!sq->ran) {
-        tk_json_null(j);
+    if (!tk_json_key_or_null(j, mc_phase_name(ph), sq->ran))
         return;
-    }
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "tests", sq->n);
     tk_json_kv_double(j, "seconds", sq->seconds);
@@ -796,22 +785,14 @@ static void json_summary(struct tk_json *j, const char *key, const struct tk_sum
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "count", s->count);
     tk_json_kv_double(j, "avg_ns", s->mean);
-    tk_json_kv_double(j, "min_ns", s->min);
-    tk_json_kv_double(j, "p50_ns", s->p50);
-    tk_json_kv_double(j, "p99_ns", s->p99);
-    tk_json_kv_double(j, "p99_9_ns", s->p999);
-    tk_json_kv_double(j, "p99_99_ns", s->p9999);
-    tk_json_kv_double(j, "max_ns", s->max);
+    tk_summary_json_spread(j, s);
     tk_json_end_object(j);
 }
 
 static void json_churn(struct tk_json *j, const struct mc_churn *ch, bool frag_applies)
 {
-    tk_json_key(j, "churn");
-    if (!ch->ran) {
-        tk_json_null(j);
+    if (!tk_json_key_or_null(j, "churn", ch->ran))
         return;
-    }
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "heap_bytes", ch->heap_bytes);
     tk_json_kv_double(j, "seconds", ch->seconds);
@@ -883,14 +864,11 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     tk_json_kv_string(j, "describe", a->describe);
     json_applies(j, a);
     tk_json_kv_bool(j, "passed", !t->fail.failed);
-    tk_json_key(j, "failure");
-    if (t->fail.failed) {
+    if (tk_json_key_or_null(j, "failure", t->fail.failed)) {
         tk_json_begin_object(j);
         tk_json_kv_string(j, "phase", mc_phase_name(t->fail.phase));
         tk_json_kv_string(j, "message", t->fail.msg);
         tk_json_end_object(j);
-    } else {
-        tk_json_null(j);
     }
     tk_json_key(j, "heap_sizes");
     tk_json_begin_array(j);
@@ -908,16 +886,13 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     tk_json_end_array(j);
     for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
         json_seq(j, &t->seq[ph], (enum mc_phase)ph);
-    tk_json_key(j, "pattern");
-    if (t->pattern.ran) {
+    if (tk_json_key_or_null(j, "pattern", t->pattern.ran)) {
         tk_json_begin_object(j);
         tk_json_kv_uint(j, "tests", t->pattern.tests);
         tk_json_kv_uint(j, "blocks", t->pattern.blocks);
         tk_json_kv_uint(j, "bytes_verified", t->pattern.bytes_verified);
         tk_json_kv_double(j, "seconds", t->pattern.seconds);
         tk_json_end_object(j);
-    } else {
-        tk_json_null(j);
     }
     json_churn(j, &t->churn, a->applies & MC_APPLY_STATS);
     tk_json_end_object(j);
@@ -953,31 +928,6 @@ static void json_params(struct tk_json *j, const struct memcheck *m)
     tk_json_end_object(j);
 }
 
-static void json_machine_timer(struct tk_json *j, const struct memcheck *m)
-{
-    const struct machine_facts *mf = &m->mf;
-    const struct tk_timer *t = &m->timer;
-    tk_json_key(j, "machine");
-    tk_json_begin_object(j);
-    tk_json_kv_string(j, "cpu_model", mf->cpu_model);
-    tk_json_kv_int(j, "cpus_online", mf->cpus_online);
-    tk_json_kv_string(j, "sysname", mf->sysname);
-    tk_json_kv_string(j, "kernel_release", mf->release);
-    tk_json_kv_string(j, "arch", mf->machine);
-    tk_json_kv_string(j, "libc", mf->libc_version);
-    tk_json_end_object(j);
-    tk_json_key(j, "timer");
-    tk_json_begin_object(j);
-    tk_json_kv_string(j, "source", t->source);
-    tk_json_kv_double(j, "ns_per_tick", t->ns_per_tick);
-    tk_json_kv_bool(j, "tsc_invariant", t->tsc_invariant);
-    tk_json_kv_double(j, "overhead_p50_ns", t->overhead_p50_ns);
-    tk_json_kv_double(j, "overhead_p99_ns", t->overhead_p99_ns);
-    tk_json_kv_double(j, "overhead_min_ns", t->overhead_min_ns);
-    tk_json_kv_double(j, "resolution_ns", t->resolution_ns);
-    tk_json_end_object(j);
-}
-
 int mc_write_json(FILE *f, struct memcheck *m)
 {
     struct tk_json j;
@@ -992,7 +942,10 @@ int mc_write_json(FILE *f, struct memcheck *m)
     tk_json_kv_uint(&j, "seed", m->o.seed);
     tk_json_kv_double(&j, "seconds", m->seconds);
     json_params(&j, m);
-    json_machine_timer(&j, m);
+    tk_json_key(&j, "machine");
+    tk_machine_json(&j, &m->mf, TK_DETAIL_BRIEF);
+    tk_json_key(&j, "timer");
+    tk_timer_json(&j, &m->timer, TK_DETAIL_BRIEF);
     tk_json_key(&j, "real_time");
     tk_rt_json(&j, &m->rt);
     tk_json_key(&j, "arena");

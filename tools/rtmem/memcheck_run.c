@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "memcheck.h"
 
 /* Salts separating the phases' random streams. */
@@ -38,30 +39,10 @@ struct test_ctx {
     unsigned flags;
 };
 
-/* splitmix64: fast, well mixed, and reproducible from a seed. */
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, n), n > 0, without modulo bias (rejects the short tail). */
-static uint64_t rng_below(uint64_t *state, uint64_t n)
-{
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t r;
-    do
-        r = rng_next(state);
-    while (r >= limit);
-    return r % n;
-}
-
 static uint64_t test_seed(uint64_t seed, enum mc_phase phase, size_t index)
 {
     uint64_t s = seed ^ phase_salt[phase] ^ ((uint64_t)index * 0xd1b54a32d192ed03u);
-    return rng_next(&s);
+    return tk_rng_next(&s);
 }
 
 /* A block size for a random-size test on a heap of h bytes: uniform in
@@ -71,31 +52,10 @@ static size_t draw_block(const struct memcheck *m, uint64_t *rng, size_t h)
 {
     size_t half = h / 2;
     if (m->o.compat) {
-        size_t b = (size_t)(rng_next(rng) % half);
+        size_t b = (size_t)(tk_rng_next(rng) % half);
         return b ? b : 1;
     }
-    return 1 + (size_t)rng_below(rng, half - 1);
-}
-
-/* Fisher-Yates: every permutation equally likely. */
-static void shuffle_ptrs(void **v, size_t n, uint64_t *rng)
-{
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)rng_below(rng, i);
-        void *x = v[i - 1];
-        v[i - 1] = v[j];
-        v[j] = x;
-    }
-}
-
-static void shuffle_u32(uint32_t *v, size_t n, uint64_t *rng)
-{
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)rng_below(rng, i);
-        uint32_t x = v[i - 1];
-        v[i - 1] = v[j];
-        v[j] = x;
-    }
+    return 1 + (size_t)tk_rng_below(rng, half - 1);
 }
 
 static int failf(struct mc_target *t, const struct test_ctx *c, const char *fmt, ...)
@@ -471,7 +431,7 @@ static int seq_test(struct memcheck *m, struct mc_target *t, const struct test_c
         goto out;
     pr.user_bytes = p1.n * b;
     if (c->flags & MC_F_SHUFFLE)
-        shuffle_ptrs(m->blocks, p1.n, &rng);
+        tk_rng_shuffle(m->blocks, p1.n, sizeof(*m->blocks), &rng);
     if (free_all(m, t, c, p1.n, &pr) != 0)
         goto out;
     if (c->flags & MC_F_HOT) {
@@ -485,7 +445,7 @@ static int seq_test(struct memcheck *m, struct mc_target *t, const struct test_c
             goto out;
         /* Smokey frees the hot pass in allocation order even when shuffling. */
         if ((c->flags & MC_F_SHUFFLE) && !m->o.compat)
-            shuffle_ptrs(m->blocks, p2.n, &rng);
+            tk_rng_shuffle(m->blocks, p2.n, sizeof(*m->blocks), &rng);
         if (free_all(m, t, c, p2.n, NULL) != 0)
             goto out;
         rep = &p2;
@@ -666,7 +626,7 @@ static size_t pattern_fill(struct memcheck *m, struct mc_target *t, const struct
     size_t u = a->cur.usable_bytes, n = 0, total = 0;
     bool bounded = a->applies & MC_APPLY_FILL_TO_FAILURE;
     for (; n < m->blocks_cap; n++) {
-        size_t size = m->o.compat ? c->block : 1 + (size_t)rng_below(rng, c->block);
+        size_t size = m->o.compat ? c->block : 1 + (size_t)tk_rng_below(rng, c->block);
         if (!bounded && total + size > u)
             return n;
         void *p = a->alloc(a->ctx, size);
@@ -700,7 +660,7 @@ static int pattern_test(struct memcheck *m, struct mc_target *t, const struct te
         goto out;
     for (size_t k = 0; k < n; k++)
         m->order[k] = (uint32_t)k;
-    shuffle_u32(m->order, n, &rng);
+    tk_rng_shuffle(m->order, n, sizeof(*m->order), &rng);
     for (size_t i = 0; i < n; i++) {
         size_t k = m->order[i];
         if (a->free(a->ctx, m->blocks[k]) != 0) {
@@ -754,11 +714,11 @@ static unsigned log2_floor(size_t v)
 static uint32_t churn_size(uint64_t *rng, size_t max_bytes)
 {
     unsigned lo = log2_floor(MC_CHURN_MIN_BYTES), hi = log2_floor(max_bytes);
-    unsigned k = lo + (unsigned)rng_below(rng, hi - lo + 1);
+    unsigned k = lo + (unsigned)tk_rng_below(rng, hi - lo + 1);
     size_t first = (size_t)1 << k, last = 2 * first - 1;
     if (last > max_bytes)
         last = max_bytes;
-    return (uint32_t)(first + rng_below(rng, last - first + 1));
+    return (uint32_t)(first + tk_rng_below(rng, last - first + 1));
 }
 
 size_t mc_churn_capacity(const struct memcheck *m)
@@ -790,7 +750,7 @@ static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, s
         } else {
             /* target >= the largest size (checked with the options), so
              * something is live here. */
-            uint32_t v = (uint32_t)rng_below(&rng, live);
+            uint32_t v = (uint32_t)tk_rng_below(&rng, live);
             m->churn_ops[n++] = MC_OP_FREE | v;
             live_bytes -= live_sizes[v];
             live_sizes[v] = live_sizes[--live];

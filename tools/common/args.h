@@ -1,0 +1,78 @@
+/*
+ * Bench kit: command-line parsing for the rtmem subcommands, with one voice
+ * for every complaint.
+ *
+ * A subcommand describes itself once (struct tk_args) and parses with
+ * getopt_long through tk_args_next; each option's value goes through one of
+ * the value parsers below. Every refusal is reported on stderr as
+ *
+ *     <prog>: <what is wrong>
+ *     Try '<prog> --help'.
+ *
+ * and returned as -1, so the caller only has to exit with its usage status.
+ *
+ *     static const struct tk_args args = {"rtmem bench", "4096, 64K, 64M"};
+ *     tk_args_begin();
+ *     int c;
+ *     while ((c = tk_args_next(&args, argc, argv, long_opts)) > 0)
+ *         ... c == 'h': print the help; else apply option c, value optarg ...
+ *     if (c < 0) ... bad usage (reported) ...
+ *
+ * Numbers are decimal digits only: no sign, no space, no base prefix, so
+ * "-1" and " 5" are refused rather than wrapped or skipped. Byte counts take
+ * a binary K, M or G suffix (1K = 1024), optionally followed by "B" or "iB";
+ * a bare number may end in "B".
+ */
+#ifndef RTMEM_TOOLS_ARGS_H
+#define RTMEM_TOOLS_ARGS_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+struct tk_args {
+    const char *prog;            /* "rtmem bench": starts every message */
+    const char *bytes_example;   /* "4096, 64K, 64M": examples in byte-count messages */
+};
+
+/* Reports bad usage: "<prog>: " fmt (one %s, filled with arg) and the --help
+ * hint, on stderr. Always returns -1. */
+int tk_args_bad(const struct tk_args *a, const char *fmt, const char *arg);
+
+/* Starts a parse at argv[1] with getopt's own messages off (tk_args_next
+ * names the subcommand in its own). Call once before the first
+ * tk_args_next of a parse. */
+void tk_args_begin(void);
+
+/*
+ * Next option of argv, by getopt_long with the short option -h and the long
+ * options given (the table must hold required_argument/no_argument entries
+ * whose codes are 'h' or above 255). Returns the option's code ('h' for -h
+ * or an entry with that code), its value in optarg; 0 when the options are
+ * done; -1 after reporting an unknown option, a missing value, or an operand
+ * (the subcommands take none).
+ */
+int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct option *longopts);
+
+/* A whole number s for option opt (named in messages, e.g. "--ops") within
+ * [lo, hi] into *out. Returns 0, or -1 (reported; *out untouched). */
+int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
+                uint64_t hi, uint64_t *out);
+
+/* A byte count s (suffixes as above) within [lo, hi] bytes into *out.
+ * Returns 0, or -1 (reported; *out untouched). */
+int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
+                  uint64_t hi, uint64_t *out);
+
+/* A file name s for opt: anything but NULL or empty, into *out. Returns 0, or
+ * -1 (reported). */
+int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const char **out);
+
+/* --cpu N: a CPU number below CPU_SETSIZE, for tk_rt_request.cpu. Returns 0,
+ * or -1 (reported). */
+int tk_args_cpu(const struct tk_args *a, const char *s, int *out);
+
+/* --prio N: a SCHED_FIFO priority, 1..99, for tk_rt_request.priority.
+ * Returns 0, or -1 (reported). */
+int tk_args_priority(const struct tk_args *a, const char *s, int *out);
+
+#endif /* RTMEM_TOOLS_ARGS_H */

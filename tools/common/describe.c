@@ -1,0 +1,132 @@
+/* Bench kit: the machine and the timer, printed and as JSON (describe.h). */
+#include "common/describe.h"
+
+#include <gnu/libc-version.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#if defined(__clang__)
+#define TK_STR_(x) #x
+#define TK_STR(x) TK_STR_(x)
+#define TK_COMPILER \
+    "clang " TK_STR(__clang_major__) "." TK_STR(__clang_minor__) "." TK_STR(__clang_patchlevel__)
+#elif defined(__GNUC__)
+#define TK_COMPILER "gcc " __VERSION__
+#else
+#define TK_COMPILER __VERSION__
+#endif
+
+/* The value of a "key : value" line of /proc/cpuinfo, trimmed, in place. */
+static const char *cpuinfo_value(char *line)
+{
+    char *colon = strchr(line, ':');
+    if (!colon)
+        return NULL;
+    colon++;
+    colon += strspn(colon, " \t");
+    colon[strcspn(colon, "\n")] = '\0';
+    return colon;
+}
+
+/* x86 names the CPU in "model name"; arm64 has none, take "Hardware". */
+static void read_cpu_model(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) != 0 && strncmp(line, "Hardware", 8) != 0)
+            continue;
+        const char *v = cpuinfo_value(line);
+        if (v) {
+            snprintf(buf, size, "%s", v);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+void tk_machine_collect(struct tk_machine *mf)
+{
+    memset(mf, 0, sizeof(*mf));
+    read_cpu_model(mf->cpu_model, sizeof(mf->cpu_model));
+    struct utsname u;
+    if (uname(&u) == 0) {
+        snprintf(mf->sysname, sizeof(mf->sysname), "%s", u.sysname);
+        snprintf(mf->release, sizeof(mf->release), "%s", u.release);
+        snprintf(mf->version, sizeof(mf->version), "%s", u.version);
+        snprintf(mf->machine, sizeof(mf->machine), "%s", u.machine);
+    }
+    mf->cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
+    mf->libc_version = gnu_get_libc_version();
+}
+
+void tk_machine_print(FILE *f, const struct tk_machine *mf)
+{
+    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model,
+            mf->sysname, mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+}
+
+void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_detail d)
+{
+    bool full = d == TK_DETAIL_FULL;
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "cpu_model", mf->cpu_model);
+    tk_json_kv_int(j, "cpus_online", mf->cpus_online);
+    tk_json_kv_string(j, "sysname", mf->sysname);
+    tk_json_kv_string(j, "kernel_release", mf->release);
+    if (full)
+        tk_json_kv_string(j, "kernel_version", mf->version);
+    tk_json_kv_string(j, "arch", mf->machine);
+    tk_json_kv_string(j, "libc", mf->libc_version);
+    if (full)
+        tk_json_kv_string(j, "compiler", TK_COMPILER);
+    tk_json_end_object(j);
+}
+
+void tk_timer_print(FILE *f, const char *label, const struct tk_timer *t, enum tk_detail d)
+{
+    bool full = d == TK_DETAIL_FULL;
+    fprintf(f, "%s%s", label, t->source);
+    if (tk_timer_use_tsc) {
+        fprintf(f, ", %.4f GHz", t->tick_hz / 1e9);
+        if (full)
+            fprintf(f, " calibrated over %.0f ms against CLOCK_MONOTONIC_RAW",
+                    t->calibration_ns / 1e6);
+        fprintf(f, ", invariant TSC: %s", t->tsc_invariant ? "yes" : "NO");
+    }
+    fprintf(f, "\ntimer overhead: start/end pair around nothing");
+    if (full)
+        fprintf(f, ", %zu pairs", t->overhead_samples);
+    fprintf(f, ": p50 %.1f ns, p99 %.1f ns, min %.1f ns; resolution %.1f ns", t->overhead_p50_ns,
+            t->overhead_p99_ns, t->overhead_min_ns, t->resolution_ns);
+    if (full)
+        fprintf(f, " (%llu ticks)", (unsigned long long)t->resolution_ticks);
+    fputc('\n', f);
+}
+
+void tk_timer_json(struct tk_json *j, const struct tk_timer *t, enum tk_detail d)
+{
+    bool full = d == TK_DETAIL_FULL;
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "source", t->source);
+    tk_json_kv_double(j, "ns_per_tick", t->ns_per_tick);
+    if (full) {
+        tk_json_kv_double(j, "tick_hz", t->tick_hz);
+        tk_json_kv_double(j, "calibration_ns", t->calibration_ns);
+    }
+    tk_json_kv_bool(j, "tsc_invariant", t->tsc_invariant);
+    if (full)
+        tk_json_kv_uint(j, "overhead_samples", t->overhead_samples);
+    tk_json_kv_double(j, "overhead_p50_ns", t->overhead_p50_ns);
+    tk_json_kv_double(j, "overhead_p99_ns", t->overhead_p99_ns);
+    tk_json_kv_double(j, "overhead_min_ns", t->overhead_min_ns);
+    if (full)
+        tk_json_kv_uint(j, "resolution_ticks", t->resolution_ticks);
+    tk_json_kv_double(j, "resolution_ns", t->resolution_ns);
+    tk_json_end_object(j);
+}

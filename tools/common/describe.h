@@ -1,0 +1,65 @@
+/*
+ * Bench kit: what a run had to work with, for the report's header and the
+ * results file: the machine (CPU model, kernel, libc, compiler) and the
+ * timer (source, calibration, overhead, resolution). The real-time setup
+ * has its own printer and JSON (tk_rt_print, tk_rt_json in rt.h).
+ *
+ * Two levels of detail. A result file's layout is fixed by its schema
+ * version ("rtmem-bench/1", "rtmem-memcheck/1"), so each tool keeps the
+ * members it has always written: TK_DETAIL_FULL writes everything,
+ * TK_DETAIL_BRIEF a subset (each function says which). The human lines
+ * differ in the same way.
+ */
+#ifndef RTMEM_TOOLS_DESCRIBE_H
+#define RTMEM_TOOLS_DESCRIBE_H
+
+#include <stdio.h>
+
+#include "common/out.h"
+#include "common/timer.h"
+
+enum tk_detail {
+    TK_DETAIL_BRIEF,
+    TK_DETAIL_FULL,
+};
+
+/* Facts about the machine, read once per run. Strings are "" (cpu_model
+ * "unknown") when they cannot be read; nothing here fails. */
+struct tk_machine {
+    char cpu_model[128];          /* /proc/cpuinfo "model name" (x86) or "Hardware" (arm64) */
+    char sysname[65];             /* uname(2) */
+    char release[65];
+    char version[129];
+    char machine[65];
+    long cpus_online;             /* sysconf(_SC_NPROCESSORS_ONLN), -1 if unknown */
+    const char *libc_version;     /* gnu_get_libc_version(), static storage */
+};
+
+/* Fills *mf. Reads /proc/cpuinfo and calls uname: not for a timed region. */
+void tk_machine_collect(struct tk_machine *mf);
+
+/* One line: "machine: <cpu> | <sysname> <release> <arch> | <n> CPUs online |
+ * glibc <version>". */
+void tk_machine_print(FILE *f, const struct tk_machine *mf);
+
+/* The machine as one JSON object value (call after a key): cpu_model,
+ * cpus_online, sysname, kernel_release, arch, libc; TK_DETAIL_FULL adds
+ * kernel_version (after kernel_release) and the compiler the tool was built
+ * with (last). */
+void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_detail d);
+
+/* Two lines: "<label><source>" with, on the TSC, its frequency and whether
+ * it is invariant (TK_DETAIL_FULL: and the calibration window), then
+ * "timer overhead: ..." with p50, p99, min and the resolution in ns
+ * (TK_DETAIL_FULL: and the number of pairs measured and the resolution in
+ * ticks). label is printed as is, e.g. "timer: ". */
+void tk_timer_print(FILE *f, const char *label, const struct tk_timer *t, enum tk_detail d);
+
+/* The timer as one JSON object value (call after a key): source,
+ * ns_per_tick, tsc_invariant, overhead_p50_ns, overhead_p99_ns,
+ * overhead_min_ns, resolution_ns; TK_DETAIL_FULL adds tick_hz,
+ * calibration_ns, overhead_samples and resolution_ticks, each next to its
+ * kin. */
+void tk_timer_json(struct tk_json *j, const struct tk_timer *t, enum tk_detail d);
+
+#endif /* RTMEM_TOOLS_DESCRIBE_H */

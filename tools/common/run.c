@@ -1,0 +1,40 @@
+/* Bench kit: the start and the end of a measured run (run.h). */
+#include "common/run.h"
+
+#include <errno.h>
+#include <string.h>
+
+int tk_run_setup(const struct tk_run_opts *o, struct tk_rt_state *rt, struct tk_timer *t,
+                 struct tk_machine *mf)
+{
+    struct tk_rt_request req = {
+        .pin = !o->no_rt, .cpu = o->cpu, .fifo = !o->no_rt,
+        .priority = o->priority, .lock = false,   /* the tool locks once mapped */
+    };
+    tk_rt_setup(&req, rt);
+    int rc = tk_timer_init(t, o->calibration_ms);
+    if (rc != 0) {
+        fprintf(stderr, "%s: timer setup failed: %s\n", o->prog, strerror(-rc));
+        return rc;
+    }
+    tk_machine_collect(mf);
+    return 0;
+}
+
+FILE *tk_run_open_results(const char *prog, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
+    return f;
+}
+
+int tk_run_close_results(const char *prog, FILE *f, const char *path, bool run_failed)
+{
+    if (fclose(f) == 0)
+        return 0;
+    int err = errno;
+    if (!run_failed)
+        fprintf(stderr, "%s: closing '%s' failed: %s\n", prog, path, strerror(err));
+    return -err;
+}
