@@ -52,7 +52,7 @@ test-clang:
 # Coverage-guided fuzzing with libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 60
 fuzz:
-	@sh scripts/ensure-deps.sh clang
+	@sh scripts/ensure-deps.sh fuzz
 	CC=clang cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_FUZZ=ON \
 	    -DRTMEM_BUILD_TOOLS=OFF >/dev/null
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_heap_libfuzzer

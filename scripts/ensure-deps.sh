@@ -1,8 +1,12 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [peers]
+#   ensure-deps.sh [clang] [fuzz] [peers]
 #     clang  also the clang compiler (CI)
+#     fuzz   clang and its libFuzzer runtime (make fuzz): Debian installs the
+#            runtime (libclang-rt-N-dev) only as a recommendation, which this
+#            script does not follow, so it test-links a fuzzer and installs
+#            the runtime when that fails
 #     peers  also the allocators `rtmem memcheck` compares with: jemalloc,
 #            mimalloc, tcmalloc (make bench). Optional: when they cannot be
 #            installed (no apt-get, neither root nor sudo without a password,
@@ -11,6 +15,7 @@
 set -eu
 need=""
 want=""
+check_fuzz=no
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
@@ -24,6 +29,10 @@ has_lib() {
 for arg in "$@"; do
     case "$arg" in
     clang) command -v clang >/dev/null 2>&1 || need="$need clang" ;;
+    fuzz)
+        command -v clang >/dev/null 2>&1 || need="$need clang"
+        check_fuzz=yes
+        ;;
     peers)
         # Debian package : the library memcheck loads
         for p in libjemalloc2:libjemalloc.so.2 libmimalloc2.0:libmimalloc.so.2 \
@@ -34,7 +43,17 @@ for arg in "$@"; do
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
-[ -z "$need$want" ] && exit 0
+# Does clang link a libFuzzer target here?
+fuzz_links() {
+    dir=$(mktemp -d)
+    printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > "$dir/f.c"
+    clang -fsanitize=fuzzer -o "$dir/f" "$dir/f.c" >/dev/null 2>&1
+    rc=$?
+    rm -rf "$dir"
+    return $rc
+}
+
+[ -z "$need$want" ] && [ "$check_fuzz" = no ] && exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -53,6 +72,18 @@ if [ -n "$need" ]; then
     $sudo apt-get update -qq
     # shellcheck disable=SC2086
     $sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+
+if [ "$check_fuzz" = yes ] && ! fuzz_links; then
+    major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
+    echo "ensure-deps: installing clang's libFuzzer runtime: libclang-rt-$major-dev"
+    if [ "$can_apt" = no ] || [ -z "$major" ]; then
+        echo "ensure-deps: cannot install it here; please install libclang-rt-$major-dev" >&2
+        exit 1
+    fi
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "libclang-rt-$major-dev" >/dev/null
+    fuzz_links || { echo "ensure-deps: clang still cannot link a libFuzzer target" >&2; exit 1; }
 fi
 
 if [ -n "$want" ]; then
