@@ -20,6 +20,7 @@ command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+command -v python3 >/dev/null 2>&1 || need="$need python3" # the tool tests read JSON with it
 
 # Is a shared library in the dynamic linker's cache (what dlopen finds)?
 has_lib() {
