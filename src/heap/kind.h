@@ -74,6 +74,39 @@ static inline int rtm_kind_overlap(size_t a, size_t alen, size_t b, size_t blen)
     return a - b < blen || b - a < alen;
 }
 
+/* The head of every kind's pool descriptor: the list of pools and the memory
+ * each was given, as offsets from the heap base. */
+struct rtm_pool_link {
+    size_t next;      /* offset of the next pool's descriptor (its link), 0 at the end */
+    size_t raw_start; /* the memory given for the pool */
+    size_t raw_len;
+};
+
+/*
+ * The checks every add_pool starts with: [mem, mem + size) must be memory
+ * (EINVAL), overlap no pool of the heap whose pools start at first (EINVAL),
+ * and hold a descriptor of `need` bytes aligned to `align` (ENOMEM). Returns
+ * 0 with the descriptor's address in *at, or the negative errno. O(pools).
+ */
+static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_link *first,
+                                     void *mem, size_t size, size_t align, size_t need,
+                                     uintptr_t *at)
+{
+    int err;
+    *at = rtm_kind_place(mem, size, align, need, &err);
+    if (!*at && err == EINVAL)
+        return -EINVAL;
+    size_t raw = (size_t)((uintptr_t)mem - (uintptr_t)base);
+    for (const struct rtm_pool_link *d = first;;
+         d = (const struct rtm_pool_link *)(const void *)((const char *)base + d->next)) {
+        if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
+            return -EINVAL;
+        if (d->next == 0)
+            break;
+    }
+    return *at ? 0 : -ENOMEM;
+}
+
 /* Registry index of a kind's ops, for kinds stamping their header. */
 enum rtm_heap_kind_id {
     RTM_KIND_TLSF = 0,

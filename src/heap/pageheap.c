@@ -40,6 +40,7 @@ struct ph_range {
 #define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
 
 _Static_assert(offsetof(struct ph_range, addr_node) == 0, "address node opens the range");
+_Static_assert(offsetof(struct ph_pool, link) == 0, "a pool's offset is its link's");
 _Static_assert(RTM_PAGEHEAP_PAGE_SIZE == PH_PAGE_SIZE, "public page size");
 _Static_assert(RTM_PAGEHEAP_MIN_BLOCK == ((size_t)1 << PH_MIN_SHIFT), "public smallest class");
 _Static_assert(RTM_PAGEHEAP_MAX_BUCKET == ((size_t)1 << PH_MAX_SHIFT), "public largest class");
@@ -89,7 +90,7 @@ static inline const struct ph_pool *pool_of(const struct ph_heap *h, size_t off)
     const struct ph_pool *d = &h->pool0;
     if (__builtin_expect(in_pool(d, off), 1))
         return d;
-    for (size_t n = d->next; n != 0; n = d->next) {
+    for (size_t n = d->link.next; n != 0; n = d->link.next) {
         d = pool_at(h, n);
         if (in_pool(d, off))
             return d;
@@ -454,8 +455,8 @@ struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
     struct ph_heap *h = (struct ph_heap *)ctl;
     memset(h, 0, sizeof(*h));
     h->base.kind = kind;
-    h->pool0.raw_start = off_of(h, mem);
-    h->pool0.raw_len = size;
+    h->pool0.link.raw_start = off_of(h, mem);
+    h->pool0.link.raw_len = size;
     int rc = pool_format(h, tree, &h->pool0, ctl + sizeof(*h), hi);
     if (rc) {
         errno = -rc;
@@ -468,30 +469,24 @@ struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
 
 int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
-    int err;
-    uintptr_t dp = rtm_kind_place(mem, size, _Alignof(struct ph_pool), sizeof(struct ph_pool), &err);
-    if (!dp && err == EINVAL)
-        return -EINVAL;
+    uintptr_t dp;
+    int rc = rtm_kind_pool_room(h, &h->pool0.link, mem, size, _Alignof(struct ph_pool),
+                                sizeof(struct ph_pool), &dp);
+    if (rc)
+        return rc;
     size_t raw = off_of(h, mem);
-    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->next)) {
-        if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
-            return -EINVAL;
-        if (d->next == 0)
-            break;
-    }
-    if (!dp)
-        return -ENOMEM;
     uintptr_t hi = (uintptr_t)mem + size;
-    struct ph_pool nd = { .next = h->pool0.next, .raw_start = raw, .raw_len = size };
+    struct ph_pool nd = { .link = { .next = h->pool0.link.next, .raw_start = raw,
+                                    .raw_len = size } };
     size_t usable_before = h->usable_bytes;
     /* Lay the pool out from a descriptor on the stack: its pages are indexed
      * by nd while the range is inserted, then nd is stored in place. */
     struct ph_pool *d = (struct ph_pool *)dp;
-    int rc = pool_format(h, tree, &nd, dp + sizeof(*d), hi);
+    rc = pool_format(h, tree, &nd, dp + sizeof(*d), hi);
     if (rc)
         return rc;
     *d = nd;
-    h->pool0.next = off_of(h, d);
+    h->pool0.link.next = off_of(h, d);
     h->overhead_bytes += size - (h->usable_bytes - usable_before);
     return 0;
 }
@@ -659,12 +654,12 @@ int ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out)
 size_t ph_fill_count(const struct ph_heap *h, size_t size)
 {
     size_t count = 0;
-    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->next)) {
+    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
         if (size <= PAGE / 2)
             count += d->npages * (PAGE >> bucket_shift(size));
         else if (size <= PH_MAX_PAGES * PAGE)
             count += d->npages / ((size + PAGE - 1) >> PH_PAGE_SHIFT);
-        if (d->next == 0)
+        if (d->link.next == 0)
             break;
     }
     return count;
@@ -713,9 +708,9 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
 {
     /* The descriptor first: page map and pages inside the pool's memory. */
     CHECK(d->npages > 0 && d->npages <= PH_MAX_PAGES);
-    CHECK(d->map - d->raw_start < d->raw_len && d->pages - d->raw_start < d->raw_len);
+    CHECK(d->map - d->link.raw_start < d->link.raw_len && d->pages - d->link.raw_start < d->link.raw_len);
     CHECK(d->npages * sizeof(struct ph_pgent) <= d->pages - d->map);
-    CHECK(d->npages * PAGE <= d->raw_len - (d->pages - d->raw_start));
+    CHECK(d->npages * PAGE <= d->link.raw_len - (d->pages - d->link.raw_start));
     CHECK(abs_of(h, d->pages) % PAGE == 0 && d->fresh <= d->npages);
     bool prev_free = false;
     size_t i = 0;
@@ -799,13 +794,13 @@ int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
         return rc;
     CHECK(tree->check(h, h->addr_root, addr_cmp, limit) == (long)h->free_runs);
     CHECK(tree->check(h, h->size_root, size_cmp, limit) == (long)h->free_runs);
-    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->next)) {
+    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
         CHECK(++pools <= h->pool_count);
         rc = check_pool(h, d, &t);
         if (rc)
             return rc;
         pages += d->npages;
-        if (d->next == 0)
+        if (d->link.next == 0)
             break;
     }
     CHECK(pools == h->pool_count && pages * PAGE == h->usable_bytes);

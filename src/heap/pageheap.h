@@ -49,9 +49,7 @@ struct ph_tree_ops {
 };
 
 struct ph_pool {
-    size_t next;      /* offset of the next pool descriptor, 0 at the end */
-    size_t raw_start; /* the memory given for the pool */
-    size_t raw_len;
+    struct rtm_pool_link link; /* first: the pool list links descriptors */
     size_t map;       /* offset of the page map */
     size_t pages;     /* offset of the first page */
     size_t npages;

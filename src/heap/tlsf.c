@@ -70,12 +70,12 @@ _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
 #define CLASS_COUNT (FL_COUNT * SL_COUNT)
 
 struct tlsf_pool {
-    size_t next;      /* offset of the next pool descriptor, 0 at the end */
-    size_t raw_start; /* offset of the memory given for the pool */
-    size_t raw_len;   /* its length */
+    struct rtm_pool_link link; /* first: the pool list links descriptors */
     size_t start;     /* offset of the first block header */
     size_t end;       /* offset of the sentinel header */
 };
+
+_Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its link's");
 
 struct rtm_tlsf {
     struct rtm_heap base;
@@ -350,7 +350,7 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     const struct tlsf_pool *d = &t->pool0;
     if (__builtin_expect(b - d->start < d->end - d->start, 1))
         return d;
-    for (size_t n = d->next; n != 0; n = d->next) {
+    for (size_t n = d->link.next; n != 0; n = d->link.next) {
         d = pool_at(t, n);
         if (b - d->start < d->end - d->start)
             return d;
@@ -403,8 +403,8 @@ struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
             t->heads[f][s] = NIL;
-    t->pool0.raw_start = off_of(t, mem);
-    t->pool0.raw_len = size;
+    t->pool0.link.raw_start = off_of(t, mem);
+    t->pool0.link.raw_len = size;
     int rc = pool_format(t, ctl + sizeof(*t), hi, &t->pool0);
     if (rc) {
         errno = -rc;
@@ -424,28 +424,22 @@ int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
 {
     if (!t)
         return -EINVAL;
-    int err;
-    uintptr_t dp = rtm_kind_place(mem, size, _Alignof(struct tlsf_pool), sizeof(struct tlsf_pool), &err);
-    if (!dp && err == EINVAL)
-        return -EINVAL;
+    uintptr_t dp;
+    int rc = rtm_kind_pool_room(t, &t->pool0.link, mem, size, _Alignof(struct tlsf_pool),
+                                sizeof(struct tlsf_pool), &dp);
+    if (rc)
+        return rc;
     size_t raw = off_of(t, mem);
-    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
-        if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
-            return -EINVAL;
-        if (d->next == 0)
-            break;
-    }
-    if (!dp)
-        return -ENOMEM;
     uintptr_t hi = (uintptr_t)mem + size;
     struct tlsf_pool *d = (struct tlsf_pool *)dp;
-    struct tlsf_pool nd = { .next = t->pool0.next, .raw_start = raw, .raw_len = size };
+    struct tlsf_pool nd = { .link = { .next = t->pool0.link.next, .raw_start = raw,
+                                      .raw_len = size } };
     size_t usable_before = t->usable_bytes;
-    int rc = pool_format(t, dp + sizeof(*d), hi, &nd);
+    rc = pool_format(t, dp + sizeof(*d), hi, &nd);
     if (rc)
         return rc;
     *d = nd;
-    t->pool0.next = off_of(t, d);
+    t->pool0.link.next = off_of(t, d);
     t->overhead_bytes += size - (t->usable_bytes - usable_before);
     return 0;
 }
@@ -665,7 +659,7 @@ static inline uint64_t sig_of(size_t b)
 static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t *used,
                       size_t *live, size_t *free_bytes, size_t *free_blocks, uint64_t *sig)
 {
-    CHECK(d->start - d->raw_start < d->raw_len && d->end - d->start < d->raw_len);
+    CHECK(d->start - d->link.raw_start < d->link.raw_len && d->end - d->start < d->link.raw_len);
     CHECK(d->end > d->start && (d->end - d->start) % GRANULE == 0);
     size_t b = d->start;
     bool prev_free = false;
@@ -701,12 +695,12 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
         return -EINVAL;
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
     uint64_t walk_sig = 0, list_sig = 0;
-    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
         CHECK(++pools <= t->pool_count);
         int rc = check_pool(t, d, &used, &live, &free_bytes, &free_blocks, &walk_sig);
         if (rc)
             return rc;
-        if (d->next == 0)
+        if (d->link.next == 0)
             break;
     }
     CHECK(pools == t->pool_count);
@@ -781,9 +775,9 @@ static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
     size_t cost = adjust_request(n), count = 0;
     if (cost == 0)
         return 0;
-    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->next)) {
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
         count += (d->end - d->start) / cost;
-        if (d->next == 0)
+        if (d->link.next == 0)
             break;
     }
     /* Classes one granule wide hold one size only, so every fitting block is
