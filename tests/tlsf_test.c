@@ -354,6 +354,60 @@ static void test_too_large_pool(void)
     munmap(mem, size);
 }
 
+/*
+ * free's first test covers "a header position of the first pool with room
+ * for a block" in one compare; the positions at the edges of a pool (the
+ * last block, the 16 bytes before the sentinel, the sentinel, past it, and
+ * before the first block) must still be told apart exactly, in the first
+ * pool and in an added one (the other path).
+ */
+static void free_bounds_in(struct rtm_tlsf *t, unsigned char *lo, unsigned char *hi)
+{
+    /* fill the heap with minimum blocks: the pool's last one ends at its
+     * sentinel */
+    unsigned char *first = hi, *last = lo, *p;
+    while ((p = rtm_tlsf_alloc(t, 1)) != NULL) {
+        if (p >= lo && p < hi && p < first)
+            first = p;
+        if (p >= lo && p < hi && p > last)
+            last = p;
+    }
+    REQUIRE(first < last, );
+    unsigned char *end = last + rtm_tlsf_usable_size(t, last); /* the sentinel's header */
+    CHECK(end < hi);
+    CHECK_EQ(rtm_tlsf_free(t, last), 0); /* the highest block is accepted */
+    CHECK(rtm_tlsf_alloc(t, 1) == last);
+    struct rtm_heap_stats before = stats(t);
+    unsigned char *refused[] = { end - 8, end + 8, end + 24, end + 40, end + 4104,
+                                 first - 16, first - 32, first - 48, last + 16, last + 8 };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        CHECK_EQ(rtm_tlsf_free(t, refused[i]), -EINVAL);
+    struct rtm_heap_stats after = stats(t);
+    CHECK(memcmp(&before, &after, sizeof(before)) == 0);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+    CHECK_EQ(rtm_tlsf_free(t, first), 0); /* the lowest block too */
+    CHECK(rtm_tlsf_alloc(t, 1) == first);
+    CHECK_EQ(rtm_tlsf_check(t), 0);
+}
+
+static void test_free_bounds(void)
+{
+    test_context = "free-bounds";
+    size_t span = 64u << 10;
+    for (size_t trim = 0; trim < 64; trim += 16) { /* the sentinel at varied alignments */
+        memset(arena, 0, sizeof(arena));
+        struct rtm_tlsf *t = rtm_tlsf_create(arena, span - trim);
+        REQUIRE(t != NULL, );
+        free_bounds_in(t, arena, arena + span);
+        /* a second pool, away from the first: its blocks take the other path */
+        unsigned char *mem2 = arena + (512u << 10);
+        REQUIRE(rtm_tlsf_add_pool(t, mem2 + trim, span - trim) == 0, );
+        free_bounds_in(t, mem2, mem2 + span);
+        CHECK_EQ(rtm_tlsf_free(t, NULL), 0);
+        CHECK_EQ(rtm_tlsf_check(t), 0);
+    }
+}
+
 int main(void)
 {
     test_sizes();
@@ -368,6 +422,7 @@ int main(void)
     test_absorbed_remainder();
     test_check_finds_corruption();
     test_too_large_pool();
+    test_free_bounds();
     test_context = NULL;
     return test_summary("tlsf");
 }

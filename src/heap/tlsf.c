@@ -56,9 +56,9 @@ _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
  * testing for the end. */
 #define NIL ((size_t)offsetof(struct rtm_tlsf, nil))
 /* Offset of a block of size 0 linked to itself and in no list. Removing it
- * from "its list" (class 0, never used: the minimum block is larger) changes
- * nothing, which lets free merge without branching on whether a neighbour is
- * free. */
+ * from "its list" changes nothing (its prev is no list head, so no class is
+ * emptied), which lets free remove a neighbour without branching on whether
+ * one is free. */
 #define IDLE ((size_t)offsetof(struct rtm_tlsf, idle))
 /* Each list head slot doubles as the "next" link of a pseudo-node, so the
  * first block of a list has a real predecessor: unlinking a block is four
@@ -80,7 +80,7 @@ _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its li
 struct rtm_tlsf {
     struct rtm_heap base;
     uint32_t fl_bitmap;
-    uint32_t sl_bitmap[FL_COUNT];
+    uint32_t sl_bitmap[32];     /* FL_COUNT used; 32 so that any index & 31 is in bounds */
     size_t used_bytes;
     size_t peak_used_bytes;
     size_t live_blocks;
@@ -195,6 +195,16 @@ static inline unsigned class_sl(size_t s)
     return class_sl_fl(s, class_fl(s));
 }
 
+/* Flat class index fl * SL_COUNT + sl of size s, branch-free: with L the
+ * top bit of s (at least that of 2 * SMALL_LIMIT - 1, where levels 0 and 1
+ * both have granule-wide classes), the SL_LOG2 + 1 bits of s from L down
+ * are SL_COUNT + sl (or fl * SL_COUNT + sl below 2 * SMALL_LIMIT). */
+static inline size_t class_index(size_t s)
+{
+    unsigned top = fls_size(s | (2 * SMALL_LIMIT - 1));
+    return (s >> (top - SL_LOG2)) + ((size_t)(top - FL_SHIFT - 1) << SL_LOG2);
+}
+
 static inline size_t class_low(unsigned fl, unsigned sl)
 {
     return fl == 0 ? (size_t)sl << GRANULE_LOG2
@@ -206,12 +216,14 @@ static inline size_t class_low(unsigned fl, unsigned sl)
 /* Inserts b at the head of its class list. */
 static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
 {
-    unsigned fl = class_fl(size), sl = class_sl_fl(size, fl);
-    size_t head = t->heads[fl][sl];
+    size_t idx = class_index(size);
+    unsigned fl = (unsigned)(idx >> SL_LOG2), sl = (unsigned)idx & (SL_COUNT - 1);
+    size_t *headp = &t->heads[0][0] + idx;
+    size_t head = *headp;
     NEXT(t, b) = head;
-    PREV_SET(t, b, PSEUDO(fl * SL_COUNT + sl));
+    PREV_SET(t, b, PSEUDO(idx));
     PREV_SET(t, head, b); /* harmless write to the terminator when empty */
-    t->heads[fl][sl] = b;
+    *headp = b;
     t->fl_bitmap |= 1u << fl;
     t->sl_bitmap[fl] |= 1u << sl;
 }
@@ -226,7 +238,11 @@ static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned 
 /*
  * Unlinks b from its class list, branch-free. The list became empty iff b
  * was its only block: its predecessor is a pseudo-node and its successor the
- * terminator; the class is then read off the pseudo-node's offset.
+ * terminator; the class is then read off the pseudo-node's offset. When the
+ * list did not become empty, the bitmap word picked by the (meaningless)
+ * index is rewritten unchanged, and its first-level bit recomputed, which
+ * leaves it as it was: every first-level bit says whether its word is
+ * non-zero.
  */
 static inline void list_remove(struct rtm_tlsf *t, size_t b)
 {
@@ -235,8 +251,10 @@ static inline void list_remove(struct rtm_tlsf *t, size_t b)
     PREV_SET(t, next, prev);
     size_t idx = (prev - PSEUDO(0)) / W;
     uint32_t empty = (next == NIL) & (idx < CLASS_COUNT);
-    idx &= -(size_t)empty; /* class 0 (never used) when not empty */
-    bitmap_clear_if(t, empty, (unsigned)(idx / SL_COUNT), (unsigned)(idx % SL_COUNT));
+    unsigned fl = (unsigned)(idx / SL_COUNT) & 31u;
+    uint32_t word = t->sl_bitmap[fl] & ~(empty << (idx % SL_COUNT));
+    t->sl_bitmap[fl] = word;
+    t->fl_bitmap &= ~((uint32_t)(word == 0) << fl);
 }
 
 /* Removes and returns the head of list (fl, sl), which must not be empty. */
@@ -494,43 +512,91 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
     return payload(t, b);
 }
 
-int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
+/*
+ * The body of free for the block at offset b, which lies in a pool whose
+ * sentinel is at end, at least MIN_BLOCK before it.
+ *
+ * Measured with rtmem bench (the bench's workload, free average minus the
+ * floor, ratio to glibc in the same run), on which this shape rests:
+ *  - its time is close to proportional to the instructions it runs, plus
+ *    about 4 ns per mispredicted branch;
+ *  - a neighbour is free in about 37% of frees, next and prev alike, and
+ *    both in 11%: a branch per neighbour is mispredicted about 0.9 times per
+ *    free (1.05x glibc), two branch-free removals (a neighbour that is not
+ *    free replaced by the idle block) cost more instructions than that
+ *    saves (1.25x);
+ *  - so the first free neighbour (next, else prev, else idle) is removed
+ *    branch-free, and only the rare second one takes a branch (0.9x).
+ */
+static inline __attribute__((always_inline)) int free_block(struct rtm_tlsf *t, size_t b, size_t end)
 {
-    if (!p)
-        return 0;
-    size_t b = live_block(t, p);
-    if (__builtin_expect(b == 0, 0))
-        return -EINVAL;
     size_t hdr = HDR(t, b);
     size_t size = hdr_size(hdr);
-    t->used_bytes -= size;
-    t->live_blocks--;
+    /* Used, not a sentinel, at least a minimum block and inside the pool
+     * (one unsigned compare: a size below MIN_BLOCK wraps around). */
+    if (__builtin_expect(hdr & (F_FREE | F_FENCE), 0))
+        return -EINVAL;
+    if (__builtin_expect(size - MIN_BLOCK > end - b - MIN_BLOCK, 0))
+        return -EINVAL;
     size_t n = b + size;
     size_t nh = HDR(t, n);
-    if ((nh & F_FREE) | (hdr & F_PREV_FREE)) {
-        /* Flag it free first: a header swallowed by the merge keeps saying
-         * "free", so a second free of the same pointer is refused. */
-        HDR(t, b) = hdr | F_FREE;
-        /* Merge with both neighbours, branch-free: a neighbour that is not
-         * free is replaced by the idle block of size 0. The word before b is
-         * always readable (a footer, a used block's payload, or the pool
-         * descriptor). */
-        size_t nmask = -(nh & F_FREE);
-        size_t nsize = hdr_size(nh) & nmask;
-        list_remove(t, IDLE ^ ((n ^ IDLE) & nmask));
-        size_t pmask = -((hdr & F_PREV_FREE) >> 1);
-        size_t psize = *blk(t, b - W) & pmask;
-        list_remove(t, IDLE ^ (((b - psize) ^ IDLE) & pmask));
-        b -= psize;
-        size += psize + nsize;
-    }
-
+    /* The successor must agree that b is used: a pointer into the middle of
+     * a block usually fails here. */
+    if (__builtin_expect(nh & F_PREV_FREE, 0))
+        return -EINVAL;
+    t->used_bytes -= size;
+    t->live_blocks--;
+    /* Flag it free first: a header swallowed by a merge keeps saying "free",
+     * so a second free of the same pointer is refused. */
+    HDR(t, b) = hdr | F_FREE;
+    /* All-ones masks for "next is free" and "prev is free". The word before
+     * b is always readable: a footer, a used block's payload, or the pool
+     * descriptor; it counts only when prev is free. */
+    size_t nmask = -(nh & F_FREE), pmask = -((hdr & F_PREV_FREE) >> 1);
+    size_t psize = *blk(t, b - W) & pmask;
+    size_t pb = b - psize;
+    size_t first = IDLE ^ ((pb ^ IDLE) & pmask);
+    first ^= (n ^ first) & nmask;
+    list_remove(t, first);
+    if (__builtin_expect(nmask & pmask, 0))
+        list_remove(t, pb);
+    size += (hdr_size(nh) & nmask) + psize;
+    b = pb;
     /* The merged block's predecessor is used: free blocks never touch. */
     HDR(t, b) = size | F_FREE;
     set_footer(t, b, size);
     HDR(t, b + size) |= F_PREV_FREE;
     list_insert(t, b, size);
     return 0;
+}
+
+/* free for what the first pool's fast test let through: NULL, misaligned
+ * pointers, other pools (found in O(pools)) and foreign addresses. */
+static __attribute__((noinline)) int free_slow(struct rtm_tlsf *t, void *p)
+{
+    if (!p)
+        return 0;
+    if ((uintptr_t)p & (GRANULE - 1))
+        return -EINVAL;
+    size_t b = off_of(t, p) - W;
+    const struct tlsf_pool *d = pool_of(t, b);
+    if (!d || d->end - b < MIN_BLOCK)
+        return -EINVAL;
+    return free_block(t, b, d->end);
+}
+
+int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
+{
+    /* One test for "a header position of the first pool with room for a
+     * block": headers lie at start + k * GRANULE, and rotating rel right by
+     * the granule bits turns any other rel into a huge value. NULL fails it
+     * too (its rel is minus the first payload's address). */
+    size_t start = t->pool0.start, end = t->pool0.end;
+    size_t rel = off_of(t, p) - W - start;
+    size_t rot = (rel >> GRANULE_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - GRANULE_LOG2));
+    if (__builtin_expect(rot > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
+        return free_slow(t, p);
+    return free_block(t, start + rel, end);
 }
 
 /* Gives the tail of live block b beyond s bytes back to the free lists, if it
