@@ -218,7 +218,7 @@ static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
 {
     size_t idx = class_index(size);
     unsigned fl = (unsigned)(idx >> SL_LOG2), sl = (unsigned)idx & (SL_COUNT - 1);
-    size_t *headp = &t->heads[0][0] + idx;
+    size_t *headp = blk(t, HEADS + idx * W); /* heads[fl][sl], through the base like all links */
     size_t head = *headp;
     NEXT(t, b) = head;
     PREV_SET(t, b, PSEUDO(idx));
