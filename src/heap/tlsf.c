@@ -376,26 +376,68 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     return NULL;
 }
 
-/*
- * Offset of the live block whose payload is p, or 0 if p is not one: outside
- * every pool, misaligned, free, a sentinel, or a header whose size or whose
- * successor's flags disagree (a pointer into the middle of a block).
- */
-static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
+/* A header position inside a pool, with that pool's sentinel. "None" is the
+ * idle block, whose header reads as a fenced sentinel: is_live refuses it
+ * without a test of its own. */
+struct blk_pos {
+    size_t b;
+    size_t end;
+};
+
+/* block_at for what the first pool's one-compare test let through: NULL,
+ * misaligned pointers, other pools (O(pools)) and foreign addresses. */
+static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_tlsf *t,
+                                                              const void *p)
 {
+    struct blk_pos none = { IDLE, IDLE + MIN_BLOCK };
     if ((uintptr_t)p & (GRANULE - 1))
-        return 0;
+        return none;
     size_t b = off_of(t, p) - W;
     const struct tlsf_pool *d = pool_of(t, b);
-    if (!d)
-        return 0;
-    size_t hdr = HDR(t, b);
+    if (!d || d->end - b < MIN_BLOCK)
+        return none;
+    return (struct blk_pos){ b, d->end };
+}
+
+/*
+ * The header offset a payload p would have, if it is a header position of
+ * some pool with room for a block before the pool's sentinel. The first
+ * pool takes one test: headers lie at start + k * GRANULE, and rotating rel
+ * right by the granule bits turns any other rel into a huge value; NULL
+ * fails it too (its rel is minus the first payload's address).
+ */
+static inline struct blk_pos block_at(const struct rtm_tlsf *t, const void *p)
+{
+    size_t start = t->pool0.start, end = t->pool0.end;
+    size_t rel = off_of(t, p) - W - start;
+    size_t rot = (rel >> GRANULE_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - GRANULE_LOG2));
+    if (__builtin_expect(rot > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
+        return block_at_slow(t, p);
+    return (struct blk_pos){ start + rel, end };
+}
+
+/*
+ * Whether the position from block_at holds a live block: used, not a
+ * sentinel, at least a minimum block and inside the pool (one unsigned
+ * compare: a size below MIN_BLOCK wraps around), and its successor agrees
+ * that it is used (a pointer into the middle of a block usually fails here).
+ */
+static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
+{
+    size_t hdr = HDR(t, at.b);
     size_t size = hdr_size(hdr);
-    if ((hdr & (F_FREE | F_FENCE)) || size < MIN_BLOCK || size > d->end - b)
-        return 0;
-    if (HDR(t, b + size) & F_PREV_FREE)
-        return 0;
-    return b;
+    if (hdr & (F_FREE | F_FENCE))
+        return false;
+    if (size - MIN_BLOCK > at.end - at.b - MIN_BLOCK)
+        return false;
+    return !(HDR(t, at.b + size) & F_PREV_FREE);
+}
+
+/* Offset of the live block whose payload is p, or 0 if p is not one. */
+static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
+{
+    struct blk_pos at = block_at(t, p);
+    return is_live(t, at) ? at.b : 0;
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -513,9 +555,6 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
 }
 
 /*
- * The body of free for the block at offset b, which lies in a pool whose
- * sentinel is at end, at least MIN_BLOCK before it.
- *
  * Measured with rtmem bench (the bench's workload, free average minus the
  * floor, ratio to glibc in the same run), on which this shape rests:
  *  - its time is close to proportional to the instructions it runs, plus
@@ -528,22 +567,16 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
  *  - so the first free neighbour (next, else prev, else idle) is removed
  *    branch-free, and only the rare second one takes a branch (0.9x).
  */
-static inline __attribute__((always_inline)) int free_block(struct rtm_tlsf *t, size_t b, size_t end)
+int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
 {
-    size_t hdr = HDR(t, b);
+    struct blk_pos at = block_at(t, p);
+    if (__builtin_expect(!is_live(t, at), 0))
+        return p ? -EINVAL : 0;
+    size_t b = at.b;
+    size_t hdr = HDR(t, b); /* the loads is_live made: no store in between */
     size_t size = hdr_size(hdr);
-    /* Used, not a sentinel, at least a minimum block and inside the pool
-     * (one unsigned compare: a size below MIN_BLOCK wraps around). */
-    if (__builtin_expect(hdr & (F_FREE | F_FENCE), 0))
-        return -EINVAL;
-    if (__builtin_expect(size - MIN_BLOCK > end - b - MIN_BLOCK, 0))
-        return -EINVAL;
     size_t n = b + size;
     size_t nh = HDR(t, n);
-    /* The successor must agree that b is used: a pointer into the middle of
-     * a block usually fails here. */
-    if (__builtin_expect(nh & F_PREV_FREE, 0))
-        return -EINVAL;
     t->used_bytes -= size;
     t->live_blocks--;
     /* Flag it free first: a header swallowed by a merge keeps saying "free",
@@ -568,35 +601,6 @@ static inline __attribute__((always_inline)) int free_block(struct rtm_tlsf *t, 
     HDR(t, b + size) |= F_PREV_FREE;
     list_insert(t, b, size);
     return 0;
-}
-
-/* free for what the first pool's fast test let through: NULL, misaligned
- * pointers, other pools (found in O(pools)) and foreign addresses. */
-static __attribute__((noinline)) int free_slow(struct rtm_tlsf *t, void *p)
-{
-    if (!p)
-        return 0;
-    if ((uintptr_t)p & (GRANULE - 1))
-        return -EINVAL;
-    size_t b = off_of(t, p) - W;
-    const struct tlsf_pool *d = pool_of(t, b);
-    if (!d || d->end - b < MIN_BLOCK)
-        return -EINVAL;
-    return free_block(t, b, d->end);
-}
-
-int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
-{
-    /* One test for "a header position of the first pool with room for a
-     * block": headers lie at start + k * GRANULE, and rotating rel right by
-     * the granule bits turns any other rel into a huge value. NULL fails it
-     * too (its rel is minus the first payload's address). */
-    size_t start = t->pool0.start, end = t->pool0.end;
-    size_t rel = off_of(t, p) - W - start;
-    size_t rot = (rel >> GRANULE_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - GRANULE_LOG2));
-    if (__builtin_expect(rot > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
-        return free_slow(t, p);
-    return free_block(t, start + rel, end);
 }
 
 /* Gives the tail of live block b beyond s bytes back to the free lists, if it
