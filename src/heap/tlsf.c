@@ -102,7 +102,9 @@ _Static_assert(sizeof(struct tlsf_pool) + GRANULE + W + GRANULE <= RTM_TLSF_POOL
 
 static inline unsigned fls_size(size_t x) /* index of the highest set bit; x != 0 */
 {
-    return (unsigned)(sizeof(size_t) * CHAR_BIT - 1) - (unsigned)__builtin_clzl(x);
+    /* 63 ^ clz, not 63 - clz: the same for 0..63, and the compiler folds it
+     * into a bare bsr, so offsets from the result fold into constants */
+    return (unsigned)(sizeof(size_t) * CHAR_BIT - 1) ^ (unsigned)__builtin_clzl(x);
 }
 
 static inline unsigned ffs32(uint32_t x) /* index of the lowest set bit; x != 0 */
