@@ -577,7 +577,8 @@ static __attribute__((noinline, cold)) int free_refused(const void *p)
  *    free replaced by the idle block) cost more instructions than that
  *    saves (1.25x);
  *  - so the first free neighbour (next, else prev, else idle) is removed
- *    branch-free, and only the rare second one takes a branch (0.9x).
+ *    branch-free, and only the rare second one takes a branch (0.9x then;
+ *    about 0.73x once the common path had no taken branch).
  */
 static inline __attribute__((always_inline)) int tlsf_free(struct rtm_tlsf *t, void *p)
 {
