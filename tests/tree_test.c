@@ -62,8 +62,8 @@ static unsigned rb_bound(size_t n)
 }
 
 static const struct kind kinds[] = {
-    { "avl", rtm_avl_insert, rtm_avl_remove, rtm_avl_check, avl_bound },
-    { "rb", rtm_rb_insert, rtm_rb_remove, rtm_rb_check, rb_bound },
+    { "avl", rtm__avl_insert, rtm__avl_remove, rtm__avl_check, avl_bound },
+    { "rb", rtm__rb_insert, rtm__rb_remove, rtm__rb_check, rb_bound },
 };
 
 /* ---- the caller's side: items, order, probes ------------------------------ */
@@ -206,13 +206,13 @@ static bool probe_ok(struct env *e, uint64_t *rng, size_t key_span)
     size_t k = (size_t)rng_next(rng) % (key_span + 2);
     size_t i = shadow_key_pos(e, k, false), j = shadow_key_pos(e, k, true);
     size_t want_lb = i < e->n ? e->sorted[i] : 0, want_floor = j ? e->sorted[j - 1] : 0;
-    bool ok = rtm_tree_lower_bound(e->base, e->root, key_probe, &k) == want_lb &&
-              rtm_tree_floor(e->base, e->root, key_probe, &k) == want_floor;
+    bool ok = rtm__tree_lower_bound(e->base, e->root, key_probe, &k) == want_lb &&
+              rtm__tree_floor(e->base, e->root, key_probe, &k) == want_floor;
     if (e->n) {
         size_t off = e->sorted[rng_next(rng) % e->n];
         struct exact_key x = { item_at(e->base, off)->key, off };
-        ok = ok && rtm_tree_lower_bound(e->base, e->root, exact_probe, &x) == off &&
-             rtm_tree_floor(e->base, e->root, exact_probe, &x) == off;
+        ok = ok && rtm__tree_lower_bound(e->base, e->root, exact_probe, &x) == off &&
+             rtm__tree_floor(e->base, e->root, exact_probe, &x) == off;
     }
     CHECK(ok);
     return ok;
@@ -236,15 +236,15 @@ static bool verify(struct env *e)
         return false;
     if (e->n)
         CHECK_EQ(e->k->check(e->base, e->root, item_cmp, e->n - 1), -1);
-    size_t o = rtm_tree_first(e->base, e->root);
-    for (size_t i = 0; i < e->n; i++, o = rtm_tree_next(e->base, o))
+    size_t o = rtm__tree_first(e->base, e->root);
+    for (size_t i = 0; i < e->n; i++, o = rtm__tree_next(e->base, o))
         if (o != e->sorted[i]) {
             CHECK_EQ(o, e->sorted[i]);
             return false;
         }
     CHECK_EQ(o, 0);
-    o = rtm_tree_last(e->base, e->root);
-    for (size_t i = e->n; i-- > 0; o = rtm_tree_prev(e->base, o))
+    o = rtm__tree_last(e->base, e->root);
+    for (size_t i = e->n; i-- > 0; o = rtm__tree_prev(e->base, o))
         if (o != e->sorted[i]) {
             CHECK_EQ(o, e->sorted[i]);
             return false;
@@ -312,10 +312,10 @@ static void test_empty(const struct kind *k)
     env_init(e, k, pool_a, shifted(pool_a, -64));
     size_t key = 5;
     CHECK_EQ(k->check(e->base, 0, item_cmp, 0), 0);
-    CHECK_EQ(rtm_tree_first(e->base, 0), 0);
-    CHECK_EQ(rtm_tree_last(e->base, 0), 0);
-    CHECK_EQ(rtm_tree_lower_bound(e->base, 0, key_probe, &key), 0);
-    CHECK_EQ(rtm_tree_floor(e->base, 0, key_probe, &key), 0);
+    CHECK_EQ(rtm__tree_first(e->base, 0), 0);
+    CHECK_EQ(rtm__tree_last(e->base, 0), 0);
+    CHECK_EQ(rtm__tree_lower_bound(e->base, 0, key_probe, &key), 0);
+    CHECK_EQ(rtm__tree_floor(e->base, 0, key_probe, &key), 0);
     op_insert(e, 5);
     CHECK(verify(e));
     CHECK_EQ(rtm_tnode_at(e->base, e->root)->parent, 0);
@@ -440,8 +440,8 @@ static void test_corrupt(const struct kind *k)
         { "child link skips levels", &rn->left, leaf },
         { "misaligned child", &ln->left, leaf + 4 },
         { "meta out of range", &ln->meta, 7 },
-        { "meta flipped at a leaf", &ln->meta, k->check == rtm_avl_check ? 1 : !ln->meta },
-        { "meta flipped at the root", &rn->meta, k->check == rtm_avl_check ? (rn->meta ? 0 : 1) : 1 },
+        { "meta flipped at a leaf", &ln->meta, k->check == rtm__avl_check ? 1 : !ln->meta },
+        { "meta flipped at the root", &rn->meta, k->check == rtm__avl_check ? (rn->meta ? 0 : 1) : 1 },
         { "order: first node's key raised", &item_at(base, first)->key, item_at(base, last)->key + 1 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

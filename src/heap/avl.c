@@ -31,9 +31,9 @@ _Static_assert((ptrdiff_t)(size_t)(ptrdiff_t)-1 == -1, "balance -1 survives the 
 static void raise_child(void *base, size_t *root, size_t x, int s)
 {
     if (s > 0)
-        rtm_tree_rotate_left(base, root, x);
+        rtm__tree_rotate_left(base, root, x);
     else
-        rtm_tree_rotate_right(base, root, x);
+        rtm__tree_rotate_right(base, root, x);
 }
 
 static inline size_t child_on(const struct rtm_tnode *n, int s)
@@ -74,9 +74,9 @@ static size_t rebalance(void *base, size_t *root, size_t x, int s, int *dropped)
     return z;
 }
 
-void rtm_avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void rtm__avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
-    rtm_tree_link_leaf(base, root, node, cmp);
+    rtm__tree_link_leaf(base, root, node, cmp);
     set_balance(at(base, node), 0);
     /* The subtree rooted at child grew by one level. */
     size_t child = node;
@@ -97,10 +97,10 @@ void rtm_avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
     }
 }
 
-void rtm_avl_remove(void *base, size_t *root, size_t node)
+void rtm__avl_remove(void *base, size_t *root, size_t node)
 {
     int left;
-    size_t p = rtm_tree_unlink(base, root, node, &left);
+    size_t p = rtm__tree_unlink(base, root, node, &left);
     /* The subtree on side `left` of p lost one level. */
     while (p) {
         struct rtm_tnode *pn = at(base, p);
@@ -133,8 +133,8 @@ static long avl_rank(const void *base, size_t node, long left, long right)
     return 1 + (left > right ? left : right);
 }
 
-long rtm_avl_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes)
+long rtm__avl_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes)
 {
     long height;
-    return rtm_tree_check_walk(base, root, cmp, max_nodes, avl_rank, &height);
+    return rtm__tree_check_walk(base, root, cmp, max_nodes, avl_rank, &height);
 }

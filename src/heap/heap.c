@@ -10,9 +10,9 @@
 #include "kind.h"
 
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
-    [RTM_KIND_TLSF] = &rtm_tlsf_ops,
-    [RTM_KIND_HEAPMEM] = &rtm_heapmem_ops,
-    [RTM_KIND_XNHEAP] = &rtm_xnheap_ops,
+    [RTM_KIND_TLSF] = &rtm__tlsf_ops,
+    [RTM_KIND_HEAPMEM] = &rtm__heapmem_ops,
+    [RTM_KIND_XNHEAP] = &rtm__xnheap_ops,
 };
 
 static const char *const kind_names[RTM_KIND_COUNT + 1] = {

@@ -2,6 +2,6 @@
 #include "rtmem/heapmem.h"
 #include "pageheap_kind.h"
 
-static const struct ph_tree_ops avl = { rtm_avl_insert, rtm_avl_remove, rtm_avl_check };
+static const struct ph_tree_ops avl = { rtm__avl_insert, rtm__avl_remove, rtm__avl_check };
 
 RTM_PAGEHEAP_DEFINE(heapmem, RTM_KIND_HEAPMEM, &avl);

@@ -42,9 +42,9 @@ struct rtm_heap_ops {
 };
 
 /* The kinds, in registry order ("tlsf" first). */
-extern const struct rtm_heap_ops rtm_tlsf_ops;
-extern const struct rtm_heap_ops rtm_heapmem_ops;
-extern const struct rtm_heap_ops rtm_xnheap_ops;
+extern const struct rtm_heap_ops rtm__tlsf_ops;
+extern const struct rtm_heap_ops rtm__heapmem_ops;
+extern const struct rtm_heap_ops rtm__xnheap_ops;
 
 /*
  * Finds room for an object of `need` bytes aligned to `align` at the start of

@@ -162,7 +162,7 @@ static int addr_probe(const void *base, size_t node, const void *key)
 
 static void refresh_max(struct ph_heap *h)
 {
-    size_t last = rtm_tree_last(h, h->size_root);
+    size_t last = rtm__tree_last(h, h->size_root);
     h->max_free_pages = last ? range_at(h, RANGE_OF_SIZE_NODE(last))->npages : 0;
 }
 
@@ -195,7 +195,7 @@ static void range_resize(struct ph_heap *h, ph_tree tree, size_t r, size_t npage
     /* The size tree stores no keys: when the new count keeps the range
      * between its neighbours in (pages, address) order, rewriting the count
      * is all it takes, and the tree is not touched. */
-    size_t nb = npages < old ? rtm_tree_prev(h, SIZE_NODE(r)) : rtm_tree_next(h, SIZE_NODE(r));
+    size_t nb = npages < old ? rtm__tree_prev(h, SIZE_NODE(r)) : rtm__tree_next(h, SIZE_NODE(r));
     range_at(h, r)->npages = npages;
     if (nb && (size_cmp(h, nb, SIZE_NODE(r)) < 0) != (npages < old)) {
         range_at(h, r)->npages = old; /* out of order: move it */
@@ -233,7 +233,7 @@ static size_t run_alloc(struct ph_heap *h, ph_tree tree, size_t n)
 {
     if (n > h->max_free_pages)
         return 0;
-    size_t node = rtm_tree_lower_bound(h, h->size_root, size_probe, &n);
+    size_t node = rtm__tree_lower_bound(h, h->size_root, size_probe, &n);
     if (!node)
         return 0;
     size_t r = RANGE_OF_SIZE_NODE(node);
@@ -256,8 +256,8 @@ static void run_free(struct ph_heap *h, ph_tree tree, size_t pg, size_t n)
     uintptr_t start = abs_of(h, pg), end = start + n * PAGE;
     /* One search: the run before [start, end) and, next to it, the one after
      * (no free run lies inside a run being freed). */
-    size_t prev = rtm_tree_floor(h, h->addr_root, addr_probe, &start);
-    size_t next = prev ? rtm_tree_next(h, prev) : rtm_tree_first(h, h->addr_root);
+    size_t prev = rtm__tree_floor(h, h->addr_root, addr_probe, &start);
+    size_t next = prev ? rtm__tree_next(h, prev) : rtm__tree_first(h, h->addr_root);
     if (next && abs_of(h, next) == end) {
         n += range_at(h, next)->npages;
         range_remove(h, tree, next);
@@ -443,7 +443,7 @@ static int pool_format(struct ph_heap *h, ph_tree tree, struct ph_pool *d, uintp
     return 0;
 }
 
-struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
+struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
 {
     int err;
     uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap), sizeof(struct ph_heap), &err);
@@ -467,7 +467,7 @@ struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
     return h;
 }
 
-int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
+int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
     uintptr_t dp;
     int rc = rtm_kind_pool_room(h, &h->pool0.link, mem, size, _Alignof(struct ph_pool),
@@ -509,7 +509,7 @@ static void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree)
     return hbase(h) + pg;
 }
 
-void *ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
+void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
 {
     void *p = alloc_block(h, size, tree);
     if (!p)
@@ -517,7 +517,7 @@ void *ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
     return p;
 }
 
-void *ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree)
+void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree)
 {
     if (alignment == 0 || (alignment & (alignment - 1))) {
         h->base.failed_allocs++;
@@ -526,7 +526,7 @@ void *ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree
     /* Up to a page, the natural alignment of bucket slots and of pages does
      * it: a class of at least the alignment, or a page run. */
     if (alignment <= PAGE)
-        return ph_alloc(h, size > alignment ? size : alignment, tree);
+        return rtm__ph_alloc(h, size > alignment ? size : alignment, tree);
     /* Beyond: a run with room to slide to an aligned page, whose unused
      * pages before and after go back to the free runs. */
     size_t extra = alignment / PAGE - 1;
@@ -568,7 +568,7 @@ static bool run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *lb
         return true;
     }
     uintptr_t end = abs_of(h, lb->pg) + have * PAGE;
-    size_t next = rtm_tree_lower_bound(h, h->addr_root, addr_probe, &end);
+    size_t next = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &end);
     if (!next || abs_of(h, next) != end || range_at(h, next)->npages < n - have)
         return false;
     size_t rest = range_at(h, next)->npages - (n - have);
@@ -580,10 +580,10 @@ static bool run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *lb
     return true;
 }
 
-void *ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
+void *rtm__ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
 {
     if (!p)
-        return ph_alloc(h, size, tree);
+        return rtm__ph_alloc(h, size, tree);
     struct live lb;
     if (!live_block(h, p, &lb)) {
         h->base.failed_allocs++;
@@ -613,7 +613,7 @@ void *ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
     return q;
 }
 
-int ph_free(struct ph_heap *h, void *p, ph_tree tree)
+int rtm__ph_free(struct ph_heap *h, void *p, ph_tree tree)
 {
     if (!p)
         return 0;
@@ -624,13 +624,13 @@ int ph_free(struct ph_heap *h, void *p, ph_tree tree)
     return 0;
 }
 
-size_t ph_usable_size(const struct ph_heap *h, const void *p)
+size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p)
 {
     struct live lb;
     return p && live_block(h, p, &lb) ? lb.bytes : 0;
 }
 
-int ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out)
+int rtm__ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out)
 {
     out->usable_bytes = h->usable_bytes;
     out->used_bytes = h->used_bytes;
@@ -651,7 +651,7 @@ int ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out)
     return 0;
 }
 
-size_t ph_fill_count(const struct ph_heap *h, size_t size)
+size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size)
 {
     size_t count = 0;
     for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
@@ -717,7 +717,7 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
     if (d->fresh) {
         /* Never-used pages: the start of the run at the pool's first page. */
         uintptr_t a = abs_of(h, d->pages);
-        size_t r = rtm_tree_lower_bound(h, h->addr_root, addr_probe, &a);
+        size_t r = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &a);
         CHECK(r == d->pages);
         size_t n = range_at(h, r)->npages;
         CHECK(n >= d->fresh && n <= d->npages);
@@ -759,7 +759,7 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
             /* Must open a free run (coalesced: never right after another). */
             CHECK(!prev_free);
             uintptr_t a = abs_of(h, pg);
-            size_t r = rtm_tree_lower_bound(h, h->addr_root, addr_probe, &a);
+            size_t r = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &a);
             CHECK(r == pg);
             size_t n = range_at(h, r)->npages;
             CHECK(n >= 1 && n <= d->npages - i);
@@ -779,7 +779,7 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
     return 0;
 }
 
-int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
+int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
 {
     if (!h || h->base.magic != RTM_HEAP_MAGIC || h->base.kind != kind)
         return -EINVAL;
@@ -809,8 +809,8 @@ int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     CHECK(h->peak_used_bytes >= h->used_bytes && h->peak_used_bytes <= h->usable_bytes);
     /* Both trees hold exactly the free runs: the page walk found each one in
      * the address tree, and each run of the size tree is in it too. */
-    for (size_t n = rtm_tree_first(h, h->size_root); n; n = rtm_tree_next(h, n))
-        CHECK(rtm_tree_lower_bound(h, h->addr_root, addr_probe,
+    for (size_t n = rtm__tree_first(h, h->size_root); n; n = rtm__tree_next(h, n))
+        CHECK(rtm__tree_lower_bound(h, h->addr_root, addr_probe,
                                    &(uintptr_t){ abs_of(h, RANGE_OF_SIZE_NODE(n)) }) ==
               RANGE_OF_SIZE_NODE(n));
     /* Bucket lists: exactly the bucket pages of their class with a free slot. */

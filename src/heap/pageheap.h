@@ -74,15 +74,15 @@ struct ph_heap {
  * take the kind's tree operations (never stored in the heap, which holds no
  * absolute address). */
 typedef const struct ph_tree_ops *ph_tree;
-struct ph_heap *ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree);
-int ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree);
-void *ph_alloc(struct ph_heap *h, size_t size, ph_tree tree);
-void *ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree);
-void *ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree);
-int ph_free(struct ph_heap *h, void *p, ph_tree tree);
-size_t ph_usable_size(const struct ph_heap *h, const void *p);
-int ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out);
-int ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree);
-size_t ph_fill_count(const struct ph_heap *h, size_t size);
+struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree);
+int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree);
+void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree);
+void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree);
+void *rtm__ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree);
+int rtm__ph_free(struct ph_heap *h, void *p, ph_tree tree);
+size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p);
+int rtm__ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out);
+int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree);
+size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size);
 
 #endif /* RTMEM_SRC_HEAP_PAGEHEAP_H */

@@ -37,14 +37,14 @@ static inline size_t child_on(const struct rtm_tnode *n, bool right)
 static void raise_child(void *base, size_t *root, size_t x, bool right)
 {
     if (right)
-        rtm_tree_rotate_left(base, root, x);
+        rtm__tree_rotate_left(base, root, x);
     else
-        rtm_tree_rotate_right(base, root, x);
+        rtm__tree_rotate_right(base, root, x);
 }
 
-void rtm_rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
-    rtm_tree_link_leaf(base, root, node, cmp);
+    rtm__tree_link_leaf(base, root, node, cmp);
     at(base, node)->meta = RED;
     /* x is red; its parent p may be red too (the only broken rule). */
     size_t x = node, p;
@@ -71,10 +71,10 @@ void rtm_rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
     at(base, *root)->meta = BLACK;
 }
 
-void rtm_rb_remove(void *base, size_t *root, size_t node)
+void rtm__rb_remove(void *base, size_t *root, size_t node)
 {
     int left;
-    size_t p = rtm_tree_unlink(base, root, node, &left);
+    size_t p = rtm__tree_unlink(base, root, node, &left);
     if (at(base, node)->meta == RED) /* a red position held no black height */
         return;
     size_t x = p ? child_on(at(base, p), !left) : *root;
@@ -127,10 +127,10 @@ static long rb_rank(const void *base, size_t node, long left, long right)
     return left + (n->meta == BLACK); /* black height */
 }
 
-long rtm_rb_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes)
+long rtm__rb_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes)
 {
     long black_height;
-    long count = rtm_tree_check_walk(base, root, cmp, max_nodes, rb_rank, &black_height);
+    long count = rtm__tree_check_walk(base, root, cmp, max_nodes, rb_rank, &black_height);
     if (count > 0 && at(base, root)->meta != BLACK)
         return -1;
     return count;

@@ -876,7 +876,7 @@ static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
     return count > lost ? count - lost : 0;
 }
 
-const struct rtm_heap_ops rtm_tlsf_ops = {
+const struct rtm_heap_ops rtm__tlsf_ops = {
     .name = "tlsf",
     .create = ops_create,
     .alloc = ops_alloc,

@@ -22,8 +22,8 @@
  *  - A node is in at most one tree at a time. Insertion writes all four words,
  *    so a node's prior contents do not matter. After removal its words are
  *    undefined until it is inserted again.
- *  - Trees are not interchangeable: a tree built with rtm_avl_insert is only
- *    changed with rtm_avl_remove and checked with rtm_avl_check; likewise rb.
+ *  - Trees are not interchangeable: a tree built with rtm__avl_insert is only
+ *    changed with rtm__avl_remove and checked with rtm__avl_check; likewise rb.
  *    The rtm_tree_* functions work on both.
  *
  * Bounds (n = nodes in the tree):
@@ -100,8 +100,8 @@ static inline size_t rtm_tnode_off(const void *base, const void *node)
  * cmp orders it against every node of the tree (no node compares equal to it).
  * O(log n).
  */
-void rtm_avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
-void rtm_rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
 
 /*
  * Remove node, which must be in the tree *root, from it. Any node may be
@@ -109,26 +109,26 @@ void rtm_rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
  * relinked, never moved or copied, so every other node keeps its offset and
  * contents except its link words. No compare is called. O(log n).
  */
-void rtm_avl_remove(void *base, size_t *root, size_t node);
-void rtm_rb_remove(void *base, size_t *root, size_t node);
+void rtm__avl_remove(void *base, size_t *root, size_t node);
+void rtm__rb_remove(void *base, size_t *root, size_t node);
 
 /*
  * Navigation, for both kinds. first/last: the smallest/largest node, 0 if the
  * tree is empty. next/prev: the in-order successor/predecessor of node (which
  * must be in a tree), 0 at the end. O(log n) each.
  */
-size_t rtm_tree_first(const void *base, size_t root);
-size_t rtm_tree_last(const void *base, size_t root);
-size_t rtm_tree_next(const void *base, size_t node);
-size_t rtm_tree_prev(const void *base, size_t node);
+size_t rtm__tree_first(const void *base, size_t root);
+size_t rtm__tree_last(const void *base, size_t root);
+size_t rtm__tree_next(const void *base, size_t node);
+size_t rtm__tree_prev(const void *base, size_t node);
 
 /* The smallest node with probe(node, key) >= 0, or 0 if none. O(log n)
  * probes. Best fit by size: the smallest range of at least the wanted size. */
-size_t rtm_tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, const void *key);
+size_t rtm__tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, const void *key);
 
 /* The largest node with probe(node, key) <= 0, or 0 if none. O(log n)
  * probes. By address: the free range starting at or just below an address. */
-size_t rtm_tree_floor(const void *base, size_t root, rtm_tprobe probe, const void *key);
+size_t rtm__tree_floor(const void *base, size_t root, rtm_tprobe probe, const void *key);
 
 /*
  * Full invariant checks: in-order sequence strictly increasing under cmp,
@@ -143,20 +143,20 @@ size_t rtm_tree_floor(const void *base, size_t root, rtm_tprobe probe, const voi
  * max_nodes nodes or RTM_TREE_MAX_HEIGHT levels. Links must still point into
  * readable memory: a wild offset may fault. O(n) time, calls cmp n - 1 times.
  */
-long rtm_avl_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes);
-long rtm_rb_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes);
+long rtm__avl_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes);
+long rtm__rb_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes);
 
 /* ---- building blocks shared by avl.c and rbtree.c (tree_common.c) ----------
  * Not for the heap kinds: the balanced operations above are the interface. */
 
 /* Attach node as a leaf at its place under cmp: left = right = 0, parent set,
  * meta left to the caller. O(log n). */
-void rtm_tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp);
 
 /* Rotations around x, which has a right (left) child y: y takes x's place and
  * x becomes y's left (right) child. Links only; meta untouched. O(1). */
-void rtm_tree_rotate_left(void *base, size_t *root, size_t x);
-void rtm_tree_rotate_right(void *base, size_t *root, size_t x);
+void rtm__tree_rotate_left(void *base, size_t *root, size_t x);
+void rtm__tree_rotate_right(void *base, size_t *root, size_t x);
 
 /*
  * Take node out of the tree's links. A node with two children first trades
@@ -166,18 +166,18 @@ void rtm_tree_rotate_right(void *base, size_t *root, size_t x);
  * was the root) and sets *was_left to whether it was that parent's left child.
  * node->meta then holds the meta of the position removed. O(log n).
  */
-size_t rtm_tree_unlink(void *base, size_t *root, size_t node, int *was_left);
+size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left);
 
 /*
  * Bounded iterative walk behind the checks: verifies structure and order as
- * rtm_avl_check describes, and calls rank(base, node, left, right) after both
+ * rtm__avl_check describes, and calls rank(base, node, left, right) after both
  * subtrees of node, with left/right the values it returned for them (0 for a
  * missing child). rank returns the node's own value, or -1 to reject the tree.
  * Returns the root's value through *root_rank (0 if empty) and the node count,
  * or -1.
  */
-typedef long (*rtm_tree_rank)(const void *base, size_t node, long left, long right);
-long rtm_tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
-                         rtm_tree_rank rank, long *root_rank);
+typedef long (*rtm__tree_rank)(const void *base, size_t node, long left, long right);
+long rtm__tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
+                         rtm__tree_rank rank, long *root_rank);
 
 #endif

@@ -24,7 +24,7 @@ static size_t *slot_of(void *base, size_t *root, size_t x)
 
 /* ---- navigation and search ----------------------------------------------- */
 
-size_t rtm_tree_first(const void *base, size_t root)
+size_t rtm__tree_first(const void *base, size_t root)
 {
     if (!root)
         return 0;
@@ -33,7 +33,7 @@ size_t rtm_tree_first(const void *base, size_t root)
     return root;
 }
 
-size_t rtm_tree_last(const void *base, size_t root)
+size_t rtm__tree_last(const void *base, size_t root)
 {
     if (!root)
         return 0;
@@ -42,10 +42,10 @@ size_t rtm_tree_last(const void *base, size_t root)
     return root;
 }
 
-size_t rtm_tree_next(const void *base, size_t node)
+size_t rtm__tree_next(const void *base, size_t node)
 {
     if (at(base, node)->right)
-        return rtm_tree_first(base, at(base, node)->right);
+        return rtm__tree_first(base, at(base, node)->right);
     size_t parent = at(base, node)->parent;
     while (parent && at(base, parent)->right == node) {
         node = parent;
@@ -54,10 +54,10 @@ size_t rtm_tree_next(const void *base, size_t node)
     return parent;
 }
 
-size_t rtm_tree_prev(const void *base, size_t node)
+size_t rtm__tree_prev(const void *base, size_t node)
 {
     if (at(base, node)->left)
-        return rtm_tree_last(base, at(base, node)->left);
+        return rtm__tree_last(base, at(base, node)->left);
     size_t parent = at(base, node)->parent;
     while (parent && at(base, parent)->left == node) {
         node = parent;
@@ -66,7 +66,7 @@ size_t rtm_tree_prev(const void *base, size_t node)
     return parent;
 }
 
-size_t rtm_tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, const void *key)
+size_t rtm__tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, const void *key)
 {
     size_t best = 0;
     while (root) {
@@ -80,7 +80,7 @@ size_t rtm_tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, con
     return best;
 }
 
-size_t rtm_tree_floor(const void *base, size_t root, rtm_tprobe probe, const void *key)
+size_t rtm__tree_floor(const void *base, size_t root, rtm_tprobe probe, const void *key)
 {
     size_t best = 0;
     while (root) {
@@ -96,7 +96,7 @@ size_t rtm_tree_floor(const void *base, size_t root, rtm_tprobe probe, const voi
 
 /* ---- structural changes ---------------------------------------------------- */
 
-void rtm_tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void rtm__tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
     size_t parent = 0;
     size_t *link = root;
@@ -112,7 +112,7 @@ void rtm_tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp)
     *link = node;
 }
 
-void rtm_tree_rotate_left(void *base, size_t *root, size_t x)
+void rtm__tree_rotate_left(void *base, size_t *root, size_t x)
 {
     size_t *slot = slot_of(base, root, x);
     struct rtm_tnode *xn = at(base, x);
@@ -127,7 +127,7 @@ void rtm_tree_rotate_left(void *base, size_t *root, size_t x)
     xn->parent = y;
 }
 
-void rtm_tree_rotate_right(void *base, size_t *root, size_t x)
+void rtm__tree_rotate_right(void *base, size_t *root, size_t x)
 {
     size_t *slot = slot_of(base, root, x);
     struct rtm_tnode *xn = at(base, x);
@@ -148,7 +148,7 @@ void rtm_tree_rotate_right(void *base, size_t *root, size_t x)
 static void swap_with_successor(void *base, size_t *root, size_t n)
 {
     struct rtm_tnode *nn = at(base, n);
-    size_t s = rtm_tree_first(base, nn->right);
+    size_t s = rtm__tree_first(base, nn->right);
     struct rtm_tnode *sn = at(base, s);
     const struct rtm_tnode was_n = *nn;
     const struct rtm_tnode was_s = *sn; /* was_s.left == 0 */
@@ -174,7 +174,7 @@ static void swap_with_successor(void *base, size_t *root, size_t n)
         at(base, was_s.right)->parent = n;
 }
 
-size_t rtm_tree_unlink(void *base, size_t *root, size_t node, int *was_left)
+size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left)
 {
     struct rtm_tnode *n = at(base, node);
     if (n->left && n->right)
@@ -201,8 +201,8 @@ static bool enter_ok(const void *base, size_t node, size_t parent)
     return n->parent == parent && (n->left != n->right || !n->left);
 }
 
-long rtm_tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
-                         rtm_tree_rank rank, long *root_rank)
+long rtm__tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
+                         rtm__tree_rank rank, long *root_rank)
 {
     long left_rank[RTM_TREE_MAX_HEIGHT]; /* per depth: rank of the left subtree */
     size_t count = 0, cur = root, parent = 0, last = 0;

@@ -2,6 +2,6 @@
 #include "rtmem/xnheap.h"
 #include "pageheap_kind.h"
 
-static const struct ph_tree_ops rb = { rtm_rb_insert, rtm_rb_remove, rtm_rb_check };
+static const struct ph_tree_ops rb = { rtm__rb_insert, rtm__rb_remove, rtm__rb_check };
 
 RTM_PAGEHEAP_DEFINE(xnheap, RTM_KIND_XNHEAP, &rb);
