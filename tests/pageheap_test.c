@@ -287,6 +287,12 @@ static void test_typed(void)
     CHECK_EQ(rtm_xnheap_check(x), 0);
     CHECK_EQ(rtm_xnheap_add_pool(NULL, second, sizeof(second)), -EINVAL);
     CHECK_EQ(rtm_xnheap_check(NULL), -EINVAL);
+    /* the typed API refuses a destroyed heap as rtm_heap_* does */
+    struct rtm_heap_stats sd;
+    rtm_heap_destroy(rtm_xnheap_heap(x));
+    CHECK_EQ(rtm_xnheap_stats(x, &sd), -EINVAL);
+    rtm_heap_destroy(rtm_heapmem_heap(m));
+    CHECK_EQ(rtm_heapmem_stats(m, &sd), -EINVAL);
 }
 
 static void test_realloc_in_place(const char *kind)

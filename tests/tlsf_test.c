@@ -226,6 +226,10 @@ static void test_typed_matches_generic(void)
     struct rtm_heap_stats sa = stats(t), sb;
     rtm_heap_stats(h, &sb);
     CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
+    /* the typed API refuses a destroyed heap as rtm_heap_* does */
+    rtm_heap_destroy(h);
+    CHECK_EQ(rtm_tlsf_stats((struct rtm_tlsf *)(void *)h, &sb), -EINVAL);
+    CHECK_EQ(rtm_heap_stats(h, &sb), -EINVAL);
 }
 
 /* Review finding: a free block's prev link lies at a header position; a

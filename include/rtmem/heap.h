@@ -86,6 +86,60 @@ struct rtm_heap_stats {
     /* Allocation requests (alloc, aligned_alloc, calloc, realloc) that
      * returned NULL, bad arguments included. Never decreases. */
     uint64_t failed_allocs;
+    /* Operations refused because the heap's metadata was found damaged (see
+     * "Hardening" below): frees that returned -EFAULT, allocations that
+     * returned NULL for that reason (also counted in failed_allocs), and
+     * failed periodic checks. Always 0 at RTM_HEAP_HARDEN_NONE. Never
+     * decreases; anything but 0 means a program wrote where it must not. */
+    uint64_t corruptions;
+};
+
+/*
+ * Hardening: what a heap checks before it trusts metadata that a program's
+ * overflow can reach (a neighbouring block's header, free-list links or tree
+ * node). Chosen at create (rtm_heap_create_ex), fixed for the heap's life.
+ * Each kind's header says exactly what it can and cannot detect, and
+ * docs/hardening.md gives the measured cost of each level.
+ *
+ * When a check fails, the operation is refused before anything is written:
+ * free returns -EFAULT, an allocation returns NULL, the heap is left as it
+ * was, the corruptions counter grows and the heap's corruption handler (if
+ * any) is called. The damaged metadata stays: later operations that need it
+ * are refused too; rtm_heap_check names the heap corrupt.
+ */
+#define RTM_HEAP_HARDEN_O1   0 /* O(1) checks on every path that trusts metadata (the default) */
+#define RTM_HEAP_HARDEN_NONE 1 /* trust all metadata: a heap overflow can make free write anywhere */
+#define RTM_HEAP_HARDEN_FULL 2 /* O(1) checks, and a full rtm_heap_check every check_interval
+                                  operations made through rtm_heap_* (debugging: not O(1)) */
+
+/* What a failed check found, for the corruption handler. */
+struct rtm_heap_corruption {
+    const struct rtm_heap *heap;
+    /* The address given to the operation (free, realloc, usable_size), or
+     * NULL for an allocation or a periodic check. */
+    const void *block;
+    /* Where the damaged metadata lies (a block header, a free-list link, a
+     * free run's descriptor, a page-map entry), or NULL for a periodic check. */
+    const void *where;
+    /* What was found, as a short static string ("header tag", "free-list
+     * links", ...). */
+    const char *what;
+};
+
+/* Called in the thread whose operation found the damage, with the heap's
+ * state unchanged, before the operation returns its refusal. It must not
+ * call back into the same heap. */
+typedef void (*rtm_heap_corruption_fn)(const struct rtm_heap_corruption *c, void *arg);
+
+/* Options for rtm_heap_create_ex. Zero-initialised, it means the defaults of
+ * rtm_heap_create: RTM_HEAP_HARDEN_O1, no handler. */
+struct rtm_heap_config {
+    int hardening; /* RTM_HEAP_HARDEN_*; 0 is RTM_HEAP_HARDEN_O1 */
+    /* RTM_HEAP_HARDEN_FULL: operations between two full checks (0 or 1:
+     * before every operation). Ignored at the other levels. */
+    uint32_t check_interval;
+    rtm_heap_corruption_fn on_corruption; /* NULL: count only */
+    void *on_corruption_arg;
 };
 
 /* Names of the heap kinds built into this library, NULL-terminated, "tlsf"
@@ -106,6 +160,22 @@ const char *const *rtm_heap_kinds(void);
  * beyond a fixed number of words.
  */
 struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size);
+
+/* rtm_heap_create with options; cfg NULL means all defaults (the same as
+ * rtm_heap_create). Fails as rtm_heap_create does, and with EINVAL for an
+ * unknown hardening level. Same bounds. */
+struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
+                                    const struct rtm_heap_config *cfg);
+
+/* Sets (fn != NULL) or clears the heap's corruption handler. The handler is
+ * an address in this process: a heap image used by another process (or
+ * moved) must have its handler set again there. Returns 0, or -EINVAL for a
+ * NULL or destroyed heap. O(1). */
+int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg);
+
+/* The heap's hardening level (RTM_HEAP_HARDEN_*), or -EINVAL for a NULL or
+ * destroyed heap. O(1). */
+int rtm_heap_hardening(const struct rtm_heap *h);
 
 /* Ends the heap. Every block becomes invalid; the memory is the caller's
  * again (rtmem never owned it). NULL is ignored. O(1). */
@@ -140,9 +210,10 @@ void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size);
 void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size);
 
 /* Frees the block at p. Returns 0, or -EINVAL for an address outside every
- * pool, a misaligned address, or a block that is not live (double free); the
- * heap is then left as it was. free(NULL) returns 0. Time: the kind's free
- * bound. */
+ * pool, a misaligned address, or a block that is not live (double free), or
+ * -EFAULT when a hardening check finds the metadata it would trust damaged
+ * (see "Hardening"); the heap is then left as it was. free(NULL) returns 0.
+ * Time: the kind's free bound. */
 int rtm_heap_free(struct rtm_heap *h, void *p);
 
 /* Usable bytes of the live block at p: at least the size it was requested

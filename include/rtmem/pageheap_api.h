@@ -16,6 +16,8 @@
 #define RTM_PAGEHEAP_DECLARE(name)                                                      \
     struct rtm_##name;                                                                  \
     struct rtm_##name *rtm_##name##_create(void *mem, size_t size);                    \
+    struct rtm_##name *rtm_##name##_create_ex(void *mem, size_t size,                  \
+                                              const struct rtm_heap_config *cfg);      \
     struct rtm_heap *rtm_##name##_heap(struct rtm_##name *h);                          \
     int rtm_##name##_add_pool(struct rtm_##name *h, void *mem, size_t size);           \
     void *rtm_##name##_alloc(struct rtm_##name *h, size_t size);                       \

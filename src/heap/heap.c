@@ -35,17 +35,73 @@ static inline const struct rtm_heap_ops *ops_of(const struct rtm_heap *h)
     return registry[h->kind];
 }
 
-struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size)
+struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
+                                    const struct rtm_heap_config *cfg)
 {
     if (!kind || !mem) {
         errno = EINVAL;
         return NULL;
     }
+    if (!(cfg = rtm_kind_config(cfg)))
+        return NULL;
     for (unsigned i = 0; i < RTM_KIND_COUNT; i++)
         if (strcmp(kind, registry[i]->name) == 0)
-            return registry[i]->create(mem, size);
+            return registry[i]->create(mem, size, cfg);
     errno = ENOENT;
     return NULL;
+}
+
+struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size)
+{
+    return rtm_heap_create_ex(kind, mem, size, NULL);
+}
+
+int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
+{
+    if (!ops_of(h))
+        return -EINVAL;
+    h->on_corruption = fn;
+    h->on_corruption_arg = fn ? arg : NULL;
+    return 0;
+}
+
+int rtm_heap_hardening(const struct rtm_heap *h)
+{
+    return ops_of(h) ? (int)h->hardening : -EINVAL;
+}
+
+uint64_t rtm__heap_new_key(const void *mem)
+{
+    static uint64_t serial;
+    int local;
+    uint64_t k = (uint64_t)(uintptr_t)mem ^ ((uint64_t)(uintptr_t)&local << 17) ^
+                 ((uint64_t)(uintptr_t)&rtm__heap_new_key << 31) ^ ++serial * 0x9e3779b97f4a7c15ull;
+    /* splitmix64's finaliser: every input bit moves about half the output */
+    k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
+    k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
+    k ^= k >> 31;
+    return k ? k : 0x2545f4914f6cdd1dull;
+}
+
+__attribute__((noinline, cold)) void rtm__heap_corrupt(struct rtm_heap *h, const void *block,
+                                                       const void *where, const char *what)
+{
+    h->corruptions++;
+    if (h->on_corruption) {
+        struct rtm_heap_corruption c = { h, block, where, what };
+        h->on_corruption(&c, h->on_corruption_arg);
+    }
+}
+
+__attribute__((noinline)) int rtm__heap_periodic_check(struct rtm_heap *h)
+{
+    if (--h->until_check != 0)
+        return 0;
+    h->until_check = h->check_interval;
+    if (registry[h->kind]->check(h) == 0)
+        return 0;
+    rtm__heap_corrupt(h, NULL, NULL, "periodic full check");
+    return -EFAULT;
 }
 
 void rtm_heap_destroy(struct rtm_heap *h)

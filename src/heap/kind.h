@@ -23,13 +23,24 @@ struct rtm_heap {
     uint32_t magic;
     uint32_t kind;          /* index into the registry (heap.c) */
     uint64_t failed_allocs; /* shared by the kind and the dispatcher (calloc overflow) */
+    uint64_t corruptions;   /* operations refused for damaged metadata */
+    uint64_t tag_key;       /* keys the integrity tags of the kinds that keep them */
+    uint32_t hardening;     /* RTM_HEAP_HARDEN_*, fixed at create */
+    uint32_t check_interval;
+    uint32_t until_check;   /* RTM_HEAP_HARDEN_FULL: operations before the next full check */
+    uint32_t reserved;
+    /* The corruption handler: the one absolute address in a heap, valid only
+     * in the process that set it (rtm_heap_set_corruption_handler says so). */
+    rtm_heap_corruption_fn on_corruption;
+    void *on_corruption_arg;
 };
 
 /* One heap kind. Every entry is mandatory; each takes a heap whose magic the
  * dispatcher has already verified. */
 struct rtm_heap_ops {
     const char *name;
-    struct rtm_heap *(*create)(void *mem, size_t size); /* NULL + errno */
+    /* cfg is never NULL here and has been validated (rtm_kind_config) */
+    struct rtm_heap *(*create)(void *mem, size_t size, const struct rtm_heap_config *cfg);
     void *(*alloc)(struct rtm_heap *h, size_t size);
     void *(*aligned_alloc)(struct rtm_heap *h, size_t alignment, size_t size);
     void *(*realloc)(struct rtm_heap *h, void *p, size_t size);
@@ -106,6 +117,60 @@ static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_lin
     }
     return *at ? 0 : -ENOMEM;
 }
+
+/*
+ * The configuration create uses: cfg itself, or the defaults for NULL; NULL
+ * with errno EINVAL for a level that does not exist.
+ */
+static inline const struct rtm_heap_config *rtm_kind_config(const struct rtm_heap_config *cfg)
+{
+    static const struct rtm_heap_config defaults = { 0, 0, 0, 0 };
+    if (!cfg)
+        return &defaults;
+    if (cfg->hardening < RTM_HEAP_HARDEN_O1 || cfg->hardening > RTM_HEAP_HARDEN_FULL) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return cfg;
+}
+
+/* A key for the integrity tags of a heap created in mem: different between
+ * heaps and between runs (it mixes in stack and code addresses, which the
+ * system places at random), never 0. No system call. */
+uint64_t rtm__heap_new_key(const void *mem);
+
+/* Fills the common header of a heap being created (all but magic, which the
+ * kind sets last, once the heap is usable). */
+static inline void rtm_kind_init(struct rtm_heap *h, uint32_t kind, const struct rtm_heap_config *cfg,
+                                 const void *mem)
+{
+    h->kind = kind;
+    h->failed_allocs = 0;
+    h->corruptions = 0;
+    h->tag_key = rtm__heap_new_key(mem);
+    h->hardening = (uint32_t)cfg->hardening;
+    h->check_interval = cfg->check_interval > 1 ? cfg->check_interval : 1;
+    h->until_check = h->check_interval;
+    h->reserved = 0;
+    h->on_corruption = cfg->on_corruption;
+    h->on_corruption_arg = cfg->on_corruption_arg;
+}
+
+/*
+ * Records a failed integrity check: counts it and calls the heap's handler.
+ * Kinds call it before refusing the operation, with nothing written yet.
+ * Out of line and cold: it is never on a path that succeeds.
+ */
+void rtm__heap_corrupt(struct rtm_heap *h, const void *block, const void *where, const char *what);
+
+/*
+ * RTM_HEAP_HARDEN_FULL: counts one operation and runs the kind's full check
+ * when the interval is reached. Returns nonzero (after rtm__heap_corrupt)
+ * when the check failed, and the operation must then be refused. Kinds call
+ * it at the start of every operation that changes the heap, only at that
+ * level.
+ */
+int rtm__heap_periodic_check(struct rtm_heap *h);
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
 enum rtm_heap_kind_id {

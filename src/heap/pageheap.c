@@ -443,7 +443,8 @@ static int pool_format(struct ph_heap *h, ph_tree tree, struct ph_pool *d, uintp
     return 0;
 }
 
-struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree)
+struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree,
+                               const struct rtm_heap_config *cfg)
 {
     int err;
     uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap), sizeof(struct ph_heap), &err);
@@ -454,7 +455,7 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
     uintptr_t hi = (uintptr_t)mem + size;
     struct ph_heap *h = (struct ph_heap *)ctl;
     memset(h, 0, sizeof(*h));
-    h->base.kind = kind;
+    rtm_kind_init(&h->base, kind, cfg, mem);
     h->pool0.link.raw_start = off_of(h, mem);
     h->pool0.link.raw_len = size;
     int rc = pool_format(h, tree, &h->pool0, ctl + sizeof(*h), hi);
@@ -648,6 +649,7 @@ int rtm__ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out)
     out->overhead_bytes = h->overhead_bytes;
     out->pool_count = h->pool_count;
     out->failed_allocs = h->base.failed_allocs;
+    out->corruptions = h->base.corruptions;
     return 0;
 }
 

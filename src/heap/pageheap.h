@@ -74,7 +74,8 @@ struct ph_heap {
  * take the kind's tree operations (never stored in the heap, which holds no
  * absolute address). */
 typedef const struct ph_tree_ops *ph_tree;
-struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree);
+struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree,
+                               const struct rtm_heap_config *cfg);
 int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree);
 void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree);
 void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree);

@@ -14,9 +14,16 @@
 #define PH_CT(h) ((const struct ph_heap *)(const void *)(h))
 
 #define RTM_PAGEHEAP_DEFINE(kname, KIND, TREE)                                               \
+    struct rtm_##kname *rtm_##kname##_create_ex(void *mem, size_t size,                      \
+                                                const struct rtm_heap_config *cfg)          \
+    {                                                                                       \
+        if (!(cfg = rtm_kind_config(cfg)))                                                  \
+            return NULL;                                                                    \
+        return (struct rtm_##kname *)(void *)rtm__ph_create(mem, size, KIND, TREE, cfg);    \
+    }                                                                                       \
     struct rtm_##kname *rtm_##kname##_create(void *mem, size_t size)                         \
     {                                                                                       \
-        return (struct rtm_##kname *)(void *)rtm__ph_create(mem, size, KIND, TREE);              \
+        return rtm_##kname##_create_ex(mem, size, NULL);                                    \
     }                                                                                       \
     struct rtm_heap *rtm_##kname##_heap(struct rtm_##kname *h)                               \
     {                                                                                       \
@@ -48,15 +55,18 @@
     }                                                                                       \
     int rtm_##kname##_stats(const struct rtm_##kname *h, struct rtm_heap_stats *out)         \
     {                                                                                       \
-        return h && out ? rtm__ph_stats(PH_CT(h), out) : -EINVAL;                                \
+        if (!h || !out || PH_CT(h)->base.magic != RTM_HEAP_MAGIC)                             \
+            return -EINVAL;                                                                 \
+        return rtm__ph_stats(PH_CT(h), out);                                                \
     }                                                                                       \
     int rtm_##kname##_check(const struct rtm_##kname *h)                                     \
     {                                                                                       \
         return rtm__ph_check(PH_CT(h), KIND, TREE);                                              \
     }                                                                                       \
-    static struct rtm_heap *kname##_ops_create(void *mem, size_t size)                      \
+    static struct rtm_heap *kname##_ops_create(void *mem, size_t size,                      \
+                                               const struct rtm_heap_config *cfg)           \
     {                                                                                       \
-        return rtm_##kname##_heap(rtm_##kname##_create(mem, size));                          \
+        return rtm_##kname##_heap(rtm_##kname##_create_ex(mem, size, cfg));                 \
     }                                                                                       \
     static void *kname##_ops_alloc(struct rtm_heap *h, size_t n)                            \
     {                                                                                       \

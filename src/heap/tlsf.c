@@ -446,6 +446,13 @@ static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
 
 struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
 {
+    return rtm_tlsf_create_ex(mem, size, NULL);
+}
+
+struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_heap_config *cfg)
+{
+    if (!(cfg = rtm_kind_config(cfg)))
+        return NULL;
     int err;
     uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct rtm_tlsf), sizeof(struct rtm_tlsf), &err);
     if (!ctl) {
@@ -455,7 +462,7 @@ struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
     uintptr_t hi = (uintptr_t)mem + size;
     struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
-    t->base.kind = RTM_KIND_TLSF;
+    rtm_kind_init(&t->base, RTM_KIND_TLSF, cfg, mem);
     t->nil[0] = F_FENCE;
     t->nil[1] = NIL;
     PREV_SET(t, NIL, NIL);
@@ -714,7 +721,7 @@ static size_t largest_request(const struct rtm_tlsf *t)
 
 int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
 {
-    if (!t || !out)
+    if (!t || !out || t->base.magic != RTM_HEAP_MAGIC)
         return -EINVAL;
     out->usable_bytes = t->usable_bytes;
     out->used_bytes = t->used_bytes;
@@ -725,6 +732,7 @@ int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
     out->overhead_bytes = t->overhead_bytes;
     out->pool_count = t->pool_count;
     out->failed_allocs = t->base.failed_allocs;
+    out->corruptions = t->base.corruptions;
     return 0;
 }
 
@@ -825,9 +833,9 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
 
 /* ---- generic interface --------------------------------------------------- */
 
-static struct rtm_heap *ops_create(void *mem, size_t size)
+static struct rtm_heap *ops_create(void *mem, size_t size, const struct rtm_heap_config *cfg)
 {
-    return rtm_tlsf_heap(rtm_tlsf_create(mem, size));
+    return rtm_tlsf_heap(rtm_tlsf_create_ex(mem, size, cfg));
 }
 
 #define T(h) ((struct rtm_tlsf *)(void *)(h))
