@@ -39,6 +39,32 @@
 #define F_PREV_FREE ((size_t)2) /* the physically previous block is free */
 #define F_FENCE     ((size_t)4) /* sentinel: never allocated, never freed */
 #define F_MASK      (GRANULE - 1)
+/* A prev link stored at a header position reads as "free" and "fence" at
+ * once, which no header is: see PREV_SET. */
+#define F_LINK      (F_FREE | F_FENCE)
+
+/*
+ * Integrity tag (64-bit): header bits TAG_SHIFT and up hold a keyed hash of
+ * the block's offset and of everything below them (size and flags), written
+ * at every hardening level but RTM_HEAP_HARDEN_NONE (where they are 0).
+ * Sizes stop below 2^TAG_SHIFT (RTM_TLSF_MAX_BLOCK), so the tag costs no
+ * memory. A header that changes is tagged again, F_PREV_FREE included (set
+ * or cleared when the neighbour changes). A 32-bit build has no spare bits
+ * and keeps no tag (TAG_MASK 0: every tag reads as valid).
+ */
+#if SIZE_MAX > 0xffffffffu
+#define TAG_SHIFT   40
+#define SIZE_MASK   ((((size_t)1) << TAG_SHIFT) - GRANULE)
+#define TAG_MASK    (~((((size_t)1) << TAG_SHIFT) - 1))
+#else
+#define SIZE_MASK   (~F_MASK)
+#define TAG_MASK    ((size_t)0)
+#endif
+/* The header bits a tag covers. */
+#define TAGGED_BITS (~TAG_MASK)
+/* What find_free returns when the block it would take is damaged (no block
+ * lies at offset 1: headers are 8 bytes below a 16-aligned payload). */
+#define DAMAGED     ((size_t)1)
 
 _Static_assert((GRANULE & (GRANULE - 1)) == 0, "granule is a power of two");
 _Static_assert(((size_t)1 << GRANULE_LOG2) == GRANULE, "granule log2");
@@ -47,6 +73,7 @@ _Static_assert(GRANULE > W && GRANULE % W == 0, "header fits below an aligned pa
 _Static_assert(MIN_BLOCK >= 4 * W, "a free block holds header, two links and footer");
 _Static_assert(MIN_BLOCK % GRANULE == 0, "minimum block is a whole number of granules");
 _Static_assert(F_FENCE < GRANULE, "flags fit in the bits the granule leaves free");
+_Static_assert(RTM_TLSF_MAX_BLOCK <= SIZE_MASK, "every block size fits below the tag bits");
 _Static_assert(SL_COUNT <= 32 && FL_COUNT <= 32, "bitmaps are 32 bits");
 _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
                "a request rounded up to its class boundary still fits size_t");
@@ -91,6 +118,9 @@ struct rtm_tlsf {
     size_t nil[4];              /* terminator block: hdr, next, prev, spare */
     size_t idle[4];             /* self-linked block of size 0: "remove nothing" */
     size_t heads[FL_COUNT][SL_COUNT];
+    /* Room for the prev link of the last pseudo-node, which links_ok may
+     * read when a damaged link points there. */
+    size_t tail_pad[2];
 };
 
 _Static_assert(sizeof(struct rtm_tlsf) + GRANULE <= RTM_TLSF_CONTROL_BYTES,
@@ -134,20 +164,56 @@ static inline size_t off_of(const struct rtm_tlsf *t, const void *p)
 
 static inline size_t hdr_size(size_t hdr)
 {
-    return hdr & ~F_MASK;
+    return hdr & SIZE_MASK;
 }
+
+/* Whether the heap writes and checks tags, links and neighbours. */
+static inline bool hardened(const struct rtm_tlsf *t)
+{
+    return t->base.hardening != RTM_HEAP_HARDEN_NONE;
+}
+
+/* The tag of a header at offset b holding v (see TAG_SHIFT): one multiply
+ * by an odd constant, whose top bits every lower bit of its operand moves:
+ * a change to v (the low TAG_SHIFT bits) or to b's low bits changes them. */
+static inline size_t hdr_tag(const struct rtm_tlsf *t, size_t b, size_t v)
+{
+    uint64_t x = ((uint64_t)b << (64 - TAG_SHIFT)) ^ (uint64_t)(v & TAGGED_BITS) ^ t->base.tag_key;
+    return (size_t)(x * 0xd6e8feb86659fd93ull) & TAG_MASK;
+}
+
+/* The header word for v at offset b: tagged when the heap is hardened. */
+static inline size_t mk_hdr(const struct rtm_tlsf *t, size_t b, size_t v, bool hard)
+{
+    return hard ? v | hdr_tag(t, b, v) : v;
+}
+
+static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
+{
+    return (hdr & TAG_MASK) == hdr_tag(t, b, hdr);
+}
+
 
 /*
  * Block fields, by offset: hdr at b, links at b + W and b + 2W. The prev link
  * lies where a later block's header can lie (b + 2W is a header position), so
- * it is stored with F_FREE set: every word the allocator leaves at a header
- * position in free memory reads as "free", and freeing a stale pointer into
- * free memory is refused (the next link, at a payload position, needs no tag).
+ * it is stored with F_LINK set: every word the allocator leaves at a header
+ * position in free memory reads as "free" (a header swallowed by a merge is
+ * left as a valid free header), and freeing a stale pointer into free memory
+ * is refused as not live, not taken for damage (the next link, at a payload
+ * position, needs no mark).
  */
 #define HDR(t, b)  (blk((t), (b))[0])
 #define NEXT(t, b) (blk((t), (b))[1])
-#define PREV_GET(t, b) (blk((t), (b))[2] & ~F_FREE)
-#define PREV_SET(t, b, v) (blk((t), (b))[2] = (v) | F_FREE)
+#define PREV_GET(t, b) (blk((t), (b))[2] & ~F_LINK)
+#define PREV_SET(t, b, v) (blk((t), (b))[2] = (v) | F_LINK)
+
+/* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
+static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, bool hard)
+{
+    size_t v = (HDR(t, b) & ~(TAG_MASK | F_PREV_FREE)) | (prev_free ? F_PREV_FREE : 0);
+    HDR(t, b) = mk_hdr(t, b, v, hard);
+}
 
 _Static_assert(GRANULE == 2 * W, "the prev link sits at a header position: it is tagged");
 
@@ -259,10 +325,68 @@ static inline void list_remove(struct rtm_tlsf *t, size_t b)
     t->fl_bitmap &= ~((uint32_t)(word == 0) << fl);
 }
 
-/* Removes and returns the head of list (fl, sl), which must not be empty. */
-static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
+/* ---- integrity checks (hardened heaps) ------------------------------------ */
+
+static inline size_t rot_granules(size_t rel)
+{
+    return (rel >> GRANULE_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - GRANULE_LOG2));
+}
+
+static bool in_other_pool(const struct rtm_tlsf *t, size_t y);
+
+/*
+ * Whether a link value may be followed: a word-aligned offset whose three
+ * words (header and both links) lie below the first pool's sentinel and
+ * above the heap base, a window that holds the control structure (the
+ * terminator, the idle block and the pseudo-nodes) and every block of the
+ * first pool; or, with several pools, a header position of another pool,
+ * O(pools). One compare for a heap of one pool.
+ */
+static inline bool link_target_ok(const struct rtm_tlsf *t, size_t y)
+{
+    if (__builtin_expect((y < t->pool0.end - 2 * W) & ((y & (W - 1)) == 0), 1))
+        return true;
+    return t->pool_count > 1 && in_other_pool(t, y);
+}
+
+/* Whether free block x's list links are intact: each leads to a place that
+ * links back to x (the terminator's prev link is scratch: not compared).
+ * Branch-free but for the test of the result; a link that may not be
+ * followed is replaced by x's own offset before anything is read there. */
+static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
+{
+    size_t next = NEXT(t, x), prev = PREV_GET(t, x);
+    bool nok = link_target_ok(t, next), pok = link_target_ok(t, prev);
+    size_t ns = nok ? next : x, ps = pok ? prev : x;
+    return nok & pok & (NEXT(t, ps) == x) & ((next == NIL) | (PREV_GET(t, ns) == x));
+}
+
+/* Whether the block at the head of a list is an intact free block: its
+ * header is a tagged free header, and its next link leads back to it. */
+static inline bool head_ok(const struct rtm_tlsf *t, size_t b)
+{
+    size_t hdr = HDR(t, b), next = NEXT(t, b);
+    bool nok = link_target_ok(t, next);
+    size_t ns = nok ? next : b;
+    return ((hdr & F_LINK) == F_FREE) & tag_ok(t, b, hdr) & nok &
+           ((next == NIL) | (PREV_GET(t, ns) == b));
+}
+
+/* Reports damage found by an allocation: out of line, cold. */
+static __attribute__((noinline, cold)) size_t alloc_damaged(struct rtm_tlsf *t, size_t b,
+                                                            const char *what)
+{
+    rtm__heap_corrupt(&t->base, NULL, base_of(t) + b, what);
+    return DAMAGED;
+}
+
+/* Removes and returns the head of list (fl, sl), which must not be empty;
+ * DAMAGED (nothing changed) when hard and the head is not intact. */
+static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, bool hard)
 {
     size_t b = t->heads[fl][sl];
+    if (hard && __builtin_expect(!head_ok(t, b), 0))
+        return alloc_damaged(t, b, "free block at a list head");
     size_t next = NEXT(t, b);
     t->heads[fl][sl] = next;
     PREV_SET(t, next, PSEUDO(fl * SL_COUNT + sl));
@@ -271,7 +395,8 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
 }
 
 /*
- * Finds and unlinks a free block of at least s bytes, or returns 0.
+ * Finds and unlinks a free block of at least s bytes, or returns 0 (DAMAGED
+ * when hard and the block it would take is damaged).
  * Good fit: s is rounded up to the next class boundary, so that any block of
  * the class found is large enough. Only when that finds nothing, and s's own
  * class holds a single block, is that block tried: so a fresh heap's block can
@@ -279,7 +404,7 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl)
  * of the free blocks, never on the order of a list (largest_free_bytes is
  * exact and the same after a full drain as after create).
  */
-static inline size_t find_free(struct rtm_tlsf *t, size_t s)
+static inline size_t find_free(struct rtm_tlsf *t, size_t s, bool hard)
 {
     unsigned sfl = class_fl(s);
     size_t r = s + ((((size_t)1) << class_shift_fl(sfl)) - 1);
@@ -295,32 +420,32 @@ static inline size_t find_free(struct rtm_tlsf *t, size_t s)
         unsigned fl = here ? rfl : ffs32(above | 0x80000000u);
         uint32_t sl_map = here ? here : t->sl_bitmap[fl] & (above ? ~0u : 0u);
         if (__builtin_expect(sl_map != 0, 1))
-            return list_pop(t, fl, ffs32(sl_map));
+            return list_pop(t, fl, ffs32(sl_map), hard);
     }
     unsigned sl = class_sl_fl(s, sfl);
     size_t head = t->heads[sfl][sl];
     if (head != NIL && NEXT(t, head) == NIL && hdr_size(HDR(t, head)) >= s)
-        return list_pop(t, sfl, sl);
+        return list_pop(t, sfl, sl, hard);
     return 0;
 }
 
 /* b is a free block of size bsize, unlinked; makes its first s bytes a used
  * block and returns the rest to the free lists when it can form a block. */
-static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t s)
+static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t s, bool hard)
 {
     size_t prev_flag = HDR(t, b) & F_PREV_FREE;
     size_t rest = bsize - s;
     if (rest >= MIN_BLOCK) {
         size_t r = b + s;
-        HDR(t, r) = rest | F_FREE;
+        HDR(t, r) = mk_hdr(t, r, rest | F_FREE, hard);
         set_footer(t, r, rest);
         list_insert(t, r, rest);
         /* the block after r already knows its predecessor is free */
     } else {
         s = bsize;
-        HDR(t, b + s) &= ~F_PREV_FREE;
+        set_prev_free(t, b + s, false, hard);
     }
-    HDR(t, b) = s | prev_flag;
+    HDR(t, b) = mk_hdr(t, b, s | prev_flag, hard);
     t->used_bytes += s;
     t->live_blocks++;
     if (t->used_bytes > t->peak_used_bytes)
@@ -347,11 +472,12 @@ static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tl
         return -ENOMEM;
     if (span > RTM_TLSF_MAX_BLOCK)
         return -E2BIG;
+    bool hard = hardened(t);
     d->start = off_of(t, (void *)first);
     d->end = d->start + span;
-    HDR(t, d->start) = span | F_FREE;
+    HDR(t, d->start) = mk_hdr(t, d->start, span | F_FREE, hard);
     set_footer(t, d->start, span);
-    HDR(t, d->end) = 0 | F_FENCE | F_PREV_FREE;
+    HDR(t, d->end) = mk_hdr(t, d->end, F_FENCE | F_PREV_FREE, hard);
     list_insert(t, d->start, span);
     t->usable_bytes += span;
     t->pool_count++;
@@ -378,12 +504,20 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     return NULL;
 }
 
-/* A header position inside a pool, with that pool's sentinel. "None" is the
+/* link_target_ok for a pool other than the first: O(pools). */
+static __attribute__((noinline)) bool in_other_pool(const struct rtm_tlsf *t, size_t y)
+{
+    const struct tlsf_pool *d = pool_of(t, y);
+    return d && ((y - d->start) & (GRANULE - 1)) == 0 && d->end - y >= MIN_BLOCK;
+}
+
+/* A header position inside a pool, with that pool's bounds. "None" is the
  * idle block, whose header reads as a fenced sentinel: is_live refuses it
  * without a test of its own. */
 struct blk_pos {
     size_t b;
     size_t end;
+    size_t start;
 };
 
 /* block_at for what the first pool's one-compare test let through: NULL,
@@ -391,14 +525,14 @@ struct blk_pos {
 static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_tlsf *t,
                                                               const void *p)
 {
-    struct blk_pos none = { IDLE, IDLE + MIN_BLOCK };
+    struct blk_pos none = { IDLE, IDLE + MIN_BLOCK, IDLE };
     if ((uintptr_t)p & (GRANULE - 1))
         return none;
     size_t b = off_of(t, p) - W;
     const struct tlsf_pool *d = pool_of(t, b);
     if (!d || d->end - b < MIN_BLOCK)
         return none;
-    return (struct blk_pos){ b, d->end };
+    return (struct blk_pos){ b, d->end, d->start };
 }
 
 /*
@@ -412,10 +546,9 @@ static inline struct blk_pos block_at(const struct rtm_tlsf *t, const void *p)
 {
     size_t start = t->pool0.start, end = t->pool0.end;
     size_t rel = off_of(t, p) - W - start;
-    size_t rot = (rel >> GRANULE_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - GRANULE_LOG2));
-    if (__builtin_expect(rot > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
+    if (__builtin_expect(rot_granules(rel) > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
         return block_at_slow(t, p);
-    return (struct blk_pos){ start + rel, end };
+    return (struct blk_pos){ start + rel, end, start };
 }
 
 /*
@@ -435,11 +568,169 @@ static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
     return !(HDR(t, at.b + size) & F_PREV_FREE);
 }
 
-/* Offset of the live block whose payload is p, or 0 if p is not one. */
-static inline size_t live_block(const struct rtm_tlsf *t, const void *p)
+/*
+ * What free makes of a block and its neighbours: everything it reads before
+ * it writes. free_plan fills it and says whether the block may be freed;
+ * free_commit then changes the heap. realloc plans a free before it moves a
+ * block, so that a refusal leaves the heap as it was.
+ */
+struct free_plan {
+    size_t b, size;  /* the block */
+    size_t hdr;      /* its header */
+    size_t n, nh;    /* its physical successor and that one's header */
+    size_t nmask;    /* all ones when the successor is free */
+    size_t pmask;    /* all ones when the predecessor is free */
+    size_t pb, psize; /* the predecessor (b and 0 when it is used) */
+    size_t first;    /* the free neighbour removed without a branch, or IDLE */
+};
+
+/* Why free_plan refused p: 1 for NULL (nothing to free), -EINVAL for what is
+ * no live block, -EFAULT (reported) for damage. Out of line and cold, so that the common
+ * path shares no code with it. */
+static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, const void *p,
+                                                        struct blk_pos at, bool hard)
+{
+    if (!p)
+        return 1;
+    if (!hard || at.b == IDLE)
+        return -EINVAL;
+    size_t hdr = HDR(t, at.b), size = hdr_size(hdr);
+    /* A prev link left in free memory (or in a payload that was free once)
+     * holds a real link value; a damaged header does not (its tag bits make
+     * it none). */
+    if ((hdr & F_LINK) == F_LINK && link_target_ok(t, hdr & ~F_LINK))
+        return -EINVAL;
+    /* a header a merge swallowed: F_FREE over the used block's tag */
+    if ((hdr & F_LINK) == F_FREE && tag_ok(t, at.b, hdr & ~F_FREE))
+        return -EINVAL;
+    if (!tag_ok(t, at.b, hdr)) {
+        rtm__heap_corrupt(&t->base, p, base_of(t) + at.b, "block header");
+        return -EFAULT;
+    }
+    if (hdr & (F_FREE | F_FENCE))
+        return -EINVAL; /* a free block (a double free) or a sentinel */
+    size_t n = at.b + size;
+    if (size - MIN_BLOCK > at.end - at.b - MIN_BLOCK || !tag_ok(t, n, HDR(t, n)) ||
+        (HDR(t, n) & F_PREV_FREE)) {
+        rtm__heap_corrupt(&t->base, p, base_of(t) + n, "next block's header");
+        return -EFAULT;
+    }
+    rtm__heap_corrupt(&t->base, p, base_of(t) + at.b, "block and neighbours disagree");
+    return -EFAULT;
+}
+
+/* Whether the predecessor that the plan merges with is a free block ending
+ * at b: its size (the footer) fits between the pool's start and b, and the
+ * header it leads to is free and of that size. (F_PREV_FREE itself is
+ * covered by b's tag.) Reads nothing outside the pool; branch-free. */
+static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
+{
+    bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
+    size_t ph = HDR(t, in ? f->pb : f->b);
+    return (f->pmask == 0) | (in & ((ph & (SIZE_MASK | F_LINK)) == (f->psize | F_FREE)));
+}
+
+static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
+                                                        size_t where, const char *what)
+{
+    rtm__heap_corrupt(&t->base, p, base_of(t) + where, what);
+    return -EFAULT;
+}
+
+/*
+ * Plans the free of p: 0 when it may go ahead, 1 for NULL, else the negative
+ * errno free returns.
+ * Hardened, the block's and its successor's tags, the free predecessor and
+ * the links of every free neighbour are verified first: O(1), O(pools) for
+ * a link into another pool than the first.
+ */
+static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, const void *p,
+                                                           struct free_plan *f, bool hard)
 {
     struct blk_pos at = block_at(t, p);
-    return is_live(t, at) ? at.b : 0;
+    if (__builtin_expect(!is_live(t, at), 0)) {
+        int rc = free_refused(t, p, at, hard);
+        if (rc == 0)
+            __builtin_unreachable(); /* free_refused never answers 0 */
+        return rc;
+    }
+    f->b = at.b;
+    f->hdr = HDR(t, f->b); /* the loads is_live made: no store in between */
+    f->size = hdr_size(f->hdr);
+    f->n = f->b + f->size;
+    f->nh = HDR(t, f->n);
+    /* All-ones masks for "next is free" and "prev is free". The word before
+     * b is always readable: a footer, a used block's payload, or the pool
+     * descriptor; it counts only when prev is free. */
+    f->nmask = -(f->nh & F_FREE);
+    f->pmask = -((f->hdr & F_PREV_FREE) >> 1);
+    f->psize = *blk(t, f->b - W) & f->pmask;
+    f->pb = f->b - f->psize;
+    size_t first = IDLE ^ ((f->pb ^ IDLE) & f->pmask);
+    f->first = first ^ ((f->n ^ first) & f->nmask);
+    if (hard) {
+        bool heads = tag_ok(t, f->b, f->hdr) & tag_ok(t, f->n, f->nh);
+        if (__builtin_expect(!heads, 0))
+            return free_damaged(t, p, tag_ok(t, f->b, f->hdr) ? f->n : f->b,
+                                "block header or next block's header");
+        if (__builtin_expect(!prev_ok(t, f, at.start), 0))
+            return free_damaged(t, p, f->b - W, "previous free block");
+        if (__builtin_expect(!links_ok(t, f->first), 0))
+            return free_damaged(t, p, f->first, "free-list links of a neighbour");
+        if (__builtin_expect(f->nmask & f->pmask, 0) && !links_ok(t, f->pb))
+            return free_damaged(t, p, f->pb, "free-list links of a neighbour");
+    }
+    return 0;
+}
+
+/*
+ * Measured with rtmem bench, on which this shape rests (docs/hardening.md
+ * has the figures): time is close to proportional to the instructions run,
+ * plus a few ns per mispredicted branch, plus a front-end redirect for every
+ * taken branch. A neighbour is free in about a third of frees, both in about
+ * a tenth: so the first free neighbour (next, else prev, else idle) is
+ * removed branch-free, only the rare second one takes a branch, and the
+ * common path runs straight to its return.
+ */
+static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t,
+                                                              const struct free_plan *f, bool hard)
+{
+    t->used_bytes -= f->size;
+    t->live_blocks--;
+    /* Flag it free first: a header swallowed by a merge keeps saying "free",
+     * so a second free of the same pointer is refused as a double free (its
+     * tag, that of the used block, tells it from damage). */
+    HDR(t, f->b) = f->hdr | F_FREE;
+    list_remove(t, f->first);
+    if (__builtin_expect(f->nmask & f->pmask, 0))
+        list_remove(t, f->pb);
+    size_t size = f->size + (hdr_size(f->nh) & f->nmask) + f->psize;
+    size_t b = f->pb;
+    /* The merged block's predecessor is used: free blocks never touch. */
+    HDR(t, b) = mk_hdr(t, b, size | F_FREE, hard);
+    set_footer(t, b, size);
+    set_prev_free(t, b + size, true, hard);
+    list_insert(t, b, size);
+}
+
+static inline __attribute__((always_inline)) int tlsf_free(struct rtm_tlsf *t, void *p, bool hard)
+{
+    struct free_plan f;
+    int rc = free_plan(t, p, &f, hard);
+    if (__builtin_expect(rc != 0, 0))
+        return rc < 0 ? rc : 0;
+    free_commit(t, &f, hard);
+    return 0;
+}
+
+/* Offset of the live block whose payload is p, or 0 if p is not one (nor,
+ * hard, a block with an intact header). */
+static inline size_t live_block(const struct rtm_tlsf *t, const void *p, bool hard)
+{
+    struct blk_pos at = block_at(t, p);
+    if (!is_live(t, at) || (hard && !tag_ok(t, at.b, HDR(t, at.b))))
+        return 0;
+    return at.b;
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -513,33 +804,36 @@ int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
     return 0;
 }
 
-void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
+/* ---- alloc, free, realloc: each body once, instantiated per level --------- */
+
+static inline __attribute__((always_inline)) void *tlsf_alloc(struct rtm_tlsf *t, size_t size,
+                                                              bool hard)
 {
     size_t s = adjust_request(size);
     size_t b;
-    if (__builtin_expect(s == 0, 0) || __builtin_expect((b = find_free(t, s)) == 0, 0)) {
+    if (__builtin_expect(s == 0, 0) || __builtin_expect((b = find_free(t, s, hard)) <= DAMAGED, 0)) {
         t->base.failed_allocs++;
         return NULL;
     }
-    take_block(t, b, hdr_size(HDR(t, b)), s);
+    take_block(t, b, hdr_size(HDR(t, b)), s, hard);
     return payload(t, b);
 }
 
-void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
+static inline void *tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size, bool hard)
 {
     if (alignment == 0 || (alignment & (alignment - 1))) {
         t->base.failed_allocs++;
         return NULL;
     }
     if (alignment <= GRANULE)
-        return rtm_tlsf_alloc(t, size);
+        return tlsf_alloc(t, size, hard);
     size_t s = adjust_request(size);
     /* Room for the worst front gap: up to alignment - GRANULE, or, when the
      * gap would be too small to stand as a free block, one alignment more. */
     size_t slack = alignment + MIN_BLOCK - GRANULE;
     size_t b;
     if (s == 0 || alignment > RTM_TLSF_MAX_BLOCK || s > RTM_TLSF_MAX_BLOCK - slack ||
-        (b = find_free(t, s + slack)) == 0) {
+        (b = find_free(t, s + slack, hard)) <= DAMAGED) {
         t->base.failed_allocs++;
         return NULL;
     }
@@ -552,85 +846,21 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
         /* The front gap becomes a free block of its own; its predecessor is
          * used (free blocks never touch), so no merge is needed. */
         size_t prev_flag = HDR(t, b) & F_PREV_FREE;
-        HDR(t, b) = gap | F_FREE | prev_flag;
+        HDR(t, b) = mk_hdr(t, b, gap | F_FREE | prev_flag, hard);
         set_footer(t, b, gap);
         list_insert(t, b, gap);
         b += gap;
         bsize -= gap;
-        HDR(t, b) = bsize | F_FREE | F_PREV_FREE;
+        HDR(t, b) = mk_hdr(t, b, bsize | F_FREE | F_PREV_FREE, hard);
     }
-    take_block(t, b, bsize, s);
+    take_block(t, b, bsize, s, hard);
     return payload(t, b);
 }
 
-/* free's answer for a pointer is_live refused: out of line and cold, so
- * that the common path shares no code with it. */
-static __attribute__((noinline, cold)) int free_refused(const void *p)
-{
-    return p ? -EINVAL : 0;
-}
-
-/*
- * Measured with rtmem bench (the bench's workload, free average minus the
- * floor, ratio to glibc in the same run), on which this shape rests:
- *  - its time is close to proportional to the instructions it runs, plus
- *    about 4 ns per mispredicted branch, plus a front-end redirect for every
- *    taken branch: the common path runs straight to its return (a jump to
- *    an epilogue shared with the refusal path cost 10-20%), and the generic
- *    interface's entry holds the same body rather than jumping to it;
- *  - a neighbour is free in about 37% of frees, next and prev alike, and
- *    both in 11%: a branch per neighbour is mispredicted about 0.9 times per
- *    free (1.05x glibc), two branch-free removals (a neighbour that is not
- *    free replaced by the idle block) cost more instructions than that
- *    saves (1.25x);
- *  - so the first free neighbour (next, else prev, else idle) is removed
- *    branch-free, and only the rare second one takes a branch (0.9x then;
- *    about 0.73x once the common path had no taken branch).
- */
-static inline __attribute__((always_inline)) int tlsf_free(struct rtm_tlsf *t, void *p)
-{
-    struct blk_pos at = block_at(t, p);
-    if (__builtin_expect(!is_live(t, at), 0))
-        return free_refused(p);
-    size_t b = at.b;
-    size_t hdr = HDR(t, b); /* the loads is_live made: no store in between */
-    size_t size = hdr_size(hdr);
-    size_t n = b + size;
-    size_t nh = HDR(t, n);
-    t->used_bytes -= size;
-    t->live_blocks--;
-    /* Flag it free first: a header swallowed by a merge keeps saying "free",
-     * so a second free of the same pointer is refused. */
-    HDR(t, b) = hdr | F_FREE;
-    /* All-ones masks for "next is free" and "prev is free". The word before
-     * b is always readable: a footer, a used block's payload, or the pool
-     * descriptor; it counts only when prev is free. */
-    size_t nmask = -(nh & F_FREE), pmask = -((hdr & F_PREV_FREE) >> 1);
-    size_t psize = *blk(t, b - W) & pmask;
-    size_t pb = b - psize;
-    size_t first = IDLE ^ ((pb ^ IDLE) & pmask);
-    first ^= (n ^ first) & nmask;
-    list_remove(t, first);
-    if (__builtin_expect(nmask & pmask, 0))
-        list_remove(t, pb);
-    size += (hdr_size(nh) & nmask) + psize;
-    b = pb;
-    /* The merged block's predecessor is used: free blocks never touch. */
-    HDR(t, b) = size | F_FREE;
-    set_footer(t, b, size);
-    HDR(t, b + size) |= F_PREV_FREE;
-    list_insert(t, b, size);
-    return 0;
-}
-
-int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
-{
-    return tlsf_free(t, p);
-}
-
 /* Gives the tail of live block b beyond s bytes back to the free lists, if it
- * can form a block (merging it with a free successor). */
-static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s)
+ * can form a block (merging it with a free successor, whose header and links
+ * the caller has verified when hard). */
+static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s, bool hard)
 {
     size_t hdr = HDR(t, b);
     size_t size = hdr_size(hdr);
@@ -647,56 +877,134 @@ static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s)
         return;
     }
     size_t r = b + s;
-    HDR(t, b) = s | (hdr & F_PREV_FREE);
-    HDR(t, r) = tail | F_FREE;
+    HDR(t, b) = mk_hdr(t, b, s | (hdr & F_PREV_FREE), hard);
+    HDR(t, r) = mk_hdr(t, r, tail | F_FREE, hard);
     set_footer(t, r, tail);
-    HDR(t, r + tail) |= F_PREV_FREE;
+    set_prev_free(t, r + tail, true, hard);
     list_insert(t, r, tail);
     t->used_bytes -= size - s;
 }
 
-void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
+static __attribute__((noinline, cold)) void *realloc_refused(struct rtm_tlsf *t)
+{
+    t->base.failed_allocs++;
+    return NULL;
+}
+
+/*
+ * Hardened, everything realloc will trust is verified before it writes: the
+ * block and its neighbours as free verifies them (free_plan), and, when it
+ * grows into its free successor, the header after that one.
+ */
+static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool hard)
 {
     if (!p)
-        return rtm_tlsf_alloc(t, size);
-    size_t b = live_block(t, p);
+        return tlsf_alloc(t, size, hard);
+    struct free_plan f;
     size_t s = adjust_request(size);
-    if (b == 0 || s == 0) {
-        t->base.failed_allocs++;
-        return NULL;
-    }
-    size_t cur = hdr_size(HDR(t, b));
+    if (free_plan(t, p, &f, hard) != 0 || s == 0)
+        return realloc_refused(t);
+    size_t b = f.b, cur = f.size;
     if (s <= cur) {
-        shrink_block(t, b, s);
+        shrink_block(t, b, s, hard);
         return p;
     }
-    size_t n = b + cur;
-    size_t nh = HDR(t, n);
-    if ((nh & F_FREE) && cur + hdr_size(nh) >= s) {
-        size_t ns = hdr_size(nh);
-        list_remove(t, n);
-        size_t joined = cur + ns;
-        HDR(t, b) = joined | (HDR(t, b) & F_PREV_FREE);
-        HDR(t, b + joined) &= ~F_PREV_FREE;
+    if ((f.nh & F_FREE) && cur + hdr_size(f.nh) >= s) {
+        size_t ns = hdr_size(f.nh), joined = cur + ns;
+        if (hard) {
+            size_t after = HDR(t, b + joined); /* used: free blocks never touch */
+            if ((after & F_FREE) || !tag_ok(t, b + joined, after)) {
+                free_damaged(t, p, b + joined, "header after the next free block");
+                return realloc_refused(t);
+            }
+        }
+        list_remove(t, f.n);
+        HDR(t, b) = mk_hdr(t, b, joined | (f.hdr & F_PREV_FREE), hard);
+        set_prev_free(t, b + joined, false, hard);
         t->used_bytes += ns;
-        shrink_block(t, b, s); /* gives the surplus back before the peak is taken */
+        shrink_block(t, b, s, hard); /* gives the surplus back before the peak is taken */
         if (t->used_bytes > t->peak_used_bytes)
             t->peak_used_bytes = t->used_bytes;
         return p;
     }
-    void *q = rtm_tlsf_alloc(t, size);
+    void *q = tlsf_alloc(t, size, hard);
     if (!q)
         return NULL;
     memcpy(q, p, cur - W);
-    rtm_tlsf_free(t, p);
+    tlsf_free(t, p, hard); /* planned above: nothing it trusts has changed but by this heap */
     return q;
+}
+
+/*
+ * Entry points: the level is fixed at create, so each call takes one
+ * predictable branch to the body instantiated for it. The default level
+ * comes first; RTM_HEAP_HARDEN_FULL adds its periodic check out of line.
+ */
+#define LEVEL_IS(t, l) __builtin_expect((t)->base.hardening == RTM_HEAP_HARDEN_##l, \
+                                        RTM_HEAP_HARDEN_##l == RTM_HEAP_HARDEN_O1)
+
+static __attribute__((noinline)) void *alloc_full(struct rtm_tlsf *t, size_t size)
+{
+    if (rtm__heap_periodic_check(&t->base))
+        return realloc_refused(t);
+    return tlsf_alloc(t, size, true);
+}
+
+void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
+{
+    if (LEVEL_IS(t, O1))
+        return tlsf_alloc(t, size, true);
+    if (LEVEL_IS(t, NONE))
+        return tlsf_alloc(t, size, false);
+    return alloc_full(t, size);
+}
+
+void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
+{
+    if (LEVEL_IS(t, NONE))
+        return tlsf_aligned_alloc(t, alignment, size, false);
+    if (LEVEL_IS(t, FULL) && rtm__heap_periodic_check(&t->base))
+        return realloc_refused(t);
+    return tlsf_aligned_alloc(t, alignment, size, true);
+}
+
+void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
+{
+    if (LEVEL_IS(t, NONE))
+        return tlsf_realloc(t, p, size, false);
+    if (LEVEL_IS(t, FULL) && rtm__heap_periodic_check(&t->base))
+        return realloc_refused(t);
+    return tlsf_realloc(t, p, size, true);
+}
+
+static __attribute__((noinline)) int free_full(struct rtm_tlsf *t, void *p)
+{
+    if (rtm__heap_periodic_check(&t->base))
+        return -EFAULT;
+    return tlsf_free(t, p, true);
+}
+
+/* The generic interface's free holds the same body rather than jumping to
+ * rtm_tlsf_free (a taken branch less on the common path). */
+static inline __attribute__((always_inline)) int free_entry(struct rtm_tlsf *t, void *p)
+{
+    if (LEVEL_IS(t, O1))
+        return tlsf_free(t, p, true);
+    if (LEVEL_IS(t, NONE))
+        return tlsf_free(t, p, false);
+    return free_full(t, p);
+}
+
+int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
+{
+    return free_entry(t, p);
 }
 
 size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p)
 {
     if (!t || !p)
         return 0;
-    size_t b = live_block(t, p);
+    size_t b = live_block(t, p, hardened(t));
     return b ? hdr_size(HDR(t, b)) - W : 0;
 }
 
@@ -764,6 +1072,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
         size_t hdr = HDR(t, b);
         size_t size = hdr_size(hdr);
         CHECK(!(hdr & F_FENCE));
+        CHECK(!hardened(t) || tag_ok(t, b, hdr));
         CHECK(size >= MIN_BLOCK && size <= d->end - b);
         CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
         if (hdr & F_FREE) {
@@ -781,6 +1090,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
     }
     size_t sh = HDR(t, d->end);
     CHECK(hdr_size(sh) == 0 && (sh & F_FENCE) && !(sh & F_FREE));
+    CHECK(!hardened(t) || tag_ok(t, d->end, sh));
     CHECK(((sh & F_PREV_FREE) != 0) == prev_free);
     return 0;
 }
@@ -850,7 +1160,7 @@ static void *ops_realloc(struct rtm_heap *h, void *p, size_t n)
 {
     return rtm_tlsf_realloc(T(h), p, n);
 }
-static int ops_free(struct rtm_heap *h, void *p) { return tlsf_free(T(h), p); }
+static int ops_free(struct rtm_heap *h, void *p) { return free_entry(T(h), p); }
 static size_t ops_usable(const struct rtm_heap *h, const void *p)
 {
     return rtm_tlsf_usable_size(CT(h), p);
