@@ -52,6 +52,37 @@
  *    again (every word TLSF leaves at a header position in free memory reads
  *    as free). A pointer into a live block's interior is refused only when
  *    the word before it does not look like a block header: do not rely on it.
+ *
+ * Hardening (rtmem/heap.h, "Hardening"), 64-bit builds:
+ *  - Every header carries a 24-bit tag in its top bits: a keyed hash (the key
+ *    is drawn per heap at create) of the header's offset, size and flags.
+ *    Memory cost: none. A header changed by anything but TLSF fails its tag
+ *    with probability 1 - 2^-24.
+ *  - At RTM_HEAP_HARDEN_O1 (the default) and FULL, before anything is
+ *    written: free checks its block's tag and its successor's, that a free
+ *    predecessor's size (its footer) leads back to a free header of that
+ *    size inside the pool, and that the list links of each free neighbour it
+ *    unlinks stay inside the heap and link back; alloc checks the tag and the
+ *    next link of the block it takes off a list; realloc checks what free
+ *    would, and the header after a successor it grows into. Each check is
+ *    O(1) (a link into a pool other than the first costs O(pools) to place).
+ *  - What that detects: an overflow of any length from a block into the
+ *    next block's header (reported when either block is freed or
+ *    reallocated, or when the damaged free block is next taken by alloc);
+ *    damaged links of a free block (a use after free, a stray write) when it
+ *    is unlinked; a damaged footer when its block is merged. A live block's
+ *    damaged header is reported when it or the block before it is freed. A
+ *    damaged header that reads as a free block's prev link (free and fence
+ *    bits both set, and a value that is a real link) is refused as a stale
+ *    pointer (-EINVAL), not counted; the block before it still reports it.
+ *  - What it does not detect: damage to a live block's payload (the user's
+ *    data: TLSF keeps nothing there), to a free block's interior beyond its
+ *    links, or damage that rewrites a header or link with exactly the value
+ *    TLSF would have written (a tag forged without the key: 2^-24).
+ *  - Cost: docs/hardening.md has it, measured (instructions and time).
+ *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
+ *    into a header can make free write anywhere in the address space.
+ *  - A 32-bit build has no spare header bits: no tags, the other checks stay.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H

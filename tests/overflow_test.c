@@ -1,0 +1,379 @@
+/*
+ * Overflow trials: a program writes 1 to 16 bytes past the usable end of a
+ * block (the off-by-one and its cousins), then goes on allocating and
+ * freeing. For every kind, at the default hardening level, whatever the
+ * bytes and whatever lies past the block (a free block, a live one, one
+ * freed afterwards, one holding data that looks like heap links):
+ *  - no operation crashes (run under ASan and UBSan in CI too);
+ *  - no block is handed out outside the heap's memory or overlapping a block
+ *    the program still holds (one whose free was refused is still held), and
+ *    the contents of held blocks stay as written;
+ *  - nothing is written outside the heap's memory (guard zones);
+ *  - damage is never silent: if, once the program has allocated until
+ *    failure and freed everything it holds, rtm_heap_check still finds the
+ *    metadata damaged, the heap must have reported a corruption.
+ * Then the same trials at RTM_HEAP_HARDEN_FULL (damage found by the periodic
+ * check at the latest) and the corruption handler's report.
+ *
+ * Usage: overflow_test [kind ...] (default: every kind).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "rtmem/heap.h"
+
+#define GUARD      4096
+#define HEAP_BYTES (192 * 1024)
+#define MAX_HELD   16384
+#define GUARD_BYTE 0xa5
+
+struct held {
+    unsigned char *p;
+    size_t usable;
+    size_t skip; /* leading bytes the program wrote itself (not the pattern) */
+    uint32_t seed;
+};
+
+struct trial {
+    struct rtm_heap *h;
+    unsigned char *lo, *hi; /* the heap's memory */
+    struct held *held;
+    size_t n;
+    uint64_t rng;
+};
+
+static unsigned char fill_byte(uint32_t seed, size_t i)
+{
+    return (unsigned char)((seed * 2654435761u + (uint32_t)i * 40503u) >> 13);
+}
+
+static void fill(const struct held *b)
+{
+    for (size_t i = b->skip; i < b->usable; i++)
+        b->p[i] = fill_byte(b->seed, i);
+}
+
+static bool intact(const struct held *b)
+{
+    for (size_t i = b->skip; i < b->usable; i++)
+        if (b->p[i] != fill_byte(b->seed, i))
+            return false;
+    return true;
+}
+
+/* Allocates and checks the block against the heap's memory and every held
+ * block; returns its index, or -1 when the heap said no. */
+static long take(struct trial *t, size_t size)
+{
+    if (t->n == MAX_HELD)
+        return -1;
+    unsigned char *p = rtm_heap_alloc(t->h, size);
+    if (!p)
+        return -1;
+    size_t usable = rtm_heap_usable_size(t->h, p);
+    CHECK(usable >= size);
+    if (usable < size)
+        usable = size;
+    CHECK(p >= t->lo && p + usable <= t->hi);
+    if (!(p >= t->lo && p + usable <= t->hi))
+        return -1; /* never written: the test stays inside the heap */
+    for (size_t i = 0; i < t->n; i++) {
+        const struct held *o = &t->held[i];
+        if (p < o->p + o->usable && o->p < p + usable) {
+            CHECK(!"a new block overlaps a held one");
+            return -1;
+        }
+    }
+    struct held *b = &t->held[t->n];
+    *b = (struct held){ p, usable, 0, (uint32_t)rng_next(&t->rng) | 1u };
+    fill(b);
+    return (long)t->n++;
+}
+
+/* Frees held block i: 0 (gone), -EFAULT (refused for damage: still held).
+ * Any other answer is a failure. */
+/* The trial under way, printed with a failure. */
+static char trial_desc[160];
+
+static int give(struct trial *t, size_t i)
+{
+    struct held *b = &t->held[i];
+    if (!intact(b))
+        fprintf(stderr, "  held block %p changed (%s)\n", (void *)b->p, trial_desc);
+    CHECK(intact(b));
+    int rc = rtm_heap_free(t->h, b->p);
+    CHECK(rc == 0 || rc == -EFAULT);
+    if (rc == 0)
+        t->held[i] = t->held[--t->n];
+    return rc;
+}
+
+static void random_ops(struct trial *t, int count)
+{
+    for (int k = 0; k < count; k++) {
+        if (t->n > 0 && (rng_next(&t->rng) & 1)) {
+            give(t, (size_t)(rng_next(&t->rng) % t->n));
+        } else {
+            take(t, (size_t)rng_range(&t->rng, 0, 1200));
+        }
+    }
+}
+
+/* Allocates until failure (minimum blocks, so every free block is used),
+ * then frees everything held, each refused block once. */
+static void fill_and_drain(struct trial *t)
+{
+    while (take(t, 1) >= 0)
+        ;
+    for (size_t i = 0; i < t->n;) {
+        if (give(t, i) != 0)
+            i++;
+    }
+}
+
+enum neighbour { NB_FREE, NB_LIVE, NB_FREED_AFTER, NB_LINKS, NB_COUNT };
+static const char *const nb_names[NB_COUNT] = { "free", "live", "freed-after", "link-like data" };
+enum { PAT_ZERO, PAT_A, PAT_ONES, PAT_NEAR, PAT_OFFSET, PAT_COUNT };
+
+/* The byte the pattern writes at distance i past the block's end. */
+static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t offset)
+{
+    switch (pat) {
+    case PAT_ZERO: return 0x00;
+    case PAT_A: return 0x41;
+    case PAT_ONES: return 0xff;
+    case PAT_NEAR: return i == 0 ? (unsigned char)(was ^ 0x10) : was; /* one bit of a size */
+    default: return (unsigned char)(offset >> (8 * (i % 8)));      /* a real heap offset */
+    }
+}
+
+static void trial(const char *kind, int hardening, size_t len, int pat, enum neighbour nb,
+                  size_t size_a, uint64_t seed)
+{
+    size_t span = HEAP_BYTES + 2 * GUARD;
+    unsigned char *mem = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(mem != MAP_FAILED, );
+    memset(mem, GUARD_BYTE, span);
+    static struct held held[MAX_HELD];
+    struct trial t = { .lo = mem + GUARD, .hi = mem + GUARD + HEAP_BYTES, .held = held,
+                       .rng = seed };
+    struct rtm_heap_config cfg = { .hardening = hardening, .check_interval = 64 };
+    t.h = rtm_heap_create_ex(kind, t.lo, HEAP_BYTES, &cfg);
+    snprintf(trial_desc, sizeof(trial_desc), "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
+             "neighbour %s", kind, hardening, len, pat, size_a, nb_names[nb]);
+    REQUIRE(t.h != NULL, (void)munmap(mem, span));
+
+    /* Some history, then A and its successor B, allocated back to back. */
+    random_ops(&t, 60);
+    long a = take(&t, size_a);
+    long b = take(&t, size_a);
+    long other = take(&t, 40);
+    if (a < 0 || b < 0 || other < 0) {
+        CHECK(!"room for the trial's blocks");
+        munmap(mem, span);
+        return;
+    }
+    unsigned char *pa = t.held[a].p;
+    unsigned char *pb = t.held[b].p;
+    /* a value that means something in this heap: another block's offset */
+    uint64_t offset = (uint64_t)(t.held[other].p - (unsigned char *)t.h) - 8;
+    if (nb == NB_LINKS) {
+        /* B holds what a free block's header and links would: real offsets */
+        uint64_t links[3] = { offset, offset | 1u, offset | 5u };
+        size_t n = t.held[b].usable < sizeof(links) ? t.held[b].usable : sizeof(links);
+        memcpy(pb, links, n);
+        t.held[b].skip = n;
+    }
+    if (nb == NB_FREE)
+        CHECK_EQ(give(&t, (size_t)b), 0);
+
+    /* The overflow. */
+    unsigned char *end = pa + rtm_heap_usable_size(t.h, pa);
+    bool changed = false;
+    for (size_t i = 0; i < len && end + i < t.hi; i++) {
+        unsigned char v = pattern_byte(pat, i, end[i], offset);
+        changed |= v != end[i];
+        end[i] = v;
+    }
+    /* What it overwrote in a live block of its own is the program's
+     * business: those bytes are no longer compared. */
+    for (size_t i = 0; i < t.n; i++) {
+        struct held *h = &t.held[i];
+        if (h->p < end + len && end < h->p + h->usable) {
+            size_t upto = (size_t)(end + len - h->p);
+            if (upto > h->usable)
+                upto = h->usable;
+            if (upto > h->skip)
+                h->skip = upto;
+        }
+    }
+    if (nb == NB_FREED_AFTER) {
+        for (size_t i = 0; i < t.n; i++)
+            if (t.held[i].p == pb) {
+                give(&t, i);
+                break;
+            }
+    }
+    random_ops(&t, 300);
+    fill_and_drain(&t);
+
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(t.h, &st), 0);
+    int check = rtm_heap_check(t.h);
+    CHECK(check == 0 || check == -EFAULT);
+    if (check != 0 && st.corruptions == 0) {
+        CHECK(!"damaged metadata went unreported");
+        fprintf(stderr, "  (%s)\n", trial_desc);
+    }
+    if (!changed)
+        CHECK_EQ(st.corruptions, 0); /* nothing damaged: nothing reported */
+    for (size_t i = 0; i < GUARD; i++) {
+        if (mem[i] != GUARD_BYTE || mem[GUARD + HEAP_BYTES + i] != GUARD_BYTE) {
+            CHECK(!"nothing written outside the heap");
+            break;
+        }
+    }
+    munmap(mem, span);
+}
+
+static void overflow_trials(const char *kind, int hardening)
+{
+    /* sizes: small slots, a size that fills its block exactly, page runs */
+    static const size_t sizes[] = { 24, 100, 248, 700, 1500 };
+    uint64_t seed = 1;
+    for (size_t len = 1; len <= 16; len++)
+        for (int pat = 0; pat < PAT_COUNT; pat++)
+            for (int nb = 0; nb < NB_COUNT; nb++) {
+                size_t size_a = sizes[(len + (size_t)pat + (size_t)nb) % 5];
+                trial(kind, hardening, len, pat, (enum neighbour)nb, size_a, seed++);
+            }
+}
+
+/* The handler hears of damage with the block and what was found, and the
+ * counter counts it; at RTM_HEAP_HARDEN_NONE nothing is counted on a clean
+ * workload and the heap behaves as at the default level. */
+struct heard {
+    int calls;
+    const void *block;
+    const char *what;
+};
+
+static void on_corruption(const struct rtm_heap_corruption *c, void *arg)
+{
+    struct heard *h = arg;
+    h->calls++;
+    h->block = c->block;
+    h->what = c->what;
+}
+
+static void handler_and_levels(const char *kind)
+{
+    static unsigned char mem[1 << 16] __attribute__((aligned(4096)));
+    static unsigned char other[1 << 16] __attribute__((aligned(4096)));
+    struct heard heard = { 0, NULL, NULL };
+    struct rtm_heap_config cfg = { .on_corruption = on_corruption, .on_corruption_arg = &heard };
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, sizeof(mem), &cfg);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm_heap_hardening(h), RTM_HEAP_HARDEN_O1);
+    unsigned char *a = rtm_heap_alloc(h, 700), *b = rtm_heap_alloc(h, 700);
+    REQUIRE(a && b, );
+    CHECK_EQ(rtm_heap_free(h, b), 0);
+    /* a run of 0xff over everything past a, as far as 16 bytes */
+    memset(a + rtm_heap_usable_size(h, a), 0xff, 16);
+    rtm_heap_alloc(h, 700);
+    int rc = rtm_heap_free(h, a);
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    if (rtm_heap_check(h) != 0) {
+        CHECK(st.corruptions > 0);
+        CHECK(heard.calls > 0 && (uint64_t)heard.calls == st.corruptions);
+        CHECK(heard.what != NULL && heard.what[0] != '\0');
+        if (rc == -EFAULT)
+            CHECK(heard.block == a);
+    }
+    CHECK_EQ(rtm_heap_set_corruption_handler(h, NULL, NULL), 0);
+    rtm_heap_destroy(h);
+    CHECK_EQ(rtm_heap_set_corruption_handler(h, on_corruption, &heard), -EINVAL);
+    CHECK_EQ(rtm_heap_hardening(h), -EINVAL);
+
+    /* an unknown level is refused */
+    struct rtm_heap_config bad = { .hardening = 7 };
+    errno = 0;
+    CHECK(rtm_heap_create_ex(kind, mem, sizeof(mem), &bad) == NULL && errno == EINVAL);
+
+    /* the same clean workload at every level: same addresses, no corruption */
+    for (int level = RTM_HEAP_HARDEN_O1; level <= RTM_HEAP_HARDEN_FULL; level++) {
+        struct rtm_heap_config c1 = { .hardening = RTM_HEAP_HARDEN_NONE };
+        struct rtm_heap_config c2 = { .hardening = level, .check_interval = 3 };
+        struct rtm_heap *x = rtm_heap_create_ex(kind, mem, sizeof(mem), &c1);
+        struct rtm_heap *y = rtm_heap_create_ex(kind, other, sizeof(other), &c2);
+        REQUIRE(x && y, );
+        CHECK_EQ(rtm_heap_hardening(y), level);
+        void *px[64] = { 0 }, *py[64] = { 0 };
+        uint64_t rng = 9;
+        for (int k = 0; k < 4000; k++) {
+            size_t i = rng_next(&rng) % 64, n = (size_t)rng_range(&rng, 0, 2000);
+            if (px[i]) {
+                CHECK_EQ(rtm_heap_free(x, px[i]), 0);
+                CHECK_EQ(rtm_heap_free(y, py[i]), 0);
+                px[i] = py[i] = NULL;
+            } else {
+                px[i] = rtm_heap_alloc(x, n);
+                py[i] = rtm_heap_alloc(y, n);
+                CHECK(((unsigned char *)px[i] - mem) == ((unsigned char *)py[i] - other));
+            }
+        }
+        struct rtm_heap_stats sx, sy;
+        rtm_heap_stats(x, &sx);
+        rtm_heap_stats(y, &sy);
+        CHECK_EQ(sx.used_bytes, sy.used_bytes);
+        CHECK_EQ(sy.corruptions, 0);
+        CHECK_EQ(rtm_heap_check(y), 0);
+    }
+}
+
+/* RTM_HEAP_HARDEN_FULL: damage that no O(1) check reads (a free block's
+ * footer in the middle of nowhere) is found by the next periodic check, and
+ * every operation is refused from then on. */
+static void full_level_finds_damage(const char *kind)
+{
+    static unsigned char mem[1 << 16] __attribute__((aligned(4096)));
+    struct rtm_heap_config cfg = { .hardening = RTM_HEAP_HARDEN_FULL, .check_interval = 4 };
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, sizeof(mem), &cfg);
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 1000);
+    unsigned char *b = rtm_heap_alloc(h, 1000);
+    unsigned char *c = rtm_heap_alloc(h, 1000);
+    REQUIRE(a && b && c, );
+    CHECK_EQ(rtm_heap_free(h, b), 0);
+    /* every byte of the free block b, as a use after free would */
+    memset(b, 0x5a, 1000);
+    if (rtm_heap_check(h) == 0)
+        return; /* the kind keeps nothing there */
+    int refused = 0;
+    for (int k = 0; k < 8; k++)
+        refused += rtm_heap_alloc(h, 16) == NULL;
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    CHECK(refused > 0);
+    CHECK(st.corruptions > 0);
+}
+
+int main(int argc, char **argv)
+{
+    const char *const *kinds = rtm_heap_kinds();
+    const char *const *names = argc > 1 ? (const char *const *)(argv + 1) : kinds;
+    for (; *names; names++) {
+        test_context = *names;
+        overflow_trials(*names, RTM_HEAP_HARDEN_O1);
+        overflow_trials(*names, RTM_HEAP_HARDEN_FULL);
+        handler_and_levels(*names);
+        full_level_finds_damage(*names);
+    }
+    return test_summary("overflow");
+}
