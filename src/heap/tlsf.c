@@ -147,14 +147,17 @@ static inline unsigned fls32(uint32_t x)
     return 31u - (unsigned)__builtin_clz(x);
 }
 
-static inline char *base_of(const struct rtm_tlsf *t)
+/* The address at offset off from the heap base. Offsets are modulo 2^N (a
+ * pool may lie below the base), so the sum is formed on integers: as
+ * pointer arithmetic it could wrap, which C leaves undefined. */
+static inline char *at_off(const struct rtm_tlsf *t, size_t off)
 {
-    return (char *)(uintptr_t)t;
+    return (char *)((uintptr_t)t + off);
 }
 
 static inline size_t *blk(const struct rtm_tlsf *t, size_t off)
 {
-    return (size_t *)(void *)(base_of(t) + off);
+    return (size_t *)(void *)at_off(t, off);
 }
 
 static inline size_t off_of(const struct rtm_tlsf *t, const void *p)
@@ -224,7 +227,7 @@ static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 
 static inline void *payload(const struct rtm_tlsf *t, size_t b)
 {
-    return base_of(t) + b + W;
+    return at_off(t, b + W);
 }
 
 /* Block size for a request, or 0 if the request is impossible. */
@@ -358,7 +361,8 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
     size_t next = NEXT(t, x), prev = PREV_GET(t, x);
     bool nok = link_target_ok(t, next), pok = link_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
-    return nok & pok & (NEXT(t, ps) == x) & ((next == NIL) | (PREV_GET(t, ns) == x));
+    bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
+    return nok & pok & back & fwd;
 }
 
 /* Whether the block at the head of a list is an intact free block: its
@@ -368,15 +372,15 @@ static inline bool head_ok(const struct rtm_tlsf *t, size_t b)
     size_t hdr = HDR(t, b), next = NEXT(t, b);
     bool nok = link_target_ok(t, next);
     size_t ns = nok ? next : b;
-    return ((hdr & F_LINK) == F_FREE) & tag_ok(t, b, hdr) & nok &
-           ((next == NIL) | (PREV_GET(t, ns) == b));
+    bool tagged = tag_ok(t, b, hdr), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
+    return ((hdr & F_LINK) == F_FREE) & tagged & nok & fwd;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
 static __attribute__((noinline, cold)) size_t alloc_damaged(struct rtm_tlsf *t, size_t b,
                                                             const char *what)
 {
-    rtm__heap_corrupt(&t->base, NULL, base_of(t) + b, what);
+    rtm__heap_corrupt(&t->base, NULL, at_off(t, b), what);
     return DAMAGED;
 }
 
@@ -486,7 +490,7 @@ static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tl
 
 static inline const struct tlsf_pool *pool_at(const struct rtm_tlsf *t, size_t off)
 {
-    return (const struct tlsf_pool *)(const void *)(base_of(t) + off);
+    return (const struct tlsf_pool *)(const void *)at_off(t, off);
 }
 
 /* The pool whose block area holds block offset b, or NULL. O(1) for the first
@@ -604,7 +608,7 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
     if ((hdr & F_LINK) == F_FREE && tag_ok(t, at.b, hdr & ~F_FREE))
         return -EINVAL;
     if (!tag_ok(t, at.b, hdr)) {
-        rtm__heap_corrupt(&t->base, p, base_of(t) + at.b, "block header");
+        rtm__heap_corrupt(&t->base, p, at_off(t, at.b), "block header");
         return -EFAULT;
     }
     if (hdr & (F_FREE | F_FENCE))
@@ -612,10 +616,10 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
     size_t n = at.b + size;
     if (size - MIN_BLOCK > at.end - at.b - MIN_BLOCK || !tag_ok(t, n, HDR(t, n)) ||
         (HDR(t, n) & F_PREV_FREE)) {
-        rtm__heap_corrupt(&t->base, p, base_of(t) + n, "next block's header");
+        rtm__heap_corrupt(&t->base, p, at_off(t, n), "next block's header");
         return -EFAULT;
     }
-    rtm__heap_corrupt(&t->base, p, base_of(t) + at.b, "block and neighbours disagree");
+    rtm__heap_corrupt(&t->base, p, at_off(t, at.b), "block and neighbours disagree");
     return -EFAULT;
 }
 
@@ -633,7 +637,7 @@ static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, 
 static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
                                                         size_t where, const char *what)
 {
-    rtm__heap_corrupt(&t->base, p, base_of(t) + where, what);
+    rtm__heap_corrupt(&t->base, p, at_off(t, where), what);
     return -EFAULT;
 }
 
@@ -669,9 +673,9 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
     size_t first = IDLE ^ ((f->pb ^ IDLE) & f->pmask);
     f->first = first ^ ((f->n ^ first) & f->nmask);
     if (hard) {
-        bool heads = tag_ok(t, f->b, f->hdr) & tag_ok(t, f->n, f->nh);
-        if (__builtin_expect(!heads, 0))
-            return free_damaged(t, p, tag_ok(t, f->b, f->hdr) ? f->n : f->b,
+        bool own = tag_ok(t, f->b, f->hdr), next = tag_ok(t, f->n, f->nh);
+        if (__builtin_expect(!(own & next), 0))
+            return free_damaged(t, p, own ? f->n : f->b,
                                 "block header or next block's header");
         if (__builtin_expect(!prev_ok(t, f, at.start), 0))
             return free_damaged(t, p, f->b - W, "previous free block");
