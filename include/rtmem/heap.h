@@ -49,7 +49,21 @@ extern "C" {
 #endif
 
 /* Alignment of every pointer a heap returns. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define RTM_HEAP_MIN_ALIGN ((size_t)alignof(max_align_t))
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define RTM_HEAP_MIN_ALIGN ((size_t)_Alignof(max_align_t))
+#elif defined(__GNUC__) || defined(__clang__)
+/* C99 has neither max_align_t nor alignof: the stricter alignment of its
+ * members, the value C11 gives on x86-64, arm64 and 32-bit Arm (on i386, 8
+ * where C11 says 16: a weaker promise, still kept). */
+#define RTM_HEAP_MIN_ALIGN                                       \
+    ((size_t)(__alignof__(long double) > __alignof__(long long) \
+                  ? __alignof__(long double)                     \
+                  : __alignof__(long long)))
+#else
+#define RTM_HEAP_MIN_ALIGN ((size_t)offsetof(struct { char c; long double ld; }, ld))
+#endif
 
 /* A heap. Opaque: it is placed inside the memory given to rtm_heap_create. */
 struct rtm_heap;
