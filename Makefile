@@ -9,7 +9,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench test-asan test-clang fuzz install clean
+.PHONY: all deps build test bench test-asan test-clang test-ubsan fuzz fuzz-merge install clean
 
 all: build
 
@@ -49,6 +49,17 @@ test-clang:
 	cmake --build $(BUILD)-clang -j $(JOBS)
 	cd $(BUILD)-clang && ctest --output-on-failure -j $(JOBS)
 
+# The same tests built with clang's UndefinedBehaviorSanitizer, pointer-overflow
+# named (pointer arithmetic that wraps around is undefined even when the result
+# is never dereferenced); any report fails the run.
+test-ubsan:
+	@sh scripts/ensure-deps.sh clang
+	CC=clang cmake -S . -B $(BUILD)-ubsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON \
+	    -DRTMEM_SANITIZERS=undefined,pointer-overflow >/dev/null
+	cmake --build $(BUILD)-ubsan -j $(JOBS)
+	cd $(BUILD)-ubsan && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ctest --output-on-failure -j $(JOBS)
+
 # Coverage-guided fuzzing with libFuzzer (clang); FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 60
 fuzz:
@@ -66,4 +77,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang $(BUILD)-ubsan $(BUILD)-fuzz

@@ -11,6 +11,7 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 tool=""
 [ -e "$build/tools/rtmem" ] && tool=bin/rtmem # only when tools were built
 for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h include/rtmem/plugin.h \
+         include/rtmem/export.h \
          $tool; do
     test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
 done

@@ -42,12 +42,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rtmem/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Alignment of every pointer a heap returns. */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define RTM_HEAP_MIN_ALIGN ((size_t)alignof(max_align_t))
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define RTM_HEAP_MIN_ALIGN ((size_t)_Alignof(max_align_t))
+#elif defined(__GNUC__) || defined(__clang__)
+/* C99 has neither max_align_t nor alignof: the stricter alignment of its
+ * members, the value C11 gives on x86-64, arm64 and 32-bit Arm (on i386, 8
+ * where C11 says 16: a weaker promise, still kept). */
+#define RTM_HEAP_MIN_ALIGN                                       \
+    ((size_t)(__alignof__(long double) > __alignof__(long long) \
+                  ? __alignof__(long double)                     \
+                  : __alignof__(long long)))
+#else
+#define RTM_HEAP_MIN_ALIGN ((size_t)offsetof(struct { char c; long double ld; }, ld))
+#endif
 
 /* A heap. Opaque: it is placed inside the memory given to rtm_heap_create. */
 struct rtm_heap;
@@ -144,7 +160,7 @@ struct rtm_heap_config {
 
 /* Names of the heap kinds built into this library, NULL-terminated, "tlsf"
  * first. The array is static; do not modify or free it. O(1). */
-const char *const *rtm_heap_kinds(void);
+RTM_API const char *const *rtm_heap_kinds(void);
 
 /*
  * Creates a heap of the named kind inside [mem, mem + size). The heap's
@@ -159,42 +175,43 @@ const char *const *rtm_heap_kinds(void);
  * (O(size of control structure) for TLSF). Never touches the pool memory
  * beyond a fixed number of words.
  */
-struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size);
+RTM_API struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size);
 
 /* rtm_heap_create with options; cfg NULL means all defaults (the same as
  * rtm_heap_create). Fails as rtm_heap_create does, and with EINVAL for an
  * unknown hardening level. Same bounds. */
-struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
-                                    const struct rtm_heap_config *cfg);
+RTM_API struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
+                                            const struct rtm_heap_config *cfg);
 
 /* Sets (fn != NULL) or clears the heap's corruption handler. The handler is
  * an address in this process: a heap image used by another process (or
  * moved) must have its handler set again there. Returns 0, or -EINVAL for a
  * NULL or destroyed heap. O(1). */
-int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg);
+RTM_API int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn,
+                                            void *arg);
 
 /* The heap's hardening level (RTM_HEAP_HARDEN_*), or -EINVAL for a NULL or
  * destroyed heap. O(1). */
-int rtm_heap_hardening(const struct rtm_heap *h);
+RTM_API int rtm_heap_hardening(const struct rtm_heap *h);
 
 /* Ends the heap. Every block becomes invalid; the memory is the caller's
  * again (rtmem never owned it). NULL is ignored. O(1). */
-void rtm_heap_destroy(struct rtm_heap *h);
+RTM_API void rtm_heap_destroy(struct rtm_heap *h);
 
 /* Allocates a block of at least size bytes, aligned to RTM_HEAP_MIN_ALIGN.
  * size 0 gives a minimum-size block. NULL when no free block fits or the size
  * is impossible (counted in failed_allocs). Time: the kind's alloc bound. */
-void *rtm_heap_alloc(struct rtm_heap *h, size_t size);
+RTM_API void *rtm_heap_alloc(struct rtm_heap *h, size_t size);
 
 /* Like rtm_heap_alloc, aligned to alignment, which must be a power of two
  * (alignments below RTM_HEAP_MIN_ALIGN are raised to it). NULL for an
  * alignment that is 0 or not a power of two, or when nothing fits. The block
  * is freed with rtm_heap_free. Time: the kind's alloc bound. */
-void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size);
+RTM_API void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size);
 
 /* Allocates n * size bytes, all zero. NULL if n * size overflows (counted in
  * failed_allocs) or nothing fits. Time: alloc bound + O(n * size) to zero. */
-void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size);
+RTM_API void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size);
 
 /*
  * Resizes the block at p to at least size bytes, keeping its contents up to
@@ -207,45 +224,45 @@ void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size);
  * rtm_heap_free would refuse also gives NULL. Time: the kind's alloc + free
  * bounds + O(size) for a copy.
  */
-void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size);
+RTM_API void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size);
 
 /* Frees the block at p. Returns 0, or -EINVAL for an address outside every
  * pool, a misaligned address, or a block that is not live (double free), or
  * -EFAULT when a hardening check finds the metadata it would trust damaged
  * (see "Hardening"); the heap is then left as it was. free(NULL) returns 0.
  * Time: the kind's free bound. */
-int rtm_heap_free(struct rtm_heap *h, void *p);
+RTM_API int rtm_heap_free(struct rtm_heap *h, void *p);
 
 /* Usable bytes of the live block at p: at least the size it was requested
  * with, and it may all be written. 0 for NULL, a foreign or misaligned
  * address, or a free block. O(1) for a heap with one pool; see the kind for
  * more pools. */
-size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
+RTM_API size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
 
 /* Adds [mem, mem + size) to the heap as one more pool. It must not overlap
  * any existing pool. Returns 0, -EINVAL (NULL, wrap-around, overlap with a
  * pool of this heap), -ENOMEM (too small to hold one block), -E2BIG (too large
  * for the kind), or -ENOTSUP (the kind takes one pool only). Time: O(1) plus
  * O(number of pools) for the overlap check. */
-int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
+RTM_API int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
 
 /* Copies the statistics into *out. Returns 0, or -EINVAL for NULL arguments.
  * O(1). */
-int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out);
+RTM_API int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out);
 
 /* Walks the whole heap and verifies every invariant the kind keeps (block
  * chain, free lists, bitmaps, counters). Returns 0 if consistent, -EINVAL for
  * a NULL or destroyed heap, -EFAULT if the heap is corrupt. O(number of
  * blocks + number of free lists): not for a control loop. */
-int rtm_heap_check(const struct rtm_heap *h);
+RTM_API int rtm_heap_check(const struct rtm_heap *h);
 
 /* Name of the heap's kind, as listed by rtm_heap_kinds(). O(1). */
-const char *rtm_heap_kind(const struct rtm_heap *h);
+RTM_API const char *rtm_heap_kind(const struct rtm_heap *h);
 
 /* How many blocks of size bytes a freshly created heap with the pools this
  * heap has now is guaranteed to hold, as the kind documents it (the
  * conformance suite checks the real fill against it). O(number of pools). */
-size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
+RTM_API size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
 
 #ifdef __cplusplus
 }

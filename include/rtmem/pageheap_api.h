@@ -11,22 +11,24 @@
 
 #include <stddef.h>
 
+#include "rtmem/export.h"
 #include "rtmem/heap.h"
 
-#define RTM_PAGEHEAP_DECLARE(name)                                                      \
-    struct rtm_##name;                                                                  \
-    struct rtm_##name *rtm_##name##_create(void *mem, size_t size);                    \
-    struct rtm_##name *rtm_##name##_create_ex(void *mem, size_t size,                  \
-                                              const struct rtm_heap_config *cfg);      \
-    struct rtm_heap *rtm_##name##_heap(struct rtm_##name *h);                          \
-    int rtm_##name##_add_pool(struct rtm_##name *h, void *mem, size_t size);           \
-    void *rtm_##name##_alloc(struct rtm_##name *h, size_t size);                       \
-    void *rtm_##name##_aligned_alloc(struct rtm_##name *h, size_t alignment, size_t size); \
-    void *rtm_##name##_realloc(struct rtm_##name *h, void *p, size_t size);            \
-    int rtm_##name##_free(struct rtm_##name *h, void *p);                              \
-    size_t rtm_##name##_usable_size(const struct rtm_##name *h, const void *p);        \
-    int rtm_##name##_stats(const struct rtm_##name *h, struct rtm_heap_stats *out);    \
-    int rtm_##name##_check(const struct rtm_##name *h)
+#define RTM_PAGEHEAP_DECLARE(name)                                                          \
+    struct rtm_##name;                                                                      \
+    RTM_API struct rtm_##name *rtm_##name##_create(void *mem, size_t size);                 \
+    RTM_API struct rtm_##name *rtm_##name##_create_ex(void *mem, size_t size,               \
+                                                      const struct rtm_heap_config *cfg);   \
+    RTM_API struct rtm_heap *rtm_##name##_heap(struct rtm_##name *h);                       \
+    RTM_API int rtm_##name##_add_pool(struct rtm_##name *h, void *mem, size_t size);        \
+    RTM_API void *rtm_##name##_alloc(struct rtm_##name *h, size_t size);                    \
+    RTM_API void *rtm_##name##_aligned_alloc(struct rtm_##name *h, size_t alignment,        \
+                                             size_t size);                                  \
+    RTM_API void *rtm_##name##_realloc(struct rtm_##name *h, void *p, size_t size);         \
+    RTM_API int rtm_##name##_free(struct rtm_##name *h, void *p);                           \
+    RTM_API size_t rtm_##name##_usable_size(const struct rtm_##name *h, const void *p);     \
+    RTM_API int rtm_##name##_stats(const struct rtm_##name *h, struct rtm_heap_stats *out); \
+    RTM_API int rtm_##name##_check(const struct rtm_##name *h)
 
 /* Figures common to both kinds (see the kinds' headers). */
 #define RTM_PAGEHEAP_PAGE_SIZE      ((size_t)512)

@@ -193,7 +193,7 @@ struct rtm_heap_plugin {
 
 /* What a plugin defines (and nothing else in rtmem does). Declared here so
  * that the compiler checks a plugin's definition against it. */
-extern const struct rtm_heap_plugin rtm_heap_plugin;
+RTM_API extern const struct rtm_heap_plugin rtm_heap_plugin;
 
 #ifdef __cplusplus
 }

@@ -116,26 +116,27 @@ struct rtm_tlsf;
 
 /* Creates a TLSF heap in [mem, mem + size); see rtm_heap_create for errors.
  * The result is also a struct rtm_heap (rtm_tlsf_heap). */
-struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size);
+RTM_API struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size);
 /* The same with options (rtm_heap_create_ex); cfg NULL means defaults. */
-struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_heap_config *cfg);
+RTM_API struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size,
+                                            const struct rtm_heap_config *cfg);
 /* The same heap seen through the generic interface. O(1). */
-struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t);
+RTM_API struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t);
 
 /* Typed entry points: same contracts as rtm_heap_* in rtmem/heap.h, without
  * the dispatch. t must come from rtm_tlsf_create (not checked on the hot
  * paths). */
-int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size);
-void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size);
-void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size);
-void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size);
-int rtm_tlsf_free(struct rtm_tlsf *t, void *p);
-size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p);
-int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out);
-int rtm_tlsf_check(const struct rtm_tlsf *t);
+RTM_API int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size);
+RTM_API void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size);
+RTM_API void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size);
+RTM_API void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size);
+RTM_API int rtm_tlsf_free(struct rtm_tlsf *t, void *p);
+RTM_API size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p);
+RTM_API int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out);
+RTM_API int rtm_tlsf_check(const struct rtm_tlsf *t);
 /* Bytes of heap one request of size bytes takes (header and rounding
  * included), or 0 if the request is impossible. O(1). */
-size_t rtm_tlsf_block_cost(size_t size);
+RTM_API size_t rtm_tlsf_block_cost(size_t size);
 
 #ifdef __cplusplus
 }

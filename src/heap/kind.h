@@ -108,8 +108,11 @@ static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_lin
     if (!*at && err == EINVAL)
         return -EINVAL;
     size_t raw = (size_t)((uintptr_t)mem - (uintptr_t)base);
+    /* d->next is an offset modulo 2^N (a pool below base has a "negative"
+     * one): added as an integer, since pointer arithmetic that wraps around
+     * is undefined. */
     for (const struct rtm_pool_link *d = first;;
-         d = (const struct rtm_pool_link *)(const void *)((const char *)base + d->next)) {
+         d = (const struct rtm_pool_link *)((uintptr_t)base + d->next)) {
         if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
             return -EINVAL;
         if (d->next == 0)
