@@ -65,7 +65,8 @@ test-ubsan:
 # the allocators' branches. A run starts from tests/fuzz_corpus and writes the
 # inputs it finds to $(BUILD)-fuzz/corpus, kept from run to run; `make
 # fuzz-merge` minimises those and tests/fuzz_corpus/merged into the latter
-# (commit it: the next runs, CI's included, start from it). FUZZ_SECONDS
+# (commit it: the next runs, CI's included, start from it; a merge leaves out
+# the inputs that crash, so merge where make fuzz runs clean). FUZZ_SECONDS
 # bounds a run; FUZZ_CMAKE_FLAGS is passed to cmake (for example
 # -DRTMEM_FUZZ_SANITIZE_FLAGS=... to change the sanitizers).
 FUZZ_SECONDS ?= 60
