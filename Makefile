@@ -9,7 +9,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench test-asan test-clang test-ubsan fuzz fuzz-merge install clean
+.PHONY: all deps build test bench test-asan test-clang test-ubsan fuzz-build fuzz fuzz-merge install clean
 
 all: build
 
@@ -60,17 +60,36 @@ test-ubsan:
 	cd $(BUILD)-ubsan && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --output-on-failure -j $(JOBS)
 
-# Coverage-guided fuzzing with libFuzzer (clang); FUZZ_SECONDS bounds the run.
+# Coverage-guided fuzzing with libFuzzer (clang). The library is instrumented
+# as well as the fuzz target (coverage, ASan, UBSan), so libFuzzer learns from
+# the allocators' branches. A run starts from tests/fuzz_corpus and writes the
+# inputs it finds to $(BUILD)-fuzz/corpus, kept from run to run; `make
+# fuzz-merge` minimises those and tests/fuzz_corpus/merged into the latter
+# (commit it: the next runs, CI's included, start from it; a merge leaves out
+# the inputs that crash, so merge where make fuzz runs clean). FUZZ_SECONDS
+# bounds a run; FUZZ_CMAKE_FLAGS is passed to cmake (for example
+# -DRTMEM_FUZZ_SANITIZE_FLAGS=... to change the sanitizers).
 FUZZ_SECONDS ?= 60
-fuzz:
+FUZZ_CMAKE_FLAGS ?=
+FUZZER = $(BUILD)-fuzz/tests/fuzz_heap_libfuzzer
+fuzz-build:
 	@sh scripts/ensure-deps.sh fuzz
 	CC=clang cmake -S . -B $(BUILD)-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_FUZZ=ON \
-	    -DRTMEM_BUILD_TOOLS=OFF >/dev/null
+	    -DRTMEM_BUILD_TOOLS=OFF $(FUZZ_CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_heap_libfuzzer
-	@mkdir -p $(BUILD)-fuzz/corpus
-	cp tests/fuzz_corpus/* $(BUILD)-fuzz/corpus/
-	$(BUILD)-fuzz/tests/fuzz_heap_libfuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
-	    -artifact_prefix=$(BUILD)-fuzz/ $(BUILD)-fuzz/corpus
+	@mkdir -p $(BUILD)-fuzz/corpus tests/fuzz_corpus/merged
+
+fuzz: fuzz-build
+	$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=$(BUILD)-fuzz/ \
+	    $(BUILD)-fuzz/corpus tests/fuzz_corpus
+
+fuzz-merge: fuzz-build
+	rm -rf $(BUILD)-fuzz/merged && mkdir $(BUILD)-fuzz/merged
+	$(FUZZER) -merge=1 -max_len=4096 -artifact_prefix=$(BUILD)-fuzz/ \
+	    $(BUILD)-fuzz/merged tests/fuzz_corpus/merged $(BUILD)-fuzz/corpus
+	rm -rf tests/fuzz_corpus/merged && cp -R $(BUILD)-fuzz/merged tests/fuzz_corpus/merged
+	@echo "tests/fuzz_corpus/merged: $$(ls tests/fuzz_corpus/merged | wc -l) inputs," \
+	    "$$(cat tests/fuzz_corpus/merged/* | wc -c) bytes"
 
 PREFIX ?= /usr/local
 install: build

@@ -1,11 +1,15 @@
 /*
  * Replays the fuzz target deterministically: every file named on the command
- * line, then N inputs generated from a seed (default 2000 from a fixed seed).
- *   fuzz_heap [--seed N] [--count N] [FILE...]
+ * line (a directory: every file under it, in name order, README files
+ * aside), then N inputs generated from a seed (default 2000 from a fixed
+ * seed).
+ *   fuzz_heap [--seed N] [--count N] [FILE|DIR...]
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 
@@ -25,6 +29,42 @@ static int replay_file(const char *path)
     return 0;
 }
 
+/* Replays path, or every file under it if it is a directory. Returns the
+ * number of files replayed, or -1. */
+static int replay_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st)) {
+        perror(path);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return replay_file(path) ? -1 : 1;
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0) {
+        perror(path);
+        return -1;
+    }
+    int files = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        if (files >= 0 && name[0] != '.' && strncmp(name, "README", 6) != 0) {
+            size_t len = strlen(path) + strlen(name) + 2;
+            char *sub = malloc(len);
+            if (!sub)
+                abort();
+            snprintf(sub, len, "%s/%s", path, name);
+            int k = replay_path(sub);
+            files = k < 0 ? -1 : files + k;
+            free(sub);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return files;
+}
+
 int main(int argc, char **argv)
 {
     uint64_t seed = 0xf022;
@@ -36,9 +76,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
             count = strtoul(argv[++i], NULL, 0);
         } else {
-            if (replay_file(argv[i]))
+            int k = replay_path(argv[i]);
+            if (k < 0)
                 return 2;
-            files++;
+            files += k;
         }
     }
     printf("fuzz_heap: seed %#llx, %lu generated inputs, %d files\n", (unsigned long long)seed,
