@@ -108,8 +108,10 @@ static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_lin
     if (!*at && err == EINVAL)
         return -EINVAL;
     size_t raw = (size_t)((uintptr_t)mem - (uintptr_t)base);
+    /* Offsets are modulo 2^N (a pool may lie below the base): the sum is
+     * made on integers, as pointer arithmetic that wraps is undefined. */
     for (const struct rtm_pool_link *d = first;;
-         d = (const struct rtm_pool_link *)(const void *)((const char *)base + d->next)) {
+         d = (const struct rtm_pool_link *)((uintptr_t)base + d->next)) {
         if (rtm_kind_overlap(raw, size, d->raw_start, d->raw_len))
             return -EINVAL;
         if (d->next == 0)
