@@ -810,6 +810,40 @@ static void test_none_same_as_default(const char *kind)
     CHECK_EQ(rtm_heap_check(hd), 0);
 }
 
+/* Pools back to back: an overflow of 16 bytes past the last page of one
+ * lands in the unused bytes that open the next (the control structure or a
+ * pool descriptor follows them), and nothing is damaged. */
+static void test_adjacent_pools(const char *kind)
+{
+    const size_t part = 32u << 10;
+    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part; /* pools a, c (creating), b */
+    memset(arena, 0, 3 * part);
+    struct rtm_heap *h = rtm_heap_create(kind, c, part);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm_heap_add_pool(h, a, part), 0);
+    CHECK_EQ(rtm_heap_add_pool(h, b, part), 0);
+    unsigned char *last_a = NULL, *last_c = NULL;
+    for (int i = 0; i < 400; i++) { /* every page; keep those that end a pool's memory */
+        unsigned char *p = rtm_heap_alloc(h, PAGE);
+        if (!p)
+            break;
+        if (p + PAGE == c)
+            last_a = p;
+        if (p + PAGE == b)
+            last_c = p;
+    }
+    REQUIRE(last_a && last_c, );
+    memset(last_a + PAGE, 0xff, 16);
+    memset(last_c + PAGE, 0xff, 16);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_free(h, last_a), 0);
+    CHECK_EQ(rtm_heap_free(h, last_c), 0);
+    CHECK(rtm_heap_alloc(h, 100) != NULL);
+    CHECK_EQ(stats(h).pool_count, 3);
+    CHECK_EQ(stats(h).corruptions, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+}
+
 int main(void)
 {
     const char *kinds[] = { "heapmem", "xnheap" };
@@ -831,6 +865,7 @@ int main(void)
         test_handler_and_refusal(kinds[k]);
         test_full_periodic(kinds[k]);
         test_none_same_as_default(kinds[k]);
+        test_adjacent_pools(kinds[k]);
     }
     test_typed();
     test_context = NULL;

@@ -17,6 +17,8 @@
  * boundary or inside its bucket page, so an overflow of up to PH_REACH bytes
  * past a block reaches another slot of its page or the first PH_REACH bytes
  * of the next page, never the page map (ahead of every page of its pool).
+ * Nor does it reach past a pool's memory into the descriptor of a pool that
+ * follows: each pool's memory starts with PH_REACH bytes the heap never uses.
  * The one piece of metadata inside pages is a free run's descriptor, in the
  * run's first page: it starts with a keyed guard word and keeps everything
  * it trusts (page count, tree links) beyond PH_REACH. A hardened heap checks
@@ -67,6 +69,8 @@ struct ph_range {
 #define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
 
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
+_Static_assert(PH_REACH % _Alignof(struct ph_heap) == 0 && PH_REACH % _Alignof(struct ph_pool) == 0,
+               "the gap ahead of a pool's descriptor keeps it aligned");
 _Static_assert(offsetof(struct ph_range, npages) >= PH_REACH,
                "what a range trusts lies beyond a short overflow's reach");
 _Static_assert(offsetof(struct ph_pool, link) == 0, "a pool's offset is its link's");
@@ -75,10 +79,10 @@ _Static_assert(RTM_PAGEHEAP_MIN_BLOCK == ((size_t)1 << PH_MIN_SHIFT), "public sm
 _Static_assert(RTM_PAGEHEAP_MAX_BUCKET == ((size_t)1 << PH_MAX_SHIFT), "public largest class");
 _Static_assert(RTM_PAGEHEAP_PAGEMAP_BYTES == sizeof(struct ph_pgent), "public page-map entry size");
 _Static_assert(RTM_PAGEHEAP_MAX_PAGES == PH_MAX_PAGES, "public page limit");
-_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= sizeof(struct ph_heap) + _Alignof(struct ph_heap),
+_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= PH_REACH + sizeof(struct ph_heap) + _Alignof(struct ph_heap),
                "RTM_PAGEHEAP_CONTROL_BYTES covers the control structure");
-_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= sizeof(struct ph_pool) + 2 * _Alignof(struct ph_pool) +
-                                                   PAGE - 1,
+_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= PH_REACH + sizeof(struct ph_pool) +
+                                                   2 * _Alignof(struct ph_pool) + PAGE - 1,
                "RTM_PAGEHEAP_POOL_OVERHEAD_MAX covers descriptor and alignment (page map aside)");
 _Static_assert(sizeof(struct ph_range) <= PAGE, "a range descriptor fits in one page");
 _Static_assert((PAGE >> PH_MIN_SHIFT) <= 32, "a page's slots fit a 32-bit bitmap");
@@ -664,11 +668,16 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
                                const struct rtm_heap_config *cfg)
 {
     int err;
-    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap), sizeof(struct ph_heap), &err);
+    /* PH_REACH bytes ahead of the control structure: an overflow past the
+     * last page of a pool the caller placed right before this memory
+     * lands there, not on the heap's header. */
+    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap),
+                                   PH_REACH + sizeof(struct ph_heap), &err);
     if (!ctl) {
         errno = err;
         return NULL;
     }
+    ctl += PH_REACH;
     uintptr_t hi = (uintptr_t)mem + size;
     struct ph_heap *h = (struct ph_heap *)ctl;
     memset(h, 0, sizeof(*h));
@@ -688,10 +697,13 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
 int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
     uintptr_t dp;
+    /* PH_REACH bytes ahead of the descriptor, as ahead of the control
+     * structure (rtm__ph_create). */
     int rc = rtm_kind_pool_room(h, &h->pool0.link, mem, size, _Alignof(struct ph_pool),
-                                sizeof(struct ph_pool), &dp);
+                                PH_REACH + sizeof(struct ph_pool), &dp);
     if (rc)
         return rc;
+    dp += PH_REACH;
     size_t raw = off_of(h, mem);
     uintptr_t hi = (uintptr_t)mem + size;
     struct ph_pool nd = { .link = { .next = h->pool0.link.next, .raw_start = raw,
