@@ -58,8 +58,12 @@ struct ph_range {
      * it is not. The first PH_REACH bytes hold nothing else that is read. */
     uint64_t guard;
     uint64_t spare;
+    /* What a best-fit search or a size-tree update reads, in the page's
+     * first 64 bytes; what an address search or update reads, in the next
+     * 64 (the guard aside). */
     size_t npages;
-    struct rtm_tnode size_node; /* ahead of addr_node: best fit reads one cache line */
+    struct rtm_tnode size_node;
+    unsigned char pad[64 - 2 * sizeof(uint64_t) - sizeof(size_t) - sizeof(struct rtm_tnode)];
     struct rtm_tnode addr_node;
 };
 
@@ -69,6 +73,7 @@ struct ph_range {
 #define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
 
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
+_Static_assert(offsetof(struct ph_range, addr_node) == 64, "address node: in the page's second 64 bytes");
 _Static_assert(PH_REACH % _Alignof(struct ph_heap) == 0 && PH_REACH % _Alignof(struct ph_pool) == 0,
                "the gap ahead of a pool's descriptor keeps it aligned");
 _Static_assert(offsetof(struct ph_range, npages) >= PH_REACH,
