@@ -397,6 +397,453 @@ static void test_lazy_page_map(const char *kind)
     munmap(mem, size);
 }
 
+/* ---- hardening: overflows past a block ------------------------------------------ */
+
+/* A heap in the middle of ovf_mem, with guard bytes on both sides that the
+ * heap must never write. */
+#define OVF_GUARD 4096
+#define OVF_HEAP (64u << 10)
+static unsigned char ovf_mem[OVF_GUARD + OVF_HEAP + OVF_GUARD] __attribute__((aligned(4096)));
+#define OVF_LO (ovf_mem + OVF_GUARD)
+#define OVF_HI (OVF_LO + OVF_HEAP)
+
+/* What the corruption handler was told. */
+struct reports {
+    unsigned calls;
+    const void *block, *where;
+    const char *what;
+    const void *want_where; /* a report with this where was seen: saw_where */
+    bool saw_where;
+};
+
+static void record(const struct rtm_heap_corruption *c, void *arg)
+{
+    struct reports *r = arg;
+    r->calls++;
+    r->block = c->block;
+    r->where = c->where;
+    r->what = c->what;
+    if (c->where && c->where == r->want_where)
+        r->saw_where = true;
+}
+
+/* The blocks a trial holds: each filled with its own byte, except the
+ * neighbour the overflow hit, which is compared with a snapshot. */
+#define OVF_MAX_HELD 256
+struct held {
+    unsigned char *p;
+    size_t len;
+    unsigned char fill; /* 0: compare with the snapshot */
+};
+
+struct trial {
+    struct rtm_heap *h;
+    struct held b[OVF_MAX_HELD];
+    size_t n;
+    unsigned char snap[4 * PAGE];
+    size_t refused; /* frees refused with -EFAULT, allocations refused and counted */
+};
+
+static bool held_intact(const struct trial *t, const struct held *b)
+{
+    if (b->fill == 0)
+        return memcmp(b->p, t->snap, b->len) == 0;
+    for (size_t i = 0; i < b->len; i++)
+        if (b->p[i] != b->fill)
+            return false;
+    return true;
+}
+
+/* A new block from the heap: inside the heap's memory, overlapping nothing
+ * held; filled and held. */
+static unsigned char *take(struct trial *t, size_t size)
+{
+    unsigned char *p = rtm_heap_alloc(t->h, size);
+    if (!p)
+        return NULL;
+    size_t len = rtm_heap_usable_size(t->h, p);
+    CHECK(len >= size);
+    CHECK(p >= OVF_LO && p + len <= OVF_HI);
+    for (size_t i = 0; i < t->n; i++)
+        if (!(p + len <= t->b[i].p || t->b[i].p + t->b[i].len <= p)) {
+            CHECK(!"a new block overlaps a held one");
+            return NULL;
+        }
+    if (t->n == OVF_MAX_HELD) {
+        rtm_heap_free(t->h, p);
+        return NULL;
+    }
+    unsigned char fill = (unsigned char)(0x10 + t->n % 200);
+    memset(p, fill, len);
+    t->b[t->n++] = (struct held){ p, len, fill };
+    return p;
+}
+
+/* Frees held block i: its contents must be intact; a refusal (-EFAULT)
+ * leaves it held. */
+static void give(struct trial *t, size_t i)
+{
+    CHECK(held_intact(t, &t->b[i]));
+    int rc = rtm_heap_free(t->h, t->b[i].p);
+    CHECK(rc == 0 || rc == -EFAULT);
+    if (rc) {
+        t->refused++;
+        return;
+    }
+    t->b[i] = t->b[--t->n];
+}
+
+static size_t held_index(const struct trial *t, const unsigned char *p)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->b[i].p == p)
+            return i;
+    return SIZE_MAX;
+}
+
+enum victim { V_RUN1, V_RUN2, V_SLOT16_LAST, V_SLOT256_LAST, V_SLOT_INTO_SLOT, V_COUNT };
+enum neighbour { N_FREE, N_LIVE, N_FREED_AFTER, N_LIVE_LINKS, N_COUNT };
+enum { P_00, P_41, P_FF, P_OFFSET, P_GUARD_COPY, P_LINKS_COPY, P_COUNT };
+
+/*
+ * One trial: a victim block whose end touches the neighbour; the neighbour
+ * prepared as a free run, a live run, a live run freed after the overflow, or
+ * a live run holding bytes copied from a real free run's descriptor; len
+ * bytes of a pattern written past the victim's usable end; then random
+ * operations and a final drain. Nothing may be handed out outside the heap or
+ * over a held block, nothing written outside it or into a held block, and a
+ * damaged free run must be reported by the end, where it lies.
+ */
+static unsigned long trials_run, trials_damaged, trials_refusing;
+
+static void overflow_trial(const char *kind, int level, enum victim v, enum neighbour nb, size_t len,
+                           int pat, uint64_t seed)
+{
+    static struct trial t;
+    memset(&t, 0, sizeof(t));
+    memset(ovf_mem, 0xa5, sizeof(ovf_mem));
+    struct reports rep = { 0 };
+    struct rtm_heap_config cfg = { level, 0, record, &rep };
+    t.h = rtm_heap_create_ex(kind, OVF_LO, OVF_HEAP, &cfg);
+    REQUIRE(t.h != NULL, );
+    /* Runs come from the tail, in address order downwards: fillers (every
+     * other one freed below, so that the trees hold several runs), X1, the
+     * neighbour X2, the victim. */
+    unsigned char *filler[10];
+    for (int i = 0; i < 10; i++)
+        filler[i] = take(&t, (size_t)(1 + i % 4) * PAGE);
+    unsigned char *x1 = take(&t, 2 * PAGE), *x2 = take(&t, 3 * PAGE);
+    REQUIRE(x1 && x2, );
+    unsigned char *victim = NULL, *next = x2;
+    switch (v) {
+    case V_RUN1: victim = take(&t, PAGE); break;
+    case V_RUN2: victim = take(&t, 2 * PAGE); break;
+    case V_SLOT16_LAST:
+        for (int i = 0; i < 32; i++)
+            victim = take(&t, 16);
+        break;
+    case V_SLOT256_LAST:
+        take(&t, 256);
+        victim = take(&t, 256);
+        break;
+    case V_SLOT_INTO_SLOT:
+        victim = take(&t, 64);
+        next = take(&t, 64);
+        break;
+    default: break;
+    }
+    REQUIRE(victim != NULL && next != NULL, );
+    size_t vlen = rtm_heap_usable_size(t.h, victim);
+    REQUIRE(victim + vlen == next, );
+    take(&t, PAGE); /* a live run below the victim */
+    for (int i = 0; i < 10; i += 2)
+        give(&t, held_index(&t, filler[i]));
+    unsigned char *a_free_run = filler[0]; /* free, and not merged: its neighbours are live */
+    size_t x2i = held_index(&t, x2);
+    if (nb == N_FREE)
+        give(&t, x2i);
+    else if (nb == N_LIVE_LINKS && next == x2)
+        memcpy(x2, a_free_run, t.b[x2i].len); /* looks like a descriptor with real links */
+
+    /* The overflow. */
+    unsigned char bytes[16];
+    size_t off = (size_t)((uintptr_t)a_free_run - (uintptr_t)t.h);
+    for (size_t i = 0; i < sizeof(bytes); i++) {
+        switch (pat) {
+        case P_00: bytes[i] = 0x00; break;
+        case P_41: bytes[i] = 0x41; break;
+        case P_FF: bytes[i] = 0xff; break;
+        case P_OFFSET: bytes[i] = (unsigned char)(off >> (8 * (i % sizeof(size_t)))); break;
+        case P_GUARD_COPY: bytes[i] = a_free_run[i]; break;        /* another run's first bytes */
+        case P_LINKS_COPY: bytes[i] = a_free_run[16 + i]; break;  /* the words that follow */
+        default: break;
+        }
+    }
+    bool changed = memcmp(next, bytes, len) != 0;
+    memcpy(next, bytes, len);
+    /* At RTM_HEAP_HARDEN_NONE the bytes a short overflow reaches hold
+     * nothing: no damage, nothing to report. */
+    bool damaged = level != RTM_HEAP_HARDEN_NONE && nb == N_FREE && next == x2 && changed;
+    rep.want_where = x2;
+    if (nb != N_FREE) {
+        /* the neighbour is the user's data: its snapshot is what it holds now */
+        size_t i = held_index(&t, next);
+        REQUIRE(i != SIZE_MAX, );
+        memcpy(t.snap, next, t.b[i].len);
+        t.b[i].fill = 0;
+        if (nb == N_FREED_AFTER)
+            give(&t, i);
+    }
+
+    /* Random operations, then allocate until failure and free everything. */
+    uint64_t s = seed;
+    for (int op = 0; op < 200; op++) {
+        if (t.n && rng_range(&s, 0, 1))
+            give(&t, rng_range(&s, 0, t.n - 1));
+        else
+            take(&t, rng_range(&s, 0, 1) ? rng_range(&s, 0, 256) : rng_range(&s, 257, 3 * PAGE));
+    }
+    while (take(&t, PAGE))
+        ;
+    while (take(&t, 16))
+        ;
+    for (size_t round = 0; round < 2; round++)
+        for (size_t i = t.n; i-- > 0;)
+            give(&t, i);
+
+    struct rtm_heap_stats st = stats(t.h);
+    for (size_t i = 0; i < OVF_GUARD; i++)
+        CHECK(ovf_mem[i] == 0xa5 && OVF_HI[i] == 0xa5);
+    CHECK_EQ(st.corruptions, rep.calls);
+    trials_run++;
+    trials_damaged += damaged;
+    trials_refusing += t.refused != 0;
+    if (damaged) {
+        CHECK(st.corruptions > 0);
+        CHECK(rep.saw_where); /* reported where the damage lies */
+        CHECK(rep.what != NULL);
+        CHECK_EQ(rtm_heap_check(t.h), -EFAULT);
+    } else {
+        CHECK_EQ(st.corruptions, 0);
+        CHECK_EQ(t.refused, 0);
+        CHECK_EQ(t.n, 0);
+        CHECK_EQ(st.used_bytes, 0);
+        CHECK_EQ(rtm_heap_check(t.h), 0);
+    }
+}
+
+static void test_overflow_trials(const char *kind)
+{
+    static const size_t lens[] = { 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16 };
+    uint64_t seed = 0x6f766572666c6f77ull;
+    unsigned long failed_before = test_checks_failed;
+    for (int level = RTM_HEAP_HARDEN_O1; level <= RTM_HEAP_HARDEN_NONE; level++) {
+        for (int v = 0; v < V_COUNT; v++)
+            for (int nb = 0; nb < N_COUNT; nb++) {
+                if (v == V_SLOT_INTO_SLOT && nb != N_LIVE)
+                    continue;
+                for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+                    for (int pat = 0; pat < P_COUNT; pat++) {
+                        overflow_trial(kind, level, (enum victim)v, (enum neighbour)nb, lens[l], pat,
+                                       rng_next(&seed));
+                        if (test_checks_failed != failed_before) {
+                            fprintf(stderr, "  trial: level %d victim %d neighbour %d len %zu pattern %d\n",
+                                    level, v, nb, lens[l], pat);
+                            return;
+                        }
+                    }
+            }
+        printf("%s, hardening %d: %lu overflow trials, %lu damaged a free run (all reported), "
+               "%lu had a free refused\n",
+               kind, level, trials_run, trials_damaged, trials_refusing);
+        trials_run = trials_damaged = trials_refusing = 0;
+    }
+}
+
+/* A heap of the level given, laid out as the trials lay it out: a free run
+ * X2 of 3 pages between the live runs X1 (above) and V (below), and a
+ * bucket page with free slots. Returns V; *x2 is the free run. */
+static unsigned char *guarded_layout(struct rtm_heap **hp, const char *kind, int level,
+                                     uint32_t interval, struct reports *rep, unsigned char **x2)
+{
+    memset(arena, 0, sizeof(arena));
+    struct rtm_heap_config cfg = { level, interval, record, rep };
+    struct rtm_heap *h = *hp = rtm_heap_create_ex(kind, arena, 64u << 10, &cfg);
+    REQUIRE(h != NULL, NULL);
+    CHECK_EQ(rtm_heap_hardening(h), level);
+    unsigned char *x1 = rtm_heap_alloc(h, 2 * PAGE);
+    *x2 = rtm_heap_alloc(h, 3 * PAGE);
+    unsigned char *v = rtm_heap_alloc(h, PAGE);
+    REQUIRE(x1 && *x2 && v && v + PAGE == *x2, NULL);
+    REQUIRE(rtm_heap_alloc(h, PAGE) && rtm_heap_alloc(h, 16), NULL);
+    CHECK_EQ(rtm_heap_free(h, *x2), 0);
+    return v;
+}
+
+/* The handler hears of a refused free: the block given, where the damage
+ * lies, what was found; the heap is unchanged and the block still live. */
+static void test_handler_and_refusal(const char *kind)
+{
+    struct reports rep = { 0 };
+    struct rtm_heap *h;
+    unsigned char *x2, *v = guarded_layout(&h, kind, RTM_HEAP_HARDEN_O1, 0, &rep, &x2);
+    REQUIRE(v != NULL, );
+    v[PAGE] ^= 0xff; /* one byte past v */
+    /* Slots of the open bucket page: no free run is used, nothing found. */
+    void *s = rtm_heap_alloc(h, 16);
+    CHECK(s != NULL);
+    CHECK_EQ(rtm_heap_free(h, s), 0);
+    CHECK_EQ(rep.calls, 0);
+    struct rtm_heap_stats before = stats(h);
+    /* Nothing written but the counters in the control structure. */
+    static unsigned char image[64u << 10];
+    const size_t ctl = RTM_PAGEHEAP_CONTROL_BYTES;
+    memcpy(image, arena, sizeof(image));
+    CHECK_EQ(rtm_heap_free(h, v), -EFAULT); /* v merges with x2: refused */
+    CHECK_EQ(memcmp(image + ctl, arena + ctl, sizeof(image) - ctl), 0);
+    CHECK_EQ(rep.calls, 1);
+    CHECK(rep.block == v && rep.where == x2 && rep.what != NULL);
+    struct rtm_heap_stats after = stats(h);
+    CHECK_EQ(after.corruptions, 1);
+    CHECK_EQ(after.used_bytes, before.used_bytes);
+    CHECK_EQ(rtm_heap_usable_size(h, v), PAGE); /* still live */
+    /* Runs are best fit: a 3-page request lands on x2, refused. */
+    CHECK(rtm_heap_alloc(h, 3 * PAGE) == NULL);
+    CHECK_EQ(stats(h).corruptions, 2);
+    CHECK_EQ(stats(h).failed_allocs, before.failed_allocs + 1);
+    CHECK(rep.block == NULL && rep.where == x2);
+    CHECK(rtm_heap_realloc(h, v, 2 * PAGE) == NULL); /* grows into x2: refused */
+    CHECK_EQ(stats(h).corruptions, 3);
+    CHECK(rep.block == v && rep.where == x2);
+    CHECK_EQ(rtm_heap_check(h), -EFAULT);
+    v[PAGE] ^= 0xff; /* repaired: all goes on */
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_free(h, v), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    /* Without a handler, refusals are only counted. */
+    CHECK_EQ(rtm_heap_set_corruption_handler(h, NULL, NULL), 0);
+    unsigned char *w = rtm_heap_alloc(h, PAGE);
+    REQUIRE(w != NULL, );
+    CHECK_EQ(rtm_heap_free(h, w), 0);
+    CHECK_EQ(rep.calls, 3);
+}
+
+/* RTM_HEAP_HARDEN_FULL finds damage at its next periodic check, even in
+ * operations that use no free run; O1 does not see it there. */
+static void test_full_periodic(const char *kind)
+{
+    for (int level = RTM_HEAP_HARDEN_O1; level <= RTM_HEAP_HARDEN_FULL; level += 2) {
+        struct reports rep = { 0 };
+        struct rtm_heap *h;
+        unsigned char *x2, *v = guarded_layout(&h, kind, level, 4, &rep, &x2);
+        REQUIRE(v != NULL, );
+        v[PAGE] ^= 0x5a;
+        int ops = 0, refused_at = 0;
+        while (ops < 8 && !refused_at) {
+            void *s = rtm_heap_alloc(h, 16);
+            ops++;
+            if (!s) {
+                refused_at = ops;
+                break;
+            }
+            ops++;
+            if (rtm_heap_free(h, s) != 0)
+                refused_at = ops;
+        }
+        if (level == RTM_HEAP_HARDEN_FULL) {
+            CHECK(refused_at >= 1 && refused_at <= 4);
+            CHECK_EQ(stats(h).corruptions, 1);
+            CHECK(rep.where == NULL && rep.block == NULL && rep.what != NULL);
+        } else {
+            CHECK_EQ(refused_at, 0);
+            CHECK_EQ(stats(h).corruptions, 0);
+        }
+        v[PAGE] ^= 0x5a;
+        CHECK_EQ(rtm_heap_check(h), 0);
+    }
+}
+
+/* RTM_HEAP_HARDEN_NONE: the same blocks as the default level on a clean
+ * workload, every kind of request included; nothing is reported. */
+static void test_none_same_as_default(const char *kind)
+{
+    const size_t half = sizeof(arena) / 2;
+    struct rtm_heap_config none = { RTM_HEAP_HARDEN_NONE, 0, NULL, NULL };
+    struct rtm_heap *hn = rtm_heap_create_ex(kind, arena, half, &none);
+    struct rtm_heap *hd = rtm_heap_create(kind, arena + half, half);
+    REQUIRE(hn && hd, );
+    CHECK_EQ(rtm_heap_hardening(hn), RTM_HEAP_HARDEN_NONE);
+    CHECK_EQ(rtm_heap_hardening(hd), RTM_HEAP_HARDEN_O1);
+    static unsigned char *live[400];
+    size_t n = 0;
+    uint64_t s = 0x6e6f6e65ull;
+    bool same = true;
+    for (int op = 0; op < 40000 && same; op++) {
+        unsigned r = (unsigned)rng_range(&s, 0, 9);
+        if (n && (r < 4 || n == 400)) {
+            size_t i = rng_range(&s, 0, n - 1);
+            same &= rtm_heap_free(hn, live[i]) == 0 && rtm_heap_free(hd, live[i] + half) == 0;
+            live[i] = live[--n];
+        } else if (n && r == 4) {
+            size_t i = rng_range(&s, 0, n - 1), size = rng_range(&s, 0, 6000);
+            unsigned char *a = rtm_heap_realloc(hn, live[i], size), *b = rtm_heap_realloc(hd, live[i] + half, size);
+            same &= (a == NULL) == (b == NULL) && (!a || a + half == b);
+            if (a)
+                live[i] = a;
+        } else {
+            size_t size = r == 5 ? rng_range(&s, 0, 6000) : rng_range(&s, 0, 300);
+            size_t align = r == 6 ? (size_t)1 << rng_range(&s, 4, 13) : 0;
+            unsigned char *a = align ? rtm_heap_aligned_alloc(hn, align, size) : rtm_heap_alloc(hn, size);
+            unsigned char *b = align ? rtm_heap_aligned_alloc(hd, align, size) : rtm_heap_alloc(hd, size);
+            same &= (a == NULL) == (b == NULL) && (!a || a + half == b);
+            if (a)
+                live[n++] = a;
+        }
+    }
+    CHECK(same);
+    struct rtm_heap_stats a = stats(hn), b = stats(hd);
+    CHECK_EQ(a.used_bytes, b.used_bytes);
+    CHECK_EQ(a.largest_free_bytes, b.largest_free_bytes);
+    CHECK_EQ(a.failed_allocs, b.failed_allocs);
+    CHECK_EQ(a.corruptions + b.corruptions, 0);
+    CHECK_EQ(rtm_heap_check(hn), 0);
+    CHECK_EQ(rtm_heap_check(hd), 0);
+}
+
+/* Pools back to back: an overflow of 16 bytes past the last page of one
+ * lands in the unused bytes that open the next (the control structure or a
+ * pool descriptor follows them), and nothing is damaged. */
+static void test_adjacent_pools(const char *kind)
+{
+    const size_t part = 32u << 10;
+    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part; /* pools a, c (creating), b */
+    memset(arena, 0, 3 * part);
+    struct rtm_heap *h = rtm_heap_create(kind, c, part);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm_heap_add_pool(h, a, part), 0);
+    CHECK_EQ(rtm_heap_add_pool(h, b, part), 0);
+    unsigned char *last_a = NULL, *last_c = NULL;
+    for (int i = 0; i < 400; i++) { /* every page; keep those that end a pool's memory */
+        unsigned char *p = rtm_heap_alloc(h, PAGE);
+        if (!p)
+            break;
+        if (p + PAGE == c)
+            last_a = p;
+        if (p + PAGE == b)
+            last_c = p;
+    }
+    REQUIRE(last_a && last_c, );
+    memset(last_a + PAGE, 0xff, 16);
+    memset(last_c + PAGE, 0xff, 16);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_free(h, last_a), 0);
+    CHECK_EQ(rtm_heap_free(h, last_c), 0);
+    CHECK(rtm_heap_alloc(h, 100) != NULL);
+    CHECK_EQ(stats(h).pool_count, 3);
+    CHECK_EQ(stats(h).corruptions, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+}
+
 int main(void)
 {
     const char *kinds[] = { "heapmem", "xnheap" };
@@ -414,6 +861,11 @@ int main(void)
         test_shrink_on_full_heap(kinds[k]);
         test_grow_into_larger_run(kinds[k]);
         test_e2big(kinds[k]);
+        test_overflow_trials(kinds[k]);
+        test_handler_and_refusal(kinds[k]);
+        test_full_periodic(kinds[k]);
+        test_none_same_as_default(kinds[k]);
+        test_adjacent_pools(kinds[k]);
     }
     test_typed();
     test_context = NULL;

@@ -37,9 +37,10 @@
 #define RTM_PAGEHEAP_PAGEMAP_BYTES  (2 * sizeof(size_t) + 8) /* page-map entry per page: 24 on 64-bit */
 #define RTM_PAGEHEAP_MAX_PAGES      ((size_t)0xffffffffu)
 /* Upper bounds of the control structure at the start of the creating memory
- * (alignment trim included), and of what an added pool spends besides its
- * page map (descriptor and alignment of the pages to 512). */
-#define RTM_PAGEHEAP_CONTROL_BYTES      ((size_t)256)
+ * (alignment trim and 16 unused bytes ahead of it included), and of what an
+ * added pool spends besides its page map (16 unused bytes, descriptor and
+ * alignment of the pages to 512). */
+#define RTM_PAGEHEAP_CONTROL_BYTES      ((size_t)272)
 #define RTM_PAGEHEAP_POOL_OVERHEAD_MAX  ((size_t)640)
 
 #endif /* RTMEM_PAGEHEAP_API_H */

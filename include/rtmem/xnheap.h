@@ -6,9 +6,10 @@
  * Page map: as in Xenomai, the heap's pages carry no metadata; in rtmem the
  * page map sits at the start of each pool, ahead of the pages (not in a
  * separate allocation), and usable_bytes counts the pages only. Every figure
- * and bound of rtmem/heapmem.h holds as written there, red-black trees
- * replacing AVL trees (both O(log r); red-black trees rotate less on update,
- * AVL trees are shallower to search).
+ * and bound of rtmem/heapmem.h, and what its hardening detects and what not,
+ * holds as written there, red-black trees replacing AVL trees (both
+ * O(log r); red-black trees rotate less on update, AVL trees are shallower
+ * to search).
  */
 #ifndef RTMEM_XNHEAP_H
 #define RTMEM_XNHEAP_H

@@ -12,6 +12,21 @@
  * Multi-pool safety by construction: bucket lists link pages by their offset
  * from the heap base, never by a page number relative to a pool, so a page of
  * one pool can never be read against another pool's page map.
+ *
+ * Hardening (rtmem/heapmem.h says what it detects). A block ends on a page
+ * boundary or inside its bucket page, so an overflow of up to PH_REACH bytes
+ * past a block reaches another slot of its page or the first PH_REACH bytes
+ * of the next page, never the page map (ahead of every page of its pool).
+ * Nor does it reach past a pool's memory into the descriptor of a pool that
+ * follows: each pool's memory starts with PH_REACH bytes the heap never uses.
+ * The one piece of metadata inside pages is a free run's descriptor, in the
+ * run's first page: it starts with a keyed guard word and keeps everything
+ * it trusts (page count, tree links) beyond PH_REACH. A hardened heap checks
+ * the guard of every free run a search steps on before reading its links,
+ * and of every run it merges, splits or removes, all before the operation's
+ * first write; a heap at RTM_HEAP_HARDEN_NONE writes and checks no guard.
+ * Every operation that changes the heap takes the level once and runs one
+ * of two instantiations of its path (`hard` is a constant in each).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -22,6 +37,13 @@
 
 #define PAGE PH_PAGE_SIZE
 
+/* The longest overflow past a block that the hardened heap is built to
+ * withstand: it reaches nothing the heap trusts (see the file comment). */
+#define PH_REACH 16
+
+/* Inlined into each of the two instantiations of a path (see above). */
+#define PH_INLINE static inline __attribute__((always_inline))
+
 enum { PG_FREE = 0, PG_RUN = 1, PG_BUCKET = 2 };
 
 struct ph_pgent {
@@ -30,26 +52,42 @@ struct ph_pgent {
     uint32_t word;     /* BUCKET: busy-slot bitmap; RUN: page count */
 };
 
+/* A free run's descriptor, at the start of its first page. */
 struct ph_range {
-    struct rtm_tnode addr_node; /* first: the node's offset is the range's */
-    struct rtm_tnode size_node;
+    /* Hardened heaps: range_tag(offset, npages) while the run is free, 0 once
+     * it is not. The first PH_REACH bytes hold nothing else that is read. */
+    uint64_t guard;
+    uint64_t spare;
+    /* What a best-fit search or a size-tree update reads, in the page's
+     * first 64 bytes; what an address search or update reads, in the next
+     * 64 (the guard aside). */
     size_t npages;
+    struct rtm_tnode size_node;
+    unsigned char pad[64 - 2 * sizeof(uint64_t) - sizeof(size_t) - sizeof(struct rtm_tnode)];
+    struct rtm_tnode addr_node;
 };
 
 #define SIZE_NODE(r) ((r) + offsetof(struct ph_range, size_node))
 #define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
+#define ADDR_NODE(r) ((r) + offsetof(struct ph_range, addr_node))
+#define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
 
-_Static_assert(offsetof(struct ph_range, addr_node) == 0, "address node opens the range");
+_Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
+_Static_assert(offsetof(struct ph_range, addr_node) == 64, "address node: in the page's second 64 bytes");
+_Static_assert(PH_REACH % _Alignof(struct ph_heap) == 0 && PH_REACH % _Alignof(struct ph_pool) == 0,
+               "the gap ahead of a pool's descriptor keeps it aligned");
+_Static_assert(offsetof(struct ph_range, npages) >= PH_REACH,
+               "what a range trusts lies beyond a short overflow's reach");
 _Static_assert(offsetof(struct ph_pool, link) == 0, "a pool's offset is its link's");
 _Static_assert(RTM_PAGEHEAP_PAGE_SIZE == PH_PAGE_SIZE, "public page size");
 _Static_assert(RTM_PAGEHEAP_MIN_BLOCK == ((size_t)1 << PH_MIN_SHIFT), "public smallest class");
 _Static_assert(RTM_PAGEHEAP_MAX_BUCKET == ((size_t)1 << PH_MAX_SHIFT), "public largest class");
 _Static_assert(RTM_PAGEHEAP_PAGEMAP_BYTES == sizeof(struct ph_pgent), "public page-map entry size");
 _Static_assert(RTM_PAGEHEAP_MAX_PAGES == PH_MAX_PAGES, "public page limit");
-_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= sizeof(struct ph_heap) + _Alignof(struct ph_heap),
+_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= PH_REACH + sizeof(struct ph_heap) + _Alignof(struct ph_heap),
                "RTM_PAGEHEAP_CONTROL_BYTES covers the control structure");
-_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= sizeof(struct ph_pool) + 2 * _Alignof(struct ph_pool) +
-                                                   PAGE - 1,
+_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= PH_REACH + sizeof(struct ph_pool) +
+                                                   2 * _Alignof(struct ph_pool) + PAGE - 1,
                "RTM_PAGEHEAP_POOL_OVERHEAD_MAX covers descriptor and alignment (page map aside)");
 _Static_assert(sizeof(struct ph_range) <= PAGE, "a range descriptor fits in one page");
 _Static_assert((PAGE >> PH_MIN_SHIFT) <= 32, "a page's slots fit a 32-bit bitmap");
@@ -58,9 +96,12 @@ _Static_assert((1u << PH_MIN_SHIFT) >= _Alignof(max_align_t), "slots aligned to 
 
 /* ---- addresses and pools -------------------------------------------------------- */
 
-static inline char *hbase(const struct ph_heap *h)
+/* The address at offset off from the heap base. Offsets are modulo 2^N (a
+ * pool may lie below the base), so the sum is made on integers and turned
+ * into a pointer once: pointer arithmetic that wraps is undefined. */
+static inline void *at_off(const struct ph_heap *h, size_t off)
 {
-    return (char *)(uintptr_t)h;
+    return (void *)((uintptr_t)h + off);
 }
 
 static inline size_t off_of(const struct ph_heap *h, const void *p)
@@ -75,7 +116,7 @@ static inline uintptr_t abs_of(const struct ph_heap *h, size_t off)
 
 static inline const struct ph_pool *pool_at(const struct ph_heap *h, size_t off)
 {
-    return (const struct ph_pool *)(const void *)(hbase(h) + off);
+    return (const struct ph_pool *)at_off(h, off);
 }
 
 static inline bool in_pool(const struct ph_pool *d, size_t off)
@@ -100,7 +141,7 @@ static inline const struct ph_pool *pool_of(const struct ph_heap *h, size_t off)
 
 static inline struct ph_pgent *entry(const struct ph_heap *h, const struct ph_pool *d, size_t pg)
 {
-    struct ph_pgent *map = (struct ph_pgent *)(void *)(hbase(h) + d->map);
+    struct ph_pgent *map = at_off(h, d->map);
     return &map[(pg - d->pages) >> PH_PAGE_SHIFT];
 }
 
@@ -112,7 +153,7 @@ static inline struct ph_pgent *entry_of(const struct ph_heap *h, size_t pg)
 
 static inline struct ph_range *range_at(const struct ph_heap *h, size_t r)
 {
-    return (struct ph_range *)(void *)(hbase(h) + r);
+    return at_off(h, r);
 }
 
 static inline void add_used(struct ph_heap *h, size_t bytes)
@@ -129,8 +170,62 @@ static inline void note_used(struct ph_heap *h, size_t bytes)
     h->live_blocks++;
 }
 
+/* ---- integrity of free runs --------------------------------------------------- */
+
+/* The guard of a free run of npages pages at offset r: keyed by the heap's
+ * secret, so no byte pattern a program writes by mistake (the bytes of real
+ * offsets and counts included) is a valid guard but with odds of 2^-63;
+ * never 0, the value of a page that is not a free run's head. */
+static inline uint64_t range_tag(const struct ph_heap *h, size_t r, size_t npages)
+{
+    uint64_t x = h->base.tag_key ^ (uint64_t)r ^ ((uint64_t)npages * 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
+    return (x ^ (x >> 32)) | 1u;
+}
+
+/*
+ * NULL if a hardened heap may trust the free run at offset r, else what is
+ * wrong with it. r must lie on a page of a pool (checked before anything at
+ * r is read), the guard must match the page count it covers, and the run
+ * must end inside that pool. O(1) in the first pool, O(pools) elsewhere.
+ */
+static const char *range_fault(const struct ph_heap *h, size_t r)
+{
+    const struct ph_pool *d = pool_of(h, r);
+    if (!d || ((r - d->pages) & (PAGE - 1)))
+        return "free run outside the pools";
+    const struct ph_range *g = range_at(h, r);
+    size_t n = g->npages;
+    if (g->guard != range_tag(h, r, n))
+        return "free run guard";
+    if (n == 0 || n > d->npages - ((r - d->pages) >> PH_PAGE_SHIFT))
+        return "free run page count";
+    return NULL;
+}
+
+/* Reports a damaged free run (the operation is then refused). */
+static __attribute__((cold, noinline)) void range_damaged(struct ph_heap *h, const void *block,
+                                                          size_t r, const char *what)
+{
+    rtm__heap_corrupt(&h->base, block, at_off(h, r), what);
+}
+
+/* Whether a hardened heap may use the free run at r; reports it if not. */
+static inline bool range_ok(struct ph_heap *h, const void *block, size_t r)
+{
+    const char *what = range_fault(h, r);
+    if (__builtin_expect(what != NULL, 0)) {
+        range_damaged(h, block, r, what);
+        return false;
+    }
+    return true;
+}
+
 /* ---- the free-run trees ----------------------------------------------------------- */
 
+/* Both trees order by (pages, address) or address; an address tree node and
+ * its range lie a constant apart, so comparing node offsets as addresses
+ * orders ranges. */
 static int addr_cmp(const void *base, size_t a, size_t b)
 {
     uintptr_t x = (uintptr_t)base + a, y = (uintptr_t)base + b;
@@ -147,17 +242,63 @@ static int size_cmp(const void *base, size_t a, size_t b)
     return addr_cmp(base, a, b);
 }
 
-/* Runs with fewer pages than *key come before it: lower_bound is best fit. */
+/* A search key: a page count (size tree) or a range's address (address
+ * tree). The checking probes record the range they stopped on. */
+struct probe {
+    uintptr_t key;
+    size_t bad;
+    const char *what;
+};
+
+/* Runs with fewer pages than the key come before it: lower_bound is best fit. */
 static int size_probe(const void *base, size_t node, const void *key)
 {
     const struct ph_heap *h = base;
-    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < *(const size_t *)key ? -1 : 1;
+    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < ((const struct probe *)key)->key ? -1 : 1;
 }
 
 static int addr_probe(const void *base, size_t node, const void *key)
 {
-    uintptr_t x = (uintptr_t)base + node, k = *(const uintptr_t *)key;
+    uintptr_t x = (uintptr_t)base + RANGE_OF_ADDR_NODE(node), k = ((const struct probe *)key)->key;
     return x < k ? -1 : x > k;
+}
+
+/* The probes of a hardened heap: the node's range is checked before the
+ * search reads its page count or follows its links. */
+static int stop_at(const void *key, size_t r, const char *what)
+{
+    struct probe *k = (struct probe *)(uintptr_t)key; /* the caller's own, writable */
+    k->bad = r;
+    k->what = what;
+    return RTM_TPROBE_STOP;
+}
+
+static int size_probe_checked(const void *base, size_t node, const void *key)
+{
+    const char *what = range_fault(base, RANGE_OF_SIZE_NODE(node));
+    return __builtin_expect(what != NULL, 0) ? stop_at(key, RANGE_OF_SIZE_NODE(node), what)
+                                             : size_probe(base, node, key);
+}
+
+static int addr_probe_checked(const void *base, size_t node, const void *key)
+{
+    const char *what = range_fault(base, RANGE_OF_ADDR_NODE(node));
+    return __builtin_expect(what != NULL, 0) ? stop_at(key, RANGE_OF_ADDR_NODE(node), what)
+                                             : addr_probe(base, node, key);
+}
+
+/* The address tree's node of the free run starting at or just below (floor)
+ * or at or just above (!floor) address a: 0 for none, RTM_TREE_STOP
+ * (reported, with block) when a hardened search met a damaged run. */
+PH_INLINE size_t addr_search(struct ph_heap *h, bool hard, bool floor, uintptr_t a, const void *block)
+{
+    struct probe k = { a, 0, NULL };
+    rtm_tprobe probe = hard ? addr_probe_checked : addr_probe;
+    size_t node = floor ? rtm__tree_floor(h, h->addr_root, probe, &k)
+                        : rtm__tree_lower_bound(h, h->addr_root, probe, &k);
+    if (hard && __builtin_expect(node == RTM_TREE_STOP, 0))
+        range_damaged(h, block, k.bad, k.what);
+    return node;
 }
 
 static void refresh_max(struct ph_heap *h)
@@ -166,10 +307,13 @@ static void refresh_max(struct ph_heap *h)
     h->max_free_pages = last ? range_at(h, RANGE_OF_SIZE_NODE(last))->npages : 0;
 }
 
-static void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t npages)
+PH_INLINE void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t npages, bool hard)
 {
-    range_at(h, r)->npages = npages;
-    tree->insert(h, &h->addr_root, r, addr_cmp);
+    struct ph_range *g = range_at(h, r);
+    g->npages = npages;
+    if (hard)
+        g->guard = range_tag(h, r, npages);
+    tree->insert(h, &h->addr_root, ADDR_NODE(r), addr_cmp);
     tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
     h->free_runs++;
     if (npages > h->max_free_pages)
@@ -178,31 +322,36 @@ static void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t npage
 
 /* The cached maximum needs a tree walk only when the largest run shrinks or
  * goes away; otherwise it is kept with one comparison. */
-static void range_remove(struct ph_heap *h, ph_tree tree, size_t r)
+PH_INLINE void range_remove(struct ph_heap *h, ph_tree tree, size_t r, bool hard)
 {
     size_t npages = range_at(h, r)->npages;
-    tree->remove(h, &h->addr_root, r);
+    tree->remove(h, &h->addr_root, ADDR_NODE(r));
     tree->remove(h, &h->size_root, SIZE_NODE(r));
+    if (hard)
+        range_at(h, r)->guard = 0; /* its page is no free run's head any more */
     h->free_runs--;
     if (npages == h->max_free_pages)
         refresh_max(h);
 }
 
 /* New page count for a range that stays at its address. */
-static void range_resize(struct ph_heap *h, ph_tree tree, size_t r, size_t npages)
+PH_INLINE void range_resize(struct ph_heap *h, ph_tree tree, size_t r, size_t npages, bool hard)
 {
-    size_t old = range_at(h, r)->npages;
+    struct ph_range *g = range_at(h, r);
+    size_t old = g->npages;
     /* The size tree stores no keys: when the new count keeps the range
      * between its neighbours in (pages, address) order, rewriting the count
      * is all it takes, and the tree is not touched. */
     size_t nb = npages < old ? rtm__tree_prev(h, SIZE_NODE(r)) : rtm__tree_next(h, SIZE_NODE(r));
-    range_at(h, r)->npages = npages;
+    g->npages = npages;
     if (nb && (size_cmp(h, nb, SIZE_NODE(r)) < 0) != (npages < old)) {
-        range_at(h, r)->npages = old; /* out of order: move it */
+        g->npages = old; /* out of order: move it */
         tree->remove(h, &h->size_root, SIZE_NODE(r));
-        range_at(h, r)->npages = npages;
+        g->npages = npages;
         tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
     }
+    if (hard)
+        g->guard = range_tag(h, r, npages);
     if (npages > h->max_free_pages)
         h->max_free_pages = npages;
     else if (old == h->max_free_pages && npages < old)
@@ -226,46 +375,107 @@ static void make_fresh_pages_known(struct ph_heap *h, size_t pg)
     }
 }
 
-/* Takes a run of n pages, best fit, and returns its first page's offset, or 0.
- * The run is cut from the tail of the free range, so the range's head keeps
- * its place in the address tree. The pages' entries are FREE. O(log r). */
-static size_t run_alloc(struct ph_heap *h, ph_tree tree, size_t n)
+/* Best fit for n pages: the free run's offset, or 0 when none is large
+ * enough or (reported) a hardened search met a damaged run. Writes nothing.
+ * O(log r) nodes, each checked before it is read when hard. */
+PH_INLINE size_t run_find(struct ph_heap *h, size_t n, bool hard)
 {
     if (n > h->max_free_pages)
         return 0;
-    size_t node = rtm__tree_lower_bound(h, h->size_root, size_probe, &n);
-    if (!node)
+    struct probe k = { n, 0, NULL };
+    size_t node = rtm__tree_lower_bound(h, h->size_root, hard ? size_probe_checked : size_probe, &k);
+    if (hard && __builtin_expect(node == RTM_TREE_STOP, 0)) {
+        range_damaged(h, NULL, k.bad, k.what);
         return 0;
-    size_t r = RANGE_OF_SIZE_NODE(node);
-    size_t have = range_at(h, r)->npages;
-    size_t pg = r + (have - n) * PAGE;
-    if (have == n)
-        range_remove(h, tree, r);
+    }
+    return node ? RANGE_OF_SIZE_NODE(node) : 0;
+}
+
+/* Takes pages [lead, lead + n) of the free run r of `have` pages out of the
+ * free runs: the pages before stay in r, those after become a run of their
+ * own. Returns the first page's offset; the pages' entries are FREE.
+ * O(log r). */
+PH_INLINE size_t run_take(struct ph_heap *h, ph_tree tree, size_t r, size_t have, size_t lead,
+                          size_t n, bool hard)
+{
+    size_t pg = r + lead * PAGE, trail = have - lead - n;
+    if (lead)
+        range_resize(h, tree, r, lead, hard);
     else
-        range_resize(h, tree, r, have - n);
+        range_remove(h, tree, r, hard);
+    if (trail)
+        range_insert(h, tree, pg + n * PAGE, trail, hard);
     make_fresh_pages_known(h, pg);
     return pg;
 }
 
-/* Returns [pg, pg + n pages) to the free runs, merged with the free runs right
- * before and after it. Their entries must be FREE. Runs of different pools
- * are never adjacent: each pool's pages follow its own descriptor and page
- * map. O(log r). */
-static void run_free(struct ph_heap *h, ph_tree tree, size_t pg, size_t n)
+/* Takes a run of n pages, best fit, and returns its first page's offset, or 0.
+ * The run is cut from the tail of the free range, so the range's head keeps
+ * its place in the address tree. The pages' entries are FREE. O(log r). */
+PH_INLINE size_t run_alloc(struct ph_heap *h, ph_tree tree, size_t n, bool hard)
+{
+    size_t r = run_find(h, n, hard);
+    if (!r)
+        return 0;
+    size_t have = range_at(h, r)->npages;
+    return run_take(h, tree, r, have, have - n, n, hard);
+}
+
+/* The free runs that [pg, pg + n pages) merges with when it is freed: the
+ * one ending at pg and the one starting right after it (0: none). */
+struct merge {
+    size_t prev, next;
+};
+
+/* Finds them, and checks them on a hardened heap: 0, or -EFAULT (reported,
+ * with block). Writes nothing. Runs of different pools are never adjacent:
+ * each pool's pages follow its own descriptor and page map. O(log r). */
+PH_INLINE int merge_find(struct ph_heap *h, size_t pg, size_t n, bool hard, const void *block,
+                         struct merge *m)
 {
     uintptr_t start = abs_of(h, pg), end = start + n * PAGE;
     /* One search: the run before [start, end) and, next to it, the one after
-     * (no free run lies inside a run being freed). */
-    size_t prev = rtm__tree_floor(h, h->addr_root, addr_probe, &start);
+     * (no free run lies inside a run being freed). The hardened search
+     * checked the run it returns. */
+    size_t prev = addr_search(h, hard, true, start, block);
+    if (hard && __builtin_expect(prev == RTM_TREE_STOP, 0))
+        return -EFAULT;
     size_t next = prev ? rtm__tree_next(h, prev) : rtm__tree_first(h, h->addr_root);
-    if (next && abs_of(h, next) == end) {
-        n += range_at(h, next)->npages;
-        range_remove(h, tree, next);
+    m->prev = m->next = 0;
+    if (prev) {
+        size_t r = RANGE_OF_ADDR_NODE(prev);
+        uintptr_t prev_end = abs_of(h, r) + range_at(h, r)->npages * PAGE;
+        if (hard && __builtin_expect(prev_end > start, 0)) {
+            range_damaged(h, block, r, "free run overlaps the block");
+            return -EFAULT;
+        }
+        if (prev_end == start)
+            m->prev = r;
     }
-    if (prev && abs_of(h, prev) + range_at(h, prev)->npages * PAGE == start)
-        range_resize(h, tree, prev, range_at(h, prev)->npages + n);
+    if (next) {
+        size_t r = RANGE_OF_ADDR_NODE(next);
+        if (abs_of(h, r) == end) {
+            if (hard && !range_ok(h, block, r))
+                return -EFAULT;
+            m->next = r;
+        }
+    }
+    return 0;
+}
+
+/* Returns [pg, pg + n pages) to the free runs, merged as merge_find found.
+ * Their entries must be FREE. O(log r). */
+PH_INLINE void merge_apply(struct ph_heap *h, ph_tree tree, size_t pg, size_t n,
+                           const struct merge *m, bool hard)
+{
+    if (m->next) {
+        n += range_at(h, m->next)->npages;
+        range_remove(h, tree, m->next, hard);
+    }
+    if (m->prev)
+        range_resize(h, tree, m->prev, range_at(h, m->prev)->npages + n, hard);
     else
-        range_insert(h, tree, pg, n);
+        range_insert(h, tree, pg, n, hard);
 }
 
 /* ---- buckets ------------------------------------------------------------------------- */
@@ -316,7 +526,7 @@ static inline unsigned bucket_shift(size_t size)
     return (unsigned)(sizeof(size_t) * 8) - (unsigned)__builtin_clzl(size - 1);
 }
 
-static void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift)
+PH_INLINE void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift, bool hard)
 {
     unsigned k = shift - PH_MIN_SHIFT;
     size_t pg = h->buckets[k];
@@ -324,7 +534,7 @@ static void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift)
     if (pg) {
         e = entry_of(h, pg);
     } else {
-        pg = run_alloc(h, tree, 1);
+        pg = run_alloc(h, tree, 1, hard);
         if (!pg)
             return NULL;
         e = entry_of(h, pg);
@@ -337,7 +547,7 @@ static void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift)
     if (e->word == ~0u) /* full: leaves its class list */
         bucket_unlink(h, k, e);
     note_used(h, (size_t)1 << shift);
-    return hbase(h) + pg + ((size_t)slot << shift);
+    return at_off(h, pg + ((size_t)slot << shift));
 }
 
 /* ---- lookups of live blocks ---------------------------------------------------- */
@@ -383,29 +593,45 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
     }
 }
 
-/* Frees the block lb describes. */
-static void release(struct ph_heap *h, ph_tree tree, const struct live *lb)
+/* The pages freeing lb gives back to the free runs: its run, or its bucket
+ * page when lb is the page's last busy slot; 0 pages for none. */
+static inline size_t pages_released(const struct live *lb)
+{
+    if (type_of(lb->e) == PG_RUN)
+        return lb->e->word;
+    return (lb->e->word & ~(1u << lb->slot)) == empty_map(shift_of(lb->e));
+}
+
+/* Frees the block lb describes (block: the address given, for reports).
+ * 0, or -EFAULT (reported) with nothing written when a run it would merge
+ * with is damaged. */
+PH_INLINE int release(struct ph_heap *h, ph_tree tree, const struct live *lb, bool hard,
+                      const void *block)
 {
     struct ph_pgent *e = lb->e;
+    size_t n = pages_released(lb);
+    struct merge m = { 0, 0 };
+    if (n && merge_find(h, lb->pg, n, hard, block, &m))
+        return -EFAULT;
     h->used_bytes -= lb->bytes;
     h->live_blocks--;
     if (type_of(e) == PG_RUN) {
-        size_t n = e->word;
         e->type = PG_FREE;
-        run_free(h, tree, lb->pg, n);
-        return;
+        merge_apply(h, tree, lb->pg, n, &m, hard);
+        return 0;
     }
-    unsigned shift = shift_of(e), k = shift - PH_MIN_SHIFT;
+    unsigned k = shift_of(e) - PH_MIN_SHIFT;
     bool was_full = e->word == ~0u;
     e->word &= ~(1u << lb->slot);
-    if (e->word == empty_map(shift)) {
+    if (n) {
         if (!was_full)
             bucket_unlink(h, k, e);
         e->type = PG_FREE;
-        run_free(h, tree, lb->pg, 1);
+        merge_apply(h, tree, lb->pg, 1, &m, hard);
     } else if (was_full) {
         bucket_push(h, k, lb->pg, e);
     }
+    return 0;
 }
 
 /* ---- entry points ------------------------------------------------------------------ */
@@ -437,7 +663,7 @@ static int pool_format(struct ph_heap *h, ph_tree tree, struct ph_pool *d, uintp
     d->pages = off_of(h, (void *)pages);
     d->npages = npages;
     d->fresh = npages; /* the page map is initialised as pages are first used */
-    range_insert(h, tree, d->pages, npages);
+    range_insert(h, tree, d->pages, npages, h->base.hardening != RTM_HEAP_HARDEN_NONE);
     h->usable_bytes += npages * PAGE;
     h->pool_count++;
     return 0;
@@ -447,11 +673,16 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
                                const struct rtm_heap_config *cfg)
 {
     int err;
-    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap), sizeof(struct ph_heap), &err);
+    /* PH_REACH bytes ahead of the control structure: an overflow past the
+     * last page of a pool the caller placed right before this memory
+     * lands there, not on the heap's header. */
+    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct ph_heap),
+                                   PH_REACH + sizeof(struct ph_heap), &err);
     if (!ctl) {
         errno = err;
         return NULL;
     }
+    ctl += PH_REACH;
     uintptr_t hi = (uintptr_t)mem + size;
     struct ph_heap *h = (struct ph_heap *)ctl;
     memset(h, 0, sizeof(*h));
@@ -471,10 +702,13 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
 int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
     uintptr_t dp;
+    /* PH_REACH bytes ahead of the descriptor, as ahead of the control
+     * structure (rtm__ph_create). */
     int rc = rtm_kind_pool_room(h, &h->pool0.link, mem, size, _Alignof(struct ph_pool),
-                                sizeof(struct ph_pool), &dp);
+                                PH_REACH + sizeof(struct ph_pool), &dp);
     if (rc)
         return rc;
+    dp += PH_REACH;
     size_t raw = off_of(h, mem);
     uintptr_t hi = (uintptr_t)mem + size;
     struct ph_pool nd = { .link = { .next = h->pool0.link.next, .raw_start = raw,
@@ -493,124 +727,170 @@ int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 }
 
 /* Allocates without counting a failure (realloc decides whether it is one). */
-static void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree)
+PH_INLINE void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree, bool hard)
 {
     if (size <= PAGE / 2)
-        return bucket_alloc(h, tree, bucket_shift(size));
+        return bucket_alloc(h, tree, bucket_shift(size), hard);
     if (size > PH_MAX_PAGES * PAGE)
         return NULL;
     size_t n = (size + PAGE - 1) >> PH_PAGE_SHIFT;
-    size_t pg = run_alloc(h, tree, n);
+    size_t pg = run_alloc(h, tree, n, hard);
     if (!pg)
         return NULL;
     struct ph_pgent *e = entry_of(h, pg);
     e->type = PG_RUN;
     e->word = (uint32_t)n;
     note_used(h, n * PAGE);
-    return hbase(h) + pg;
+    return at_off(h, pg);
+}
+
+/* RTM_HEAP_HARDEN_FULL: the periodic full check, at the start of every
+ * operation that changes the heap. True when the operation must be refused. */
+static inline bool periodic_refusal(struct ph_heap *h)
+{
+    return __builtin_expect(h->base.hardening == RTM_HEAP_HARDEN_FULL, 0) &&
+           rtm__heap_periodic_check(&h->base) != 0;
+}
+
+static inline bool hardened(const struct ph_heap *h)
+{
+    return h->base.hardening != RTM_HEAP_HARDEN_NONE;
 }
 
 void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
 {
-    void *p = alloc_block(h, size, tree);
+    void *p = NULL;
+    if (!periodic_refusal(h))
+        p = hardened(h) ? alloc_block(h, size, tree, true) : alloc_block(h, size, tree, false);
     if (!p)
         h->base.failed_allocs++;
     return p;
 }
 
-void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree)
+PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree, bool hard)
 {
-    if (alignment == 0 || (alignment & (alignment - 1))) {
-        h->base.failed_allocs++;
-        return NULL;
-    }
     /* Up to a page, the natural alignment of bucket slots and of pages does
      * it: a class of at least the alignment, or a page run. */
     if (alignment <= PAGE)
-        return rtm__ph_alloc(h, size > alignment ? size : alignment, tree);
-    /* Beyond: a run with room to slide to an aligned page, whose unused
-     * pages before and after go back to the free runs. */
+        return alloc_block(h, size > alignment ? size : alignment, tree, hard);
+    /* Beyond: the tail of a run with room to slide to an aligned page, whose
+     * unused pages before and after stay free runs. */
     size_t extra = alignment / PAGE - 1;
-    if (size > PH_MAX_PAGES * PAGE || alignment / PAGE > PH_MAX_PAGES) {
-        h->base.failed_allocs++;
+    if (size > PH_MAX_PAGES * PAGE || alignment / PAGE > PH_MAX_PAGES)
         return NULL;
-    }
     size_t n = size ? (size + PAGE - 1) >> PH_PAGE_SHIFT : 1;
     size_t total = n + extra;
-    size_t pg = total <= PH_MAX_PAGES ? run_alloc(h, tree, total) : 0;
-    if (!pg) {
-        h->base.failed_allocs++;
+    size_t r = total <= PH_MAX_PAGES ? run_find(h, total, hard) : 0;
+    if (!r)
         return NULL;
-    }
-    size_t lead = (align_up(abs_of(h, pg), alignment) - (size_t)abs_of(h, pg)) / PAGE;
-    size_t trail = total - lead - n;
-    if (lead)
-        run_free(h, tree, pg, lead);
-    if (trail)
-        run_free(h, tree, pg + (lead + n) * PAGE, trail);
-    pg += lead * PAGE;
+    size_t have = range_at(h, r)->npages, tail = r + (have - total) * PAGE;
+    size_t lead = (align_up(abs_of(h, tail), alignment) - (size_t)abs_of(h, tail)) / PAGE;
+    size_t pg = run_take(h, tree, r, have, have - total + lead, n, hard);
     struct ph_pgent *e = entry_of(h, pg);
     e->type = PG_RUN;
     e->word = (uint32_t)n;
     note_used(h, n * PAGE);
-    return hbase(h) + pg;
+    return at_off(h, pg);
 }
 
-/* Grows or shrinks the run lb in place to n pages if it can. */
-static bool run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *lb, size_t n)
+void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree)
+{
+    void *p = NULL;
+    if (alignment != 0 && (alignment & (alignment - 1)) == 0 && !periodic_refusal(h))
+        p = hardened(h) ? aligned_block(h, alignment, size, tree, true)
+                        : aligned_block(h, alignment, size, tree, false);
+    if (!p)
+        h->base.failed_allocs++;
+    return p;
+}
+
+/* Grows or shrinks the run lb in place to n pages if it can: 0 done, 1 not
+ * possible, -EFAULT (reported) when a run it would use is damaged. */
+PH_INLINE int run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *lb, size_t n,
+                                  bool hard, const void *block)
 {
     size_t have = lb->e->word;
     if (n == have)
-        return true;
+        return 0;
     if (n < have) {
-        run_free(h, tree, lb->pg + n * PAGE, have - n);
+        struct merge m = { 0, 0 };
+        if (merge_find(h, lb->pg + n * PAGE, have - n, hard, block, &m))
+            return -EFAULT;
+        merge_apply(h, tree, lb->pg + n * PAGE, have - n, &m, hard);
         lb->e->word = (uint32_t)n;
         h->used_bytes -= (have - n) * PAGE;
-        return true;
+        return 0;
     }
     uintptr_t end = abs_of(h, lb->pg) + have * PAGE;
-    size_t next = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &end);
-    if (!next || abs_of(h, next) != end || range_at(h, next)->npages < n - have)
-        return false;
+    size_t node = addr_search(h, hard, false, end, block);
+    if (hard && __builtin_expect(node == RTM_TREE_STOP, 0))
+        return -EFAULT;
+    if (!node)
+        return 1;
+    size_t next = RANGE_OF_ADDR_NODE(node);
+    if (abs_of(h, next) != end || range_at(h, next)->npages < n - have)
+        return 1;
     size_t rest = range_at(h, next)->npages - (n - have);
-    range_remove(h, tree, next);
+    range_remove(h, tree, next, hard);
     if (rest)
-        range_insert(h, tree, next + (n - have) * PAGE, rest);
+        range_insert(h, tree, next + (n - have) * PAGE, rest, hard);
     lb->e->word = (uint32_t)n;
     add_used(h, (n - have) * PAGE);
-    return true;
+    return 0;
+}
+
+/* realloc of a live block (p != NULL). Refused (NULL, p unchanged) when a
+ * check fails before anything is written. */
+PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree tree, bool hard)
+{
+    struct live lb;
+    if (!live_block(h, p, &lb))
+        return NULL;
+    if (type_of(lb.e) == PG_BUCKET) {
+        if (size <= PAGE / 2 && bucket_shift(size) == shift_of(lb.e))
+            return p;
+    } else if (size > PAGE / 2 && size <= PH_MAX_PAGES * PAGE) {
+        int rc = run_resize_in_place(h, tree, &lb, (size + PAGE - 1) >> PH_PAGE_SHIFT, hard, p);
+        if (rc <= 0)
+            return rc ? NULL : p;
+    }
+    /* Moving: the runs freeing p merges with are checked before the new
+     * block is taken. */
+    struct merge m = { 0, 0 };
+    if (hard && pages_released(&lb) && merge_find(h, lb.pg, pages_released(&lb), hard, p, &m))
+        return NULL;
+    void *q = alloc_block(h, size, tree, hard);
+    if (!q) {
+        /* Going smaller never fails: when no block of the smaller class is
+         * to be had, the block stays where it is (a run keeps one page, or
+         * all of it if the merge that gives the rest back is refused). */
+        if (size <= lb.bytes) {
+            if (type_of(lb.e) == PG_RUN)
+                (void)run_resize_in_place(h, tree, &lb, 1, hard, p);
+            return p;
+        }
+        return NULL;
+    }
+    memcpy(q, p, lb.bytes < size ? lb.bytes : size);
+    if (release(h, tree, &lb, hard, p) == 0)
+        return q;
+    /* Taking q moved the trees, and freeing p met a damaged run the check
+     * above did not (reported): p stays, q goes back. */
+    struct live lq;
+    if (live_block(h, q, &lq))
+        (void)release(h, tree, &lq, hard, q);
+    return NULL;
 }
 
 void *rtm__ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
 {
     if (!p)
         return rtm__ph_alloc(h, size, tree);
-    struct live lb;
-    if (!live_block(h, p, &lb)) {
+    void *q = NULL;
+    if (!periodic_refusal(h))
+        q = hardened(h) ? realloc_block(h, p, size, tree, true) : realloc_block(h, p, size, tree, false);
+    if (!q)
         h->base.failed_allocs++;
-        return NULL;
-    }
-    if (type_of(lb.e) == PG_BUCKET) {
-        if (size <= PAGE / 2 && bucket_shift(size) == shift_of(lb.e))
-            return p;
-    } else if (size > PAGE / 2 && size <= PH_MAX_PAGES * PAGE) {
-        if (run_resize_in_place(h, tree, &lb, (size + PAGE - 1) >> PH_PAGE_SHIFT))
-            return p;
-    }
-    void *q = alloc_block(h, size, tree);
-    if (!q) {
-        /* Going smaller never fails: when no block of the smaller class is
-         * to be had, the block stays where it is (a run keeps one page). */
-        if (size <= lb.bytes) {
-            if (type_of(lb.e) == PG_RUN)
-                run_resize_in_place(h, tree, &lb, 1);
-            return p;
-        }
-        h->base.failed_allocs++;
-        return NULL;
-    }
-    memcpy(q, p, lb.bytes < size ? lb.bytes : size);
-    release(h, tree, &lb);
     return q;
 }
 
@@ -618,11 +898,12 @@ int rtm__ph_free(struct ph_heap *h, void *p, ph_tree tree)
 {
     if (!p)
         return 0;
+    if (periodic_refusal(h))
+        return -EFAULT;
     struct live lb;
     if (!live_block(h, p, &lb))
         return -EINVAL;
-    release(h, tree, &lb);
-    return 0;
+    return hardened(h) ? release(h, tree, &lb, true, p) : release(h, tree, &lb, false, p);
 }
 
 size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p)
@@ -667,6 +948,7 @@ size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size)
     return count;
 }
 
+
 /* ---- consistency walk ------------------------------------------------------------- */
 
 #define CHECK(cond)          \
@@ -690,7 +972,7 @@ static int tree_nodes_in_pools(const struct ph_heap *h, size_t root, size_t delt
         size_t node = stack[--depth];
         const struct ph_pool *d = pool_of(h, node - delta);
         CHECK(d && (node - delta - d->pages) % PAGE == 0 && ++seen <= max_nodes);
-        const struct rtm_tnode *n = (const struct rtm_tnode *)(const void *)(hbase(h) + node);
+        const struct rtm_tnode *n = at_off(h, node);
         size_t kids[2] = { n->left, n->right };
         for (int i = 0; i < 2; i++) {
             if (!kids[i])
@@ -700,6 +982,16 @@ static int tree_nodes_in_pools(const struct ph_heap *h, size_t root, size_t delt
         }
     }
     return 0;
+}
+
+/* Whether the address tree holds a free run at offset r, and, on a hardened
+ * heap, its guard is sound. */
+static bool free_run_at(const struct ph_heap *h, size_t r)
+{
+    struct probe k = { abs_of(h, r), 0, NULL };
+    if (rtm__tree_lower_bound(h, h->addr_root, addr_probe, &k) != ADDR_NODE(r))
+        return false;
+    return !hardened(h) || range_at(h, r)->guard == range_tag(h, r, range_at(h, r)->npages);
 }
 
 struct tally {
@@ -718,10 +1010,8 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
     size_t i = 0;
     if (d->fresh) {
         /* Never-used pages: the start of the run at the pool's first page. */
-        uintptr_t a = abs_of(h, d->pages);
-        size_t r = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &a);
-        CHECK(r == d->pages);
-        size_t n = range_at(h, r)->npages;
+        CHECK(free_run_at(h, d->pages));
+        size_t n = range_at(h, d->pages)->npages;
         CHECK(n >= d->fresh && n <= d->npages);
         for (size_t j = d->fresh; j < n; j++)
             CHECK(type_of(entry(h, d, d->pages + j * PAGE)) == PG_FREE);
@@ -760,10 +1050,8 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
         case PG_FREE: {
             /* Must open a free run (coalesced: never right after another). */
             CHECK(!prev_free);
-            uintptr_t a = abs_of(h, pg);
-            size_t r = rtm__tree_lower_bound(h, h->addr_root, addr_probe, &a);
-            CHECK(r == pg);
-            size_t n = range_at(h, r)->npages;
+            CHECK(free_run_at(h, pg));
+            size_t n = range_at(h, pg)->npages;
             CHECK(n >= 1 && n <= d->npages - i);
             for (size_t j = 1; j < n; j++)
                 CHECK(type_of(entry(h, d, pg + j * PAGE)) == PG_FREE);
@@ -789,7 +1077,7 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     size_t pools = 0, pages = 0;
     /* The trees first, so that the page walk's lookups follow sound links. */
     size_t limit = h->usable_bytes / PAGE;
-    int rc = tree_nodes_in_pools(h, h->addr_root, 0, limit);
+    int rc = tree_nodes_in_pools(h, h->addr_root, offsetof(struct ph_range, addr_node), limit);
     if (!rc)
         rc = tree_nodes_in_pools(h, h->size_root, offsetof(struct ph_range, size_node), limit);
     if (rc)
@@ -812,9 +1100,7 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     /* Both trees hold exactly the free runs: the page walk found each one in
      * the address tree, and each run of the size tree is in it too. */
     for (size_t n = rtm__tree_first(h, h->size_root); n; n = rtm__tree_next(h, n))
-        CHECK(rtm__tree_lower_bound(h, h->addr_root, addr_probe,
-                                   &(uintptr_t){ abs_of(h, RANGE_OF_SIZE_NODE(n)) }) ==
-              RANGE_OF_SIZE_NODE(n));
+        CHECK(free_run_at(h, RANGE_OF_SIZE_NODE(n)));
     /* Bucket lists: exactly the bucket pages of their class with a free slot. */
     for (unsigned k = 0; k < PH_BUCKETS; k++) {
         size_t count = 0, prev = 0;

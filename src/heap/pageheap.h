@@ -22,7 +22,10 @@
  *
  * Free runs carry a range descriptor in their first page, linked in two
  * trees: by address (to find the neighbours to merge with) and by (pages,
- * address) (best fit). All links are offsets from the heap base.
+ * address) (best fit). All links are offsets from the heap base. The
+ * descriptor opens with a keyed guard word and keeps its page count and links
+ * past the page's first 16 bytes, which is all a short overflow past the
+ * block before can reach (pageheap.c, "Hardening").
  */
 #ifndef RTMEM_SRC_HEAP_PAGEHEAP_H
 #define RTMEM_SRC_HEAP_PAGEHEAP_H

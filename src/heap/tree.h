@@ -45,6 +45,7 @@
 #ifndef RTMEM_SRC_HEAP_TREE_H
 #define RTMEM_SRC_HEAP_TREE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,13 @@ typedef int (*rtm_tcmp)(const void *base, size_t a, size_t b);
  * compares the same key (or a prefix of the key) that rtm_tcmp orders by.
  */
 typedef int (*rtm_tprobe)(const void *base, size_t node, const void *key);
+
+/* A probe that finds the node it is given unfit to follow (a heap's
+ * integrity check failed on it) returns RTM_TPROBE_STOP: the search ends at
+ * once, before reading any link of that node, and returns RTM_TREE_STOP,
+ * which is never a node (nodes are aligned, see rtm_tnode). */
+#define RTM_TPROBE_STOP INT_MIN
+#define RTM_TREE_STOP   ((size_t)1)
 
 /* The node at offset off from base; off != 0. Arithmetic is on integers, so
  * it is defined for offsets that wrap below the base. */
@@ -122,12 +130,14 @@ size_t rtm__tree_last(const void *base, size_t root);
 size_t rtm__tree_next(const void *base, size_t node);
 size_t rtm__tree_prev(const void *base, size_t node);
 
-/* The smallest node with probe(node, key) >= 0, or 0 if none. O(log n)
- * probes. Best fit by size: the smallest range of at least the wanted size. */
+/* The smallest node with probe(node, key) >= 0, or 0 if none, or
+ * RTM_TREE_STOP. O(log n) probes. Best fit by size: the smallest range of at
+ * least the wanted size. */
 size_t rtm__tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, const void *key);
 
-/* The largest node with probe(node, key) <= 0, or 0 if none. O(log n)
- * probes. By address: the free range starting at or just below an address. */
+/* The largest node with probe(node, key) <= 0, or 0 if none, or
+ * RTM_TREE_STOP. O(log n) probes. By address: the free range starting at or
+ * just below an address. */
 size_t rtm__tree_floor(const void *base, size_t root, rtm_tprobe probe, const void *key);
 
 /*

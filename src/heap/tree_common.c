@@ -70,10 +70,13 @@ size_t rtm__tree_lower_bound(const void *base, size_t root, rtm_tprobe probe, co
 {
     size_t best = 0;
     while (root) {
-        if (probe(base, root, key) >= 0) {
+        int c = probe(base, root, key);
+        if (c >= 0) {
             best = root;
             root = at(base, root)->left;
         } else {
+            if (c == RTM_TPROBE_STOP)
+                return RTM_TREE_STOP;
             root = at(base, root)->right;
         }
     }
@@ -84,7 +87,10 @@ size_t rtm__tree_floor(const void *base, size_t root, rtm_tprobe probe, const vo
 {
     size_t best = 0;
     while (root) {
-        if (probe(base, root, key) <= 0) {
+        int c = probe(base, root, key);
+        if (c <= 0) {
+            if (c == RTM_TPROBE_STOP)
+                return RTM_TREE_STOP;
             best = root;
             root = at(base, root)->right;
         } else {
