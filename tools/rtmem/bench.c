@@ -14,6 +14,7 @@
 #include "bench.h"
 #include "cmd.h"
 #include "common/args.h"
+#include "common/result.h"
 #include "common/run.h"
 
 #define DEFAULT_OPS        200000u
@@ -78,7 +79,11 @@ static void usage(FILE *f)
     fprintf(f,
             "tlsf(typed)\n"
             "                    (alias tlsf-typed), glibc\n"
-            "  --json FILE       also write the results as JSON (schema %s)\n"
+            "  --json FILE       also write the results as JSON (schema %s): to a new\n"
+            "                    file beside FILE, renamed over it only when the run\n"
+            "                    completes; a failed or interrupted run leaves FILE as\n"
+            "                    it was. A FIFO or device (/dev/stdout, /dev/null) is\n"
+            "                    written directly\n"
             "  --quick           a short run for smoke tests (ops, rounds, sweep ops reduced)\n"
             "  --fill N          blocks per fill in the free-order phase (default %u)\n"
             "  --no-free-order   skip the free-order phase\n"
@@ -90,7 +95,8 @@ static void usage(FILE *f)
             "Byte counts take a K, M or G suffix (powers of 1024). Requires root (or\n"
             "CAP_SYS_NICE, CAP_IPC_LOCK) for SCHED_FIFO and locking; without them the\n"
             "run continues and reports what was refused.\n"
-            "Exit status: 0 ok, 1 run-time failure, 2 bad usage.\n",
+            "Exit status: 0 ok, 1 run-time failure (a report that cannot be written to\n"
+            "standard output included), 2 bad usage.\n",
             BENCH_SCHEMA, DEFAULT_FILL, DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
 }
 
@@ -462,15 +468,29 @@ static void free_run(struct bench *b)
     tk_samples_destroy(&b->free_s);
 }
 
+/* The JSON into the result file and the file into place. Returns 0 or 1
+ * (reported). */
+static int write_results(struct bench *b, struct tk_result *json)
+{
+    if (write_json(json->f, b) == -EINVAL) {
+        fprintf(stderr, "rtmem bench: internal error: unbalanced JSON for '%s'\n",
+                b->o.json_path);
+        return 1;
+    }
+    /* A write error is the commit's to report, with its cause. */
+    if (tk_result_commit(json, cli.prog) != 0)
+        return 1;
+    printf("\nresults written to %s\n", b->o.json_path);
+    return 0;
+}
+
 /* Everything after option parsing. Returns the exit status. */
 static int bench_run(struct bench *b)
 {
-    FILE *json = NULL;
-    if (b->o.json_path) {
-        json = tk_run_open_results(cli.prog, b->o.json_path);
-        if (!json)
-            return EXIT_USAGE;
-    }
+    struct tk_result json;
+    bool have_json = b->o.json_path != NULL;
+    if (have_json && tk_result_open(&json, cli.prog, b->o.json_path) != 0)
+        return EXIT_USAGE;
 
     /* Memory is locked below, once mapped. */
     const struct tk_run_opts ro = {cli.prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
@@ -486,7 +506,11 @@ static int bench_run(struct bench *b)
     if (status == 0) {
         tk_rt_lock_memory(&b->rt);
         print_header(stdout, b);
-        fflush(stdout);
+        /* A report that cannot be written is not worth measuring. */
+        if (tk_stdout_check(cli.prog) != 0)
+            status = 1;
+    }
+    if (status == 0) {
         if (!b->o.sweep_only)
             run_main(b);
         if (!b->o.no_free_order && run_free_order(b) != 0)
@@ -500,24 +524,14 @@ static int bench_run(struct bench *b)
         print_free_order(stdout, b);
         print_sweep(stdout, b);
         print_notes(stdout, b);
-        /* status is 1 here if the free-order phase stopped: no result file. */
-        if (json && status == 0) {
-            int rc = write_json(json, b);
-            if (rc != 0) {
-                fprintf(stderr, "rtmem bench: writing '%s' failed: %s\n", b->o.json_path,
-                        strerror(-rc));
-                status = 1;
-            } else {
-                printf("\nresults written to %s\n", b->o.json_path);
-            }
-        }
+        if (tk_stdout_check(cli.prog) != 0)
+            status = 1;
+        /* Only a complete run replaces the result file. */
+        if (have_json && status == 0)
+            status = write_results(b, &json);
     }
-    if (json && tk_run_close_results(cli.prog, json, b->o.json_path, status != 0) != 0 &&
-        status == 0)
-        status = 1;
-    /* Leave no partial result file behind to be mistaken for a result. */
-    if (json && status != 0)
-        (void)unlink(b->o.json_path);
+    if (have_json)
+        tk_result_abandon(&json);   /* nothing once committed */
     free_run(b);
     tk_rt_undo(&b->rt);
     return status;

@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "common/args.h"
+#include "common/result.h"
 #include "common/run.h"
 #include "memcheck.h"
 
@@ -194,6 +195,10 @@ static void usage(FILE *f)
         "                            outside H, stats.overhead_bytes) to the tables\n"
         "  --subtract-timer-overhead take the timer's p50 overhead off every sample\n"
         "  --json FILE               also write every row and summary as JSON (schema %s)\n"
+        "                            to a new file beside FILE, renamed over it once every\n"
+        "                            test has its verdict (a failed one included); a run\n"
+        "                            that stops early or is interrupted leaves FILE as it\n"
+        "                            was. A FIFO or device (/dev/stdout) is written directly\n"
         "  --seed N|random           seed of sizes and shuffles (default %u), always printed\n"
         "  --cpu N                   CPU to pin to (default: the last allowed CPU)\n"
         "  --prio N                  SCHED_FIFO priority, 1..99 (default %d)\n"
@@ -205,8 +210,9 @@ static void usage(FILE *f)
         "Byte counts take a K, M or G suffix (powers of 1024); heaps up to 32M. The run\n"
         "needs about 32 bytes of memory per byte of its largest heap (room for a fill\n"
         "of 1-byte blocks). Exit status: 0 every check passed, 1 a functional failure\n"
-        "or run-time error (or no allocator left to run), 2 bad usage (a plugin that\n"
-        "does not load or whose table is refused included).\n",
+        "or run-time error (or no allocator left to run, or a report that cannot be\n"
+        "written to standard output), 2 bad usage (a plugin that does not load or\n"
+        "whose table is refused included).\n",
         MC_MAX_PLUGINS, DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL,
         DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
 }
@@ -841,17 +847,6 @@ static void report(struct memcheck *m)
     print_end(m);
 }
 
-/* The report is the product: a failed write (full disk, closed pipe) fails
- * the run. */
-static int check_stdout(void)
-{
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "rtmem memcheck: writing the report failed\n");
-        return EXIT_FAILED;
-    }
-    return 0;
-}
-
 /* Setup before any test: real-time, timer, arena, sizes, storage, lock.
  * Returns 0 or an exit status (reported). */
 static int prepare(struct memcheck *m)
@@ -883,14 +878,18 @@ static int prepare(struct memcheck *m)
     return 0;
 }
 
-static int write_json_file(struct memcheck *m, FILE *json)
+/* The JSON into the result file and the file into place. Returns 0 or
+ * EXIT_FAILED (reported). */
+static int write_results(struct memcheck *m, struct tk_result *json)
 {
-    int rc = mc_write_json(json, m);
-    if (rc != 0) {
-        fprintf(stderr, "rtmem memcheck: writing '%s' failed: %s\n", m->o.json_path,
-                strerror(-rc));
+    if (mc_write_json(json->f, m) == -EINVAL) {
+        fprintf(stderr, "rtmem memcheck: internal error: unbalanced JSON for '%s'\n",
+                m->o.json_path);
         return EXIT_FAILED;
     }
+    /* A write error is the commit's to report, with its cause. */
+    if (tk_result_commit(json, cli.prog) != 0)
+        return EXIT_FAILED;
     printf("%sresults written to %s\n", m->o.format == MC_FORMAT_SMOKEY ? "# " : "",
            m->o.json_path);
     return 0;
@@ -898,36 +897,37 @@ static int write_json_file(struct memcheck *m, FILE *json)
 
 static int memcheck_run(struct memcheck *m)
 {
-    FILE *json = NULL;
-    if (m->o.json_path) {
-        json = tk_run_open_results(cli.prog, m->o.json_path);
-        if (!json)
-            return EXIT_USAGE;
-    }
+    struct tk_result json;
+    bool have_json = m->o.json_path != NULL;
+    if (have_json && tk_result_open(&json, cli.prog, m->o.json_path) != 0)
+        return EXIT_USAGE;
     int status = prepare(m);
     if (status == 0) {
         print_preamble(m);
-        fflush(stdout);
+        /* A report that cannot be written is not worth measuring. */
+        if (tk_stdout_check(cli.prog) != 0)
+            status = EXIT_FAILED;
+    }
+    if (status == 0) {
         uint64_t t0 = tk_clock_ns();
         for (size_t i = 0; i < m->n_t; i++)
             run_target(m, &m->t[i]);
         m->seconds = (double)(tk_clock_ns() - t0) / 1e9;
         report(m);
-        status = check_stdout();
+        bool report_ok = tk_stdout_check(cli.prog) == 0;
         for (size_t i = 0; i < m->n_t; i++)
             if (m->t[i].fail.failed)
                 status = EXIT_FAILED;
-        /* A failed run still writes its results: the failure is one. */
-        if (json && write_json_file(m, json) != 0)
+        /* A run whose tests all reached a verdict writes its results, a
+         * failed verdict included: the failure is one. A run that could not
+         * report leaves the file as it was. */
+        if (!report_ok)
+            status = EXIT_FAILED;
+        else if (have_json && write_results(m, &json) != 0)
             status = EXIT_FAILED;
     }
-    if (json && tk_run_close_results(cli.prog, json, m->o.json_path, status != 0) != 0 &&
-        status == 0)
-        status = EXIT_FAILED;
-    /* A run that never got to its results leaves no file to be mistaken
-     * for them. */
-    if (json && m->seconds == 0 && unlink(m->o.json_path) != 0)
-        perror("rtmem memcheck: removing the unfinished result file");
+    if (have_json)
+        tk_result_abandon(&json);   /* nothing once committed */
     free_storage(m);
     tk_rt_undo(&m->rt);
     return status;
