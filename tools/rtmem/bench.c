@@ -92,7 +92,7 @@ static void usage(FILE *f)
             "  --sweep-ops N     operations per bucket per allocator (default %u; --quick %u)\n"
             "  -h, --help        this text\n"
             "\n"
-            "Byte counts take a K, M or G suffix (powers of 1024). Requires root (or\n"
+            "Byte counts take a K, M, G or T suffix (powers of 1024). Requires root (or\n"
             "CAP_SYS_NICE, CAP_IPC_LOCK) for SCHED_FIFO and locking; without them the\n"
             "run continues and reports what was refused.\n"
             "Exit status: 0 ok, 1 run-time failure (a report that cannot be written to\n"
@@ -314,7 +314,7 @@ static int select_allocators(struct bench *b)
         fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", unknown);
         for (const char *const *k = rtm_heap_kinds(); *k; k++)
             fprintf(stderr, "%s, ", *k);
-        fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc\n");
+        fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc\nTry 'rtmem bench --help'.\n");
         return -1;
     }
     if (b->n_al < 2)

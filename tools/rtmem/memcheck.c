@@ -156,11 +156,11 @@ static void usage(FILE *f)
         "\n"
         "options (smokey's argument names as long options):\n"
         "  --seq-heap-size B         heaps 8k, 16k, ... below B (default 2M; --quick 256K)\n"
-        "  --random-alloc-rounds N   random-size tests per heap size and variant\n"
-        "                            (default %u; --quick %u)\n"
+        "  --random-alloc-rounds N   random-size tests per heap size and variant, from 1\n"
+        "                            (default %u; --quick %u; --phases leaves one out)\n"
         "  --pattern-heap-size B     heap of the pattern phase (default 128K); its cost\n"
         "                            grows about with the square of this size\n"
-        "  --pattern-check-rounds N  pattern tests (default %u; --quick %u)\n"
+        "  --pattern-check-rounds N  pattern tests, from 1 (default %u; --quick %u)\n"
         "  --max-results N           rows per sorted table (default %d); -1: every row,\n"
         "                            sorted by heap size (as smokey); 0: no table\n"
         "  --kinds a,b,...           allocators, in this order (default all):",
@@ -194,11 +194,15 @@ static void usage(FILE *f)
         "  --true-overhead           add TOVRH%% = 100 - 100 * NRBLKS * B / (H + metadata\n"
         "                            outside H, stats.overhead_bytes) to the tables\n"
         "  --subtract-timer-overhead take the timer's p50 overhead off every sample\n"
-        "  --json FILE               also write every row and summary as JSON (schema %s)\n"
-        "                            to a new file beside FILE, renamed over it once every\n"
-        "                            test has its verdict (a failed one included); a run\n"
-        "                            that stops early or is interrupted leaves FILE as it\n"
-        "                            was. A FIFO or device (/dev/stdout) is written directly\n"
+        "  --json FILE               also write every row and summary as JSON (schema\n"
+        "                            %s), a few MB per allocator in a\n"
+        "                            default run; to a new file beside FILE, renamed over\n"
+        "                            it once every test has its verdict (a failed one\n"
+        "                            included): a run that stops early or is\n"
+        "                            interrupted leaves FILE as it was. A FIFO or device\n"
+        "                            (/dev/stdout) is written directly\n"
+        "  --no-json-rows            no per-test rows in the JSON (\"rows\": null; the\n"
+        "                            overall lines, pattern and churn phases stay)\n"
         "  --seed N|random           seed of sizes and shuffles (default %u), always printed\n"
         "  --cpu N                   CPU to pin to (default: the last allowed CPU)\n"
         "  --prio N                  SCHED_FIFO priority, 1..99 (default %d)\n"
@@ -207,12 +211,12 @@ static void usage(FILE *f)
         "  --quick                   the same sequence, smaller: a run of a few seconds\n"
         "  -h, --help                this text\n"
         "\n"
-        "Byte counts take a K, M or G suffix (powers of 1024); heaps up to 32M. The run\n"
-        "needs about 32 bytes of memory per byte of its largest heap (room for a fill\n"
-        "of 1-byte blocks). Exit status: 0 every check passed, 1 a functional failure\n"
-        "or run-time error (or no allocator left to run, or a report that cannot be\n"
-        "written to standard output), 2 bad usage (a plugin that does not load or\n"
-        "whose table is refused included).\n",
+        "Byte counts take a K, M, G or T suffix (powers of 1024); heaps up to 32M.\n"
+        "The run needs about 32 bytes of memory per byte of its largest heap (room for\n"
+        "a fill of 1-byte blocks). Exit status: 0 every check passed, 1 a functional\n"
+        "failure or run-time error (or no allocator left to run, or a report that\n"
+        "cannot be written to standard output), 2 bad usage (a plugin that does not\n"
+        "load or whose table is refused included).\n",
         MC_MAX_PLUGINS, DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL,
         DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
 }
@@ -257,6 +261,7 @@ enum {
     OPT_KINDS, OPT_PHASES, OPT_NO_CHURN, OPT_CHURN_OPS, OPT_CHURN_HEAP, OPT_CHURN_FILL,
     OPT_CHURN_MAX, OPT_CHURN_EVERY, OPT_FORMAT, OPT_COMPAT, OPT_TRUE_OVERHEAD, OPT_SUBTRACT,
     OPT_JSON, OPT_SEED, OPT_CPU, OPT_PRIO, OPT_NO_RT, OPT_PROGRESS, OPT_QUICK, OPT_PLUGIN,
+    OPT_NO_JSON_ROWS,
 };
 
 static const struct option long_opts[] = {
@@ -279,6 +284,7 @@ static const struct option long_opts[] = {
     {"true-overhead", no_argument, NULL, OPT_TRUE_OVERHEAD},
     {"subtract-timer-overhead", no_argument, NULL, OPT_SUBTRACT},
     {"json", required_argument, NULL, OPT_JSON},
+    {"no-json-rows", no_argument, NULL, OPT_NO_JSON_ROWS},
     {"seed", required_argument, NULL, OPT_SEED},
     {"cpu", required_argument, NULL, OPT_CPU},
     {"prio", required_argument, NULL, OPT_PRIO},
@@ -300,6 +306,9 @@ static int parse_max_results(const char *arg, int *out)
         *out = -1;
         return 0;
     }
+    if (arg && arg[0] == '-')
+        return tk_args_bad(&cli, "--max-results needs -1 (every row) or a whole number of "
+                                 "rows, not '%s'", arg);
     uint64_t v;
     if (tk_args_u64(&cli, "--max-results", arg, 0, INT_MAX, &v) != 0)
         return -1;
@@ -332,7 +341,7 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
         g->seq_heap = true;
         return rc;
     case OPT_RANDOM_ROUNDS:
-        rc = tk_args_u64(&cli, "--random-alloc-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--random-alloc-rounds", arg, 1, MC_MAX_ROUNDS, &v);
         o->random_rounds = (uint32_t)v;
         g->random_rounds = true;
         return rc;
@@ -341,7 +350,7 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
         o->pattern_heap_bytes = (size_t)v;
         return rc;
     case OPT_PATTERN_ROUNDS:
-        rc = tk_args_u64(&cli, "--pattern-check-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--pattern-check-rounds", arg, 1, MC_MAX_ROUNDS, &v);
         o->pattern_rounds = (uint32_t)v;
         g->pattern_rounds = true;
         return rc;
@@ -383,8 +392,12 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
     case OPT_PLUGIN:
         if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
             return -1;
-        if (o->n_plugins == MC_MAX_PLUGINS)
-            return tk_args_bad(&cli, "--plugin: more than the limit at '%s'", arg);
+        if (o->n_plugins == MC_MAX_PLUGINS) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "--plugin: at most %d plugins; '%%s' is one more",
+                     MC_MAX_PLUGINS);
+            return tk_args_bad(&cli, msg, arg);
+        }
         o->plugin_paths[o->n_plugins++] = arg;
         break;
     case OPT_PHASES:
@@ -410,6 +423,7 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
     case OPT_NO_RT: o->no_rt = true; break;
     case OPT_PROGRESS: o->progress = true; break;
     case OPT_QUICK: o->quick = true; break;
+    case OPT_NO_JSON_ROWS: o->no_json_rows = true; break;
     default: return -1;
     }
     return 0;
@@ -619,7 +633,8 @@ static int select_one(const char *name, void *arg)
         fprintf(stderr, ", %s", *k);
     for (size_t i = 0; i < m->n_plugins; i++)
         fprintf(stderr, ", %s", m->plugins[i].table->name);
-    fprintf(stderr, "%s\n", m->n_plugins ? "" : " (and plugins loaded with --plugin)");
+    fprintf(stderr, "%s\nTry 'rtmem memcheck --help'.\n",
+            m->n_plugins ? "" : " (and plugins loaded with --plugin)");
     return -1;
 }
 

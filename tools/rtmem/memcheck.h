@@ -76,6 +76,7 @@ struct mc_opts {
     bool true_overhead;
     bool progress;
     bool quick;
+    bool no_json_rows;            /* the JSON without per-test rows */
     enum mc_format format;
     unsigned phases;              /* 1 << enum mc_phase */
     const char *kinds_arg;        /* NULL: every allocator */

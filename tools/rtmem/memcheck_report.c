@@ -316,8 +316,10 @@ static void print_legend(FILE *f, const struct memcheck *m)
             "probed once at half-free\n",
             m->o.compat ? "ALSO counted in the alloc times (--compat, as smokey)"
                         : "not counted in the alloc times");
-    if (m->o.true_overhead)
-        fprintf(f, "  TOVRH%%: 100 - 100 * NRBLKS * B / (H + metadata outside H)\n");
+    /* The summary always has the column; the rows only with --true-overhead. */
+    fprintf(f, "  TOVRH%%: true overhead, 100 - 100 * NRBLKS * B / (H + metadata outside H, "
+               "stats.overhead_bytes)%s\n",
+            m->o.true_overhead ? "" : "; in the rows with --true-overhead");
     fprintf(f, "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
                "the same heap%s\n",
             m->o.compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
@@ -763,7 +765,7 @@ static void json_overall(struct tk_json *j, const struct mc_overall *o)
     tk_json_end_object(j);
 }
 
-static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph)
+static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph, bool rows)
 {
     if (!tk_json_key_or_null(j, mc_phase_name(ph), sq->ran))
         return;
@@ -771,11 +773,12 @@ static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase p
     tk_json_kv_uint(j, "tests", sq->n);
     tk_json_kv_double(j, "seconds", sq->seconds);
     json_overall(j, &sq->all);
-    tk_json_key(j, "rows");
-    tk_json_begin_array(j);
-    for (size_t i = 0; i < sq->n; i++)
-        json_row(j, &sq->rows[i]);
-    tk_json_end_array(j);
+    if (tk_json_key_or_null(j, "rows", rows)) {
+        tk_json_begin_array(j);
+        for (size_t i = 0; i < sq->n; i++)
+            json_row(j, &sq->rows[i]);
+        tk_json_end_array(j);
+    }
     tk_json_end_object(j);
 }
 
@@ -854,7 +857,7 @@ static void json_applies(struct tk_json *j, const struct mc_alloc *a)
     tk_json_end_object(j);
 }
 
-static void json_target(struct tk_json *j, const struct mc_target *t)
+static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
 {
     const struct mc_alloc *a = &t->a;
     tk_json_begin_object(j);
@@ -885,7 +888,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     }
     tk_json_end_array(j);
     for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
-        json_seq(j, &t->seq[ph], (enum mc_phase)ph);
+        json_seq(j, &t->seq[ph], (enum mc_phase)ph, rows);
     if (tk_json_key_or_null(j, "pattern", t->pattern.ran)) {
         tk_json_begin_object(j);
         tk_json_kv_uint(j, "tests", t->pattern.tests);
@@ -918,6 +921,7 @@ static void json_params(struct tk_json *j, const struct memcheck *m)
     tk_json_kv_bool(j, "subtract_timer_overhead", o->subtract_overhead);
     tk_json_kv_double(j, "subtracted_ns", tk_timer_ns(&m->timer, m->sub_ticks));
     tk_json_kv_bool(j, "quick", o->quick);
+    tk_json_kv_bool(j, "json_rows", !o->no_json_rows);
     tk_json_kv_bool(j, "no_rt", o->no_rt);
     tk_json_key(j, "phases");
     tk_json_begin_array_compact(j);
@@ -962,7 +966,7 @@ int mc_write_json(FILE *f, struct memcheck *m)
     tk_json_key(&j, "allocators");
     tk_json_begin_array(&j);
     for (size_t i = 0; i < m->n_t; i++)
-        json_target(&j, &m->t[i]);
+        json_target(&j, &m->t[i], !m->o.no_json_rows);
     tk_json_end_array(&j);
     /* Allocators asked for (or run by default) that did not load. */
     tk_json_key(&j, "skipped");
