@@ -5,11 +5,14 @@
 # rows they finished and every other allocator's results are kept in the
 # report and the JSON; the run exits 1; no test process is left behind, also
 # when the run itself is interrupted.
-#   harness_survives.sh RTMEM_BINARY CRASH_PLUGIN HANG_PLUGIN
+# rtmem bench, with the same plugins, leaves them out and measures the rest;
+# it runs the peers --kinds names, or says why not.
+#   harness_survives.sh RTMEM_BINARY CRASH_PLUGIN HANG_PLUGIN TLSF_PLUGIN
 set -u
 rtmem=$1
 crash=$2
 hang=$3
+tlsf_plugin=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
@@ -103,6 +106,47 @@ then ok; else bad "SIGINT while a test process spins"; fi
 [ -z "$(leftovers)" ] && ok || bad "after SIGINT, processes left: $(leftovers)"
 [ "$(cat "$tmp/keep.json")" = previous ] && [ "$(ls -A "$tmp" | grep -c '^\.keep')" -eq 0 ] && ok ||
     bad "after SIGINT: the result file changed or a temporary file was left"
+
+# rtmem bench: the broken plugins are left out, named, with a replay
+# command; the run measures everything else, a working plugin included.
+env "$mark" "$rtmem" bench --quick --no-rt --no-sweep --plugin "$crash" --plugin "$hang" \
+    --plugin "$tlsf_plugin" --kinds tlsf,glibc,crash,hang,tlsf-plugin --timeout 1 \
+    --json "$tmp/b.json" >"$tmp/b.txt" 2>"$tmp/err.txt"
+rc=$?
+[ "$rc" -eq 1 ] && ok || { bad "bench: exit status $rc, expected 1"; cat "$tmp/err.txt"; }
+[ -z "$(leftovers)" ] && ok || bad "bench: processes left behind: $(leftovers)"
+grep -Eq "^FAILED: crash: main phase, .*: crashed: killed by SIGSEGV \(Segmentation fault\)" \
+    "$tmp/b.txt" && ok || bad "bench: crash: $(grep "crash" "$tmp/b.txt")"
+grep -Eq "^FAILED: hang: main phase, .*: hung: no progress for 1 s" "$tmp/b.txt" && ok ||
+    bad "bench: hang: $(grep "hang" "$tmp/b.txt")"
+for name in crash hang; do
+    grep -q "^  replay: rtmem bench --plugin [^ ]*${name}_plugin.so --kinds $name .*--timeout 1$" \
+        "$tmp/b.txt" && ok || bad "bench: $name: replay command"
+done
+if python3 - "$tmp/b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [a["name"] for a in d["allocators"]]
+assert names == ["floor", "tlsf", "glibc", "tlsf-plugin"], names
+assert all(a["alloc"]["count_total"] > 0 for a in d["allocators"]), "rows measured"
+assert [r["name"] for r in d["ratios_vs_glibc"]] == ["tlsf", "tlsf-plugin"]
+failed = {f["name"]: f for f in d["failed_allocators"]}
+assert failed["crash"]["kind"] == "crash" and failed["crash"]["signal"] == "SIGSEGV", failed
+assert failed["hang"]["kind"] == "timeout" and failed["hang"]["api"] == "plugin", failed
+PY
+then ok; else bad "bench JSON: the others measured, the failures recorded"; fi
+
+# Peers in rtmem bench: each one named runs, or is skipped with the reason.
+if "$rtmem" bench --quick --no-rt --no-sweep --no-free-order --kinds glibc,jemalloc,mimalloc,tcmalloc \
+       --json "$tmp/p.json" >/dev/null 2>"$tmp/err.txt" &&
+   python3 - "$tmp/p.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ran = {a["name"]: a["api"] for a in d["allocators"]}
+for p in ("jemalloc", "mimalloc", "tcmalloc"):
+    assert ran.get(p) == "peer" or (d["skipped"] and p + " skipped: " in d["skipped"]), p
+PY
+then ok; else bad "bench --kinds with the peers: $(cat "$tmp/err.txt")"; fi
 
 echo "harness_survives: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -7,6 +7,7 @@
  * argument, so floor-subtracted figures are the allocator's own work.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,16 +102,30 @@ void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint
     fw->n = n;
 }
 
+/* Does a run on a heap of its own, in memory the bench maps for it? */
+static bool has_heap(const struct allocator *a)
+{
+    return a->type == ALLOC_HEAP || a->type == ALLOC_TLSF_TYPED ||
+           (a->type == ALLOC_LOADED && a->ma.sort == MC_HEAP);
+}
+
 /* A new heap of a's kind on a's memory; 0 or -errno (reported). */
 static int create_heap(struct allocator *a)
 {
+    bool made;
+    errno = 0;
     if (a->type == ALLOC_HEAP) {
         a->heap = rtm_heap_create(a->name, a->mem.mem, a->mem.bytes);
-    } else {
+        made = a->heap != NULL;
+    } else if (a->type == ALLOC_TLSF_TYPED) {
         a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
         a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
+        made = a->heap != NULL;
+    } else {
+        a->loaded_heap = a->ma.hops->create(a->ma.hops_arg, a->mem.mem, a->mem.bytes);
+        made = a->loaded_heap != NULL;
     }
-    if (!a->heap) {
+    if (!made) {
         int err = errno ? errno : EINVAL;
         fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
                 a->mem.bytes, strerror(err));
@@ -120,9 +135,20 @@ static int create_heap(struct allocator *a)
     return 0;
 }
 
+static void destroy_heap(struct allocator *a)
+{
+    if (a->heap)
+        rtm_heap_destroy(a->heap);
+    if (a->loaded_heap)
+        a->ma.hops->destroy(a->loaded_heap);
+    a->heap = NULL;
+    a->tlsf = NULL;
+    a->loaded_heap = NULL;
+}
+
 int allocator_open(struct allocator *a, size_t heap_bytes)
 {
-    if (a->type != ALLOC_HEAP && a->type != ALLOC_TLSF_TYPED)
+    if (!has_heap(a))
         return 0;
     int rc = tk_arena_open(&a->mem, heap_bytes);
     if (rc != 0) {
@@ -130,33 +156,92 @@ int allocator_open(struct allocator *a, size_t heap_bytes)
                 strerror(-rc));
         return rc;
     }
-    rc = create_heap(a);
-    if (rc != 0)
-        allocator_close(a);
-    return rc;
+    return create_heap(a);
 }
 
-void allocator_close(struct allocator *a)
+/* One allocator's result arrays, each in shared memory (one mapping per
+ * array keeps the sizes simple to give back). */
+struct result_array {
+    size_t offset;     /* of the pointer in struct allocator */
+    size_t elem;
+    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+};
+
+static const struct result_array result_arrays[] = {
+    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
+    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
+};
+
+#define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
+
+static void **array_at(struct allocator *a, const struct result_array *r)
 {
-    if (a->heap)
-        rtm_heap_destroy(a->heap);
-    a->heap = NULL;
-    a->tlsf = NULL;
-    (void)tk_arena_close(&a->mem);
-    free(a->rounds[0]);
-    free(a->rounds[1]);
-    free(a->sweep_alloc_ns);
-    free(a->sweep_free_ns);
-    free(a->sweep_failed);
-    free(a->fill_alloc);
-    for (int o = 0; o < FILL_ORDERS; o++) {
-        free(a->fill_free[o]);
-        a->fill_free[o] = NULL;
+    return (void **)((char *)a + r->offset);
+}
+
+static size_t array_bytes(const struct bench *b, const struct result_array *r)
+{
+    size_t n = r->count == 0   ? b->o.rounds
+               : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
+                               : SWEEP_BUCKETS;
+    return n * r->elem;
+}
+
+int allocate_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+            void **p = array_at(&b->al[i], &result_arrays[k]);
+            *p = tk_shared_alloc(array_bytes(b, &result_arrays[k]));
+            if (!*p)
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+void reset_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
+            memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
+        a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
+        a->fill_failed_allocs = a->fill_skipped_frees = 0;
+        memset(a->agg, 0, sizeof(a->agg));
+        memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
+        memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
+        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
+        a->heap = NULL;
+        a->tlsf = NULL;
+        a->loaded_heap = NULL;
     }
-    a->fill_alloc = NULL;
-    a->rounds[0] = a->rounds[1] = NULL;
-    a->sweep_alloc_ns = a->sweep_free_ns = NULL;
-    a->sweep_failed = NULL;
+    b->ran_main = b->ran_free_order = b->ran_sweep = false;
+    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+    b->sweep_floor_ns = 0;
+    memset(&b->now, 0, sizeof(b->now));
+}
+
+static void free_arrays(const struct bench *b, struct allocator *a)
+{
+    for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+        void **p = array_at(a, &result_arrays[k]);
+        tk_shared_free(*p, array_bytes(b, &result_arrays[k]));
+        *p = NULL;
+    }
+}
+
+void free_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        free_arrays(b, &b->al[i]);
+    for (size_t i = 0; i < b->n_gone; i++)
+        free_arrays(b, &b->gone[i]);
 }
 
 /* The floor's operations. Reached only through volatile pointers, so the
@@ -306,15 +391,31 @@ DEFINE_FILL_PASS(fill_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL
 DEFINE_FILL_PASS(fill_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
                  CALL_CTX_FREE)
 
-/* After a drained pass a heap must be consistent and empty. */
+/* After a drained pass a heap must be consistent and empty (as far as a
+ * plugin's optional calls can tell). */
 static void check_heap(struct allocator *a)
 {
     struct rtm_heap_stats st;
-    if (!a->heap)
+    memset(&st, 0, sizeof(st));
+    if (a->heap) {
+        if (rtm_heap_check(a->heap) != 0 || rtm_heap_stats(a->heap, &st) != 0 ||
+            st.live_blocks != 0 || st.used_bytes != 0)
+            a->check_failures++;
         return;
-    if (rtm_heap_check(a->heap) != 0 || rtm_heap_stats(a->heap, &st) != 0 || st.live_blocks != 0 ||
-        st.used_bytes != 0)
+    }
+    if (!a->loaded_heap)
+        return;
+    const struct mc_heap_ops *h = a->ma.hops;
+    if ((h->check && h->check(a->loaded_heap) != 0) ||
+        (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
+                      st.used_bytes != 0)))
         a->check_failures++;
+}
+
+/* What a loaded allocator is called with: its heap, or its own data. */
+static void *loaded_ctx(const struct allocator *a)
+{
+    return a->ma.sort == MC_HEAP ? a->loaded_heap : a->ma.ctx;
 }
 
 static void pass_out_reset(struct bench *b, struct pass_out *out)
@@ -345,6 +446,10 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
         pass_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->w, b->slots, out);
         check_heap(a);
         break;
+    case ALLOC_LOADED:
+        pass_floor(loaded_ctx(a), a->ma.alloc, a->ma.free, &b->w, b->slots, out);
+        check_heap(a);
+        break;
     }
 }
 
@@ -353,10 +458,9 @@ int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
 {
     const uint32_t *ord = b->fw.order[order];
     pass_out_reset(b, out);
-    if (a->heap) {
+    if (has_heap(a)) {
         /* Every pass starts from the state right after creation. */
-        rtm_heap_destroy(a->heap);
-        a->heap = NULL;
+        destroy_heap(a);
         int rc = create_heap(a);
         if (rc != 0)
             return rc;
@@ -375,6 +479,10 @@ int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
         break;
     case ALLOC_TLSF_TYPED:
         fill_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->fw, ord, out);
+        check_heap(a);
+        break;
+    case ALLOC_LOADED:
+        fill_floor(loaded_ctx(a), a->ma.alloc, a->ma.free, &b->fw, ord, out);
         check_heap(a);
         break;
     }

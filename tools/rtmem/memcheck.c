@@ -533,23 +533,6 @@ static void skip(struct memcheck *m, const char *name, const char *why)
         fprintf(stderr, "rtmem memcheck: %s skipped: %s\n", name, why);
 }
 
-/* Re-executes the command for jemalloc's static TLS: argv as main got it. */
-static void reexec_for_static_tls(int argc, char **argv, const char *peer, char *why,
-                                  size_t len)
-{
-    char **args = calloc((size_t)argc + 2, sizeof(*args));
-    if (!args) {
-        snprintf(why, len, "out of memory");
-        return;
-    }
-    static char prog[] = "rtmem";
-    args[0] = prog;
-    for (int i = 0; i < argc; i++)
-        args[i + 1] = argv[i];
-    mc_reexec_static_tls(args, peer, why, len);
-    free(args);
-}
-
 /* Loads the peers the run wants (all, or those --kinds names); a peer that
  * does not load is skipped. Does not return if the process re-executes
  * itself for jemalloc (the new process loads it). */
@@ -562,7 +545,7 @@ static void load_peers(struct memcheck *m, int argc, char **argv)
         char why[MC_WHY_MAX], how[MC_WHY_MAX];
         int rc = mc_alloc_peer(&a, *p, why, sizeof(why));
         if (rc == MC_PEER_NEEDS_STATIC_TLS) {
-            reexec_for_static_tls(argc, argv, *p, how, sizeof(how));
+            mc_reexec_command(argc, argv, *p, how, sizeof(how));
             size_t n = strlen(why);
             if (n + 3 < sizeof(why))   /* as much of it as fits */
                 snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
