@@ -2,6 +2,7 @@
  * `rtmem bench`: internal types shared by its three files.
  *   bench.c         options, the run's sequence (setup, main phase, free order, sweep)
  *   bench_work.c    workload generation, the allocators and the timed passes
+ *   bench_floor.c   the floor's no-op calls, out of the timing loops' sight
  *   bench_report.c  aggregation over rounds, human tables and JSON
  *
  * The measuring runs in a child process under a watchdog (common/child.h),
@@ -250,6 +251,10 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
  * Returns 0, or -errno if the heap could not be created again (reported). */
 int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                   struct pass_out *out);
+
+/* bench_floor.c: the floor's no-op calls (the first returns ctx). */
+void *bench_noop_alloc(void *ctx, size_t size);
+void bench_noop_free(void *ctx, void *p);
 
 /* "main phase, round 2" for where; into buf. */
 const char *bench_where(const struct bench_running *where, char *buf, size_t size);

@@ -215,8 +215,8 @@ void print_header(FILE *f, const struct bench *b)
                    "dies in, or that makes no\n              progress for %u s (--timeout), is "
                    "left out and the run starts again",
                 b->o.timeout_s);
-    fprintf(f, "\nfloor       : the same harness around a call through a volatile function "
-               "pointer to a function returning its argument\n");
+    fprintf(f, "\nfloor       : the same timing loop and call (through a function pointer "
+               "to a wrapper that jumps),\n              to a function that does nothing\n");
 }
 
 enum { COL_NAME, COL_COUNT, COL_AVG, COL_SPREAD, COL_NET, COL_P50, COL_P99, COL_P999,
@@ -492,8 +492,8 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_bool(j, "sweep", b->ran_sweep);
     tk_json_kv_string(j, "glibc_config", "defaults (no mallopt)");
     tk_json_kv_string(j, "floor",
-                      "same harness around a call through a volatile function pointer to a "
-                      "function returning its argument");
+                      "the same timing loop and call as every allocator (through a function "
+                      "pointer to a wrapper that jumps), to a function that does nothing");
     tk_json_end_object(j);
 }
 

@@ -1,10 +1,21 @@
 /*
  * `rtmem bench`: the workloads, the allocators and the timed passes.
  *
- * Every allocator runs the same harness: for each operation, one call through
- * a volatile function pointer between tk_timer_start and tk_timer_end, and
- * nothing else. The floor runs it around a function that returns its
- * argument, so floor-subtracted figures are the allocator's own work.
+ * Every allocator, and the no-op floor, is timed by the same machine code:
+ * one timing loop per pass kind (timed_pass, timed_fill_pass), each compiled
+ * once and called for every allocator with a struct bench_call of function
+ * pointers. Each timed call goes through such a pointer to a wrapper that
+ * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, malloc/free;
+ * for a peer or plugin, through its table), and the floor's wrapper jumps
+ * the same way to a function that does nothing (bench_floor.c, out of the
+ * compiler's sight). So the floor subtracts exactly the harness's own code,
+ * wherever the compiler and linker place it, and floor-subtracted figures
+ * are the allocator's own work.
+ *
+ * The timed free returns nothing, as glibc's free does: a status would cost
+ * glibc an extra call level. A free a heap refuses shows in the heap check
+ * after the pass (blocks still live); the untimed drain at the end of a pass
+ * counts refusals (free_errors).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -244,152 +255,196 @@ void free_results(struct bench *b)
         free_arrays(b, &b->gone[i]);
 }
 
-/* The floor's operations. Reached only through volatile pointers, so the
- * compiler cannot inline them: the call costs what an allocator call costs. */
-static void *noop_alloc(void *ctx, size_t size)
-{
-    (void)size;
-    return ctx;
-}
+/* The calls a timing loop makes, and what they get. */
+struct bench_call {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p);
+    int (*free_checked)(void *ctx, void *p);   /* untimed: the drain */
+    void *ctx;
+};
 
-static int noop_free(void *ctx, void *p)
+/* The wrappers the timed calls go through: each one jump (a tail call) to
+ * the allocator, so every allocator and the floor pay the same call. */
+static void *floor_alloc(void *ctx, size_t size) { return bench_noop_alloc(ctx, size); }
+static void floor_free(void *ctx, void *p) { bench_noop_free(ctx, p); }
+static int floor_free_checked(void *ctx, void *p) { bench_noop_free(ctx, p); return 0; }
+
+static void *heap_alloc(void *h, size_t size) { return rtm_heap_alloc(h, size); }
+static void heap_free(void *h, void *p) { (void)rtm_heap_free(h, p); }
+static int heap_free_checked(void *h, void *p) { return rtm_heap_free(h, p); }
+
+static void *tlsf_alloc(void *t, size_t size) { return rtm_tlsf_alloc(t, size); }
+static void tlsf_free(void *t, void *p) { (void)rtm_tlsf_free(t, p); }
+static int tlsf_free_checked(void *t, void *p) { return rtm_tlsf_free(t, p); }
+
+static void *glibc_alloc(void *ctx, size_t size)
 {
     (void)ctx;
-    (void)p;
+    return malloc(size);
+}
+
+static void glibc_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static int glibc_free_checked(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
     return 0;
 }
 
-typedef void *(*floor_alloc_fn)(void *, size_t);
-typedef int (*floor_free_fn)(void *, void *);
-typedef void *(*glibc_alloc_fn)(size_t);
-typedef void (*glibc_free_fn)(void *);
-typedef void *(*heap_alloc_fn)(struct rtm_heap *, size_t);
-typedef int (*heap_free_fn)(struct rtm_heap *, void *);
-typedef void *(*tlsf_alloc_fn)(struct rtm_tlsf *, size_t);
-typedef int (*tlsf_free_fn)(struct rtm_tlsf *, void *);
+/* What a loaded allocator's own calls take: its heap, or its own data. */
+static void *loaded_ctx(const struct allocator *a)
+{
+    return a->ma.sort == MC_HEAP ? a->loaded_heap : a->ma.ctx;
+}
 
-/* How each API is called inside the timed region: fn is the volatile
- * function pointer, the result an int status for free (0 = freed). */
-#define CALL_CTX_ALLOC(fn, ctx, size)   fn(ctx, size)
-#define CALL_CTX_FREE(fn, ctx, p)       fn(ctx, p)
-#define CALL_GLIBC_ALLOC(fn, ctx, size) fn(size)
-#define CALL_GLIBC_FREE(fn, ctx, p)     (fn(p), 0)
+/* A peer or plugin: its table's calls, reached through the allocator. */
+static void *loaded_alloc(void *ctx, size_t size)
+{
+    const struct allocator *a = ctx;
+    return a->ma.alloc(loaded_ctx(a), size);
+}
+
+static void loaded_free(void *ctx, void *p)
+{
+    const struct allocator *a = ctx;
+    (void)a->ma.free(loaded_ctx(a), p);
+}
+
+static int loaded_free_checked(void *ctx, void *p)
+{
+    const struct allocator *a = ctx;
+    return a->ma.free(loaded_ctx(a), p);
+}
+
+static void make_call(struct allocator *a, struct bench_call *c)
+{
+    switch (a->type) {
+    case ALLOC_FLOOR:
+        *c = (struct bench_call){floor_alloc, floor_free, floor_free_checked, a->scratch};
+        break;
+    case ALLOC_HEAP:
+        *c = (struct bench_call){heap_alloc, heap_free, heap_free_checked, a->heap};
+        break;
+    case ALLOC_TLSF_TYPED:
+        *c = (struct bench_call){tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf};
+        break;
+    case ALLOC_GLIBC:
+        *c = (struct bench_call){glibc_alloc, glibc_free, glibc_free_checked, NULL};
+        break;
+    case ALLOC_LOADED:
+        *c = (struct bench_call){loaded_alloc, loaded_free, loaded_free_checked, a};
+        break;
+    }
+}
+
+/* One compiled copy of each timing loop, whatever the allocator: never
+ * inlined, cloned or specialized for a call site. */
+#if defined(__clang__)
+#define TIMING_LOOP __attribute__((noinline))
+#else
+#define TIMING_LOOP __attribute__((noipa))
+#endif
 
 /*
- * The timed calls every pass is made of, for the per-API instantiations
- * below: the region between tk_timer_start and tk_timer_end holds just the
- * call. They are macros, not functions, so that each instantiation calls its
- * API directly through its own volatile pointer.
+ * The timed calls every pass is made of: the region between
+ * tk_timer_start and tk_timer_end holds just the call through the
+ * pointer.
  *
- * TIMED_ALLOC sets P to an allocation of SIZE (a uint32_t, read before the
- * timer starts; P is stored after it stops), ticks to o->alloc_ticks; a
- * NULL result counts in o->failed_allocs; otherwise one byte of the block
- * (none for a 0-byte request) is written, outside the timed region, as a
- * user would, with the low bits of SEQ.
+ * timed_alloc returns an allocation of size (read before the timer
+ * starts; stored after it stops), ticks to o->alloc_ticks; a NULL result
+ * counts in o->failed_allocs; otherwise one byte of the block (none for a
+ * 0-byte request) is written, outside the timed region, as a user would,
+ * with the low bits of seq. Inlined into each loop, which is compiled once.
  */
-#define TIMED_ALLOC(P, CALL_ALLOC, fn, ctx, SIZE, SEQ, o)                                       \
-    do {                                                                                        \
-        uint32_t size_ = (SIZE);                                                                \
-        uint64_t t0_ = tk_timer_start();                                                        \
-        void *p_ = CALL_ALLOC(fn, ctx, size_);                                                  \
-        uint64_t t1_ = tk_timer_end();                                                          \
-        tk_samples_add((o)->alloc_ticks, t1_ - t0_);                                            \
-        if (!p_)                                                                                \
-            (o)->failed_allocs++;                                                               \
-        else if (size_ != 0)                                                                    \
-            *(volatile unsigned char *)p_ = (unsigned char)(SEQ);                               \
-        P = p_;                                                                                 \
-    } while (0)
+static inline __attribute__((always_inline)) void *
+timed_alloc(void *(*volatile *alloc_fn)(void *, size_t), void *ctx, uint32_t size, size_t seq,
+            struct pass_out *o)
+{
+    void *(*fn)(void *, size_t) = *alloc_fn;
+    uint64_t t0 = tk_timer_start();
+    void *p = fn(ctx, size);
+    uint64_t t1 = tk_timer_end();
+    tk_samples_add(o->alloc_ticks, t1 - t0);
+    if (!p)
+        o->failed_allocs++;
+    else if (size != 0)
+        *(volatile unsigned char *)p = (unsigned char)seq;
+    return p;
+}
 
-/* TIMED_FREE frees P (not NULL: a failed allocation's slot is skipped by the
- * caller, untimed), ticks to o->free_ticks, a refusal counted in
- * o->free_errors. */
-#define TIMED_FREE(P, CALL_FREE, fn, ctx, o)                                                    \
-    do {                                                                                        \
-        uint64_t t0_ = tk_timer_start();                                                        \
-        int rc_ = CALL_FREE(fn, ctx, P);                                                        \
-        uint64_t t1_ = tk_timer_end();                                                          \
-        tk_samples_add((o)->free_ticks, t1_ - t0_);                                             \
-        if (rc_ != 0)                                                                           \
-            (o)->free_errors++;                                                                 \
-    } while (0)
+/* timed_free frees p (not NULL: a failed allocation's slot is skipped by
+ * the caller, untimed), ticks to o->free_ticks. */
+static inline __attribute__((always_inline)) void
+timed_free(void (*volatile *free_fn)(void *, void *), void *ctx, void *p, struct pass_out *o)
+{
+    void (*fn)(void *, void *) = *free_fn;
+    uint64_t t0 = tk_timer_start();
+    fn(ctx, p);
+    uint64_t t1 = tk_timer_end();
+    tk_samples_add(o->free_ticks, t1 - t0);
+}
+
+/* One timed pass of w. Samples go to preallocated stores: nothing is
+ * allocated here. */
+static TIMING_LOOP void timed_pass(const struct bench_call *c, const struct workload *w,
+                                   void **slots, struct pass_out *o)
+{
+    /* Read through volatile at each call: the compiler cannot know, or
+     * hoist, what is called. */
+    void *(*volatile alloc_fn)(void *, size_t) = c->alloc;
+    void (*volatile free_fn)(void *, void *) = c->free;
+    void *ctx = c->ctx;
+    size_t live = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        uint32_t op = w->ops[i];
+        if (op & OP_FREE) {
+            uint32_t victim = op & ~OP_FREE;
+            void *p = slots[victim];
+            slots[victim] = slots[--live];
+            if (!p) {
+                o->skipped_frees++;
+                continue;
+            }
+            timed_free(&free_fn, ctx, p, o);
+        } else {
+            slots[live++] = timed_alloc(&alloc_fn, ctx, op, i, o);
+        }
+    }
+    /* Leave the allocator empty for the next pass (not timed). */
+    while (live > 0) {
+        void *p = slots[--live];
+        if (p && c->free_checked(ctx, p) != 0)
+            o->free_errors++;
+    }
+}
 
 /*
- * One timed pass, instantiated once per API. Samples go to preallocated
- * stores: nothing is allocated here.
+ * One pass of the free-order phase: fill (each allocation timed), then free
+ * every block in the order given, each free timed. Both orders run this
+ * same loop; only the contents of order differ.
  */
-#define DEFINE_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                        \
-    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init, const struct workload *w, \
-                     void **slots, struct pass_out *o)                                          \
-    {                                                                                           \
-        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
-        FREE_T volatile free_fn = free_init;                                                    \
-        size_t live = 0;                                                                        \
-        (void)ctx;                                                                              \
-        for (size_t i = 0; i < w->n; i++) {                                                     \
-            uint32_t op = w->ops[i];                                                            \
-            if (op & OP_FREE) {                                                                 \
-                uint32_t victim = op & ~OP_FREE;                                                \
-                void *p = slots[victim];                                                        \
-                slots[victim] = slots[--live];                                                  \
-                if (!p) {                                                                       \
-                    o->skipped_frees++;                                                         \
-                    continue;                                                                   \
-                }                                                                               \
-                TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                      \
-            } else {                                                                            \
-                void *p;                                                                        \
-                TIMED_ALLOC(p, CALL_ALLOC, alloc_fn, ctx, op, i, o);                            \
-                slots[live++] = p;                                                              \
-            }                                                                                   \
-        }                                                                                       \
-        /* Leave the allocator empty for the next pass (not timed). */                          \
-        while (live > 0) {                                                                      \
-            void *p = slots[--live];                                                            \
-            if (p && CALL_FREE(free_fn, ctx, p) != 0)                                           \
-                o->free_errors++;                                                               \
-        }                                                                                       \
+static TIMING_LOOP void timed_fill_pass(const struct bench_call *c, const struct fill_work *fw,
+                                        const uint32_t *order, struct pass_out *o)
+{
+    void *(*volatile alloc_fn)(void *, size_t) = c->alloc;
+    void (*volatile free_fn)(void *, void *) = c->free;
+    void *ctx = c->ctx;
+    for (size_t i = 0; i < fw->n; i++)
+        fw->blocks[i] = timed_alloc(&alloc_fn, ctx, fw->sizes[i], i, o);
+    for (size_t i = 0; i < fw->n; i++) {
+        void *p = fw->blocks[order[i]];
+        if (!p) {
+            o->skipped_frees++;
+            continue;
+        }
+        timed_free(&free_fn, ctx, p, o);
     }
-
-DEFINE_PASS(pass_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
-DEFINE_PASS(pass_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC, CALL_GLIBC_FREE)
-DEFINE_PASS(pass_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
-            CALL_CTX_FREE)
-DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
-            CALL_CTX_FREE)
-
-/*
- * One pass of the free-order phase, instantiated per API like DEFINE_PASS:
- * fill (each allocation timed), then free every block in the order given,
- * each free timed. Both orders run this same loop; only the contents of
- * order differ.
- */
-#define DEFINE_FILL_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                   \
-    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init,                           \
-                     const struct fill_work *fw, const uint32_t *order, struct pass_out *o)     \
-    {                                                                                           \
-        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
-        FREE_T volatile free_fn = free_init;                                                    \
-        (void)ctx;                                                                              \
-        for (size_t i = 0; i < fw->n; i++)                                                      \
-            TIMED_ALLOC(fw->blocks[i], CALL_ALLOC, alloc_fn, ctx, fw->sizes[i], i, o);          \
-        for (size_t i = 0; i < fw->n; i++) {                                                    \
-            void *p = fw->blocks[order[i]];                                                     \
-            if (!p) {                                                                           \
-                o->skipped_frees++;                                                             \
-                continue;                                                                       \
-            }                                                                                   \
-            TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                          \
-        }                                                                                       \
-    }
-
-DEFINE_FILL_PASS(fill_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
-DEFINE_FILL_PASS(fill_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC,
-                 CALL_GLIBC_FREE)
-DEFINE_FILL_PASS(fill_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
-                 CALL_CTX_FREE)
-DEFINE_FILL_PASS(fill_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
-                 CALL_CTX_FREE)
+}
 
 /* After a drained pass a heap must be consistent and empty (as far as a
  * plugin's optional calls can tell). */
@@ -412,12 +467,6 @@ static void check_heap(struct allocator *a)
         a->check_failures++;
 }
 
-/* What a loaded allocator is called with: its heap, or its own data. */
-static void *loaded_ctx(const struct allocator *a)
-{
-    return a->ma.sort == MC_HEAP ? a->loaded_heap : a->ma.ctx;
-}
-
 static void pass_out_reset(struct bench *b, struct pass_out *out)
 {
     tk_samples_reset(&b->alloc_s);
@@ -429,28 +478,11 @@ static void pass_out_reset(struct bench *b, struct pass_out *out)
 
 void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
 {
+    struct bench_call c;
     pass_out_reset(b, out);
-
-    switch (a->type) {
-    case ALLOC_FLOOR:
-        pass_floor(a->scratch, noop_alloc, noop_free, &b->w, b->slots, out);
-        break;
-    case ALLOC_GLIBC:
-        pass_glibc(NULL, malloc, free, &b->w, b->slots, out);
-        break;
-    case ALLOC_HEAP:
-        pass_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->w, b->slots, out);
-        check_heap(a);
-        break;
-    case ALLOC_TLSF_TYPED:
-        pass_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->w, b->slots, out);
-        check_heap(a);
-        break;
-    case ALLOC_LOADED:
-        pass_floor(loaded_ctx(a), a->ma.alloc, a->ma.free, &b->w, b->slots, out);
-        check_heap(a);
-        break;
-    }
+    make_call(a, &c);
+    timed_pass(&c, &b->w, b->slots, out);
+    check_heap(a);
 }
 
 int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
@@ -465,26 +497,9 @@ int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
         if (rc != 0)
             return rc;
     }
-
-    switch (a->type) {
-    case ALLOC_FLOOR:
-        fill_floor(a->scratch, noop_alloc, noop_free, &b->fw, ord, out);
-        break;
-    case ALLOC_GLIBC:
-        fill_glibc(NULL, malloc, free, &b->fw, ord, out);
-        break;
-    case ALLOC_HEAP:
-        fill_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->fw, ord, out);
-        check_heap(a);
-        break;
-    case ALLOC_TLSF_TYPED:
-        fill_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->fw, ord, out);
-        check_heap(a);
-        break;
-    case ALLOC_LOADED:
-        fill_floor(loaded_ctx(a), a->ma.alloc, a->ma.free, &b->fw, ord, out);
-        check_heap(a);
-        break;
-    }
+    struct bench_call c;
+    make_call(a, &c);
+    timed_fill_pass(&c, &b->fw, ord, out);
+    check_heap(a);
     return 0;
 }
