@@ -671,26 +671,34 @@ const char *bench_where(const struct bench_running *w, char *buf, size_t size)
 static int fail_allocator(struct bench *b, const struct tk_child_result *r)
 {
     char sig[64], where[96];
-    const char *how = r->end == TK_CHILD_TIMED_OUT
-                          ? "hung"
-                          : tk_signal_describe(r->code, sig, sizeof(sig));
+    const char *how = r->end == TK_CHILD_TIMED_OUT ? "hung"
+                      : r->end == TK_CHILD_KILLED
+                          ? tk_signal_describe(r->code, sig, sizeof(sig))
+                          : "exited";
     if (!b->now.set || b->now.al == 0 || b->now.al >= b->n_al) {
-        fprintf(stderr, "rtmem bench: the measuring process %s%s\n",
-                r->end == TK_CHILD_TIMED_OUT ? "made no progress: " : "died of ", how);
+        if (r->end == TK_CHILD_EXITED)
+            fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
+                    r->code);
+        else
+            fprintf(stderr, "rtmem bench: the measuring process %s%s\n",
+                    r->end == TK_CHILD_TIMED_OUT ? "made no progress: " : "died of ", how);
         return 1;
     }
     struct allocator *a = &b->al[b->now.al];
     struct bench_failure *f = &a->fail;
     f->failed = true;
     f->timed_out = r->end == TK_CHILD_TIMED_OUT;
-    f->signal = f->timed_out ? 0 : r->code;
+    f->signal = r->end == TK_CHILD_KILLED ? r->code : 0;
     f->where = b->now;
     bench_where(&b->now, where, sizeof(where));
     if (f->timed_out)
         snprintf(f->msg, sizeof(f->msg), "%s: hung: no progress for %u s (--timeout), killed "
                  "with SIGKILL", where, b->o.timeout_s);
-    else
+    else if (r->end == TK_CHILD_KILLED)
         snprintf(f->msg, sizeof(f->msg), "%s: crashed: killed by %s", where, how);
+    else
+        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d",
+                 where, r->code);
     fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->name,
             f->msg);
     return 0;
@@ -709,10 +717,12 @@ static int measure_all(struct bench *b)
         tk_child_run(measure, b, &b->beat, &co, &r);
         switch (r.end) {
         case TK_CHILD_EXITED:
-            if (r.code != 0 && r.code != MEASURE_NO_STDOUT)
-                fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
-                        r.code);
-            return r.code == 0 ? 0 : 1;
+            if (r.code == 0 || r.code == MEASURE_NO_STDOUT)
+                return r.code == 0 ? 0 : 1;
+            /* In an allocator's pass or heap: that allocator's failure. */
+            if (fail_allocator(b, &r) != 0)
+                return 1;
+            break;
         case TK_CHILD_NOT_STARTED:
             fprintf(stderr, "rtmem bench: cannot start the measuring process: %s\n",
                     strerror(r.code));

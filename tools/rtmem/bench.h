@@ -129,11 +129,11 @@ struct bench_running {
     bool warmup;
 };
 
-/* An allocator whose pass killed the measuring process. */
+/* An allocator the measuring process died in. */
 struct bench_failure {
     bool failed;
-    bool timed_out;           /* else killed by signal */
-    int signal;
+    bool timed_out;           /* no progress: killed by the watchdog */
+    int signal;               /* else the signal it died of; 0: it exited */
     struct bench_running where;
     char msg[256];
 };

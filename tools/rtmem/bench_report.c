@@ -569,12 +569,14 @@ static void json_failed(struct tk_json *j, const struct bench *b)
     for (size_t i = 0; i < b->n_gone; i++) {
         const struct allocator *a = &b->gone[i];
         char where[96], sig[16] = "";
-        if (!a->fail.timed_out && sigabbrev_np(a->fail.signal))
+        if (a->fail.signal && sigabbrev_np(a->fail.signal))
             snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(a->fail.signal));
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->name);
         tk_json_kv_string(j, "api", api_name(a));
-        tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout" : "crash");
+        tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout"
+                                     : a->fail.signal ? "crash"
+                                                      : "error");
         tk_json_kv_string(j, "signal", sig[0] ? sig : NULL);
         tk_json_kv_string(j, "where", bench_where(&a->fail.where, where, sizeof(where)));
         tk_json_kv_string(j, "message", a->fail.msg);
