@@ -4,9 +4,15 @@
  *                      runs, saying which checks it cannot do;
  *   PLUGIN_BAD_ABI     an ABI version this rtmem does not take;
  *   PLUGIN_BAD_TABLE   a mandatory call (free) missing;
- *   PLUGIN_BAD_NAME    a name that is already taken ("glibc").
+ *   PLUGIN_BAD_NAME    a name that is already taken ("glibc");
+ *   PLUGIN_CRASH       "crash": alloc dereferences NULL in a heap of
+ *                      CRASH_HEAP bytes or more;
+ *   PLUGIN_HANG        "hang": free never returns for a block of
+ *                      HANG_SIZE bytes or more.
  * memcheck must refuse each broken one with exit status 2 and a message
- * naming the broken rule (rtmem/plugin.h), never run it.
+ * naming the broken rule (rtmem/plugin.h), never run it. The crashing and
+ * hanging ones load, and the harness must survive them: their smaller
+ * blocks pass, so they fail part-way through a phase.
  * The heap is a bump allocator that takes all its memory back when its last
  * block is freed: simple, and correct for memcheck's tests, which free every
  * block before the next one.
@@ -46,9 +52,23 @@ static void bump_destroy(void *heap)
     (void)heap;
 }
 
+#ifdef PLUGIN_CRASH
+#define CRASH_HEAP ((size_t)16384)
+/* NULL, out of the compiler's sight: a real load from address 0. */
+static int *volatile null_block;
+#endif
+#ifdef PLUGIN_HANG
+#define HANG_SIZE ((size_t)1024)
+static volatile unsigned long spins;
+#endif
+
 static void *bump_alloc(void *heap, size_t size)
 {
     struct bump *b = heap;
+#ifdef PLUGIN_CRASH
+    if (b->size >= CRASH_HEAP)
+        return (void *)(uintptr_t)*null_block;
+#endif
     if (size > b->size)
         return NULL;
     size_t need = HEADER + ((size ? size : 1) + ALIGN - 1) / ALIGN * ALIGN;
@@ -72,6 +92,11 @@ static int bump_free(void *heap, void *p)
     unsigned char *c = p;
     if (c < b->base + HEADER || c >= b->base + b->top || b->live == 0)
         return -EINVAL;
+#ifdef PLUGIN_HANG
+    if (*(const size_t *)(c - HEADER) >= HANG_SIZE)
+        for (;;)
+            spins++;
+#endif
     if (--b->live == 0)
         b->top = 0;
     return 0;
@@ -89,8 +114,12 @@ const struct rtm_heap_plugin rtm_heap_plugin = {
 #else
     .abi_version = RTM_HEAP_PLUGIN_ABI_VERSION,
 #endif
-#ifdef PLUGIN_BAD_NAME
+#if defined(PLUGIN_BAD_NAME)
     .name = "glibc",
+#elif defined(PLUGIN_CRASH)
+    .name = "crash",
+#elif defined(PLUGIN_HANG)
+    .name = "hang",
 #else
     .name = "bump",
 #endif

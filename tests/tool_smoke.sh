@@ -180,5 +180,40 @@ for args in "memcheck --seq-heap-size 4K" "memcheck --random-alloc-rounds x" \
     rc=$?
     if [ "$rc" -eq 2 ] && [ -s "$tmp/err.txt" ]; then ok; else bad "'rtmem $args' gave $rc"; fi
 done
+# Bad usage says what is wrong and how to get help: exit status 2, the
+# message and the "Try ... --help" line.
+no_cpu=$(python3 -c 'import os; print(max(os.sched_getaffinity(0)) + 1)')
+while IFS='|' read -r args message; do
+    # shellcheck disable=SC2086
+    "$rtmem" $args >/dev/null 2>"$tmp/err.txt"
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -qF -- "$message" "$tmp/err.txt" &&
+       grep -q "^Try 'rtmem [a-z]* --help'" "$tmp/err.txt"; then ok; else
+        bad "'rtmem $args' gave $rc: $(cat "$tmp/err.txt")"; fi
+done <<USAGE
+bench --cpu $no_cpu|--cpu $no_cpu: no such CPU for this process (allowed: 
+memcheck --cpu $no_cpu|--cpu $no_cpu: no such CPU for this process
+bench --ops -5|--ops needs a whole number in [1, 
+bench --ops 0|--ops: '0' is out of range [1, 
+memcheck --max-results -2|--max-results needs -1 (every row) or a whole number
+bench --kinds foo|unknown allocator 'foo'
+memcheck --kinds foo|unknown allocator 'foo'
+memcheck --plugin a --plugin b --plugin c --plugin d --plugin e|--plugin: at most 4 plugins
+bench --heap-size 1T --kinds nosuch|unknown allocator 'nosuch'
+bench --heap-size 2T|--heap-size: '2T' is out of range
+memcheck --random-alloc-rounds 0|--random-alloc-rounds: '0' is out of range [1, 
+memcheck --pattern-check-rounds 0|--pattern-check-rounds: '0' is out of range [1, 
+USAGE
+
+# The legend defines every column the report shows, TOVRH% included.
+grep -q "^  TOVRH%: true overhead" "$tmp/m.txt" && ok || bad "legend: TOVRH% not defined"
+# --no-json-rows: the overall lines without the rows.
+if "$rtmem" memcheck --quick --no-rt --kinds tlsf --phases pow2 --no-json-rows \
+       --json "$tmp/r.json" >/dev/null 2>&1 &&
+   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); a = d["allocators"][0]
+assert a["pow2"]["rows"] is None and a["pow2"]["overall"]["tests"] > 0
+assert d["params"]["json_rows"] is False' "$tmp/r.json"; then ok; else
+    bad "memcheck --no-json-rows"; fi
+
 echo "tool_smoke: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

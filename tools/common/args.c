@@ -59,7 +59,8 @@ int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_
 {
     char msg[160];
     if (!starts_with_digit(s)) {
-        snprintf(msg, sizeof(msg), "%s needs a non-negative whole number, not '%%s'", opt);
+        snprintf(msg, sizeof(msg), "%s needs a whole number in [%llu, %llu], not '%%s'", opt,
+                 (unsigned long long)lo, (unsigned long long)hi);
         return bad_value(a, msg, s);
     }
     errno = 0;
@@ -78,13 +79,14 @@ int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_
     return 0;
 }
 
-/* The binary shift of a K, M or G suffix at *end (advancing past it), or 0. */
+/* The binary shift of a K, M, G or T suffix at *end (advancing past it), or 0. */
 static unsigned suffix_shift(char **end)
 {
     switch (**end) {
     case 'k': case 'K': (*end)++; return 10;
     case 'm': case 'M': (*end)++; return 20;
     case 'g': case 'G': (*end)++; return 30;
+    case 't': case 'T': (*end)++; return 40;
     default: return 0;
     }
 }
@@ -132,11 +134,39 @@ int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const 
     return 0;
 }
 
+/* The CPUs of set as "0-3,6", into buf. */
+static void format_cpus(const cpu_set_t *set, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE && len < size; c++) {
+        if (!CPU_ISSET(c, set) || (c > 0 && CPU_ISSET(c - 1, set)))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+            last++;
+        int n = last == c ? snprintf(buf + len, size - len, "%s%d", len ? "," : "", c)
+                          : snprintf(buf + len, size - len, "%s%d-%d", len ? "," : "", c, last);
+        len += n > 0 ? (size_t)n : 0;
+    }
+}
+
 int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
 {
     uint64_t v;
     if (tk_args_u64(a, "--cpu", s, 0, CPU_SETSIZE - 1, &v) != 0)
         return -1;
+    /* Pinning to a CPU that does not exist, or that this process may not
+     * use, would only fail later and leave the run unpinned. */
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && !CPU_ISSET((int)v, &allowed)) {
+        char cpus[128], msg[224];
+        format_cpus(&allowed, cpus, sizeof(cpus));
+        snprintf(msg, sizeof(msg), "--cpu %%s: no such CPU for this process (allowed: %s)",
+                 cpus);
+        return bad_value(a, msg, s);
+    }
     *out = (int)v;
     return 0;
 }

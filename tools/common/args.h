@@ -20,7 +20,7 @@
  *
  * Numbers are decimal digits only: no sign, no space, no base prefix, so
  * "-1" and " 5" are refused rather than wrapped or skipped. Byte counts take
- * a binary K, M or G suffix (1K = 1024), optionally followed by "B" or "iB";
+ * a binary K, M, G or T suffix (1K = 1024), optionally followed by "B" or "iB";
  * a bare number may end in "B".
  */
 #ifndef RTMEM_TOOLS_ARGS_H
@@ -67,8 +67,9 @@ int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint6
  * -1 (reported). */
 int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const char **out);
 
-/* --cpu N: a CPU number below CPU_SETSIZE, for tk_rt_request.cpu. Returns 0,
- * or -1 (reported). */
+/* --cpu N: a CPU this process may run on (in its affinity mask, so one
+ * that exists and is online), for tk_rt_request.cpu. Returns 0, or -1
+ * (reported, with the CPUs it may use). */
 int tk_args_cpu(const struct tk_args *a, const char *s, int *out);
 
 /* --prio N: a SCHED_FIFO priority, 1..99, for tk_rt_request.priority.

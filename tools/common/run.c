@@ -20,21 +20,3 @@ int tk_run_setup(const struct tk_run_opts *o, struct tk_rt_state *rt, struct tk_
     tk_machine_collect(mf);
     return 0;
 }
-
-FILE *tk_run_open_results(const char *prog, const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
-    return f;
-}
-
-int tk_run_close_results(const char *prog, FILE *f, const char *path, bool run_failed)
-{
-    if (fclose(f) == 0)
-        return 0;
-    int err = errno;
-    if (!run_failed)
-        fprintf(stderr, "%s: closing '%s' failed: %s\n", prog, path, strerror(err));
-    return -err;
-}

@@ -8,8 +8,8 @@
  * calls tk_rt_lock_memory (rt.h says why).
  *
  * A result file is opened before the run (a name that cannot be written is
- * bad usage, found before minutes of measuring) and closed after it with
- * tk_run_close_results. Every failure is reported on stderr, prefixed with
+ * bad usage, found before minutes of measuring) and completed or abandoned
+ * after it (result.h). Every failure is reported on stderr, prefixed with
  * the tool's name.
  */
 #ifndef RTMEM_TOOLS_RUN_H
@@ -37,15 +37,5 @@ struct tk_run_opts {
  * then unusable). *rt is set up either way: undo it with tk_rt_undo. */
 int tk_run_setup(const struct tk_run_opts *o, struct tk_rt_state *rt, struct tk_timer *t,
                  struct tk_machine *mf);
-
-/* Creates (or truncates) the result file path for writing. Returns it, or
- * NULL after reporting "<prog>: cannot write '<path>': <reason>". */
-FILE *tk_run_open_results(const char *prog, const char *path);
-
-/* Closes a result file from tk_run_open_results. Returns 0, or the negative
- * errno of a failed close (data may be lost), reported as "<prog>: closing
- * '<path>' failed: <reason>" unless the run has already failed (its own
- * message said enough). */
-int tk_run_close_results(const char *prog, FILE *f, const char *path, bool run_failed);
 
 #endif /* RTMEM_TOOLS_RUN_H */

@@ -14,6 +14,8 @@
 #include "bench.h"
 #include "cmd.h"
 #include "common/args.h"
+#include "common/child.h"
+#include "common/result.h"
 #include "common/run.h"
 
 #define DEFAULT_OPS        200000u
@@ -41,10 +43,15 @@ static void usage(FILE *f)
             "usage: rtmem bench [options]\n"
             "\n"
             "Times alloc and free of every rtmem heap kind (through rtm_heap_*), of TLSF\n"
-            "through its typed API (row \"tlsf(typed)\": the difference is the dispatch\n"
-            "cost) and of glibc malloc/free (its defaults, no mallopt), on the same random\n"
-            "workload, interleaved over several rounds. Every time is also shown minus the\n"
-            "floor: the same harness around a call to a function that returns its argument.\n"
+            "through its typed API (row \"tlsf(typed)\": rtm_tlsf_alloc/rtm_tlsf_free\n"
+            "called through a pointer, as everything here is; the difference to \"tlsf\"\n"
+            "is the dispatch cost) and of glibc malloc/free (its defaults, no mallopt), on\n"
+            "the same random workload, interleaved over several rounds. One timing loop,\n"
+            "compiled once, times every allocator: each call goes through one function\n"
+            "pointer to a wrapper that jumps to the allocator. Every time is also shown\n"
+            "minus the floor: that same loop and call, the wrapper jumping to a function\n"
+            "that does nothing, so the floor takes off exactly the harness's own code,\n"
+            "wherever the compiler places it.\n"
             "\n"
             "Main phase workload: sizes uniform in [min-size, max-size]; at each step free\n"
             "a random live block if the live cap is reached, allocate if none is live,\n"
@@ -59,13 +66,21 @@ static void usage(FILE *f)
             "\n"
             "Then sweeps block sizes in 64-byte buckets from 0 to 10 KiB.\n"
             "\n"
+            "Peers (jemalloc, mimalloc, tcmalloc, when installed; named in --kinds) and\n"
+            "plugins (--plugin, <rtmem/plugin.h>) run beside them, loaded as memcheck\n"
+            "loads them. The measuring runs in a child process under a watchdog: an\n"
+            "allocator that crashes, or makes no progress for --timeout seconds (a pass\n"
+            "is progress), is named with where it failed and a replay command, left out,\n"
+            "and the run starts again without it (exit status 1; the others' figures and\n"
+            "the failure are in the report and the JSON).\n"
+            "\n"
             "options:\n"
             "  --ops N           operations per pass (default %u; --quick %u)\n"
             "  --rounds N        measured rounds, order alternating (default %u; --quick %u)\n"
             "  --min-size B      smallest request in bytes (default %u)\n"
             "  --max-size B      largest request in bytes (default %u)\n"
             "  --live N          cap on live blocks (default %u)\n"
-            "  --heap-size B     memory of each rtmem heap (default 64M)\n"
+            "  --heap-size B     memory of each heap (rtmem's kinds, plugins; default 64M)\n"
             "  --seed N          workload seed (default %u)\n"
             "  --cpu N           CPU to pin to (default: the last allowed CPU)\n"
             "  --prio N          SCHED_FIFO priority, 1..99 (default %d)\n"
@@ -77,8 +92,16 @@ static void usage(FILE *f)
         fprintf(f, "%s, ", *k);
     fprintf(f,
             "tlsf(typed)\n"
-            "                    (alias tlsf-typed), glibc\n"
-            "  --json FILE       also write the results as JSON (schema %s)\n"
+            "                    (alias tlsf-typed), glibc, the plugins; also: jemalloc,\n"
+            "                    mimalloc, tcmalloc (a peer not installed is skipped)\n"
+            "  --plugin FILE.so  load a heap plugin (repeatable, up to %d)\n"
+            "  --timeout SECONDS a pass without progress for this long is killed and its\n"
+            "                    allocator left out (default %u; 0: never)\n"
+            "  --json FILE       also write the results as JSON (schema %s):\n"
+            "                    to a new file beside FILE, renamed over it only when\n"
+            "                    the run completes; a failed or interrupted run leaves\n"
+            "                    FILE as it was. A FIFO or device (/dev/stdout,\n"
+            "                    /dev/null) is written directly\n"
             "  --quick           a short run for smoke tests (ops, rounds, sweep ops reduced)\n"
             "  --fill N          blocks per fill in the free-order phase (default %u)\n"
             "  --no-free-order   skip the free-order phase\n"
@@ -87,11 +110,14 @@ static void usage(FILE *f)
             "  --sweep-ops N     operations per bucket per allocator (default %u; --quick %u)\n"
             "  -h, --help        this text\n"
             "\n"
-            "Byte counts take a K, M or G suffix (powers of 1024). Requires root (or\n"
+            "Byte counts take a K, M, G or T suffix (powers of 1024). Requires root (or\n"
             "CAP_SYS_NICE, CAP_IPC_LOCK) for SCHED_FIFO and locking; without them the\n"
             "run continues and reports what was refused.\n"
-            "Exit status: 0 ok, 1 run-time failure, 2 bad usage.\n",
-            BENCH_SCHEMA, DEFAULT_FILL, DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
+            "Exit status: 0 ok, 1 run-time failure (an allocator that failed, or a report\n"
+            "that cannot be written to standard output, included), 2 bad usage (a plugin\n"
+            "that does not load or whose table is refused included).\n",
+            BENCH_MAX_PLUGINS, BENCH_DEFAULT_TIMEOUT_S, BENCH_SCHEMA, DEFAULT_FILL,
+            DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
 }
 
 /* Messages name the subcommand; byte-count examples fit its sizes. */
@@ -100,7 +126,7 @@ static const struct tk_args cli = {"rtmem bench", "4096, 64K, 64M"};
 enum {
     OPT_OPS = 256, OPT_ROUNDS, OPT_MIN, OPT_MAX, OPT_LIVE, OPT_HEAP, OPT_SEED, OPT_CPU,
     OPT_PRIO, OPT_NO_RT, OPT_KINDS, OPT_JSON, OPT_QUICK, OPT_NO_SWEEP, OPT_SWEEP_ONLY,
-    OPT_SWEEP_OPS, OPT_FILL, OPT_NO_FREE_ORDER,
+    OPT_SWEEP_OPS, OPT_FILL, OPT_NO_FREE_ORDER, OPT_PLUGIN, OPT_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -122,6 +148,8 @@ static const struct option long_opts[] = {
     {"sweep-ops", required_argument, NULL, OPT_SWEEP_OPS},
     {"fill", required_argument, NULL, OPT_FILL},
     {"no-free-order", no_argument, NULL, OPT_NO_FREE_ORDER},
+    {"plugin", required_argument, NULL, OPT_PLUGIN},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -182,6 +210,21 @@ static int apply_option(int c, const char *arg, struct bench_opts *o, bool *set_
         o->fill_blocks = (uint32_t)v;
         break;
     case OPT_NO_FREE_ORDER: o->no_free_order = true; break;
+    case OPT_PLUGIN:
+        if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
+            return -1;
+        if (o->n_plugins == BENCH_MAX_PLUGINS) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "--plugin: at most %d plugins; '%%s' is one more",
+                     BENCH_MAX_PLUGINS);
+            return tk_args_bad(&cli, msg, arg);
+        }
+        o->plugin_paths[o->n_plugins++] = arg;
+        break;
+    case OPT_TIMEOUT:
+        rc = tk_args_u64(&cli, "--timeout", arg, 0, BENCH_MAX_TIMEOUT_S, &v);
+        o->timeout_s = (unsigned)v;
+        break;
     default:
         return -1;
     }
@@ -196,6 +239,7 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
         .max_size_bytes = DEFAULT_MAX_BYTES, .live_cap = DEFAULT_LIVE,
         .heap_bytes = DEFAULT_HEAP_BYTES, .seed = DEFAULT_SEED, .sweep_ops = DEFAULT_SWEEP_OPS,
         .fill_blocks = DEFAULT_FILL, .cpu = -1, .priority = TK_RT_DEFAULT_PRIORITY,
+        .timeout_s = BENCH_DEFAULT_TIMEOUT_S,
     };
     bool set_ops = false, set_rounds = false, set_sweep_ops = false;
 
@@ -233,91 +277,176 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     return 0;
 }
 
-static void add_allocator(struct bench *b, const char *name, enum alloc_type type)
+static struct allocator *add_allocator(struct bench *b, const char *name, enum alloc_type type)
 {
     struct allocator *a = &b->al[b->n_al++];
     memset(a, 0, sizeof(*a));
     a->name = name;
     a->type = type;
+    return a;
 }
 
-/* Canonical name of a --kinds entry, or NULL if unknown. */
-static const char *canonical_kind(const char *name)
+/* Is name an item of the comma-separated list? */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+static bool is_peer(const char *name)
+{
+    for (const char *const *k = mc_peer_names(); *k; k++)
+        if (strcmp(name, *k) == 0)
+            return true;
+    return false;
+}
+
+/* A name the run knows: a kind, tlsf(typed) or its alias, glibc, a peer, a
+ * loaded plugin. */
+static bool known_name(const struct bench *b, const char *name)
 {
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0)
-            return *k;
-    if (strcmp(name, "tlsf-typed") == 0)
-        return extra_names[0];
+            return true;
+    if (strcmp(name, "tlsf-typed") == 0 || is_peer(name))
+        return true;
     for (size_t i = 0; i < sizeof(extra_names) / sizeof(extra_names[0]); i++)
         if (strcmp(name, extra_names[i]) == 0)
-            return extra_names[i];
-    return NULL;
+            return true;
+    for (size_t i = 0; i < b->n_plugins; i++)
+        if (strcmp(name, b->plugins[i].table->name) == 0)
+            return true;
+    return false;
 }
 
-/* Is the canonical name selected by --kinds (every name if absent)? Fills
- * *unknown with the first unknown entry. */
-static bool kind_selected(const char *kinds_arg, const char *name, const char **unknown,
-                          char *buf, size_t buf_size)
+/* Every --kinds item names an allocator. 0, or -1 (reported). */
+static int check_kinds(const struct bench *b)
 {
-    if (!kinds_arg)
-        return true;
-    bool hit = false;
-    const char *p = kinds_arg;
+    const char *p = b->o.kinds_arg;
     for (;;) {
         size_t len = strcspn(p, ",");
-        if (len == 0 || len >= buf_size) {
-            if (!*unknown) {
-                snprintf(buf, buf_size, "%.*s", (int)(len < buf_size ? len : buf_size - 1), p);
-                *unknown = buf;
-            }
-        } else {
-            char item[64];
-            snprintf(item, sizeof(item), "%.*s", (int)len, p);
-            const char *canon = canonical_kind(item);
-            if (!canon && !*unknown) {
-                snprintf(buf, buf_size, "%s", item);
-                *unknown = buf;
-            }
-            hit = hit || (canon && strcmp(canon, name) == 0);
+        char item[64];
+        if (len == 0)
+            return tk_args_bad(&cli, "--kinds: empty name in '%s'", b->o.kinds_arg);
+        snprintf(item, sizeof(item), "%.*s", (int)len, p);
+        if (len >= sizeof(item) || !known_name(b, item)) {
+            fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", item);
+            for (const char *const *k = rtm_heap_kinds(); *k; k++)
+                fprintf(stderr, "%s, ", *k);
+            fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc");
+            for (const char *const *k = mc_peer_names(); *k; k++)
+                fprintf(stderr, ", %s", *k);
+            for (size_t i = 0; i < b->n_plugins; i++)
+                fprintf(stderr, ", %s", b->plugins[i].table->name);
+            fprintf(stderr, "%s\nTry 'rtmem bench --help'.\n",
+                    b->n_plugins ? "" : " (and plugins loaded with --plugin)");
+            return -1;
         }
         if (p[len] == '\0')
-            break;
+            return 0;
         p += len + 1;
     }
-    return hit;
 }
 
-/* The floor first, then the rtmem kinds, tlsf(typed), glibc. -1 on bad --kinds. */
+/* Does the run take the allocator name? Without --kinds, what runs by
+ * default (every kind, tlsf(typed), glibc, the plugins; no peer). */
+static bool wanted(const struct bench *b, const char *name, bool by_default)
+{
+    if (!b->o.kinds_arg)
+        return by_default;
+    return listed(b->o.kinds_arg, name) ||
+           (strcmp(name, extra_names[0]) == 0 && listed(b->o.kinds_arg, "tlsf-typed"));
+}
+
+/* A peer that does not load is skipped, and said so. */
+static void skip_peer(struct bench *b, const char *name, const char *why)
+{
+    size_t n = strlen(b->skipped);
+    snprintf(b->skipped + n, sizeof(b->skipped) - n, "%s%s skipped: %s", n ? "; " : "", name,
+             why);
+    fprintf(stderr, "rtmem bench: %s skipped: %s\n", name, why);
+}
+
+/* The floor first, then the rtmem kinds, tlsf(typed), glibc, the peers
+ * --kinds names, the plugins. -1 on bad --kinds (reported). */
 static int select_allocators(struct bench *b)
 {
-    const char *unknown = NULL;
-    char buf[64];
+    if (b->o.kinds_arg && check_kinds(b) != 0)
+        return -1;
     add_allocator(b, "floor", ALLOC_FLOOR);
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (b->n_al < BENCH_MAX_ALLOCATORS - 2 &&
-            kind_selected(b->o.kinds_arg, *k, &unknown, buf, sizeof(buf)))
+        if (wanted(b, *k, true))
             add_allocator(b, *k, ALLOC_HEAP);
-    if (kind_selected(b->o.kinds_arg, extra_names[0], &unknown, buf, sizeof(buf)))
+    if (wanted(b, extra_names[0], true))
         add_allocator(b, extra_names[0], ALLOC_TLSF_TYPED);
-    if (kind_selected(b->o.kinds_arg, extra_names[1], &unknown, buf, sizeof(buf)))
+    if (wanted(b, extra_names[1], true))
         add_allocator(b, extra_names[1], ALLOC_GLIBC);
-    if (unknown && !*unknown)
-        return tk_args_bad(&cli, "--kinds: empty name in '%s'", b->o.kinds_arg);
-    if (unknown) {
-        fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", unknown);
-        for (const char *const *k = rtm_heap_kinds(); *k; k++)
-            fprintf(stderr, "%s, ", *k);
-        fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc\n");
-        return -1;
+    for (const char *const *k = mc_peer_names(); *k; k++) {
+        if (!wanted(b, *k, false))
+            continue;
+        struct allocator *a = add_allocator(b, *k, ALLOC_LOADED);
+        char why[MC_WHY_MAX];
+        if (mc_alloc_peer(&a->ma, *k, why, sizeof(why)) != 0) {
+            skip_peer(b, *k, why);
+            b->n_al--;
+        }
     }
+    for (size_t i = 0; i < b->n_plugins; i++)
+        if (wanted(b, b->plugins[i].table->name, true)) {
+            struct allocator *a = add_allocator(b, b->plugins[i].table->name, ALLOC_LOADED);
+            mc_alloc_plugin(&a->ma, &b->plugins[i]);
+        }
     if (b->n_al < 2)
-        return tk_args_bad(&cli, "--kinds selects no allocator%s", "");
+        return tk_args_bad(&cli, "--kinds selects no allocator that loads%s", "");
     return 0;
 }
 
-/* Storage for the whole run, allocated before any timing. */
-static int allocate_run_storage(struct bench *b)
+/* Loads the peers --kinds names, before anything else happens: jemalloc
+ * may need the process executed again (memcheck_alloc.h). A peer that
+ * does not load is skipped later, by select_allocators. */
+static void load_peers(struct bench *b, int argc, char **argv)
+{
+    for (const char *const *p = mc_peer_names(); *p; p++) {
+        if (!b->o.kinds_arg || !listed(b->o.kinds_arg, *p))
+            continue;
+        struct mc_alloc a;
+        char why[MC_WHY_MAX], how[MC_WHY_MAX];
+        if (mc_alloc_peer(&a, *p, why, sizeof(why)) == MC_PEER_NEEDS_STATIC_TLS)
+            mc_reexec_command(argc, argv, *p, how, sizeof(how));
+    }
+}
+
+static bool name_taken(const char *name, void *arg)
+{
+    const struct bench *b = arg;
+    return known_name(b, name) || strcmp(name, "floor") == 0;
+}
+
+/* Every --plugin; 0, or -1 after a refused one (reported). */
+static int load_plugins(struct bench *b)
+{
+    for (size_t i = 0; i < b->o.n_plugins; i++) {
+        char why[MC_WHY_MAX];
+        if (mc_plugin_load(&b->plugins[b->n_plugins], b->o.plugin_paths[i], name_taken, b, why,
+                           sizeof(why)) != 0) {
+            fprintf(stderr, "rtmem bench: --plugin %s: %s\nTry 'rtmem bench --help'; the table "
+                            "is described in <rtmem/plugin.h>.\n",
+                    b->o.plugin_paths[i], why);
+            return -1;
+        }
+        b->n_plugins++;
+    }
+    return 0;
+}
+
+/* The measuring process's work buffers, allocated before any timing. */
+static int allocate_work(struct bench *b)
 {
     size_t ops = b->o.ops > b->o.sweep_ops ? (size_t)b->o.ops : (size_t)b->o.sweep_ops;
     size_t samples = ops > b->o.fill_blocks ? ops : (size_t)b->o.fill_blocks;
@@ -326,24 +455,7 @@ static int allocate_run_storage(struct bench *b)
         return -ENOMEM;
     b->slots_cap = b->o.live_cap;
     b->slots = calloc(b->slots_cap, sizeof(void *));
-    if (!b->slots)
-        return -ENOMEM;
-    for (size_t i = 0; i < b->n_al; i++) {
-        struct allocator *a = &b->al[i];
-        a->rounds[0] = calloc(b->o.rounds, sizeof(struct tk_summary));
-        a->rounds[1] = calloc(b->o.rounds, sizeof(struct tk_summary));
-        a->sweep_alloc_ns = calloc(SWEEP_BUCKETS, sizeof(double));
-        a->sweep_free_ns = calloc(SWEEP_BUCKETS, sizeof(double));
-        a->sweep_failed = calloc(SWEEP_BUCKETS, sizeof(uint64_t));
-        a->fill_alloc = calloc((size_t)FILL_ORDERS * b->o.rounds, sizeof(struct tk_summary));
-        for (int o = 0; o < FILL_ORDERS; o++)
-            a->fill_free[o] = calloc(b->o.rounds, sizeof(struct tk_summary));
-        if (!a->rounds[0] || !a->rounds[1] || !a->sweep_alloc_ns || !a->sweep_free_ns ||
-            !a->sweep_failed || !a->fill_alloc || !a->fill_free[FILL_IN_ORDER] ||
-            !a->fill_free[FILL_SHUFFLED])
-            return -ENOMEM;
-    }
-    return 0;
+    return b->slots ? 0 : -ENOMEM;
 }
 
 /* Index of the k-th allocator to run in a round: forward in even rounds,
@@ -351,6 +463,21 @@ static int allocate_run_storage(struct bench *b)
 static size_t order_index(size_t k, size_t n, unsigned round)
 {
     return round % 2 == 0 ? k : n - 1 - k;
+}
+
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+static void mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                      bool warmup)
+{
+    b->now = (struct bench_running){.set = true, .al = al, .phase = phase, .round = round,
+                                    .warmup = warmup};
+    tk_child_beat(&b->beat);
+}
+
+static bool left_out(const struct bench *b, size_t i)
+{
+    return b->al[i].fail.failed;
 }
 
 static void run_main(struct bench *b)
@@ -361,13 +488,20 @@ static void run_main(struct bench *b)
                       b->o.seed);
     /* Warm-up: one unrecorded pass each (caches, glibc's arenas, page tables). */
     for (size_t k = 0; k < b->n_al; k++) {
+        if (left_out(b, k))
+            continue;
         tk_rt_breather(&b->rt);
+        mark_pass(b, k, PH_MAIN, 0, true);
         run_pass(b, &b->al[k], &out);
     }
     for (unsigned r = 0; r < b->o.rounds; r++) {
         for (size_t k = 0; k < b->n_al; k++) {
-            struct allocator *a = &b->al[order_index(k, b->n_al, r)];
+            size_t i = order_index(k, b->n_al, r);
+            struct allocator *a = &b->al[i];
+            if (left_out(b, i))
+                continue;
             tk_rt_breather(&b->rt);
+            mark_pass(b, i, PH_MAIN, r, false);
             run_pass(b, a, &out);
             tk_samples_summarize(out.alloc_ticks, b->timer.ns_per_tick, &a->rounds[0][r]);
             tk_samples_summarize(out.free_ticks, b->timer.ns_per_tick, &a->rounds[1][r]);
@@ -380,6 +514,16 @@ static void run_main(struct bench *b)
     b->ran_main = true;
 }
 
+/* How many of the fill's requests are above RTM_PAGEHEAP_MAX_BUCKET: page
+ * runs (kept in trees) in heapmem and xnheap, bucket slots below. */
+static size_t fill_runs(const struct fill_work *fw)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < fw->n; i++)
+        n += fw->sizes[i] > RTM_PAGEHEAP_MAX_BUCKET;
+    return n;
+}
+
 /* Free-order phase: per round, every allocator (order alternating as in the
  * main phase) runs both orders, the one going first alternating by round.
  * 0, or -1 if a heap could not be created again (reported). */
@@ -389,19 +533,24 @@ static int run_free_order(struct bench *b)
     uint64_t t0 = tk_clock_ns();
     fill_work_generate(&b->fw, b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes,
                        b->o.seed ^ FILL_SEED_SALT);
+    b->fill_n = b->fw.n;
+    b->fill_runs = fill_runs(&b->fw);
     /* Warm-up: one unrecorded pass of each order per allocator. */
     for (size_t k = 0; k < b->n_al; k++)
-        for (int o = 0; o < FILL_ORDERS; o++) {
+        for (int o = 0; o < FILL_ORDERS && !left_out(b, k); o++) {
             tk_rt_breather(&b->rt);
+            mark_pass(b, k, PH_FREE_ORDER, 0, true);
             if (run_fill_pass(b, &b->al[k], (enum fill_order)o, &out) != 0)
                 return -1;
         }
     for (unsigned r = 0; r < b->o.rounds; r++) {
         for (size_t k = 0; k < b->n_al; k++) {
-            struct allocator *a = &b->al[order_index(k, b->n_al, r)];
-            for (unsigned i = 0; i < FILL_ORDERS; i++) {
+            size_t idx = order_index(k, b->n_al, r);
+            struct allocator *a = &b->al[idx];
+            for (unsigned i = 0; i < FILL_ORDERS && !left_out(b, idx); i++) {
                 enum fill_order o = (enum fill_order)((r + i) % FILL_ORDERS);
                 tk_rt_breather(&b->rt);
+                mark_pass(b, idx, PH_FREE_ORDER, r, false);
                 if (run_fill_pass(b, a, o, &out) != 0)
                     return -1;
                 tk_samples_summarize(out.alloc_ticks, b->timer.ns_per_tick,
@@ -435,8 +584,12 @@ static void run_sweep(struct bench *b)
         workload_generate(&b->w, b->o.sweep_ops, lo, hi, b->o.live_cap,
                           b->o.seed ^ ((uint64_t)(bk + 1) * 0x9e3779b97f4a7c15u));
         for (size_t k = 0; k < b->n_al; k++) {
-            struct allocator *a = &b->al[order_index(k, b->n_al, bk)];
+            size_t i = order_index(k, b->n_al, bk);
+            struct allocator *a = &b->al[i];
+            if (left_out(b, i))
+                continue;
             tk_rt_breather(&b->rt);
+            mark_pass(b, i, PH_SWEEP, bk, false);
             run_pass(b, a, &out);   /* warm-up for this size range */
             run_pass(b, a, &out);
             a->sweep_alloc_ns[bk] = mean_ns(b, out.alloc_ticks);
@@ -451,93 +604,245 @@ static void run_sweep(struct bench *b)
     b->ran_sweep = true;
 }
 
-static void free_run(struct bench *b)
+/* The measuring process's exit statuses beyond 0 and 1. */
+#define MEASURE_NO_STDOUT 3   /* the header could not be written (reported) */
+
+/* The measuring process: the real-time setup, the heaps, the memory lock,
+ * the header (first attempt only), every phase. Its results go to the
+ * shared arrays; it exits after, so nothing here is freed. */
+static int measure(void *arg)
 {
-    for (size_t i = 0; i < b->n_al; i++)
-        allocator_close(&b->al[i]);
-    free(b->slots);
-    workload_destroy(&b->w);
-    fill_work_destroy(&b->fw);
-    tk_samples_destroy(&b->alloc_s);
-    tk_samples_destroy(&b->free_s);
+    struct bench *b = arg;
+    struct tk_rt_request req = {
+        .pin = !b->o.no_rt, .cpu = b->o.cpu, .fifo = !b->o.no_rt,
+        .priority = b->o.priority, .lock = false,   /* once mapped, below */
+    };
+    tk_rt_setup(&req, &b->rt);
+    if (allocate_work(b) != 0) {
+        fprintf(stderr, "rtmem bench: out of memory for the run's buffers\n");
+        return 1;
+    }
+    for (size_t i = 0; i < b->n_al; i++) {
+        if (left_out(b, i))
+            continue;
+        mark_pass(b, i, PH_SETUP, 0, false);
+        if (allocator_open(&b->al[i], b->o.heap_bytes) != 0)
+            return 1;
+    }
+    b->now.set = false;
+    tk_rt_lock_memory(&b->rt);
+    if (!b->header_done) {
+        print_header(stdout, b);
+        b->header_done = true;
+        /* A report that cannot be written is not worth measuring. */
+        if (tk_stdout_check(cli.prog) != 0)
+            return MEASURE_NO_STDOUT;
+    }
+    if (!b->o.sweep_only)
+        run_main(b);
+    if (!b->o.no_free_order && run_free_order(b) != 0)
+        return 1;
+    if (!b->o.no_sweep)
+        run_sweep(b);
+    b->now.set = false;
+    tk_rt_refresh(&b->rt);
+    return 0;
+}
+
+static const char *const phase_names[] = {"setup", "main phase", "free-order phase", "sweep"};
+
+const char *bench_where(const struct bench_running *w, char *buf, size_t size)
+{
+    if (w->phase == PH_SETUP)
+        snprintf(buf, size, "creating its heap");
+    else if (w->warmup)
+        snprintf(buf, size, "%s, warm-up pass", phase_names[w->phase]);
+    else if (w->phase == PH_SWEEP)
+        snprintf(buf, size, "sweep, bucket %u..%u B", w->round * SWEEP_BUCKET_BYTES,
+                 (w->round + 1) * SWEEP_BUCKET_BYTES - 1);
+    else
+        snprintf(buf, size, "%s, round %u", phase_names[w->phase], w->round + 1);
+    return buf;
+}
+
+/* Records how the measuring process died in the allocator it was running.
+ * Returns 0 if the run can go on without that allocator, else 1
+ * (reported): the process died outside an allocator, or in the floor. */
+static int fail_allocator(struct bench *b, const struct tk_child_result *r)
+{
+    char sig[64], where[96];
+    const char *how = r->end == TK_CHILD_TIMED_OUT ? "hung"
+                      : r->end == TK_CHILD_KILLED
+                          ? tk_signal_describe(r->code, sig, sizeof(sig))
+                          : "exited";
+    if (!b->now.set || b->now.al == 0 || b->now.al >= b->n_al) {
+        if (r->end == TK_CHILD_EXITED)
+            fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
+                    r->code);
+        else
+            fprintf(stderr, "rtmem bench: the measuring process %s%s\n",
+                    r->end == TK_CHILD_TIMED_OUT ? "made no progress: " : "died of ", how);
+        return 1;
+    }
+    struct allocator *a = &b->al[b->now.al];
+    struct bench_failure *f = &a->fail;
+    f->failed = true;
+    f->timed_out = r->end == TK_CHILD_TIMED_OUT;
+    f->signal = r->end == TK_CHILD_KILLED ? r->code : 0;
+    f->where = b->now;
+    bench_where(&b->now, where, sizeof(where));
+    if (f->timed_out)
+        snprintf(f->msg, sizeof(f->msg), "%s: hung: no progress for %u s (--timeout), killed "
+                 "with SIGKILL", where, b->o.timeout_s);
+    else if (r->end == TK_CHILD_KILLED)
+        snprintf(f->msg, sizeof(f->msg), "%s: crashed: killed by %s", where, how);
+    else
+        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d",
+                 where, r->code);
+    fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->name,
+            f->msg);
+    return 0;
+}
+
+/* Runs the measuring process until it completes, leaving out each
+ * allocator it dies in. Returns 0, or 1 (reported). */
+static int measure_all(struct bench *b)
+{
+    const struct tk_child_opts co = {.timeout_s = b->o.timeout_s,
+                                     .watch_priority = b->watch_priority};
+    /* Each attempt leaves one allocator out or ends the run. */
+    for (size_t attempt = 0; attempt < b->n_al; attempt++) {
+        struct tk_child_result r;
+        reset_results(b);
+        tk_child_run(measure, b, &b->beat, &co, &r);
+        switch (r.end) {
+        case TK_CHILD_EXITED:
+            if (r.code == 0 || r.code == MEASURE_NO_STDOUT)
+                return r.code == 0 ? 0 : 1;
+            /* In an allocator's pass or heap: that allocator's failure. */
+            if (fail_allocator(b, &r) != 0)
+                return 1;
+            break;
+        case TK_CHILD_NOT_STARTED:
+            fprintf(stderr, "rtmem bench: cannot start the measuring process: %s\n",
+                    strerror(r.code));
+            return 1;
+        case TK_CHILD_KILLED:
+        case TK_CHILD_TIMED_OUT:
+            if (fail_allocator(b, &r) != 0)
+                return 1;
+            break;
+        }
+    }
+    return 1;
+}
+
+/* Moves the allocators that failed from al[] to gone[], in order. */
+static void set_aside_failed(struct bench *b)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_al; i++) {
+        if (left_out(b, i))
+            b->gone[b->n_gone++] = b->al[i];
+        else
+            b->al[kept++] = b->al[i];
+    }
+    b->n_al = kept;
+}
+
+/* The JSON into the result file and the file into place. Returns 0 or 1
+ * (reported). */
+static int write_results(struct bench *b, struct tk_result *json)
+{
+    if (write_json(json->f, b) == -EINVAL) {
+        fprintf(stderr, "rtmem bench: internal error: unbalanced JSON for '%s'\n",
+                b->o.json_path);
+        return 1;
+    }
+    /* A write error is the commit's to report, with its cause. */
+    if (tk_result_commit(json, cli.prog) != 0)
+        return 1;
+    printf("\nresults written to %s\n", b->o.json_path);
+    return 0;
+}
+
+/* The watchdog's priority: above the measuring process's, so that one
+ * spinning at its real-time priority on the parent's CPU cannot starve it. */
+static int watch_priority(const struct bench *b, bool fifo_granted)
+{
+    if (b->o.no_rt || !fifo_granted)
+        return 0;
+    int max = sched_get_priority_max(SCHED_FIFO);
+    return b->o.priority < max ? b->o.priority + 1 : max;
 }
 
 /* Everything after option parsing. Returns the exit status. */
 static int bench_run(struct bench *b)
 {
-    FILE *json = NULL;
-    if (b->o.json_path) {
-        json = tk_run_open_results(cli.prog, b->o.json_path);
-        if (!json)
-            return EXIT_USAGE;
-    }
+    struct tk_result json;
+    bool have_json = b->o.json_path != NULL;
+    if (have_json && tk_result_open(&json, cli.prog, b->o.json_path) != 0)
+        return EXIT_USAGE;
 
-    /* Memory is locked below, once mapped. */
+    /* The timer is calibrated under the real-time setup the measuring gets;
+     * then the parent, which only waits, gives it up. */
+    struct tk_rt_state parent_rt;
     const struct tk_run_opts ro = {cli.prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
-    int status = tk_run_setup(&ro, &b->rt, &b->timer, &b->mf) == 0 ? 0 : 1;
-    if (status == 0 && allocate_run_storage(b) != 0) {
-        fprintf(stderr, "rtmem bench: out of memory for the run's buffers\n");
+    int status = tk_run_setup(&ro, &parent_rt, &b->timer, &b->mf) == 0 ? 0 : 1;
+    b->watch_priority = watch_priority(b, parent_rt.fifo.granted);
+    tk_rt_undo(&parent_rt);
+    if (status == 0 && allocate_results(b) != 0) {
+        fprintf(stderr, "rtmem bench: out of memory for the run's results\n");
         status = 1;
     }
-    for (size_t i = 0; status == 0 && i < b->n_al; i++)
-        if (allocator_open(&b->al[i], b->o.heap_bytes) != 0)
-            status = 1;
+    if (status == 0)
+        status = measure_all(b);
+    if (status == 0)
+        set_aside_failed(b);
 
     if (status == 0) {
-        tk_rt_lock_memory(&b->rt);
-        print_header(stdout, b);
-        fflush(stdout);
-        if (!b->o.sweep_only)
-            run_main(b);
-        if (!b->o.no_free_order && run_free_order(b) != 0)
-            status = 1;
-        if (status == 0 && !b->o.no_sweep)
-            run_sweep(b);
-        tk_rt_refresh(&b->rt);
         aggregate_main(b);
         aggregate_free_order(b);
         print_main(stdout, b);
         print_free_order(stdout, b);
         print_sweep(stdout, b);
         print_notes(stdout, b);
-        /* status is 1 here if the free-order phase stopped: no result file. */
-        if (json && status == 0) {
-            int rc = write_json(json, b);
-            if (rc != 0) {
-                fprintf(stderr, "rtmem bench: writing '%s' failed: %s\n", b->o.json_path,
-                        strerror(-rc));
-                status = 1;
-            } else {
-                printf("\nresults written to %s\n", b->o.json_path);
-            }
-        }
+        if (tk_stdout_check(cli.prog) != 0)
+            status = 1;
+        /* A complete run replaces the result file; allocators that failed
+         * are in it, with their failure. */
+        if (have_json && status == 0)
+            status = write_results(b, &json);
+        if (b->n_gone > 0)
+            status = 1;
     }
-    if (json && tk_run_close_results(cli.prog, json, b->o.json_path, status != 0) != 0 &&
-        status == 0)
-        status = 1;
-    /* Leave no partial result file behind to be mistaken for a result. */
-    if (json && status != 0)
-        (void)unlink(b->o.json_path);
-    free_run(b);
-    tk_rt_undo(&b->rt);
+    if (have_json)
+        tk_result_abandon(&json);   /* nothing once committed */
+    free_results(b);
     return status;
 }
 
 int rtm_cmd_bench(int argc, char **argv)
 {
-    struct bench *b = calloc(1, sizeof(*b));
+    /* Shared with the measuring process, which writes its results here. */
+    struct bench *b = tk_shared_alloc(sizeof(*b));
     if (!b) {
         fprintf(stderr, "rtmem bench: out of memory\n");
         return 1;
     }
     int rc = parse_options(argc, argv, &b->o);
     int status;
-    if (rc > 0)
+    if (rc > 0) {
         status = 0;
-    else if (rc < 0 || select_allocators(b) != 0)
+    } else if (rc < 0) {
         status = EXIT_USAGE;
-    else
-        status = bench_run(b);
-    free(b);
+    } else {
+        load_peers(b, argc, argv);
+        if (load_plugins(b) != 0 || select_allocators(b) != 0)
+            status = EXIT_USAGE;
+        else
+            status = bench_run(b);
+    }
+    tk_shared_free(b, sizeof(*b));
     return status;
 }

@@ -2,7 +2,15 @@
  * `rtmem bench`: internal types shared by its three files.
  *   bench.c         options, the run's sequence (setup, main phase, free order, sweep)
  *   bench_work.c    workload generation, the allocators and the timed passes
+ *   bench_floor.c   the floor's no-op calls, out of the timing loops' sight
  *   bench_report.c  aggregation over rounds, human tables and JSON
+ *
+ * The measuring runs in a child process under a watchdog (common/child.h),
+ * since peers and plugins crash and hang: struct bench, and every result
+ * array the child fills, live in memory shared with the parent; the heaps
+ * and work buffers are the child's own. When the child dies in an
+ * allocator (a signal, no progress within --timeout), that allocator is
+ * failed and the run starts again without it.
  */
 #ifndef RTMEM_TOOLS_BENCH_H
 #define RTMEM_TOOLS_BENCH_H
@@ -13,10 +21,12 @@
 #include <stdio.h>
 
 #include "common/arena.h"
+#include "common/child.h"
 #include "common/describe.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
+#include "memcheck_alloc.h"
 #include "rtmem/rtmem.h"
 
 #define BENCH_SCHEMA "rtmem-bench/1"
@@ -39,8 +49,13 @@
  * this, so they are not the main phase's draws. */
 #define FILL_SEED_SALT 0x5851f42d4c957f2du
 
-/* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc. */
+/* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc,
+ * the peers and the plugins. */
 #define BENCH_MAX_ALLOCATORS 16
+#define BENCH_MAX_PLUGINS    4
+/* --timeout: seconds the measuring process may go without progress. */
+#define BENCH_DEFAULT_TIMEOUT_S 60u
+#define BENCH_MAX_TIMEOUT_S     86400u
 
 struct bench_opts {
     uint64_t ops;            /* operations per pass (main phase) */
@@ -61,6 +76,9 @@ struct bench_opts {
     bool no_free_order;
     const char *kinds_arg;   /* NULL: every allocator */
     const char *json_path;   /* NULL: no JSON */
+    const char *plugin_paths[BENCH_MAX_PLUGINS];   /* --plugin, in order */
+    size_t n_plugins;
+    unsigned timeout_s;      /* without progress, the measuring process is killed; 0 never */
 };
 
 /* A workload: one uint32 per operation, generated before any timing. An
@@ -96,6 +114,28 @@ enum alloc_type {
     ALLOC_HEAP,        /* an rtmem kind through rtm_heap_* */
     ALLOC_TLSF_TYPED,  /* TLSF through rtm_tlsf_* */
     ALLOC_GLIBC,       /* malloc/free, glibc defaults */
+    ALLOC_LOADED,      /* a peer or a plugin, through struct mc_alloc */
+};
+
+/* The parts of a run, for naming where an allocator failed. */
+enum bench_phase { PH_SETUP, PH_MAIN, PH_FREE_ORDER, PH_SWEEP };
+
+/* What the measuring process is doing, written before each pass. */
+struct bench_running {
+    bool set;
+    size_t al;                /* index in struct bench.al */
+    enum bench_phase phase;
+    unsigned round;           /* round, or sweep bucket; 0 in setup */
+    bool warmup;
+};
+
+/* An allocator the measuring process died in. */
+struct bench_failure {
+    bool failed;
+    bool timed_out;           /* no progress: killed by the watchdog */
+    int signal;               /* else the signal it died of; 0: it exited */
+    struct bench_running where;
+    char msg[256];
 };
 
 /* What one timed pass produced. Samples are in timer ticks. */
@@ -120,10 +160,13 @@ struct op_agg {
 struct allocator {
     const char *name;
     enum alloc_type type;
+    struct mc_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
+    struct bench_failure fail;   /* set: left out of the run */
     /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
     struct tk_arena mem;
     struct rtm_heap *heap;
     struct rtm_tlsf *tlsf;
+    void *loaded_heap;        /* ALLOC_LOADED, a plugin: its heap */
     uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
     char scratch[64];         /* what the floor's "allocation" returns */
 
@@ -151,7 +194,7 @@ struct allocator {
 
 struct bench {
     struct bench_opts o;
-    struct tk_rt_state rt;
+    struct tk_rt_state rt;        /* the measuring process's real-time setup */
     struct tk_timer timer;
     struct tk_machine mf;
     struct allocator al[BENCH_MAX_ALLOCATORS];
@@ -164,6 +207,20 @@ struct bench {
     bool ran_main, ran_free_order, ran_sweep;
     double sweep_floor_ns;        /* alloc+free of the floor, mean over buckets */
     double main_seconds, free_order_seconds, sweep_seconds;
+    size_t fill_n, fill_runs;     /* the free-order fill: blocks, page runs among them */
+
+    /* Loaded allocators, and the measuring process's watchdog. */
+    struct mc_plugin plugins[BENCH_MAX_PLUGINS];
+    size_t n_plugins;
+    char skipped[512];            /* peers named but not loaded, and why */
+    tk_child_mark beat;
+    struct bench_running now;
+    /* Allocators the measuring process died in, set aside from al[] once
+     * it completes, so that every table shows only the ones measured. */
+    struct allocator gone[BENCH_MAX_ALLOCATORS];
+    size_t n_gone;
+    bool header_done;             /* printed by the first measuring process */
+    int watch_priority;
 };
 
 /* bench_work.c */
@@ -177,9 +234,14 @@ void fill_work_destroy(struct fill_work *fw);
 void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
                         uint64_t seed);
 /* Maps, prefaults and locks memory and creates the heap; 0 or -errno (the
- * message goes to stderr). */
+ * message goes to stderr). Nothing for an allocator without a heap. */
 int allocator_open(struct allocator *a, size_t heap_bytes);
-void allocator_close(struct allocator *a);
+/* The result arrays of every allocator, in memory shared with the
+ * measuring process (allocate_results), zeroed for a new attempt
+ * (reset_results), given back (free_results). */
+int allocate_results(struct bench *b);
+void reset_results(struct bench *b);
+void free_results(struct bench *b);
 /* One timed pass of b->w on a; then frees what is left (untimed) and checks
  * the heap. out's sample stores are reset first. */
 void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
@@ -189,6 +251,13 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
  * Returns 0, or -errno if the heap could not be created again (reported). */
 int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                   struct pass_out *out);
+
+/* bench_floor.c: the floor's no-op calls (the first returns ctx). */
+void *bench_noop_alloc(void *ctx, size_t size);
+void bench_noop_free(void *ctx, void *p);
+
+/* "main phase, round 2" for where; into buf. */
+const char *bench_where(const struct bench_running *where, char *buf, size_t size);
 
 /* bench_report.c */
 void aggregate_main(struct bench *b);

@@ -5,6 +5,7 @@
  * with) prints as "-" and is written as null.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,8 +207,16 @@ void print_header(FILE *f, const struct bench *b)
     for (size_t i = 1; i < b->n_al; i++)
         fprintf(f, " %s%s", b->al[i].name,
                 b->al[i].type == ALLOC_GLIBC ? " (malloc/free, glibc defaults: no mallopt)" : "");
-    fprintf(f, "\nfloor       : the same harness around a call through a volatile function "
-               "pointer to a function returning its argument\n");
+    for (size_t i = 1; i < b->n_al; i++)
+        if (b->al[i].type == ALLOC_LOADED)
+            fprintf(f, "\n  %-10s: %s", b->al[i].name, b->al[i].ma.describe);
+    if (b->o.timeout_s)
+        fprintf(f, "\nwatchdog    : the measuring runs in a child process; an allocator it "
+                   "dies in, or that makes no\n              progress for %u s (--timeout), is "
+                   "left out and the run starts again",
+                b->o.timeout_s);
+    fprintf(f, "\nfloor       : the same timing loop and call (through a function pointer "
+               "to a wrapper that jumps),\n              to a function that does nothing\n");
 }
 
 enum { COL_NAME, COL_COUNT, COL_AVG, COL_SPREAD, COL_NET, COL_P50, COL_P99, COL_P999,
@@ -278,6 +287,41 @@ static void print_ratios(FILE *f, const struct bench *b)
     }
 }
 
+/* Where a failed allocator's run stopped, as options that run just that
+ * part again. */
+static const char *replay_phase(const struct bench_running *w)
+{
+    switch (w->phase) {
+    case PH_SETUP:
+    case PH_MAIN: return " --no-free-order --no-sweep";
+    case PH_FREE_ORDER: return " --no-sweep";
+    case PH_SWEEP: return " --sweep-only";
+    }
+    return "";
+}
+
+static void print_failed(FILE *f, const struct bench *b)
+{
+    const struct bench_opts *o = &b->o;
+    for (size_t i = 0; i < b->n_gone; i++) {
+        const struct allocator *a = &b->gone[i];
+        char timeout[32] = "";
+        if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
+            snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
+        fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->name, a->fail.msg);
+        fprintf(f, "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
+                   "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
+                   "--sweep-ops %llu%s\n",
+                a->ma.plugin_path ? " --plugin " : "", a->ma.plugin_path ? a->ma.plugin_path : "",
+                a->name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
+                (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
+                o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops,
+                timeout);
+    }
+    if (b->skipped[0])
+        fprintf(f, "note: %s\n", b->skipped);
+}
+
 void print_notes(FILE *f, const struct bench *b)
 {
     fputc('\n', f);
@@ -305,6 +349,7 @@ void print_notes(FILE *f, const struct bench *b)
                        "passes\n",
                     a->name, (unsigned long long)a->check_failures);
     }
+    print_failed(f, b);
     if (b->rt.rests)
         fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",
                 b->rt.rests);
@@ -327,16 +372,6 @@ void print_main(FILE *f, const struct bench *b)
                 fa->avg_ns, ff->avg_ns, b->timer.overhead_p50_ns);
         print_ratios(f, b);
     }
-}
-
-/* How many of the fill's requests are above RTM_PAGEHEAP_MAX_BUCKET: page
- * runs (kept in trees) in heapmem and xnheap, bucket slots below. */
-static size_t fill_runs(const struct fill_work *fw)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < fw->n; i++)
-        n += fw->sizes[i] > RTM_PAGEHEAP_MAX_BUCKET;
-    return n;
 }
 
 void print_free_order(FILE *f, const struct bench *b)
@@ -367,8 +402,8 @@ void print_free_order(FILE *f, const struct bench *b)
                "mean); p99 = median over rounds of the pass's p99, raw; fill alloc: the same over "
                "all %u fills;\nshuffled/in-order = ratio of the two free avg-floor figures "
                "(above 1: random order costs more).\n",
-            b->free_order_seconds, b->fw.n, b->o.min_size_bytes, b->o.max_size_bytes,
-            fill_runs(&b->fw), RTM_PAGEHEAP_MAX_BUCKET,
+            b->free_order_seconds, b->fill_n, b->o.min_size_bytes, b->o.max_size_bytes,
+            b->fill_runs, RTM_PAGEHEAP_MAX_BUCKET,
             (unsigned long long)(b->o.seed ^ FILL_SEED_SALT), b->o.rounds,
             FILL_ORDERS * b->o.rounds);
     fprintf(f, "\nfree latency by order (and fill alloc), ns\n");
@@ -457,8 +492,8 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_bool(j, "sweep", b->ran_sweep);
     tk_json_kv_string(j, "glibc_config", "defaults (no mallopt)");
     tk_json_kv_string(j, "floor",
-                      "same harness around a call through a volatile function pointer to a "
-                      "function returning its argument");
+                      "the same timing loop and call as every allocator (through a function "
+                      "pointer to a wrapper that jumps), to a function that does nothing");
     tk_json_end_object(j);
 }
 
@@ -517,8 +552,38 @@ static const char *type_name(enum alloc_type t)
     case ALLOC_HEAP: return "rtm_heap";
     case ALLOC_TLSF_TYPED: return "rtm_tlsf_typed";
     case ALLOC_GLIBC: return "glibc";
+    case ALLOC_LOADED: return "loaded";
     }
     return "unknown";
+}
+
+static const char *api_name(const struct allocator *a)
+{
+    return a->type == ALLOC_LOADED ? a->ma.origin : type_name(a->type);
+}
+
+static void json_failed(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "failed_allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < b->n_gone; i++) {
+        const struct allocator *a = &b->gone[i];
+        char where[96], sig[16] = "";
+        if (a->fail.signal && sigabbrev_np(a->fail.signal))
+            snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(a->fail.signal));
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "api", api_name(a));
+        tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout"
+                                     : a->fail.signal ? "crash"
+                                                      : "error");
+        tk_json_kv_string(j, "signal", sig[0] ? sig : NULL);
+        tk_json_kv_string(j, "where", bench_where(&a->fail.where, where, sizeof(where)));
+        tk_json_kv_string(j, "message", a->fail.msg);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    tk_json_kv_string(j, "skipped", b->skipped[0] ? b->skipped : NULL);
 }
 
 static void json_allocators(struct tk_json *j, const struct bench *b)
@@ -529,7 +594,9 @@ static void json_allocators(struct tk_json *j, const struct bench *b)
         const struct allocator *a = &b->al[i];
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->name);
-        tk_json_kv_string(j, "api", type_name(a->type));
+        tk_json_kv_string(j, "api", api_name(a));
+        if (a->type == ALLOC_LOADED)
+            tk_json_kv_string(j, "describe", a->ma.describe);
         if (a->mem.mem) {
             tk_json_kv_uint(j, "heap_bytes", a->mem.bytes);
             tk_json_kv_bool(j, "heap_mlocked", a->mem.locked);
@@ -585,10 +652,10 @@ static void json_free_order(struct tk_json *j, const struct bench *b)
                       "every block freed, each free timed, in allocation order (in-order) or in "
                       "one fixed random permutation (shuffled); per round every allocator runs "
                       "both orders, the first alternating by round");
-    tk_json_kv_uint(j, "fill_blocks", b->fw.n);
+    tk_json_kv_uint(j, "fill_blocks", b->fill_n);
     tk_json_kv_uint(j, "min_size_bytes", b->o.min_size_bytes);
     tk_json_kv_uint(j, "max_size_bytes", b->o.max_size_bytes);
-    tk_json_kv_uint(j, "blocks_above_bucket_max", fill_runs(&b->fw));
+    tk_json_kv_uint(j, "blocks_above_bucket_max", b->fill_runs);
     tk_json_kv_uint(j, "bucket_max_bytes", RTM_PAGEHEAP_MAX_BUCKET);
     tk_json_kv_uint(j, "seed", b->o.seed ^ FILL_SEED_SALT);
     tk_json_kv_uint(j, "rounds", n);
@@ -708,6 +775,7 @@ int write_json(FILE *f, const struct bench *b)
     json_ratios(&j, b);
     json_free_order(&j, b);
     json_sweep(&j, b);
+    json_failed(&j, b);
     tk_json_end_object(&j);
     return tk_json_finish(&j);
 }

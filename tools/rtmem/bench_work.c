@@ -1,12 +1,24 @@
 /*
  * `rtmem bench`: the workloads, the allocators and the timed passes.
  *
- * Every allocator runs the same harness: for each operation, one call through
- * a volatile function pointer between tk_timer_start and tk_timer_end, and
- * nothing else. The floor runs it around a function that returns its
- * argument, so floor-subtracted figures are the allocator's own work.
+ * Every allocator, and the no-op floor, is timed by the same machine code:
+ * one timing loop per pass kind (timed_pass, timed_fill_pass), each compiled
+ * once and called for every allocator with a struct bench_call of function
+ * pointers. Each timed call goes through such a pointer to a wrapper that
+ * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, malloc/free;
+ * for a peer or plugin, through its table), and the floor's wrapper jumps
+ * the same way to a function that does nothing (bench_floor.c, out of the
+ * compiler's sight). So the floor subtracts exactly the harness's own code,
+ * wherever the compiler and linker place it, and floor-subtracted figures
+ * are the allocator's own work.
+ *
+ * The timed free returns nothing, as glibc's free does: a status would cost
+ * glibc an extra call level. A free a heap refuses shows in the heap check
+ * after the pass (blocks still live); the untimed drain at the end of a pass
+ * counts refusals (free_errors).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,16 +113,30 @@ void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint
     fw->n = n;
 }
 
+/* Does a run on a heap of its own, in memory the bench maps for it? */
+static bool has_heap(const struct allocator *a)
+{
+    return a->type == ALLOC_HEAP || a->type == ALLOC_TLSF_TYPED ||
+           (a->type == ALLOC_LOADED && a->ma.sort == MC_HEAP);
+}
+
 /* A new heap of a's kind on a's memory; 0 or -errno (reported). */
 static int create_heap(struct allocator *a)
 {
+    bool made;
+    errno = 0;
     if (a->type == ALLOC_HEAP) {
         a->heap = rtm_heap_create(a->name, a->mem.mem, a->mem.bytes);
-    } else {
+        made = a->heap != NULL;
+    } else if (a->type == ALLOC_TLSF_TYPED) {
         a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
         a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
+        made = a->heap != NULL;
+    } else {
+        a->loaded_heap = a->ma.hops->create(a->ma.hops_arg, a->mem.mem, a->mem.bytes);
+        made = a->loaded_heap != NULL;
     }
-    if (!a->heap) {
+    if (!made) {
         int err = errno ? errno : EINVAL;
         fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
                 a->mem.bytes, strerror(err));
@@ -120,9 +146,20 @@ static int create_heap(struct allocator *a)
     return 0;
 }
 
+static void destroy_heap(struct allocator *a)
+{
+    if (a->heap)
+        rtm_heap_destroy(a->heap);
+    if (a->loaded_heap)
+        a->ma.hops->destroy(a->loaded_heap);
+    a->heap = NULL;
+    a->tlsf = NULL;
+    a->loaded_heap = NULL;
+}
+
 int allocator_open(struct allocator *a, size_t heap_bytes)
 {
-    if (a->type != ALLOC_HEAP && a->type != ALLOC_TLSF_TYPED)
+    if (!has_heap(a))
         return 0;
     int rc = tk_arena_open(&a->mem, heap_bytes);
     if (rc != 0) {
@@ -130,190 +167,303 @@ int allocator_open(struct allocator *a, size_t heap_bytes)
                 strerror(-rc));
         return rc;
     }
-    rc = create_heap(a);
-    if (rc != 0)
-        allocator_close(a);
-    return rc;
+    return create_heap(a);
 }
 
-void allocator_close(struct allocator *a)
+/* One allocator's result arrays, each in shared memory (one mapping per
+ * array keeps the sizes simple to give back). */
+struct result_array {
+    size_t offset;     /* of the pointer in struct allocator */
+    size_t elem;
+    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+};
+
+static const struct result_array result_arrays[] = {
+    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
+    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
+};
+
+#define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
+
+static void **array_at(struct allocator *a, const struct result_array *r)
 {
-    if (a->heap)
-        rtm_heap_destroy(a->heap);
-    a->heap = NULL;
-    a->tlsf = NULL;
-    (void)tk_arena_close(&a->mem);
-    free(a->rounds[0]);
-    free(a->rounds[1]);
-    free(a->sweep_alloc_ns);
-    free(a->sweep_free_ns);
-    free(a->sweep_failed);
-    free(a->fill_alloc);
-    for (int o = 0; o < FILL_ORDERS; o++) {
-        free(a->fill_free[o]);
-        a->fill_free[o] = NULL;
-    }
-    a->fill_alloc = NULL;
-    a->rounds[0] = a->rounds[1] = NULL;
-    a->sweep_alloc_ns = a->sweep_free_ns = NULL;
-    a->sweep_failed = NULL;
+    return (void **)((char *)a + r->offset);
 }
 
-/* The floor's operations. Reached only through volatile pointers, so the
- * compiler cannot inline them: the call costs what an allocator call costs. */
-static void *noop_alloc(void *ctx, size_t size)
+static size_t array_bytes(const struct bench *b, const struct result_array *r)
 {
-    (void)size;
-    return ctx;
+    size_t n = r->count == 0   ? b->o.rounds
+               : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
+                               : SWEEP_BUCKETS;
+    return n * r->elem;
 }
 
-static int noop_free(void *ctx, void *p)
+int allocate_results(struct bench *b)
 {
-    (void)ctx;
-    (void)p;
+    for (size_t i = 0; i < b->n_al; i++)
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+            void **p = array_at(&b->al[i], &result_arrays[k]);
+            *p = tk_shared_alloc(array_bytes(b, &result_arrays[k]));
+            if (!*p)
+                return -ENOMEM;
+        }
     return 0;
 }
 
-typedef void *(*floor_alloc_fn)(void *, size_t);
-typedef int (*floor_free_fn)(void *, void *);
-typedef void *(*glibc_alloc_fn)(size_t);
-typedef void (*glibc_free_fn)(void *);
-typedef void *(*heap_alloc_fn)(struct rtm_heap *, size_t);
-typedef int (*heap_free_fn)(struct rtm_heap *, void *);
-typedef void *(*tlsf_alloc_fn)(struct rtm_tlsf *, size_t);
-typedef int (*tlsf_free_fn)(struct rtm_tlsf *, void *);
+void reset_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
+            memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
+        a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
+        a->fill_failed_allocs = a->fill_skipped_frees = 0;
+        memset(a->agg, 0, sizeof(a->agg));
+        memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
+        memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
+        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
+        a->heap = NULL;
+        a->tlsf = NULL;
+        a->loaded_heap = NULL;
+    }
+    b->ran_main = b->ran_free_order = b->ran_sweep = false;
+    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+    b->sweep_floor_ns = 0;
+    memset(&b->now, 0, sizeof(b->now));
+}
 
-/* How each API is called inside the timed region: fn is the volatile
- * function pointer, the result an int status for free (0 = freed). */
-#define CALL_CTX_ALLOC(fn, ctx, size)   fn(ctx, size)
-#define CALL_CTX_FREE(fn, ctx, p)       fn(ctx, p)
-#define CALL_GLIBC_ALLOC(fn, ctx, size) fn(size)
-#define CALL_GLIBC_FREE(fn, ctx, p)     (fn(p), 0)
+static void free_arrays(const struct bench *b, struct allocator *a)
+{
+    for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+        void **p = array_at(a, &result_arrays[k]);
+        tk_shared_free(*p, array_bytes(b, &result_arrays[k]));
+        *p = NULL;
+    }
+}
+
+void free_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        free_arrays(b, &b->al[i]);
+    for (size_t i = 0; i < b->n_gone; i++)
+        free_arrays(b, &b->gone[i]);
+}
+
+/* The calls a timing loop makes, and what they get. */
+struct bench_call {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p);
+    int (*free_checked)(void *ctx, void *p);   /* untimed: the drain */
+    void *ctx;
+};
+
+/* The wrappers the timed calls go through: each one jump (a tail call) to
+ * the allocator, so every allocator and the floor pay the same call. */
+static void *floor_alloc(void *ctx, size_t size) { return bench_noop_alloc(ctx, size); }
+static void floor_free(void *ctx, void *p) { bench_noop_free(ctx, p); }
+static int floor_free_checked(void *ctx, void *p) { bench_noop_free(ctx, p); return 0; }
+
+static void *heap_alloc(void *h, size_t size) { return rtm_heap_alloc(h, size); }
+static void heap_free(void *h, void *p) { (void)rtm_heap_free(h, p); }
+static int heap_free_checked(void *h, void *p) { return rtm_heap_free(h, p); }
+
+static void *tlsf_alloc(void *t, size_t size) { return rtm_tlsf_alloc(t, size); }
+static void tlsf_free(void *t, void *p) { (void)rtm_tlsf_free(t, p); }
+static int tlsf_free_checked(void *t, void *p) { return rtm_tlsf_free(t, p); }
+
+static void *glibc_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static void glibc_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static int glibc_free_checked(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+    return 0;
+}
+
+/* What a loaded allocator's own calls take: its heap, or its own data. */
+static void *loaded_ctx(const struct allocator *a)
+{
+    return a->ma.sort == MC_HEAP ? a->loaded_heap : a->ma.ctx;
+}
+
+/* A peer or plugin: its table's calls, reached through the allocator. */
+static void *loaded_alloc(void *ctx, size_t size)
+{
+    const struct allocator *a = ctx;
+    return a->ma.alloc(loaded_ctx(a), size);
+}
+
+static void loaded_free(void *ctx, void *p)
+{
+    const struct allocator *a = ctx;
+    (void)a->ma.free(loaded_ctx(a), p);
+}
+
+static int loaded_free_checked(void *ctx, void *p)
+{
+    const struct allocator *a = ctx;
+    return a->ma.free(loaded_ctx(a), p);
+}
+
+static void make_call(struct allocator *a, struct bench_call *c)
+{
+    switch (a->type) {
+    case ALLOC_FLOOR:
+        *c = (struct bench_call){floor_alloc, floor_free, floor_free_checked, a->scratch};
+        break;
+    case ALLOC_HEAP:
+        *c = (struct bench_call){heap_alloc, heap_free, heap_free_checked, a->heap};
+        break;
+    case ALLOC_TLSF_TYPED:
+        *c = (struct bench_call){tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf};
+        break;
+    case ALLOC_GLIBC:
+        *c = (struct bench_call){glibc_alloc, glibc_free, glibc_free_checked, NULL};
+        break;
+    case ALLOC_LOADED:
+        *c = (struct bench_call){loaded_alloc, loaded_free, loaded_free_checked, a};
+        break;
+    }
+}
+
+/* One compiled copy of each timing loop, whatever the allocator: never
+ * inlined, cloned or specialized for a call site. */
+#if defined(__clang__)
+#define TIMING_LOOP __attribute__((noinline))
+#else
+#define TIMING_LOOP __attribute__((noipa))
+#endif
 
 /*
- * The timed calls every pass is made of, for the per-API instantiations
- * below: the region between tk_timer_start and tk_timer_end holds just the
- * call. They are macros, not functions, so that each instantiation calls its
- * API directly through its own volatile pointer.
+ * The timed calls every pass is made of: the region between
+ * tk_timer_start and tk_timer_end holds just the call through the
+ * pointer.
  *
- * TIMED_ALLOC sets P to an allocation of SIZE (a uint32_t, read before the
- * timer starts; P is stored after it stops), ticks to o->alloc_ticks; a
- * NULL result counts in o->failed_allocs; otherwise one byte of the block
- * (none for a 0-byte request) is written, outside the timed region, as a
- * user would, with the low bits of SEQ.
+ * timed_alloc returns an allocation of size (read before the timer
+ * starts; stored after it stops), ticks to o->alloc_ticks; a NULL result
+ * counts in o->failed_allocs; otherwise one byte of the block (none for a
+ * 0-byte request) is written, outside the timed region, as a user would,
+ * with the low bits of seq. Inlined into each loop, which is compiled once.
  */
-#define TIMED_ALLOC(P, CALL_ALLOC, fn, ctx, SIZE, SEQ, o)                                       \
-    do {                                                                                        \
-        uint32_t size_ = (SIZE);                                                                \
-        uint64_t t0_ = tk_timer_start();                                                        \
-        void *p_ = CALL_ALLOC(fn, ctx, size_);                                                  \
-        uint64_t t1_ = tk_timer_end();                                                          \
-        tk_samples_add((o)->alloc_ticks, t1_ - t0_);                                            \
-        if (!p_)                                                                                \
-            (o)->failed_allocs++;                                                               \
-        else if (size_ != 0)                                                                    \
-            *(volatile unsigned char *)p_ = (unsigned char)(SEQ);                               \
-        P = p_;                                                                                 \
-    } while (0)
+static inline __attribute__((always_inline)) void *
+timed_alloc(void *(*volatile *alloc_fn)(void *, size_t), void *ctx, uint32_t size, size_t seq,
+            struct pass_out *o)
+{
+    void *(*fn)(void *, size_t) = *alloc_fn;
+    uint64_t t0 = tk_timer_start();
+    void *p = fn(ctx, size);
+    uint64_t t1 = tk_timer_end();
+    tk_samples_add(o->alloc_ticks, t1 - t0);
+    if (!p)
+        o->failed_allocs++;
+    else if (size != 0)
+        *(volatile unsigned char *)p = (unsigned char)seq;
+    return p;
+}
 
-/* TIMED_FREE frees P (not NULL: a failed allocation's slot is skipped by the
- * caller, untimed), ticks to o->free_ticks, a refusal counted in
- * o->free_errors. */
-#define TIMED_FREE(P, CALL_FREE, fn, ctx, o)                                                    \
-    do {                                                                                        \
-        uint64_t t0_ = tk_timer_start();                                                        \
-        int rc_ = CALL_FREE(fn, ctx, P);                                                        \
-        uint64_t t1_ = tk_timer_end();                                                          \
-        tk_samples_add((o)->free_ticks, t1_ - t0_);                                             \
-        if (rc_ != 0)                                                                           \
-            (o)->free_errors++;                                                                 \
-    } while (0)
+/* timed_free frees p (not NULL: a failed allocation's slot is skipped by
+ * the caller, untimed), ticks to o->free_ticks. */
+static inline __attribute__((always_inline)) void
+timed_free(void (*volatile *free_fn)(void *, void *), void *ctx, void *p, struct pass_out *o)
+{
+    void (*fn)(void *, void *) = *free_fn;
+    uint64_t t0 = tk_timer_start();
+    fn(ctx, p);
+    uint64_t t1 = tk_timer_end();
+    tk_samples_add(o->free_ticks, t1 - t0);
+}
+
+/* One timed pass of w. Samples go to preallocated stores: nothing is
+ * allocated here. */
+static TIMING_LOOP void timed_pass(const struct bench_call *c, const struct workload *w,
+                                   void **slots, struct pass_out *o)
+{
+    /* Read through volatile at each call: the compiler cannot know, or
+     * hoist, what is called. */
+    void *(*volatile alloc_fn)(void *, size_t) = c->alloc;
+    void (*volatile free_fn)(void *, void *) = c->free;
+    void *ctx = c->ctx;
+    size_t live = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        uint32_t op = w->ops[i];
+        if (op & OP_FREE) {
+            uint32_t victim = op & ~OP_FREE;
+            void *p = slots[victim];
+            slots[victim] = slots[--live];
+            if (!p) {
+                o->skipped_frees++;
+                continue;
+            }
+            timed_free(&free_fn, ctx, p, o);
+        } else {
+            slots[live++] = timed_alloc(&alloc_fn, ctx, op, i, o);
+        }
+    }
+    /* Leave the allocator empty for the next pass (not timed). */
+    while (live > 0) {
+        void *p = slots[--live];
+        if (p && c->free_checked(ctx, p) != 0)
+            o->free_errors++;
+    }
+}
 
 /*
- * One timed pass, instantiated once per API. Samples go to preallocated
- * stores: nothing is allocated here.
+ * One pass of the free-order phase: fill (each allocation timed), then free
+ * every block in the order given, each free timed. Both orders run this
+ * same loop; only the contents of order differ.
  */
-#define DEFINE_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                        \
-    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init, const struct workload *w, \
-                     void **slots, struct pass_out *o)                                          \
-    {                                                                                           \
-        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
-        FREE_T volatile free_fn = free_init;                                                    \
-        size_t live = 0;                                                                        \
-        (void)ctx;                                                                              \
-        for (size_t i = 0; i < w->n; i++) {                                                     \
-            uint32_t op = w->ops[i];                                                            \
-            if (op & OP_FREE) {                                                                 \
-                uint32_t victim = op & ~OP_FREE;                                                \
-                void *p = slots[victim];                                                        \
-                slots[victim] = slots[--live];                                                  \
-                if (!p) {                                                                       \
-                    o->skipped_frees++;                                                         \
-                    continue;                                                                   \
-                }                                                                               \
-                TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                      \
-            } else {                                                                            \
-                void *p;                                                                        \
-                TIMED_ALLOC(p, CALL_ALLOC, alloc_fn, ctx, op, i, o);                            \
-                slots[live++] = p;                                                              \
-            }                                                                                   \
-        }                                                                                       \
-        /* Leave the allocator empty for the next pass (not timed). */                          \
-        while (live > 0) {                                                                      \
-            void *p = slots[--live];                                                            \
-            if (p && CALL_FREE(free_fn, ctx, p) != 0)                                           \
-                o->free_errors++;                                                               \
-        }                                                                                       \
+static TIMING_LOOP void timed_fill_pass(const struct bench_call *c, const struct fill_work *fw,
+                                        const uint32_t *order, struct pass_out *o)
+{
+    void *(*volatile alloc_fn)(void *, size_t) = c->alloc;
+    void (*volatile free_fn)(void *, void *) = c->free;
+    void *ctx = c->ctx;
+    for (size_t i = 0; i < fw->n; i++)
+        fw->blocks[i] = timed_alloc(&alloc_fn, ctx, fw->sizes[i], i, o);
+    for (size_t i = 0; i < fw->n; i++) {
+        void *p = fw->blocks[order[i]];
+        if (!p) {
+            o->skipped_frees++;
+            continue;
+        }
+        timed_free(&free_fn, ctx, p, o);
     }
+}
 
-DEFINE_PASS(pass_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
-DEFINE_PASS(pass_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC, CALL_GLIBC_FREE)
-DEFINE_PASS(pass_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
-            CALL_CTX_FREE)
-DEFINE_PASS(pass_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
-            CALL_CTX_FREE)
-
-/*
- * One pass of the free-order phase, instantiated per API like DEFINE_PASS:
- * fill (each allocation timed), then free every block in the order given,
- * each free timed. Both orders run this same loop; only the contents of
- * order differ.
- */
-#define DEFINE_FILL_PASS(NAME, CTX_T, ALLOC_T, FREE_T, CALL_ALLOC, CALL_FREE)                   \
-    static void NAME(CTX_T ctx, ALLOC_T alloc_init, FREE_T free_init,                           \
-                     const struct fill_work *fw, const uint32_t *order, struct pass_out *o)     \
-    {                                                                                           \
-        ALLOC_T volatile alloc_fn = alloc_init;                                                 \
-        FREE_T volatile free_fn = free_init;                                                    \
-        (void)ctx;                                                                              \
-        for (size_t i = 0; i < fw->n; i++)                                                      \
-            TIMED_ALLOC(fw->blocks[i], CALL_ALLOC, alloc_fn, ctx, fw->sizes[i], i, o);          \
-        for (size_t i = 0; i < fw->n; i++) {                                                    \
-            void *p = fw->blocks[order[i]];                                                     \
-            if (!p) {                                                                           \
-                o->skipped_frees++;                                                             \
-                continue;                                                                       \
-            }                                                                                   \
-            TIMED_FREE(p, CALL_FREE, free_fn, ctx, o);                                          \
-        }                                                                                       \
-    }
-
-DEFINE_FILL_PASS(fill_floor, void *, floor_alloc_fn, floor_free_fn, CALL_CTX_ALLOC, CALL_CTX_FREE)
-DEFINE_FILL_PASS(fill_glibc, void *, glibc_alloc_fn, glibc_free_fn, CALL_GLIBC_ALLOC,
-                 CALL_GLIBC_FREE)
-DEFINE_FILL_PASS(fill_heap, struct rtm_heap *, heap_alloc_fn, heap_free_fn, CALL_CTX_ALLOC,
-                 CALL_CTX_FREE)
-DEFINE_FILL_PASS(fill_tlsf, struct rtm_tlsf *, tlsf_alloc_fn, tlsf_free_fn, CALL_CTX_ALLOC,
-                 CALL_CTX_FREE)
-
-/* After a drained pass a heap must be consistent and empty. */
+/* After a drained pass a heap must be consistent and empty (as far as a
+ * plugin's optional calls can tell). */
 static void check_heap(struct allocator *a)
 {
     struct rtm_heap_stats st;
-    if (!a->heap)
+    memset(&st, 0, sizeof(st));
+    if (a->heap) {
+        if (rtm_heap_check(a->heap) != 0 || rtm_heap_stats(a->heap, &st) != 0 ||
+            st.live_blocks != 0 || st.used_bytes != 0)
+            a->check_failures++;
         return;
-    if (rtm_heap_check(a->heap) != 0 || rtm_heap_stats(a->heap, &st) != 0 || st.live_blocks != 0 ||
-        st.used_bytes != 0)
+    }
+    if (!a->loaded_heap)
+        return;
+    const struct mc_heap_ops *h = a->ma.hops;
+    if ((h->check && h->check(a->loaded_heap) != 0) ||
+        (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
+                      st.used_bytes != 0)))
         a->check_failures++;
 }
 
@@ -328,24 +478,11 @@ static void pass_out_reset(struct bench *b, struct pass_out *out)
 
 void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
 {
+    struct bench_call c;
     pass_out_reset(b, out);
-
-    switch (a->type) {
-    case ALLOC_FLOOR:
-        pass_floor(a->scratch, noop_alloc, noop_free, &b->w, b->slots, out);
-        break;
-    case ALLOC_GLIBC:
-        pass_glibc(NULL, malloc, free, &b->w, b->slots, out);
-        break;
-    case ALLOC_HEAP:
-        pass_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->w, b->slots, out);
-        check_heap(a);
-        break;
-    case ALLOC_TLSF_TYPED:
-        pass_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->w, b->slots, out);
-        check_heap(a);
-        break;
-    }
+    make_call(a, &c);
+    timed_pass(&c, &b->w, b->slots, out);
+    check_heap(a);
 }
 
 int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
@@ -353,30 +490,16 @@ int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
 {
     const uint32_t *ord = b->fw.order[order];
     pass_out_reset(b, out);
-    if (a->heap) {
+    if (has_heap(a)) {
         /* Every pass starts from the state right after creation. */
-        rtm_heap_destroy(a->heap);
-        a->heap = NULL;
+        destroy_heap(a);
         int rc = create_heap(a);
         if (rc != 0)
             return rc;
     }
-
-    switch (a->type) {
-    case ALLOC_FLOOR:
-        fill_floor(a->scratch, noop_alloc, noop_free, &b->fw, ord, out);
-        break;
-    case ALLOC_GLIBC:
-        fill_glibc(NULL, malloc, free, &b->fw, ord, out);
-        break;
-    case ALLOC_HEAP:
-        fill_heap(a->heap, rtm_heap_alloc, rtm_heap_free, &b->fw, ord, out);
-        check_heap(a);
-        break;
-    case ALLOC_TLSF_TYPED:
-        fill_tlsf(a->tlsf, rtm_tlsf_alloc, rtm_tlsf_free, &b->fw, ord, out);
-        check_heap(a);
-        break;
-    }
+    struct bench_call c;
+    make_call(a, &c);
+    timed_fill_pass(&c, &b->fw, ord, out);
+    check_heap(a);
     return 0;
 }

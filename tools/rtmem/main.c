@@ -5,24 +5,27 @@
  *   rtmem kinds       the heap kinds built into the library
  *   rtmem --help, rtmem --version
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "common/result.h"
 #include "rtmem/rtmem.h"
 
 static int cmd_kinds(int argc, char **argv);
 
 struct subcommand {
     const char *name;
+    const char *prog;   /* starts its messages */
     int (*run)(int argc, char **argv);
     const char *summary;
 };
 
 static const struct subcommand subcommands[] = {
-    {"bench", rtm_cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
-    {"memcheck", rtm_cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
-    {"kinds", cmd_kinds, "list the heap kinds built into librtmem"},
+    {"bench", "rtmem bench", rtm_cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
+    {"memcheck", "rtmem memcheck", rtm_cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
+    {"kinds", "rtmem kinds", cmd_kinds, "list the heap kinds built into librtmem"},
 };
 
 #define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -51,7 +54,8 @@ static int cmd_kinds(int argc, char **argv)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The command's exit status, before standard output is checked. */
+static int run_command(int argc, char **argv, const char **prog)
 {
     if (argc < 2) {
         usage(stderr);
@@ -67,9 +71,26 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-        if (strcmp(cmd, subcommands[i].name) == 0)
+        if (strcmp(cmd, subcommands[i].name) == 0) {
+            *prog = subcommands[i].prog;
             return subcommands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "rtmem: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *prog = "rtmem";
+    int status = run_command(argc, argv, &prog);
+    /* Whatever was printed must have reached standard output: a full disk
+     * or a closed file fails the command, with the cause. */
+    if (tk_stdout_check(prog) != 0 && status == 0)
+        status = 1;
+    if (fclose(stdout) != 0 && status == 0) {
+        fprintf(stderr, "%s: closing standard output failed: %s\n", prog, strerror(errno));
+        status = 1;
+    }
+    return status;
 }

@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "common/args.h"
+#include "common/result.h"
 #include "common/run.h"
 #include "memcheck.h"
 
@@ -100,6 +101,14 @@ static void usage(FILE *f)
         "largest_free_bytes not allocatable. An allocator stops at its first failure;\n"
         "the others go on.\n"
         "\n"
+        "Every allocator's heap sizing, and each of its phases, runs in a test process\n"
+        "of its own (with the real-time setup), under a watchdog in the parent: an\n"
+        "allocator that crashes, or makes no progress for --timeout seconds (killed\n"
+        "with its process group), fails with the phase, test and signal named and a\n"
+        "replay command; the rows it finished stay in the report and the JSON, and\n"
+        "the other allocators go on. Each phase starts from the parent's state: a\n"
+        "process allocator is warmed once per phase.\n"
+        "\n"
         "Where rtmem's harness is better than smokey's:\n"
         "  - nanosecond resolution by default (smokey: us, one decimal) and per-row p99\n"
         "    as well as max; the timer's overhead is measured and printed, and\n"
@@ -155,11 +164,11 @@ static void usage(FILE *f)
         "\n"
         "options (smokey's argument names as long options):\n"
         "  --seq-heap-size B         heaps 8k, 16k, ... below B (default 2M; --quick 256K)\n"
-        "  --random-alloc-rounds N   random-size tests per heap size and variant\n"
-        "                            (default %u; --quick %u)\n"
+        "  --random-alloc-rounds N   random-size tests per heap size and variant, from 1\n"
+        "                            (default %u; --quick %u; --phases leaves one out)\n"
         "  --pattern-heap-size B     heap of the pattern phase (default 128K); its cost\n"
         "                            grows about with the square of this size\n"
-        "  --pattern-check-rounds N  pattern tests (default %u; --quick %u)\n"
+        "  --pattern-check-rounds N  pattern tests, from 1 (default %u; --quick %u)\n"
         "  --max-results N           rows per sorted table (default %d); -1: every row,\n"
         "                            sorted by heap size (as smokey); 0: no table\n"
         "  --kinds a,b,...           allocators, in this order (default all):",
@@ -193,22 +202,36 @@ static void usage(FILE *f)
         "  --true-overhead           add TOVRH%% = 100 - 100 * NRBLKS * B / (H + metadata\n"
         "                            outside H, stats.overhead_bytes) to the tables\n"
         "  --subtract-timer-overhead take the timer's p50 overhead off every sample\n"
-        "  --json FILE               also write every row and summary as JSON (schema %s)\n"
+        "  --json FILE               also write every row and summary as JSON (schema\n"
+        "                            %s), a few MB per allocator in a\n"
+        "                            default run; to a new file beside FILE, renamed over\n"
+        "                            it once every test has its verdict (a failed one\n"
+        "                            included): a run that stops early or is\n"
+        "                            interrupted leaves FILE as it was. A FIFO or device\n"
+        "                            (/dev/stdout) is written directly\n"
+        "  --no-json-rows            no per-test rows in the JSON (\"rows\": null; the\n"
+        "                            overall lines, pattern and churn phases stay)\n"
         "  --seed N|random           seed of sizes and shuffles (default %u), always printed\n"
         "  --cpu N                   CPU to pin to (default: the last allowed CPU)\n"
         "  --prio N                  SCHED_FIFO priority, 1..99 (default %d)\n"
         "  --no-rt                   no pinning, no SCHED_FIFO (mlockall is still tried)\n"
+        "  --timeout SECONDS         a test process that makes no progress for this long\n"
+        "                            (progress: a test; in the pattern and churn phases\n"
+        "                            also slices of one) is killed and its allocator\n"
+        "                            fails (default %u; 0: never)\n"
         "  --progress                progress on stderr even when it is not a terminal\n"
         "  --quick                   the same sequence, smaller: a run of a few seconds\n"
         "  -h, --help                this text\n"
         "\n"
-        "Byte counts take a K, M or G suffix (powers of 1024); heaps up to 32M. The run\n"
-        "needs about 32 bytes of memory per byte of its largest heap (room for a fill\n"
-        "of 1-byte blocks). Exit status: 0 every check passed, 1 a functional failure\n"
-        "or run-time error (or no allocator left to run), 2 bad usage (a plugin that\n"
-        "does not load or whose table is refused included).\n",
+        "Byte counts take a K, M, G or T suffix (powers of 1024); heaps up to 32M.\n"
+        "The run needs about 32 bytes of memory per byte of its largest heap (room for\n"
+        "a fill of 1-byte blocks). Exit status: 0 every check passed, 1 a functional\n"
+        "failure or run-time error (or no allocator left to run, or a report that\n"
+        "cannot be written to standard output), 2 bad usage (a plugin that does not\n"
+        "load or whose table is refused included).\n",
         MC_MAX_PLUGINS, DEFAULT_CHURN_OPS, QUICK_CHURN_OPS, DEFAULT_CHURN_FILL,
-        DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
+        DEFAULT_CHURN_MAX, MC_SCHEMA, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY,
+        MC_DEFAULT_TIMEOUT_S);
 }
 
 /* Messages name the subcommand; byte-count examples fit its sizes. */
@@ -251,6 +274,7 @@ enum {
     OPT_KINDS, OPT_PHASES, OPT_NO_CHURN, OPT_CHURN_OPS, OPT_CHURN_HEAP, OPT_CHURN_FILL,
     OPT_CHURN_MAX, OPT_CHURN_EVERY, OPT_FORMAT, OPT_COMPAT, OPT_TRUE_OVERHEAD, OPT_SUBTRACT,
     OPT_JSON, OPT_SEED, OPT_CPU, OPT_PRIO, OPT_NO_RT, OPT_PROGRESS, OPT_QUICK, OPT_PLUGIN,
+    OPT_NO_JSON_ROWS, OPT_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -273,6 +297,8 @@ static const struct option long_opts[] = {
     {"true-overhead", no_argument, NULL, OPT_TRUE_OVERHEAD},
     {"subtract-timer-overhead", no_argument, NULL, OPT_SUBTRACT},
     {"json", required_argument, NULL, OPT_JSON},
+    {"no-json-rows", no_argument, NULL, OPT_NO_JSON_ROWS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"seed", required_argument, NULL, OPT_SEED},
     {"cpu", required_argument, NULL, OPT_CPU},
     {"prio", required_argument, NULL, OPT_PRIO},
@@ -294,6 +320,9 @@ static int parse_max_results(const char *arg, int *out)
         *out = -1;
         return 0;
     }
+    if (arg && arg[0] == '-')
+        return tk_args_bad(&cli, "--max-results needs -1 (every row) or a whole number of "
+                                 "rows, not '%s'", arg);
     uint64_t v;
     if (tk_args_u64(&cli, "--max-results", arg, 0, INT_MAX, &v) != 0)
         return -1;
@@ -326,7 +355,7 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
         g->seq_heap = true;
         return rc;
     case OPT_RANDOM_ROUNDS:
-        rc = tk_args_u64(&cli, "--random-alloc-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--random-alloc-rounds", arg, 1, MC_MAX_ROUNDS, &v);
         o->random_rounds = (uint32_t)v;
         g->random_rounds = true;
         return rc;
@@ -335,7 +364,7 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
         o->pattern_heap_bytes = (size_t)v;
         return rc;
     case OPT_PATTERN_ROUNDS:
-        rc = tk_args_u64(&cli, "--pattern-check-rounds", arg, 0, MC_MAX_ROUNDS, &v);
+        rc = tk_args_u64(&cli, "--pattern-check-rounds", arg, 1, MC_MAX_ROUNDS, &v);
         o->pattern_rounds = (uint32_t)v;
         g->pattern_rounds = true;
         return rc;
@@ -355,6 +384,10 @@ static int apply_size_option(int c, const char *arg, struct mc_opts *o, struct g
     case OPT_CHURN_MAX:
         rc = tk_args_bytes(&cli, "--churn-max-size", arg, 16, (uint64_t)1 << 30, &v);
         o->churn_max_bytes = (size_t)v;
+        return rc;
+    case OPT_TIMEOUT:
+        rc = tk_args_u64(&cli, "--timeout", arg, 0, MC_MAX_TIMEOUT_S, &v);
+        o->timeout_s = (unsigned)v;
         return rc;
     case OPT_CHURN_EVERY:
         rc = tk_args_u64(&cli, "--churn-sample-every", arg, 1, MC_MAX_CHURN_OPS, &v);
@@ -377,8 +410,12 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
     case OPT_PLUGIN:
         if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
             return -1;
-        if (o->n_plugins == MC_MAX_PLUGINS)
-            return tk_args_bad(&cli, "--plugin: more than the limit at '%s'", arg);
+        if (o->n_plugins == MC_MAX_PLUGINS) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "--plugin: at most %d plugins; '%%s' is one more",
+                     MC_MAX_PLUGINS);
+            return tk_args_bad(&cli, msg, arg);
+        }
         o->plugin_paths[o->n_plugins++] = arg;
         break;
     case OPT_PHASES:
@@ -404,6 +441,7 @@ static int apply_option(int c, const char *arg, struct mc_opts *o, struct given 
     case OPT_NO_RT: o->no_rt = true; break;
     case OPT_PROGRESS: o->progress = true; break;
     case OPT_QUICK: o->quick = true; break;
+    case OPT_NO_JSON_ROWS: o->no_json_rows = true; break;
     default: return -1;
     }
     return 0;
@@ -436,6 +474,7 @@ static int parse_options(int argc, char **argv, struct mc_opts *o)
         .churn_heap_bytes = DEFAULT_CHURN_HEAP, .churn_fill_pct = DEFAULT_CHURN_FILL,
         .churn_max_bytes = DEFAULT_CHURN_MAX, .seed = DEFAULT_SEED, .cpu = -1,
         .priority = TK_RT_DEFAULT_PRIORITY, .phases = ALL_PHASES,
+        .timeout_s = MC_DEFAULT_TIMEOUT_S,
     };
     struct given g = {0};
     bool no_churn = false;
@@ -494,23 +533,6 @@ static void skip(struct memcheck *m, const char *name, const char *why)
         fprintf(stderr, "rtmem memcheck: %s skipped: %s\n", name, why);
 }
 
-/* Re-executes the command for jemalloc's static TLS: argv as main got it. */
-static void reexec_for_static_tls(int argc, char **argv, const char *peer, char *why,
-                                  size_t len)
-{
-    char **args = calloc((size_t)argc + 2, sizeof(*args));
-    if (!args) {
-        snprintf(why, len, "out of memory");
-        return;
-    }
-    static char prog[] = "rtmem";
-    args[0] = prog;
-    for (int i = 0; i < argc; i++)
-        args[i + 1] = argv[i];
-    mc_reexec_static_tls(args, peer, why, len);
-    free(args);
-}
-
 /* Loads the peers the run wants (all, or those --kinds names); a peer that
  * does not load is skipped. Does not return if the process re-executes
  * itself for jemalloc (the new process loads it). */
@@ -523,7 +545,7 @@ static void load_peers(struct memcheck *m, int argc, char **argv)
         char why[MC_WHY_MAX], how[MC_WHY_MAX];
         int rc = mc_alloc_peer(&a, *p, why, sizeof(why));
         if (rc == MC_PEER_NEEDS_STATIC_TLS) {
-            reexec_for_static_tls(argc, argv, *p, how, sizeof(how));
+            mc_reexec_command(argc, argv, *p, how, sizeof(how));
             size_t n = strlen(why);
             if (n + 3 < sizeof(why))   /* as much of it as fits */
                 snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
@@ -613,7 +635,8 @@ static int select_one(const char *name, void *arg)
         fprintf(stderr, ", %s", *k);
     for (size_t i = 0; i < m->n_plugins; i++)
         fprintf(stderr, ", %s", m->plugins[i].table->name);
-    fprintf(stderr, "%s\n", m->n_plugins ? "" : " (and plugins loaded with --plugin)");
+    fprintf(stderr, "%s\nTry 'rtmem memcheck --help'.\n",
+            m->n_plugins ? "" : " (and plugins loaded with --plugin)");
     return -1;
 }
 
@@ -663,11 +686,11 @@ static size_t largest_heap(const struct memcheck *m)
     return h;
 }
 
-/* Sizes every heap the run will create (a heap's tests then only create),
- * and returns the largest usable size, or 0 after an error (reported). */
-static size_t size_heaps(struct memcheck *m)
+/* The heap sizes the run will create, into list (room for
+ * MC_MAX_HEAP_SIZES + 2); returns how many. */
+static size_t heap_list(const struct memcheck *m, size_t *list)
 {
-    size_t list[MC_MAX_HEAP_SIZES + 2], n = 0, largest = 0;
+    size_t n = 0;
     if (runs(m, MC_PH_POW2) || runs(m, MC_PH_RANDOM))
         for (size_t i = 0; i < m->n_heap_sizes; i++)
             list[n++] = m->heap_sizes[i];
@@ -675,79 +698,81 @@ static size_t size_heaps(struct memcheck *m)
         list[n++] = m->o.pattern_heap_bytes;
     if (runs(m, MC_PH_CHURN))
         list[n++] = m->o.churn_heap_bytes;
-    for (size_t i = 0; i < m->n_t; i++)
-        for (size_t k = 0; k < n; k++) {
-            struct mc_heap_info info;
-            int rc = mc_alloc_size(&m->t[i].a, &m->arena, list[k], &info);
-            if (rc != 0) {
-                fprintf(stderr, "rtmem memcheck: %s: no heap of usable size %zu fits the "
-                        "arena of %zu bytes: %s\n", m->t[i].a.name, list[k], m->arena.bytes,
-                        strerror(-rc));
-                return 0;
-            }
-            if (info.usable_bytes > largest)
-                largest = info.usable_bytes;
-        }
+    return n;
+}
+
+/* Sizes every heap of every allocator (a heap's tests then only create),
+ * each allocator in a test process of its own: one that fails to is failed
+ * (reported with the others' results). Returns the largest usable size. */
+static size_t size_heaps(struct memcheck *m)
+{
+    size_t list[MC_MAX_HEAP_SIZES + 2], n = heap_list(m, list), largest = 0;
+    for (size_t i = 0; i < m->n_t; i++) {
+        struct mc_target *t = &m->t[i];
+        if (mc_child_size(m, t, list, n) != 0)
+            continue;
+        for (size_t k = 0; k < t->a.n_cache; k++)
+            if (t->a.cache[k].usable_bytes > largest)
+                largest = t->a.cache[k].usable_bytes;
+    }
     return largest;
 }
 
-/* Writes every page now, so no test takes a page fault in the harness. */
-static void *alloc_touched(size_t n, size_t size)
+/* Memory shared with the test processes: the targets, then their rows and
+ * churn samples. The targets are needed before any is selected. */
+static int allocate_shared(struct memcheck *m)
 {
-    void *p = calloc(n, size);
-    if (p)
-        memset(p, 0, n * size);
-    return p;
+    m->sh = tk_shared_alloc(sizeof(*m->sh));
+    if (!m->sh)
+        return -ENOMEM;
+    m->t = m->sh->t;
+    return 0;
 }
 
-static int allocate_storage(struct memcheck *m, size_t largest)
+static size_t rows_bytes(const struct mc_seq *sq)
 {
-    /* A fill holds at most usable / 1 blocks (1-byte requests, and one
-     * over for "more than H/B"); the churn keeps at most fill / 16 live. */
-    m->blocks_cap = largest + 2;
-    m->churn_cap = runs(m, MC_PH_CHURN) ? mc_churn_capacity(m) : 1;
-    size_t samples = m->blocks_cap > m->churn_cap ? m->blocks_cap : m->churn_cap;
-    m->blocks = alloc_touched(m->blocks_cap, sizeof(void *));
-    m->sizes = alloc_touched(m->blocks_cap, sizeof(uint32_t));
-    m->order = alloc_touched(m->blocks_cap, sizeof(uint32_t));
-    m->churn_ops = alloc_touched(m->churn_cap, sizeof(uint32_t));
-    if (!m->blocks || !m->sizes || !m->order || !m->churn_ops ||
-        tk_samples_init(&m->alloc_s, samples) != 0 || tk_samples_init(&m->free_s, samples) != 0)
-        return -ENOMEM;
+    return (sq->cap + 1) * sizeof(struct mc_row);
+}
+
+static size_t samples_bytes(const struct mc_churn *ch)
+{
+    return ch->cap_samples * sizeof(struct mc_frag_sample);
+}
+
+static int allocate_results(struct memcheck *m)
+{
     uint64_t every = m->o.churn_sample_every ? m->o.churn_sample_every
                                              : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1);
     for (size_t i = 0; i < m->n_t; i++) {
         struct mc_target *t = &m->t[i];
         for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++) {
-            t->seq[ph].cap = runs(m, (enum mc_phase)ph) ? mc_seq_tests(m, (enum mc_phase)ph) : 0;
-            t->seq[ph].rows = alloc_touched(t->seq[ph].cap + 1, sizeof(struct mc_row));
-            if (!t->seq[ph].rows)
+            struct mc_seq *sq = &t->seq[ph];
+            sq->cap = runs(m, (enum mc_phase)ph) ? mc_seq_tests(m, (enum mc_phase)ph) : 0;
+            sq->rows = tk_shared_alloc(rows_bytes(sq));
+            if (!sq->rows)
                 return -ENOMEM;
         }
         t->churn.cap_samples = (size_t)(m->o.churn_ops / every) + 1;
-        t->churn.samples = alloc_touched(t->churn.cap_samples, sizeof(struct mc_frag_sample));
+        t->churn.samples = tk_shared_alloc(samples_bytes(&t->churn));
         if (!t->churn.samples)
             return -ENOMEM;
     }
     return 0;
 }
 
-static void free_storage(struct memcheck *m)
+static void free_shared(struct memcheck *m)
 {
+    if (!m->sh)
+        return;
     for (size_t i = 0; i < m->n_t; i++) {
-        free(m->t[i].seq[MC_PH_POW2].rows);
-        free(m->t[i].seq[MC_PH_RANDOM].rows);
-        free(m->t[i].churn.samples);
+        struct mc_target *t = &m->t[i];
+        for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
+            tk_shared_free(t->seq[ph].rows, rows_bytes(&t->seq[ph]));
+        tk_shared_free(t->churn.samples, samples_bytes(&t->churn));
     }
-    free(m->blocks);
-    free(m->sizes);
-    free(m->order);
-    free(m->churn_ops);
-    tk_samples_destroy(&m->alloc_s);
-    tk_samples_destroy(&m->free_s);
-    int rc = tk_arena_close(&m->arena);
-    if (rc != 0)
-        fprintf(stderr, "rtmem memcheck: munmap of the arena: %s\n", strerror(-rc));
+    tk_shared_free(m->sh, sizeof(*m->sh));
+    m->sh = NULL;
+    m->t = NULL;
 }
 
 /* ---- the run ------------------------------------------------------------------------ */
@@ -760,20 +785,15 @@ static void heap_sequence(struct memcheck *m)
         m->heap_sizes[m->n_heap_sizes++] = h;
 }
 
-/* Every phase of one allocator, stopping at its first failure. */
+/* Every phase of one allocator, each in a test process of its own,
+ * stopping at its first failure (a failed sizing included). */
 static void run_target(struct memcheck *m, struct mc_target *t)
 {
     if (time(&t->started) == (time_t)-1)
         t->started = 0;
-    int rc = 0;
-    if (runs(m, MC_PH_POW2))
-        rc = mc_run_seq(m, t, MC_PH_POW2);
-    if (rc == 0 && runs(m, MC_PH_RANDOM))
-        rc = mc_run_seq(m, t, MC_PH_RANDOM);
-    if (rc == 0 && runs(m, MC_PH_PATTERN))
-        rc = mc_run_pattern(m, t);
-    if (rc == 0 && runs(m, MC_PH_CHURN))
-        mc_run_churn(m, t);
+    for (int ph = 0; ph < MC_PHASES && !t->fail.failed; ph++)
+        if (runs(m, (enum mc_phase)ph))
+            mc_child_phase(m, t, (enum mc_phase)ph);
     if (time(&t->finished) == (time_t)-1)
         t->finished = 0;
     /* At once on stderr too, where a long run's log shows it. */
@@ -814,10 +834,11 @@ static void print_preamble(struct memcheck *m)
 static void print_end(struct memcheck *m)
 {
     const char *pre = m->o.format == MC_FORMAT_SMOKEY ? "# " : "";
-    tk_rt_refresh(&m->rt);
+    m->sh->rt.rests = m->sh->rests;
     printf("\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided between "
-           "tests); VmLck at the end %ld kB\n",
-           pre, (unsigned long long)m->o.seed, m->seconds, m->rt.rests, m->rt.vmlck_kb);
+           "tests); VmLck at the end of the last test process %ld kB\n",
+           pre, (unsigned long long)m->o.seed, m->seconds, m->sh->rt.rests,
+           m->sh->rt.vmlck_kb);
 }
 
 static void report(struct memcheck *m)
@@ -841,56 +862,55 @@ static void report(struct memcheck *m)
     print_end(m);
 }
 
-/* The report is the product: a failed write (full disk, closed pipe) fails
- * the run. */
-static int check_stdout(void)
+/* The watchdog's priority: above the test processes', so that one spinning
+ * at its real-time priority on the parent's CPU cannot starve it. */
+static int watch_priority(const struct memcheck *m, bool fifo_granted)
 {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "rtmem memcheck: writing the report failed\n");
-        return EXIT_FAILED;
-    }
-    return 0;
+    if (m->o.no_rt || !fifo_granted)
+        return 0;
+    int max = sched_get_priority_max(SCHED_FIFO);
+    return m->o.priority < max ? m->o.priority + 1 : max;
 }
 
-/* Setup before any test: real-time, timer, arena, sizes, storage, lock.
- * Returns 0 or an exit status (reported). */
+/* Setup before any test: timer, results, the heaps' sizes (in test
+ * processes). Returns 0 or an exit status (reported). */
 static int prepare(struct memcheck *m)
 {
-    /* Memory is locked below, once mapped. */
+    /* The timer is calibrated under the real-time setup the tests get;
+     * then the parent, which only waits, gives it up. */
     const struct tk_run_opts ro = {cli.prog, m->o.no_rt, m->o.cpu, m->o.priority, CALIBRATION_MS};
     if (tk_run_setup(&ro, &m->rt, &m->timer, &m->mf) != 0)
         return EXIT_FAILED;
+    m->watch_priority = watch_priority(m, m->rt.fifo.granted);
+    tk_rt_undo(&m->rt);
     m->sub_ticks = m->o.subtract_overhead ? m->timer.overhead_p50_ticks : 0;
     heap_sequence(m);
     /* Room for any kind's metadata: twice the largest heap and a MiB. */
-    size_t arena = 2 * largest_heap(m) + ((size_t)1 << 20);
-    int rc = tk_arena_open(&m->arena, arena);
-    if (rc != 0) {
-        fprintf(stderr, "rtmem memcheck: mmap of a %zu-byte arena: %s\n", arena, strerror(-rc));
+    m->arena_bytes = 2 * largest_heap(m) + ((size_t)1 << 20);
+    if (allocate_results(m) != 0) {
+        fprintf(stderr, "rtmem memcheck: out of memory for the run's results\n");
         return EXIT_FAILED;
     }
-    size_t largest = size_heaps(m);
-    if (largest == 0)
-        return EXIT_FAILED;
-    if (allocate_storage(m, largest) != 0) {
-        fprintf(stderr, "rtmem memcheck: out of memory for the run's buffers\n");
-        return EXIT_FAILED;
-    }
-    tk_rt_lock_memory(&m->rt);
-    for (size_t i = 0; i < m->n_t; i++)
-        mc_alloc_warm(&m->t[i].a, MC_POW2_MIN_BLOCK);
     m->progress.on = m->o.progress || isatty(STDERR_FILENO);
+    /* A fill holds at most usable / 1 blocks (1-byte requests, and one
+     * over for "more than H/B"); the churn keeps at most fill / 16 live. */
+    m->blocks_cap = size_heaps(m) + 2;
+    m->churn_cap = runs(m, MC_PH_CHURN) ? mc_churn_capacity(m) : 1;
     return 0;
 }
 
-static int write_json_file(struct memcheck *m, FILE *json)
+/* The JSON into the result file and the file into place. Returns 0 or
+ * EXIT_FAILED (reported). */
+static int write_results(struct memcheck *m, struct tk_result *json)
 {
-    int rc = mc_write_json(json, m);
-    if (rc != 0) {
-        fprintf(stderr, "rtmem memcheck: writing '%s' failed: %s\n", m->o.json_path,
-                strerror(-rc));
+    if (mc_write_json(json->f, m) == -EINVAL) {
+        fprintf(stderr, "rtmem memcheck: internal error: unbalanced JSON for '%s'\n",
+                m->o.json_path);
         return EXIT_FAILED;
     }
+    /* A write error is the commit's to report, with its cause. */
+    if (tk_result_commit(json, cli.prog) != 0)
+        return EXIT_FAILED;
     printf("%sresults written to %s\n", m->o.format == MC_FORMAT_SMOKEY ? "# " : "",
            m->o.json_path);
     return 0;
@@ -898,38 +918,41 @@ static int write_json_file(struct memcheck *m, FILE *json)
 
 static int memcheck_run(struct memcheck *m)
 {
-    FILE *json = NULL;
-    if (m->o.json_path) {
-        json = tk_run_open_results(cli.prog, m->o.json_path);
-        if (!json)
-            return EXIT_USAGE;
-    }
+    struct tk_result json;
+    bool have_json = m->o.json_path != NULL;
+    if (have_json && tk_result_open(&json, cli.prog, m->o.json_path) != 0)
+        return EXIT_USAGE;
     int status = prepare(m);
     if (status == 0) {
         print_preamble(m);
-        fflush(stdout);
+        /* A report that cannot be written is not worth measuring. */
+        if (tk_stdout_check(cli.prog) != 0)
+            status = EXIT_FAILED;
+    }
+    if (status == 0) {
         uint64_t t0 = tk_clock_ns();
         for (size_t i = 0; i < m->n_t; i++)
-            run_target(m, &m->t[i]);
+            if (!m->t[i].fail.failed)   /* else it could not size its heaps */
+                run_target(m, &m->t[i]);
+            else
+                fprintf(stderr, "rtmem memcheck: FAILED: %s: %s\n", m->t[i].a.name,
+                        m->t[i].fail.msg);
         m->seconds = (double)(tk_clock_ns() - t0) / 1e9;
         report(m);
-        status = check_stdout();
+        bool report_ok = tk_stdout_check(cli.prog) == 0;
         for (size_t i = 0; i < m->n_t; i++)
             if (m->t[i].fail.failed)
                 status = EXIT_FAILED;
-        /* A failed run still writes its results: the failure is one. */
-        if (json && write_json_file(m, json) != 0)
+        /* A run whose tests all reached a verdict writes its results, a
+         * failed verdict included: the failure is one. A run that could not
+         * report leaves the file as it was. */
+        if (!report_ok)
+            status = EXIT_FAILED;
+        else if (have_json && write_results(m, &json) != 0)
             status = EXIT_FAILED;
     }
-    if (json && tk_run_close_results(cli.prog, json, m->o.json_path, status != 0) != 0 &&
-        status == 0)
-        status = EXIT_FAILED;
-    /* A run that never got to its results leaves no file to be mistaken
-     * for them. */
-    if (json && m->seconds == 0 && unlink(m->o.json_path) != 0)
-        perror("rtmem memcheck: removing the unfinished result file");
-    free_storage(m);
-    tk_rt_undo(&m->rt);
+    if (have_json)
+        tk_result_abandon(&json);   /* nothing once committed */
     return status;
 }
 
@@ -950,12 +973,17 @@ int rtm_cmd_memcheck(int argc, char **argv)
         /* Peers first: loading jemalloc may re-execute the process, and
          * nothing else should have happened yet. */
         load_peers(m, argc, argv);
-        if (load_plugins(m) != 0)
+        if (allocate_shared(m) != 0) {
+            fprintf(stderr, "rtmem memcheck: out of memory for the run's results\n");
+            status = EXIT_FAILED;
+        } else if (load_plugins(m) != 0) {
             status = EXIT_USAGE;
-        else
+        } else {
             status = select_targets(m);
+        }
         if (status == 0)
             status = memcheck_run(m);
+        free_shared(m);
     }
     free(m);
     return status;

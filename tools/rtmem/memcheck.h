@@ -5,6 +5,7 @@
  *   memcheck_report.c  tables, overall summaries, smokey's layout, JSON
  *   memcheck_alloc.c   the allocators under test (memcheck_alloc.h)
  *   memcheck_load.c    peers and plugins, loaded at run time
+ *   memcheck_child.c   each allocator's work in a process of its own
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
 #define RTMEM_TOOLS_MEMCHECK_H
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include "common/arena.h"
+#include "common/child.h"
 #include "common/describe.h"
 #include "common/rt.h"
 #include "common/samples.h"
@@ -41,6 +43,9 @@
 #define MC_MAX_PLUGINS     4
 /* Allocators not run, with why (a peer that does not load). */
 #define MC_MAX_SKIPPED     8
+/* --timeout: seconds a test process may go without progress. */
+#define MC_DEFAULT_TIMEOUT_S 60u
+#define MC_MAX_TIMEOUT_S     86400u
 
 enum mc_phase {
     MC_PH_POW2,      /* power-of-two block sizes */
@@ -76,6 +81,8 @@ struct mc_opts {
     bool true_overhead;
     bool progress;
     bool quick;
+    bool no_json_rows;            /* the JSON without per-test rows */
+    unsigned timeout_s;           /* without progress, a test process is killed; 0: never */
     enum mc_format format;
     unsigned phases;              /* 1 << enum mc_phase */
     const char *kinds_arg;        /* NULL: every allocator */
@@ -150,15 +157,39 @@ struct mc_churn {
     size_t n_samples, cap_samples;
 };
 
+enum mc_fail_kind {
+    MC_FAIL_CHECK,     /* a functional check failed */
+    MC_FAIL_CRASH,     /* the allocator's test process died of a signal */
+    MC_FAIL_TIMEOUT,   /* it made no progress within --timeout: killed */
+    MC_FAIL_ERROR,     /* the harness could not run it (its process's setup failed) */
+};
+
 struct mc_failure {
     bool failed;
+    enum mc_fail_kind kind;
     enum mc_phase phase;
+    int signal;                   /* MC_FAIL_CRASH: the signal */
     char msg[768];
 };
 
-/* One allocator under test and everything it produced. */
+/* The test a test process is in, written before the test starts, so that
+ * the parent can name it if the process dies there. */
+struct mc_running {
+    bool set;                     /* a test (or the sizing) has started */
+    bool sizing;                  /* sizing the heaps, before any test */
+    enum mc_phase phase;
+    size_t index;                 /* the test's number in its phase */
+    size_t heap, block;
+    unsigned flags;               /* MC_F_* */
+};
+
+/* One allocator under test and everything it produced. Targets live in
+ * memory shared with the test processes (struct mc_shared), which write
+ * their results there as they go. */
 struct mc_target {
     struct mc_alloc a;
+    tk_child_mark beat;           /* the test process's latest progress */
+    struct mc_running now;
     struct mc_seq seq[2];         /* [MC_PH_POW2], [MC_PH_RANDOM] */
     struct mc_pattern pattern;
     struct mc_churn churn;
@@ -177,13 +208,27 @@ struct mc_progress {
     size_t done, total;
 };
 
+/* What the test processes report to the parent, in shared memory. */
+struct mc_shared {
+    struct tk_rt_state rt;        /* the real-time setup the latest one had */
+    bool have_rt;
+    struct tk_arena arena;        /* its arena (the address is its own) */
+    unsigned rests;               /* throttle rests of them all */
+    struct mc_target t[MC_MAX_TARGETS];
+};
+
 struct memcheck {
     struct mc_opts o;
+    /* The parent's own setup (for the timer calibration, then undone); in
+     * a test process, its real-time setup. */
     struct tk_rt_state rt;
     struct tk_timer timer;
     struct tk_machine mf;
-    struct tk_arena arena;
-    struct mc_target t[MC_MAX_TARGETS];
+    struct tk_arena arena;        /* a test process's own */
+    size_t arena_bytes;           /* the size of every test process's arena */
+    int watch_priority;           /* the watchdog's SCHED_FIFO priority; 0 none */
+    struct mc_shared *sh;
+    struct mc_target *t;          /* sh->t */
     size_t n_t;
     struct mc_plugin plugins[MC_MAX_PLUGINS];
     size_t n_plugins;
@@ -192,7 +237,8 @@ struct memcheck {
     size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
     size_t n_heap_sizes;
 
-    /* Work buffers, allocated and touched once before any timing. */
+    /* Work buffers of a test process, allocated and touched in it before
+     * any timing. */
     void **blocks;
     uint32_t *sizes;              /* per-block sizes (pattern), live sizes (churn) */
     uint32_t *order;              /* free order (pattern) */
@@ -215,6 +261,14 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t);
 size_t mc_seq_tests(const struct memcheck *m, enum mc_phase phase);
 /* Churn workload length for the options (ramp included), for storage. */
 size_t mc_churn_capacity(const struct memcheck *m);
+
+/* memcheck_child.c. Each runs in a test process under the watchdog and
+ * records a crash, a timeout or a failed setup in t->fail. Returns 0, or -1
+ * if t failed (it then runs no further phase). */
+int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n);
+int mc_child_phase(struct memcheck *m, struct mc_target *t, enum mc_phase phase);
+/* The first phase the options run. */
+enum mc_phase mc_first_phase(const struct memcheck *m);
 
 /* memcheck_report.c */
 const char *mc_phase_name(enum mc_phase phase);

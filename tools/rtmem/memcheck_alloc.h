@@ -1,5 +1,6 @@
 /*
- * `rtmem memcheck`: the allocators under test.
+ * `rtmem memcheck`: the allocators under test. `rtmem bench` drives its
+ * peers and plugins through the same interface.
  *
  * One interface for everything memcheck measures, so that the phases never
  * ask which allocator they drive. There are two sorts of allocator:
@@ -182,6 +183,10 @@ int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_le
  */
 #define MC_STATIC_TLS_BYTES 16384
 void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len);
+
+/* mc_reexec_static_tls for an rtmem subcommand: argv as the subcommand got
+ * it (argv[0] its name), run again as "rtmem argv...". */
+void mc_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len);
 
 /* True in a process that mc_reexec_static_tls started. */
 bool mc_reexeced(void);

@@ -428,3 +428,18 @@ void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl)
     a->free = t->free;
     a->usable_size = t->usable_size;
 }
+
+void mc_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len)
+{
+    char **args = calloc((size_t)argc + 2, sizeof(*args));
+    if (!args) {
+        set_why(why, why_len, "out of memory");
+        return;
+    }
+    static char prog[] = "rtmem";
+    args[0] = prog;
+    for (int i = 0; i < argc; i++)
+        args[i + 1] = argv[i];
+    mc_reexec_static_tls(args, peer, why, why_len);
+    free(args);
+}

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,8 +317,10 @@ static void print_legend(FILE *f, const struct memcheck *m)
             "probed once at half-free\n",
             m->o.compat ? "ALSO counted in the alloc times (--compat, as smokey)"
                         : "not counted in the alloc times");
-    if (m->o.true_overhead)
-        fprintf(f, "  TOVRH%%: 100 - 100 * NRBLKS * B / (H + metadata outside H)\n");
+    /* The summary always has the column; the rows only with --true-overhead. */
+    fprintf(f, "  TOVRH%%: true overhead, 100 - 100 * NRBLKS * B / (H + metadata outside H, "
+               "stats.overhead_bytes)%s\n",
+            m->o.true_overhead ? "" : "; in the rows with --true-overhead");
     fprintf(f, "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
                "the same heap%s\n",
             m->o.compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
@@ -475,16 +478,19 @@ void mc_print_failures(FILE *f, const struct memcheck *m)
         if (!t->fail.failed)
             continue;
         const struct mc_opts *o = &m->o;
+        char timeout[32] = "";
+        if (o->timeout_s != MC_DEFAULT_TIMEOUT_S)
+            snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
         fprintf(f, "\nFAILED: %s: %s\n", t->a.name, t->fail.msg);
         fprintf(f, "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
                    "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
                    "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
-                   "--churn-fill %u --churn-max-size %zu%s\n",
+                   "--churn-fill %u --churn-max-size %zu%s%s\n",
                 t->a.plugin_path ? " --plugin " : "", t->a.plugin_path ? t->a.plugin_path : "",
                 t->a.name, mc_phase_name(t->fail.phase), (unsigned long long)o->seed,
                 o->seq_heap_bytes, o->random_rounds, o->pattern_heap_bytes, o->pattern_rounds,
                 (unsigned long long)o->churn_ops, o->churn_heap_bytes, o->churn_fill_pct,
-                o->churn_max_bytes, o->compat ? " --compat" : "");
+                o->churn_max_bytes, o->compat ? " --compat" : "", timeout);
     }
 }
 
@@ -572,10 +578,21 @@ void mc_print_header(FILE *f, const struct memcheck *m)
     fprintf(f, "rtmem memcheck %s (schema %s): Xenomai smokey's memory test sequence\n",
             RTMEM_VERSION_STRING, MC_SCHEMA);
     tk_machine_print(f, &m->mf);
-    tk_rt_print(f, &m->rt);
-    fprintf(f, "arena: %zu KiB for every heap, mmap'd, prefaulted, mlock: %s%s%s\n",
-            m->arena.bytes / 1024, m->arena.locked ? "yes" : "NO",
-            m->arena.locked ? "" : " -- ", m->arena.locked ? "" : strerror(m->arena.lock_err));
+    const struct tk_arena *ar = &m->sh->arena;
+    if (m->sh->have_rt) {
+        fprintf(f, "test processes (one per allocator and phase): ");
+        tk_rt_print(f, &m->sh->rt);
+        fprintf(f, "arena: %zu KiB for every heap, mmap'd, prefaulted, mlock: %s%s%s\n",
+                ar->bytes / 1024, ar->locked ? "yes" : "NO", ar->locked ? "" : " -- ",
+                ar->locked ? "" : strerror(ar->lock_err));
+    } else {
+        fprintf(f, "test processes: none ran its setup\n");
+    }
+    if (o->timeout_s)
+        fprintf(f, "watchdog: a test process without progress for %u s is killed "
+                   "(--timeout)\n", o->timeout_s);
+    else
+        fprintf(f, "watchdog: none (--timeout 0)\n");
     tk_timer_print(f, "timer: ", t, TK_DETAIL_BRIEF);
     if (o->subtract_overhead)
         fprintf(f, "  --subtract-timer-overhead: %.1f ns (the p50) taken off every sample, "
@@ -763,7 +780,7 @@ static void json_overall(struct tk_json *j, const struct mc_overall *o)
     tk_json_end_object(j);
 }
 
-static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph)
+static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph, bool rows)
 {
     if (!tk_json_key_or_null(j, mc_phase_name(ph), sq->ran))
         return;
@@ -771,11 +788,12 @@ static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase p
     tk_json_kv_uint(j, "tests", sq->n);
     tk_json_kv_double(j, "seconds", sq->seconds);
     json_overall(j, &sq->all);
-    tk_json_key(j, "rows");
-    tk_json_begin_array(j);
-    for (size_t i = 0; i < sq->n; i++)
-        json_row(j, &sq->rows[i]);
-    tk_json_end_array(j);
+    if (tk_json_key_or_null(j, "rows", rows)) {
+        tk_json_begin_array(j);
+        for (size_t i = 0; i < sq->n; i++)
+            json_row(j, &sq->rows[i]);
+        tk_json_end_array(j);
+    }
     tk_json_end_object(j);
 }
 
@@ -854,7 +872,18 @@ static void json_applies(struct tk_json *j, const struct mc_alloc *a)
     tk_json_end_object(j);
 }
 
-static void json_target(struct tk_json *j, const struct mc_target *t)
+static const char *fail_kind_name(enum mc_fail_kind k)
+{
+    switch (k) {
+    case MC_FAIL_CHECK: return "check";
+    case MC_FAIL_CRASH: return "crash";
+    case MC_FAIL_TIMEOUT: return "timeout";
+    case MC_FAIL_ERROR: return "error";
+    }
+    return "?";
+}
+
+static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
 {
     const struct mc_alloc *a = &t->a;
     tk_json_begin_object(j);
@@ -867,6 +896,11 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     if (tk_json_key_or_null(j, "failure", t->fail.failed)) {
         tk_json_begin_object(j);
         tk_json_kv_string(j, "phase", mc_phase_name(t->fail.phase));
+        tk_json_kv_string(j, "kind", fail_kind_name(t->fail.kind));
+        char sig[16] = "";
+        if (t->fail.kind == MC_FAIL_CRASH && sigabbrev_np(t->fail.signal))
+            snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(t->fail.signal));
+        tk_json_kv_string(j, "signal", sig[0] ? sig : NULL);
         tk_json_kv_string(j, "message", t->fail.msg);
         tk_json_end_object(j);
     }
@@ -885,7 +919,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t)
     }
     tk_json_end_array(j);
     for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
-        json_seq(j, &t->seq[ph], (enum mc_phase)ph);
+        json_seq(j, &t->seq[ph], (enum mc_phase)ph, rows);
     if (tk_json_key_or_null(j, "pattern", t->pattern.ran)) {
         tk_json_begin_object(j);
         tk_json_kv_uint(j, "tests", t->pattern.tests);
@@ -918,6 +952,8 @@ static void json_params(struct tk_json *j, const struct memcheck *m)
     tk_json_kv_bool(j, "subtract_timer_overhead", o->subtract_overhead);
     tk_json_kv_double(j, "subtracted_ns", tk_timer_ns(&m->timer, m->sub_ticks));
     tk_json_kv_bool(j, "quick", o->quick);
+    tk_json_kv_bool(j, "json_rows", !o->no_json_rows);
+    tk_json_kv_uint(j, "timeout_s", o->timeout_s);
     tk_json_kv_bool(j, "no_rt", o->no_rt);
     tk_json_key(j, "phases");
     tk_json_begin_array_compact(j);
@@ -946,13 +982,15 @@ int mc_write_json(FILE *f, struct memcheck *m)
     tk_machine_json(&j, &m->mf, TK_DETAIL_BRIEF);
     tk_json_key(&j, "timer");
     tk_timer_json(&j, &m->timer, TK_DETAIL_BRIEF);
-    tk_json_key(&j, "real_time");
-    tk_rt_json(&j, &m->rt);
+    /* What the test processes had: the latest one's record. */
+    const struct tk_arena *ar = &m->sh->arena;
+    if (tk_json_key_or_null(&j, "real_time", m->sh->have_rt))
+        tk_rt_json(&j, &m->sh->rt);
     tk_json_key(&j, "arena");
     tk_json_begin_object(&j);
-    tk_json_kv_uint(&j, "bytes", m->arena.bytes);
-    tk_json_kv_bool(&j, "locked", m->arena.locked);
-    tk_json_kv_string(&j, "lock_error", m->arena.locked ? NULL : strerror(m->arena.lock_err));
+    tk_json_kv_uint(&j, "bytes", ar->bytes);
+    tk_json_kv_bool(&j, "locked", ar->locked);
+    tk_json_kv_string(&j, "lock_error", ar->locked ? NULL : strerror(ar->lock_err));
     tk_json_end_object(&j);
     tk_json_key(&j, "row_columns");
     tk_json_begin_array_compact(&j);
@@ -962,7 +1000,7 @@ int mc_write_json(FILE *f, struct memcheck *m)
     tk_json_key(&j, "allocators");
     tk_json_begin_array(&j);
     for (size_t i = 0; i < m->n_t; i++)
-        json_target(&j, &m->t[i]);
+        json_target(&j, &m->t[i], !m->o.no_json_rows);
     tk_json_end_array(&j);
     /* Allocators asked for (or run by default) that did not load. */
     tk_json_key(&j, "skipped");

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/rng.h"
 #include "memcheck.h"
 
@@ -31,6 +32,11 @@ static const uint64_t phase_salt[MC_PHASES] = {
 #define MC_OP_FREE        0x80000000u
 #define MC_CHURN_MIN_BYTES ((size_t)16)
 
+/* Progress marks inside the long tests: every this many churn operations
+ * (a power of two) and pattern frees. */
+#define CHURN_OPS_PER_MARK     65536u
+#define PATTERN_FREES_PER_MARK 4096u
+
 /* Phase, heap, block and flags of the test running, for failure messages. */
 struct test_ctx {
     enum mc_phase phase;
@@ -38,6 +44,15 @@ struct test_ctx {
     size_t heap, block;
     unsigned flags;
 };
+
+/* Which test runs now, for the parent to name if this process dies in it,
+ * and a progress mark for its watchdog (memcheck_child.c). */
+static void mark_test(struct mc_target *t, const struct test_ctx *c)
+{
+    t->now = (struct mc_running){.set = true, .phase = c->phase, .index = c->index,
+                                 .heap = c->heap, .block = c->block, .flags = c->flags};
+    tk_child_beat(&t->beat);
+}
 
 static uint64_t test_seed(uint64_t seed, enum mc_phase phase, size_t index)
 {
@@ -484,6 +499,7 @@ static int run_one(struct memcheck *m, struct mc_target *t, struct test_ctx *c)
     struct mc_seq *sq = &t->seq[c->phase];
     tk_rt_breather(&m->rt);
     c->index = sq->n;
+    mark_test(t, c);
     if (seq_test(m, t, c, test_seed(m->o.seed, c->phase, c->index), &sq->rows[sq->n]) != 0)
         return -1;
     sq->n++;
@@ -530,11 +546,11 @@ int mc_run_seq(struct memcheck *m, struct mc_target *t, enum mc_phase phase)
     struct mc_seq *sq = &t->seq[phase];
     uint64_t t0 = tk_clock_ns();
     sq->n = 0;
+    sq->ran = true;   /* its rows so far count, should the process die */
     progress_begin(m, mc_seq_tests(m, phase));
     int rc = phase == MC_PH_POW2 ? run_pow2(m, t) : run_random(m, t);
     progress_end(m);
     sq->seconds = (double)(tk_clock_ns() - t0) / 1e9;
-    sq->ran = true;
     return rc;
 }
 
@@ -663,6 +679,10 @@ static int pattern_test(struct memcheck *m, struct mc_target *t, const struct te
     tk_rng_shuffle(m->order, n, sizeof(*m->order), &rng);
     for (size_t i = 0; i < n; i++) {
         size_t k = m->order[i];
+        /* A test on a large heap is long (each free verifies every live
+         * block): slices of it are progress too. */
+        if (i % PATTERN_FREES_PER_MARK == 0)
+            tk_child_beat(&t->beat);
         if (a->free(a->ctx, m->blocks[k]) != 0) {
             failf(t, c, "free refused block #%zu (%p)", k, m->blocks[k]);
             goto out;
@@ -688,17 +708,18 @@ int mc_run_pattern(struct memcheck *m, struct mc_target *t)
     uint64_t sizes = m->o.seed ^ phase_salt[MC_PH_PATTERN];
     uint64_t t0 = tk_clock_ns();
     int rc = 0;
+    t->pattern.ran = true;   /* its tests so far count, should the process die */
     progress_begin(m, m->o.pattern_rounds);
     for (uint32_t r = 0; r < m->o.pattern_rounds && rc == 0; r++) {
         tk_rt_breather(&m->rt);
         c.index = r;
         c.block = draw_block(m, &sizes, c.heap);
+        mark_test(t, &c);
         rc = pattern_test(m, t, &c, test_seed(m->o.seed, MC_PH_PATTERN, r));
         progress_step(m, t, MC_PH_PATTERN, r + 1);
     }
     progress_end(m);
     t->pattern.seconds = (double)(tk_clock_ns() - t0) / 1e9;
-    t->pattern.ran = true;
     return rc;
 }
 
@@ -925,6 +946,7 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     struct mc_churn *ch = &t->churn;
     struct test_ctx c = {.phase = MC_PH_CHURN, .heap = m->o.churn_heap_bytes};
     uint64_t t0 = tk_clock_ns();
+    mark_test(t, &c);
     if (create_heap(m, t, &c) != 0)
         return -1;
     size_t target = a->cur.usable_bytes / 100 * m->o.churn_fill_pct, ramp;
@@ -946,8 +968,10 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
             rc = churn_sample(t, &c, i - ramp + 1, cs.live_bytes, &cs.span);
             tk_rt_breather(&m->rt);
         }
-        if ((i & 0xffff) == 0)
+        if ((i & (CHURN_OPS_PER_MARK - 1)) == 0) {
             progress_step(m, t, MC_PH_CHURN, i);
+            tk_child_beat(&t->beat);
+        }
     }
     progress_end(m);
     ch->ops = n > ramp ? n - ramp : 0;

@@ -1,0 +1,183 @@
+/* Bench kit: work in a child process under a watchdog (child.h). */
+#include "common/child.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/timer.h"
+
+void tk_child_beat(tk_child_mark *mark)
+{
+    if (mark)
+        atomic_store_explicit(mark, tk_clock_ns(), memory_order_relaxed);
+}
+
+const char *tk_signal_describe(int sig, char *buf, size_t size)
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, size, "SIG%s (%s)", abbrev, strsignal(sig));
+    else
+        snprintf(buf, size, "signal %d", sig);
+    return buf;
+}
+
+void *tk_shared_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+void tk_shared_free(void *p, size_t bytes)
+{
+    if (p)
+        (void)munmap(p, bytes ? bytes : 1);
+}
+
+/* The watchdog's scheduling while it waits, and back. */
+struct watch_sched {
+    bool changed;
+    int policy;
+    struct sched_param param;
+};
+
+static void watch_raise(int priority, struct watch_sched *ws)
+{
+    ws->changed = false;
+    if (priority <= 0)
+        return;
+    ws->policy = sched_getscheduler(0);
+    if (ws->policy < 0 || sched_getparam(0, &ws->param) != 0)
+        return;
+    struct sched_param sp = {.sched_priority = priority};
+    /* Refused (no privilege): the watchdog still runs, if later. */
+    ws->changed = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+}
+
+static void watch_lower(const struct watch_sched *ws)
+{
+    if (ws->changed)
+        (void)sched_setscheduler(0, ws->policy, &ws->param);
+}
+
+/* Has the child ended? Leaves it unreaped (a zombie keeps its process
+ * group's id from being reused). */
+static bool child_ended(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+/* Waits for the child's end or its timeout. Returns true if it timed out. */
+static bool wait_child(pid_t pid, tk_child_mark *mark, uint64_t start_ns, double timeout_s)
+{
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    uint64_t timeout_ns = (uint64_t)(timeout_s * 1e9);
+    for (;;) {
+        if (child_ended(pid))
+            return false;
+        uint64_t now = tk_clock_ns();
+        uint64_t last = mark ? atomic_load_explicit(mark, memory_order_relaxed) : start_ns;
+        if (last < start_ns)
+            last = start_ns;
+        /* Without a limit, wake now and then anyway: a lost SIGCHLD costs
+         * a second, never a hang. */
+        uint64_t wait_ns = 1000000000u;
+        if (timeout_ns) {
+            if (now >= last + timeout_ns)
+                return true;
+            wait_ns = last + timeout_ns - now;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(wait_ns / 1000000000u),
+                              .tv_nsec = (long)(wait_ns % 1000000000u)};
+        (void)sigtimedwait(&chld, NULL, &ts);
+    }
+}
+
+void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
+                  const struct tk_child_opts *o, struct tk_child_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    tk_cleanup_install();
+    /* An ignored SIGCHLD would reap the child behind our back. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    (void)sigaction(SIGCHLD, &dfl, NULL);
+
+    uint64_t start = tk_clock_ns();
+    if (mark)
+        atomic_store_explicit(mark, start, memory_order_relaxed);
+    fflush(stdout);
+    fflush(stderr);
+
+    sigset_t old, waiting;
+    tk_cleanup_block(&old);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        (void)setpgid(0, 0);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        int status = fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(status & 0xff);
+    }
+    if (pid < 0) {
+        r->end = TK_CHILD_NOT_STARTED;
+        r->code = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return;
+    }
+    (void)setpgid(pid, pid);   /* both sides: whichever runs first */
+    int slot = tk_cleanup_add_child(pid);
+    /* Fatal signals may come now (their cleanup reaps the child); SIGCHLD
+     * stays blocked for sigtimedwait. */
+    waiting = old;
+    sigaddset(&waiting, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &waiting, NULL);
+
+    struct watch_sched ws;
+    watch_raise(o->watch_priority, &ws);
+    bool timed_out = wait_child(pid, mark, start, o->timeout_s);
+    watch_lower(&ws);
+
+    /* Whatever the child started dies with it, then it is reaped. */
+    (void)kill(-pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    r->seconds = (double)(tk_clock_ns() - start) / 1e9;
+    tk_cleanup_block(NULL);
+    tk_cleanup_forget_child(slot);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (timed_out) {
+        r->end = TK_CHILD_TIMED_OUT;
+    } else if (WIFSIGNALED(status)) {
+        r->end = TK_CHILD_KILLED;
+        r->code = WTERMSIG(status);
+    } else {
+        r->end = TK_CHILD_EXITED;
+        r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    }
+}

@@ -1,0 +1,121 @@
+/* Bench kit: what a fatal signal must undo (cleanup.h). */
+#include "common/cleanup.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const int fatal_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM};
+#define N_FATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+
+static char files[TK_CLEANUP_FILES][PATH_MAX];
+static volatile sig_atomic_t file_used[TK_CLEANUP_FILES];
+static volatile sig_atomic_t children[TK_CLEANUP_CHILDREN];   /* pid, 0 when free */
+static volatile sig_atomic_t owner;                          /* pid that registered */
+static bool installed;
+
+/* Only async-signal-safe calls from here to the raise. */
+static void on_fatal(int sig)
+{
+    if (getpid() == (pid_t)owner) {
+        for (size_t i = 0; i < TK_CLEANUP_CHILDREN; i++) {
+            pid_t pid = (pid_t)children[i];
+            if (pid <= 0)
+                continue;
+            (void)kill(-pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            children[i] = 0;
+        }
+        for (size_t i = 0; i < TK_CLEANUP_FILES; i++)
+            if (file_used[i]) {
+                (void)unlink(files[i]);
+                file_used[i] = 0;
+            }
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    (void)sigaction(sig, &dfl, NULL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    (void)sigprocmask(SIG_UNBLOCK, &s, NULL);
+    (void)raise(sig);
+}
+
+void tk_cleanup_install(void)
+{
+    if (installed)
+        return;
+    installed = true;
+    owner = (sig_atomic_t)getpid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fatal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FATAL; i++)
+        sigaddset(&sa.sa_mask, fatal_signals[i]);   /* one cleanup at a time */
+    for (size_t i = 0; i < N_FATAL; i++) {
+        struct sigaction old;
+        if (sigaction(fatal_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        (void)sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+void tk_cleanup_block(sigset_t *old)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    for (size_t i = 0; i < N_FATAL; i++)
+        sigaddset(&s, fatal_signals[i]);
+    (void)sigprocmask(SIG_BLOCK, &s, old);
+}
+
+void tk_cleanup_restore(const sigset_t *old)
+{
+    (void)sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+int tk_cleanup_add_file(const char *path)
+{
+    size_t len = strlen(path);
+    if (len >= PATH_MAX)
+        return -1;
+    for (int i = 0; i < TK_CLEANUP_FILES; i++)
+        if (!file_used[i]) {
+            memcpy(files[i], path, len + 1);
+            atomic_signal_fence(memory_order_seq_cst);
+            file_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void tk_cleanup_forget_file(int slot)
+{
+    if (slot >= 0 && slot < TK_CLEANUP_FILES)
+        file_used[slot] = 0;
+}
+
+int tk_cleanup_add_child(pid_t pid)
+{
+    for (int i = 0; i < TK_CLEANUP_CHILDREN; i++)
+        if (children[i] == 0) {
+            children[i] = (sig_atomic_t)pid;
+            return i;
+        }
+    return -1;
+}
+
+void tk_cleanup_forget_child(int slot)
+{
+    if (slot >= 0 && slot < TK_CLEANUP_CHILDREN)
+        children[slot] = 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * Bench kit: what a fatal signal must undo before the process dies.
+ *
+ * A tool that is interrupted (Ctrl-C, kill, a closed pipe, a lost terminal)
+ * must leave nothing of its own behind and must not touch anything else: the
+ * temporary result files it created are unlinked, and the child processes it
+ * started (each the leader of its own process group) are killed with their
+ * groups and reaped. Then the signal is raised again with its default
+ * action, so the tool dies of it as it would have without the handler (a
+ * shell sees 130 for SIGINT).
+ *
+ * Handled: SIGHUP, SIGINT, SIGQUIT, SIGPIPE and SIGTERM, each only if it was
+ * not ignored when the process started (nohup and background jobs ignore
+ * some on purpose). SIGKILL cannot be handled: a temporary file can then
+ * stay behind, named after its target with a leading '.'.
+ *
+ * The handler acts only in the process that registered the entries: a child
+ * inherits the handler after fork but never cleans up its parent's files.
+ *
+ * Registration is bounded (TK_CLEANUP_FILES files, TK_CLEANUP_CHILDREN
+ * children at once); every entry is a copy, written before it is marked
+ * used, so the handler never reads half of one. Register and create (or
+ * fork) with the signals blocked (tk_cleanup_block), so that no signal
+ * falls between the two.
+ */
+#ifndef RTMEM_TOOLS_CLEANUP_H
+#define RTMEM_TOOLS_CLEANUP_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+#define TK_CLEANUP_FILES 4
+#define TK_CLEANUP_CHILDREN 4
+
+/* Installs the handler (once; later calls do nothing). */
+void tk_cleanup_install(void);
+
+/* Blocks the handled signals, saving the previous mask in *old; restores
+ * it. */
+void tk_cleanup_block(sigset_t *old);
+void tk_cleanup_restore(const sigset_t *old);
+
+/* A file this process created, to unlink on a fatal signal. Returns the
+ * entry's slot, or -1 if the table is full or the path too long. */
+int tk_cleanup_add_file(const char *path);
+/* Forgets a slot from tk_cleanup_add_file (-1: nothing). */
+void tk_cleanup_forget_file(int slot);
+
+/* A child of this process that leads its own process group, to kill
+ * (SIGKILL to the group) and reap on a fatal signal. Returns the slot, or
+ * -1 if the table is full. */
+int tk_cleanup_add_child(pid_t pid);
+/* Forgets a slot from tk_cleanup_add_child (-1: nothing), once the child
+ * is reaped. */
+void tk_cleanup_forget_child(int slot);
+
+#endif /* RTMEM_TOOLS_CLEANUP_H */
