@@ -18,7 +18,6 @@
  * that process (mc_alloc_warm).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

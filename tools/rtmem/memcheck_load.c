@@ -223,7 +223,7 @@ static int load_peer(struct peer *p)
              "process allocator: %s%s, %s dlopen'd (%s, %s, %s)%s", p->name, version, lm->l_name,
              p->malloc_sym, p->free_sym, p->usable_sym,
              marker && strcmp(marker, p->name) == 0
-                 ? "; memcheck re-executed itself with more static TLS for it (GLIBC_TUNABLES "
+                 ? "; rtmem re-executed itself with more static TLS for it (GLIBC_TUNABLES "
                    "glibc.rtld.optional_static_tls)"
                  : "");
     return 0;
