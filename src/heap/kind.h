@@ -15,9 +15,11 @@
 #define RTM_HEAP_MAGIC 0x524d5448u
 
 /*
- * The first bytes of every heap's control structure. Holds no pointer, so a
- * heap image stays valid at any address (DESIGN.md, principle 2): the kind is
- * an index into the registry of this process, not an address.
+ * The first bytes of every heap's control structure. Heap metadata holds
+ * offsets, never pointers, so a heap image stays valid at any address (a
+ * heap shared between processes is mapped wherever each one maps it): the
+ * kind is an index into the registry of this process, not an address. The
+ * corruption handler below is the one exception, and says so.
  */
 struct rtm_heap {
     uint32_t magic;

@@ -1,10 +1,10 @@
 /*
  * Balanced binary search trees whose nodes live inside heap memory: AVL
- * (rtm_avl_*) and red-black (rtm_rb_*), sharing one node type and one set of
- * navigation and search functions (rtm_tree_*). Internal to rtmem; the heap
+ * (rtm__avl_*) and red-black (rtm__rb_*), sharing one node type and one set of
+ * navigation and search functions (rtm__tree_*). Internal to rtmem; the heap
  * kinds use them to index free page ranges by address and by size.
  *
- * Offsets, not pointers (DESIGN.md, principle 2):
+ * Offsets, not pointers (heap metadata never holds an address):
  *  - Every link is an offset from a base address chosen by the caller (the
  *    heap's base). The node at offset o is the struct rtm_tnode at
  *    (char *)base + o, computed modulo 2^N, so nodes may lie below the base as
