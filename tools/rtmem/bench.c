@@ -85,14 +85,17 @@ static void usage(FILE *f)
             "  --cpu N           CPU to pin to (default: the last allowed CPU)\n"
             "  --prio N          SCHED_FIFO priority, 1..99 (default %d)\n"
             "  --no-rt           no CPU pinning, no SCHED_FIFO (mlockall is still tried)\n"
-            "  --kinds a,b,...   allocators to run (default all): ",
+            "  --kinds a,b,...   allocators to run (default all but the peers): ",
             DEFAULT_OPS, QUICK_OPS, DEFAULT_ROUNDS, QUICK_ROUNDS, DEFAULT_MIN_BYTES,
             DEFAULT_MAX_BYTES, DEFAULT_LIVE, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         fprintf(f, "%s, ", *k);
     fprintf(f,
             "tlsf(typed)\n"
-            "                    (alias tlsf-typed), glibc, the plugins; also: jemalloc,\n"
+            "                    (alias tlsf-typed), glibc, the plugins; the kinds again as\n"
+            "                    <kind>-none, created at hardening level none (no integrity\n"
+            "                    checks: the others run at the default, O(1) checks), so\n"
+            "                    the table shows what the checks cost; also: jemalloc,\n"
             "                    mimalloc, tcmalloc (a peer not installed is skipped)\n"
             "  --plugin FILE.so  load a heap plugin (repeatable, up to %d)\n"
             "  --timeout SECONDS a pass without progress for this long is killed and its\n"
@@ -283,6 +286,8 @@ static struct allocator *add_allocator(struct bench *b, const char *name, enum a
     memset(a, 0, sizeof(*a));
     a->name = name;
     a->type = type;
+    a->kind = name;
+    a->hardening = RTM_HEAP_HARDEN_O1;
     return a;
 }
 
@@ -307,12 +312,19 @@ static bool is_peer(const char *name)
     return false;
 }
 
-/* A name the run knows: a kind, tlsf(typed) or its alias, glibc, a peer, a
- * loaded plugin. */
+/* Is name "<kind>-none" for the kind? */
+static bool is_none_row(const char *name, const char *kind)
+{
+    size_t n = strlen(kind);
+    return strncmp(name, kind, n) == 0 && strcmp(name + n, "-none") == 0;
+}
+
+/* A name the run knows: a kind (or "<kind>-none"), tlsf(typed) or its
+ * alias, glibc, a peer, a loaded plugin. */
 static bool known_name(const struct bench *b, const char *name)
 {
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (strcmp(name, *k) == 0)
+        if (strcmp(name, *k) == 0 || is_none_row(name, *k))
             return true;
     if (strcmp(name, "tlsf-typed") == 0 || is_peer(name))
         return true;
@@ -338,7 +350,7 @@ static int check_kinds(const struct bench *b)
         if (len >= sizeof(item) || !known_name(b, item)) {
             fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", item);
             for (const char *const *k = rtm_heap_kinds(); *k; k++)
-                fprintf(stderr, "%s, ", *k);
+                fprintf(stderr, "%s, %s-none, ", *k, *k);
             fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc");
             for (const char *const *k = mc_peer_names(); *k; k++)
                 fprintf(stderr, ", %s", *k);
@@ -380,9 +392,18 @@ static int select_allocators(struct bench *b)
     if (b->o.kinds_arg && check_kinds(b) != 0)
         return -1;
     add_allocator(b, "floor", ALLOC_FLOOR);
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+    size_t kind_i = 0;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++, kind_i++) {
         if (wanted(b, *k, true))
             add_allocator(b, *k, ALLOC_HEAP);
+        char *none = b->none_names[kind_i];
+        snprintf(none, sizeof(b->none_names[0]), "%s-none", *k);
+        if (wanted(b, none, true)) {
+            struct allocator *a = add_allocator(b, none, ALLOC_HEAP);
+            a->kind = *k;
+            a->hardening = RTM_HEAP_HARDEN_NONE;
+        }
+    }
     if (wanted(b, extra_names[0], true))
         add_allocator(b, extra_names[0], ALLOC_TLSF_TYPED);
     if (wanted(b, extra_names[1], true))

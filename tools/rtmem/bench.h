@@ -160,6 +160,10 @@ struct op_agg {
 struct allocator {
     const char *name;
     enum alloc_type type;
+    /* ALLOC_HEAP: the rtmem kind and the hardening level it is created at
+     * (rows "<kind>-none" time RTM_HEAP_HARDEN_NONE beside the default). */
+    const char *kind;
+    int hardening;
     struct mc_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
     struct bench_failure fail;   /* set: left out of the run */
     /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
@@ -213,6 +217,7 @@ struct bench {
     struct mc_plugin plugins[BENCH_MAX_PLUGINS];
     size_t n_plugins;
     char skipped[512];            /* peers named but not loaded, and why */
+    char none_names[BENCH_MAX_ALLOCATORS][32]; /* "<kind>-none" rows */
     tk_child_mark beat;
     struct bench_running now;
     /* Allocators the measuring process died in, set aside from al[] once

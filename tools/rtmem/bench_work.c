@@ -126,7 +126,8 @@ static int create_heap(struct allocator *a)
     bool made;
     errno = 0;
     if (a->type == ALLOC_HEAP) {
-        a->heap = rtm_heap_create(a->name, a->mem.mem, a->mem.bytes);
+        struct rtm_heap_config cfg = { .hardening = a->hardening };
+        a->heap = rtm_heap_create_ex(a->kind, a->mem.mem, a->mem.bytes, &cfg);
         made = a->heap != NULL;
     } else if (a->type == ALLOC_TLSF_TYPED) {
         a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
