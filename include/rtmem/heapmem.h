@@ -58,7 +58,9 @@
  * of their pool's pages, and each pool's memory opens with 16 bytes the heap
  * never uses. A free run's descriptor opens with a guard word, keyed by a
  * secret of the heap, the run's offset and its page count; its page count
- * and tree links lie beyond its first 16 bytes.
+ * and tree links lie beyond its first 16 bytes, and its address-tree node,
+ * in the page's second 64 bytes, has a keyed guard of its own ahead of its
+ * links (an overflow reaches no link without changing a guard first).
  *  - At every level, an overflow of up to 16 bytes past any block, of any
  *    bytes, reaches only another slot of its page, the first 16 bytes of the
  *    next page (user data, or a free run's guard) or the unused bytes that
@@ -66,34 +68,35 @@
  *    entry or pool descriptor. It cannot make an operation crash, write
  *    outside the heap or hand out memory outside a pool or over a live block.
  *  - RTM_HEAP_HARDEN_O1 (the default) checks a free run before it reads its
- *    page count or links: every run a search steps on (best fit, and the
- *    address search that finds a freed block's neighbours), and every run an
- *    operation merges, splits, shrinks or removes: its offset on a page of a
- *    pool, its guard, its page count within that pool. All checks come before
- *    the operation's first write; a failed one refuses it (free: -EFAULT;
+ *    page count or links: every run a search steps on (best fit: the first
+ *    guard and the page count; the address search that finds a freed
+ *    block's neighbours: the address node's guard), and both guards of every
+ *    run an operation merges with or grows into; always its offset on a page
+ *    of a pool first, and its page count within that pool. All checks come
+ *    before the operation's first write; a failed one refuses it (free: -EFAULT;
  *    alloc, aligned_alloc, realloc: NULL), counts it in `corruptions` and
  *    calls the handler with the block given (NULL for an allocation), the
  *    damaged run's address as `where`, and what failed. The damaged run stays:
  *    every later operation that needs it is refused too, and rtm_heap_check
  *    names the heap corrupt.
- *  - Detected: any change to a free run's guard, so every overflow past the
+ *  - Detected: any change to a free run's guards, so every overflow past the
  *    block before a free run that changes a byte (it starts at the guard),
  *    and a use after free that writes the first 8 bytes of a page that now
  *    opens a free run; when the run is next stepped on or used, at the
  *    latest when an allocation needs it or a neighbour of it is freed.
  *  - Not detected: an overflow into another slot of a bucket page or into a
  *    live block (user data: no metadata lies there); a write into a free run
- *    that leaves its first 8 bytes intact (a stray pointer, a use after free
- *    deeper in the run); a guard rewritten with its exact value. An overflow
+ *    that leaves both guards intact (a stray pointer, a use after free deeper
+ *    in the run); a guard rewritten with its exact value. An overflow
  *    of more than 16 bytes into a free run also changes its guard and is
  *    detected the same way, but a tree update that rebalances through that
  *    run before it is checked may follow its damaged links: the guarantee
  *    above is for 16 bytes.
- *  - Bounds at O1: each check is O(1) (one load of the guard and a keyed hash
- *    of two multiplications), plus O(k) to find the pool of a run outside the
- *    first pool. Searches check each of the O(log r) runs they step on, so
- *    every bound above holds as stated (a search among runs outside the
- *    first pool: O(k log r)).
+ *  - Bounds at O1: each check is O(1) (a guard load, in a cache line the
+ *    operation reads anyway, and one multiplication), plus O(k) to find the
+ *    pool of a run outside the first pool. Searches check each of the
+ *    O(log r) runs they step on, so every bound above holds as stated (a
+ *    search among runs outside the first pool: O(k log r)).
  *  - RTM_HEAP_HARDEN_NONE writes and checks no guard: the paths of the
  *    unhardened heap, the same blocks as at O1. A 16-byte overflow still
  *    reaches no metadata; nothing is detected.

@@ -21,10 +21,14 @@
  * follows: each pool's memory starts with PH_REACH bytes the heap never uses.
  * The one piece of metadata inside pages is a free run's descriptor, in the
  * run's first page: it starts with a keyed guard word and keeps everything
- * it trusts (page count, tree links) beyond PH_REACH. A hardened heap checks
- * the guard of every free run a search steps on before reading its links,
- * and of every run it merges, splits or removes, all before the operation's
- * first write; a heap at RTM_HEAP_HARDEN_NONE writes and checks no guard.
+ * it trusts (page count, tree links) beyond PH_REACH, and the address node,
+ * in the page's second cache line, has a guard of its own ahead of its links,
+ * so that a longer overflow reaches no link without changing a guard first.
+ * A hardened heap checks the guard of every free run a search steps on before
+ * reading its count or links (the guard in the cache line the search reads),
+ * and both guards of every run it merges with or grows into, all before the
+ * operation's first write; a heap at RTM_HEAP_HARDEN_NONE writes and checks
+ * no guard.
  * Every operation that changes the heap takes the level once and runs one
  * of two instantiations of its path (`hard` is a constant in each).
  */
@@ -60,10 +64,12 @@ struct ph_range {
     uint64_t spare;
     /* What a best-fit search or a size-tree update reads, in the page's
      * first 64 bytes; what an address search or update reads, in the next
-     * 64 (the guard aside). */
+     * 64, opened by a guard of its own (range_tag(offset, 0), 0 once the
+     * run is not free). */
     size_t npages;
     struct rtm_tnode size_node;
     unsigned char pad[64 - 2 * sizeof(uint64_t) - sizeof(size_t) - sizeof(struct rtm_tnode)];
+    uint64_t addr_guard;
     struct rtm_tnode addr_node;
 };
 
@@ -73,7 +79,9 @@ struct ph_range {
 #define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
 
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
-_Static_assert(offsetof(struct ph_range, addr_node) == 64, "address node: in the page's second 64 bytes");
+_Static_assert(offsetof(struct ph_range, addr_guard) == 64 &&
+                   offsetof(struct ph_range, addr_node) + sizeof(struct rtm_tnode) <= 128,
+               "address node and its guard: in the page's second 64 bytes");
 _Static_assert(PH_REACH % _Alignof(struct ph_heap) == 0 && PH_REACH % _Alignof(struct ph_pool) == 0,
                "the gap ahead of a pool's descriptor keeps it aligned");
 _Static_assert(offsetof(struct ph_range, npages) >= PH_REACH,
@@ -172,34 +180,42 @@ static inline void note_used(struct ph_heap *h, size_t bytes)
 
 /* ---- integrity of free runs --------------------------------------------------- */
 
-/* The guard of a free run of npages pages at offset r: keyed by the heap's
- * secret, so no byte pattern a program writes by mistake (the bytes of real
- * offsets and counts included) is a valid guard but with odds of 2^-63;
- * never 0, the value of a page that is not a free run's head. */
+/* The guard of a free run of npages pages at offset r: the heap's random
+ * secret mixed with both, so no byte pattern a program writes by mistake
+ * (the bytes of real offsets, counts, or another run's guard included) is a
+ * valid guard but with odds of 2^-63; never 0, the value of a page that is
+ * not a free run's head. One multiplication: it lies off the path of the
+ * loads a search chains, and a mistake is not an attacker. */
 static inline uint64_t range_tag(const struct ph_heap *h, size_t r, size_t npages)
 {
-    uint64_t x = h->base.tag_key ^ (uint64_t)r ^ ((uint64_t)npages * 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 32)) * 0xd6e8feb86659fd93ull;
-    return (x ^ (x >> 32)) | 1u;
+    return (h->base.tag_key ^ (uint64_t)r ^ ((uint64_t)npages * 0x9e3779b97f4a7c15ull)) | 1u;
 }
+
+/* Which parts of a free run's descriptor range_fault checks. */
+enum { RF_SIZE = 1, RF_ADDR = 2, RF_ALL = 3 };
 
 /*
  * NULL if a hardened heap may trust the free run at offset r, else what is
  * wrong with it. r must lie on a page of a pool (checked before anything at
- * r is read), the guard must match the page count it covers, and the run
- * must end inside that pool. O(1) in the first pool, O(pools) elsewhere.
+ * r is read); RF_SIZE: the guard must match the page count it covers, and
+ * the run must end inside that pool; RF_ADDR: the address node's guard must
+ * match. O(1) in the first pool, O(pools) elsewhere.
  */
-static const char *range_fault(const struct ph_heap *h, size_t r)
+PH_INLINE const char *range_fault(const struct ph_heap *h, size_t r, int parts)
 {
     const struct ph_pool *d = pool_of(h, r);
     if (!d || ((r - d->pages) & (PAGE - 1)))
         return "free run outside the pools";
     const struct ph_range *g = range_at(h, r);
-    size_t n = g->npages;
-    if (g->guard != range_tag(h, r, n))
-        return "free run guard";
-    if (n == 0 || n > d->npages - ((r - d->pages) >> PH_PAGE_SHIFT))
-        return "free run page count";
+    if (parts & RF_SIZE) {
+        size_t n = g->npages;
+        if (g->guard != range_tag(h, r, n))
+            return "free run guard";
+        if (n == 0 || n > d->npages - ((r - d->pages) >> PH_PAGE_SHIFT))
+            return "free run page count";
+    }
+    if ((parts & RF_ADDR) && g->addr_guard != range_tag(h, r, 0))
+        return "free run address node guard";
     return NULL;
 }
 
@@ -213,7 +229,7 @@ static __attribute__((cold, noinline)) void range_damaged(struct ph_heap *h, con
 /* Whether a hardened heap may use the free run at r; reports it if not. */
 static inline bool range_ok(struct ph_heap *h, const void *block, size_t r)
 {
-    const char *what = range_fault(h, r);
+    const char *what = range_fault(h, r, RF_ALL);
     if (__builtin_expect(what != NULL, 0)) {
         range_damaged(h, block, r, what);
         return false;
@@ -264,7 +280,8 @@ static int addr_probe(const void *base, size_t node, const void *key)
 }
 
 /* The probes of a hardened heap: the node's range is checked before the
- * search reads its page count or follows its links. */
+ * search reads its page count or follows its links, with the guard in the
+ * cache line the search reads. */
 static int stop_at(const void *key, size_t r, const char *what)
 {
     struct probe *k = (struct probe *)(uintptr_t)key; /* the caller's own, writable */
@@ -275,14 +292,14 @@ static int stop_at(const void *key, size_t r, const char *what)
 
 static int size_probe_checked(const void *base, size_t node, const void *key)
 {
-    const char *what = range_fault(base, RANGE_OF_SIZE_NODE(node));
+    const char *what = range_fault(base, RANGE_OF_SIZE_NODE(node), RF_SIZE);
     return __builtin_expect(what != NULL, 0) ? stop_at(key, RANGE_OF_SIZE_NODE(node), what)
                                              : size_probe(base, node, key);
 }
 
 static int addr_probe_checked(const void *base, size_t node, const void *key)
 {
-    const char *what = range_fault(base, RANGE_OF_ADDR_NODE(node));
+    const char *what = range_fault(base, RANGE_OF_ADDR_NODE(node), RF_ADDR);
     return __builtin_expect(what != NULL, 0) ? stop_at(key, RANGE_OF_ADDR_NODE(node), what)
                                              : addr_probe(base, node, key);
 }
@@ -311,8 +328,10 @@ PH_INLINE void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t np
 {
     struct ph_range *g = range_at(h, r);
     g->npages = npages;
-    if (hard)
+    if (hard) {
         g->guard = range_tag(h, r, npages);
+        g->addr_guard = range_tag(h, r, 0);
+    }
     tree->insert(h, &h->addr_root, ADDR_NODE(r), addr_cmp);
     tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
     h->free_runs++;
@@ -327,8 +346,8 @@ PH_INLINE void range_remove(struct ph_heap *h, ph_tree tree, size_t r, bool hard
     size_t npages = range_at(h, r)->npages;
     tree->remove(h, &h->addr_root, ADDR_NODE(r));
     tree->remove(h, &h->size_root, SIZE_NODE(r));
-    if (hard)
-        range_at(h, r)->guard = 0; /* its page is no free run's head any more */
+    if (hard) /* its page is no free run's head any more */
+        range_at(h, r)->guard = range_at(h, r)->addr_guard = 0;
     h->free_runs--;
     if (npages == h->max_free_pages)
         refresh_max(h);
@@ -436,7 +455,8 @@ PH_INLINE int merge_find(struct ph_heap *h, size_t pg, size_t n, bool hard, cons
     uintptr_t start = abs_of(h, pg), end = start + n * PAGE;
     /* One search: the run before [start, end) and, next to it, the one after
      * (no free run lies inside a run being freed). The hardened search
-     * checked the run it returns. */
+     * checked the address node of the run it returns; its page count is
+     * checked before it is read. */
     size_t prev = addr_search(h, hard, true, start, block);
     if (hard && __builtin_expect(prev == RTM_TREE_STOP, 0))
         return -EFAULT;
@@ -444,6 +464,8 @@ PH_INLINE int merge_find(struct ph_heap *h, size_t pg, size_t n, bool hard, cons
     m->prev = m->next = 0;
     if (prev) {
         size_t r = RANGE_OF_ADDR_NODE(prev);
+        if (hard && !range_ok(h, block, r))
+            return -EFAULT;
         uintptr_t prev_end = abs_of(h, r) + range_at(h, r)->npages * PAGE;
         if (hard && __builtin_expect(prev_end > start, 0)) {
             range_damaged(h, block, r, "free run overlaps the block");
@@ -828,7 +850,11 @@ PH_INLINE int run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *
     if (!node)
         return 1;
     size_t next = RANGE_OF_ADDR_NODE(node);
-    if (abs_of(h, next) != end || range_at(h, next)->npages < n - have)
+    if (abs_of(h, next) != end)
+        return 1;
+    if (hard && !range_ok(h, block, next))
+        return -EFAULT;
+    if (range_at(h, next)->npages < n - have)
         return 1;
     size_t rest = range_at(h, next)->npages - (n - have);
     range_remove(h, tree, next, hard);
@@ -985,13 +1011,13 @@ static int tree_nodes_in_pools(const struct ph_heap *h, size_t root, size_t delt
 }
 
 /* Whether the address tree holds a free run at offset r, and, on a hardened
- * heap, its guard is sound. */
+ * heap, its guards are sound. */
 static bool free_run_at(const struct ph_heap *h, size_t r)
 {
     struct probe k = { abs_of(h, r), 0, NULL };
     if (rtm__tree_lower_bound(h, h->addr_root, addr_probe, &k) != ADDR_NODE(r))
         return false;
-    return !hardened(h) || range_at(h, r)->guard == range_tag(h, r, range_at(h, r)->npages);
+    return !hardened(h) || range_fault(h, r, RF_ALL) == NULL;
 }
 
 struct tally {
