@@ -79,7 +79,7 @@
  *    data: TLSF keeps nothing there), to a free block's interior beyond its
  *    links, or damage that rewrites a header or link with exactly the value
  *    TLSF would have written (a tag forged without the key: 2^-24).
- *  - Cost: docs/hardening.md has it, measured (instructions and time).
+ *  - Cost: docs/hardening.md has it, measured with rtmem bench.
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
  *    into a header can make free write anywhere in the address space.
  *  - A 32-bit build has no spare header bits: no tags, the other checks stay.

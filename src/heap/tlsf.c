@@ -688,13 +688,13 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
 }
 
 /*
- * Measured with rtmem bench, on which this shape rests (docs/hardening.md
- * has the figures): time is close to proportional to the instructions run,
- * plus a few ns per mispredicted branch, plus a front-end redirect for every
- * taken branch. A neighbour is free in about a third of frees, both in about
- * a tenth: so the first free neighbour (next, else prev, else idle) is
- * removed branch-free, only the rare second one takes a branch, and the
- * common path runs straight to its return.
+ * Why free has this shape (measured with rtmem bench): its time follows the
+ * instructions it runs, plus a few ns per mispredicted branch and a
+ * front-end redirect per taken branch. A neighbour is free in about a third
+ * of frees, both in about a tenth: so the first free neighbour (next, else
+ * prev, else idle) is removed branch-free, only the rare second one takes a
+ * branch, and the common path runs straight to its return. The hardened
+ * checks are branch-free too, each test of a result predicted "intact".
  */
 static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t,
                                                               const struct free_plan *f, bool hard)
