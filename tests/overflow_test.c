@@ -39,13 +39,30 @@ struct held {
     uint32_t seed;
 };
 
+#define GRANULE 16 /* every kind's blocks start and end on it */
+
 struct trial {
     struct rtm_heap *h;
     unsigned char *lo, *hi; /* the heap's memory */
     struct held *held;
     size_t n;
     uint64_t rng;
+    bool taken[HEAP_BYTES / GRANULE]; /* granules of held blocks */
 };
+
+/* Marks [p, p + usable) held (taken) or not; false if a granule to mark held
+ * already is (an overlap). O(usable / GRANULE). */
+static bool mark(struct trial *t, const unsigned char *p, size_t usable, bool taken)
+{
+    size_t first = (size_t)(p - t->lo) / GRANULE, last = (size_t)(p + usable - 1 - t->lo) / GRANULE;
+    for (size_t g = first; g <= last; g++) {
+        if (taken && t->taken[g])
+            return false;
+    }
+    for (size_t g = first; g <= last; g++)
+        t->taken[g] = taken;
+    return true;
+}
 
 static unsigned char fill_byte(uint32_t seed, size_t i)
 {
@@ -82,12 +99,9 @@ static long take(struct trial *t, size_t size)
     CHECK(p >= t->lo && p + usable <= t->hi);
     if (!(p >= t->lo && p + usable <= t->hi))
         return -1; /* never written: the test stays inside the heap */
-    for (size_t i = 0; i < t->n; i++) {
-        const struct held *o = &t->held[i];
-        if (p < o->p + o->usable && o->p < p + usable) {
-            CHECK(!"a new block overlaps a held one");
-            return -1;
-        }
+    if (!mark(t, p, usable, true)) {
+        CHECK(!"a new block overlaps a held one");
+        return -1;
     }
     struct held *b = &t->held[t->n];
     *b = (struct held){ p, usable, 0, (uint32_t)rng_next(&t->rng) | 1u };
@@ -108,8 +122,10 @@ static int give(struct trial *t, size_t i)
     CHECK(intact(b));
     int rc = rtm_heap_free(t->h, b->p);
     CHECK(rc == 0 || rc == -EFAULT);
-    if (rc == 0)
+    if (rc == 0) {
+        mark(t, b->p, b->usable, false);
         t->held[i] = t->held[--t->n];
+    }
     return rc;
 }
 
@@ -160,8 +176,12 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     REQUIRE(mem != MAP_FAILED, );
     memset(mem, GUARD_BYTE, span);
     static struct held held[MAX_HELD];
-    struct trial t = { .lo = mem + GUARD, .hi = mem + GUARD + HEAP_BYTES, .held = held,
-                       .rng = seed };
+    static struct trial t;
+    memset(&t, 0, sizeof(t));
+    t.lo = mem + GUARD;
+    t.hi = mem + GUARD + HEAP_BYTES;
+    t.held = held;
+    t.rng = seed;
     struct rtm_heap_config cfg = { .hardening = hardening, .check_interval = 64 };
     t.h = rtm_heap_create_ex(kind, t.lo, HEAP_BYTES, &cfg);
     snprintf(trial_desc, sizeof(trial_desc), "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
