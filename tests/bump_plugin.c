@@ -5,7 +5,7 @@
  *   PLUGIN_BAD_ABI     an ABI version this rtmem does not take;
  *   PLUGIN_BAD_TABLE   a mandatory call (free) missing;
  *   PLUGIN_BAD_NAME    a name that is already taken ("glibc");
- *   PLUGIN_CRASH       "crash": alloc dereferences NULL in a heap of
+ *   PLUGIN_CRASH       "crash": alloc loads from page 0 in a heap of
  *                      CRASH_HEAP bytes or more;
  *   PLUGIN_HANG        "hang": free never returns for a block of
  *                      HANG_SIZE bytes or more.
@@ -54,8 +54,10 @@ static void bump_destroy(void *heap)
 
 #ifdef PLUGIN_CRASH
 #define CRASH_HEAP ((size_t)16384)
-/* NULL, out of the compiler's sight: a real load from address 0. */
-static int *volatile null_block;
+/* An address in the page no process maps, out of the compiler's sight: a
+ * real load that faults (not NULL itself, which UBSan would catch first and
+ * turn into an exit instead of the signal this plugin is for). */
+static int *volatile null_block = (int *)(uintptr_t)64;
 #endif
 #ifdef PLUGIN_HANG
 #define HANG_SIZE ((size_t)1024)

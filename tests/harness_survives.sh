@@ -21,9 +21,11 @@ bad() { fail=$((fail + 1)); echo "FAILED: $*"; }
 # Every process of a run carries this in its environment, so the test can
 # find the ones left behind (and only them: other tests run in parallel).
 mark="RTMEM_HARNESS_TEST=$$.$(date +%s%N)"
-# In a sanitizer build, a plugin's SIGSEGV must stay a SIGSEGV.
+# In a sanitizer build, a plugin's SIGSEGV must stay a SIGSEGV (ASan's and
+# UBSan's runtimes each catch it otherwise, and exit with status 1).
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"
-export ASAN_OPTIONS
+UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}handle_segv=0"
+export ASAN_OPTIONS UBSAN_OPTIONS
 leftovers() {
     for e in /proc/[0-9]*/environ; do
         { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "$mark" && echo "${e%/environ}"
