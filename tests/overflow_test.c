@@ -154,12 +154,19 @@ static void fill_and_drain(struct trial *t)
 
 enum neighbour { NB_FREE, NB_LIVE, NB_FREED_AFTER, NB_LINKS, NB_COUNT };
 static const char *const nb_names[NB_COUNT] = { "free", "live", "freed-after", "link-like data" };
-enum { PAT_ZERO, PAT_A, PAT_ONES, PAT_NEAR, PAT_OFFSET, PAT_COUNT };
+/* The last two leave the first 8 bytes past the block alone (a store to
+ * v[n + 1] past an array v[n]): a free neighbour's header stays intact and
+ * only what follows it (for TLSF, its next link) changes, to the offset of
+ * a live block, or of a header a merge swallowed. */
+enum { PAT_ZERO, PAT_A, PAT_ONES, PAT_NEAR, PAT_OFFSET, PAT_SKIP_LIVE, PAT_SKIP_GONE, PAT_COUNT };
 
 /* The byte the pattern writes at distance i past the block's end. */
-static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t offset)
+static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t offset,
+                                  uint64_t gone)
 {
     switch (pat) {
+    case PAT_SKIP_LIVE: return i < 8 ? was : (unsigned char)(offset >> (8 * (i % 8)));
+    case PAT_SKIP_GONE: return i < 8 ? was : (unsigned char)(gone >> (8 * (i % 8)));
     case PAT_ZERO: return 0x00;
     case PAT_A: return 0x41;
     case PAT_ONES: return 0xff;
@@ -183,13 +190,33 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     t.held = held;
     t.rng = seed;
     struct rtm_heap_config cfg = { .hardening = hardening, .check_interval = 64 };
-    t.h = rtm_heap_create_ex(kind, t.lo, HEAP_BYTES, &cfg);
+    /* every other trial: two pools from adjacent memory, where an overflow
+     * at the end of one reaches the start of the other */
+    bool two_pools = seed & 1;
+    t.h = rtm_heap_create_ex(kind, t.lo, two_pools ? HEAP_BYTES / 2 : HEAP_BYTES, &cfg);
     snprintf(trial_desc, sizeof(trial_desc), "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
-             "neighbour %s", kind, hardening, len, pat, size_a, nb_names[nb]);
+             "neighbour %s, %s", kind, hardening, len, pat, size_a, nb_names[nb],
+             two_pools ? "two pools" : "one pool");
     REQUIRE(t.h != NULL, (void)munmap(mem, span));
+    if (two_pools)
+        CHECK_EQ(rtm_heap_add_pool(t.h, t.lo + HEAP_BYTES / 2, HEAP_BYTES / 2), 0);
 
-    /* Some history, then A and its successor B, allocated back to back. */
+    /* Some history, with a header swallowed by a merge (for a kind with
+     * headers): g1 freed, then g0 before it. Then A and its successor B,
+     * allocated back to back. */
     random_ops(&t, 60);
+    long g0 = take(&t, 24), g1 = take(&t, 40);
+    uint64_t gone = 0;
+    if (g0 >= 0 && g1 >= 0) {
+        unsigned char *p0 = t.held[g0].p, *p1 = t.held[g1].p;
+        gone = (uint64_t)(p1 - (unsigned char *)t.h) - 8;
+        give(&t, (size_t)g1);
+        for (size_t i = 0; i < t.n; i++)
+            if (t.held[i].p == p0) {
+                give(&t, i); /* g0, wherever give() moved it */
+                break;
+            }
+    }
     long a = take(&t, size_a);
     long b = take(&t, size_a);
     long other = take(&t, 40);
@@ -216,7 +243,7 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     unsigned char *end = pa + rtm_heap_usable_size(t.h, pa);
     bool changed = false;
     for (size_t i = 0; i < len && end + i < t.hi; i++) {
-        unsigned char v = pattern_byte(pat, i, end[i], offset);
+        unsigned char v = pattern_byte(pat, i, end[i], offset, gone);
         changed |= v != end[i];
         end[i] = v;
     }
@@ -302,8 +329,12 @@ static void handler_and_levels(const char *kind)
     struct rtm_heap *h = rtm_heap_create_ex(kind, mem, sizeof(mem) - 4096, &cfg);
     REQUIRE(h != NULL, );
     CHECK_EQ(rtm_heap_hardening(h), RTM_HEAP_HARDEN_O1);
-    unsigned char *a = rtm_heap_alloc(h, 700), *b = rtm_heap_alloc(h, 700);
-    REQUIRE(a && b, );
+    /* two blocks side by side (a kind may hand them out upwards or
+     * downwards): the lower one is a, the upper one b */
+    unsigned char *one = rtm_heap_alloc(h, 700), *two = rtm_heap_alloc(h, 700);
+    REQUIRE(one && two, );
+    unsigned char *a = one < two ? one : two, *b = one < two ? two : one;
+    REQUIRE(a + rtm_heap_usable_size(h, a) + 64 > b, );
     CHECK_EQ(rtm_heap_free(h, b), 0);
     /* a run of 0xff over everything past a, as far as 16 bytes */
     memset(a + rtm_heap_usable_size(h, a), 0xff, 16);
@@ -311,13 +342,14 @@ static void handler_and_levels(const char *kind)
     int rc = rtm_heap_free(h, a);
     struct rtm_heap_stats st;
     rtm_heap_stats(h, &st);
-    if (rtm_heap_check(h) != 0) {
-        CHECK(st.corruptions > 0);
-        CHECK(heard.calls > 0 && (uint64_t)heard.calls == st.corruptions);
-        CHECK(heard.what != NULL && heard.what[0] != '\0');
-        if (rc == -EFAULT)
-            CHECK(heard.block == a);
-    }
+    /* every kind keeps metadata within 16 bytes past a block whose
+     * successor is free, and checks it before the free merges */
+    CHECK(rtm_heap_check(h) == -EFAULT);
+    CHECK_EQ(rc, -EFAULT);
+    CHECK(st.corruptions > 0);
+    CHECK(heard.calls > 0 && (uint64_t)heard.calls == st.corruptions);
+    CHECK(heard.what != NULL && heard.what[0] != '\0');
+    CHECK(heard.block == a);
     CHECK_EQ(rtm_heap_set_corruption_handler(h, NULL, NULL), 0);
     rtm_heap_destroy(h);
     CHECK_EQ(rtm_heap_set_corruption_handler(h, on_corruption, &heard), -EINVAL);

@@ -412,6 +412,154 @@ static void test_free_bounds(void)
     }
 }
 
+/* ---- hardening: the review's findings, each as the scenario that showed it -- */
+
+static uint64_t corruptions_of(struct rtm_heap *h)
+{
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    return st.corruptions;
+}
+
+/* One word written 8 bytes past a live block (its free successor's header
+ * untouched): a next link that points at a list head's pseudo-node. Once
+ * accepted, list code wrote through it outside the heap. */
+static void test_link_into_list_heads(void)
+{
+    test_context = "link-into-heads";
+    struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24), *x = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    unsigned char *f3 = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    REQUIRE(a && x && f3, );
+    CHECK_EQ(rtm_heap_free(h, x), 0);
+    /* the list head slot that holds x, and the pseudo-node 16 bytes before */
+    uint64_t x_off = (uint64_t)(x - 8 - (unsigned char *)h), slot = 0;
+    const uint64_t *w = (const uint64_t *)(const void *)h;
+    for (size_t i = 0; i < RTM_TLSF_CONTROL_BYTES / 8; i++)
+        if (w[i] == x_off) {
+            slot = i * 8;
+            break;
+        }
+    REQUIRE(slot != 0, );
+    uint64_t y = slot - 16;
+    memcpy(a + rtm_heap_usable_size(h, a) + 8, &y, 8);
+    CHECK(rtm_heap_alloc(h, 40) == NULL); /* x's next link is no block: refused */
+    CHECK_EQ(corruptions_of(h), 1);
+    CHECK_EQ(rtm_heap_free(h, f3), 0);    /* its own list: unaffected */
+    CHECK(rtm_heap_check(h) == -EFAULT);  /* the damage stays, and is seen */
+}
+
+/* A free successor swallowed by a merge kept a valid free header; a link
+ * overwritten to point at it made alloc hand out two overlapping blocks. */
+static void test_link_to_swallowed_header(void)
+{
+    test_context = "link-to-swallowed";
+    struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24), *x = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    unsigned char *y0 = rtm_heap_alloc(h, 24), *y = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    REQUIRE(a && x && y0 && y, );
+    CHECK_EQ(rtm_heap_free(h, y), 0);
+    CHECK_EQ(rtm_heap_free(h, x), 0);  /* the 48-byte list: x, y */
+    CHECK_EQ(rtm_heap_free(h, y0), 0); /* y0 swallows y */
+    CHECK_EQ(rtm_heap_free(h, y), -EINVAL); /* a double free of y: no damage */
+    CHECK_EQ(corruptions_of(h), 0);
+    uint64_t y_off = (uint64_t)(y - 8 - (unsigned char *)h);
+    memcpy(a + rtm_heap_usable_size(h, a) + 8, &y_off, 8); /* x's next link: y */
+    void *p1 = rtm_heap_alloc(h, 40); /* x: its own header and back link are intact */
+    (void)p1;
+    CHECK(rtm_heap_alloc(h, 40) == NULL); /* y is no block any more: refused */
+    CHECK_EQ(corruptions_of(h), 1);
+    unsigned char *p3 = rtm_heap_alloc(h, 72); /* y0's merged block: whole, unshared */
+    CHECK(p3 != NULL && p3 == y0);
+}
+
+/* Two pools from adjacent memory: 9 to 16 bytes past the first pool's last
+ * block were the next pool's descriptor. They now lie inside the pool. */
+static void test_overflow_at_a_pool_end(void)
+{
+    test_context = "pool-end";
+    static unsigned char pools[2 * 4096] __attribute__((aligned(4096)));
+    struct rtm_heap *h = rtm_heap_create("tlsf", arena, 16384);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm_heap_add_pool(h, pools, 4096), 0);
+    CHECK_EQ(rtm_heap_add_pool(h, pools + 4096, 4096), 0);
+    static void *blocks[2048];
+    size_t n = 0;
+    while (n < 2048 && (blocks[n] = rtm_heap_alloc(h, 24)) != NULL)
+        n++;
+    unsigned char *last = NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *p = blocks[i];
+        if (p >= pools && p < pools + 4096 && (!last || p > last))
+            last = p;
+    }
+    REQUIRE(last != NULL, );
+    unsigned char *end = last + rtm_heap_usable_size(h, last);
+    CHECK(end + 16 <= pools + 4096); /* the sentinel and its slack are the pool's */
+    unsigned char before[16];
+    memcpy(before, pools + 4096, 16);
+    memset(end, 0x41, 16);
+    CHECK(memcmp(before, pools + 4096, 16) == 0);
+    CHECK_EQ(rtm_heap_free(h, last), -EFAULT); /* its successor, the sentinel, is damaged */
+    for (size_t i = 0; i < n; i++)
+        if (blocks[i] != last)
+            CHECK_EQ(rtm_heap_free(h, blocks[i]), 0);
+    CHECK_EQ(corruptions_of(h), 1);
+}
+
+/* Damage to a free predecessor's header, then a merge into it: the merge
+ * rewrote the header without looking at its tag, and the damage vanished. */
+static void test_damaged_predecessor_not_laundered(void)
+{
+    test_context = "launder";
+    struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 40), *m = rtm_heap_alloc(h, 24);
+    rtm_heap_alloc(h, 24);
+    REQUIRE(a && n && m, );
+    CHECK_EQ(rtm_heap_free(h, n), 0);
+    a[rtm_heap_usable_size(h, a)] ^= 0x08; /* one bit no size uses */
+    CHECK_EQ(rtm_heap_free(h, m), -EFAULT); /* m would merge into n */
+    CHECK_EQ(rtm_heap_free(h, a), -EFAULT); /* a would merge with n */
+    CHECK_EQ(corruptions_of(h), 2);
+    CHECK(rtm_heap_check(h) == -EFAULT);
+}
+
+/* A live neighbour's header with only its free bit set by the overflow ('0'
+ * written as '1') was refused as a double free, uncounted. */
+static int handler_calls;
+static void count_calls(const struct rtm_heap_corruption *c, void *arg)
+{
+    (void)c;
+    (void)arg;
+    handler_calls++;
+}
+
+static void test_free_bit_set_by_overflow(void)
+{
+    test_context = "free-bit";
+    struct rtm_heap_config cfg = { .on_corruption = count_calls };
+    struct rtm_heap *h = rtm_heap_create_ex("tlsf", arena, sizeof(arena), &cfg);
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    REQUIRE(a && n, );
+    handler_calls = 0;
+    a[rtm_heap_usable_size(h, a)] |= 0x01;
+    CHECK_EQ(rtm_heap_free(h, n), -EFAULT);
+    CHECK_EQ(rtm_heap_usable_size(h, n), 0);
+    CHECK(rtm_heap_realloc(h, n, 10) == NULL);
+    CHECK_EQ(rtm_heap_free(h, a), -EFAULT);
+    CHECK_EQ(corruptions_of(h), 3); /* free(n), realloc(n), free(a) */
+    CHECK_EQ(handler_calls, 3);
+}
+
 int main(void)
 {
     test_sizes();
@@ -427,6 +575,11 @@ int main(void)
     test_check_finds_corruption();
     test_too_large_pool();
     test_free_bounds();
+    test_link_into_list_heads();
+    test_link_to_swallowed_header();
+    test_overflow_at_a_pool_end();
+    test_damaged_predecessor_not_laundered();
+    test_free_bit_set_by_overflow();
     test_context = NULL;
     return test_summary("tlsf");
 }

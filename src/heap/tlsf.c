@@ -31,6 +31,7 @@
 #define SL_COUNT   RTM_TLSF_SL_COUNT
 #define FL_COUNT   RTM_TLSF_FL_COUNT
 #define GRANULE_LOG2 4
+#define W_LOG2      (sizeof(size_t) == 8 ? 3 : 2)
 /* Sizes below SMALL_LIMIT share first level 0, one class per granule. */
 #define SMALL_LIMIT (GRANULE << SL_LOG2)
 #define FL_SHIFT    (GRANULE_LOG2 + SL_LOG2 - 1) /* log2(SMALL_LIMIT) - 1 */
@@ -38,6 +39,10 @@
 #define F_FREE      ((size_t)1) /* this block is free */
 #define F_PREV_FREE ((size_t)2) /* the physically previous block is free */
 #define F_FENCE     ((size_t)4) /* sentinel: never allocated, never freed */
+/* A header a merge swallowed: it lies inside a larger free block now, and
+ * keeps its old value (and tag, computed without this flag) so that a second
+ * free of its pointer is told apart from damage. */
+#define F_GONE      ((size_t)8)
 #define F_MASK      (GRANULE - 1)
 /* A prev link stored at a header position reads as "free" and "fence" at
  * once, which no header is: see PREV_SET. */
@@ -72,7 +77,7 @@ _Static_assert(GRANULE >= _Alignof(max_align_t), "payload alignment covers max_a
 _Static_assert(GRANULE > W && GRANULE % W == 0, "header fits below an aligned payload");
 _Static_assert(MIN_BLOCK >= 4 * W, "a free block holds header, two links and footer");
 _Static_assert(MIN_BLOCK % GRANULE == 0, "minimum block is a whole number of granules");
-_Static_assert(F_FENCE < GRANULE, "flags fit in the bits the granule leaves free");
+_Static_assert(F_GONE < GRANULE, "flags fit in the bits the granule leaves free");
 _Static_assert(RTM_TLSF_MAX_BLOCK <= SIZE_MASK, "every block size fits below the tag bits");
 _Static_assert(SL_COUNT <= 32 && FL_COUNT <= 32, "bitmaps are 32 bits");
 _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
@@ -118,15 +123,16 @@ struct rtm_tlsf {
     size_t nil[4];              /* terminator block: hdr, next, prev, spare */
     size_t idle[4];             /* self-linked block of size 0: "remove nothing" */
     size_t heads[FL_COUNT][SL_COUNT];
-    /* Room for the prev link of the last pseudo-node, which links_ok may
-     * read when a damaged link points there. */
-    size_t tail_pad[2];
+    /* Where free writes the "swallowed" mark when there is no free
+     * successor to mark: one store either way, no branch. */
+    size_t scratch;
 };
 
 _Static_assert(sizeof(struct rtm_tlsf) + GRANULE <= RTM_TLSF_CONTROL_BYTES,
                "RTM_TLSF_CONTROL_BYTES covers the control structure");
-_Static_assert(sizeof(struct tlsf_pool) + GRANULE + W + GRANULE <= RTM_TLSF_POOL_OVERHEAD_MAX,
-               "RTM_TLSF_POOL_OVERHEAD_MAX covers descriptor, trim and sentinel");
+_Static_assert((W - 1) + sizeof(struct tlsf_pool) + (GRANULE - 1) + GRANULE + (GRANULE - 1) <=
+                   RTM_TLSF_POOL_OVERHEAD_MAX,
+               "RTM_TLSF_POOL_OVERHEAD_MAX covers descriptor, trims, sentinel and its slack");
 
 /* ---- small helpers --------------------------------------------------------- */
 
@@ -337,19 +343,31 @@ static inline size_t rot_granules(size_t rel)
 
 static bool in_other_pool(const struct rtm_tlsf *t, size_t y);
 
-/*
- * Whether a link value may be followed: a word-aligned offset whose three
- * words (header and both links) lie below the first pool's sentinel and
- * above the heap base, a window that holds the control structure (the
- * terminator, the idle block and the pseudo-nodes) and every block of the
- * first pool; or, with several pools, a header position of another pool,
- * O(pools). One compare for a heap of one pool.
- */
-static inline bool link_target_ok(const struct rtm_tlsf *t, size_t y)
+/* Whether y is a header position of a pool with room for a block before its
+ * sentinel: one rotate and compare for the first pool, O(pools) for another. */
+static inline bool header_pos(const struct rtm_tlsf *t, size_t y)
 {
-    if (__builtin_expect((y < t->pool0.end - 2 * W) & ((y & (W - 1)) == 0), 1))
+    size_t start = t->pool0.start;
+    if (__builtin_expect(rot_granules(y - start) <= (t->pool0.end - start - MIN_BLOCK) >> GRANULE_LOG2,
+                         1))
         return true;
     return t->pool_count > 1 && in_other_pool(t, y);
+}
+
+/* Whether y is what a next link may hold: the terminator, the idle block
+ * (whose links are its own) or a block's header position. */
+static inline bool next_target_ok(const struct rtm_tlsf *t, size_t y)
+{
+    return (y == NIL) | (y == IDLE) || header_pos(t, y);
+}
+
+/* Whether y is what a prev link may hold: a list's pseudo-node, the idle
+ * block or a block's header position. */
+static inline bool prev_target_ok(const struct rtm_tlsf *t, size_t y)
+{
+    size_t rel = y - PSEUDO(0);
+    size_t rot = (rel >> W_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - W_LOG2));
+    return (rot < CLASS_COUNT) | (y == IDLE) || header_pos(t, y);
 }
 
 /* Whether free block x's list links are intact: each leads to a place that
@@ -359,7 +377,7 @@ static inline bool link_target_ok(const struct rtm_tlsf *t, size_t y)
 static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
 {
     size_t next = NEXT(t, x), prev = PREV_GET(t, x);
-    bool nok = link_target_ok(t, next), pok = link_target_ok(t, prev);
+    bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
     return nok & pok & back & fwd;
@@ -370,10 +388,10 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
 static inline bool head_ok(const struct rtm_tlsf *t, size_t b)
 {
     size_t hdr = HDR(t, b), next = NEXT(t, b);
-    bool nok = link_target_ok(t, next);
+    bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool tagged = tag_ok(t, b, hdr), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
-    return ((hdr & F_LINK) == F_FREE) & tagged & nok & fwd;
+    return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged & nok & fwd;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
@@ -469,9 +487,13 @@ static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tl
 {
     /* first header so that its payload lands on a granule boundary */
     uintptr_t first = align_up(lo + W, GRANULE) - W;
-    if (first < lo || first > hi || hi - first < MIN_BLOCK + W)
+    if (first < lo || first > hi || hi - first < MIN_BLOCK + GRANULE)
         return -ENOMEM;
-    size_t span = (size_t)((hi - W - first) & ~(uintptr_t)(GRANULE - 1));
+    /* The sentinel's header and one more word stay inside the pool: an
+     * overflow of up to GRANULE bytes past the last block reaches nothing
+     * but the (tagged) sentinel and memory the pool owns, never the next
+     * pool's descriptor or the control structure placed after it. */
+    size_t span = (size_t)((hi - GRANULE - first) & ~(uintptr_t)(GRANULE - 1));
     if (span < MIN_BLOCK)
         return -ENOMEM;
     if (span > RTM_TLSF_MAX_BLOCK)
@@ -508,7 +530,7 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     return NULL;
 }
 
-/* link_target_ok for a pool other than the first: O(pools). */
+/* header_pos for a pool other than the first: O(pools). */
 static __attribute__((noinline)) bool in_other_pool(const struct rtm_tlsf *t, size_t y)
 {
     const struct tlsf_pool *d = pool_of(t, y);
@@ -565,7 +587,7 @@ static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
 {
     size_t hdr = HDR(t, at.b);
     size_t size = hdr_size(hdr);
-    if (hdr & (F_FREE | F_FENCE))
+    if (hdr & (F_FREE | F_FENCE | F_GONE))
         return false;
     if (size - MIN_BLOCK > at.end - at.b - MIN_BLOCK)
         return false;
@@ -602,16 +624,16 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
     /* A prev link left in free memory (or in a payload that was free once)
      * holds a real link value; a damaged header does not (its tag bits make
      * it none). */
-    if ((hdr & F_LINK) == F_LINK && link_target_ok(t, hdr & ~F_LINK))
+    if ((hdr & F_LINK) == F_LINK && prev_target_ok(t, hdr & ~F_LINK))
         return -EINVAL;
-    /* a header a merge swallowed: F_FREE over the used block's tag */
-    if ((hdr & F_LINK) == F_FREE && tag_ok(t, at.b, hdr & ~F_FREE))
+    /* a header a merge swallowed: F_GONE over its old, valid tag */
+    if ((hdr & F_GONE) && tag_ok(t, at.b, hdr & ~F_GONE))
         return -EINVAL;
     if (!tag_ok(t, at.b, hdr)) {
         rtm__heap_corrupt(&t->base, p, at_off(t, at.b), "block header");
         return -EFAULT;
     }
-    if (hdr & (F_FREE | F_FENCE))
+    if (hdr & (F_FREE | F_FENCE | F_GONE))
         return -EINVAL; /* a free block (a double free) or a sentinel */
     size_t n = at.b + size;
     if (size - MIN_BLOCK > at.end - at.b - MIN_BLOCK || !tag_ok(t, n, HDR(t, n)) ||
@@ -625,13 +647,17 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
 
 /* Whether the predecessor that the plan merges with is a free block ending
  * at b: its size (the footer) fits between the pool's start and b, and the
- * header it leads to is free and of that size. (F_PREV_FREE itself is
- * covered by b's tag.) Reads nothing outside the pool; branch-free. */
+ * header it leads to is a tagged free header of that size. (F_PREV_FREE
+ * itself is covered by b's tag.) Reads nothing outside the pool;
+ * branch-free. */
 static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
 {
     bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
-    size_t ph = HDR(t, in ? f->pb : f->b);
-    return (f->pmask == 0) | (in & ((ph & (SIZE_MASK | F_LINK)) == (f->psize | F_FREE)));
+    size_t pq = in ? f->pb : f->b;
+    size_t ph = HDR(t, pq);
+    bool tagged = tag_ok(t, pq, ph);
+    bool whole = (ph & (SIZE_MASK | F_LINK | F_GONE)) == (f->psize | F_FREE);
+    return (f->pmask == 0) | (in & whole & tagged);
 }
 
 static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
@@ -701,10 +727,13 @@ static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t
 {
     t->used_bytes -= f->size;
     t->live_blocks--;
-    /* Flag it free first: a header swallowed by a merge keeps saying "free",
-     * so a second free of the same pointer is refused as a double free (its
-     * tag, that of the used block, tells it from damage). */
-    HDR(t, f->b) = f->hdr | F_FREE;
+    /* Mark the headers a merge swallows (this block's, when it joins its
+     * predecessor; the successor's, when that is free): a second free of
+     * either pointer is then refused as a double free, and no check takes
+     * such a header for a block. The successor's mark goes to a scratch word
+     * when there is none to swallow. */
+    HDR(t, f->b) = f->hdr | F_GONE;
+    *(f->nmask ? &HDR(t, f->n) : &t->scratch) = f->nh | F_GONE;
     list_remove(t, f->first);
     if (__builtin_expect(f->nmask & f->pmask, 0))
         list_remove(t, f->pb);
@@ -876,6 +905,7 @@ static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s, bool har
     if (nh & F_FREE) {
         size_t ns = hdr_size(nh);
         list_remove(t, n);
+        HDR(t, n) = nh | F_GONE;
         tail += ns;
     } else if (tail < MIN_BLOCK) {
         return;
@@ -923,6 +953,7 @@ static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool 
             }
         }
         list_remove(t, f.n);
+        HDR(t, f.n) = f.nh | F_GONE;
         HDR(t, b) = mk_hdr(t, b, joined | (f.hdr & F_PREV_FREE), hard);
         set_prev_free(t, b + joined, false, hard);
         t->used_bytes += ns;
