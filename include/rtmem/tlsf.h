@@ -56,25 +56,35 @@
  * Hardening (rtmem/heap.h, "Hardening"), 64-bit builds:
  *  - Every header carries a 24-bit tag in its top bits: a keyed hash (the key
  *    is drawn per heap at create) of the header's offset, size and flags.
- *    Memory cost: none. A header changed by anything but TLSF fails its tag
- *    with probability 1 - 2^-24.
+ *    Memory cost: none. A header changed by a write that does not know the
+ *    key (an overflow, a stray pointer) fails its tag with probability
+ *    1 - 2^-24. The tag is no cryptographic MAC: a program that reads a
+ *    header can compute valid tags for values near it.
  *  - At RTM_HEAP_HARDEN_O1 (the default) and FULL, before anything is
  *    written: free checks its block's tag and its successor's, that a free
- *    predecessor's size (its footer) leads back to a free header of that
- *    size inside the pool, and that the list links of each free neighbour it
- *    unlinks stay inside the heap and link back; alloc checks the tag and the
- *    next link of the block it takes off a list; realloc checks what free
- *    would, and the header after a successor it grows into. Each check is
- *    O(1) (a link into a pool other than the first costs O(pools) to place).
+ *    predecessor's size (its footer) leads back to a tagged free header of
+ *    that size inside the pool, and that the list links of each free
+ *    neighbour it unlinks lead to what a link may hold (a block's header
+ *    position, a list head, the list end) and link back; alloc checks the
+ *    tag and the next link of the block it takes off a list; realloc checks
+ *    what free would, and the header after a successor it grows into. Each
+ *    check is O(1) (a link into a pool other than the first costs O(pools)
+ *    to place). A header a merge swallows is marked, so that no check takes
+ *    it for a block's.
+ *  - Each pool keeps GRANULE bytes after its sentinel's header: 16 bytes
+ *    past the last block of a pool stay inside it, never reaching the pool
+ *    or control structure the caller placed next.
  *  - What that detects: an overflow of any length from a block into the
  *    next block's header (reported when either block is freed or
  *    reallocated, or when the damaged free block is next taken by alloc);
  *    damaged links of a free block (a use after free, a stray write) when it
  *    is unlinked; a damaged footer when its block is merged. A live block's
- *    damaged header is reported when it or the block before it is freed. A
- *    damaged header that reads as a free block's prev link (free and fence
- *    bits both set, and a value that is a real link) is refused as a stale
- *    pointer (-EINVAL), not counted; the block before it still reports it.
+ *    damaged header is reported when it or the block before it is freed.
+ *    Two damaged headers are refused without being counted (-EINVAL, as a
+ *    stale pointer or a double free would be): one that reads as a free
+ *    block's prev link (free and fence bits both set, and a value a prev
+ *    link may hold), and one that differs from a valid header only by the
+ *    swallowed mark; the block before either still reports the damage.
  *  - What it does not detect: damage to a live block's payload (the user's
  *    data: TLSF keeps nothing there), to a free block's interior beyond its
  *    links, or damage that rewrites a header or link with exactly the value

@@ -14,7 +14,9 @@
  * Offset arithmetic is modulo 2^N, so pools below the heap base work too.
  *
  * Every pool ends with a sentinel: a header-only block marked used and fenced,
- * so the physical successor of a real block always exists.
+ * so the physical successor of a real block always exists; GRANULE bytes of
+ * the pool's memory follow its header (an overflow of up to GRANULE bytes
+ * past the last block stays in the pool).
  */
 #include <errno.h>
 #include <limits.h>
