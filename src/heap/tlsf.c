@@ -735,7 +735,8 @@ static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t
      * such a header for a block. The successor's mark goes to a scratch word
      * when there is none to swallow. */
     HDR(t, f->b) = f->hdr | F_GONE;
-    *(f->nmask ? &HDR(t, f->n) : &t->scratch) = f->nh | F_GONE;
+    if (hard) /* unhardened, nothing reads the mark: a successor stays as it was */
+        *(f->nmask ? &HDR(t, f->n) : &t->scratch) = f->nh | F_GONE;
     list_remove(t, f->first);
     if (__builtin_expect(f->nmask & f->pmask, 0))
         list_remove(t, f->pb);
