@@ -107,7 +107,13 @@ static void usage(FILE *f)
         "with its process group), fails with the phase, test and signal named and a\n"
         "replay command; the rows it finished stay in the report and the JSON, and\n"
         "the other allocators go on. Each phase starts from the parent's state: a\n"
-        "process allocator is warmed once per phase.\n"
+        "process allocator is warmed once per phase. Before its first test, a test\n"
+        "process also takes and frees, twice, the scratch its sorts of samples need\n"
+        "(glibc's qsort mallocs it): glibc, measured, then starts every phase with the\n"
+        "mmap and trim thresholds a process that freed a large block has (glibc's\n"
+        "dynamic thresholds; no mallopt) and a heap that has grown once, so its fills\n"
+        "do not grow and trim the heap with brk inside timed calls. The JSON gives\n"
+        "each pow2 and random phase's minor page faults (\"minor_faults\").\n"
         "\n"
         "Where rtmem's harness is better than smokey's:\n"
         "  - nanosecond resolution by default (smokey: us, one decimal) and per-row p99\n"
@@ -711,6 +717,12 @@ static size_t size_heaps(struct memcheck *m)
         struct mc_target *t = &m->t[i];
         if (mc_child_size(m, t, list, n) != 0)
             continue;
+        /* A process allocator's heap of H is a budget of H bytes
+         * (mc_alloc_size), cached nowhere. */
+        if (t->a.sort == MC_PROCESS)
+            for (size_t k = 0; k < n; k++)
+                if (list[k] > largest)
+                    largest = list[k];
         for (size_t k = 0; k < t->a.n_cache; k++)
             if (t->a.cache[k].usable_bytes > largest)
                 largest = t->a.cache[k].usable_bytes;

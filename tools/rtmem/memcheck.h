@@ -127,6 +127,7 @@ struct mc_seq {
     struct mc_row *rows;
     size_t n, cap;
     double seconds;
+    long minor_faults;            /* its test process's during the phase; -1 unknown */
     bool ran;
     struct mc_overall all;
 };

@@ -55,17 +55,47 @@ static void fail_as(struct mc_target *t, enum mc_fail_kind kind, enum mc_phase p
 
 /* ---- in the test process ---------------------------------------------------------- */
 
-/* Writes every page now, so no test takes a page fault in the harness. */
+/* Writes every page now, so no test takes a page fault in the harness.
+ * Through a volatile pointer: compilers drop a memset of calloc'd memory,
+ * and glibc's calloc does not write a block it mmaps. */
 static void *alloc_touched(size_t n, size_t size)
 {
-    void *p = calloc(n, size);
+    volatile unsigned char *p = calloc(n, size);
     if (p)
-        memset(p, 0, n * size);
-    return p;
+        for (size_t i = 0; i < n * size; i += 4096)
+            p[i] = 0;
+    return (void *)p;
+}
+
+/*
+ * The scratch of a sort of a full sample store, taken and given back twice,
+ * every page written: glibc's qsort mallocs a buffer as large as what it
+ * sorts, and the harness sorts every test's samples. In glibc this block is
+ * above the default mmap threshold; freeing it raises the threshold to its
+ * size and the trim threshold to twice that (glibc's dynamic thresholds,
+ * no mallopt), and the second one then grows the heap, which glibc keeps.
+ * So every test process starts where a process that has sorted once is:
+ * glibc, measured, fills its heaps from memory it already has, as it did
+ * when every allocator ran in one process (where the first large sort did
+ * this). Without it a test process keeps glibc's defaults: each fill grows
+ * the heap with brk, which mlockall(MCL_FUTURE) populates inside a timed
+ * malloc, and each emptied heap is trimmed again.
+ */
+static void take_sort_scratch(size_t bytes)
+{
+    for (int k = 0; k < 2; k++) {
+        volatile unsigned char *p = malloc(bytes);
+        if (!p)
+            return;
+        for (size_t i = 0; i < bytes; i += 4096)
+            p[i] = 0;
+        free((void *)p);
+    }
 }
 
 /* The buffers a phase works in (sized by the parent: m->blocks_cap,
- * m->churn_cap), allocated and touched before any timing. 0 or -ENOMEM. */
+ * m->churn_cap), allocated and touched before any timing, and the scratch
+ * of their sorts. 0 or -ENOMEM. */
 static int allocate_work(struct memcheck *m)
 {
     size_t samples = m->blocks_cap > m->churn_cap ? m->blocks_cap : m->churn_cap;
@@ -76,6 +106,7 @@ static int allocate_work(struct memcheck *m)
     if (!m->blocks || !m->sizes || !m->order || !m->churn_ops ||
         tk_samples_init(&m->alloc_s, samples) != 0 || tk_samples_init(&m->free_s, samples) != 0)
         return -ENOMEM;
+    take_sort_scratch(samples * sizeof(uint64_t));
     return 0;
 }
 
@@ -141,6 +172,24 @@ static int size_job(void *arg)
     return 0;
 }
 
+/* Maps every page of [p, p + bytes) into this process now. Memory shared
+ * with the parent is not mapped in a forked child until it is touched. */
+static void map_pages(const void *p, size_t bytes)
+{
+    const volatile unsigned char *c = p;
+    for (size_t i = 0; i < bytes; i += 4096)
+        (void)c[i];
+}
+
+/* The shared memory the phase writes its results into. */
+static void map_results(struct mc_target *t, enum mc_phase phase)
+{
+    if (phase == MC_PH_POW2 || phase == MC_PH_RANDOM)
+        map_pages(t->seq[phase].rows, (t->seq[phase].cap + 1) * sizeof(struct mc_row));
+    if (phase == MC_PH_CHURN)
+        map_pages(t->churn.samples, t->churn.cap_samples * sizeof(struct mc_frag_sample));
+}
+
 static int phase_job(void *arg)
 {
     struct job *j = arg;
@@ -148,6 +197,7 @@ static int phase_job(void *arg)
     struct mc_target *t = j->t;
     if (child_begin(j, true) != 0)
         return 1;
+    map_results(t, j->phase);
     mc_alloc_warm(&t->a, MC_POW2_MIN_BLOCK);
     switch (j->phase) {
     case MC_PH_POW2:

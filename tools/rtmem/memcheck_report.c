@@ -787,6 +787,8 @@ static void json_seq(struct tk_json *j, const struct mc_seq *sq, enum mc_phase p
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "tests", sq->n);
     tk_json_kv_double(j, "seconds", sq->seconds);
+    if (tk_json_key_or_null(j, "minor_faults", sq->minor_faults >= 0))
+        tk_json_int(j, sq->minor_faults);
     json_overall(j, &sq->all);
     if (tk_json_key_or_null(j, "rows", rows)) {
         tk_json_begin_array(j);
