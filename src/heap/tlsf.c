@@ -345,31 +345,31 @@ static inline size_t rot_granules(size_t rel)
 
 static bool in_other_pool(const struct rtm_tlsf *t, size_t y);
 
-/* Whether y is a header position of a pool with room for a block before its
- * sentinel: one rotate and compare for the first pool, O(pools) for another. */
-static inline bool header_pos(const struct rtm_tlsf *t, size_t y)
+/* Whether y is a header position of the first pool with room for a block
+ * before its sentinel: one rotate and compare. */
+static inline bool header_pos0(const struct rtm_tlsf *t, size_t y)
 {
     size_t start = t->pool0.start;
-    if (__builtin_expect(rot_granules(y - start) <= (t->pool0.end - start - MIN_BLOCK) >> GRANULE_LOG2,
-                         1))
-        return true;
-    return t->pool_count > 1 && in_other_pool(t, y);
+    return rot_granules(y - start) <= (t->pool0.end - start - MIN_BLOCK) >> GRANULE_LOG2;
 }
 
 /* Whether y is what a next link may hold: the terminator, the idle block
- * (whose links are its own) or a block's header position. */
+ * (whose links are its own) or a block's header position. Branch-free for
+ * the first pool; another pool costs O(pools). */
 static inline bool next_target_ok(const struct rtm_tlsf *t, size_t y)
 {
-    return (y == NIL) | (y == IDLE) || header_pos(t, y);
+    bool fast = (y == NIL) | (y == IDLE) | header_pos0(t, y);
+    return __builtin_expect(fast, 1) || (t->pool_count > 1 && in_other_pool(t, y));
 }
 
 /* Whether y is what a prev link may hold: a list's pseudo-node, the idle
- * block or a block's header position. */
+ * block or a block's header position. Branch-free for the first pool. */
 static inline bool prev_target_ok(const struct rtm_tlsf *t, size_t y)
 {
     size_t rel = y - PSEUDO(0);
     size_t rot = (rel >> W_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - W_LOG2));
-    return (rot < CLASS_COUNT) | (y == IDLE) || header_pos(t, y);
+    bool fast = (rot < CLASS_COUNT) | (y == IDLE) | header_pos0(t, y);
+    return __builtin_expect(fast, 1) || (t->pool_count > 1 && in_other_pool(t, y));
 }
 
 /* Whether free block x's list links are intact: each leads to a place that
@@ -532,7 +532,7 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     return NULL;
 }
 
-/* header_pos for a pool other than the first: O(pools). */
+/* A header position of a pool other than the first: O(pools). */
 static __attribute__((noinline)) bool in_other_pool(const struct rtm_tlsf *t, size_t y)
 {
     const struct tlsf_pool *d = pool_of(t, y);
@@ -650,16 +650,19 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
 /* Whether the predecessor that the plan merges with is a free block ending
  * at b: its size (the footer) fits between the pool's start and b, and the
  * header it leads to is a tagged free header of that size. (F_PREV_FREE
- * itself is covered by b's tag.) Reads nothing outside the pool;
- * branch-free. */
+ * itself is covered by b's tag.) Reads nothing outside the pool.
+ * Branch-free, without a test of "is there a predecessor?" (a third of
+ * frees have one, unpredictably): with none, psize is 0, the header read is
+ * b's own, already verified, and it is compared with itself. */
 static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
 {
+    const size_t fields = SIZE_MASK | F_LINK | F_GONE;
     bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
     size_t pq = in ? f->pb : f->b;
     size_t ph = HDR(t, pq);
+    size_t want = ((f->psize | F_FREE) & f->pmask) | (f->hdr & fields & ~f->pmask);
     bool tagged = tag_ok(t, pq, ph);
-    bool whole = (ph & (SIZE_MASK | F_LINK | F_GONE)) == (f->psize | F_FREE);
-    return (f->pmask == 0) | (in & whole & tagged);
+    return in & ((ph & fields) == want) & tagged;
 }
 
 static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
