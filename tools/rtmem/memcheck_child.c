@@ -121,7 +121,16 @@ static int child_begin(struct job *j, bool work)
         .pin = !m->o.no_rt, .cpu = m->o.cpu, .fifo = !m->o.no_rt,
         .priority = m->o.priority, .lock = false,   /* once mapped */
     };
+    bool carried = m->sh->have_rt;
+    uint64_t busy_since = m->sh->rt.busy_since_ns;
     tk_rt_setup(&req, &m->rt);
+    /* Real-time throttling counts the CPU's real-time time, not this
+     * process's: go on from where the previous test process left the
+     * count, so that tk_rt_breather rests in time (a fresh count lets the
+     * throttle stop a test for the rest of its period, and that pause would
+     * be taken for the allocator's). */
+    if (carried)
+        m->rt.busy_since_ns = busy_since;
     int rc = tk_arena_open(&m->arena, m->arena_bytes);
     if (rc != 0) {
         char what[128];
