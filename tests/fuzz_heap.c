@@ -1,6 +1,7 @@
 /*
  * Fuzz target: the input is a program of heap operations, run through the
- * shadow model (tests/model.c) on a small heap of a kind the first byte picks.
+ * shadow model (tests/model.c) on a small heap of a kind and hardening level
+ * the first byte picks.
  * Any model check that fails aborts, so the fuzzer reports it as a crash.
  *
  * Built two ways: with clang's -fsanitize=fuzzer as a libFuzzer binary
@@ -49,6 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (kinds[nkinds])
         nkinds++;
     const char *kind = kinds[data[0] % nkinds];
+    /* the same byte picks the hardening level: every level must keep the
+     * model's contract on clean programs (FULL checks every few operations) */
+    struct rtm_heap_config cfg = { .hardening = (int)((data[0] / nkinds) % 3),
+                                   .check_interval = 1u + data[0] % 7u };
     size_t heap_bytes = 12288 + (size_t)data[1] * 256; /* 12 KiB to 76 KiB: above every kind's control structure */
     data += 2;
     size -= 2;
@@ -56,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned char *mem = arena();
     memset(mem, 0xa5, ARENA_BYTES);
     unsigned long failed_before = test_checks_failed;
-    struct rtm_heap *h = rtm_heap_create(kind, mem + 160u * 1024, heap_bytes);
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem + 160u * 1024, heap_bytes, &cfg);
     if (!h)
         return 0;
     struct model m;
