@@ -209,8 +209,8 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
  * Block fields, by offset: hdr at b, links at b + W and b + 2W. The prev link
  * lies where a later block's header can lie (b + 2W is a header position), so
  * it is stored with F_LINK set: every word the allocator leaves at a header
- * position in free memory reads as a prev link or as a header a merge
- * swallowed (F_GONE), and freeing a stale pointer into free memory is
+ * position in free memory reads as a prev link, a free header or a header a
+ * merge swallowed (F_GONE), and freeing a stale pointer into free memory is
  * refused as not live, not taken for damage (the next link, at a payload
  * position, needs no mark).
  */
