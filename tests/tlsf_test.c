@@ -471,9 +471,8 @@ static void test_link_to_swallowed_header(void)
     CHECK_EQ(corruptions_of(h), 0);
     uint64_t y_off = (uint64_t)(y - 8 - (unsigned char *)h);
     memcpy(a + rtm_heap_usable_size(h, a) + 8, &y_off, 8); /* x's next link: y */
-    void *p1 = rtm_heap_alloc(h, 40); /* x: its own header and back link are intact */
-    (void)p1;
-    CHECK(rtm_heap_alloc(h, 40) == NULL); /* y is no block any more: refused */
+    /* x's next link leads to y, no block any more: taking x is refused */
+    CHECK(rtm_heap_alloc(h, 40) == NULL);
     CHECK_EQ(corruptions_of(h), 1);
     unsigned char *p3 = rtm_heap_alloc(h, 72); /* y0's merged block: whole, unshared */
     CHECK(p3 != NULL && p3 == y0);
@@ -560,6 +559,35 @@ static void test_free_bit_set_by_overflow(void)
     CHECK_EQ(handler_calls, 3);
 }
 
+/* A next link overwritten with a live block's offset, whose payload holds
+ * what a prev link back would (the program's own data): taking the damaged
+ * block made the live one a list head, and a later alloc of that class
+ * handed it out, too small, over the block after it. */
+static void test_link_to_live_block(void)
+{
+    test_context = "link-to-live";
+    static unsigned char mem[1 << 15] __attribute__((aligned(64)));
+    struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 248);
+    rtm_heap_alloc(h, 24);
+    unsigned char *v = rtm_heap_alloc(h, 200), *g2 = rtm_heap_alloc(h, 24);
+    REQUIRE(a && n && v && g2, );
+    CHECK_EQ(rtm_heap_free(h, n), 0); /* class 256: n alone */
+    size_t noff = (size_t)(n - 8 - (unsigned char *)h), voff = (size_t)(v - 8 - (unsigned char *)h);
+    size_t word = noff | 5;
+    memcpy(v + 8, &word, 8);                                 /* v's data: like a prev link to n */
+    memcpy(a + rtm_heap_usable_size(h, a) + 8, &voff, 8); /* n's next link: v */
+    CHECK(rtm_heap_alloc(h, 248) == NULL);               /* v is live: taking n is refused */
+    CHECK_EQ(word, *(size_t *)(void *)(v + 8));          /* and v's data was not written */
+    CHECK_EQ(rtm_heap_free(h, v), 0);
+    unsigned char *y = rtm_heap_alloc(h, 248);
+    CHECK(y == NULL || y + rtm_heap_usable_size(h, y) <= g2 - 8 || y > g2);
+    CHECK(corruptions_of(h) >= 1);
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(h, &st), 0); /* readable, whatever the damage */
+}
+
 int main(void)
 {
     test_sizes();
@@ -580,6 +608,7 @@ int main(void)
     test_overflow_at_a_pool_end();
     test_damaged_predecessor_not_laundered();
     test_free_bit_set_by_overflow();
+    test_link_to_live_block();
     test_context = NULL;
     return test_summary("tlsf");
 }

@@ -64,9 +64,10 @@
  *    written: free checks its block's tag and its successor's, that a free
  *    predecessor's size (its footer) leads back to a tagged free header of
  *    that size inside the pool, and that the list links of each free
- *    neighbour it unlinks lead to what a link may hold (a block's header
- *    position, a list head, the list end) and link back; alloc checks the
- *    tag and the next link of the block it takes off a list; realloc checks
+ *    neighbour it unlinks lead to what a link may lead to (an intact free
+ *    block, a list head, the list end) and link back; alloc checks that the
+ *    block it takes off a list is an intact free block of that list's class
+ *    and that its next link is sound the same way; realloc checks
  *    what free would, and the header after a successor it grows into. Each
  *    check is O(1) (a link into a pool other than the first costs O(pools)
  *    to place). A header a merge swallows is marked, so that no check takes
@@ -85,6 +86,9 @@
  *    block's prev link (free and fence bits both set, and a value a prev
  *    link may hold), and one that differs from a valid header only by the
  *    swallowed mark; the block before either still reports the damage.
+ *  - A free block's next link overwritten with the list end cuts its list
+ *    short: the blocks after it are no longer handed out (a leak, never an
+ *    overlap) until the free of a neighbour of one of them finds the damage.
  *  - What it does not detect: damage to a live block's payload (the user's
  *    data: TLSF keeps nothing there), to a free block's interior beyond its
  *    links, or damage that rewrites a header or link with exactly the value

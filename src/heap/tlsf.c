@@ -372,28 +372,54 @@ static inline bool prev_target_ok(const struct rtm_tlsf *t, size_t y)
     return __builtin_expect(fast, 1) || (t->pool_count > 1 && in_other_pool(t, y));
 }
 
-/* Whether free block x's list links are intact: each leads to a place that
- * links back to x (the terminator's prev link is scratch: not compared).
- * Branch-free but for the test of the result; a link that may not be
- * followed is replaced by x's own offset before anything is read there. */
+/* Whether a free block's intact header lies at y: a tagged free header,
+ * not one a merge swallowed. */
+static inline bool free_header_at(const struct rtm_tlsf *t, size_t y)
+{
+    size_t hdr = HDR(t, y);
+    bool tagged = tag_ok(t, y, hdr);
+    return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged;
+}
+
+/* Whether y is a pseudo-node: a list head's place in the control structure. */
+static inline bool is_pseudo(size_t y)
+{
+    size_t rel = y - PSEUDO(0);
+    return ((rel >> W_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - W_LOG2))) < CLASS_COUNT;
+}
+
+/*
+ * Whether free block x's list links are intact: each leads to what a link
+ * may lead to (the list end, a list head, the idle block, or an intact free
+ * block: a tagged free header, so never a live block whose data happens to
+ * look like a link) and links back to x (the terminator's prev link is
+ * scratch: not compared). Branch-free but for the test of the result; a
+ * link that may not be followed is replaced by x's own offset before
+ * anything is read there.
+ */
 static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
 {
     size_t next = NEXT(t, x), prev = PREV_GET(t, x);
     bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
-    return nok & pok & back & fwd;
+    bool nblock = (next == NIL) | (next == IDLE) | free_header_at(t, ns);
+    bool pblock = is_pseudo(prev) | (prev == IDLE) | free_header_at(t, ps);
+    return nok & pok & back & fwd & nblock & pblock;
 }
 
-/* Whether the block at the head of a list is an intact free block: its
- * header is a tagged free header, and its next link leads back to it. */
-static inline bool head_ok(const struct rtm_tlsf *t, size_t b)
+/* Whether the block at the head of list idx is an intact free block of that
+ * list's class (a block of another class would be handed out too small or
+ * cut wrongly), and its next link leads to the list end or to an intact free
+ * block that links back to it. */
+static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t idx)
 {
     size_t hdr = HDR(t, b), next = NEXT(t, b);
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
-    bool tagged = tag_ok(t, b, hdr), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
-    return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged & nok & fwd;
+    bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
+    bool nblock = (next == NIL) | free_header_at(t, ns);
+    return own & (class_index(hdr_size(hdr)) == idx) & nok & fwd & nblock;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
@@ -409,7 +435,7 @@ static __attribute__((noinline, cold)) size_t alloc_damaged(struct rtm_tlsf *t, 
 static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, bool hard)
 {
     size_t b = t->heads[fl][sl];
-    if (hard && __builtin_expect(!head_ok(t, b), 0))
+    if (hard && __builtin_expect(!head_ok(t, b, (size_t)fl * SL_COUNT + sl), 0))
         return alloc_damaged(t, b, "free block at a list head");
     size_t next = NEXT(t, b);
     t->heads[fl][sl] = next;
@@ -1062,6 +1088,8 @@ static size_t largest_request(const struct rtm_tlsf *t)
     if (!t->fl_bitmap)
         return 0;
     unsigned fl = fls32(t->fl_bitmap);
+    if (!t->sl_bitmap[fl])
+        return 0; /* bitmaps that disagree: only damage does that */
     unsigned sl = fls32(t->sl_bitmap[fl]);
     size_t head = t->heads[fl][sl];
     size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
