@@ -844,6 +844,77 @@ static void test_adjacent_pools(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+/* Review finding: taking a free run whole unlinked its address node without
+ * checking that node's guard, so damage there (a write through a dangling
+ * pointer) was erased unreported, or its links followed. */
+static void test_taken_run_checked_whole(const char *kind)
+{
+    test_context = kind;
+    static unsigned char mem[64 * 1024] __attribute__((aligned(4096)));
+    struct rtm_heap *h = rtm_heap_create(kind, mem, sizeof(mem));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 1024), *b = rtm_heap_alloc(h, 2048);
+    unsigned char *c = rtm_heap_alloc(h, 1024);
+    REQUIRE(a && b && c, );
+    CHECK_EQ(rtm_heap_free(h, b), 0); /* a free run between two live blocks */
+    memset(b + 64, 0x41, 8);          /* its address node's guard */
+    CHECK(rtm_heap_check(h) == -EFAULT);
+    CHECK(rtm_heap_alloc(h, 2048) == NULL); /* best fit is exactly that run: refused */
+    struct rtm_heap_stats st;
+    rtm_heap_stats(h, &st);
+    CHECK_EQ(st.corruptions, 1);
+    CHECK(rtm_heap_check(h) == -EFAULT); /* the damage stays seen */
+}
+
+/* Review finding: a refused realloc left its new block allocated. The new
+ * block used up the free run just below the old one, whose free then met the
+ * run below that, damaged and unchecked. */
+static void test_realloc_refusal_leaks_nothing(const char *kind)
+{
+    test_context = kind;
+    static unsigned char mem[64 * 1024] __attribute__((aligned(4096)));
+    struct rtm_heap *h = rtm_heap_create(kind, mem, sizeof(mem));
+    REQUIRE(h != NULL, );
+    static unsigned char *b[200];
+    int n = 0;
+    while (n < 200 && (b[n] = rtm_heap_alloc(h, 512)) != NULL)
+        n++; /* every page, one block each */
+    REQUIRE(n > 40, );
+    /* free runs of 1, 1, 1, 1, 1, 3, 4, 5, 6 and 7 pages, each followed by a
+     * live page; then L (live), F (one free page), X (live), D (two free
+     * pages), B (live): B's overflow reaches D's guard */
+    static const int runs[] = { 1, 1, 1, 1, 1, 3, 4, 5, 6, 7 };
+    int i = 0;
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        for (int k = 0; k < runs[r]; k++) {
+            CHECK_EQ(rtm_heap_free(h, b[i + k]), 0);
+            b[i + k] = NULL;
+        }
+        i += runs[r] + 1;
+    }
+    int l = i, f = i + 1, d0 = i + 3, d1 = i + 4, bb = i + 5;
+    REQUIRE(bb < n, );
+    CHECK_EQ(rtm_heap_free(h, b[f]), 0);
+    CHECK_EQ(rtm_heap_free(h, b[d0]), 0);
+    CHECK_EQ(rtm_heap_free(h, b[d1]), 0);
+    b[f] = b[d0] = b[d1] = NULL;
+    struct rtm_heap_stats before, after;
+    rtm_heap_stats(h, &before);
+    b[bb][512] ^= 0x01; /* one byte past B: D's guard */
+    CHECK(rtm_heap_realloc(h, b[l], 100) == NULL);
+    rtm_heap_stats(h, &after);
+    CHECK_EQ(after.used_bytes, before.used_bytes); /* nothing taken, nothing leaked */
+    CHECK_EQ(after.live_blocks, before.live_blocks);
+    CHECK_EQ(after.corruptions, 1);
+    b[bb][512] ^= 0x01; /* undone: everything frees, and the heap is whole */
+    for (int k = 0; k < n; k++)
+        if (b[k])
+            CHECK_EQ(rtm_heap_free(h, b[k]), 0);
+    rtm_heap_stats(h, &after);
+    CHECK_EQ(after.used_bytes, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+}
+
 int main(void)
 {
     const char *kinds[] = { "heapmem", "xnheap" };
@@ -866,6 +937,8 @@ int main(void)
         test_full_periodic(kinds[k]);
         test_none_same_as_default(kinds[k]);
         test_adjacent_pools(kinds[k]);
+        test_taken_run_checked_whole(kinds[k]);
+        test_realloc_refusal_leaks_nothing(kinds[k]);
     }
     test_typed();
     test_context = NULL;

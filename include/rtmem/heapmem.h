@@ -63,15 +63,19 @@
  * links (an overflow reaches no link without changing a guard first).
  *  - At every level, an overflow of up to 16 bytes past any block, of any
  *    bytes, reaches only another slot of its page, the first 16 bytes of the
- *    next page (user data, or a free run's guard) or the unused bytes that
- *    open a pool placed right after: never a page count, tree link, page-map
- *    entry or pool descriptor. It cannot make an operation crash, write
+ *    next page (user data, or a free run's guard and an unused word), the
+ *    unused bytes that open a pool placed right after, or, past the last
+ *    page of a pool, the rest of the memory given for it or whatever the
+ *    caller placed after it: never a page count, tree link, page-map entry
+ *    or pool descriptor of this heap. It cannot make an operation crash, write
  *    outside the heap or hand out memory outside a pool or over a live block.
  *  - RTM_HEAP_HARDEN_O1 (the default) checks a free run before it reads its
  *    page count or links: every run a search steps on (best fit: the first
  *    guard and the page count; the address search that finds a freed
  *    block's neighbours: the address node's guard), and both guards of every
- *    run an operation merges with or grows into; always its offset on a page
+ *    run an operation merges with, grows into or takes whole (and, before a
+ *    realloc moves a block, the free run two below it, which the move may
+ *    make its neighbour); always its offset on a page
  *    of a pool first, and its page count within that pool. All checks come
  *    before the operation's first write; a failed one refuses it (free: -EFAULT;
  *    alloc, aligned_alloc, realloc: NULL), counts it in `corruptions` and
@@ -80,7 +84,9 @@
  *    every later operation that needs it is refused too, and rtm_heap_check
  *    names the heap corrupt.
  *  - Detected: any change to a free run's guards, so every overflow past the
- *    block before a free run that changes a byte (it starts at the guard),
+ *    block before a free run that changes its first guard (a store to bytes
+ *    8 to 15 past the block changes only an unused word: harmless, and not
+ *    reported),
  *    and a use after free that writes the first 8 bytes of a page that now
  *    opens a free run; when the run is next stepped on or used, at the
  *    latest when an allocation needs it or a neighbour of it is freed.

@@ -436,6 +436,10 @@ PH_INLINE size_t run_alloc(struct ph_heap *h, ph_tree tree, size_t n, bool hard)
     size_t r = run_find(h, n, hard);
     if (!r)
         return 0;
+    /* The search checked the run's first guard; taking it unlinks its
+     * address node too, whose guard is checked first. */
+    if (hard && !range_ok(h, NULL, r))
+        return 0;
     size_t have = range_at(h, r)->npages;
     return run_take(h, tree, r, have, have - n, n, hard);
 }
@@ -803,7 +807,7 @@ PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, 
     size_t n = size ? (size + PAGE - 1) >> PH_PAGE_SHIFT : 1;
     size_t total = n + extra;
     size_t r = total <= PH_MAX_PAGES ? run_find(h, total, hard) : 0;
-    if (!r)
+    if (!r || (hard && !range_ok(h, NULL, r)))
         return NULL;
     size_t have = range_at(h, r)->npages, tail = r + (have - total) * PAGE;
     size_t lead = (align_up(abs_of(h, tail), alignment) - (size_t)abs_of(h, tail)) / PAGE;
@@ -824,6 +828,18 @@ void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph
     if (!p)
         h->base.failed_allocs++;
     return p;
+}
+
+/* Whether the free run two below page pg (the one before the run that
+ * precedes pg in address order) is intact, or there is none. Reports
+ * damage. O(log r). */
+PH_INLINE bool second_below_ok(struct ph_heap *h, size_t pg, const void *block)
+{
+    size_t node = addr_search(h, true, true, abs_of(h, pg), block);
+    if (node == RTM_TREE_STOP)
+        return false;
+    size_t before = node ? rtm__tree_prev(h, node) : 0;
+    return !before || range_ok(h, block, RANGE_OF_ADDR_NODE(before));
 }
 
 /* Grows or shrinks the run lb in place to n pages if it can: 0 done, 1 not
@@ -881,9 +897,11 @@ PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree t
             return rc ? NULL : p;
     }
     /* Moving: the runs freeing p merges with are checked before the new
-     * block is taken. */
+     * block is taken, and the run below the one just below p: taking the new
+     * block may use that one up, and p's free then meets the next below. */
     struct merge m = { 0, 0 };
-    if (hard && pages_released(&lb) && merge_find(h, lb.pg, pages_released(&lb), hard, p, &m))
+    if (hard && pages_released(&lb) &&
+        (merge_find(h, lb.pg, pages_released(&lb), hard, p, &m) || !second_below_ok(h, lb.pg, p)))
         return NULL;
     void *q = alloc_block(h, size, tree, hard);
     if (!q) {
