@@ -66,8 +66,8 @@
  *    that size inside the pool, and that the list links of each free
  *    neighbour it unlinks lead to what a link may lead to (an intact free
  *    block, a list head, the list end) and link back; alloc checks that the
- *    block it takes off a list is an intact free block of that list's class
- *    and that its next link is sound the same way; realloc checks
+ *    block it takes off a list is an intact free block large enough for the
+ *    request and that its next link is sound the same way; realloc checks
  *    what free would, and the header after a successor it grows into. Each
  *    check is O(1) (a link into a pool other than the first costs O(pools)
  *    to place). A header a merge swallows is marked, so that no check takes

@@ -418,18 +418,19 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
     return nok & pok & back & fwd & nblock & pblock;
 }
 
-/* Whether the block at the head of list idx is an intact free block of that
- * list's class (a block of another class would be handed out too small or
- * cut wrongly), and its next link leads to the list end or to a block whose
- * header says free and that links back to it. */
-static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t idx)
+/* Whether the block at the head of a list is an intact free block of at
+ * least `need` bytes (a damaged list can hold a smaller one, and cutting a
+ * request from it would run over its neighbour), and its next link leads to
+ * the list end or to a block whose header says free and that links back to
+ * it. */
+static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
 {
     size_t hdr = HDR(t, b), next = NEXT(t, b);
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
     bool nblock = (next == NIL) | free_flags_at(t, ns);
-    return own & (class_index(hdr_size(hdr)) == idx) & nok & fwd & nblock;
+    return own & (hdr_size(hdr) >= need) & nok & fwd & nblock;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
@@ -440,12 +441,13 @@ static __attribute__((noinline, cold)) size_t alloc_damaged(struct rtm_tlsf *t, 
     return DAMAGED;
 }
 
-/* Removes and returns the head of list (fl, sl), which must not be empty;
- * DAMAGED (nothing changed) when hard and the head is not intact. */
-static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, bool hard)
+/* Removes and returns the head of list (fl, sl), which must not be empty and
+ * whose blocks all hold at least `need` bytes; DAMAGED (nothing changed)
+ * when hard and the head is not an intact free block that large. */
+static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, size_t need, bool hard)
 {
     size_t b = t->heads[fl][sl];
-    if (hard && __builtin_expect(!head_ok(t, b, (size_t)fl * SL_COUNT + sl), 0))
+    if (hard && __builtin_expect(!head_ok(t, b, need), 0))
         return alloc_damaged(t, b, "free block at a list head");
     size_t next = NEXT(t, b);
     t->heads[fl][sl] = next;
@@ -480,12 +482,12 @@ static inline size_t find_free(struct rtm_tlsf *t, size_t s, bool hard)
         unsigned fl = here ? rfl : ffs32(above | 0x80000000u);
         uint32_t sl_map = here ? here : t->sl_bitmap[fl] & (above ? ~0u : 0u);
         if (__builtin_expect(sl_map != 0, 1))
-            return list_pop(t, fl, ffs32(sl_map), hard);
+            return list_pop(t, fl, ffs32(sl_map), s, hard);
     }
     unsigned sl = class_sl_fl(s, sfl);
     size_t head = t->heads[sfl][sl];
     if (head != NIL && NEXT(t, head) == NIL && hdr_size(HDR(t, head)) >= s)
-        return list_pop(t, sfl, sl, hard);
+        return list_pop(t, sfl, sl, s, hard);
     return 0;
 }
 
