@@ -588,6 +588,58 @@ static void test_link_to_live_block(void)
     CHECK_EQ(rtm_heap_stats(h, &st), 0); /* readable, whatever the damage */
 }
 
+/* The same with the target inside the live block: its data reads as a free
+ * header 16 bytes in, and as a prev link back 16 bytes further. A check of
+ * the target's flags alone let alloc, and free's unlink, write there. */
+static void test_link_into_live_data(void)
+{
+    test_context = "link-into-live-data";
+    static unsigned char mem[1 << 15] __attribute__((aligned(64)));
+    for (int via_free = 0; via_free < 2; via_free++) {
+        struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
+        REQUIRE(h != NULL, );
+        unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 248);
+        rtm_heap_alloc(h, 24);
+        unsigned char *v = rtm_heap_alloc(h, 200);
+        rtm_heap_alloc(h, 24);
+        REQUIRE(a && n && v, );
+        CHECK_EQ(rtm_heap_free(h, n), 0);
+        size_t noff = (size_t)(n - 8 - (unsigned char *)h);
+        size_t yoff = (size_t)(v + 8 - (unsigned char *)h); /* a header position in v's data */
+        size_t one = 1, back = noff | 5;
+        memcpy(v + 8, &one, 8);
+        memcpy(v + 24, &back, 8);
+        unsigned char before[200];
+        memcpy(before, v, sizeof(before));
+        memcpy(a + rtm_heap_usable_size(h, a) + 8, &yoff, 8); /* n's next link */
+        if (via_free)
+            CHECK_EQ(rtm_heap_free(h, a), -EFAULT); /* a would merge with n */
+        else
+            CHECK(rtm_heap_alloc(h, 248) == NULL); /* taking n is refused */
+        CHECK(memcmp(before, v, sizeof(before)) == 0);
+        CHECK_EQ(corruptions_of(h), 1);
+    }
+}
+
+/* Five bytes past a block into the only free block, its free flag kept and
+ * its size made 0: stats read that size unchecked (largest_free_bytes came
+ * out as SIZE_MAX - 7). */
+static void test_stats_with_a_damaged_head(void)
+{
+    test_context = "stats-damaged-head";
+    static unsigned char mem[1 << 15] __attribute__((aligned(64)));
+    struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
+    REQUIRE(h != NULL, );
+    unsigned char *a = rtm_heap_alloc(h, 24);
+    REQUIRE(a != NULL, );
+    memcpy(a + rtm_heap_usable_size(h, a), "\x01\0\0\0\0", 5);
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(h, &st), 0);
+    CHECK(st.largest_free_bytes <= st.free_bytes);
+    CHECK(rtm_heap_alloc(h, 16) == NULL); /* and the damaged block is refused */
+    CHECK_EQ(corruptions_of(h), 1);
+}
+
 int main(void)
 {
     test_sizes();
@@ -609,6 +661,8 @@ int main(void)
     test_damaged_predecessor_not_laundered();
     test_free_bit_set_by_overflow();
     test_link_to_live_block();
+    test_link_into_live_data();
+    test_stats_with_a_damaged_head();
     test_context = NULL;
     return test_summary("tlsf");
 }

@@ -46,7 +46,8 @@
  *    one granule wide), and at most k fewer above (each pool's last
  *    remainder may share a class with another and not be found).
  *  - largest_free_bytes in the statistics is exact: the largest request that
- *    would succeed now (and every smaller one succeeds too).
+ *    would succeed now (and every smaller one succeeds too). On a damaged
+ *    heap it is 0 when the block it would describe fails its checks.
  *  - Bad frees: foreign and misaligned addresses are always refused. A block
  *    freed twice is refused as long as its memory has not been handed out
  *    again (every word TLSF leaves at a header position in free memory reads
@@ -65,7 +66,8 @@
  *    predecessor's size (its footer) leads back to a tagged free header of
  *    that size inside the pool, and that the list links of each free
  *    neighbour it unlinks lead to what a link may lead to (an intact free
- *    block, a list head, the list end) and link back; alloc checks that the
+ *    block, tag included: program data inside a live block cannot pass for
+ *    one; a list head; the list end) and link back; alloc checks that the
  *    block it takes off a list is an intact free block large enough for the
  *    request and that its next link is sound the same way; realloc checks
  *    what free would, and the header after a successor it grows into. Each
@@ -88,7 +90,8 @@
  *    swallowed mark; the block before either still reports the damage.
  *  - A free block's next link overwritten with the list end cuts its list
  *    short: the blocks after it are no longer handed out (a leak, never an
- *    overlap) until the free of a neighbour of one of them finds the damage.
+ *    overlap). The free of a neighbour of one of them reports the damage
+ *    and is refused; those blocks, and that neighbour, stay leaked.
  *  - What it does not detect: damage to a live block's payload (the user's
  *    data: TLSF keeps nothing there), to a free block's interior beyond its
  *    links, or damage that rewrites a header or link with exactly the value

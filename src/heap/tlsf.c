@@ -381,15 +381,6 @@ static inline bool free_header_at(const struct rtm_tlsf *t, size_t y)
     return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged;
 }
 
-/* Whether the header at a link's target y says "free block": its flags
- * only. Enough to keep list code from writing into a live block (whose
- * header says used) when a damaged link leads there and the data behind
- * it happens to link back; the block itself is verified in full, tag
- * included, before it is taken or merged. */
-static inline bool free_flags_at(const struct rtm_tlsf *t, size_t y)
-{
-    return (HDR(t, y) & (F_LINK | F_GONE)) == F_FREE;
-}
 
 /* Whether y is a pseudo-node: a list head's place in the control structure. */
 static inline bool is_pseudo(size_t y)
@@ -400,9 +391,9 @@ static inline bool is_pseudo(size_t y)
 
 /*
  * Whether free block x's list links are intact: each leads to what a link
- * may lead to (the list end, a list head, the idle block, or a block whose
- * header says free, so never a live block whose data happens to look like
- * a link) and links back to x (the terminator's prev link is
+ * may lead to (the list end, a list head, the idle block, or an intact free
+ * block: a tagged free header, which no program data, inside a live block
+ * or not, passes for without the key) and links back to x (the terminator's prev link is
  * scratch: not compared). Branch-free but for the test of the result; a
  * link that may not be followed is replaced by x's own offset before
  * anything is read there.
@@ -413,23 +404,22 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
     bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
-    bool nblock = (next == NIL) | (next == IDLE) | free_flags_at(t, ns);
-    bool pblock = is_pseudo(prev) | (prev == IDLE) | free_flags_at(t, ps);
+    bool nblock = (next == NIL) | (next == IDLE) | free_header_at(t, ns);
+    bool pblock = is_pseudo(prev) | (prev == IDLE) | free_header_at(t, ps);
     return nok & pok & back & fwd & nblock & pblock;
 }
 
 /* Whether the block at the head of a list is an intact free block of at
  * least `need` bytes (a damaged list can hold a smaller one, and cutting a
  * request from it would run over its neighbour), and its next link leads to
- * the list end or to a block whose header says free and that links back to
- * it. */
+ * the list end or to an intact free block that links back to it. */
 static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
 {
     size_t hdr = HDR(t, b), next = NEXT(t, b);
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
-    bool nblock = (next == NIL) | free_flags_at(t, ns);
+    bool nblock = (next == NIL) | free_header_at(t, ns);
     return own & (hdr_size(hdr) >= need) & nok & fwd & nblock;
 }
 
@@ -1104,6 +1094,8 @@ static size_t largest_request(const struct rtm_tlsf *t)
         return 0; /* bitmaps that disagree: only damage does that */
     unsigned sl = fls32(t->sl_bitmap[fl]);
     size_t head = t->heads[fl][sl];
+    if (hardened(t) && !free_header_at(t, head))
+        return 0; /* damaged: alloc would refuse it, so promise nothing */
     size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
     return size - W;
 }
