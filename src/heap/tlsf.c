@@ -404,8 +404,9 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
     bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
-    bool nblock = (next == NIL) | (next == IDLE) | free_header_at(t, ns);
-    bool pblock = is_pseudo(prev) | (prev == IDLE) | free_header_at(t, ps);
+    bool nfree = free_header_at(t, ns), pfree = free_header_at(t, ps), pseudo = is_pseudo(prev);
+    bool nblock = (next == NIL) | (next == IDLE) | nfree;
+    bool pblock = pseudo | (prev == IDLE) | pfree;
     return nok & pok & back & fwd & nblock & pblock;
 }
 
@@ -419,7 +420,8 @@ static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
-    bool nblock = (next == NIL) | free_header_at(t, ns);
+    bool nfree = free_header_at(t, ns);
+    bool nblock = (next == NIL) | nfree;
     return own & (hdr_size(hdr) >= need) & nok & fwd & nblock;
 }
 
