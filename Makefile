@@ -37,7 +37,7 @@ bench: build
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
-	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON >/dev/null
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON >/dev/null
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
@@ -54,7 +54,7 @@ test-clang:
 # is never dereferenced); any report fails the run.
 test-ubsan:
 	@sh scripts/ensure-deps.sh clang
-	CC=clang cmake -S . -B $(BUILD)-ubsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON \
+	CC=clang cmake -S . -B $(BUILD)-ubsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON \
 	    -DRTMEM_SANITIZERS=undefined,pointer-overflow >/dev/null
 	cmake --build $(BUILD)-ubsan -j $(JOBS)
 	cd $(BUILD)-ubsan && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -11,6 +11,19 @@
 
 #include "rtmem/heap.h"
 
+/*
+ * RTM_ASSERT(cond): an internal invariant of an allocator, which no input
+ * can break (bad input is refused and reported, never asserted on). Checked
+ * in a debug build (cmake -DRTMEM_DEBUG=ON; the sanitizer builds of CI turn
+ * it on), where a broken one stops the program at once; compiled out
+ * otherwise, so a release build never aborts and pays nothing.
+ */
+#if defined(RTM_DEBUG) && RTM_DEBUG
+#define RTM_ASSERT(cond) ((cond) ? (void)0 : __builtin_trap())
+#else
+#define RTM_ASSERT(cond) ((void)0)
+#endif
+
 /* "RTMH": set by create, cleared by destroy. */
 #define RTM_HEAP_MAGIC 0x524d5448u
 

@@ -295,6 +295,7 @@ static inline size_t class_low(unsigned fl, unsigned sl)
 /* Inserts b at the head of its class list. */
 static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
 {
+    RTM_ASSERT(size >= MIN_BLOCK && size % GRANULE == 0 && size <= RTM_TLSF_MAX_BLOCK);
     size_t idx = class_index(size);
     unsigned fl = (unsigned)(idx >> SL_LOG2), sl = (unsigned)idx & (SL_COUNT - 1);
     size_t *headp = blk(t, HEADS + idx * W); /* heads[fl][sl], through the base like all links */
@@ -487,6 +488,7 @@ static inline size_t find_free(struct rtm_tlsf *t, size_t s, bool hard)
  * block and returns the rest to the free lists when it can form a block. */
 static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t s, bool hard)
 {
+    RTM_ASSERT(s >= MIN_BLOCK && s % GRANULE == 0 && bsize >= s && bsize % GRANULE == 0);
     size_t prev_flag = HDR(t, b) & F_PREV_FREE;
     size_t rest = bsize - s;
     if (rest >= MIN_BLOCK) {
@@ -760,6 +762,7 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
 static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t,
                                                               const struct free_plan *f, bool hard)
 {
+    RTM_ASSERT(t->used_bytes >= f->size && t->live_blocks > 0);
     t->used_bytes -= f->size;
     t->live_blocks--;
     /* Mark the headers a merge swallows (this block's, when it joins its
