@@ -72,10 +72,12 @@ int rtm_heap_hardening(const struct rtm_heap *h)
 
 uint64_t rtm__heap_new_key(const void *mem)
 {
+    /* atomic: heaps may be created in several threads at once */
     static uint64_t serial;
+    uint64_t n = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
     int local;
     uint64_t k = (uint64_t)(uintptr_t)mem ^ ((uint64_t)(uintptr_t)&local << 17) ^
-                 ((uint64_t)(uintptr_t)&rtm__heap_new_key << 31) ^ ++serial * 0x9e3779b97f4a7c15ull;
+                 ((uint64_t)(uintptr_t)&rtm__heap_new_key << 31) ^ n * 0x9e3779b97f4a7c15ull;
     /* splitmix64's finaliser: every input bit moves about half the output */
     k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ull;
     k = (k ^ (k >> 27)) * 0x94d049bb133111ebull;
