@@ -3,16 +3,20 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int tk_args_bad(const struct tk_args *a, const char *fmt, const char *arg)
+int tk_args_bad(const struct tk_args *a, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "%s: ", a->prog);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry '%s --help'.\n", a->prog);
+    va_end(ap);
     return -1;
 }
 
@@ -42,11 +46,10 @@ int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct op
     return c;
 }
 
-/* Reports msg (the option already named in it) with its one %s filled by
- * the value s, "" for NULL. Returns -1. */
-static int bad_value(const struct tk_args *a, const char *msg, const char *s)
+/* The value s for messages: "" for NULL. */
+static const char *shown(const char *s)
 {
-    return tk_args_bad(a, msg, s ? s : "");
+    return s ? s : "";
 }
 
 static bool starts_with_digit(const char *s)
@@ -57,24 +60,17 @@ static bool starts_with_digit(const char *s)
 int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
                 uint64_t hi, uint64_t *out)
 {
-    char msg[160];
-    if (!starts_with_digit(s)) {
-        snprintf(msg, sizeof(msg), "%s needs a whole number in [%llu, %llu], not '%%s'", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_value(a, msg, s);
-    }
+    if (!starts_with_digit(s))
+        return tk_args_bad(a, "%s needs a whole number in [%llu, %llu], not '%s'", opt,
+                           (unsigned long long)lo, (unsigned long long)hi, shown(s));
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a whole number", opt);
-        return bad_value(a, msg, s);
-    }
-    if (errno == ERANGE || v < lo || v > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu]", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_value(a, msg, s);
-    }
+    if (*end != '\0')
+        return tk_args_bad(a, "%s: '%s' is not a whole number", opt, s);
+    if (errno == ERANGE || v < lo || v > hi)
+        return tk_args_bad(a, "%s: '%s' is out of range [%llu, %llu]", opt, s,
+                           (unsigned long long)lo, (unsigned long long)hi);
     *out = v;
     return 0;
 }
@@ -94,12 +90,9 @@ static unsigned suffix_shift(char **end)
 int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
                   uint64_t hi, uint64_t *out)
 {
-    char msg[160];
-    if (!starts_with_digit(s)) {
-        snprintf(msg, sizeof(msg), "%s needs a byte count (e.g. %s), not '%%s'", opt,
-                 a->bytes_example);
-        return bad_value(a, msg, s);
-    }
+    if (!starts_with_digit(s))
+        return tk_args_bad(a, "%s needs a byte count (e.g. %s), not '%s'", opt, a->bytes_example,
+                           shown(s));
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
@@ -108,28 +101,20 @@ int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint6
         end += strlen(end);
     else if (!shift && strcmp(end, "B") == 0)
         end++;
-    if (*end != '\0') {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is not a byte count (e.g. %s)", opt,
-                 a->bytes_example);
-        return bad_value(a, msg, s);
-    }
+    if (*end != '\0')
+        return tk_args_bad(a, "%s: '%s' is not a byte count (e.g. %s)", opt, s, a->bytes_example);
     if (errno == ERANGE || (shift && v > (UINT64_MAX >> shift)) || (v << shift) < lo ||
-        (v << shift) > hi) {
-        snprintf(msg, sizeof(msg), "%s: '%%s' is out of range [%llu, %llu] bytes", opt,
-                 (unsigned long long)lo, (unsigned long long)hi);
-        return bad_value(a, msg, s);
-    }
+        (v << shift) > hi)
+        return tk_args_bad(a, "%s: '%s' is out of range [%llu, %llu] bytes", opt, s,
+                           (unsigned long long)lo, (unsigned long long)hi);
     *out = (uint64_t)v << shift;
     return 0;
 }
 
 int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const char **out)
 {
-    if (!s || !*s) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s needs a file name%%s", opt);
-        return tk_args_bad(a, msg, "");
-    }
+    if (!s || !*s)
+        return tk_args_bad(a, "%s needs a file name", opt);
     *out = s;
     return 0;
 }
@@ -153,7 +138,7 @@ static void format_cpus(const cpu_set_t *set, char *buf, size_t size)
 
 int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (tk_args_u64(a, "--cpu", s, 0, CPU_SETSIZE - 1, &v) != 0)
         return -1;
     /* Pinning to a CPU that does not exist, or that this process may not
@@ -161,11 +146,9 @@ int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && !CPU_ISSET((int)v, &allowed)) {
-        char cpus[128], msg[224];
+        char cpus[128];
         format_cpus(&allowed, cpus, sizeof(cpus));
-        snprintf(msg, sizeof(msg), "--cpu %%s: no such CPU for this process (allowed: %s)",
-                 cpus);
-        return bad_value(a, msg, s);
+        return tk_args_bad(a, "--cpu %s: no such CPU for this process (allowed: %s)", s, cpus);
     }
     *out = (int)v;
     return 0;
@@ -173,7 +156,7 @@ int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
 
 int tk_args_priority(const struct tk_args *a, const char *s, int *out)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (tk_args_u64(a, "--prio", s, 1, 99, &v) != 0)
         return -1;
     *out = (int)v;

@@ -29,14 +29,22 @@
 #include <getopt.h>
 #include <stdint.h>
 
+/* The exit status of every rtmem command. */
+enum {
+    TK_EXIT_OK = 0,       /* the run completed and every check passed */
+    TK_EXIT_FAILED = 1,   /* a functional failure or a run-time error */
+    TK_EXIT_USAGE = 2,    /* bad usage: nothing was run */
+};
+
 struct tk_args {
     const char *prog;            /* "rtmem bench": starts every message */
     const char *bytes_example;   /* "4096, 64K, 64M": examples in byte-count messages */
 };
 
-/* Reports bad usage: "<prog>: " fmt (one %s, filled with arg) and the --help
- * hint, on stderr. Always returns -1. */
-int tk_args_bad(const struct tk_args *a, const char *fmt, const char *arg);
+/* Reports bad usage: "<prog>: " and fmt formatted as printf does, then the
+ * --help hint, on stderr. Always returns -1. */
+int tk_args_bad(const struct tk_args *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Starts a parse at argv[1] with getopt's own messages off (tk_args_next
  * names the subcommand in its own). Call once before the first

@@ -306,7 +306,7 @@ static bool listed(const char *list, const char *name)
 
 static bool is_peer(const char *name)
 {
-    for (const char *const *k = mc_peer_names(); *k; k++)
+    for (const char *const *k = tk_peer_names(); *k; k++)
         if (strcmp(name, *k) == 0)
             return true;
     return false;
@@ -352,7 +352,7 @@ static int check_kinds(const struct bench *b)
             for (const char *const *k = rtm_heap_kinds(); *k; k++)
                 fprintf(stderr, "%s, %s-none, ", *k, *k);
             fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc");
-            for (const char *const *k = mc_peer_names(); *k; k++)
+            for (const char *const *k = tk_peer_names(); *k; k++)
                 fprintf(stderr, ", %s", *k);
             for (size_t i = 0; i < b->n_plugins; i++)
                 fprintf(stderr, ", %s", b->plugins[i].table->name);
@@ -408,12 +408,12 @@ static int select_allocators(struct bench *b)
         add_allocator(b, extra_names[0], ALLOC_TLSF_TYPED);
     if (wanted(b, extra_names[1], true))
         add_allocator(b, extra_names[1], ALLOC_GLIBC);
-    for (const char *const *k = mc_peer_names(); *k; k++) {
+    for (const char *const *k = tk_peer_names(); *k; k++) {
         if (!wanted(b, *k, false))
             continue;
         struct allocator *a = add_allocator(b, *k, ALLOC_LOADED);
-        char why[MC_WHY_MAX];
-        if (mc_alloc_peer(&a->ma, *k, why, sizeof(why)) != 0) {
+        char why[TK_WHY_MAX];
+        if (tk_alloc_peer(&a->ma, *k, why, sizeof(why)) != 0) {
             skip_peer(b, *k, why);
             b->n_al--;
         }
@@ -421,7 +421,7 @@ static int select_allocators(struct bench *b)
     for (size_t i = 0; i < b->n_plugins; i++)
         if (wanted(b, b->plugins[i].table->name, true)) {
             struct allocator *a = add_allocator(b, b->plugins[i].table->name, ALLOC_LOADED);
-            mc_alloc_plugin(&a->ma, &b->plugins[i]);
+            tk_alloc_plugin(&a->ma, &b->plugins[i]);
         }
     if (b->n_al < 2)
         return tk_args_bad(&cli, "--kinds selects no allocator that loads%s", "");
@@ -433,13 +433,13 @@ static int select_allocators(struct bench *b)
  * does not load is skipped later, by select_allocators. */
 static void load_peers(struct bench *b, int argc, char **argv)
 {
-    for (const char *const *p = mc_peer_names(); *p; p++) {
+    for (const char *const *p = tk_peer_names(); *p; p++) {
         if (!b->o.kinds_arg || !listed(b->o.kinds_arg, *p))
             continue;
-        struct mc_alloc a;
-        char why[MC_WHY_MAX], how[MC_WHY_MAX];
-        if (mc_alloc_peer(&a, *p, why, sizeof(why)) == MC_PEER_NEEDS_STATIC_TLS)
-            mc_reexec_command(argc, argv, *p, how, sizeof(how));
+        struct tk_alloc a;
+        char why[TK_WHY_MAX], how[TK_WHY_MAX];
+        if (tk_alloc_peer(&a, *p, why, sizeof(why)) == TK_PEER_NEEDS_STATIC_TLS)
+            tk_reexec_command(argc, argv, *p, how, sizeof(how));
     }
 }
 
@@ -453,8 +453,8 @@ static bool name_taken(const char *name, void *arg)
 static int load_plugins(struct bench *b)
 {
     for (size_t i = 0; i < b->o.n_plugins; i++) {
-        char why[MC_WHY_MAX];
-        if (mc_plugin_load(&b->plugins[b->n_plugins], b->o.plugin_paths[i], name_taken, b, why,
+        char why[TK_WHY_MAX];
+        if (tk_plugin_load(&b->plugins[b->n_plugins], b->o.plugin_paths[i], name_taken, b, why,
                            sizeof(why)) != 0) {
             fprintf(stderr, "rtmem bench: --plugin %s: %s\nTry 'rtmem bench --help'; the table "
                             "is described in <rtmem/plugin.h>.\n",

@@ -26,7 +26,7 @@
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
-#include "memcheck_alloc.h"
+#include "common/alloc.h"
 #include "rtmem/rtmem.h"
 
 #define BENCH_SCHEMA "rtmem-bench/1"
@@ -114,7 +114,7 @@ enum alloc_type {
     ALLOC_HEAP,        /* an rtmem kind through rtm_heap_* */
     ALLOC_TLSF_TYPED,  /* TLSF through rtm_tlsf_* */
     ALLOC_GLIBC,       /* malloc/free, glibc defaults */
-    ALLOC_LOADED,      /* a peer or a plugin, through struct mc_alloc */
+    ALLOC_LOADED,      /* a peer or a plugin, through struct tk_alloc */
 };
 
 /* The parts of a run, for naming where an allocator failed. */
@@ -164,7 +164,7 @@ struct allocator {
      * (rows "<kind>-none" time RTM_HEAP_HARDEN_NONE beside the default). */
     const char *kind;
     int hardening;
-    struct mc_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
+    struct tk_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
     struct bench_failure fail;   /* set: left out of the run */
     /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
     struct tk_arena mem;
@@ -214,7 +214,7 @@ struct bench {
     size_t fill_n, fill_runs;     /* the free-order fill: blocks, page runs among them */
 
     /* Loaded allocators, and the measuring process's watchdog. */
-    struct mc_plugin plugins[BENCH_MAX_PLUGINS];
+    struct tk_plugin plugins[BENCH_MAX_PLUGINS];
     size_t n_plugins;
     char skipped[512];            /* peers named but not loaded, and why */
     char none_names[BENCH_MAX_ALLOCATORS][32]; /* "<kind>-none" rows */

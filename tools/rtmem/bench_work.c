@@ -117,7 +117,7 @@ void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint
 static bool has_heap(const struct allocator *a)
 {
     return a->type == ALLOC_HEAP || a->type == ALLOC_TLSF_TYPED ||
-           (a->type == ALLOC_LOADED && a->ma.sort == MC_HEAP);
+           (a->type == ALLOC_LOADED && a->ma.sort == TK_HEAP);
 }
 
 /* A new heap of a's kind on a's memory; 0 or -errno (reported). */
@@ -300,7 +300,7 @@ static int glibc_free_checked(void *ctx, void *p)
 /* What a loaded allocator's own calls take: its heap, or its own data. */
 static void *loaded_ctx(const struct allocator *a)
 {
-    return a->ma.sort == MC_HEAP ? a->loaded_heap : a->ma.ctx;
+    return a->ma.sort == TK_HEAP ? a->loaded_heap : a->ma.ctx;
 }
 
 /* A peer or plugin: its table's calls, reached through the allocator. */
@@ -461,7 +461,7 @@ static void check_heap(struct allocator *a)
     }
     if (!a->loaded_heap)
         return;
-    const struct mc_heap_ops *h = a->ma.hops;
+    const struct tk_heap_ops *h = a->ma.hops;
     if ((h->check && h->check(a->loaded_heap) != 0) ||
         (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
                       st.used_bytes != 0)))

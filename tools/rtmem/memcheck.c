@@ -178,13 +178,13 @@ static void usage(FILE *f)
         "  --max-results N           rows per sorted table (default %d); -1: every row,\n"
         "                            sorted by heap size (as smokey); 0: no table\n"
         "  --kinds a,b,...           allocators, in this order (default all):",
-        MC_STATIC_TLS_BYTES, DEFAULT_RANDOM_ROUNDS, QUICK_RANDOM_ROUNDS, DEFAULT_PATTERN_ROUNDS,
+        TK_STATIC_TLS_BYTES, DEFAULT_RANDOM_ROUNDS, QUICK_RANDOM_ROUNDS, DEFAULT_PATTERN_ROUNDS,
         QUICK_PATTERN_ROUNDS, DEFAULT_MAX_RESULTS);
     size_t col = 80;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         col = help_word(f, col, *k, ",");
     col = help_word(f, col, "glibc", ",");
-    for (const char *const *k = mc_peer_names(); *k; k++)
+    for (const char *const *k = tk_peer_names(); *k; k++)
         col = help_word(f, col, *k, ",");
     col = help_word(f, col, "plugins'", "");
     help_word(f, col, "names", "");
@@ -544,14 +544,14 @@ static void skip(struct memcheck *m, const char *name, const char *why)
  * itself for jemalloc (the new process loads it). */
 static void load_peers(struct memcheck *m, int argc, char **argv)
 {
-    for (const char *const *p = mc_peer_names(); *p; p++) {
+    for (const char *const *p = tk_peer_names(); *p; p++) {
         if (m->o.kinds_arg && !listed(m->o.kinds_arg, *p))
             continue;
-        struct mc_alloc a;
-        char why[MC_WHY_MAX], how[MC_WHY_MAX];
-        int rc = mc_alloc_peer(&a, *p, why, sizeof(why));
-        if (rc == MC_PEER_NEEDS_STATIC_TLS) {
-            mc_reexec_command(argc, argv, *p, how, sizeof(how));
+        struct tk_alloc a;
+        char why[TK_WHY_MAX], how[TK_WHY_MAX];
+        int rc = tk_alloc_peer(&a, *p, why, sizeof(why));
+        if (rc == TK_PEER_NEEDS_STATIC_TLS) {
+            tk_reexec_command(argc, argv, *p, how, sizeof(how));
             size_t n = strlen(why);
             if (n + 3 < sizeof(why))   /* as much of it as fits */
                 snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
@@ -567,7 +567,7 @@ static bool name_taken(const char *name, void *arg)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0)
             return true;
-    for (const char *const *k = mc_peer_names(); *k; k++)
+    for (const char *const *k = tk_peer_names(); *k; k++)
         if (strcmp(name, *k) == 0)
             return true;
     for (size_t i = 0; i < m->n_plugins; i++)
@@ -580,8 +580,8 @@ static bool name_taken(const char *name, void *arg)
 static int load_plugins(struct memcheck *m)
 {
     for (size_t i = 0; i < m->o.n_plugins; i++) {
-        char why[MC_WHY_MAX];
-        if (mc_plugin_load(&m->plugins[m->n_plugins], m->o.plugin_paths[i], name_taken, m, why,
+        char why[TK_WHY_MAX];
+        if (tk_plugin_load(&m->plugins[m->n_plugins], m->o.plugin_paths[i], name_taken, m, why,
                            sizeof(why)) != 0) {
             fprintf(stderr, "rtmem memcheck: --plugin %s: %s\nTry 'rtmem memcheck --help'; "
                             "the table is described in <rtmem/plugin.h>.\n",
@@ -595,7 +595,7 @@ static int load_plugins(struct memcheck *m)
 
 static bool is_peer(const char *name)
 {
-    for (const char *const *k = mc_peer_names(); *k; k++)
+    for (const char *const *k = tk_peer_names(); *k; k++)
         if (strcmp(name, *k) == 0)
             return true;
     return false;
@@ -609,27 +609,27 @@ static int select_one(const char *name, void *arg)
             return 0;   /* named twice: once is enough */
     if (m->n_t == MC_MAX_TARGETS)
         return tk_args_bad(&cli, "--kinds: too many allocators at '%s'", name);
-    struct mc_alloc *a = &m->t[m->n_t].a;
+    struct tk_alloc *a = &m->t[m->n_t].a;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0) {
-            mc_alloc_rtmem(a, *k);
+            tk_alloc_rtmem(a, *k, RTM_HEAP_HARDEN_O1);
             m->n_t++;
             return 0;
         }
     if (strcmp(name, "glibc") == 0) {
-        mc_alloc_glibc(a);
+        tk_alloc_glibc(a);
         m->n_t++;
         return 0;
     }
     if (is_peer(name)) {
-        char why[MC_WHY_MAX];
-        if (mc_alloc_peer(a, name, why, sizeof(why)) == 0)
+        char why[TK_WHY_MAX];
+        if (tk_alloc_peer(a, name, why, sizeof(why)) == 0)
             m->n_t++;   /* else skipped, and said so, by load_peers */
         return 0;
     }
     for (size_t i = 0; i < m->n_plugins; i++)
         if (strcmp(name, m->plugins[i].table->name) == 0) {
-            mc_alloc_plugin(a, &m->plugins[i]);
+            tk_alloc_plugin(a, &m->plugins[i]);
             m->n_t++;
             return 0;
         }
@@ -637,7 +637,7 @@ static int select_one(const char *name, void *arg)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         fprintf(stderr, "%s, ", *k);
     fprintf(stderr, "glibc");
-    for (const char *const *k = mc_peer_names(); *k; k++)
+    for (const char *const *k = tk_peer_names(); *k; k++)
         fprintf(stderr, ", %s", *k);
     for (size_t i = 0; i < m->n_plugins; i++)
         fprintf(stderr, ", %s", m->plugins[i].table->name);
@@ -659,7 +659,7 @@ static int select_targets(struct memcheck *m)
             rc = select_one(*k, m);
         if (rc == 0)
             rc = select_one("glibc", m);
-        for (const char *const *k = mc_peer_names(); *k && rc == 0; k++)
+        for (const char *const *k = tk_peer_names(); *k && rc == 0; k++)
             rc = select_one(*k, m);
         for (size_t i = 0; i < m->n_plugins && rc == 0; i++)
             rc = select_one(m->plugins[i].table->name, m);
@@ -718,8 +718,8 @@ static size_t size_heaps(struct memcheck *m)
         if (mc_child_size(m, t, list, n) != 0)
             continue;
         /* A process allocator's heap of H is a budget of H bytes
-         * (mc_alloc_size), cached nowhere. */
-        if (t->a.sort == MC_PROCESS)
+         * (tk_alloc_size), cached nowhere. */
+        if (t->a.sort == TK_PROCESS)
             for (size_t k = 0; k < n; k++)
                 if (list[k] > largest)
                     largest = list[k];

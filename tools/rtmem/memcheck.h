@@ -22,7 +22,7 @@
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
-#include "memcheck_alloc.h"
+#include "common/alloc.h"
 #include "rtmem/rtmem.h"
 
 #define MC_SCHEMA "rtmem-memcheck/1"
@@ -141,7 +141,7 @@ struct mc_pattern {
 
 struct mc_frag_sample {
     uint64_t op;                  /* steady-state operations done */
-    size_t free_bytes;            /* heap free bytes (budget left for MC_PROCESS) */
+    size_t free_bytes;            /* heap free bytes (budget left for TK_PROCESS) */
     size_t largest_bytes;         /* largest request that fit (probe) */
     double frag_pct;
 };
@@ -188,7 +188,7 @@ struct mc_running {
  * memory shared with the test processes (struct mc_shared), which write
  * their results there as they go. */
 struct mc_target {
-    struct mc_alloc a;
+    struct tk_alloc a;
     tk_child_mark beat;           /* the test process's latest progress */
     struct mc_running now;
     struct mc_seq seq[2];         /* [MC_PH_POW2], [MC_PH_RANDOM] */
@@ -200,7 +200,7 @@ struct mc_target {
 
 struct mc_skipped {
     char name[48];
-    char why[MC_WHY_MAX];
+    char why[TK_WHY_MAX];
 };
 
 struct mc_progress {
@@ -231,7 +231,7 @@ struct memcheck {
     struct mc_shared *sh;
     struct mc_target *t;          /* sh->t */
     size_t n_t;
-    struct mc_plugin plugins[MC_MAX_PLUGINS];
+    struct tk_plugin plugins[MC_MAX_PLUGINS];
     size_t n_plugins;
     struct mc_skipped skipped[MC_MAX_SKIPPED];
     size_t n_skipped;

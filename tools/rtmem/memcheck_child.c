@@ -15,7 +15,7 @@
  *
  * Each test process starts from the parent's state: a process allocator
  * (glibc, a peer) begins every phase as the parent left it, warmed once in
- * that process (mc_alloc_warm).
+ * that process (tk_alloc_warm).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -166,9 +166,9 @@ static int size_job(void *arg)
         return 1;
     t->now = (struct mc_running){.set = true, .sizing = true, .phase = j->phase};
     for (size_t k = 0; k < j->n_heaps; k++) {
-        struct mc_heap_info info;
+        struct tk_heap_info info;
         tk_child_beat(&t->beat);
-        int rc = mc_alloc_size(&t->a, &j->m->arena, j->heaps[k], &info);
+        int rc = tk_alloc_size(&t->a, &j->m->arena, j->heaps[k], &info);
         if (rc != 0) {
             char what[256];
             snprintf(what, sizeof(what), "no heap of usable size %zu fits the arena of %zu "
@@ -207,7 +207,7 @@ static int phase_job(void *arg)
     if (child_begin(j, true) != 0)
         return 1;
     map_results(t, j->phase);
-    mc_alloc_warm(&t->a, MC_POW2_MIN_BLOCK);
+    tk_alloc_warm(&t->a, MC_POW2_MIN_BLOCK);
     switch (j->phase) {
     case MC_PH_POW2:
     case MC_PH_RANDOM: mc_run_seq(m, t, j->phase); break;

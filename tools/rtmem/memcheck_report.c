@@ -26,7 +26,7 @@ static const char *const seq_titles[2] = {
 
 static bool is_process(const struct mc_target *t)
 {
-    return t->a.sort == MC_PROCESS;
+    return t->a.sort == TK_PROCESS;
 }
 
 /* Width of the allocator-name column: the longest name, at least 9. */
@@ -141,7 +141,7 @@ static int cmp_keyed(const void *l, const void *r)
 static double sort_value(const struct memcheck *m, const struct mc_target *t,
                          const struct mc_row *r, enum sort_key k)
 {
-    bool bytes = m->o.compat && t->a.sort == MC_HEAP;
+    bool bytes = m->o.compat && t->a.sort == TK_HEAP;
     switch (k) {
     case BY_ALLOC: return r->max_alloc_ns;
     case BY_FREE: return r->max_free_ns;
@@ -289,14 +289,14 @@ static void print_overall(FILE *f, const struct mc_target *t, const struct mc_ov
     char note[96] = "";
     if (is_process(t))
         snprintf(note, sizeof(note), " (%s slack; headers not visible)", t->a.usable_name);
-    else if (!(t->a.applies & MC_APPLY_STATS))
+    else if (!(t->a.applies & TK_APPLY_STATS))
         snprintf(note, sizeof(note), " (H is the memory given to create: metadata included)");
     fprintf(f, "  average overhead: %s%s\n", fmt_pct(a, 32, o->avg_overhead_pct), note);
     fprintf(f, "  average fragmentation: %s%s\n", fmt_pct(a, 32, o->avg_frag_pct),
             is_process(t) ? " (probes count only inside the fill's address span)" : "");
     fprintf(f, "  average p99 alloc / free time: %s / %s\n",
             fmt_ns(a, 32, o->avg_p99_alloc_ns, 1), fmt_ns(b, 32, o->avg_p99_free_ns, 1));
-    if (t->a.applies & MC_APPLY_FILL_TO_FAILURE)
+    if (t->a.applies & TK_APPLY_FILL_TO_FAILURE)
         fprintf(f, "  failing final allocation: worst %s, average %s\n",
                 fmt_ns(a, 32, o->worst_fail_alloc_ns, 0), fmt_ns(c, 32, o->avg_fail_alloc_ns, 1));
     else
@@ -423,7 +423,7 @@ static void print_churn(FILE *f, const struct memcheck *m)
             fprintf(f, "- (does not apply: a process allocator's free memory is whatever its "
                        "heap holds from before;\n  %*s the raw samples, inside the span of "
                        "its churn blocks, are in the JSON)\n", w, "");
-        else if (!(m->t[i].a.applies & MC_APPLY_STATS))
+        else if (!(m->t[i].a.applies & TK_APPLY_STATS))
             fprintf(f, "- (does not apply: no stats, so its free bytes are unknown; estimates "
                        "in the JSON)\n");
         else
@@ -509,27 +509,27 @@ static void print_sizes(FILE *f, const struct memcheck *m)
 {
     bool any_heap = false, all_exact = true;
     for (size_t i = 0; i < m->n_t; i++)
-        any_heap = any_heap || m->t[i].a.sort == MC_HEAP;
+        any_heap = any_heap || m->t[i].a.sort == TK_HEAP;
     if (!any_heap)
         return;
     fprintf(f, "heap of usable size H: memory given to create, as H + metadata outside H (B)\n");
     fprintf(f, "  %8s", "H");
     for (size_t i = 0; i < m->n_t; i++)
-        if (m->t[i].a.sort == MC_HEAP)
+        if (m->t[i].a.sort == TK_HEAP)
             fprintf(f, " %*s", name_width(m) + 1, m->t[i].a.name);
     fputc('\n', f);
-    const struct mc_alloc *first = NULL;
+    const struct tk_alloc *first = NULL;
     for (size_t i = 0; i < m->n_t && !first; i++)
-        if (m->t[i].a.sort == MC_HEAP)
+        if (m->t[i].a.sort == TK_HEAP)
             first = &m->t[i].a;
     for (size_t k = 0; k < first->n_cache; k++) {
         char sz[32];
         fprintf(f, "  %8s", fmt_size(sz, sizeof(sz), first->cache[k].asked_bytes));
         for (size_t i = 0; i < m->n_t; i++) {
-            const struct mc_alloc *a = &m->t[i].a;
-            if (a->sort != MC_HEAP)
+            const struct tk_alloc *a = &m->t[i].a;
+            if (a->sort != TK_HEAP)
                 continue;
-            const struct mc_heap_info *h = k < a->n_cache ? &a->cache[k] : NULL;
+            const struct tk_heap_info *h = k < a->n_cache ? &a->cache[k] : NULL;
             if (!h) {
                 fprintf(f, " %*s", name_width(m) + 1, "-");
                 continue;
@@ -547,8 +547,8 @@ static void print_sizes(FILE *f, const struct memcheck *m)
     }
     bool any_by_memory = false, any_by_stats = false;
     for (size_t i = 0; i < m->n_t; i++)
-        if (m->t[i].a.sort == MC_HEAP) {
-            bool stats = m->t[i].a.applies & MC_APPLY_STATS;
+        if (m->t[i].a.sort == TK_HEAP) {
+            bool stats = m->t[i].a.applies & TK_APPLY_STATS;
             any_by_memory = any_by_memory || !stats;
             any_by_stats = any_by_stats || stats;
         }
@@ -563,7 +563,7 @@ static void print_sizes(FILE *f, const struct memcheck *m)
     }
     for (size_t i = 0; i < m->n_t; i++)
         for (size_t k = 0; k < m->t[i].a.n_cache; k++) {
-            const struct mc_heap_info *h = &m->t[i].a.cache[k];
+            const struct tk_heap_info *h = &m->t[i].a.cache[k];
             if (!h->exact)
                 fprintf(f, "  INEXACT (!): %s cannot make a heap of usable size %zu; its tests "
                            "use the nearest above, %zu\n",
@@ -707,7 +707,7 @@ void mc_print_smokey(FILE *f, struct memcheck *m)
             fprintf(f, "# %s is a process allocator: OVRH%% is the slack %s shows, FRAG%% "
                        "counts probes inside the fill's span\n",
                     t->a.name, t->a.usable_name);
-        else if (!(t->a.applies & MC_APPLY_STATS))
+        else if (!(t->a.applies & TK_APPLY_STATS))
             fprintf(f, "# %s has no stats: H is the memory given to create, OVRH%% includes "
                        "its metadata\n",
                     t->a.name);
@@ -850,25 +850,25 @@ static void json_churn(struct tk_json *j, const struct mc_churn *ch, bool frag_a
     tk_json_end_object(j);
 }
 
-static void json_applies(struct tk_json *j, const struct mc_alloc *a)
+static void json_applies(struct tk_json *j, const struct tk_alloc *a)
 {
     tk_json_key(j, "applies");
     tk_json_begin_object(j);
-    tk_json_kv_bool(j, "fill_to_failure", a->applies & MC_APPLY_FILL_TO_FAILURE);
-    tk_json_kv_bool(j, "stats", a->applies & MC_APPLY_STATS);
-    tk_json_kv_bool(j, "integrity_check", a->applies & MC_APPLY_CHECK);
-    tk_json_kv_bool(j, "free_status", a->applies & MC_APPLY_FREE_STATUS);
-    tk_json_kv_bool(j, "bounds", a->applies & MC_APPLY_BOUNDS);
-    tk_json_kv_bool(j, "fill_promise", a->applies & MC_APPLY_FILL_PROMISE);
+    tk_json_kv_bool(j, "fill_to_failure", a->applies & TK_APPLY_FILL_TO_FAILURE);
+    tk_json_kv_bool(j, "stats", a->applies & TK_APPLY_STATS);
+    tk_json_kv_bool(j, "integrity_check", a->applies & TK_APPLY_CHECK);
+    tk_json_kv_bool(j, "free_status", a->applies & TK_APPLY_FREE_STATUS);
+    tk_json_kv_bool(j, "bounds", a->applies & TK_APPLY_BOUNDS);
+    tk_json_kv_bool(j, "fill_promise", a->applies & TK_APPLY_FILL_PROMISE);
     char ovh[96];
-    if (a->sort == MC_PROCESS)
+    if (a->sort == TK_PROCESS)
         snprintf(ovh, sizeof(ovh), "100 - 100 * requested / sum(%s)", a->usable_name);
-    else if (!(a->applies & MC_APPLY_STATS))
+    else if (!(a->applies & TK_APPLY_STATS))
         snprintf(ovh, sizeof(ovh), "100 - 100 * nrblocks * B / H, H the memory given to create");
     else
         snprintf(ovh, sizeof(ovh), "100 - 100 * nrblocks * B / H");
     tk_json_kv_string(j, "overhead_pct", ovh);
-    tk_json_kv_string(j, "frag_probe", a->sort == MC_HEAP
+    tk_json_kv_string(j, "frag_probe", a->sort == TK_HEAP
                                            ? "fits in the heap"
                                            : "fits inside the fill's address span");
     tk_json_end_object(j);
@@ -887,10 +887,10 @@ static const char *fail_kind_name(enum mc_fail_kind k)
 
 static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
 {
-    const struct mc_alloc *a = &t->a;
+    const struct tk_alloc *a = &t->a;
     tk_json_begin_object(j);
     tk_json_kv_string(j, "name", a->name);
-    tk_json_kv_string(j, "sort", a->sort == MC_HEAP ? "heap" : "process");
+    tk_json_kv_string(j, "sort", a->sort == TK_HEAP ? "heap" : "process");
     tk_json_kv_string(j, "origin", a->origin);
     tk_json_kv_string(j, "describe", a->describe);
     json_applies(j, a);
@@ -909,7 +909,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
     tk_json_key(j, "heap_sizes");
     tk_json_begin_array(j);
     for (size_t k = 0; k < a->n_cache; k++) {
-        const struct mc_heap_info *h = &a->cache[k];
+        const struct tk_heap_info *h = &a->cache[k];
         tk_json_begin_object(j);
         tk_json_kv_uint(j, "asked_bytes", h->asked_bytes);
         tk_json_kv_uint(j, "usable_bytes", h->usable_bytes);
@@ -930,7 +930,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
         tk_json_kv_double(j, "seconds", t->pattern.seconds);
         tk_json_end_object(j);
     }
-    json_churn(j, &t->churn, a->applies & MC_APPLY_STATS);
+    json_churn(j, &t->churn, a->applies & TK_APPLY_STATS);
     tk_json_end_object(j);
 }
 
@@ -1014,7 +1014,7 @@ int mc_write_json(FILE *f, struct memcheck *m)
         tk_json_end_object(&j);
     }
     tk_json_end_array(&j);
-    tk_json_kv_bool(&j, "static_tls_reexec", mc_reexeced());
+    tk_json_kv_bool(&j, "static_tls_reexec", tk_reexeced());
     tk_json_end_object(&j);
     return tk_json_finish(&j);
 }

@@ -147,14 +147,14 @@ struct probe {
     size_t user_bytes;      /* requested bytes of the fill */
     size_t maximum_free;    /* bytes freed when probed */
     size_t largest_free;    /* largest probe that fit */
-    bool use_span;          /* MC_PROCESS: a probe fits only inside [lo, hi) */
+    bool use_span;          /* TK_PROCESS: a probe fits only inside [lo, hi) */
     uintptr_t lo, hi;
     bool free_refused;
 };
 
 /* Allocates b-byte blocks into m->blocks until an allocation fails or limit
  * blocks are held, timing each call; the failing call is kept apart. */
-static void timed_fill(struct memcheck *m, struct mc_alloc *a, size_t b, size_t limit,
+static void timed_fill(struct memcheck *m, struct tk_alloc *a, size_t b, size_t limit,
                        struct pass *ps)
 {
     void *(*alloc)(void *, size_t) = a->alloc;
@@ -181,7 +181,7 @@ static void timed_fill(struct memcheck *m, struct mc_alloc *a, size_t b, size_t 
     ps->n = n;
 }
 
-static bool probe_fits(struct mc_alloc *a, size_t size, struct probe *pr)
+static bool probe_fits(struct tk_alloc *a, size_t size, struct probe *pr)
 {
     void *p = a->alloc(a->ctx, size);
     if (!p)
@@ -196,7 +196,7 @@ static bool probe_fits(struct mc_alloc *a, size_t size, struct probe *pr)
 /* Smokey's probe, untimed: the largest of freed, freed - b, freed - 2b, ...
  * that can be allocated now. 0 if none can (smokey returns the last size
  * tried, unverified; --compat does too). */
-static void probe_fragmentation(const struct memcheck *m, struct mc_alloc *a, size_t freed,
+static void probe_fragmentation(const struct memcheck *m, struct tk_alloc *a, size_t freed,
                                 size_t b, struct probe *pr)
 {
     size_t s = freed;
@@ -217,7 +217,7 @@ static void probe_fragmentation(const struct memcheck *m, struct mc_alloc *a, si
 /* Frees m->blocks[0 .. n) in that order, timing each call, and probes the
  * fragmentation once half the requested bytes are freed (pr non-NULL).
  * Returns the index of the first refused free, or n. */
-static size_t timed_free(struct memcheck *m, struct mc_alloc *a, size_t n, size_t b,
+static size_t timed_free(struct memcheck *m, struct tk_alloc *a, size_t n, size_t b,
                          struct probe *pr)
 {
     int (*fr)(void *, void *) = a->free;
@@ -246,8 +246,8 @@ static size_t timed_free(struct memcheck *m, struct mc_alloc *a, size_t n, size_
 /* Count of a fill against H/B and against what the allocator promises. */
 static int check_count(struct mc_target *t, const struct test_ctx *c, size_t n, size_t maxblocks)
 {
-    struct mc_alloc *a = &t->a;
-    if (!(a->applies & MC_APPLY_FILL_TO_FAILURE)) {
+    struct tk_alloc *a = &t->a;
+    if (!(a->applies & TK_APPLY_FILL_TO_FAILURE)) {
         if (n != maxblocks)
             return failf(t, c, "the allocator returned NULL after %zu of %zu requests", n,
                          maxblocks);
@@ -255,7 +255,7 @@ static int check_count(struct mc_target *t, const struct test_ctx *c, size_t n, 
     }
     if (n > maxblocks)
         return failf(t, c, "too many blocks fetched: more than H/B = %zu", maxblocks);
-    size_t promised = mc_alloc_fill_count(a, c->block);
+    size_t promised = tk_alloc_fill_count(a, c->block);
     if (promised && n < promised) {
         if (promised * c->block == a->cur.usable_bytes)
             return failf(t, c,
@@ -273,12 +273,12 @@ static int check_count(struct mc_target *t, const struct test_ctx *c, size_t n, 
 static int inspect_fill(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                         size_t size, struct pass *ps, struct probe *pr)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     size_t sum = 0;
     for (size_t i = 0; i < ps->n; i++) {
         void *p = m->blocks[i];
-        if (!mc_alloc_block_ok(a, p, size))
+        if (!tk_alloc_block_ok(a, p, size))
             return failf(t, c, "block #%zu at %p (%zu B) is outside the heap's memory or "
                                "misaligned",
                          i, p, size);
@@ -304,9 +304,9 @@ static int inspect_fill(struct memcheck *m, struct mc_target *t, const struct te
  * consistent (for the allocators these apply to). */
 static int check_empty(struct mc_target *t, const struct test_ctx *c)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     struct rtm_heap_stats st;
-    if (mc_alloc_stats(a, &st) == 0) {
+    if (tk_alloc_stats(a, &st) == 0) {
         if (st.used_bytes != 0 || st.live_blocks != 0)
             return failf(t, c, "memory leakage: %zu bytes in %zu blocks still used after "
                                "freeing every block",
@@ -316,7 +316,7 @@ static int check_empty(struct mc_target *t, const struct test_ctx *c)
                                "every block, %zu after create",
                          st.largest_free_bytes, a->cur.largest_free_bytes);
     }
-    if (mc_alloc_check(a) == -EFAULT)
+    if (tk_alloc_check(a) == -EFAULT)
         return failf(t, c, "the heap's integrity check (rtm_heap_check) reports corruption");
     return 0;
 }
@@ -336,19 +336,19 @@ static int free_all(struct memcheck *m, struct mc_target *t, const struct test_c
  * the one sizing found (== H unless reported inexact) and nothing is used. */
 static int create_heap(struct memcheck *m, struct mc_target *t, const struct test_ctx *c)
 {
-    struct mc_alloc *a = &t->a;
-    int rc = mc_alloc_create(a, &m->arena, c->heap);
+    struct tk_alloc *a = &t->a;
+    int rc = tk_alloc_create(a, &m->arena, c->heap);
     if (rc != 0)
         return failf(t, c, "cannot create a heap of usable size %zu: %s", c->heap,
                      strerror(-rc));
     struct rtm_heap_stats st;
-    if (mc_alloc_stats(a, &st) != 0)
+    if (tk_alloc_stats(a, &st) != 0)
         return 0;
     if (st.usable_bytes != a->cur.usable_bytes || st.used_bytes != 0 || st.live_blocks != 0) {
         failf(t, c, "memory size inconsistency: usable_bytes %zu (%zu when sized on the same "
                     "memory), used_bytes %zu, live_blocks %zu on a fresh heap",
               st.usable_bytes, a->cur.usable_bytes, st.used_bytes, st.live_blocks);
-        mc_alloc_destroy(a);
+        tk_alloc_destroy(a);
         return -1;
     }
     return 0;
@@ -381,7 +381,7 @@ static void summarize(const struct memcheck *m, struct tk_samples *s, size_t div
     *max = (double)mx * npt;
 }
 
-static void make_row(struct memcheck *m, const struct mc_alloc *a, const struct test_ctx *c,
+static void make_row(struct memcheck *m, const struct tk_alloc *a, const struct test_ctx *c,
                      const struct pass *ps, const struct probe *pr, struct mc_row *row)
 {
     size_t u = a->cur.usable_bytes;
@@ -404,11 +404,11 @@ static void make_row(struct memcheck *m, const struct mc_alloc *a, const struct 
     summarize(m, &m->free_s, ps->n, &row->avg_free_ns, &row->p99_free_ns, &row->max_free_ns);
 
     double user = (double)row->user_bytes;
-    if (a->applies & MC_APPLY_FILL_TO_FAILURE)
+    if (a->applies & TK_APPLY_FILL_TO_FAILURE)
         row->overhead_pct = 100.0 - 100.0 * user / (double)u;
     else
         row->overhead_pct = ps->usable_sum ? 100.0 - 100.0 * user / (double)ps->usable_sum : NAN;
-    row->true_overhead_pct = a->applies & MC_APPLY_STATS
+    row->true_overhead_pct = a->applies & TK_APPLY_STATS
                                  ? 100.0 - 100.0 * user / (double)(u + a->cur.overhead_bytes)
                                  : NAN;
     row->frag_pct = NAN;
@@ -431,14 +431,14 @@ static void make_row(struct memcheck *m, const struct mc_alloc *a, const struct 
 static int seq_test(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                     uint64_t rng, struct mc_row *row)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     if (create_heap(m, t, c) != 0)
         return -1;
     size_t b = c->block, maxblocks = a->cur.usable_bytes / b;
     /* One more than H/B for a heap, so a fill that gets too many shows. */
-    size_t limit = a->applies & MC_APPLY_FILL_TO_FAILURE ? maxblocks + 1 : maxblocks;
+    size_t limit = a->applies & TK_APPLY_FILL_TO_FAILURE ? maxblocks + 1 : maxblocks;
     struct pass p1 = {0}, p2 = {0};
-    struct probe pr = {.use_span = a->sort == MC_PROCESS};
+    struct probe pr = {.use_span = a->sort == TK_PROCESS};
     const struct pass *rep = &p1;
     int rc = -1;
 
@@ -471,7 +471,7 @@ static int seq_test(struct memcheck *m, struct mc_target *t, const struct test_c
     make_row(m, a, c, rep, &pr, row);
     rc = 0;
 out:
-    mc_alloc_destroy(a);
+    tk_alloc_destroy(a);
     return rc;
 }
 
@@ -631,8 +631,8 @@ static int verify_live(struct memcheck *m, struct mc_target *t, const struct tes
 static int pattern_block(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                          void *p, size_t size, size_t n)
 {
-    struct mc_alloc *a = &t->a;
-    if (!mc_alloc_block_ok(a, p, size))
+    struct tk_alloc *a = &t->a;
+    if (!tk_alloc_block_ok(a, p, size))
         return failf(t, c, "block #%zu at %p (%zu B) is outside the heap or misaligned", n, p,
                      size);
     size_t us = a->usable_size(a->ctx, p);
@@ -652,9 +652,9 @@ static int pattern_block(struct memcheck *m, struct mc_target *t, const struct t
 static size_t pattern_fill(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                            uint64_t *rng)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     size_t u = a->cur.usable_bytes, n = 0, total = 0;
-    bool bounded = a->applies & MC_APPLY_FILL_TO_FAILURE;
+    bool bounded = a->applies & TK_APPLY_FILL_TO_FAILURE;
     for (; n < m->blocks_cap; n++) {
         size_t size = m->o.compat ? c->block : 1 + (size_t)tk_rng_below(rng, c->block);
         if (!bounded && total + size > u)
@@ -681,7 +681,7 @@ static size_t pattern_fill(struct memcheck *m, struct mc_target *t, const struct
 static int pattern_test(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                         uint64_t rng)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     if (create_heap(m, t, c) != 0)
         return -1;
     int rc = -1;
@@ -711,7 +711,7 @@ static int pattern_test(struct memcheck *m, struct mc_target *t, const struct te
     t->pattern.blocks += n;
     rc = 0;
 out:
-    mc_alloc_destroy(a);
+    tk_alloc_destroy(a);
     return rc;
 }
 
@@ -800,7 +800,7 @@ static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, s
 
 /* Largest request that fits now, by bisection on [0, free_bytes] (untimed;
  * allocation success is taken to be monotonic in size). */
-static size_t largest_fit(struct mc_alloc *a, size_t free_bytes, struct probe *pr)
+static size_t largest_fit(struct tk_alloc *a, size_t free_bytes, struct probe *pr)
 {
     size_t lo = 0, hi = free_bytes;
     while (lo < hi) {
@@ -821,12 +821,12 @@ static size_t largest_fit(struct mc_alloc *a, size_t free_bytes, struct probe *p
  * the span taken as at most the budget H: an allocator with size-class
  * regions far apart (or a sanitizer's) spreads its blocks over a span of
  * terabytes, and no probe may ask for more than H. */
-static size_t churn_free_bytes(const struct mc_alloc *a, const struct rtm_heap_stats *st,
+static size_t churn_free_bytes(const struct tk_alloc *a, const struct rtm_heap_stats *st,
                                bool have_stats, size_t live_bytes, const struct probe *span)
 {
     if (have_stats)
         return st->free_bytes;
-    if (a->sort == MC_HEAP)
+    if (a->sort == TK_HEAP)
         return a->cur.usable_bytes > live_bytes ? a->cur.usable_bytes - live_bytes : 0;
     size_t bytes = span->hi > span->lo ? (size_t)(span->hi - span->lo) : 0;
     if (bytes > a->cur.usable_bytes)
@@ -839,10 +839,10 @@ static size_t churn_free_bytes(const struct mc_alloc *a, const struct rtm_heap_s
 static int churn_sample(struct mc_target *t, const struct test_ctx *c, uint64_t op,
                         size_t live_bytes, struct probe *pr)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
     struct rtm_heap_stats st;
-    bool have_stats = mc_alloc_stats(a, &st) == 0;
+    bool have_stats = tk_alloc_stats(a, &st) == 0;
     if (have_stats && st.largest_free_bytes > 0) {
         void *p = a->alloc(a->ctx, st.largest_free_bytes);
         if (!p)
@@ -869,14 +869,14 @@ static int churn_sample(struct mc_target *t, const struct test_ctx *c, uint64_t 
 struct churn_state {
     size_t live;           /* entries of m->blocks / m->sizes */
     size_t live_bytes;     /* usable bytes of the live blocks (without statistics) */
-    struct probe span;     /* MC_PROCESS: the blocks' address span */
+    struct probe span;     /* TK_PROCESS: the blocks' address span */
 };
 
 /* One churn operation, the call alone timed; recorded if steady. */
 static int churn_op(struct memcheck *m, struct mc_target *t, const struct test_ctx *c,
                     uint32_t op, bool steady, struct churn_state *cs)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
     if (op & MC_OP_FREE) {
         uint32_t v = op & ~MC_OP_FREE;
@@ -905,7 +905,7 @@ static int churn_op(struct memcheck *m, struct mc_target *t, const struct test_c
     uint64_t t1 = tk_timer_end();
     /* Without statistics, live blocks are counted by usable size (see
      * churn_free_bytes). */
-    size_t bytes = p && !(a->applies & MC_APPLY_STATS) ? a->usable_size(a->ctx, p) : 0;
+    size_t bytes = p && !(a->applies & TK_APPLY_STATS) ? a->usable_size(a->ctx, p) : 0;
     m->blocks[cs->live] = p;
     m->sizes[cs->live] = (uint32_t)bytes;
     cs->live++;
@@ -923,7 +923,7 @@ static int churn_op(struct memcheck *m, struct mc_target *t, const struct test_c
         ch->ramp_allocs++;
     }
     cs->live_bytes += bytes;
-    if (!mc_alloc_block_ok(a, p, op))
+    if (!tk_alloc_block_ok(a, p, op))
         return failf(t, c, "block %p (%u B) is outside the heap's memory or misaligned", p, op);
     if ((uintptr_t)p < cs->span.lo)
         cs->span.lo = (uintptr_t)p;
@@ -935,7 +935,7 @@ static int churn_op(struct memcheck *m, struct mc_target *t, const struct test_c
 static int churn_drain(struct mc_target *t, const struct test_ctx *c, struct memcheck *m,
                        struct churn_state *cs)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     while (cs->live > 0) {
         void *p = m->blocks[--cs->live];
         if (p && a->free(a->ctx, p) != 0)
@@ -956,7 +956,7 @@ static void churn_summaries(struct memcheck *m, struct mc_churn *ch)
 
 int mc_run_churn(struct memcheck *m, struct mc_target *t)
 {
-    struct mc_alloc *a = &t->a;
+    struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
     struct test_ctx c = {.phase = MC_PH_CHURN, .heap = m->o.churn_heap_bytes};
     uint64_t t0 = tk_clock_ns();
@@ -967,7 +967,7 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     size_t n = churn_generate(m, target, m->o.seed ^ phase_salt[MC_PH_CHURN], &ramp);
     uint64_t every = m->o.churn_sample_every ? m->o.churn_sample_every
                                              : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1);
-    struct churn_state cs = {.span = {.use_span = a->sort == MC_PROCESS, .lo = UINTPTR_MAX}};
+    struct churn_state cs = {.span = {.use_span = a->sort == TK_PROCESS, .lo = UINTPTR_MAX}};
 
     ch->heap_bytes = a->cur.usable_bytes;
     ch->failed_max_ns = NAN;
@@ -994,7 +994,7 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     if (rc == 0)
         rc = check_empty(t, &c);
     churn_summaries(m, ch);
-    mc_alloc_destroy(a);
+    tk_alloc_destroy(a);
     ch->seconds = (double)(tk_clock_ns() - t0) / 1e9;
     ch->ran = true;
     return rc;

@@ -1,5 +1,5 @@
 /*
- * `rtmem memcheck`: allocators loaded at run time (memcheck_alloc.h).
+ * Bench kit: allocators loaded at run time (alloc.h).
  *
  * Peers are other process allocators, loaded with dlopen(RTLD_LOCAL) so
  * that rtmem never links them and the process keeps glibc's malloc for
@@ -9,7 +9,7 @@
  * allocators keep thread caches and destructors that do not survive
  * dlclose.
  */
-#include "memcheck_alloc.h"
+#include "common/alloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,17 +23,17 @@
 #include "rtmem/plugin.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#define MC_ASAN 1
+#define TK_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define MC_ASAN 1
+#define TK_ASAN 1
 #endif
 #endif
-#ifdef MC_ASAN
+#ifdef TK_ASAN
 #include <sanitizer/lsan_interface.h>
 #endif
 
-/* Set in the environment of a process mc_reexec_static_tls started, to the
+/* Set in the environment of a process tk_reexec_static_tls started, to the
  * name of the peer it was started for. */
 #define REEXEC_MARKER "RTMEM_MEMCHECK_STATIC_TLS_REEXEC"
 
@@ -58,8 +58,8 @@ struct peer {
     void (*version)(void *dl, char *buf, size_t len);
 
     bool tried;
-    int status;                  /* mc_alloc_peer's result, once tried */
-    char why[MC_WHY_MAX];
+    int status;                  /* tk_alloc_peer's result, once tried */
+    char why[TK_WHY_MAX];
     char describe[256];
     void *(*malloc_fn)(size_t);
     void (*free_fn)(void *);
@@ -136,13 +136,13 @@ static struct peer peers[] = {
 
 #define N_PEERS (sizeof(peers) / sizeof(peers[0]))
 
-const char *const *mc_peer_names(void)
+const char *const *tk_peer_names(void)
 {
     static const char *const names[N_PEERS + 1] = {"jemalloc", "mimalloc", "tcmalloc", NULL};
     return names;
 }
 
-bool mc_reexeced(void)
+bool tk_reexeced(void)
 {
     const char *v = getenv(REEXEC_MARKER);
     return v && *v;
@@ -173,11 +173,11 @@ static void *own_symbol(void *dl, const struct link_map *lm, const char *sym, ch
  * operator new sees as a leak of ours. */
 static void *open_library(const char *soname)
 {
-#ifdef MC_ASAN
+#ifdef TK_ASAN
     __lsan_disable();
 #endif
     void *dl = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-#ifdef MC_ASAN
+#ifdef TK_ASAN
     __lsan_enable();
 #endif
     return dl;
@@ -196,8 +196,8 @@ static int load_peer(struct peer *p)
             return -1;
         }
         set_why(p->why, sizeof(p->why), "%s", err);
-        if (strstr(err, "static TLS") && !mc_reexeced())
-            return MC_PEER_NEEDS_STATIC_TLS;
+        if (strstr(err, "static TLS") && !tk_reexeced())
+            return TK_PEER_NEEDS_STATIC_TLS;
         return -1;
     }
     struct link_map *lm = NULL;
@@ -229,7 +229,7 @@ static int load_peer(struct peer *p)
     return 0;
 }
 
-int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_len)
+int tk_alloc_peer(struct tk_alloc *a, const char *name, char *why, size_t why_len)
 {
     struct peer *p = NULL;
     for (size_t i = 0; i < N_PEERS && !p; i++)
@@ -249,7 +249,8 @@ int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_le
     }
     memset(a, 0, sizeof(*a));
     snprintf(a->name, sizeof(a->name), "%s", p->name);
-    a->sort = MC_PROCESS;
+    a->from = TK_FROM_PEER;
+    a->sort = TK_PROCESS;
     a->applies = 0;
     a->describe = p->describe;
     a->origin = "peer";
@@ -261,9 +262,9 @@ int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_le
     return 0;
 }
 
-void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len)
+void tk_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len)
 {
-    if (mc_reexeced()) {
+    if (tk_reexeced()) {
         set_why(why, why_len, "already re-executed once with more static TLS");
         return;
     }
@@ -271,11 +272,11 @@ void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_l
     const char *old = getenv("GLIBC_TUNABLES");
     char value[1024];
     int n = old && *old
-                ? snprintf(value, sizeof(value), "%s:%s%d", old, tunable, MC_STATIC_TLS_BYTES)
-                : snprintf(value, sizeof(value), "%s%d", tunable, MC_STATIC_TLS_BYTES);
+                ? snprintf(value, sizeof(value), "%s:%s%d", old, tunable, TK_STATIC_TLS_BYTES)
+                : snprintf(value, sizeof(value), "%s%d", tunable, TK_STATIC_TLS_BYTES);
     if (n < 0 || (size_t)n >= sizeof(value)) {
         set_why(why, why_len, "GLIBC_TUNABLES is too long to add %s%d", tunable,
-                MC_STATIC_TLS_BYTES);
+                TK_STATIC_TLS_BYTES);
         return;
     }
     char *saved = old ? strdup(old) : NULL;
@@ -361,7 +362,7 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
     return 0;
 }
 
-int mc_plugin_load(struct mc_plugin *pl, const char *path,
+int tk_plugin_load(struct tk_plugin *pl, const char *path,
                    bool (*taken)(const char *name, void *arg), void *arg, char *why,
                    size_t why_len)
 {
@@ -391,7 +392,7 @@ int mc_plugin_load(struct mc_plugin *pl, const char *path,
         return -1;
     }
     pl->table = t;
-    pl->hops = (struct mc_heap_ops){
+    pl->hops = (struct tk_heap_ops){
         .create = plugin_create,
         .destroy = t->destroy,
         .alloc = t->alloc,
@@ -409,14 +410,15 @@ int mc_plugin_load(struct mc_plugin *pl, const char *path,
     return 0;
 }
 
-void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl)
+void tk_alloc_plugin(struct tk_alloc *a, const struct tk_plugin *pl)
 {
     const struct rtm_heap_plugin *t = pl->table;
     memset(a, 0, sizeof(*a));
     snprintf(a->name, sizeof(a->name), "%s", t->name);
-    a->sort = MC_HEAP;
-    a->applies = MC_APPLY_FILL_TO_FAILURE | MC_APPLY_FREE_STATUS | MC_APPLY_BOUNDS |
-                 (t->stats ? MC_APPLY_STATS : 0u) | (t->check ? MC_APPLY_CHECK : 0u);
+    a->from = TK_FROM_PLUGIN;
+    a->sort = TK_HEAP;
+    a->applies = TK_APPLY_FILL_TO_FAILURE | TK_APPLY_FREE_STATUS | TK_APPLY_BOUNDS |
+                 (t->stats ? TK_APPLY_STATS : 0u) | (t->check ? TK_APPLY_CHECK : 0u);
     a->describe = pl->describe;
     a->origin = "plugin";
     a->plugin_path = pl->path;
@@ -429,7 +431,7 @@ void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl)
     a->usable_size = t->usable_size;
 }
 
-void mc_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len)
+void tk_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len)
 {
     char **args = calloc((size_t)argc + 2, sizeof(*args));
     if (!args) {
@@ -440,6 +442,6 @@ void mc_reexec_command(int argc, char **argv, const char *peer, char *why, size_
     args[0] = prog;
     for (int i = 0; i < argc; i++)
         args[i + 1] = argv[i];
-    mc_reexec_static_tls(args, peer, why, why_len);
+    tk_reexec_static_tls(args, peer, why, why_len);
     free(args);
 }

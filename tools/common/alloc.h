@@ -1,13 +1,16 @@
 /*
- * `rtmem memcheck`: the allocators under test. `rtmem bench` drives its
- * peers and plugins through the same interface.
+ * Bench kit: the allocators under test, one interface for every tool, so
+ * that a tool's phases never ask which allocator they drive. The list of
+ * what a run selects, and the --kinds parser, are in common/kinds.h.
  *
- * One interface for everything memcheck measures, so that the phases never
- * ask which allocator they drive. There are two sorts of allocator:
+ * An allocator comes from one of five places (enum tk_alloc_from): an
+ * rtmem kind through rtm_heap_* (at the default hardening level, or at
+ * level none as "<kind>-none"), TLSF through its typed API ("tlsf(typed)"),
+ * glibc, a peer loaded at run time, or a user's plugin. There are two sorts of allocator:
  *
- * MC_HEAP: a bounded heap created inside memory the harness gives it (every
+ * TK_HEAP: a bounded heap created inside memory the harness gives it (every
  *   rtmem kind, and a user's plugin, rtmem/plugin.h, driven through its own
- *   struct mc_heap_ops). "A heap of usable size H" is exact: the harness
+ *   struct tk_heap_ops). "A heap of usable size H" is exact: the harness
  *   finds the memory size M for which the heap reports usable_bytes == H
  *   (struct rtm_heap_stats), by creating the heap on growing M and then a
  *   binary search (usable_bytes never decreases as M grows); M is cached per
@@ -20,7 +23,7 @@
  *   memory (its metadata then counts as overhead), and the checks that need
  *   statistics do not apply. A fill ends on the first failing allocation.
  *
- * MC_PROCESS: a process allocator: glibc's malloc/free, and the peers
+ * TK_PROCESS: a process allocator: glibc's malloc/free, and the peers
  *   jemalloc, mimalloc and tcmalloc, loaded with dlopen at run time (rtmem
  *   never links them) and called through their own entry points, beside
  *   glibc's, which stays the allocator of everything else in the process
@@ -44,8 +47,8 @@
  * The `applies` bits say which metrics and checks hold for an allocator; the
  * report prints "-" (JSON null) for a metric that does not apply.
  */
-#ifndef RTMEM_TOOLS_MEMCHECK_ALLOC_H
-#define RTMEM_TOOLS_MEMCHECK_ALLOC_H
+#ifndef RTMEM_TOOLS_ALLOC_H
+#define RTMEM_TOOLS_ALLOC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,32 +56,33 @@
 
 #include "common/arena.h"
 #include "rtmem/heap.h"
+#include "rtmem/tlsf.h"
 
-enum mc_alloc_sort {
-    MC_HEAP,      /* bounded heap in memory the harness gives it */
-    MC_PROCESS,   /* the process allocator; "heap size" is a budget */
+enum tk_alloc_sort {
+    TK_HEAP,      /* bounded heap in memory the harness gives it */
+    TK_PROCESS,   /* the process allocator; "heap size" is a budget */
 };
 
-/* Bits of struct mc_alloc.applies. */
+/* Bits of struct tk_alloc.applies. */
 enum {
     /* Fills end on a failing allocation: NRBLKS, OVRH% against H, the
      * failing allocation's time (FAIL-A) and "more than H/B blocks". */
-    MC_APPLY_FILL_TO_FAILURE = 1u << 0,
+    TK_APPLY_FILL_TO_FAILURE = 1u << 0,
     /* Statistics (struct rtm_heap_stats): used bytes after freeing all,
      * true overhead, coalescing complete, largest_free_bytes promise. */
-    MC_APPLY_STATS = 1u << 1,
+    TK_APPLY_STATS = 1u << 1,
     /* An integrity walk (rtm_heap_check) after every test. */
-    MC_APPLY_CHECK = 1u << 2,
+    TK_APPLY_CHECK = 1u << 2,
     /* Free returns an error for a block it refuses. */
-    MC_APPLY_FREE_STATUS = 1u << 3,
+    TK_APPLY_FREE_STATUS = 1u << 3,
     /* Every block lies in the heap's memory and is aligned to the
-     * allocator's alignment, struct mc_alloc.align (checked after each
+     * allocator's alignment, struct tk_alloc.align (checked after each
      * fill). */
-    MC_APPLY_BOUNDS = 1u << 4,
+    TK_APPLY_BOUNDS = 1u << 4,
     /* The allocator documents how many blocks of a size a fresh heap holds
      * (rtm_heap_fill_count); a fill must reach it. A kind whose count times
      * the size equals H promises zero overhead for that size. */
-    MC_APPLY_FILL_PROMISE = 1u << 5,
+    TK_APPLY_FILL_PROMISE = 1u << 5,
 };
 
 /*
@@ -90,7 +94,7 @@ enum {
  * live_blocks and overhead_bytes as rtmem/heap.h defines them. check and
  * fill_count may be NULL (no integrity walk; no documented fill count).
  */
-struct mc_heap_ops {
+struct tk_heap_ops {
     void *(*create)(const void *arg, void *mem, size_t size);
     void (*destroy)(void *heap);
     void *(*alloc)(void *heap, size_t size);
@@ -102,157 +106,174 @@ struct mc_heap_ops {
 };
 
 /* What one "heap of usable size H" turned out to be. */
-struct mc_heap_info {
+struct tk_heap_info {
     size_t asked_bytes;         /* H */
     size_t usable_bytes;        /* the heap's usable_bytes (== H unless inexact);
-                                 * the request budget for MC_PROCESS */
-    size_t mem_bytes;           /* M, the memory given to create (0: MC_PROCESS) */
+                                 * the request budget for TK_PROCESS */
+    size_t mem_bytes;           /* M, the memory given to create (0: TK_PROCESS) */
     size_t overhead_bytes;      /* metadata outside usable_bytes (stats) */
-    size_t largest_free_bytes;  /* right after create (MC_APPLY_STATS) */
+    size_t largest_free_bytes;  /* right after create (TK_APPLY_STATS) */
     bool exact;                 /* usable_bytes == asked_bytes */
     bool sized_by_memory;       /* no statistics: mem_bytes == H, usable unknown */
 };
 
 /* H -> M found by the search, per allocator. */
-#define MC_SIZE_CACHE 64
+#define TK_SIZE_CACHE 64
 
-struct mc_alloc {
+/* Where an allocator comes from. */
+enum tk_alloc_from {
+    TK_FROM_RTMEM,    /* an rtmem kind through rtm_heap_* */
+    TK_FROM_TYPED,    /* TLSF through rtm_tlsf_* */
+    TK_FROM_GLIBC,
+    TK_FROM_PEER,
+    TK_FROM_PLUGIN,
+};
+
+struct tk_alloc {
     char name[48];
-    enum mc_alloc_sort sort;
-    unsigned applies;            /* MC_APPLY_* */
+    enum tk_alloc_from from;
+    const char *kind;            /* TK_FROM_RTMEM, TK_FROM_TYPED: the rtmem kind */
+    int hardening;               /* TK_FROM_RTMEM: the RTM_HEAP_HARDEN_* it is created at */
+    enum tk_alloc_sort sort;
+    unsigned applies;            /* TK_APPLY_* */
     const char *describe;        /* one line for the report */
     const char *origin;          /* "rtmem", "glibc", "peer" or "plugin" */
-    size_t align;                /* every block's alignment (MC_APPLY_BOUNDS) */
-    const char *usable_name;     /* MC_PROCESS: the usable-size call, for the report */
+    size_t align;                /* every block's alignment (TK_APPLY_BOUNDS) */
+    const char *usable_name;     /* TK_PROCESS: the usable-size call, for the report */
     const char *plugin_path;     /* a plugin's file, for the replay command */
 
     /* The calls timed by the harness; ctx is the current heap, or the
-     * allocator's own data for MC_PROCESS. usable_size is never timed. */
+     * allocator's own data for TK_PROCESS. usable_size is never timed. */
     void *(*alloc)(void *ctx, size_t size);
     int (*free)(void *ctx, void *p);
     size_t (*usable_size)(void *ctx, const void *p);
     void *ctx;
 
-    /* MC_HEAP only. */
-    const struct mc_heap_ops *hops;
+    /* TK_HEAP only. */
+    const struct tk_heap_ops *hops;
     const void *hops_arg;
-    struct mc_heap_info cache[MC_SIZE_CACHE];
+    struct tk_heap_info cache[TK_SIZE_CACHE];
     size_t n_cache;
     struct tk_arena *arena;      /* of the current heap */
 
-    struct mc_heap_info cur;     /* the current heap */
+    struct tk_heap_info cur;     /* the current heap */
     bool live;                   /* a heap is created and not destroyed */
 };
 
-/* An rtmem kind (a name from rtm_heap_kinds()) through rtm_heap_*. */
-void mc_alloc_rtmem(struct mc_alloc *a, const char *kind);
+/* An rtmem kind (a name from rtm_heap_kinds()) through rtm_heap_*, created
+ * at the given hardening level: RTM_HEAP_HARDEN_O1 (the default; named as
+ * the kind) or RTM_HEAP_HARDEN_NONE (named "<kind>-none"). */
+void tk_alloc_rtmem(struct tk_alloc *a, const char *kind, int hardening);
+/* TLSF through its typed API, rtm_tlsf_*: named "tlsf(typed)". */
+void tk_alloc_tlsf_typed(struct tk_alloc *a);
+#define TK_TLSF_TYPED_NAME "tlsf(typed)"
 /* glibc malloc/free, its defaults (no mallopt). */
-void mc_alloc_glibc(struct mc_alloc *a);
+void tk_alloc_glibc(struct tk_alloc *a);
 
-/* ---- allocators loaded at run time (memcheck_load.c) ---------------------- */
+/* ---- allocators loaded at run time (alloc_load.c) ------------------------- */
 
 /* Room for why a peer or plugin was not loaded. */
-#define MC_WHY_MAX 320
+#define TK_WHY_MAX 320
 
-/* The peers memcheck knows, in the order it runs them, NULL-terminated:
+/* The peers rtmem knows, in the order it runs them, NULL-terminated:
  * "jemalloc", "mimalloc", "tcmalloc". */
-const char *const *mc_peer_names(void);
+const char *const *tk_peer_names(void);
 
-/* mc_alloc_peer's result when the peer's library needs more static TLS than
+/* tk_alloc_peer's result when the peer's library needs more static TLS than
  * the process has (jemalloc, which uses initial-exec TLS, on glibc): only a
- * process started with more, mc_reexec_static_tls, can load it. */
-#define MC_PEER_NEEDS_STATIC_TLS 1
+ * process started with more, tk_reexec_static_tls, can load it. */
+#define TK_PEER_NEEDS_STATIC_TLS 1
 
 /*
  * Sets *a up to drive the named peer as a process allocator. The library is
  * loaded (dlopen, RTLD_LOCAL) on the first call and stays loaded; every
  * entry point must resolve inside that library (a symbol found elsewhere,
- * e.g. glibc's malloc, is refused). Returns 0; MC_PEER_NEEDS_STATIC_TLS
+ * e.g. glibc's malloc, is refused). Returns 0; TK_PEER_NEEDS_STATIC_TLS
  * (why set); or -1 with why set: "not installed (...)" or the dynamic
  * linker's message.
  */
-int mc_alloc_peer(struct mc_alloc *a, const char *name, char *why, size_t why_len);
+int tk_alloc_peer(struct tk_alloc *a, const char *name, char *why, size_t why_len);
 
 /*
  * Re-executes this process (/proc/self/exe) with argv, adding
- * glibc.rtld.optional_static_tls=MC_STATIC_TLS_BYTES to GLIBC_TUNABLES
+ * glibc.rtld.optional_static_tls=TK_STATIC_TLS_BYTES to GLIBC_TUNABLES
  * (after any tunables already there) and marking the environment (with the
  * peer it is done for, whose report line says so) so that it happens at
  * most once. Returns only if it did not happen, with why set: already
  * re-executed once, or exec failed.
  */
-#define MC_STATIC_TLS_BYTES 16384
-void mc_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len);
+#define TK_STATIC_TLS_BYTES 16384
+void tk_reexec_static_tls(char **argv, const char *peer, char *why, size_t why_len);
 
-/* mc_reexec_static_tls for an rtmem subcommand: argv as the subcommand got
+/* tk_reexec_static_tls for an rtmem subcommand: argv as the subcommand got
  * it (argv[0] its name), run again as "rtmem argv...". */
-void mc_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len);
+void tk_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len);
 
-/* True in a process that mc_reexec_static_tls started. */
-bool mc_reexeced(void);
+/* True in a process that tk_reexec_static_tls started. */
+bool tk_reexeced(void);
 
 /* A user's allocator loaded from a shared object (rtmem/plugin.h). */
 struct rtm_heap_plugin;
-struct mc_plugin {
+struct tk_plugin {
     const struct rtm_heap_plugin *table;
-    struct mc_heap_ops hops;     /* the table's calls, as the harness calls them */
+    struct tk_heap_ops hops;     /* the table's calls, as the harness calls them */
     char path[256];
     char describe[512];
 };
 
 /* Loads the plugin at path and validates its table. taken(name, arg) says
  * whether a name is already used. Returns 0, or -1 with why set. */
-int mc_plugin_load(struct mc_plugin *pl, const char *path,
+int tk_plugin_load(struct tk_plugin *pl, const char *path,
                    bool (*taken)(const char *name, void *arg), void *arg, char *why,
                    size_t why_len);
 
 /* Sets *a up to drive a loaded plugin as a bounded heap. pl must outlive a. */
-void mc_alloc_plugin(struct mc_alloc *a, const struct mc_plugin *pl);
+void tk_alloc_plugin(struct tk_alloc *a, const struct tk_plugin *pl);
 
 /* ---- heaps in the arena ------------------------------------------------------------ */
 
 /* The arena every bounded heap is created in is a struct tk_arena
- * (common/arena.h), one per run, opened by memcheck.c. */
+ * (common/arena.h), opened by the tool. */
 
 /*
- * Memory M that gives a heap of usable size H in the arena (MC_HEAP; search
+ * Memory M that gives a heap of usable size H in the arena (TK_HEAP; search
  * cached), without leaving a heap behind. Fills *info. Returns 0, -ENOSPC if
  * even the whole arena gives less than H, or -errno from create for a kind
- * that refuses every size. MC_PROCESS: always 0, the budget H.
+ * that refuses every size. TK_PROCESS: always 0, the budget H.
  */
-int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
-                  struct mc_heap_info *info);
+int tk_alloc_size(struct tk_alloc *a, struct tk_arena *ar, size_t heap_bytes,
+                  struct tk_heap_info *info);
 
-/* A fresh heap of usable size H (mc_alloc_size), ready in a->ctx; a->cur
- * describes it. 0 or -errno as mc_alloc_size. O(search) the first time per
+/* A fresh heap of usable size H (tk_alloc_size), ready in a->ctx; a->cur
+ * describes it. 0 or -errno as tk_alloc_size. O(search) the first time per
  * H, then one create. */
-int mc_alloc_create(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes);
+int tk_alloc_create(struct tk_alloc *a, struct tk_arena *ar, size_t heap_bytes);
 
-/* MC_PROCESS: one untimed alloc of size bytes and its free, so that the
+/* TK_PROCESS: one untimed alloc of size bytes and its free, so that the
  * allocator's one-time set-up (a thread heap, a first segment; glibc's was
  * done long before by the process itself) falls in no test. Call it once
  * the memory lock is in force, with the size the sequence's first test asks
  * for (the smallest power-of-two block): the allocator is then as that
  * call would leave it. jemalloc's later figures depend on the first size it
  * ever serves (a 1-byte warm-up made its power-of-two allocs several times
- * slower here). Nothing for MC_HEAP. */
-void mc_alloc_warm(struct mc_alloc *a, size_t size);
+ * slower here). Nothing for TK_HEAP. */
+void tk_alloc_warm(struct tk_alloc *a, size_t size);
 
-/* Ends the current heap (MC_HEAP); nothing for MC_PROCESS. */
-void mc_alloc_destroy(struct mc_alloc *a);
+/* Ends the current heap (TK_HEAP); nothing for TK_PROCESS. */
+void tk_alloc_destroy(struct tk_alloc *a);
 
-/* Statistics of the current heap: 0, or -ENOTSUP without MC_APPLY_STATS. */
-int mc_alloc_stats(const struct mc_alloc *a, struct rtm_heap_stats *out);
+/* Statistics of the current heap: 0, or -ENOTSUP without TK_APPLY_STATS. */
+int tk_alloc_stats(const struct tk_alloc *a, struct rtm_heap_stats *out);
 
 /* Integrity walk of the current heap: 0, -EFAULT if corrupt, -ENOTSUP. */
-int mc_alloc_check(const struct mc_alloc *a);
+int tk_alloc_check(const struct tk_alloc *a);
 
 /* Blocks of size bytes a fresh heap like the current one is documented to
  * hold; 0 when there is no such promise. */
-size_t mc_alloc_fill_count(const struct mc_alloc *a, size_t size);
+size_t tk_alloc_fill_count(const struct tk_alloc *a, size_t size);
 
 /* Does [p, p + size) lie in the current heap's memory, at the allocator's
- * alignment? Always true without MC_APPLY_BOUNDS. */
-bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size);
+ * alignment? Always true without TK_APPLY_BOUNDS. */
+bool tk_alloc_block_ok(const struct tk_alloc *a, const void *p, size_t size);
 
-#endif /* RTMEM_TOOLS_MEMCHECK_ALLOC_H */
+#endif /* RTMEM_TOOLS_ALLOC_H */

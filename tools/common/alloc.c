@@ -1,7 +1,7 @@
 /*
  * `rtmem memcheck`: the allocators under test (memcheck_alloc.h).
  */
-#include "memcheck_alloc.h"
+#include "common/alloc.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -17,6 +17,12 @@
 static void *rtmk_create(const void *arg, void *mem, size_t size)
 {
     return rtm_heap_create((const char *)arg, mem, size);
+}
+
+static void *rtmk_create_none(const void *arg, void *mem, size_t size)
+{
+    const struct rtm_heap_config cfg = {.hardening = RTM_HEAP_HARDEN_NONE};
+    return rtm_heap_create_ex((const char *)arg, mem, size, &cfg);
 }
 
 static void rtmk_destroy(void *h)
@@ -54,7 +60,7 @@ static size_t rtmk_fill_count(void *h, size_t size)
     return rtm_heap_fill_count(h, size);
 }
 
-static const struct mc_heap_ops rtmem_ops = {
+static const struct tk_heap_ops rtmem_ops = {
     .create = rtmk_create,
     .destroy = rtmk_destroy,
     .alloc = rtmk_alloc,
@@ -65,21 +71,112 @@ static const struct mc_heap_ops rtmem_ops = {
     .fill_count = rtmk_fill_count,
 };
 
-void mc_alloc_rtmem(struct mc_alloc *a, const char *kind)
+/* The same calls on a heap created at hardening level none. */
+static const struct tk_heap_ops rtmem_none_ops = {
+    .create = rtmk_create_none,
+    .destroy = rtmk_destroy,
+    .alloc = rtmk_alloc,
+    .free = rtmk_free,
+    .usable_size = rtmk_usable_size,
+    .stats = rtmk_stats,
+    .check = rtmk_check,
+    .fill_count = rtmk_fill_count,
+};
+
+static void set_bounded(struct tk_alloc *a, const struct tk_heap_ops *ops, const void *arg)
 {
-    memset(a, 0, sizeof(*a));
-    snprintf(a->name, sizeof(a->name), "%s", kind);
-    a->sort = MC_HEAP;
-    a->applies = MC_APPLY_FILL_TO_FAILURE | MC_APPLY_STATS | MC_APPLY_CHECK |
-                 MC_APPLY_FREE_STATUS | MC_APPLY_BOUNDS | MC_APPLY_FILL_PROMISE;
-    a->describe = "rtmem kind through rtm_heap_*";
+    a->sort = TK_HEAP;
+    a->applies = TK_APPLY_FILL_TO_FAILURE | TK_APPLY_STATS | TK_APPLY_CHECK |
+                 TK_APPLY_FREE_STATUS | TK_APPLY_BOUNDS | TK_APPLY_FILL_PROMISE;
     a->origin = "rtmem";
     a->align = RTM_HEAP_MIN_ALIGN;
-    a->hops = &rtmem_ops;
-    a->hops_arg = kind;
-    a->alloc = rtmem_ops.alloc;
-    a->free = rtmem_ops.free;
-    a->usable_size = rtmem_ops.usable_size;
+    a->hops = ops;
+    a->hops_arg = arg;
+    a->alloc = ops->alloc;
+    a->free = ops->free;
+    a->usable_size = ops->usable_size;
+}
+
+void tk_alloc_rtmem(struct tk_alloc *a, const char *kind, int hardening)
+{
+    memset(a, 0, sizeof(*a));
+    a->from = TK_FROM_RTMEM;
+    a->kind = kind;
+    a->hardening = hardening;
+    if (hardening == RTM_HEAP_HARDEN_NONE) {
+        snprintf(a->name, sizeof(a->name), "%s-none", kind);
+        set_bounded(a, &rtmem_none_ops, kind);
+        a->describe = "rtmem kind through rtm_heap_*, hardening level none";
+    } else {
+        snprintf(a->name, sizeof(a->name), "%s", kind);
+        set_bounded(a, &rtmem_ops, kind);
+        a->describe = "rtmem kind through rtm_heap_*";
+    }
+}
+
+/* ---- TLSF through its typed API ---------------------------------------------- */
+
+static void *typed_create(const void *arg, void *mem, size_t size)
+{
+    (void)arg;
+    return rtm_tlsf_create(mem, size);
+}
+
+static void typed_destroy(void *t)
+{
+    rtm_heap_destroy(rtm_tlsf_heap(t));
+}
+
+static void *typed_alloc(void *t, size_t size)
+{
+    return rtm_tlsf_alloc(t, size);
+}
+
+static int typed_free(void *t, void *p)
+{
+    return rtm_tlsf_free(t, p);
+}
+
+static size_t typed_usable_size(void *t, const void *p)
+{
+    return rtm_tlsf_usable_size(t, p);
+}
+
+static int typed_stats(void *t, struct rtm_heap_stats *out)
+{
+    return rtm_tlsf_stats(t, out);
+}
+
+static int typed_check(void *t)
+{
+    return rtm_tlsf_check(t);
+}
+
+static size_t typed_fill_count(void *t, size_t size)
+{
+    return rtm_heap_fill_count(rtm_tlsf_heap(t), size);
+}
+
+static const struct tk_heap_ops typed_ops = {
+    .create = typed_create,
+    .destroy = typed_destroy,
+    .alloc = typed_alloc,
+    .free = typed_free,
+    .usable_size = typed_usable_size,
+    .stats = typed_stats,
+    .check = typed_check,
+    .fill_count = typed_fill_count,
+};
+
+void tk_alloc_tlsf_typed(struct tk_alloc *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->from = TK_FROM_TYPED;
+    a->kind = "tlsf";
+    a->hardening = RTM_HEAP_HARDEN_O1;
+    snprintf(a->name, sizeof(a->name), "%s", TK_TLSF_TYPED_NAME);
+    set_bounded(a, &typed_ops, NULL);
+    a->describe = "TLSF through its typed API, rtm_tlsf_*";
 }
 
 /* ---- glibc ------------------------------------------------------------------ */
@@ -103,11 +200,12 @@ static size_t glibc_usable_size(void *ctx, const void *p)
     return malloc_usable_size((void *)p);
 }
 
-void mc_alloc_glibc(struct mc_alloc *a)
+void tk_alloc_glibc(struct tk_alloc *a)
 {
     memset(a, 0, sizeof(*a));
+    a->from = TK_FROM_GLIBC;
     snprintf(a->name, sizeof(a->name), "glibc");
-    a->sort = MC_PROCESS;
+    a->sort = TK_PROCESS;
     a->applies = 0;
     a->describe = "process allocator: glibc malloc/free, defaults (no mallopt)";
     a->origin = "glibc";
@@ -121,7 +219,7 @@ void mc_alloc_glibc(struct mc_alloc *a)
 
 /* usable_bytes and the rest of the statistics of a heap on the first m bytes
  * of the arena, or false if the kind refuses m. Leaves no heap behind. */
-static bool probe_create(const struct mc_alloc *a, struct tk_arena *ar, size_t m,
+static bool probe_create(const struct tk_alloc *a, struct tk_arena *ar, size_t m,
                          struct rtm_heap_stats *st)
 {
     void *h = a->hops->create(a->hops_arg, ar->mem, m);
@@ -133,7 +231,7 @@ static bool probe_create(const struct mc_alloc *a, struct tk_arena *ar, size_t m
     return rc == 0;
 }
 
-static size_t usable_at(const struct mc_alloc *a, struct tk_arena *ar, size_t m)
+static size_t usable_at(const struct tk_alloc *a, struct tk_arena *ar, size_t m)
 {
     struct rtm_heap_stats st;
     return probe_create(a, ar, m, &st) ? st.usable_bytes : 0;
@@ -141,7 +239,7 @@ static size_t usable_at(const struct mc_alloc *a, struct tk_arena *ar, size_t m)
 
 /* Smallest M in the arena with usable_bytes(M) >= H. usable_bytes never
  * decreases as M grows, so: double until it is reached, then bisect. */
-static int search_mem(const struct mc_alloc *a, struct tk_arena *ar, size_t h, size_t *m_out)
+static int search_mem(const struct tk_alloc *a, struct tk_arena *ar, size_t h, size_t *m_out)
 {
     size_t lo = 0, hi = h < ar->bytes ? h : ar->bytes;   /* usable(0) < H */
     while (hi < ar->bytes && usable_at(a, ar, hi) < h) {
@@ -161,15 +259,15 @@ static int search_mem(const struct mc_alloc *a, struct tk_arena *ar, size_t h, s
     return 0;
 }
 
-static void cache_size(struct mc_alloc *a, const struct mc_heap_info *info)
+static void cache_size(struct tk_alloc *a, const struct tk_heap_info *info)
 {
-    if (a->n_cache < MC_SIZE_CACHE)
+    if (a->n_cache < TK_SIZE_CACHE)
         a->cache[a->n_cache++] = *info;
 }
 
 /* A heap without statistics: H bytes of memory, if create takes them. */
-static int size_by_memory(struct mc_alloc *a, struct tk_arena *ar, size_t h,
-                          struct mc_heap_info *info)
+static int size_by_memory(struct tk_alloc *a, struct tk_arena *ar, size_t h,
+                          struct tk_heap_info *info)
 {
     if (h > ar->bytes)
         return -ENOSPC;
@@ -186,12 +284,12 @@ static int size_by_memory(struct mc_alloc *a, struct tk_arena *ar, size_t h,
     return 0;
 }
 
-int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
-                  struct mc_heap_info *info)
+int tk_alloc_size(struct tk_alloc *a, struct tk_arena *ar, size_t heap_bytes,
+                  struct tk_heap_info *info)
 {
     memset(info, 0, sizeof(*info));
     info->asked_bytes = heap_bytes;
-    if (a->sort == MC_PROCESS) {
+    if (a->sort == TK_PROCESS) {
         info->usable_bytes = heap_bytes;
         info->exact = true;
         return 0;
@@ -201,7 +299,7 @@ int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
             *info = a->cache[i];
             return 0;
         }
-    if (!(a->applies & MC_APPLY_STATS))
+    if (!(a->applies & TK_APPLY_STATS))
         return size_by_memory(a, ar, heap_bytes, info);
     size_t m;
     int rc = search_mem(a, ar, heap_bytes, &m);
@@ -220,13 +318,13 @@ int mc_alloc_size(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes,
     return 0;
 }
 
-int mc_alloc_create(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes)
+int tk_alloc_create(struct tk_alloc *a, struct tk_arena *ar, size_t heap_bytes)
 {
-    int rc = mc_alloc_size(a, ar, heap_bytes, &a->cur);
+    int rc = tk_alloc_size(a, ar, heap_bytes, &a->cur);
     if (rc != 0)
         return rc;
     a->live = true;
-    if (a->sort == MC_PROCESS)
+    if (a->sort == TK_PROCESS)
         return 0;
     a->arena = ar;
     errno = 0;
@@ -238,49 +336,49 @@ int mc_alloc_create(struct mc_alloc *a, struct tk_arena *ar, size_t heap_bytes)
     return 0;
 }
 
-void mc_alloc_warm(struct mc_alloc *a, size_t size)
+void tk_alloc_warm(struct tk_alloc *a, size_t size)
 {
-    if (a->sort != MC_PROCESS)
+    if (a->sort != TK_PROCESS)
         return;
     void *p = a->alloc(a->ctx, size);
     if (p)
         a->free(a->ctx, p);
 }
 
-void mc_alloc_destroy(struct mc_alloc *a)
+void tk_alloc_destroy(struct tk_alloc *a)
 {
-    if (a->sort == MC_HEAP && a->ctx)
+    if (a->sort == TK_HEAP && a->ctx)
         a->hops->destroy(a->ctx);
-    if (a->sort == MC_HEAP)
+    if (a->sort == TK_HEAP)
         a->ctx = NULL;
     a->live = false;
 }
 
-int mc_alloc_stats(const struct mc_alloc *a, struct rtm_heap_stats *out)
+int tk_alloc_stats(const struct tk_alloc *a, struct rtm_heap_stats *out)
 {
-    if (!(a->applies & MC_APPLY_STATS) || !a->live)
+    if (!(a->applies & TK_APPLY_STATS) || !a->live)
         return -ENOTSUP;
     memset(out, 0, sizeof(*out));   /* a plugin may leave fields unwritten */
     return a->hops->stats(a->ctx, out);
 }
 
-int mc_alloc_check(const struct mc_alloc *a)
+int tk_alloc_check(const struct tk_alloc *a)
 {
-    if (!(a->applies & MC_APPLY_CHECK) || !a->hops->check || !a->live)
+    if (!(a->applies & TK_APPLY_CHECK) || !a->hops->check || !a->live)
         return -ENOTSUP;
     return a->hops->check(a->ctx) == 0 ? 0 : -EFAULT;
 }
 
-size_t mc_alloc_fill_count(const struct mc_alloc *a, size_t size)
+size_t tk_alloc_fill_count(const struct tk_alloc *a, size_t size)
 {
-    if (!(a->applies & MC_APPLY_FILL_PROMISE) || !a->hops->fill_count || !a->live)
+    if (!(a->applies & TK_APPLY_FILL_PROMISE) || !a->hops->fill_count || !a->live)
         return 0;
     return a->hops->fill_count(a->ctx, size);
 }
 
-bool mc_alloc_block_ok(const struct mc_alloc *a, const void *p, size_t size)
+bool tk_alloc_block_ok(const struct tk_alloc *a, const void *p, size_t size)
 {
-    if (!(a->applies & MC_APPLY_BOUNDS))
+    if (!(a->applies & TK_APPLY_BOUNDS))
         return true;
     uintptr_t lo = (uintptr_t)a->arena->mem, hi = lo + a->cur.mem_bytes, at = (uintptr_t)p;
     return at >= lo && at <= hi && size <= hi - at && at % a->align == 0;

@@ -1,0 +1,274 @@
+/* Bench kit: options from a table (opt.h). */
+#include "common/opt.h"
+
+#include <getopt.h>
+#include <string.h>
+
+/* Help lines wrap at this width. */
+#define HELP_WIDTH 80
+
+static void *field_at(void *opts, const struct tk_opt *o)
+{
+    return (char *)opts + o->offset;
+}
+
+static uint64_t get_uint(const void *opts, const struct tk_opt *o)
+{
+    const char *f = (const char *)opts + o->offset;
+    switch (o->size) {
+    case 1: return *(const uint8_t *)f;
+    case 2: return *(const uint16_t *)f;
+    case 4: return *(const uint32_t *)f;
+    case 8: return *(const uint64_t *)f;
+    default: return 0;
+    }
+}
+
+static void set_uint(void *opts, const struct tk_opt *o, uint64_t v)
+{
+    char *f = field_at(opts, o);
+    switch (o->size) {
+    case 1: *(uint8_t *)f = (uint8_t)v; break;
+    case 2: *(uint16_t *)f = (uint16_t)v; break;
+    case 4: *(uint32_t *)f = (uint32_t)v; break;
+    case 8: *(uint64_t *)f = v; break;
+    default: break;
+    }
+}
+
+/* The largest value an unsigned field of that many bytes holds. */
+static uint64_t field_max(size_t size)
+{
+    return size >= 8 ? UINT64_MAX : (UINT64_C(1) << (size * 8)) - 1;
+}
+
+static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *value, void *opts)
+{
+    char opt[80];
+    snprintf(opt, sizeof(opt), "--%s", o->name);
+    uint64_t v = 0;
+    uint64_t hi = o->hi < field_max(o->size) ? o->hi : field_max(o->size);
+    switch (o->type) {
+    case TK_OPT_FLAG:
+        *(bool *)field_at(opts, o) = true;
+        return 0;
+    case TK_OPT_UINT:
+        if (tk_args_u64(cli, opt, value, o->lo, hi, &v) != 0)
+            return -1;
+        set_uint(opts, o, v);
+        return 0;
+    case TK_OPT_BYTES:
+        if (tk_args_bytes(cli, opt, value, o->lo, hi, &v) != 0)
+            return -1;
+        set_uint(opts, o, v);
+        return 0;
+    case TK_OPT_FILE:
+        return tk_args_file(cli, opt, value, (const char **)field_at(opts, o));
+    case TK_OPT_STRING:
+        *(const char **)field_at(opts, o) = value;
+        return 0;
+    case TK_OPT_FILES: {
+        size_t *count = (size_t *)((char *)opts + o->count_offset);
+        const char **list = field_at(opts, o);
+        const char *name;
+        if (tk_args_file(cli, opt, value, &name) != 0)
+            return -1;
+        if (*count >= o->hi)
+            return tk_args_bad(cli, "%s: at most %llu; '%s' is one more", opt,
+                               (unsigned long long)o->hi, value);
+        list[(*count)++] = name;
+        return 0;
+    }
+    case TK_OPT_CHOICE:
+        for (int i = 0; o->choices[i]; i++)
+            if (strcmp(value, o->choices[i]) == 0) {
+                *(int *)field_at(opts, o) = i;
+                return 0;
+            }
+        {
+            char list[160] = "";
+            size_t len = 0;
+            for (int i = 0; o->choices[i] && len < sizeof(list); i++) {
+                int w = snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
+                                 o->choices[i]);
+                len += w > 0 ? (size_t)w : 0;
+            }
+            return tk_args_bad(cli, "%s: '%s' is not one of %s", opt, value, list);
+        }
+    case TK_OPT_CPU:
+        return tk_args_cpu(cli, value, (int *)field_at(opts, o));
+    case TK_OPT_PRIO:
+        return tk_args_priority(cli, value, (int *)field_at(opts, o));
+    case TK_OPT_CUSTOM:
+        return o->parse(cli, value, field_at(opts, o));
+    }
+    return -1;
+}
+
+int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
+                 char **argv, void *opts, struct tk_opt_parse *p)
+{
+    /* getopt_long's table: entry i has the code 256 + i; -h and --help 'h'. */
+    struct option longopts[TK_MAX_OPTS + 2];
+    memset(p, 0, sizeof(*p));
+    if (n > TK_MAX_OPTS)
+        return tk_args_bad(cli, "internal error: %zu options, at most %d", n, TK_MAX_OPTS);
+    for (size_t i = 0; i < n; i++)
+        longopts[i] = (struct option){table[i].name,
+                                      table[i].type == TK_OPT_FLAG ? no_argument
+                                                                   : required_argument,
+                                      NULL, 256 + (int)i};
+    longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
+
+    tk_args_begin();
+    int c;
+    while ((c = tk_args_next(cli, argc, argv, longopts)) > 0) {
+        if (c == 'h') {
+            p->help = true;
+            return 0;
+        }
+        size_t i = (size_t)c - 256;
+        if (c < 256 || i >= n)
+            return -1;
+        p->given[i] = true;
+        if (apply(cli, &table[i], optarg, opts) != 0)
+            return -1;
+    }
+    if (c < 0)
+        return -1;
+
+    bool quick = false;
+    for (size_t i = 0; i < n; i++)
+        if ((table[i].flags & TK_OPTF_QUICK_SWITCH) && *(bool *)field_at(opts, &table[i]))
+            quick = true;
+    if (quick)
+        for (size_t i = 0; i < n; i++)
+            if ((table[i].flags & TK_OPTF_QUICK) && !p->given[i])
+                set_uint(opts, &table[i], table[i].quick);
+    return 0;
+}
+
+bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_parse *p,
+                  const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return p->given[i];
+    return false;
+}
+
+const char *tk_opt_fmt_bytes(char *buf, size_t size, uint64_t bytes)
+{
+    static const char units[] = "KMGT";
+    int u = -1;
+    uint64_t v = bytes;
+    while (u < 3 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, size, "%llu", (unsigned long long)bytes);
+    else
+        snprintf(buf, size, "%llu%c", (unsigned long long)v, units[u]);
+    return buf;
+}
+
+/* The option's value v as --help writes it. */
+static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, uint64_t v,
+                             const void *defaults)
+{
+    switch (o->type) {
+    case TK_OPT_BYTES:
+        return tk_opt_fmt_bytes(buf, size, v);
+    case TK_OPT_CHOICE:
+        snprintf(buf, size, "%s", o->choices[*(const int *)((const char *)defaults + o->offset)]);
+        return buf;
+    case TK_OPT_CPU:
+    case TK_OPT_PRIO:
+        snprintf(buf, size, "%d", *(const int *)((const char *)defaults + o->offset));
+        return buf;
+    default:
+        snprintf(buf, size, "%llu", (unsigned long long)v);
+        return buf;
+    }
+}
+
+/* The help line of o with %D, %Q and %% filled, into buf. */
+static void expand(char *buf, size_t size, const struct tk_opt *o, const void *defaults)
+{
+    size_t len = 0;
+    for (const char *s = o->help ? o->help : ""; *s && len + 1 < size; s++) {
+        char val[48];
+        const char *put = NULL;
+        if (s[0] == '%' && s[1] == 'D')
+            put = fmt_value(val, sizeof(val), o, get_uint(defaults, o), defaults);
+        else if (s[0] == '%' && s[1] == 'Q')
+            put = fmt_value(val, sizeof(val), o, o->quick, defaults);
+        else if (s[0] == '%' && s[1] == '%')
+            put = "%";
+        if (!put) {
+            buf[len++] = *s;
+            continue;
+        }
+        int w = snprintf(buf + len, size - len, "%s", put);
+        len = w < 0 ? len : len + (size_t)w < size ? len + (size_t)w : size - 1;
+        s++;
+    }
+    buf[len] = '\0';
+}
+
+/* Prints text word by word from column col, wrapping under column indent. */
+static void wrap(FILE *f, const char *text, size_t col, size_t indent)
+{
+    bool line_start = true;
+    for (const char *p = text; *p;) {
+        if (*p == '\n') {
+            fprintf(f, "\n%*s", (int)indent, "");
+            col = indent;
+            line_start = true;
+            p++;
+            continue;
+        }
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t len = strcspn(p, " \n");
+        if (!line_start && col + 1 + len > HELP_WIDTH) {
+            fprintf(f, "\n%*s", (int)indent, "");
+            col = indent;
+            line_start = true;
+        }
+        if (!line_start) {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", (int)len, p);
+        col += len;
+        line_start = false;
+        p += len;
+    }
+    fputc('\n', f);
+}
+
+void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults)
+{
+    /* The help column: past the longest "  --name ARG", at least 20. */
+    size_t indent = 20;
+    for (size_t i = 0; i < n; i++) {
+        size_t w = 4 + strlen(table[i].name) + (table[i].arg ? 1 + strlen(table[i].arg) : 0) + 2;
+        if (w > indent)
+            indent = w;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char head[96], text[1024];
+        int w = snprintf(head, sizeof(head), "  --%s%s%s", table[i].name, table[i].arg ? " " : "",
+                         table[i].arg ? table[i].arg : "");
+        fprintf(f, "%-*s", (int)indent, head);
+        expand(text, sizeof(text), &table[i], defaults);
+        wrap(f, text, w > 0 && (size_t)w > indent ? (size_t)w : indent, indent);
+    }
+    fprintf(f, "%-*s", (int)indent, "  -h, --help");
+    wrap(f, "this text", indent, indent);
+}

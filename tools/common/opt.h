@@ -1,0 +1,106 @@
+/*
+ * Bench kit: a tool's options as one table, which drives the parsing, the
+ * messages for bad values and the options part of --help.
+ *
+ * Each entry names a long option, its type and range, the field of the
+ * tool's options struct it sets, and its help line. The driver (tool.h)
+ * starts from the tool's defaults, applies the options in the order given
+ * (a later one wins; TK_OPT_FILES appends), then, under --quick, the quick
+ * value of every option that has one and was not given.
+ *
+ *     struct my_opts { uint64_t ops; bool quick; const char *json_path; };
+ *     static const struct tk_opt my_table[] = {
+ *         {"ops", TK_OPT_UINT, "N", "operations per pass (default %D; --quick %Q)",
+ *          TK_FIELD(struct my_opts, ops), .lo = 1, .hi = 1000000, .quick = 1000,
+ *          .flags = TK_OPTF_QUICK},
+ *         {"quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct my_opts, quick),
+ *          .flags = TK_OPTF_QUICK_SWITCH},
+ *         ...
+ *     };
+ *
+ * In a help line, %D stands for the option's default (read from the
+ * defaults: a byte count written as 64M when it is a whole number of K, M,
+ * G or T), %Q for its --quick value, %% for %. --help prints each option as
+ * "  --name ARG" and its help line wrapped to 80 columns under one column;
+ * a '\n' in a help line starts a new line there.
+ */
+#ifndef RTMEM_TOOLS_OPT_H
+#define RTMEM_TOOLS_OPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/args.h"
+
+/* Options a table can hold. */
+#define TK_MAX_OPTS 64
+
+enum tk_opt_type {
+    TK_OPT_FLAG,     /* no value: sets a bool field to true */
+    TK_OPT_UINT,     /* a whole number in [lo, hi] into an unsigned field of 1, 2, 4 or 8 bytes */
+    TK_OPT_BYTES,    /* a byte count (args.h suffixes) in [lo, hi] into an unsigned field */
+    TK_OPT_FILE,     /* a non-empty name into a const char * field */
+    TK_OPT_STRING,   /* any value into a const char * field */
+    TK_OPT_FILES,    /* a non-empty name appended to a const char *[hi] field; the
+                      * count in the size_t field at count_offset; at most hi */
+    TK_OPT_CHOICE,   /* one of choices (NULL-terminated) into an int field, its index */
+    TK_OPT_CPU,      /* a CPU this process may run on (tk_args_cpu) into an int field */
+    TK_OPT_PRIO,     /* a SCHED_FIFO priority (tk_args_priority) into an int field */
+    TK_OPT_CUSTOM,   /* parse(cli, value, field) does it */
+};
+
+/* Bits of struct tk_opt.flags. */
+enum {
+    TK_OPTF_QUICK = 1u << 0,          /* has a --quick value, .quick */
+    TK_OPTF_QUICK_SWITCH = 1u << 1,   /* this flag is --quick itself */
+};
+
+struct tk_opt {
+    const char *name;          /* "ops", for --ops */
+    enum tk_opt_type type;
+    const char *arg;           /* the value's name in --help ("N", "B", "FILE"); NULL for flags */
+    const char *help;          /* %D default, %Q quick value, '\n' a new line */
+    size_t offset, size;       /* the field in the options struct (TK_FIELD) */
+    uint64_t lo, hi;           /* range (TK_OPT_UINT, TK_OPT_BYTES); TK_OPT_FILES: hi = capacity */
+    uint64_t quick;            /* the value under --quick (TK_OPTF_QUICK) */
+    unsigned flags;            /* TK_OPTF_* */
+    size_t count_offset;       /* TK_OPT_FILES: the size_t count field */
+    const char *const *choices;   /* TK_OPT_CHOICE */
+    /* TK_OPT_CUSTOM: value into field (reported on failure: 0 or -1). */
+    int (*parse)(const struct tk_args *cli, const char *value, void *field);
+};
+
+#define TK_FIELD(type, field) .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
+
+/* What a parse found. */
+struct tk_opt_parse {
+    bool given[TK_MAX_OPTS];   /* per table entry: given on the command line */
+    bool help;                 /* -h or --help: the rest was not parsed */
+};
+
+/*
+ * Parses argv[1..] (argv[0] the subcommand's name) into opts, which the
+ * caller set to the defaults: every entry of table applied in order, then
+ * the quick values if the TK_OPTF_QUICK_SWITCH flag is set. Operands are
+ * refused. Returns 0 (p->help set if -h or --help came first), or -1 after
+ * reporting the first bad option (cli.h's voice; opts then partly set).
+ * O(argc * n).
+ */
+int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
+                 char **argv, void *opts, struct tk_opt_parse *p);
+
+/* Was the option of that name given? False for a name not in the table. */
+bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_parse *p,
+                  const char *name);
+
+/* The options part of --help: one entry per option in table order and
+ * "  -h, --help  this text", with %D and %Q filled from defaults. */
+void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults);
+
+/* A byte count as --help writes it: "64M" for a whole number of K, M, G
+ * or T, else the number. Into buf (>= 24 bytes); returns buf. */
+const char *tk_opt_fmt_bytes(char *buf, size_t size, uint64_t bytes);
+
+#endif /* RTMEM_TOOLS_OPT_H */

@@ -1,0 +1,131 @@
+/* Bench kit: the driver every rtmem subcommand runs on (tool.h). */
+#include "common/tool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/result.h"
+#include "rtmem/version.h"
+
+void tk_tool_help(FILE *f, const struct tk_tool *t)
+{
+    if (t->help_intro)
+        t->help_intro(f);
+    fprintf(f, "\noptions:\n");
+    tk_opt_help(f, t->opts, t->n_opts, t->defaults);
+    if (t->help_notes) {
+        fprintf(f, "\n");
+        t->help_notes(f);
+    }
+}
+
+void tk_envelope_json(struct tk_json *j, const struct tk_session *s, bool passed)
+{
+    const struct tk_tool *t = s->tool;
+    struct tk_facts facts = {0};
+    if (t->facts)
+        t->facts(s, &facts);
+    tk_json_kv_string(j, "schema", t->schema);
+    tk_json_kv_string(j, "tool", t->name);
+    tk_json_kv_string(j, "version", RTMEM_VERSION_STRING);
+    tk_json_key(j, "command_line");
+    tk_json_begin_array_compact(j);
+    tk_json_string(j, "rtmem");
+    for (int i = 0; i < s->argc; i++)
+        tk_json_string(j, s->argv[i]);
+    tk_json_end_array(j);
+    if (tk_json_key_or_null(j, "machine", facts.machine != NULL))
+        tk_machine_json(j, facts.machine, TK_DETAIL_FULL);
+    if (tk_json_key_or_null(j, "timer", facts.timer != NULL))
+        tk_timer_json(j, facts.timer, TK_DETAIL_FULL);
+    if (tk_json_key_or_null(j, "real_time", facts.rt != NULL))
+        tk_rt_json(j, facts.rt);
+    if (tk_json_key_or_null(j, "seed", facts.has_seed))
+        tk_json_uint(j, facts.seed);
+    tk_json_kv_double(j, "seconds", s->seconds);
+    tk_json_kv_bool(j, "passed", passed);
+}
+
+/* The envelope and the tool's members into the result file, and the file
+ * into place. Returns 0 or TK_EXIT_FAILED (reported). */
+static int write_results(struct tk_session *s, struct tk_result *r, const char *path, bool passed)
+{
+    struct tk_json j;
+    tk_json_init(&j, r->f);
+    tk_json_begin_object(&j);
+    tk_envelope_json(&j, s, passed);
+    s->tool->json(s, &j);
+    tk_json_end_object(&j);
+    if (tk_json_finish(&j) == -EINVAL) {
+        fprintf(stderr, "%s: internal error: unbalanced JSON for '%s'\n", s->cli.prog, path);
+        return TK_EXIT_FAILED;
+    }
+    /* A write error is the commit's to report, with its cause. */
+    if (tk_result_commit(r, s->cli.prog) != 0)
+        return TK_EXIT_FAILED;
+    printf("%sresults written to %s\n", s->comment, path);
+    return 0;
+}
+
+/* Steps 3 to 6 of tool.h: the result file, run, report, JSON. */
+static int run_and_report(struct tk_session *s)
+{
+    const struct tk_tool *t = s->tool;
+    const char *path = NULL;
+    if (t->json_path_offset != TK_NO_JSON)
+        path = *(const char *const *)((const char *)s->opts + t->json_path_offset);
+    struct tk_result r;
+    if (path && tk_result_open(&r, s->cli.prog, path) != 0)
+        return TK_EXIT_USAGE;
+
+    uint64_t t0 = tk_clock_ns();
+    enum tk_run_end end = t->run(s);
+    s->seconds = (double)(tk_clock_ns() - t0) / 1e9;
+    int status = end == TK_RUN_PASSED ? TK_EXIT_OK : TK_EXIT_FAILED;
+    if (end != TK_RUN_ABORTED) {
+        t->report(s, stdout);
+        /* A run that could not report leaves the result file as it was; a
+         * verdict, failed or not, is written. */
+        if (tk_stdout_check(s->cli.prog) != 0)
+            status = TK_EXIT_FAILED;
+        else if (path && write_results(s, &r, path, end == TK_RUN_PASSED) != 0)
+            status = TK_EXIT_FAILED;
+    }
+    if (path)
+        tk_result_abandon(&r);   /* nothing once committed */
+    return status;
+}
+
+int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
+{
+    char prog[64];
+    snprintf(prog, sizeof(prog), "rtmem %s", t->name);
+    struct tk_session s = {
+        .tool = t, .cli = {prog, t->bytes_example}, .argc = argc, .argv = argv, .comment = "",
+    };
+    s.opts = malloc(t->opts_size);
+    if (!s.opts) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return TK_EXIT_FAILED;
+    }
+    memcpy(s.opts, t->defaults, t->opts_size);
+
+    int status;
+    if (tk_opt_parse(&s.cli, t->opts, t->n_opts, argc, argv, s.opts, &s.parsed) != 0) {
+        status = TK_EXIT_USAGE;
+    } else if (s.parsed.help) {
+        tk_tool_help(stdout, t);
+        status = TK_EXIT_OK;
+    } else if (t->check && t->check(&s) != 0) {
+        status = TK_EXIT_USAGE;
+    } else {
+        status = t->setup(&s);
+        if (status == 0)
+            status = run_and_report(&s);
+        if (t->teardown)
+            t->teardown(&s);
+    }
+    free(s.opts);
+    return status;
+}
