@@ -23,7 +23,9 @@ int tk_args_bad(const struct tk_args *a, const char *fmt, ...)
 void tk_args_begin(void)
 {
     opterr = 0;
-    optind = 1;
+    /* 0, not 1: glibc then also forgets where it was inside a group of
+     * short options, which a parse that stopped early leaves behind. */
+    optind = 0;
 }
 
 int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct option *longopts)

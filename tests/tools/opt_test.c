@@ -1,0 +1,274 @@
+/*
+ * The options table (tools/common/opt.h): every type parsed into its field,
+ * every refusal reported in the tools' voice, --quick, and --help built
+ * from the table.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "check.h"
+#include "common/opt.h"
+
+struct topts {
+    uint64_t ops;
+    uint32_t live;
+    uint8_t tiny;
+    size_t heap_bytes;
+    bool flag;
+    bool quick;
+    const char *json_path;
+    const char *name;
+    const char *plugins[2];
+    size_t n_plugins;
+    int format;
+    int cpu;
+    int prio;
+    int signed_value;
+};
+
+static const char *const formats[] = {"ns", "smokey", NULL};
+
+/* TK_OPT_CUSTOM: "-1" or a whole number below 100. */
+static int parse_signed(const struct tk_args *cli, const char *value, void *field)
+{
+    if (strcmp(value, "-1") == 0) {
+        *(int *)field = -1;
+        return 0;
+    }
+    uint64_t v;
+    if (tk_args_u64(cli, "--signed", value, 0, 99, &v) != 0)
+        return -1;
+    *(int *)field = (int)v;
+    return 0;
+}
+
+static const struct tk_opt table[] = {
+    {"ops", TK_OPT_UINT, "N", "operations per pass (default %D; --quick %Q)",
+     TK_FIELD(struct topts, ops), .lo = 1, .hi = 1000000, .quick = 20, .flags = TK_OPTF_QUICK},
+    {"live", TK_OPT_UINT, "N", "live blocks (default %D)", TK_FIELD(struct topts, live), .lo = 1,
+     .hi = 5000, .quick = 7, .flags = TK_OPTF_QUICK},
+    {"tiny", TK_OPT_UINT, "N", "a one-byte field", TK_FIELD(struct topts, tiny), .lo = 0,
+     .hi = 1000},
+    {"heap-size", TK_OPT_BYTES, "B", "memory of each heap (default %D)",
+     TK_FIELD(struct topts, heap_bytes), .lo = 4096, .hi = (uint64_t)1 << 40},
+    {"flag", TK_OPT_FLAG, NULL, "a flag", TK_FIELD(struct topts, flag)},
+    {"quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct topts, quick),
+     .flags = TK_OPTF_QUICK_SWITCH},
+    {"json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct topts, json_path)},
+    {"name", TK_OPT_STRING, "S", "any text", TK_FIELD(struct topts, name)},
+    {"plugin", TK_OPT_FILES, "FILE.so", "load a plugin (repeatable, up to 2)",
+     TK_FIELD(struct topts, plugins), .hi = 2, .count_offset = offsetof(struct topts, n_plugins)},
+    {"format", TK_OPT_CHOICE, "ns|smokey", "layout (default %D)", TK_FIELD(struct topts, format),
+     .choices = formats},
+    {"cpu", TK_OPT_CPU, "N", "CPU to pin to", TK_FIELD(struct topts, cpu)},
+    {"prio", TK_OPT_PRIO, "N", "SCHED_FIFO priority, 1..99 (default %D)",
+     TK_FIELD(struct topts, prio)},
+    {"signed", TK_OPT_CUSTOM, "N", "-1 or 0..99, with 100%% of a long help line that must be "
+     "wrapped at eighty columns under the help column, word by word, never cut inside a word",
+     TK_FIELD(struct topts, signed_value), .parse = parse_signed},
+};
+
+#define N_OPTS (sizeof(table) / sizeof(table[0]))
+
+static const struct topts defaults = {
+    .ops = 10, .live = 100, .heap_bytes = (size_t)64 << 10, .format = 0, .cpu = -1, .prio = 80,
+};
+
+static const struct tk_args cli = {"rtmem t", "4096, 64K"};
+
+static struct topts o;
+static struct tk_opt_parse parsed;
+
+/* Parses the words of line (split at spaces) after the subcommand name. */
+static int parse(const char *line)
+{
+    static char buf[512];
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = (char *)"t";
+    snprintf(buf, sizeof(buf), "%s", line);
+    for (char *w = strtok(buf, " "); w && argc < 31; w = strtok(NULL, " "))
+        argv[argc++] = strcmp(w, "''") == 0 ? (char *)"" : w;
+    argv[argc] = NULL;
+    o = defaults;
+    return tk_opt_parse(&cli, table, N_OPTS, argc, argv, &o, &parsed);
+}
+
+/* Parsing line fails, with a message holding want and the --help hint. */
+static void refused(const char *line, const char *want)
+{
+    test_context = line;
+    capture_begin();
+    int rc = parse(line);
+    const char *err = capture_end();
+    CHECK(rc == -1);
+    CHECK(strstr(err, want) != NULL);
+    CHECK(strncmp(err, "rtmem t: ", 9) == 0);
+    CHECK(strstr(err, "Try 'rtmem t --help'.\n") != NULL);
+    if (!strstr(err, want))
+        fprintf(stderr, "  wanted '%s' in: %s", want, err);
+    test_context = NULL;
+}
+
+static void test_values(void)
+{
+    CHECK(parse("") == 0);
+    CHECK_EQ(o.ops, 10);
+    CHECK(!parsed.given[0] && !parsed.help);
+    CHECK(parse("--ops 5 --live 4999 --tiny 255 --heap-size 64M --flag --json out.json") == 0);
+    CHECK_EQ(o.ops, 5);
+    CHECK_EQ(o.live, 4999);
+    CHECK_EQ(o.tiny, 255);
+    CHECK_EQ(o.heap_bytes, (size_t)64 << 20);
+    CHECK(o.flag);
+    CHECK(o.json_path && strcmp(o.json_path, "out.json") == 0);
+    CHECK(tk_opt_given(table, N_OPTS, &parsed, "ops"));
+    CHECK(tk_opt_given(table, N_OPTS, &parsed, "json"));
+    CHECK(!tk_opt_given(table, N_OPTS, &parsed, "name"));
+    CHECK(!tk_opt_given(table, N_OPTS, &parsed, "no-such-option"));
+    /* A later value wins; --opt=value works too. */
+    CHECK(parse("--ops 3 --ops=4") == 0);
+    CHECK_EQ(o.ops, 4);
+    CHECK(parse("--heap-size 4096 --heap-size 8KiB") == 0);
+    CHECK_EQ(o.heap_bytes, 8192);
+    CHECK(parse("--plugin a.so --plugin b.so") == 0);
+    CHECK_EQ(o.n_plugins, 2);
+    CHECK(strcmp(o.plugins[0], "a.so") == 0 && strcmp(o.plugins[1], "b.so") == 0);
+    CHECK(parse("--format smokey --name ''") == 0);
+    CHECK_EQ(o.format, 1);
+    CHECK(o.name && o.name[0] == '\0');
+    CHECK(parse("--prio 99 --signed -1") == 0);
+    CHECK_EQ(o.prio, 99);
+    CHECK(o.signed_value == -1);
+    CHECK(parse("--signed 42 --cpu 0") == 0);
+    CHECK_EQ(o.signed_value, 42);
+    CHECK_EQ(o.cpu, 0);
+    /* -h and --help stop the parse. */
+    CHECK(parse("--ops 5 --help --ops 0") == 0);
+    CHECK(parsed.help);
+    CHECK(parse("-h") == 0);
+    CHECK(parsed.help);
+}
+
+static void test_refusals(void)
+{
+    refused("--ops 0", "--ops: '0' is out of range [1, 1000000]");
+    refused("--ops -1", "--ops needs a whole number in [1, 1000000], not '-1'");
+    refused("--ops 12x", "--ops: '12x' is not a whole number");
+    refused("--ops 99999999999999999999999", "is out of range");
+    /* The range is clamped to what the field holds. */
+    refused("--tiny 256", "--tiny: '256' is out of range [0, 255]");
+    refused("--heap-size 1X", "--heap-size: '1X' is not a byte count (e.g. 4096, 64K)");
+    refused("--heap-size 1K", "--heap-size: '1K' is out of range [4096, 1099511627776] bytes");
+    refused("--json ''", "--json needs a file name");
+    refused("--plugin a --plugin b --plugin c", "--plugin: at most 2; 'c' is one more");
+    refused("--format xml", "--format: 'xml' is not one of ns, smokey");
+    refused("--prio 0", "--prio: '0' is out of range [1, 99]");
+    refused("--cpu 100000", "--cpu");
+    refused("--signed -2", "--signed needs a whole number");
+    refused("--nosuch", "unknown option '--nosuch'");
+    refused("-x", "unknown option '-x'");
+    refused("--ops", "option '--ops' needs a value");
+    refused("--flag=1", "--flag=1");
+    refused("operand", "unexpected argument 'operand'");
+    refused("--ops 5 operand", "unexpected argument 'operand'");
+}
+
+static void test_quick(void)
+{
+    CHECK(parse("--quick") == 0);
+    CHECK_EQ(o.ops, 20);
+    CHECK_EQ(o.live, 7);
+    CHECK(parse("--quick --ops 7") == 0);
+    CHECK_EQ(o.ops, 7);
+    CHECK_EQ(o.live, 7);
+    /* Given before --quick counts as given too. */
+    CHECK(parse("--ops 9 --quick") == 0);
+    CHECK_EQ(o.ops, 9);
+    /* Given at its default value still counts as given. */
+    CHECK(parse("--quick --live 100") == 0);
+    CHECK_EQ(o.live, 100);
+    CHECK(parse("--ops 9") == 0);
+    CHECK_EQ(o.live, 100);
+}
+
+/* The column at which needle starts in its line of text, or 999. */
+static size_t column_of(const char *text, const char *needle)
+{
+    const char *at = strstr(text, needle);
+    if (!at)
+        return 999;
+    const char *line = at;
+    while (line > text && line[-1] != '\n')
+        line--;
+    return (size_t)(at - line);
+}
+
+static void test_help(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    REQUIRE(f != NULL, );
+    tk_opt_help(f, table, N_OPTS, &defaults);
+    fclose(f);
+    CHECK(strstr(text, "  --ops N ") == text);
+    CHECK(strstr(text, "operations per pass (default 10; --quick 20)\n") != NULL);
+    CHECK(strstr(text, "memory of each heap (default 64K)\n") != NULL);
+    CHECK(strstr(text, "layout (default ns)\n") != NULL);
+    CHECK(strstr(text, "SCHED_FIFO priority, 1..99 (default 80)\n") != NULL);
+    CHECK(strstr(text, "  --flag ") != NULL);
+    CHECK(strstr(text, "  --plugin FILE.so ") != NULL);
+    CHECK(strstr(text, "with 100% of a long help line") != NULL);
+    CHECK(strstr(text, "  -h, --help") != NULL);
+    /* Every line within 80 columns; help texts start in one column, at
+     * least 20, continuation lines too; the long line wrapped between words. */
+    size_t lines = 0;
+    for (const char *line = text; *line; lines++) {
+        size_t n = strcspn(line, "\n");
+        CHECK(n <= 80);
+        line += n + (line[n] == '\n');
+    }
+    CHECK(lines >= N_OPTS + 2);
+    size_t c = column_of(text, "operations per pass");
+    CHECK(c >= 20);
+    CHECK_EQ(column_of(text, "a flag"), c);
+    CHECK_EQ(column_of(text, "load a plugin"), c);
+    CHECK_EQ(column_of(text, "this text"), c);
+    CHECK_EQ(column_of(text, "-1 or 0..99"), c);
+    const char *cont = strstr(text, "-1 or 0..99");
+    REQUIRE(cont != NULL, );
+    cont = strchr(cont, '\n') + 1;   /* the continuation line */
+    CHECK(strspn(cont, " ") == c);
+    CHECK(strstr(text, "word by word, never cut inside a word") != NULL ||
+          strstr(text, "never cut inside a word") != NULL);
+    free(text);
+}
+
+static void test_fmt_bytes(void)
+{
+    char buf[32];
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), 0), "0") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), 1000), "1000") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), 1536), "1536") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), 4096), "4K") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), (uint64_t)2 << 20), "2M") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), (uint64_t)3 << 30), "3G") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), (uint64_t)1 << 40), "1T") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), (uint64_t)1 << 50), "1024T") == 0);
+    CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), ((uint64_t)1 << 20) + 1024), "1025K") == 0);
+}
+
+int main(void)
+{
+    test_values();
+    test_refusals();
+    test_quick();
+    test_help();
+    test_fmt_bytes();
+    return test_summary("tools.opt");
+}
