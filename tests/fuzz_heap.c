@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * model's contract on clean programs (FULL checks every few operations) */
     struct rtm_heap_config cfg = { .hardening = (int)((data[0] / nkinds) % 3),
                                    .check_interval = 1u + data[0] % 7u };
-    size_t heap_bytes = 12288 + (size_t)data[1] * 256; /* 12 KiB to 76 KiB: above every kind's control structure */
+    /* 12 KiB to 76 KiB: above every kind's control structure */
+    size_t heap_bytes = 12288 + (size_t)data[1] * 256;
     data += 2;
     size -= 2;
 

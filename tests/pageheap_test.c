@@ -816,7 +816,8 @@ static void test_none_same_as_default(const char *kind)
 static void test_adjacent_pools(const char *kind)
 {
     const size_t part = 32u << 10;
-    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part; /* pools a, c (creating), b */
+    /* pools a, c (creating), b */
+    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part;
     memset(arena, 0, 3 * part);
     struct rtm_heap *h = rtm_heap_create(kind, c, part);
     REQUIRE(h != NULL, );

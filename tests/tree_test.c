@@ -269,10 +269,22 @@ static bool run_random(struct env *e, uint64_t rng, unsigned long ops)
         if (insert) {
             size_t key;
             switch (cycle % 4) {
-            case 0: key = (size_t)rng_next(&rng) % 64; key_span = 63; break; /* many equal keys */
-            case 1: key = (size_t)rng_next(&rng); key_span = SIZE_MAX - 2; break;
-            case 2: key = counter++ / 3; key_span = counter / 3; break; /* ascending */
-            default: key = (size_t)(1u << 20) - counter++ / 2; key_span = 1u << 20; break;
+            case 0: /* many equal keys */
+                key = (size_t)rng_next(&rng) % 64;
+                key_span = 63;
+                break;
+            case 1:
+                key = (size_t)rng_next(&rng);
+                key_span = SIZE_MAX - 2;
+                break;
+            case 2: /* ascending */
+                key = counter++ / 3;
+                key_span = counter / 3;
+                break;
+            default:
+                key = (size_t)(1u << 20) - counter++ / 2;
+                key_span = 1u << 20;
+                break;
             }
             op_insert(e, key);
         } else {

@@ -34,7 +34,8 @@
 #define RTM_PAGEHEAP_PAGE_SIZE      ((size_t)512)
 #define RTM_PAGEHEAP_MIN_BLOCK      ((size_t)16)
 #define RTM_PAGEHEAP_MAX_BUCKET     ((size_t)256)
-#define RTM_PAGEHEAP_PAGEMAP_BYTES  (2 * sizeof(size_t) + 8) /* page-map entry per page: 24 on 64-bit */
+/* The page-map entry of each page: 24 bytes on 64-bit. */
+#define RTM_PAGEHEAP_PAGEMAP_BYTES  (2 * sizeof(size_t) + 8)
 #define RTM_PAGEHEAP_MAX_PAGES      ((size_t)0xffffffffu)
 /* Upper bounds of the control structure at the start of the creating memory
  * (alignment trim and 16 unused bytes ahead of it included), and of what an

@@ -270,7 +270,8 @@ struct probe {
 static int size_probe(const void *base, size_t node, const void *key)
 {
     const struct ph_heap *h = base;
-    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < ((const struct probe *)key)->key ? -1 : 1;
+    const struct probe *k = key;
+    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < k->key ? -1 : 1;
 }
 
 static int addr_probe(const void *base, size_t node, const void *key)
@@ -604,6 +605,7 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
     size_t within = off - lb->pg;
     switch (type_of(lb->e)) {
     case PG_RUN:
+        /* a run is one block: p must be its first byte */
         lb->bytes = (size_t)lb->e->word * PAGE;
         return within == 0;
     case PG_BUCKET: {
@@ -737,8 +739,9 @@ int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
     dp += PH_REACH;
     size_t raw = off_of(h, mem);
     uintptr_t hi = (uintptr_t)mem + size;
-    struct ph_pool nd = { .link = { .next = h->pool0.link.next, .raw_start = raw,
-                                    .raw_len = size } };
+    struct ph_pool nd = {
+        .link = { .next = h->pool0.link.next, .raw_start = raw, .raw_len = size },
+    };
     size_t usable_before = h->usable_bytes;
     /* Lay the pool out from a descriptor on the stack: its pages are indexed
      * by nd while the range is inserted, then nd is stored in place. */

@@ -864,8 +864,9 @@ int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
     size_t raw = off_of(t, mem);
     uintptr_t hi = (uintptr_t)mem + size;
     struct tlsf_pool *d = (struct tlsf_pool *)dp;
-    struct tlsf_pool nd = { .link = { .next = t->pool0.link.next, .raw_start = raw,
-                                      .raw_len = size } };
+    struct tlsf_pool nd = {
+        .link = { .next = t->pool0.link.next, .raw_start = raw, .raw_len = size },
+    };
     size_t usable_before = t->usable_bytes;
     rc = pool_format(t, dp + sizeof(*d), hi, &nd);
     if (rc)
