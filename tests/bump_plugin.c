@@ -27,7 +27,7 @@ struct bump {
     size_t size, top, live;
 };
 
-#define ALIGN ((size_t)16)
+#define ALIGN  ((size_t)16)
 /* Each block is preceded by its size, in one ALIGN-sized header. */
 #define HEADER ALIGN
 
