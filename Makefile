@@ -2,6 +2,8 @@
 #   make bench   build everything, run the benchmark report and memcheck (results/),
 #                with jemalloc, mimalloc and tcmalloc beside rtmem's heaps when installable
 #   make test    build everything and run every test
+#   make format  lay out the C sources as .clang-format says (clang-format 19);
+#                make format-check only checks (CI's first step)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
 BUILD   ?= build
@@ -9,7 +11,8 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench test-asan test-clang test-ubsan fuzz-build fuzz fuzz-merge install clean
+.PHONY: all deps build test bench test-asan test-clang test-ubsan fuzz-build fuzz fuzz-merge install clean \
+        format format-check
 
 all: build
 
@@ -22,6 +25,15 @@ build: deps
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Every tracked *.c and *.h of src/ include/ tests/ examples/ tools/, with
+# clang-format 19 only (installed by the script through ensure-deps.sh format):
+# another major version lays the same code out differently.
+format:
+	@sh scripts/format-check.sh --fix
+
+format-check:
+	@sh scripts/format-check.sh
 
 # memcheck compares rtmem's heaps with jemalloc, mimalloc and tcmalloc: the
 # `peers` extra installs them if it can, and the run goes on without them if not.

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [fuzz] [peers]
+#   ensure-deps.sh [clang] [format] [fuzz] [peers]
 #     clang  also the clang compiler (CI)
+#     format clang-format 19, the one version .clang-format is written for
+#            (make format, make format-check): Debian's clang-format-19
 #     fuzz   clang and its libFuzzer runtime (make fuzz): Debian installs the
 #            runtime (libclang-rt-N-dev) only as a recommendation, which this
 #            script does not follow, so it test-links a fuzzer and installs
@@ -23,6 +25,13 @@ command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3" # the tool tests read JSON with it
 
+# Is clang-format 19 here, under its versioned name or as plain clang-format?
+has_clang_format_19() {
+    command -v clang-format-19 >/dev/null 2>&1 && return 0
+    command -v clang-format >/dev/null 2>&1 &&
+        clang-format --version | grep -q 'clang-format version 19\.'
+}
+
 # Is a shared library in the dynamic linker's cache (what dlopen finds)?
 has_lib() {
     { ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null; } | grep -q "$1"
@@ -31,6 +40,7 @@ has_lib() {
 for arg in "$@"; do
     case "$arg" in
     clang) command -v clang >/dev/null 2>&1 || need="$need clang" ;;
+    format) has_clang_format_19 || need="$need clang-format-19" ;;
     fuzz)
         command -v clang >/dev/null 2>&1 || need="$need clang"
         check_fuzz=yes

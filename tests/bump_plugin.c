@@ -27,7 +27,7 @@ struct bump {
     size_t size, top, live;
 };
 
-#define ALIGN ((size_t)16)
+#define ALIGN  ((size_t)16)
 /* Each block is preceded by its size, in one ALIGN-sized header. */
 #define HEADER ALIGN
 
@@ -84,7 +84,8 @@ static void *bump_alloc(void *heap, size_t size)
 }
 
 #ifdef PLUGIN_BAD_TABLE
-__attribute__((unused))   /* left out of the table on purpose */
+/* Left out of the table on purpose. */
+static int bump_free(void *heap, void *p) __attribute__((unused));
 #endif
 static int bump_free(void *heap, void *p)
 {

@@ -29,26 +29,26 @@ extern const char *test_context; /* printed with each failure, e.g. the kind */
         }                                                                             \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                        \
-    do {                                                                                      \
-        uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b);                                   \
-        if (a_ == b_) {                                                                       \
-            test_checks_passed++;                                                             \
-        } else {                                                                              \
-            test_checks_failed++;                                                             \
-            if (test_checks_failed <= 50)                                                     \
-                fprintf(stderr, "%s:%d: [%s] %s == %s failed: %ju != %ju\n", __FILE__,        \
-                        __LINE__, test_context ? test_context : "-", #a, #b, a_, b_);          \
-        }                                                                                     \
+#define CHECK_EQ(a, b)                                                                           \
+    do {                                                                                         \
+        uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b);                                      \
+        if (a_ == b_) {                                                                          \
+            test_checks_passed++;                                                                \
+        } else {                                                                                 \
+            test_checks_failed++;                                                                \
+            if (test_checks_failed <= 50)                                                        \
+                fprintf(stderr, "%s:%d: [%s] %s == %s failed: %ju != %ju\n", __FILE__, __LINE__, \
+                        test_context ? test_context : "-", #a, #b, a_, b_);                      \
+        }                                                                                        \
     } while (0)
 
 /* Stops the current function (returning ret) when cond fails. */
-#define REQUIRE(cond, ret)          \
-    do {                            \
+#define REQUIRE(cond, ret)                     \
+    do {                                       \
         unsigned long f_ = test_checks_failed; \
-        CHECK(cond);                \
-        if (test_checks_failed != f_) \
-            return ret;             \
+        CHECK(cond);                           \
+        if (test_checks_failed != f_)          \
+            return ret;                        \
     } while (0)
 
 /* splitmix64: small, fast, and the same sequence on every machine. */

@@ -65,10 +65,12 @@ static void section_model(const char *kind)
     REQUIRE(h != NULL, );
     model_init(&m, h, mem, span, 2u << 20);
     model_run(&m, &rng, model_ops / 4, 5000);
-    struct { size_t off, len; } pools[] = {
-        { 1u << 20, 1u << 20 },               /* below the heap */
-        { (6u << 20) + 8, (1u << 20) - 24 },  /* above, odd bounds */
-        { (7u << 20) + 4096, 64u << 10 },     /* small */
+    struct {
+        size_t off, len;
+    } pools[] = {
+        { 1u << 20, 1u << 20 },              /* below the heap */
+        { (6u << 20) + 8, (1u << 20) - 24 }, /* above, odd bounds */
+        { (7u << 20) + 4096, 64u << 10 },    /* small */
     };
     for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) {
         CHECK_EQ(rtm_heap_add_pool(h, mem + pools[i].off, pools[i].len), 0);
@@ -299,8 +301,8 @@ static void section_bad(const char *kind)
     struct rtm_heap_stats st;
     rtm_heap_stats(h, &st);
     uint64_t failed = st.failed_allocs;
-    size_t huge[] = { SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 15, SIZE_MAX / 2 + 1, SIZE_MAX / 2,
-                      st.usable_bytes + 1, st.free_bytes + 1 };
+    size_t huge[] = { SIZE_MAX,     SIZE_MAX - 1,        SIZE_MAX - 15,    SIZE_MAX / 2 + 1,
+                      SIZE_MAX / 2, st.usable_bytes + 1, st.free_bytes + 1 };
     for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
         CHECK(rtm_heap_alloc(h, huge[i]) == NULL);
         CHECK(rtm_heap_aligned_alloc(h, 64, huge[i]) == NULL);
@@ -308,7 +310,7 @@ static void section_bad(const char *kind)
         CHECK(rtm_heap_calloc(h, 1, huge[i]) == NULL);
         failed += 4;
     }
-    CHECK(rtm_heap_calloc(h, SIZE_MAX / 2, 3) == NULL);         /* n * size overflows */
+    CHECK(rtm_heap_calloc(h, SIZE_MAX / 2, 3) == NULL); /* n * size overflows */
     CHECK(rtm_heap_calloc(h, (size_t)1 << 33, (size_t)1 << 33) == NULL);
     CHECK(rtm_heap_aligned_alloc(h, (size_t)1 << 63, 16) == NULL);
     CHECK(rtm_heap_aligned_alloc(h, 0, 16) == NULL);
@@ -489,8 +491,8 @@ struct section {
 };
 
 static const struct section sections[] = {
-    { "model", section_model },   { "fill", section_fill }, { "pools", section_pools },
-    { "bad", section_bad },       { "big", section_big },   { "relocate", section_relocate },
+    { "model", section_model }, { "fill", section_fill }, { "pools", section_pools },
+    { "bad", section_bad },     { "big", section_big },   { "relocate", section_relocate },
 };
 
 static void usage(FILE *f)
@@ -503,8 +505,10 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "seed", required_argument, NULL, 's' }, { "ops", required_argument, NULL, 'o' },
-        { "kind", required_argument, NULL, 'k' }, { "help", no_argument, NULL, 'h' },
+        { "seed", required_argument, NULL, 's' },
+        { "ops", required_argument, NULL, 'o' },
+        { "kind", required_argument, NULL, 'k' },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;

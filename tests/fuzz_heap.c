@@ -25,7 +25,8 @@ static unsigned char *arena(void)
 {
     static unsigned char *mem;
     if (!mem) {
-        void *p = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *p =
+            mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             abort();
         mem = p;
@@ -54,7 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * model's contract on clean programs (FULL checks every few operations) */
     struct rtm_heap_config cfg = { .hardening = (int)((data[0] / nkinds) % 3),
                                    .check_interval = 1u + data[0] % 7u };
-    size_t heap_bytes = 12288 + (size_t)data[1] * 256; /* 12 KiB to 76 KiB: above every kind's control structure */
+    /* 12 KiB to 76 KiB: above every kind's control structure */
+    size_t heap_bytes = 12288 + (size_t)data[1] * 256;
     data += 2;
     size -= 2;
 
@@ -72,15 +74,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned op = (unsigned)take(&data, &size, 1);
         size_t arg = take(&data, &size, 2);
         switch (op % 8) {
-        case 0: case 1: case 2:
-            model_alloc(&m, arg);
-            break;
-        case 3:
-            model_aligned_alloc(&m, (size_t)1 << (op >> 4) % 13, arg % 4096);
-            break;
-        case 4:
-            model_calloc(&m, arg & 31, arg >> 5);
-            break;
+        case 0:
+        case 1:
+        case 2: model_alloc(&m, arg); break;
+        case 3: model_aligned_alloc(&m, (size_t)1 << (op >> 4) % 13, arg % 4096); break;
+        case 4: model_calloc(&m, arg & 31, arg >> 5); break;
         case 5:
             if (m.n)
                 model_realloc(&m, (op >> 3) % m.n, arg);

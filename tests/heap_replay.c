@@ -32,9 +32,8 @@ int main(int argc, char **argv)
         return 2;
     }
     long ops = argc > 2 ? atol(argv[2]) : 2000000;
-    struct rtm_heap_config cfg = { .hardening = strcmp(argv[1], "o1") == 0
-                                                    ? RTM_HEAP_HARDEN_O1
-                                                    : RTM_HEAP_HARDEN_NONE };
+    struct rtm_heap_config cfg = { .hardening = strcmp(argv[1], "o1") == 0 ? RTM_HEAP_HARDEN_O1
+                                                                           : RTM_HEAP_HARDEN_NONE };
     struct rtm_tlsf *t = rtm_tlsf_create_ex(mem, sizeof(mem), &cfg);
     if (!t) {
         perror("rtm_tlsf_create_ex");

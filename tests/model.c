@@ -235,7 +235,7 @@ void model_bad_frees(struct model *m, uint64_t *rng)
     struct rtm_heap_stats before, after;
     rtm_heap_stats(m->h, &before);
     int local = 0;
-    CHECK_EQ(rtm_heap_free(m->h, &local), -EINVAL);                  /* foreign */
+    CHECK_EQ(rtm_heap_free(m->h, &local), -EINVAL);                 /* foreign */
     CHECK_EQ(rtm_heap_free(m->h, m->lo + m->span + 4096), -EINVAL); /* past every pool */
     if (m->n) {
         struct mblock *b = &m->blocks[rng_next(rng) % m->n];
@@ -336,9 +336,9 @@ void model_run(struct model *m, uint64_t *rng, unsigned long nops, unsigned long
             size_t old = m->blocks[idx].req;
             size_t size;
             switch (rng_next(rng) % 4) {
-            case 0: size = old / 2; break;                                   /* shrink */
-            case 1: size = old + (size_t)rng_range(rng, 1, 64); break;       /* grow a bit */
-            case 2: size = old * 2 + 1; break;                               /* grow */
+            case 0: size = old / 2; break;                             /* shrink */
+            case 1: size = old + (size_t)rng_range(rng, 1, 64); break; /* grow a bit */
+            case 2: size = old * 2 + 1; break;                         /* grow */
             default: size = draw_size(rng); break;
             }
             model_realloc(m, idx, size);

@@ -25,7 +25,7 @@ struct model {
     struct rtm_heap *h;
     unsigned char *lo; /* memory spanning every pool of the heap */
     size_t span;
-    uint32_t *owner;   /* id owning each granule of [lo, lo + span), 0 if none */
+    uint32_t *owner; /* id owning each granule of [lo, lo + span), 0 if none */
     struct mblock *blocks;
     size_t n, cap;
     uint32_t next_id;

@@ -171,7 +171,7 @@ static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t
     case PAT_A: return 0x41;
     case PAT_ONES: return 0xff;
     case PAT_NEAR: return i == 0 ? (unsigned char)(was ^ 0x10) : was; /* one bit of a size */
-    default: return (unsigned char)(offset >> (8 * (i % 8)));      /* a real heap offset */
+    default: return (unsigned char)(offset >> (8 * (i % 8)));         /* a real heap offset */
     }
 }
 
@@ -179,7 +179,8 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
                   size_t size_a, uint64_t seed)
 {
     size_t span = HEAP_BYTES + 2 * GUARD;
-    unsigned char *mem = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *mem =
+        mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(mem != MAP_FAILED, );
     memset(mem, GUARD_BYTE, span);
     static struct held held[MAX_HELD];
@@ -194,9 +195,10 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
      * at the end of one reaches the start of the other */
     bool two_pools = seed & 1;
     t.h = rtm_heap_create_ex(kind, t.lo, two_pools ? HEAP_BYTES / 2 : HEAP_BYTES, &cfg);
-    snprintf(trial_desc, sizeof(trial_desc), "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
-             "neighbour %s, %s", kind, hardening, len, pat, size_a, nb_names[nb],
-             two_pools ? "two pools" : "one pool");
+    snprintf(trial_desc, sizeof(trial_desc),
+             "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
+             "neighbour %s, %s",
+             kind, hardening, len, pat, size_a, nb_names[nb], two_pools ? "two pools" : "one pool");
     REQUIRE(t.h != NULL, (void)munmap(mem, span));
     if (two_pools)
         CHECK_EQ(rtm_heap_add_pool(t.h, t.lo + HEAP_BYTES / 2, HEAP_BYTES / 2), 0);

@@ -90,7 +90,7 @@ static void test_bucket_pages(const char *kind)
     slot[32] = rtm_heap_alloc(h, 16); /* the page is full: a new one */
     CHECK((uintptr_t)slot[32] % PAGE == 0 && slot[32] != slot[0]);
     CHECK_EQ(rtm_heap_free(h, slot[7]), 0);
-    CHECK(rtm_heap_alloc(h, 9) == slot[7]); /* the regained slot, first */
+    CHECK(rtm_heap_alloc(h, 9) == slot[7]);  /* the regained slot, first */
     CHECK_EQ(rtm_heap_free(h, slot[32]), 0); /* its page empties: back to the runs */
     CHECK_EQ(stats(h).largest_free_bytes, fresh.largest_free_bytes - PAGE);
     for (int i = 0; i < 32; i++)
@@ -98,7 +98,7 @@ static void test_bucket_pages(const char *kind)
     CHECK_EQ(stats(h).largest_free_bytes, fresh.largest_free_bytes);
     CHECK_EQ(stats(h).used_bytes, 0);
     /* Classes: 16 for 0..16, then powers of two up to 256, pages above. */
-    size_t want[][2] = { { 0, 16 }, { 1, 16 }, { 17, 32 }, { 33, 64 }, { 100, 128 },
+    size_t want[][2] = { { 0, 16 },    { 1, 16 },    { 17, 32 },    { 33, 64 },    { 100, 128 },
                          { 256, 256 }, { 257, 512 }, { 513, 1024 }, { 5000, 5120 } };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         void *p = rtm_heap_alloc(h, want[i][0]);
@@ -122,11 +122,11 @@ static void test_runs_and_bad_frees(const char *kind)
     REQUIRE(s != NULL, );
     struct rtm_heap_stats before = stats(h);
     /* Refused, heap unchanged: */
-    CHECK_EQ(rtm_heap_free(h, r[0] + PAGE), -EINVAL);  /* a run's second page */
-    CHECK_EQ(rtm_heap_free(h, r[0] + 16), -EINVAL);    /* inside a run's head page */
-    CHECK_EQ(rtm_heap_free(h, s + 16), -EINVAL);       /* inside a 32-byte slot */
-    CHECK_EQ(rtm_heap_free(h, s + 32), -EINVAL);       /* a slot that is free */
-    CHECK_EQ(rtm_heap_free(h, arena + 16), -EINVAL); /* the control structure */
+    CHECK_EQ(rtm_heap_free(h, r[0] + PAGE), -EINVAL); /* a run's second page */
+    CHECK_EQ(rtm_heap_free(h, r[0] + 16), -EINVAL);   /* inside a run's head page */
+    CHECK_EQ(rtm_heap_free(h, s + 16), -EINVAL);      /* inside a 32-byte slot */
+    CHECK_EQ(rtm_heap_free(h, s + 32), -EINVAL);      /* a slot that is free */
+    CHECK_EQ(rtm_heap_free(h, arena + 16), -EINVAL);  /* the control structure */
     struct rtm_heap_stats after = stats(h);
     CHECK_EQ(after.used_bytes, before.used_bytes);
     CHECK_EQ(after.live_blocks, before.live_blocks);
@@ -138,7 +138,7 @@ static void test_runs_and_bad_frees(const char *kind)
     CHECK_EQ(rtm_heap_free(h, r[1]), 0);
     CHECK_EQ(rtm_heap_free(h, r[1]), -EINVAL); /* its page is inside a free run now */
     CHECK_EQ(rtm_heap_free(h, s), 0);
-    CHECK_EQ(rtm_heap_free(h, s), -EINVAL);    /* its page went back to the runs */
+    CHECK_EQ(rtm_heap_free(h, s), -EINVAL); /* its page went back to the runs */
     CHECK_EQ(stats(h).largest_free_bytes, fresh.largest_free_bytes);
     CHECK_EQ(rtm_heap_check(h), 0);
 }
@@ -402,7 +402,7 @@ static void test_lazy_page_map(const char *kind)
 /* A heap in the middle of ovf_mem, with guard bytes on both sides that the
  * heap must never write. */
 #define OVF_GUARD 4096
-#define OVF_HEAP (64u << 10)
+#define OVF_HEAP  (64u << 10)
 static unsigned char ovf_mem[OVF_GUARD + OVF_HEAP + OVF_GUARD] __attribute__((aligned(4096)));
 #define OVF_LO (ovf_mem + OVF_GUARD)
 #define OVF_HI (OVF_LO + OVF_HEAP)
@@ -516,8 +516,8 @@ enum { P_00, P_41, P_FF, P_OFFSET, P_GUARD_COPY, P_LINKS_COPY, P_COUNT };
  */
 static unsigned long trials_run, trials_damaged, trials_refusing;
 
-static void overflow_trial(const char *kind, int level, enum victim v, enum neighbour nb, size_t len,
-                           int pat, uint64_t seed)
+static void overflow_trial(const char *kind, int level, enum victim v, enum neighbour nb,
+                           size_t len, int pat, uint64_t seed)
 {
     static struct trial t;
     memset(&t, 0, sizeof(t));
@@ -574,8 +574,8 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
         case P_41: bytes[i] = 0x41; break;
         case P_FF: bytes[i] = 0xff; break;
         case P_OFFSET: bytes[i] = (unsigned char)(off >> (8 * (i % sizeof(size_t)))); break;
-        case P_GUARD_COPY: bytes[i] = a_free_run[i]; break;        /* another run's first bytes */
-        case P_LINKS_COPY: bytes[i] = a_free_run[16 + i]; break;  /* the words that follow */
+        case P_GUARD_COPY: bytes[i] = a_free_run[i]; break;      /* another run's first bytes */
+        case P_LINKS_COPY: bytes[i] = a_free_run[16 + i]; break; /* the words that follow */
         default: break;
         }
     }
@@ -644,10 +644,11 @@ static void test_overflow_trials(const char *kind)
                     continue;
                 for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
                     for (int pat = 0; pat < P_COUNT; pat++) {
-                        overflow_trial(kind, level, (enum victim)v, (enum neighbour)nb, lens[l], pat,
-                                       rng_next(&seed));
+                        overflow_trial(kind, level, (enum victim)v, (enum neighbour)nb, lens[l],
+                                       pat, rng_next(&seed));
                         if (test_checks_failed != failed_before) {
-                            fprintf(stderr, "  trial: level %d victim %d neighbour %d len %zu pattern %d\n",
+                            fprintf(stderr,
+                                    "  trial: level %d victim %d neighbour %d len %zu pattern %d\n",
                                     level, v, nb, lens[l], pat);
                             return;
                         }
@@ -786,15 +787,18 @@ static void test_none_same_as_default(const char *kind)
             live[i] = live[--n];
         } else if (n && r == 4) {
             size_t i = rng_range(&s, 0, n - 1), size = rng_range(&s, 0, 6000);
-            unsigned char *a = rtm_heap_realloc(hn, live[i], size), *b = rtm_heap_realloc(hd, live[i] + half, size);
+            unsigned char *a = rtm_heap_realloc(hn, live[i], size),
+                          *b = rtm_heap_realloc(hd, live[i] + half, size);
             same &= (a == NULL) == (b == NULL) && (!a || a + half == b);
             if (a)
                 live[i] = a;
         } else {
             size_t size = r == 5 ? rng_range(&s, 0, 6000) : rng_range(&s, 0, 300);
             size_t align = r == 6 ? (size_t)1 << rng_range(&s, 4, 13) : 0;
-            unsigned char *a = align ? rtm_heap_aligned_alloc(hn, align, size) : rtm_heap_alloc(hn, size);
-            unsigned char *b = align ? rtm_heap_aligned_alloc(hd, align, size) : rtm_heap_alloc(hd, size);
+            unsigned char *a =
+                align ? rtm_heap_aligned_alloc(hn, align, size) : rtm_heap_alloc(hn, size);
+            unsigned char *b =
+                align ? rtm_heap_aligned_alloc(hd, align, size) : rtm_heap_alloc(hd, size);
             same &= (a == NULL) == (b == NULL) && (!a || a + half == b);
             if (a)
                 live[n++] = a;
@@ -816,7 +820,8 @@ static void test_none_same_as_default(const char *kind)
 static void test_adjacent_pools(const char *kind)
 {
     const size_t part = 32u << 10;
-    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part; /* pools a, c (creating), b */
+    /* pools a, c (creating), b */
+    unsigned char *a = arena, *c = arena + part, *b = arena + 2 * part;
     memset(arena, 0, 3 * part);
     struct rtm_heap *h = rtm_heap_create(kind, c, part);
     REQUIRE(h != NULL, );

@@ -188,7 +188,7 @@ static void test_merge_both_neighbours(void)
     rtm_tlsf_free(t, p[1]);
     rtm_tlsf_free(t, p[3]);
     CHECK_EQ(stats(t).largest_free_bytes, largest); /* the tail is bigger */
-    rtm_tlsf_free(t, p[2]); /* joins 1, 2 and 3 */
+    rtm_tlsf_free(t, p[2]);                         /* joins 1, 2 and 3 */
     CHECK_EQ(rtm_tlsf_check(t), 0);
     /* Good fit rounds a request up to the next class boundary: ask for one
      * class below the merged block's size, so only that block can serve it. */
@@ -382,7 +382,7 @@ static void free_bounds_in(struct rtm_tlsf *t, unsigned char *lo, unsigned char 
     CHECK_EQ(rtm_tlsf_free(t, last), 0); /* the highest block is accepted */
     CHECK(rtm_tlsf_alloc(t, 1) == last);
     struct rtm_heap_stats before = stats(t);
-    unsigned char *refused[] = { end - 8, end + 8, end + 24, end + 40, end + 4104,
+    unsigned char *refused[] = { end - 8,    end + 8,    end + 24,   end + 40,  end + 4104,
                                  first - 16, first - 32, first - 48, last + 16, last + 8 };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
         CHECK_EQ(rtm_tlsf_free(t, refused[i]), -EINVAL);
@@ -448,8 +448,8 @@ static void test_link_into_list_heads(void)
     memcpy(a + rtm_heap_usable_size(h, a) + 8, &y, 8);
     CHECK(rtm_heap_alloc(h, 40) == NULL); /* x's next link is no block: refused */
     CHECK_EQ(corruptions_of(h), 1);
-    CHECK_EQ(rtm_heap_free(h, f3), 0);    /* its own list: unaffected */
-    CHECK(rtm_heap_check(h) == -EFAULT);  /* the damage stays, and is seen */
+    CHECK_EQ(rtm_heap_free(h, f3), 0);   /* its own list: unaffected */
+    CHECK(rtm_heap_check(h) == -EFAULT); /* the damage stays, and is seen */
 }
 
 /* A free successor swallowed by a merge kept a valid free header; a link
@@ -465,8 +465,8 @@ static void test_link_to_swallowed_header(void)
     rtm_heap_alloc(h, 24);
     REQUIRE(a && x && y0 && y, );
     CHECK_EQ(rtm_heap_free(h, y), 0);
-    CHECK_EQ(rtm_heap_free(h, x), 0);  /* the 48-byte list: x, y */
-    CHECK_EQ(rtm_heap_free(h, y0), 0); /* y0 swallows y */
+    CHECK_EQ(rtm_heap_free(h, x), 0);       /* the 48-byte list: x, y */
+    CHECK_EQ(rtm_heap_free(h, y0), 0);      /* y0 swallows y */
     CHECK_EQ(rtm_heap_free(h, y), -EINVAL); /* a double free of y: no damage */
     CHECK_EQ(corruptions_of(h), 0);
     uint64_t y_off = (uint64_t)(y - 8 - (unsigned char *)h);
@@ -519,11 +519,12 @@ static void test_damaged_predecessor_not_laundered(void)
     test_context = "launder";
     struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
     REQUIRE(h != NULL, );
-    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 40), *m = rtm_heap_alloc(h, 24);
+    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 40),
+                  *m = rtm_heap_alloc(h, 24);
     rtm_heap_alloc(h, 24);
     REQUIRE(a && n && m, );
     CHECK_EQ(rtm_heap_free(h, n), 0);
-    a[rtm_heap_usable_size(h, a)] ^= 0x08; /* one bit no size uses */
+    a[rtm_heap_usable_size(h, a)] ^= 0x08;  /* one bit no size uses */
     CHECK_EQ(rtm_heap_free(h, m), -EFAULT); /* m would merge into n */
     CHECK_EQ(rtm_heap_free(h, a), -EFAULT); /* a would merge with n */
     CHECK_EQ(corruptions_of(h), 2);
@@ -576,10 +577,10 @@ static void test_link_to_live_block(void)
     CHECK_EQ(rtm_heap_free(h, n), 0); /* class 256: n alone */
     size_t noff = (size_t)(n - 8 - (unsigned char *)h), voff = (size_t)(v - 8 - (unsigned char *)h);
     size_t word = noff | 5;
-    memcpy(v + 8, &word, 8);                                 /* v's data: like a prev link to n */
+    memcpy(v + 8, &word, 8);                              /* v's data: like a prev link to n */
     memcpy(a + rtm_heap_usable_size(h, a) + 8, &voff, 8); /* n's next link: v */
-    CHECK(rtm_heap_alloc(h, 248) == NULL);               /* v is live: taking n is refused */
-    CHECK_EQ(word, *(size_t *)(void *)(v + 8));          /* and v's data was not written */
+    CHECK(rtm_heap_alloc(h, 248) == NULL);                /* v is live: taking n is refused */
+    CHECK_EQ(word, *(size_t *)(void *)(v + 8));           /* and v's data was not written */
     CHECK_EQ(rtm_heap_free(h, v), 0);
     unsigned char *y = rtm_heap_alloc(h, 248);
     CHECK(y == NULL || y + rtm_heap_usable_size(h, y) <= g2 - 8 || y > g2);

@@ -269,10 +269,22 @@ static bool run_random(struct env *e, uint64_t rng, unsigned long ops)
         if (insert) {
             size_t key;
             switch (cycle % 4) {
-            case 0: key = (size_t)rng_next(&rng) % 64; key_span = 63; break; /* many equal keys */
-            case 1: key = (size_t)rng_next(&rng); key_span = SIZE_MAX - 2; break;
-            case 2: key = counter++ / 3; key_span = counter / 3; break; /* ascending */
-            default: key = (size_t)(1u << 20) - counter++ / 2; key_span = 1u << 20; break;
+            case 0: /* many equal keys */
+                key = (size_t)rng_next(&rng) % 64;
+                key_span = 63;
+                break;
+            case 1:
+                key = (size_t)rng_next(&rng);
+                key_span = SIZE_MAX - 2;
+                break;
+            case 2: /* ascending */
+                key = counter++ / 3;
+                key_span = counter / 3;
+                break;
+            default:
+                key = (size_t)(1u << 20) - counter++ / 2;
+                key_span = 1u << 20;
+                break;
             }
             op_insert(e, key);
         } else {
@@ -331,8 +343,8 @@ static void test_random(const struct kind *k)
     uint64_t rng = seed ^ 0x1001;
     bool ok = run_random(e, rng, BIG_OPS) && drain(e, &rng);
     CHECK(ok);
-    printf("%s: %lu random ops up to %d nodes: height %u at %d nodes (bound %u)\n", k->name, BIG_OPS,
-           MAX_LIVE, e->max_height_full, MAX_LIVE, k->height_bound(MAX_LIVE));
+    printf("%s: %lu random ops up to %d nodes: height %u at %d nodes (bound %u)\n", k->name,
+           BIG_OPS, MAX_LIVE, e->max_height_full, MAX_LIVE, k->height_bound(MAX_LIVE));
 }
 
 /* In order of keys, all distinct: the classic worst input for plain trees. */
@@ -353,8 +365,8 @@ static void test_sorted(const struct kind *k)
     while (e->n)
         op_remove(e, e->n - 1);
     CHECK(verify(e));
-    printf("%s: sorted inserts of %d keys: height %u ascending, %u descending\n", k->name, MAX_LIVE, up,
-           down);
+    printf("%s: sorted inserts of %d keys: height %u ascending, %u descending\n", k->name, MAX_LIVE,
+           up, down);
 }
 
 /* Offsets that wrap: base far above every node, and base amid the nodes (some
@@ -423,7 +435,7 @@ static void test_corrupt(const struct kind *k)
     size_t leaf = in->left; /* any node of the inner's subtree, then its leftmost leaf */
     while (rtm_tnode_at(base, leaf)->left || rtm_tnode_at(base, leaf)->right)
         leaf = rtm_tnode_at(base, leaf)->left ? rtm_tnode_at(base, leaf)->left
-                                                : rtm_tnode_at(base, leaf)->right;
+                                              : rtm_tnode_at(base, leaf)->right;
     struct rtm_tnode *ln = rtm_tnode_at(base, leaf);
 
     struct {
@@ -441,8 +453,10 @@ static void test_corrupt(const struct kind *k)
         { "misaligned child", &ln->left, leaf + 4 },
         { "meta out of range", &ln->meta, 7 },
         { "meta flipped at a leaf", &ln->meta, k->check == rtm__avl_check ? 1 : !ln->meta },
-        { "meta flipped at the root", &rn->meta, k->check == rtm__avl_check ? (rn->meta ? 0 : 1) : 1 },
-        { "order: first node's key raised", &item_at(base, first)->key, item_at(base, last)->key + 1 },
+        { "meta flipped at the root", &rn->meta,
+          k->check == rtm__avl_check ? (rn->meta ? 0 : 1) : 1 },
+        { "order: first node's key raised", &item_at(base, first)->key,
+          item_at(base, last)->key + 1 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         test_context = cases[i].what;
@@ -464,9 +478,10 @@ static void test_corrupt(const struct kind *k)
     for (size_t i = 0; i < 200; i++) {
         size_t o = e->sorted[i];
         item_at(base, o)->key = i;
-        *rtm_tnode_at(base, o) = (struct rtm_tnode){
-            .left = 0, .right = i + 1 < 200 ? e->sorted[i + 1] : 0, .parent = i ? e->sorted[i - 1] : 0,
-            .meta = 0 };
+        *rtm_tnode_at(base, o) = (struct rtm_tnode){ .left = 0,
+                                                     .right = i + 1 < 200 ? e->sorted[i + 1] : 0,
+                                                     .parent = i ? e->sorted[i - 1] : 0,
+                                                     .meta = 0 };
     }
     CHECK_EQ(k->check(base, e->sorted[0], item_cmp, SIZE_MAX), -1);
     memcpy(pool_a, pool_b, sizeof(pool_a));

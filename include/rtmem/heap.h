@@ -49,6 +49,7 @@ extern "C" {
 #endif
 
 /* Alignment of every pointer a heap returns. */
+/* clang-format off */
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define RTM_HEAP_MIN_ALIGN ((size_t)alignof(max_align_t))
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -64,6 +65,7 @@ extern "C" {
 #else
 #define RTM_HEAP_MIN_ALIGN ((size_t)offsetof(struct { char c; long double ld; }, ld))
 #endif
+/* clang-format on */
 
 /* A heap. Opaque: it is placed inside the memory given to rtm_heap_create. */
 struct rtm_heap;
@@ -123,10 +125,12 @@ struct rtm_heap_stats {
  * any) is called. The damaged metadata stays: later operations that need it
  * are refused too; rtm_heap_check names the heap corrupt.
  */
+/* clang-format off */
 #define RTM_HEAP_HARDEN_O1   0 /* O(1) checks on every path that trusts metadata (the default) */
 #define RTM_HEAP_HARDEN_NONE 1 /* trust all metadata: a heap overflow can make free write anywhere */
 #define RTM_HEAP_HARDEN_FULL 2 /* O(1) checks, and a full rtm_heap_check every check_interval
                                   operations made through rtm_heap_* (debugging: not O(1)) */
+/* clang-format on */
 
 /* What a failed check found, for the corruption handler. */
 struct rtm_heap_corruption {

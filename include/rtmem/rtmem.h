@@ -9,5 +9,4 @@
 #include "rtmem/plugin.h"
 #include "rtmem/version.h"
 
-
 #endif /* RTMEM_RTMEM_H */

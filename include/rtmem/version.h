@@ -13,8 +13,10 @@
 #define RTMEM_VERSION_STR_(x) #x
 #define RTMEM_VERSION_STR(x)  RTMEM_VERSION_STR_(x)
 /* "MAJOR.MINOR.PATCH" */
-#define RTMEM_VERSION_STRING                                                   \
+/* clang-format off */
+#define RTMEM_VERSION_STRING                                                              \
     RTMEM_VERSION_STR(RTMEM_VERSION_MAJOR) "." RTMEM_VERSION_STR(RTMEM_VERSION_MINOR) "." \
     RTMEM_VERSION_STR(RTMEM_VERSION_PATCH)
+/* clang-format on */
 
 #endif /* RTMEM_VERSION_H */

@@ -42,7 +42,7 @@ struct rtm_heap {
     uint64_t tag_key;       /* keys the integrity tags of the kinds that keep them */
     uint32_t hardening;     /* RTM_HEAP_HARDEN_*, fixed at create */
     uint32_t check_interval;
-    uint32_t until_check;   /* RTM_HEAP_HARDEN_FULL: operations before the next full check */
+    uint32_t until_check; /* RTM_HEAP_HARDEN_FULL: operations before the next full check */
     uint32_t reserved;
     /* The corruption handler: the one absolute address in a heap, valid only
      * in the process that set it (rtm_heap_set_corruption_handler says so). */
@@ -78,8 +78,7 @@ extern const struct rtm_heap_ops rtm__xnheap_ops;
  * memory, or a range that wraps around) or ENOMEM (too small). Every kind's
  * create and add_pool start with it.
  */
-static inline uintptr_t rtm_kind_place(void *mem, size_t size, size_t align, size_t need,
-                                       int *err)
+static inline uintptr_t rtm_kind_place(void *mem, size_t size, size_t align, size_t need, int *err)
 {
     uintptr_t lo = (uintptr_t)mem, at = (lo + (align - 1)) & ~(uintptr_t)(align - 1);
     if (!mem || lo + size < lo) {
@@ -114,9 +113,8 @@ struct rtm_pool_link {
  * and hold a descriptor of `need` bytes aligned to `align` (ENOMEM). Returns
  * 0 with the descriptor's address in *at, or the negative errno. O(pools).
  */
-static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_link *first,
-                                     void *mem, size_t size, size_t align, size_t need,
-                                     uintptr_t *at)
+static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_link *first, void *mem,
+                                     size_t size, size_t align, size_t need, uintptr_t *at)
 {
     int err;
     *at = rtm_kind_place(mem, size, align, need, &err);
@@ -159,8 +157,8 @@ uint64_t rtm__heap_new_key(const void *mem);
 
 /* Fills the common header of a heap being created (all but magic, which the
  * kind sets last, once the heap is usable). */
-static inline void rtm_kind_init(struct rtm_heap *h, uint32_t kind, const struct rtm_heap_config *cfg,
-                                 const void *mem)
+static inline void rtm_kind_init(struct rtm_heap *h, uint32_t kind,
+                                 const struct rtm_heap_config *cfg, const void *mem)
 {
     h->kind = kind;
     h->failed_allocs = 0;
@@ -191,11 +189,6 @@ void rtm__heap_corrupt(struct rtm_heap *h, const void *block, const void *where,
 int rtm__heap_periodic_check(struct rtm_heap *h);
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
-enum rtm_heap_kind_id {
-    RTM_KIND_TLSF = 0,
-    RTM_KIND_HEAPMEM,
-    RTM_KIND_XNHEAP,
-    RTM_KIND_COUNT
-};
+enum rtm_heap_kind_id { RTM_KIND_TLSF = 0, RTM_KIND_HEAPMEM, RTM_KIND_XNHEAP, RTM_KIND_COUNT };
 
 #endif /* RTMEM_SRC_HEAP_KIND_H */

@@ -73,9 +73,9 @@ struct ph_range {
     struct rtm_tnode addr_node;
 };
 
-#define SIZE_NODE(r) ((r) + offsetof(struct ph_range, size_node))
+#define SIZE_NODE(r)          ((r) + offsetof(struct ph_range, size_node))
 #define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
-#define ADDR_NODE(r) ((r) + offsetof(struct ph_range, addr_node))
+#define ADDR_NODE(r)          ((r) + offsetof(struct ph_range, addr_node))
 #define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
 
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
@@ -92,10 +92,11 @@ _Static_assert(RTM_PAGEHEAP_MIN_BLOCK == ((size_t)1 << PH_MIN_SHIFT), "public sm
 _Static_assert(RTM_PAGEHEAP_MAX_BUCKET == ((size_t)1 << PH_MAX_SHIFT), "public largest class");
 _Static_assert(RTM_PAGEHEAP_PAGEMAP_BYTES == sizeof(struct ph_pgent), "public page-map entry size");
 _Static_assert(RTM_PAGEHEAP_MAX_PAGES == PH_MAX_PAGES, "public page limit");
-_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >= PH_REACH + sizeof(struct ph_heap) + _Alignof(struct ph_heap),
+_Static_assert(RTM_PAGEHEAP_CONTROL_BYTES >=
+                   PH_REACH + sizeof(struct ph_heap) + _Alignof(struct ph_heap),
                "RTM_PAGEHEAP_CONTROL_BYTES covers the control structure");
-_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >= PH_REACH + sizeof(struct ph_pool) +
-                                                   2 * _Alignof(struct ph_pool) + PAGE - 1,
+_Static_assert(RTM_PAGEHEAP_POOL_OVERHEAD_MAX >=
+                   PH_REACH + sizeof(struct ph_pool) + 2 * _Alignof(struct ph_pool) + PAGE - 1,
                "RTM_PAGEHEAP_POOL_OVERHEAD_MAX covers descriptor and alignment (page map aside)");
 _Static_assert(sizeof(struct ph_range) <= PAGE, "a range descriptor fits in one page");
 _Static_assert((PAGE >> PH_MIN_SHIFT) <= 32, "a page's slots fit a 32-bit bitmap");
@@ -270,7 +271,8 @@ struct probe {
 static int size_probe(const void *base, size_t node, const void *key)
 {
     const struct ph_heap *h = base;
-    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < ((const struct probe *)key)->key ? -1 : 1;
+    const struct probe *k = key;
+    return range_at(h, RANGE_OF_SIZE_NODE(node))->npages < k->key ? -1 : 1;
 }
 
 static int addr_probe(const void *base, size_t node, const void *key)
@@ -307,7 +309,8 @@ static int addr_probe_checked(const void *base, size_t node, const void *key)
 /* The address tree's node of the free run starting at or just below (floor)
  * or at or just above (!floor) address a: 0 for none, RTM_TREE_STOP
  * (reported, with block) when a hardened search met a damaged run. */
-PH_INLINE size_t addr_search(struct ph_heap *h, bool hard, bool floor, uintptr_t a, const void *block)
+PH_INLINE size_t addr_search(struct ph_heap *h, bool hard, bool floor, uintptr_t a,
+                             const void *block)
 {
     struct probe k = { a, 0, NULL };
     rtm_tprobe probe = hard ? addr_probe_checked : addr_probe;
@@ -402,7 +405,8 @@ PH_INLINE size_t run_find(struct ph_heap *h, size_t n, bool hard)
     if (n > h->max_free_pages)
         return 0;
     struct probe k = { n, 0, NULL };
-    size_t node = rtm__tree_lower_bound(h, h->size_root, hard ? size_probe_checked : size_probe, &k);
+    size_t node =
+        rtm__tree_lower_bound(h, h->size_root, hard ? size_probe_checked : size_probe, &k);
     if (hard && __builtin_expect(node == RTM_TREE_STOP, 0)) {
         range_damaged(h, NULL, k.bad, k.what);
         return 0;
@@ -579,10 +583,10 @@ PH_INLINE void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift, bo
 /* ---- lookups of live blocks ---------------------------------------------------- */
 
 struct live {
-    size_t pg;           /* offset of the block's page */
-    struct ph_pgent *e;  /* its entry */
-    size_t bytes;        /* the block's size */
-    unsigned slot;       /* bucket slot */
+    size_t pg;          /* offset of the block's page */
+    struct ph_pgent *e; /* its entry */
+    size_t bytes;       /* the block's size */
+    unsigned slot;      /* bucket slot */
 };
 
 /* Finds the live block at p: a RUN head, or a busy slot of a BUCKET page.
@@ -604,6 +608,7 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
     size_t within = off - lb->pg;
     switch (type_of(lb->e)) {
     case PG_RUN:
+        /* a run is one block: p must be its first byte */
         lb->bytes = (size_t)lb->e->word * PAGE;
         return within == 0;
     case PG_BUCKET: {
@@ -614,8 +619,7 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
         lb->bytes = (size_t)1 << shift;
         return (lb->e->word >> lb->slot) & 1u;
     }
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -737,8 +741,9 @@ int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
     dp += PH_REACH;
     size_t raw = off_of(h, mem);
     uintptr_t hi = (uintptr_t)mem + size;
-    struct ph_pool nd = { .link = { .next = h->pool0.link.next, .raw_start = raw,
-                                    .raw_len = size } };
+    struct ph_pool nd = {
+        .link = { .next = h->pool0.link.next, .raw_start = raw, .raw_len = size },
+    };
     size_t usable_before = h->usable_bytes;
     /* Lay the pool out from a descriptor on the stack: its pages are indexed
      * by nd while the range is inserted, then nd is stored in place. */
@@ -793,7 +798,8 @@ void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
     return p;
 }
 
-PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree, bool hard)
+PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree,
+                              bool hard)
 {
     /* Up to a page, the natural alignment of bucket slots and of pages does
      * it: a class of at least the alignment, or a page run. */
@@ -932,7 +938,8 @@ void *rtm__ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
         return rtm__ph_alloc(h, size, tree);
     void *q = NULL;
     if (!periodic_refusal(h))
-        q = hardened(h) ? realloc_block(h, p, size, tree, true) : realloc_block(h, p, size, tree, false);
+        q = hardened(h) ? realloc_block(h, p, size, tree, true)
+                        : realloc_block(h, p, size, tree, false);
     if (!q)
         h->base.failed_allocs++;
     return q;
@@ -992,13 +999,12 @@ size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size)
     return count;
 }
 
-
 /* ---- consistency walk ------------------------------------------------------------- */
 
-#define CHECK(cond)          \
-    do {                     \
-        if (!(cond))         \
-            return -EFAULT;  \
+#define CHECK(cond)         \
+    do {                    \
+        if (!(cond))        \
+            return -EFAULT; \
     } while (0)
 
 /*
@@ -1046,7 +1052,8 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
 {
     /* The descriptor first: page map and pages inside the pool's memory. */
     CHECK(d->npages > 0 && d->npages <= PH_MAX_PAGES);
-    CHECK(d->map - d->link.raw_start < d->link.raw_len && d->pages - d->link.raw_start < d->link.raw_len);
+    CHECK(d->map - d->link.raw_start < d->link.raw_len &&
+          d->pages - d->link.raw_start < d->link.raw_len);
     CHECK(d->npages * sizeof(struct ph_pgent) <= d->pages - d->map);
     CHECK(d->npages * PAGE <= d->link.raw_len - (d->pages - d->link.raw_start));
     CHECK(abs_of(h, d->pages) % PAGE == 0 && d->fresh <= d->npages);
@@ -1106,8 +1113,7 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
             prev_free = true;
             break;
         }
-        default:
-            return -EFAULT;
+        default: return -EFAULT;
         }
     }
     return 0;

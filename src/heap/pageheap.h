@@ -36,14 +36,14 @@
 #include "kind.h"
 #include "tree.h"
 
-#define PH_PAGE_SHIFT  9
-#define PH_PAGE_SIZE   ((size_t)1 << PH_PAGE_SHIFT)
-#define PH_MIN_SHIFT   4                     /* smallest bucket: 16 bytes */
-#define PH_MAX_SHIFT   (PH_PAGE_SHIFT - 1)   /* largest bucket: half a page */
-#define PH_BUCKETS     (PH_MAX_SHIFT - PH_MIN_SHIFT + 1)
+#define PH_PAGE_SHIFT 9
+#define PH_PAGE_SIZE  ((size_t)1 << PH_PAGE_SHIFT)
+#define PH_MIN_SHIFT  4                   /* smallest bucket: 16 bytes */
+#define PH_MAX_SHIFT  (PH_PAGE_SHIFT - 1) /* largest bucket: half a page */
+#define PH_BUCKETS    (PH_MAX_SHIFT - PH_MIN_SHIFT + 1)
 /* A run's page count is kept in 32 bits: runs and pools up to 2^32 - 1 pages
  * (2 TiB with 512-byte pages). */
-#define PH_MAX_PAGES   ((size_t)UINT32_MAX)
+#define PH_MAX_PAGES  ((size_t)UINT32_MAX)
 
 struct ph_tree_ops {
     void (*insert)(void *base, size_t *root, size_t node, rtm_tcmp cmp);
@@ -53,8 +53,8 @@ struct ph_tree_ops {
 
 struct ph_pool {
     struct rtm_pool_link link; /* first: the pool list links descriptors */
-    size_t map;       /* offset of the page map */
-    size_t pages;     /* offset of the first page */
+    size_t map;                /* offset of the page map */
+    size_t pages;              /* offset of the first page */
     size_t npages;
     /* Pages [0, fresh) have never been handed out: their page-map entries
      * are not initialised yet (create does not touch the page map), and
@@ -64,9 +64,9 @@ struct ph_pool {
 
 struct ph_heap {
     struct rtm_heap base;
-    size_t buckets[PH_BUCKETS];     /* first bucket page with a free slot, per class; 0 = none */
-    size_t addr_root, size_root;    /* free runs */
-    size_t max_free_pages;          /* pages of the largest free run (kept for O(1) stats) */
+    size_t buckets[PH_BUCKETS];  /* first bucket page with a free slot, per class; 0 = none */
+    size_t addr_root, size_root; /* free runs */
+    size_t max_free_pages;       /* pages of the largest free run (kept for O(1) stats) */
     size_t free_runs;
     size_t used_bytes, peak_used_bytes, live_blocks;
     size_t usable_bytes, overhead_bytes, pool_count;

@@ -83,7 +83,7 @@ void rtm__rb_remove(void *base, size_t *root, size_t node)
         struct rtm_tnode *pn = at(base, p);
         bool x_right = !left;
         size_t w = child_on(pn, !x_right); /* exists: its side has black height >= 1 */
-        if (is_red(base, w)) { /* make the sibling black; p turns red */
+        if (is_red(base, w)) {             /* make the sibling black; p turns red */
             at(base, w)->meta = BLACK;
             pn->meta = RED;
             raise_child(base, root, p, !x_right);

@@ -26,17 +26,17 @@
 #include "rtmem/tlsf.h"
 #include "kind.h"
 
-#define W          ((size_t)sizeof(size_t))
-#define GRANULE    RTM_TLSF_GRANULE
-#define MIN_BLOCK  RTM_TLSF_MIN_BLOCK
-#define SL_LOG2    RTM_TLSF_SL_LOG2
-#define SL_COUNT   RTM_TLSF_SL_COUNT
-#define FL_COUNT   RTM_TLSF_FL_COUNT
+#define W            ((size_t)sizeof(size_t))
+#define GRANULE      RTM_TLSF_GRANULE
+#define MIN_BLOCK    RTM_TLSF_MIN_BLOCK
+#define SL_LOG2      RTM_TLSF_SL_LOG2
+#define SL_COUNT     RTM_TLSF_SL_COUNT
+#define FL_COUNT     RTM_TLSF_FL_COUNT
 #define GRANULE_LOG2 4
-#define W_LOG2      (sizeof(size_t) == 8 ? 3 : 2)
+#define W_LOG2       (sizeof(size_t) == 8 ? 3 : 2)
 /* Sizes below SMALL_LIMIT share first level 0, one class per granule. */
-#define SMALL_LIMIT (GRANULE << SL_LOG2)
-#define FL_SHIFT    (GRANULE_LOG2 + SL_LOG2 - 1) /* log2(SMALL_LIMIT) - 1 */
+#define SMALL_LIMIT  (GRANULE << SL_LOG2)
+#define FL_SHIFT     (GRANULE_LOG2 + SL_LOG2 - 1) /* log2(SMALL_LIMIT) - 1 */
 
 #define F_FREE      ((size_t)1) /* this block is free */
 #define F_PREV_FREE ((size_t)2) /* the physically previous block is free */
@@ -60,12 +60,12 @@
  * and keeps no tag (TAG_MASK 0: every tag reads as valid).
  */
 #if SIZE_MAX > 0xffffffffu
-#define TAG_SHIFT   40
-#define SIZE_MASK   ((((size_t)1) << TAG_SHIFT) - GRANULE)
-#define TAG_MASK    (~((((size_t)1) << TAG_SHIFT) - 1))
+#define TAG_SHIFT 40
+#define SIZE_MASK ((((size_t)1) << TAG_SHIFT) - GRANULE)
+#define TAG_MASK  (~((((size_t)1) << TAG_SHIFT) - 1))
 #else
-#define SIZE_MASK   (~F_MASK)
-#define TAG_MASK    ((size_t)0)
+#define SIZE_MASK (~F_MASK)
+#define TAG_MASK  ((size_t)0)
 #endif
 /* The header bits a tag covers. */
 #define TAGGED_BITS (~TAG_MASK)
@@ -88,25 +88,25 @@ _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
 /* Offset of the list terminator: a dummy block inside the control structure
  * whose header reads as size 0, so list code writes to its links instead of
  * testing for the end. */
-#define NIL ((size_t)offsetof(struct rtm_tlsf, nil))
+#define NIL         ((size_t)offsetof(struct rtm_tlsf, nil))
 /* Offset of a block of size 0 linked to itself and in no list. Removing it
  * from "its list" changes nothing (its prev is no list head, so no class is
  * emptied), which lets free remove a neighbour without branching on whether
  * one is free. */
-#define IDLE ((size_t)offsetof(struct rtm_tlsf, idle))
+#define IDLE        ((size_t)offsetof(struct rtm_tlsf, idle))
 /* Each list head slot doubles as the "next" link of a pseudo-node, so the
  * first block of a list has a real predecessor: unlinking a block is four
  * stores, with no test for "is it the head?" and no class computation. The
  * pseudo-node of flat class i sits one word before heads[i]; its own "prev"
  * word is never written (only blocks after it get their prev set). */
-#define HEADS  ((size_t)offsetof(struct rtm_tlsf, heads))
+#define HEADS       ((size_t)offsetof(struct rtm_tlsf, heads))
 #define PSEUDO(idx) (HEADS + (size_t)(idx) * W - W)
 #define CLASS_COUNT (FL_COUNT * SL_COUNT)
 
 struct tlsf_pool {
     struct rtm_pool_link link; /* first: the pool list links descriptors */
-    size_t start;     /* offset of the first block header */
-    size_t end;       /* offset of the sentinel header */
+    size_t start;              /* offset of the first block header */
+    size_t end;                /* offset of the sentinel header */
 };
 
 _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its link's");
@@ -114,16 +114,16 @@ _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its li
 struct rtm_tlsf {
     struct rtm_heap base;
     uint32_t fl_bitmap;
-    uint32_t sl_bitmap[32];     /* FL_COUNT used; 32 so that any index & 31 is in bounds */
+    uint32_t sl_bitmap[32]; /* FL_COUNT used; 32 so that any index & 31 is in bounds */
     size_t used_bytes;
     size_t peak_used_bytes;
     size_t live_blocks;
     size_t usable_bytes;
     size_t overhead_bytes;
     size_t pool_count;
-    struct tlsf_pool pool0;     /* the pool in the creating memory; heads the list */
-    size_t nil[4];              /* terminator block: hdr, next, prev, spare */
-    size_t idle[4];             /* self-linked block of size 0: "remove nothing" */
+    struct tlsf_pool pool0; /* the pool in the creating memory; heads the list */
+    size_t nil[4];          /* terminator block: hdr, next, prev, spare */
+    size_t idle[4];         /* self-linked block of size 0: "remove nothing" */
     size_t heads[FL_COUNT][SL_COUNT];
     /* Where free writes the "swallowed" mark when there is no free
      * successor to mark: one store either way, no branch. */
@@ -204,7 +204,6 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
     return (hdr & TAG_MASK) == hdr_tag(t, b, hdr);
 }
 
-
 /*
  * Block fields, by offset: hdr at b, links at b + W and b + 2W. The prev link
  * lies where a later block's header can lie (b + 2W is a header position), so
@@ -214,9 +213,9 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
  * refused as not live, not taken for damage (the next link, at a payload
  * position, needs no mark).
  */
-#define HDR(t, b)  (blk((t), (b))[0])
-#define NEXT(t, b) (blk((t), (b))[1])
-#define PREV_GET(t, b) (blk((t), (b))[2] & ~F_LINK)
+#define HDR(t, b)         (blk((t), (b))[0])
+#define NEXT(t, b)        (blk((t), (b))[1])
+#define PREV_GET(t, b)    (blk((t), (b))[2] & ~F_LINK)
 #define PREV_SET(t, b, v) (blk((t), (b))[2] = (v) | F_LINK)
 
 /* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
@@ -381,7 +380,6 @@ static inline bool free_header_at(const struct rtm_tlsf *t, size_t y)
     bool tagged = tag_ok(t, y, hdr);
     return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged;
 }
-
 
 /* Whether y is a pseudo-node: a list head's place in the control structure. */
 static inline bool is_pseudo(size_t y)
@@ -635,13 +633,13 @@ static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
  * block, so that a refusal leaves the heap as it was.
  */
 struct free_plan {
-    size_t b, size;  /* the block */
-    size_t hdr;      /* its header */
-    size_t n, nh;    /* its physical successor and that one's header */
-    size_t nmask;    /* all ones when the successor is free */
-    size_t pmask;    /* all ones when the predecessor is free */
+    size_t b, size;   /* the block */
+    size_t hdr;       /* its header */
+    size_t n, nh;     /* its physical successor and that one's header */
+    size_t nmask;     /* all ones when the successor is free */
+    size_t pmask;     /* all ones when the predecessor is free */
     size_t pb, psize; /* the predecessor (b and 0 when it is used) */
-    size_t first;    /* the free neighbour removed without a branch, or IDLE */
+    size_t first;     /* the free neighbour removed without a branch, or IDLE */
 };
 
 /* Why free_plan refused p: 1 for NULL (nothing to free), -EINVAL for what is
@@ -738,8 +736,7 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
     if (hard) {
         bool own = tag_ok(t, f->b, f->hdr), next = tag_ok(t, f->n, f->nh);
         if (__builtin_expect(!(own & next), 0))
-            return free_damaged(t, p, own ? f->n : f->b,
-                                "block header or next block's header");
+            return free_damaged(t, p, own ? f->n : f->b, "block header or next block's header");
         if (__builtin_expect(!prev_ok(t, f, at.start), 0))
             return free_damaged(t, p, f->b - W, "previous free block");
         if (__builtin_expect(!links_ok(t, f->first), 0))
@@ -817,7 +814,8 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     if (!(cfg = rtm_kind_config(cfg)))
         return NULL;
     int err;
-    uintptr_t ctl = rtm_kind_place(mem, size, _Alignof(struct rtm_tlsf), sizeof(struct rtm_tlsf), &err);
+    uintptr_t ctl =
+        rtm_kind_place(mem, size, _Alignof(struct rtm_tlsf), sizeof(struct rtm_tlsf), &err);
     if (!ctl) {
         errno = err;
         return NULL;
@@ -864,8 +862,9 @@ int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
     size_t raw = off_of(t, mem);
     uintptr_t hi = (uintptr_t)mem + size;
     struct tlsf_pool *d = (struct tlsf_pool *)dp;
-    struct tlsf_pool nd = { .link = { .next = t->pool0.link.next, .raw_start = raw,
-                                      .raw_len = size } };
+    struct tlsf_pool nd = {
+        .link = { .next = t->pool0.link.next, .raw_start = raw, .raw_len = size },
+    };
     size_t usable_before = t->usable_bytes;
     rc = pool_format(t, dp + sizeof(*d), hi, &nd);
     if (rc)
@@ -883,7 +882,8 @@ static inline __attribute__((always_inline)) void *tlsf_alloc(struct rtm_tlsf *t
 {
     size_t s = adjust_request(size);
     size_t b;
-    if (__builtin_expect(s == 0, 0) || __builtin_expect((b = find_free(t, s, hard)) <= DAMAGED, 0)) {
+    if (__builtin_expect(s == 0, 0) ||
+        __builtin_expect((b = find_free(t, s, hard)) <= DAMAGED, 0)) {
         t->base.failed_allocs++;
         return NULL;
     }
@@ -1014,8 +1014,9 @@ static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool 
  * predictable branch to the body instantiated for it. The default level
  * comes first; RTM_HEAP_HARDEN_FULL adds its periodic check out of line.
  */
-#define LEVEL_IS(t, l) __builtin_expect((t)->base.hardening == RTM_HEAP_HARDEN_##l, \
-                                        RTM_HEAP_HARDEN_##l == RTM_HEAP_HARDEN_O1)
+#define LEVEL_IS(t, l)                                           \
+    __builtin_expect((t)->base.hardening == RTM_HEAP_HARDEN_##l, \
+                     RTM_HEAP_HARDEN_##l == RTM_HEAP_HARDEN_O1)
 
 static __attribute__((noinline)) void *alloc_full(struct rtm_tlsf *t, size_t size)
 {
@@ -1124,9 +1125,9 @@ int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
 
 /* ---- consistency walk ------------------------------------------------------ */
 
-#define CHECK(cond) \
-    do {            \
-        if (!(cond)) \
+#define CHECK(cond)         \
+    do {                    \
+        if (!(cond))        \
             return -EFAULT; \
     } while (0)
 
@@ -1226,10 +1227,13 @@ static struct rtm_heap *ops_create(void *mem, size_t size, const struct rtm_heap
     return rtm_tlsf_heap(rtm_tlsf_create_ex(mem, size, cfg));
 }
 
-#define T(h) ((struct rtm_tlsf *)(void *)(h))
+#define T(h)  ((struct rtm_tlsf *)(void *)(h))
 #define CT(h) ((const struct rtm_tlsf *)(const void *)(h))
 
-static void *ops_alloc(struct rtm_heap *h, size_t n) { return rtm_tlsf_alloc(T(h), n); }
+static void *ops_alloc(struct rtm_heap *h, size_t n)
+{
+    return rtm_tlsf_alloc(T(h), n);
+}
 static void *ops_aligned(struct rtm_heap *h, size_t a, size_t n)
 {
     return rtm_tlsf_aligned_alloc(T(h), a, n);
@@ -1238,7 +1242,10 @@ static void *ops_realloc(struct rtm_heap *h, void *p, size_t n)
 {
     return rtm_tlsf_realloc(T(h), p, n);
 }
-static int ops_free(struct rtm_heap *h, void *p) { return free_entry(T(h), p); }
+static int ops_free(struct rtm_heap *h, void *p)
+{
+    return free_entry(T(h), p);
+}
 static size_t ops_usable(const struct rtm_heap *h, const void *p)
 {
     return rtm_tlsf_usable_size(CT(h), p);
@@ -1251,7 +1258,10 @@ static int ops_stats(const struct rtm_heap *h, struct rtm_heap_stats *o)
 {
     return rtm_tlsf_stats(CT(h), o);
 }
-static int ops_check(const struct rtm_heap *h) { return rtm_tlsf_check(CT(h)); }
+static int ops_check(const struct rtm_heap *h)
+{
+    return rtm_tlsf_check(CT(h));
+}
 
 static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
 {

@@ -188,6 +188,6 @@ size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left);
  */
 typedef long (*rtm__tree_rank)(const void *base, size_t node, long left, long right);
 long rtm__tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
-                         rtm__tree_rank rank, long *root_rank);
+                          rtm__tree_rank rank, long *root_rank);
 
 #endif

@@ -208,7 +208,7 @@ static bool enter_ok(const void *base, size_t node, size_t parent)
 }
 
 long rtm__tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes,
-                         rtm__tree_rank rank, long *root_rank)
+                          rtm__tree_rank rank, long *root_rank)
 {
     long left_rank[RTM_TREE_MAX_HEIGHT]; /* per depth: rank of the left subtree */
     size_t count = 0, cur = root, parent = 0, last = 0;
