@@ -551,6 +551,28 @@ static void test_misuse(void)
 
 }
 
+/* "The output is always valid JSON provided the calls are balanced": a
+ * document is one value, so none, or a second one after it, is misuse. */
+static void test_document_count(void)
+{
+    test_context = "one value per document";
+    for (int values = 0; values <= 2; values += 2) {
+        struct capture c;
+        cap_open(&c);
+        for (int i = 0; i < values; i++) {
+            tk_json_begin_object(&c.j);
+            tk_json_end_object(&c.j);
+        }
+        int rc = cap_finish(&c);
+        bool ok = rc == -EINVAL || (rc == 0 && c.buf && valid_json(c.buf, c.len));
+        CHECK(ok);
+        if (!ok)
+            fprintf(stderr, "  %d top-level values: tk_json_finish gave %d for \"%s\"\n", values, rc,
+                    c.buf ? c.buf : "");
+        free(c.buf);
+    }
+}
+
 static void test_write_error(void)
 {
     test_context = "write error";
@@ -721,6 +743,9 @@ static void test_formatters(void)
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 0), "0") == 0);
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 200000), "200000") == 0);
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 123456789012345ull), "123456789012345") == 0);
+    /* "size >= 16 is enough for every helper" */
+    CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, UINT64_MAX), "18446744073709551615") == 0);
+    CHECK(strcmp(tk_fmt_double(buf, sizeof buf, 1e20, 1), "100000000000000000000.0") == 0);
 }
 
 int main(void)
@@ -729,6 +754,7 @@ int main(void)
     test_strings();
     test_numbers();
     test_misuse();
+    test_document_count();
     test_write_error();
     test_random_documents();
     test_tables();
