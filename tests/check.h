@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h" /* tools/common: the bench kit's generator */
+
 extern unsigned long test_checks_failed;
 extern unsigned long test_checks_passed;
 extern const char *test_context; /* printed with each failure, e.g. the kind */
@@ -51,16 +53,15 @@ extern const char *test_context; /* printed with each failure, e.g. the kind */
             return ret;                        \
     } while (0)
 
-/* splitmix64: small, fast, and the same sequence on every machine. */
+/* splitmix64, the bench kit's: the same sequence on every machine, and the
+ * same one the tests have always drawn. */
 static inline uint64_t rng_next(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return tk_rng_next(s);
 }
 
-/* Uniform in [lo, hi]. */
+/* Uniform in [lo, hi], taken by modulo (not tk_rng_below) so that every
+ * recorded seed replays the sequence it always did. */
 static inline uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
 {
     return lo + rng_next(s) % (hi - lo + 1);

@@ -681,9 +681,10 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
  * at b: its size (the footer) fits between the pool's start and b, and the
  * header it leads to is a tagged free header of that size. (F_PREV_FREE
  * itself is covered by b's tag.) Reads nothing outside the pool.
- * Branch-free, without a test of "is there a predecessor?" (a third of
- * frees have one, unpredictably): with none, psize is 0, the header read is
- * b's own, already verified, and it is compared with itself. */
+ * Branch-free, without a test of "is there a predecessor?" (a free
+ * predecessor is common and comes at random, so that branch would often be
+ * mispredicted: docs/tlsf.md has the counts): with none, psize is 0, the
+ * header read is b's own, already verified, and it is compared with itself. */
 static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
 {
     const size_t fields = SIZE_MASK | F_LINK | F_GONE;
@@ -748,13 +749,14 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
 }
 
 /*
- * Why free has this shape (measured with rtmem bench): its time follows the
- * instructions it runs, plus a few ns per mispredicted branch and a
- * front-end redirect per taken branch. A neighbour is free in about a third
- * of frees, both in about a tenth: so the first free neighbour (next, else
- * prev, else idle) is removed branch-free, only the rare second one takes a
- * branch, and the common path runs straight to its return. The hardened
- * checks are branch-free too, each test of a result predicted "intact".
+ * Why free has this shape: its time follows the instructions it runs, plus
+ * a penalty per mispredicted branch and a front-end redirect per taken
+ * branch. A free neighbour is common and comes at random, two are rare
+ * (docs/tlsf.md has the counts and the timings): so the first free
+ * neighbour (next, else prev, else idle) is removed branch-free, only the
+ * rare second one takes a branch, and the common path runs straight to its
+ * return. The hardened checks are branch-free too, each test of a result
+ * predicted "intact".
  */
 static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t,
                                                               const struct free_plan *f, bool hard)
