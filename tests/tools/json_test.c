@@ -726,7 +726,7 @@ static void test_tables(void)
 static void test_formatters(void)
 {
     test_context = "formatters";
-    char buf[16];
+    char buf[TK_FMT_MAX];
     const double missing[] = { NAN, -NAN, INFINITY, -INFINITY };
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
         CHECK(strcmp(tk_fmt_double(buf, sizeof buf, missing[i], 1), "-") == 0);
@@ -743,9 +743,18 @@ static void test_formatters(void)
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 0), "0") == 0);
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 200000), "200000") == 0);
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, 123456789012345ull), "123456789012345") == 0);
-    /* "size >= 16 is enough for every helper" */
+    /* TK_FMT_MAX holds every uint64_t and doubles up to 1e20 with decimals. */
     CHECK(strcmp(tk_fmt_uint(buf, sizeof buf, UINT64_MAX), "18446744073709551615") == 0);
     CHECK(strcmp(tk_fmt_double(buf, sizeof buf, 1e20, 1), "100000000000000000000.0") == 0);
+    CHECK(strcmp(tk_fmt_double(buf, sizeof buf, -99999999999999991611392.0, 6), "#") == 0 ||
+          strlen(buf) < sizeof buf);
+    /* A figure that does not fit is "#", never a shorter number. */
+    char small[6];
+    CHECK(strcmp(tk_fmt_uint(small, sizeof small, 123456), "#") == 0);
+    CHECK(strcmp(tk_fmt_uint(small, sizeof small, 12345), "12345") == 0);
+    CHECK(strcmp(tk_fmt_double(small, sizeof small, 1234.5, 1), "#") == 0);
+    CHECK(strcmp(tk_fmt_ratio(small, sizeof small, 12.5), "#") == 0);
+    CHECK(strcmp(tk_fmt_ratio(small, sizeof small, 1.5), "1.50x") == 0);
 }
 
 int main(void)

@@ -34,8 +34,12 @@ static void before_value(struct tk_json *j)
         j->after_key = false;
         return;
     }
-    if (j->depth == 0)
+    if (j->depth == 0) {
+        /* A document is one value. */
+        if (j->top_values++ > 0)
+            j->misuse = true;
         return;
+    }
     int lvl = j->depth - 1;
     if (j->is_object[lvl])
         j->misuse = true;
@@ -51,7 +55,8 @@ static void begin(struct tk_json *j, bool object, bool compact)
     before_value(j);
     fputc(object ? '{' : '[', j->f);
     if (j->depth >= TK_JSON_MAX_DEPTH) {
-        /* Keep writing valid brackets; just stop tracking the level. */
+        /* Too deep to track: the bracket is written but the level is not
+         * (its end is then unbalanced); the misuse is what finish reports. */
         j->misuse = true;
         return;
     }
@@ -204,7 +209,7 @@ int tk_json_finish(struct tk_json *j)
     fputc('\n', j->f);
     if (fflush(j->f) != 0 || ferror(j->f))
         return -EIO;
-    if (j->misuse || j->depth != 0 || j->after_key)
+    if (j->misuse || j->depth != 0 || j->after_key || j->top_values != 1)
         return -EINVAL;
     return 0;
 }
@@ -236,26 +241,30 @@ void tk_table_row(FILE *f, const struct tk_col *cols, size_t n_cols, const char 
     fputc('\n', f);
 }
 
+/* A figure that does not fit buf is written as "#", never shortened into
+ * another number. */
+static const char *fitted(char *buf, size_t size, int written)
+{
+    if (size > 0 && (written < 0 || (size_t)written >= size))
+        snprintf(buf, size, "#");
+    return buf;
+}
+
 const char *tk_fmt_double(char *buf, size_t size, double v, int decimals)
 {
-    if (isfinite(v))
-        snprintf(buf, size, "%.*f", decimals, v);
-    else
-        snprintf(buf, size, "-");
-    return buf;
+    if (!isfinite(v))
+        return fitted(buf, size, snprintf(buf, size, "-"));
+    return fitted(buf, size, snprintf(buf, size, "%.*f", decimals, v));
 }
 
 const char *tk_fmt_uint(char *buf, size_t size, uint64_t v)
 {
-    snprintf(buf, size, "%" PRIu64, v);
-    return buf;
+    return fitted(buf, size, snprintf(buf, size, "%" PRIu64, v));
 }
 
 const char *tk_fmt_ratio(char *buf, size_t size, double v)
 {
-    if (isfinite(v))
-        snprintf(buf, size, "%.2fx", v);
-    else
-        snprintf(buf, size, "-");
-    return buf;
+    if (!isfinite(v))
+        return fitted(buf, size, snprintf(buf, size, "-"));
+    return fitted(buf, size, snprintf(buf, size, "%.2fx", v));
 }

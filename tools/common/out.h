@@ -6,12 +6,14 @@
  * -----------
  * Writes pretty-printed (2-space indented) JSON to a FILE* as it goes; no
  * document is built in memory. The writer places commas, colons and
- * indentation itself, escapes strings (quotes, backslash, control characters
- * as \uXXXX; other bytes, UTF-8 included, pass through) and writes a non-finite
- * double (NaN, +-inf) as null, so the output is always valid JSON provided
- * the calls are balanced. Misuse (a value where a key is needed, unbalanced
- * ends, nesting deeper than TK_JSON_MAX_DEPTH) is recorded, not acted upon:
- * tk_json_finish reports it.
+ * indentation itself, escapes strings (quotes, backslash, newline, carriage
+ * return and tab as \" \\ \n \r \t, other control characters as \uXXXX;
+ * other bytes, UTF-8 included, pass through) and writes a non-finite double
+ * (NaN, +-inf) as null, so the output is always valid JSON provided the calls
+ * are balanced and write one value. Misuse (a value where a key is needed,
+ * unbalanced ends, nesting deeper than TK_JSON_MAX_DEPTH, no value or a
+ * second one at the top) is recorded, not acted upon: tk_json_finish
+ * reports it.
  *
  *     struct tk_json j;
  *     tk_json_init(&j, f);
@@ -51,6 +53,7 @@ struct tk_json {
     bool has_items[TK_JSON_MAX_DEPTH];  /* level already holds a member */
     bool compact[TK_JSON_MAX_DEPTH];    /* level written on one line */
     bool after_key;                     /* a key was written, its value is due */
+    unsigned top_values;                /* values written at the top: a document is one */
     bool misuse;                        /* calls were not balanced/well placed */
 };
 
@@ -105,8 +108,12 @@ void tk_table_header(FILE *f, const struct tk_col *cols, size_t n_cols);
 /* Prints one row; cells[i] NULL prints as empty. */
 void tk_table_row(FILE *f, const struct tk_col *cols, size_t n_cols, const char *const *cells);
 
-/* Number formatting into buf (size >= 16 is enough for every helper). All
- * print "-" for NaN/inf, so a missing figure never looks measured. */
+/* Number formatting into buf. A buffer of TK_FMT_MAX bytes holds every
+ * uint64_t, and every double below 1e20 with up to 6 decimals; a figure
+ * that does not fit buf is written as "#", never cut into another number.
+ * NaN and infinities print as "-", so a missing figure never looks
+ * measured. */
+#define TK_FMT_MAX 32
 const char *tk_fmt_double(char *buf, size_t size, double v, int decimals);
 const char *tk_fmt_uint(char *buf, size_t size, uint64_t v);
 /* Ratio as "1.23x". */

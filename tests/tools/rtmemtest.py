@@ -1,0 +1,127 @@
+"""Helpers for the tests of the rtmem command (tests/tools/test_*.py).
+
+A test script makes one Checks, runs the command with run(), records each
+expectation with checks.ok() (a failure is printed with what was expected
+and what came out, and the script goes on), and ends with checks.done(),
+which prints "N passed, N failed" and exits 1 on any failure or if nothing
+was checked.
+
+    checks = Checks("tools.cli")
+    r = run(rtmem, "bench", "--ops", "0")
+    checks.ok(r.returncode == 2, "bench --ops 0 is bad usage", r)
+    checks.done()
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+class Checks:
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failed = 0
+
+    def ok(self, cond, what, detail=None):
+        """Records cond; on failure prints what and detail (a
+        CompletedProcess shows its status and output)."""
+        if cond:
+            self.passed += 1
+            return True
+        self.failed += 1
+        print("FAILED: " + what)
+        if isinstance(detail, subprocess.CompletedProcess):
+            print("  exit status %s; stdout:\n%s\n  stderr:\n%s"
+                  % (detail.returncode, tail(detail.stdout), tail(detail.stderr)))
+        elif detail is not None:
+            print("  " + str(detail))
+        return False
+
+    def done(self):
+        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
+        sys.exit(1 if self.failed or not self.passed else 0)
+
+
+def tail(text, lines=30):
+    text = text or ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def run(*args, timeout=900, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
+    """Runs args with no standard input; text output captured."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([str(a) for a in args], stdin=subprocess.DEVNULL, stdout=stdout,
+                          stderr=stderr, text=True, timeout=timeout, env=full_env)
+
+
+def load_json(path):
+    """The document at path, or None (with the reason printed) if it is not
+    valid JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print("  cannot read JSON %s: %s" % (path, e))
+        return None
+
+
+def have_lib(soname):
+    """Is the shared library in the dynamic linker's cache (what dlopen
+    finds)?"""
+    for ldconfig in ("ldconfig", "/sbin/ldconfig"):
+        try:
+            out = subprocess.run([ldconfig, "-p"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True).stdout
+            return soname in out
+        except OSError:
+            continue
+    return False
+
+
+PEERS = {"jemalloc": "libjemalloc.so.2", "mimalloc": "libmimalloc.so.2",
+         "tcmalloc": "libtcmalloc_minimal.so.4"}
+
+
+def installed_peers():
+    return [p for p, so in PEERS.items() if have_lib(so)]
+
+
+class TempDir:
+    """A temporary directory, removed on exit whatever happens."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="rtmem-test-")
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+
+ENVELOPE = ["schema", "tool", "version", "command_line", "machine", "timer", "real_time",
+            "seed", "seconds", "passed"]
+
+
+def envelope_ok(checks, doc, tool, schema, args):
+    """The shared envelope of a result file: members first, in order, with
+    the values the run had."""
+    if not checks.ok(doc is not None, "%s: the result file is JSON" % tool):
+        return
+    keys = list(doc.keys())
+    checks.ok(keys[:len(ENVELOPE)] == ENVELOPE, "%s: the envelope comes first" % tool, keys)
+    checks.ok(doc.get("schema") == schema, "%s: schema %s" % (tool, schema), doc.get("schema"))
+    checks.ok(doc.get("tool") == tool, "%s: tool" % tool, doc.get("tool"))
+    checks.ok(doc.get("command_line") == ["rtmem", tool] + [str(a) for a in args],
+              "%s: command_line" % tool, doc.get("command_line"))
+    checks.ok(isinstance(doc.get("seconds"), (int, float)) and doc["seconds"] >= 0,
+              "%s: seconds" % tool, doc.get("seconds"))
+    checks.ok(isinstance(doc.get("passed"), bool), "%s: passed" % tool, doc.get("passed"))
+    checks.ok(isinstance(doc.get("machine"), dict) and "cpu_model" in doc["machine"],
+              "%s: machine" % tool, doc.get("machine"))
+    checks.ok(isinstance(doc.get("timer"), dict), "%s: timer" % tool, doc.get("timer"))
