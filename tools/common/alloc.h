@@ -254,9 +254,9 @@ int tk_alloc_create(struct tk_alloc *a, struct tk_arena *ar, size_t heap_bytes);
  * done long before by the process itself) falls in no test. Call it once
  * the memory lock is in force, with the size the sequence's first test asks
  * for (the smallest power-of-two block): the allocator is then as that
- * call would leave it. jemalloc's later figures depend on the first size it
- * ever serves (a 1-byte warm-up made its power-of-two allocs several times
- * slower here). Nothing for TK_HEAP. */
+ * call would leave it: jemalloc's later figures depend on the first size it
+ * ever serves, so a warm-up of another size would change what the first
+ * tests measure. Nothing for TK_HEAP. */
 void tk_alloc_warm(struct tk_alloc *a, size_t size);
 
 /* Ends the current heap (TK_HEAP); nothing for TK_PROCESS. */

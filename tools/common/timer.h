@@ -63,8 +63,9 @@ struct tk_timer {
     double overhead_p99_ns;
     double overhead_min_ns;
     /* Smallest non-zero step between two consecutive (unfenced) readings: the
-     * grain of every measurement (e.g. about 10 ns on AMD Zen, whose TSC advances in
-     * steps of P0-frequency / 100 MHz ticks). 0 if no step was seen. */
+     * grain of every measurement (a TSC may advance in steps of many ticks, as
+     * AMD Zen's does; the run prints the grain it found). 0 if no step was
+     * seen. */
     uint64_t resolution_ticks;
     double resolution_ns;
 };
