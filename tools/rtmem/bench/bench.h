@@ -1,9 +1,9 @@
 /*
- * `rtmem bench`: internal types shared by its three files.
- *   bench.c         options, the run's sequence (setup, main phase, free order, sweep)
- *   bench_work.c    workload generation, the allocators and the timed passes
- *   bench_floor.c   the floor's no-op calls, out of the timing loops' sight
- *   bench_report.c  aggregation over rounds, human tables and JSON
+ * `rtmem bench`: internal types shared by its files.
+ *   run.c      options, the run's sequence (setup, main phase, free order, sweep)
+ *   pass.c     workload generation, the allocators and the timed passes
+ *   floor.c    the floor's no-op calls, out of the timing loops' sight
+ *   report.c   aggregation over rounds, human tables and JSON
  *
  * The measuring runs in a child process under a watchdog (common/child.h),
  * since peers and plugins crash and hang: struct bench, and every result
@@ -228,7 +228,7 @@ struct bench {
     int watch_priority;
 };
 
-/* bench_work.c */
+/* pass.c */
 int workload_init(struct workload *w, size_t cap);
 void workload_destroy(struct workload *w);
 void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
@@ -257,14 +257,14 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
 int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                   struct pass_out *out);
 
-/* bench_floor.c: the floor's no-op calls (the first returns ctx). */
+/* floor.c: the floor's no-op calls (the first returns ctx). */
 void *bench_noop_alloc(void *ctx, size_t size);
 void bench_noop_free(void *ctx, void *p);
 
 /* "main phase, round 2" for where; into buf. */
 const char *bench_where(const struct bench_running *where, char *buf, size_t size);
 
-/* bench_report.c */
+/* report.c */
 void aggregate_main(struct bench *b);
 void print_header(FILE *f, const struct bench *b);
 void aggregate_free_order(struct bench *b);

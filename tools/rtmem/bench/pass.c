@@ -7,7 +7,7 @@
  * pointers. Each timed call goes through such a pointer to a wrapper that
  * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, malloc/free;
  * for a peer or plugin, through its table), and the floor's wrapper jumps
- * the same way to a function that does nothing (bench_floor.c, out of the
+ * the same way to a function that does nothing (floor.c, out of the
  * compiler's sight). So the floor subtracts exactly the harness's own code,
  * wherever the compiler and linker place it, and floor-subtracted figures
  * are the allocator's own work.

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "cmd.h"
+#include "../cmd.h"
 #include "common/args.h"
 #include "common/child.h"
 #include "common/result.h"
