@@ -1,9 +1,15 @@
 /*
  * `rtmem bench`: internal types shared by its files.
- *   run.c      options, the run's sequence (setup, main phase, free order, sweep)
- *   pass.c     workload generation, the allocators and the timed passes
- *   floor.c    the floor's no-op calls, out of the timing loops' sight
- *   report.c   aggregation over rounds, human tables and JSON
+ *   run.c         options, the allocators, the measuring process under its
+ *                 watchdog and the allocators it fails, the run's sequence
+ *   work.c        workload generation, before any timing
+ *   pass.c        the allocators' heaps and calls, the timing loops, a pass
+ *   floor.c       the floor's no-op calls, out of the timing loops' sight
+ *   main_phase.c  the main phase: its run, aggregates, tables and JSON
+ *   free_order.c  the free-order phase: the same
+ *   sweep.c       the size sweep: the same
+ *   aggregate.c   aggregation over rounds, shared by the phases
+ *   report.c      the header, the notes, the JSON's own members and helpers
  *
  * The measuring runs in a child process under a watchdog (common/child.h),
  * since peers and plugins crash and hang: struct bench, and every result
@@ -27,6 +33,7 @@
 #include "common/samples.h"
 #include "common/timer.h"
 #include "common/alloc.h"
+#include "common/out.h"
 #include "rtmem/rtmem.h"
 
 #define BENCH_SCHEMA "rtmem-bench/1"
@@ -194,6 +201,7 @@ struct allocator {
     double *sweep_alloc_ns;
     double *sweep_free_ns;
     uint64_t *sweep_failed;
+    double sweep_net_mean_ns;      /* alloc+free minus the floor, mean over buckets */
 };
 
 struct bench {
@@ -228,52 +236,103 @@ struct bench {
     int watch_priority;
 };
 
-/* pass.c */
-int workload_init(struct workload *w, size_t cap);
-void workload_destroy(struct workload *w);
-void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
-                       uint32_t live_cap, uint64_t seed);
-int fill_work_init(struct fill_work *fw, size_t cap);
-void fill_work_destroy(struct fill_work *fw);
+/* Index of the k-th allocator to run in a round: forward in even rounds,
+ * backward in odd ones, so no allocator always runs right after another. */
+static inline size_t bench_order_index(size_t k, size_t n, unsigned round)
+{
+    return round % 2 == 0 ? k : n - 1 - k;
+}
+
+/* Is al[i] left out of the run (the measuring process died in it)? */
+static inline bool bench_left_out(const struct bench *b, size_t i)
+{
+    return b->al[i].fail.failed;
+}
+
+/* run.c */
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup);
+/* "main phase, round 2" for where; into buf. */
+const char *bench_where(const struct bench_running *where, char *buf, size_t size);
+
+/* work.c */
+int bench_workload_init(struct workload *w, size_t cap);
+void bench_workload_destroy(struct workload *w);
+void bench_workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes,
+                             uint32_t max_bytes, uint32_t live_cap, uint64_t seed);
+int bench_fill_work_init(struct fill_work *fw, size_t cap);
+void bench_fill_work_destroy(struct fill_work *fw);
 /* n sizes uniform in [min_bytes, max_bytes] and a random permutation of 0..n-1. */
-void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
-                        uint64_t seed);
+void bench_fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes,
+                              uint32_t max_bytes, uint64_t seed);
+
+/* pass.c */
 /* Maps, prefaults and locks memory and creates the heap; 0 or -errno (the
  * message goes to stderr). Nothing for an allocator without a heap. */
-int allocator_open(struct allocator *a, size_t heap_bytes);
-/* The result arrays of every allocator, in memory shared with the
- * measuring process (allocate_results), zeroed for a new attempt
- * (reset_results), given back (free_results). */
-int allocate_results(struct bench *b);
-void reset_results(struct bench *b);
-void free_results(struct bench *b);
+int bench_allocator_open(struct allocator *a, size_t heap_bytes);
 /* One timed pass of b->w on a; then frees what is left (untimed) and checks
  * the heap. out's sample stores are reset first. */
-void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
+void bench_run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
 /* One pass of the free-order phase: a fresh heap on a's memory (rtmem kinds;
  * untimed), the fill of b->fw with each allocation timed, then every block
  * freed in the given order with each free timed, and the heap checked.
  * Returns 0, or -errno if the heap could not be created again (reported). */
-int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
-                  struct pass_out *out);
+int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
+                        struct pass_out *out);
 
 /* floor.c: the floor's no-op calls (the first returns ctx). */
 void *bench_noop_alloc(void *ctx, size_t size);
 void bench_noop_free(void *ctx, void *p);
 
-/* "main phase, round 2" for where; into buf. */
-const char *bench_where(const struct bench_running *where, char *buf, size_t size);
+/* The phases: each runs in the measuring process (bench_run_*), then, in
+ * the parent once every attempt is done, computes its aggregates
+ * (bench_aggregate_*); its table and its JSON read only those. */
+/* main_phase.c */
+void bench_run_main(struct bench *b);
+void bench_aggregate_main(struct bench *b);
+void bench_print_main(FILE *f, const struct bench *b);
+/* The "allocators" rows and "ratios_vs_glibc". */
+void bench_json_allocators(struct tk_json *j, const struct bench *b);
+void bench_json_ratios(struct tk_json *j, const struct bench *b);
+/* free_order.c: run returns 0, or -1 if a heap could not be created again
+ * (reported). */
+int bench_run_free_order(struct bench *b);
+void bench_aggregate_free_order(struct bench *b);
+void bench_print_free_order(FILE *f, const struct bench *b);
+void bench_json_free_order(struct tk_json *j, const struct bench *b);
+/* sweep.c */
+void bench_run_sweep(struct bench *b);
+void bench_aggregate_sweep(struct bench *b);
+void bench_print_sweep(FILE *f, const struct bench *b);
+void bench_json_sweep(struct tk_json *j, const struct bench *b);
+
+/* aggregate.c */
+/* Aggregate of n per-pass summaries rs (n <= FILL_ORDERS * BENCH_MAX_ROUNDS);
+ * fl holds the floor's summaries of the same passes, NULL when rs is the
+ * floor's own. */
+void bench_aggregate_series(const struct tk_summary *rs, const struct tk_summary *fl, unsigned n,
+                            struct op_agg *g);
+/* The floor's matching series, or NULL for the floor itself. */
+const struct tk_summary *bench_floor_of(const struct allocator *a,
+                                        const struct tk_summary *floor_series);
+/* num / den; NaN unless both are finite and den is positive. */
+double bench_ratio(double num, double den);
 
 /* report.c */
-void aggregate_main(struct bench *b);
-void print_header(FILE *f, const struct bench *b);
-void aggregate_free_order(struct bench *b);
-void print_main(FILE *f, const struct bench *b);
-void print_free_order(FILE *f, const struct bench *b);
-void print_sweep(FILE *f, const struct bench *b);
-/* Failures and warnings of every phase, rests, final VmLck. */
-void print_notes(FILE *f, const struct bench *b);
+void bench_print_header(FILE *f, const struct bench *b);
+/* The report after the header: every phase's tables, then the notes
+ * (failures and warnings of every phase, rests, final VmLck). */
+void bench_report(FILE *f, const struct bench *b);
 /* 0, or -errno if the file could not be written. */
-int write_json(FILE *f, const struct bench *b);
+int bench_write_json(FILE *f, const struct bench *b);
+/* Shared by the phases' JSON: per-pass summaries rs[0..n) as an array
+ * (fl: the floor's, NULL for the floor); an aggregate's figures as members
+ * of the open object; the API an allocator is driven through. */
+void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                       const struct tk_summary *fl, unsigned n);
+void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key);
+const char *bench_api_name(const struct allocator *a);
 
 #endif /* RTMEM_TOOLS_BENCH_H */

@@ -2,11 +2,11 @@
  * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF through
  * its typed API and glibc malloc, side by side on one random workload; then
  * the cost of freeing a fill in allocation order against a random order; then
- * a sweep of alloc+free cost over block sizes. Options and the run's sequence
- * live here; see bench.h for the other files.
+ * a sweep of alloc+free cost over block sizes. Options, the allocators, the
+ * measuring process under its watchdog and the run's sequence live here;
+ * see bench.h for the other files.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -466,12 +466,98 @@ static int load_plugins(struct bench *b)
     return 0;
 }
 
+/* One allocator's result arrays, each in shared memory (one mapping per
+ * array keeps the sizes simple to give back). */
+struct result_array {
+    size_t offset;     /* of the pointer in struct allocator */
+    size_t elem;
+    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+};
+
+static const struct result_array result_arrays[] = {
+    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
+    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
+};
+
+#define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
+
+static void **array_at(struct allocator *a, const struct result_array *r)
+{
+    return (void **)((char *)a + r->offset);
+}
+
+static size_t array_bytes(const struct bench *b, const struct result_array *r)
+{
+    size_t n = r->count == 0   ? b->o.rounds
+               : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
+                               : SWEEP_BUCKETS;
+    return n * r->elem;
+}
+
+static int allocate_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+            void **p = array_at(&b->al[i], &result_arrays[k]);
+            *p = tk_shared_alloc(array_bytes(b, &result_arrays[k]));
+            if (!*p)
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+static void reset_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
+            memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
+        a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
+        a->fill_failed_allocs = a->fill_skipped_frees = 0;
+        memset(a->agg, 0, sizeof(a->agg));
+        memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
+        memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
+        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
+        a->heap = NULL;
+        a->tlsf = NULL;
+        a->loaded_heap = NULL;
+    }
+    b->ran_main = b->ran_free_order = b->ran_sweep = false;
+    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+    b->sweep_floor_ns = 0;
+    memset(&b->now, 0, sizeof(b->now));
+}
+
+static void free_arrays(const struct bench *b, struct allocator *a)
+{
+    for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+        void **p = array_at(a, &result_arrays[k]);
+        tk_shared_free(*p, array_bytes(b, &result_arrays[k]));
+        *p = NULL;
+    }
+}
+
+static void free_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        free_arrays(b, &b->al[i]);
+    for (size_t i = 0; i < b->n_gone; i++)
+        free_arrays(b, &b->gone[i]);
+}
+
 /* The measuring process's work buffers, allocated before any timing. */
 static int allocate_work(struct bench *b)
 {
     size_t ops = b->o.ops > b->o.sweep_ops ? (size_t)b->o.ops : (size_t)b->o.sweep_ops;
     size_t samples = ops > b->o.fill_blocks ? ops : (size_t)b->o.fill_blocks;
-    if (workload_init(&b->w, ops) != 0 || fill_work_init(&b->fw, b->o.fill_blocks) != 0 ||
+    if (bench_workload_init(&b->w, ops) != 0 ||
+        bench_fill_work_init(&b->fw, b->o.fill_blocks) != 0 ||
         tk_samples_init(&b->alloc_s, samples) != 0 || tk_samples_init(&b->free_s, samples) != 0)
         return -ENOMEM;
     b->slots_cap = b->o.live_cap;
@@ -479,150 +565,14 @@ static int allocate_work(struct bench *b)
     return b->slots ? 0 : -ENOMEM;
 }
 
-/* Index of the k-th allocator to run in a round: forward in even rounds,
- * backward in odd ones, so no allocator always runs right after another. */
-static size_t order_index(size_t k, size_t n, unsigned round)
-{
-    return round % 2 == 0 ? k : n - 1 - k;
-}
-
 /* Before a pass: which allocator and where, for the parent to name should
  * the process die in it, and progress for the watchdog. */
-static void mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
-                      bool warmup)
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup)
 {
     b->now = (struct bench_running){.set = true, .al = al, .phase = phase, .round = round,
                                     .warmup = warmup};
     tk_child_beat(&b->beat);
-}
-
-static bool left_out(const struct bench *b, size_t i)
-{
-    return b->al[i].fail.failed;
-}
-
-static void run_main(struct bench *b)
-{
-    struct pass_out out;
-    uint64_t t0 = tk_clock_ns();
-    workload_generate(&b->w, b->o.ops, b->o.min_size_bytes, b->o.max_size_bytes, b->o.live_cap,
-                      b->o.seed);
-    /* Warm-up: one unrecorded pass each (caches, glibc's arenas, page tables). */
-    for (size_t k = 0; k < b->n_al; k++) {
-        if (left_out(b, k))
-            continue;
-        tk_rt_breather(&b->rt);
-        mark_pass(b, k, PH_MAIN, 0, true);
-        run_pass(b, &b->al[k], &out);
-    }
-    for (unsigned r = 0; r < b->o.rounds; r++) {
-        for (size_t k = 0; k < b->n_al; k++) {
-            size_t i = order_index(k, b->n_al, r);
-            struct allocator *a = &b->al[i];
-            if (left_out(b, i))
-                continue;
-            tk_rt_breather(&b->rt);
-            mark_pass(b, i, PH_MAIN, r, false);
-            run_pass(b, a, &out);
-            tk_samples_summarize(out.alloc_ticks, b->timer.ns_per_tick, &a->rounds[0][r]);
-            tk_samples_summarize(out.free_ticks, b->timer.ns_per_tick, &a->rounds[1][r]);
-            a->failed_allocs += out.failed_allocs;
-            a->skipped_frees += out.skipped_frees;
-            a->free_errors += out.free_errors;
-        }
-    }
-    b->main_seconds = (double)(tk_clock_ns() - t0) / 1e9;
-    b->ran_main = true;
-}
-
-/* How many of the fill's requests are above RTM_PAGEHEAP_MAX_BUCKET: page
- * runs (kept in trees) in heapmem and xnheap, bucket slots below. */
-static size_t fill_runs(const struct fill_work *fw)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < fw->n; i++)
-        n += fw->sizes[i] > RTM_PAGEHEAP_MAX_BUCKET;
-    return n;
-}
-
-/* Free-order phase: per round, every allocator (order alternating as in the
- * main phase) runs both orders, the one going first alternating by round.
- * 0, or -1 if a heap could not be created again (reported). */
-static int run_free_order(struct bench *b)
-{
-    struct pass_out out;
-    uint64_t t0 = tk_clock_ns();
-    fill_work_generate(&b->fw, b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes,
-                       b->o.seed ^ FILL_SEED_SALT);
-    b->fill_n = b->fw.n;
-    b->fill_runs = fill_runs(&b->fw);
-    /* Warm-up: one unrecorded pass of each order per allocator. */
-    for (size_t k = 0; k < b->n_al; k++)
-        for (int o = 0; o < FILL_ORDERS && !left_out(b, k); o++) {
-            tk_rt_breather(&b->rt);
-            mark_pass(b, k, PH_FREE_ORDER, 0, true);
-            if (run_fill_pass(b, &b->al[k], (enum fill_order)o, &out) != 0)
-                return -1;
-        }
-    for (unsigned r = 0; r < b->o.rounds; r++) {
-        for (size_t k = 0; k < b->n_al; k++) {
-            size_t idx = order_index(k, b->n_al, r);
-            struct allocator *a = &b->al[idx];
-            for (unsigned i = 0; i < FILL_ORDERS && !left_out(b, idx); i++) {
-                enum fill_order o = (enum fill_order)((r + i) % FILL_ORDERS);
-                tk_rt_breather(&b->rt);
-                mark_pass(b, idx, PH_FREE_ORDER, r, false);
-                if (run_fill_pass(b, a, o, &out) != 0)
-                    return -1;
-                tk_samples_summarize(out.alloc_ticks, b->timer.ns_per_tick,
-                                     &a->fill_alloc[o * b->o.rounds + r]);
-                tk_samples_summarize(out.free_ticks, b->timer.ns_per_tick, &a->fill_free[o][r]);
-                a->fill_failed_allocs += out.failed_allocs;
-                a->fill_skipped_frees += out.skipped_frees;
-                a->free_errors += out.free_errors;
-            }
-        }
-    }
-    b->free_order_seconds = (double)(tk_clock_ns() - t0) / 1e9;
-    b->ran_free_order = true;
-    return 0;
-}
-
-static double mean_ns(const struct bench *b, const struct tk_samples *s)
-{
-    if (s->n == 0)
-        return NAN;
-    return (double)tk_samples_sum(s) / (double)s->n * b->timer.ns_per_tick;
-}
-
-static void run_sweep(struct bench *b)
-{
-    struct pass_out out;
-    uint64_t t0 = tk_clock_ns();
-    double floor_sum = 0;
-    for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++) {
-        uint32_t lo = bk * SWEEP_BUCKET_BYTES, hi = lo + SWEEP_BUCKET_BYTES - 1;
-        workload_generate(&b->w, b->o.sweep_ops, lo, hi, b->o.live_cap,
-                          b->o.seed ^ ((uint64_t)(bk + 1) * 0x9e3779b97f4a7c15u));
-        for (size_t k = 0; k < b->n_al; k++) {
-            size_t i = order_index(k, b->n_al, bk);
-            struct allocator *a = &b->al[i];
-            if (left_out(b, i))
-                continue;
-            tk_rt_breather(&b->rt);
-            mark_pass(b, i, PH_SWEEP, bk, false);
-            run_pass(b, a, &out);   /* warm-up for this size range */
-            run_pass(b, a, &out);
-            a->sweep_alloc_ns[bk] = mean_ns(b, out.alloc_ticks);
-            a->sweep_free_ns[bk] = mean_ns(b, out.free_ticks);
-            a->sweep_failed[bk] = out.failed_allocs;
-            a->free_errors += out.free_errors;
-        }
-        floor_sum += b->al[0].sweep_alloc_ns[bk] + b->al[0].sweep_free_ns[bk];
-    }
-    b->sweep_floor_ns = floor_sum / SWEEP_BUCKETS;
-    b->sweep_seconds = (double)(tk_clock_ns() - t0) / 1e9;
-    b->ran_sweep = true;
 }
 
 /* The measuring process's exit statuses beyond 0 and 1. */
@@ -644,27 +594,27 @@ static int measure(void *arg)
         return 1;
     }
     for (size_t i = 0; i < b->n_al; i++) {
-        if (left_out(b, i))
+        if (bench_left_out(b, i))
             continue;
-        mark_pass(b, i, PH_SETUP, 0, false);
-        if (allocator_open(&b->al[i], b->o.heap_bytes) != 0)
+        bench_mark_pass(b, i, PH_SETUP, 0, false);
+        if (bench_allocator_open(&b->al[i], b->o.heap_bytes) != 0)
             return 1;
     }
     b->now.set = false;
     tk_rt_lock_memory(&b->rt);
     if (!b->header_done) {
-        print_header(stdout, b);
+        bench_print_header(stdout, b);
         b->header_done = true;
         /* A report that cannot be written is not worth measuring. */
         if (tk_stdout_check(cli.prog) != 0)
             return MEASURE_NO_STDOUT;
     }
     if (!b->o.sweep_only)
-        run_main(b);
-    if (!b->o.no_free_order && run_free_order(b) != 0)
+        bench_run_main(b);
+    if (!b->o.no_free_order && bench_run_free_order(b) != 0)
         return 1;
     if (!b->o.no_sweep)
-        run_sweep(b);
+        bench_run_sweep(b);
     b->now.set = false;
     tk_rt_refresh(&b->rt);
     return 0;
@@ -763,7 +713,7 @@ static void set_aside_failed(struct bench *b)
 {
     size_t kept = 0;
     for (size_t i = 0; i < b->n_al; i++) {
-        if (left_out(b, i))
+        if (bench_left_out(b, i))
             b->gone[b->n_gone++] = b->al[i];
         else
             b->al[kept++] = b->al[i];
@@ -775,7 +725,7 @@ static void set_aside_failed(struct bench *b)
  * (reported). */
 static int write_results(struct bench *b, struct tk_result *json)
 {
-    if (write_json(json->f, b) == -EINVAL) {
+    if (bench_write_json(json->f, b) == -EINVAL) {
         fprintf(stderr, "rtmem bench: internal error: unbalanced JSON for '%s'\n",
                 b->o.json_path);
         return 1;
@@ -822,12 +772,10 @@ static int bench_run(struct bench *b)
         set_aside_failed(b);
 
     if (status == 0) {
-        aggregate_main(b);
-        aggregate_free_order(b);
-        print_main(stdout, b);
-        print_free_order(stdout, b);
-        print_sweep(stdout, b);
-        print_notes(stdout, b);
+        bench_aggregate_main(b);
+        bench_aggregate_free_order(b);
+        bench_aggregate_sweep(b);
+        bench_report(stdout, b);
         if (tk_stdout_check(cli.prog) != 0)
             status = 1;
         /* A complete run replaces the result file; allocators that failed
