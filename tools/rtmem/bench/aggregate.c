@@ -90,7 +90,7 @@ void bench_aggregate_series(const struct tk_summary *rs, const struct tk_summary
 const struct tk_summary *bench_floor_of(const struct allocator *a,
                                         const struct tk_summary *floor_series)
 {
-    return a->type == ALLOC_FLOOR ? NULL : floor_series;
+    return a->floor ? NULL : floor_series;
 }
 
 double bench_ratio(double num, double den)

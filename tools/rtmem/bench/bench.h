@@ -33,6 +33,7 @@
 #include "common/samples.h"
 #include "common/timer.h"
 #include "common/alloc.h"
+#include "common/kinds.h"
 #include "common/out.h"
 #include "rtmem/rtmem.h"
 
@@ -56,10 +57,8 @@
  * this, so they are not the main phase's draws. */
 #define FILL_SEED_SALT 0x5851f42d4c957f2du
 
-/* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc,
- * the peers and the plugins. */
-#define BENCH_MAX_ALLOCATORS 16
-#define BENCH_MAX_PLUGINS    4
+/* Rows the run can hold: the floor and the run's list of allocators. */
+#define BENCH_MAX_ALLOCATORS (1 + TK_MAX_ALLOCS)
 /* --timeout: seconds the measuring process may go without progress. */
 #define BENCH_DEFAULT_TIMEOUT_S 60u
 #define BENCH_MAX_TIMEOUT_S     86400u
@@ -83,7 +82,7 @@ struct bench_opts {
     bool no_free_order;
     const char *kinds_arg;   /* NULL: every allocator */
     const char *json_path;   /* NULL: no JSON */
-    const char *plugin_paths[BENCH_MAX_PLUGINS];   /* --plugin, in order */
+    const char *plugin_paths[TK_MAX_PLUGINS];   /* --plugin, in order */
     size_t n_plugins;
     unsigned timeout_s;      /* without progress, the measuring process is killed; 0 never */
 };
@@ -114,14 +113,6 @@ struct fill_work {
     void **blocks;                  /* the i-th allocation of the current pass */
     size_t n;
     size_t cap;
-};
-
-enum alloc_type {
-    ALLOC_FLOOR,       /* no-op: calls an identity function (the floor) */
-    ALLOC_HEAP,        /* an rtmem kind through rtm_heap_* */
-    ALLOC_TLSF_TYPED,  /* TLSF through rtm_tlsf_* */
-    ALLOC_GLIBC,       /* malloc/free, glibc defaults */
-    ALLOC_LOADED,      /* a peer or a plugin, through struct tk_alloc */
 };
 
 /* The parts of a run, for naming where an allocator failed. */
@@ -164,20 +155,21 @@ struct op_agg {
     double max_ns;                                    /* worst over all rounds */
 };
 
+/* A row of the run: the floor, or an allocator of the run's list
+ * (common/kinds.h), whose struct tk_alloc says where it comes from: an
+ * rtmem kind at a hardening level ("<kind>-none" rows time
+ * RTM_HEAP_HARDEN_NONE beside the default), TLSF through its typed API,
+ * glibc, a peer or a plugin. The timed calls are bench's own (pass.c). */
 struct allocator {
-    const char *name;
-    enum alloc_type type;
-    /* ALLOC_HEAP: the rtmem kind and the hardening level it is created at
-     * (rows "<kind>-none" time RTM_HEAP_HARDEN_NONE beside the default). */
-    const char *kind;
-    int hardening;
-    struct tk_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
+    bool floor;               /* the no-op row; def holds only its name */
+    struct tk_alloc def;      /* what it is; def.name names the row */
     struct bench_failure fail;   /* set: left out of the run */
-    /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
+    /* Heap memory (def.sort TK_HEAP: rtmem kinds, tlsf(typed), plugins);
+     * not open for the others. */
     struct tk_arena mem;
     struct rtm_heap *heap;
     struct rtm_tlsf *tlsf;
-    void *loaded_heap;        /* ALLOC_LOADED, a plugin: its heap */
+    void *loaded_heap;        /* a plugin: its heap */
     uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
     char scratch[64];         /* what the floor's "allocation" returns */
 
@@ -221,11 +213,10 @@ struct bench {
     double main_seconds, free_order_seconds, sweep_seconds;
     size_t fill_n, fill_runs;     /* the free-order fill: blocks, page runs among them */
 
-    /* Loaded allocators, and the measuring process's watchdog. */
-    struct tk_plugin plugins[BENCH_MAX_PLUGINS];
-    size_t n_plugins;
+    /* The allocators --kinds selects (al[1..] are copies), the plugins
+     * loaded, the peers skipped; the measuring process's watchdog. */
+    struct tk_kinds kinds;
     char skipped[512];            /* peers named but not loaded, and why */
-    char none_names[BENCH_MAX_ALLOCATORS][32]; /* "<kind>-none" rows */
     tk_child_mark beat;
     struct bench_running now;
     /* Allocators the measuring process died in, set aside from al[] once
@@ -241,6 +232,18 @@ struct bench {
 static inline size_t bench_order_index(size_t k, size_t n, unsigned round)
 {
     return round % 2 == 0 ? k : n - 1 - k;
+}
+
+/* A peer or a plugin, driven through its struct tk_alloc's calls? */
+static inline bool bench_loaded(const struct allocator *a)
+{
+    return !a->floor && (a->def.from == TK_FROM_PEER || a->def.from == TK_FROM_PLUGIN);
+}
+
+/* glibc's malloc/free? */
+static inline bool bench_glibc(const struct allocator *a)
+{
+    return !a->floor && a->def.from == TK_FROM_GLIBC;
 }
 
 /* Is al[i] left out of the run (the measuring process died in it)? */

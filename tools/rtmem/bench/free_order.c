@@ -127,7 +127,7 @@ void bench_print_free_order(FILE *f, const struct bench *b)
         const struct allocator *a = &b->al[i];
         const struct op_agg *in = &a->fill_free_agg[FILL_IN_ORDER];
         const struct op_agg *sh = &a->fill_free_agg[FILL_SHUFFLED];
-        cells[C_NAME] = a->name;
+        cells[C_NAME] = a->def.name;
         cells[C_FILL] = tk_fmt_double(buf[C_FILL], 32, a->fill_alloc_agg.net_avg_ns, 1);
         cells[C_IN] = tk_fmt_double(buf[C_IN], 32, in->net_avg_ns, 1);
         cells[C_IN99] = tk_fmt_double(buf[C_IN99], 32, in->p99_ns, 1);
@@ -171,7 +171,7 @@ void bench_json_free_order(struct tk_json *j, const struct bench *b)
     for (size_t i = 0; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
         tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_uint(j, "failed_allocs", a->fill_failed_allocs);
         tk_json_kv_uint(j, "skipped_frees", a->fill_skipped_frees);
         tk_json_key(j, "fill_alloc");
@@ -194,7 +194,7 @@ void bench_json_free_order(struct tk_json *j, const struct bench *b)
             tk_json_end_object(j);
         }
         double r[2] = {NAN, NAN};
-        if (a->type != ALLOC_FLOOR)
+        if (!a->floor)
             free_order_ratios(a, r);
         tk_json_kv_double(j, "shuffled_over_in_order_avg_minus_floor", r[0]);
         tk_json_kv_double(j, "shuffled_over_in_order_p99", r[1]);

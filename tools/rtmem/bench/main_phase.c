@@ -62,7 +62,7 @@ void bench_aggregate_main(struct bench *b)
 static const struct allocator *find_glibc(const struct bench *b)
 {
     for (size_t i = 0; i < b->n_al; i++)
-        if (b->al[i].type == ALLOC_GLIBC)
+        if (bench_glibc(&b->al[i]))
             return &b->al[i];
     return NULL;
 }
@@ -99,7 +99,7 @@ static void print_op_table(FILE *f, const struct bench *b, int op)
         const struct allocator *a = &b->al[i];
         const struct op_agg *g = &a->agg[op];
         char lo[16], hi[16];
-        cells[COL_NAME] = a->name;
+        cells[COL_NAME] = a->def.name;
         cells[COL_COUNT] = tk_fmt_uint(buf[COL_COUNT], 32, g->count_per_round);
         cells[COL_AVG] = tk_fmt_double(buf[COL_AVG], 32, g->avg_ns, 1);
         snprintf(buf[COL_SPREAD], 32, "%s..%s", tk_fmt_double(lo, sizeof(lo), g->avg_min_ns, 1),
@@ -138,7 +138,7 @@ static void print_ratios(FILE *f, const struct bench *b)
         double r[4];
         char buf[4][16];
         ratios_vs(a, g, r);
-        const char *cells[5] = {a->name};
+        const char *cells[5] = {a->def.name};
         for (int k = 0; k < 4; k++)
             cells[k + 1] = tk_fmt_ratio(buf[k], sizeof(buf[k]), r[k]);
         tk_table_row(f, cols, 5, cells);
@@ -180,10 +180,10 @@ void bench_json_allocators(struct tk_json *j, const struct bench *b)
     for (size_t i = 0; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
         tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_string(j, "api", bench_api_name(a));
-        if (a->type == ALLOC_LOADED)
-            tk_json_kv_string(j, "describe", a->ma.describe);
+        if (bench_loaded(a))
+            tk_json_kv_string(j, "describe", a->def.describe);
         if (a->mem.mem) {
             tk_json_kv_uint(j, "heap_bytes", a->mem.bytes);
             tk_json_kv_bool(j, "heap_mlocked", a->mem.locked);
@@ -216,7 +216,7 @@ void bench_json_ratios(struct tk_json *j, const struct bench *b)
         double r[4];
         ratios_vs(a, g, r);
         tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_double(j, "alloc_avg_minus_floor", r[0]);
         tk_json_kv_double(j, "free_avg_minus_floor", r[1]);
         tk_json_kv_double(j, "alloc_p99", r[2]);

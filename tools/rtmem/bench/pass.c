@@ -28,8 +28,7 @@
 /* Does a run on a heap of its own, in memory the bench maps for it? */
 static bool has_heap(const struct allocator *a)
 {
-    return a->type == ALLOC_HEAP || a->type == ALLOC_TLSF_TYPED ||
-           (a->type == ALLOC_LOADED && a->ma.sort == TK_HEAP);
+    return !a->floor && a->def.sort == TK_HEAP;
 }
 
 /* A new heap of a's kind on a's memory; 0 or -errno (reported). */
@@ -37,21 +36,21 @@ static int create_heap(struct allocator *a)
 {
     bool made;
     errno = 0;
-    if (a->type == ALLOC_HEAP) {
-        struct rtm_heap_config cfg = { .hardening = a->hardening };
-        a->heap = rtm_heap_create_ex(a->kind, a->mem.mem, a->mem.bytes, &cfg);
+    if (a->def.from == TK_FROM_RTMEM) {
+        struct rtm_heap_config cfg = { .hardening = a->def.hardening };
+        a->heap = rtm_heap_create_ex(a->def.kind, a->mem.mem, a->mem.bytes, &cfg);
         made = a->heap != NULL;
-    } else if (a->type == ALLOC_TLSF_TYPED) {
+    } else if (a->def.from == TK_FROM_TYPED) {
         a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
         a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
         made = a->heap != NULL;
     } else {
-        a->loaded_heap = a->ma.hops->create(a->ma.hops_arg, a->mem.mem, a->mem.bytes);
+        a->loaded_heap = a->def.hops->create(a->def.hops_arg, a->mem.mem, a->mem.bytes);
         made = a->loaded_heap != NULL;
     }
     if (!made) {
         int err = errno ? errno : EINVAL;
-        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
+        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->def.name,
                 a->mem.bytes, strerror(err));
         a->tlsf = NULL;
         return -err;
@@ -64,7 +63,7 @@ static void destroy_heap(struct allocator *a)
     if (a->heap)
         rtm_heap_destroy(a->heap);
     if (a->loaded_heap)
-        a->ma.hops->destroy(a->loaded_heap);
+        a->def.hops->destroy(a->loaded_heap);
     a->heap = NULL;
     a->tlsf = NULL;
     a->loaded_heap = NULL;
@@ -76,7 +75,7 @@ int bench_allocator_open(struct allocator *a, size_t heap_bytes)
         return 0;
     int rc = tk_arena_open(&a->mem, heap_bytes);
     if (rc != 0) {
-        fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->name,
+        fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->def.name,
                 strerror(-rc));
         return rc;
     }
@@ -127,44 +126,46 @@ static int glibc_free_checked(void *ctx, void *p)
 /* What a loaded allocator's own calls take: its heap, or its own data. */
 static void *loaded_ctx(const struct allocator *a)
 {
-    return a->ma.sort == TK_HEAP ? a->loaded_heap : a->ma.ctx;
+    return a->def.sort == TK_HEAP ? a->loaded_heap : a->def.ctx;
 }
 
 /* A peer or plugin: its table's calls, reached through the allocator. */
 static void *loaded_alloc(void *ctx, size_t size)
 {
     const struct allocator *a = ctx;
-    return a->ma.alloc(loaded_ctx(a), size);
+    return a->def.alloc(loaded_ctx(a), size);
 }
 
 static void loaded_free(void *ctx, void *p)
 {
     const struct allocator *a = ctx;
-    (void)a->ma.free(loaded_ctx(a), p);
+    (void)a->def.free(loaded_ctx(a), p);
 }
 
 static int loaded_free_checked(void *ctx, void *p)
 {
     const struct allocator *a = ctx;
-    return a->ma.free(loaded_ctx(a), p);
+    return a->def.free(loaded_ctx(a), p);
 }
 
 static void make_call(struct allocator *a, struct bench_call *c)
 {
-    switch (a->type) {
-    case ALLOC_FLOOR:
+    if (a->floor) {
         *c = (struct bench_call){floor_alloc, floor_free, floor_free_checked, a->scratch};
-        break;
-    case ALLOC_HEAP:
+        return;
+    }
+    switch (a->def.from) {
+    case TK_FROM_RTMEM:
         *c = (struct bench_call){heap_alloc, heap_free, heap_free_checked, a->heap};
         break;
-    case ALLOC_TLSF_TYPED:
+    case TK_FROM_TYPED:
         *c = (struct bench_call){tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf};
         break;
-    case ALLOC_GLIBC:
+    case TK_FROM_GLIBC:
         *c = (struct bench_call){glibc_alloc, glibc_free, glibc_free_checked, NULL};
         break;
-    case ALLOC_LOADED:
+    case TK_FROM_PEER:
+    case TK_FROM_PLUGIN:
         *c = (struct bench_call){loaded_alloc, loaded_free, loaded_free_checked, a};
         break;
     }
@@ -288,7 +289,7 @@ static void check_heap(struct allocator *a)
     }
     if (!a->loaded_heap)
         return;
-    const struct tk_heap_ops *h = a->ma.hops;
+    const struct tk_heap_ops *h = a->def.hops;
     if ((h->check && h->check(a->loaded_heap) != 0) ||
         (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
                       st.used_bytes != 0)))

@@ -30,10 +30,10 @@ void bench_print_header(FILE *f, const struct bench *b)
         if (!a->mem.mem)
             continue;
         any_heap = true;
-        fprintf(f, "heap memory : %-12s %.0f MiB, mmap'd, prefaulted, mlock: %s\n", a->name,
+        fprintf(f, "heap memory : %-12s %.0f MiB, mmap'd, prefaulted, mlock: %s\n", a->def.name,
                 mib(a->mem.bytes), a->mem.locked ? "yes" : "NO");
         if (!a->mem.locked)
-            fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->name,
+            fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->def.name,
                     strerror(a->mem.lock_err));
     }
     if (!any_heap)
@@ -60,11 +60,11 @@ void bench_print_header(FILE *f, const struct bench *b)
                 b->o.live_cap, (unsigned long long)b->o.sweep_ops);
     fprintf(f, "allocators  :");
     for (size_t i = 1; i < b->n_al; i++)
-        fprintf(f, " %s%s", b->al[i].name,
-                b->al[i].type == ALLOC_GLIBC ? " (malloc/free, glibc defaults: no mallopt)" : "");
+        fprintf(f, " %s%s", b->al[i].def.name,
+                bench_glibc(&b->al[i]) ? " (malloc/free, glibc defaults: no mallopt)" : "");
     for (size_t i = 1; i < b->n_al; i++)
-        if (b->al[i].type == ALLOC_LOADED)
-            fprintf(f, "\n  %-10s: %s", b->al[i].name, b->al[i].ma.describe);
+        if (bench_loaded(&b->al[i]))
+            fprintf(f, "\n  %-10s: %s", b->al[i].def.name, b->al[i].def.describe);
     if (b->o.timeout_s)
         fprintf(f, "\nwatchdog    : the measuring runs in a child process; an allocator it "
                    "dies in, or that makes no\n              progress for %u s (--timeout), is "
@@ -95,12 +95,12 @@ static void print_failed(FILE *f, const struct bench *b)
         char timeout[32] = "";
         if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
-        fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->name, a->fail.msg);
+        fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->def.name, a->fail.msg);
         fprintf(f, "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
                    "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
                    "--sweep-ops %llu%s\n",
-                a->ma.plugin_path ? " --plugin " : "", a->ma.plugin_path ? a->ma.plugin_path : "",
-                a->name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
+                a->def.plugin_path ? " --plugin " : "", a->def.plugin_path ? a->def.plugin_path : "",
+                a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
                 (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
                 o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops,
                 timeout);
@@ -121,21 +121,21 @@ static void print_notes(FILE *f, const struct bench *b)
         if (a->failed_allocs)
             fprintf(f, "note: %s failed %llu allocations in the measured rounds (heap too "
                        "small?); their frees were skipped, not timed\n",
-                    a->name, (unsigned long long)a->failed_allocs);
+                    a->def.name, (unsigned long long)a->failed_allocs);
         if (a->fill_failed_allocs)
             fprintf(f, "note: %s failed %llu allocations in the free-order fills (heap too "
                        "small?); their frees were skipped, not timed\n",
-                    a->name, (unsigned long long)a->fill_failed_allocs);
+                    a->def.name, (unsigned long long)a->fill_failed_allocs);
         if (sweep_failed)
-            fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->name,
+            fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->def.name,
                     (unsigned long long)sweep_failed);
         if (a->free_errors)
-            fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->name,
+            fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->def.name,
                     (unsigned long long)a->free_errors);
         if (a->check_failures)
             fprintf(f, "WARNING: %s: heap check failed (or blocks left live) after %llu "
                        "passes\n",
-                    a->name, (unsigned long long)a->check_failures);
+                    a->def.name, (unsigned long long)a->check_failures);
     }
     print_failed(f, b);
     if (b->rt.rests)
@@ -207,21 +207,18 @@ void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const cha
     tk_json_kv_double(j, "max_ns", g->max_ns);
 }
 
-static const char *type_name(enum alloc_type t)
-{
-    switch (t) {
-    case ALLOC_FLOOR: return "floor";
-    case ALLOC_HEAP: return "rtm_heap";
-    case ALLOC_TLSF_TYPED: return "rtm_tlsf_typed";
-    case ALLOC_GLIBC: return "glibc";
-    case ALLOC_LOADED: return "loaded";
-    }
-    return "unknown";
-}
-
 const char *bench_api_name(const struct allocator *a)
 {
-    return a->type == ALLOC_LOADED ? a->ma.origin : type_name(a->type);
+    if (a->floor)
+        return "floor";
+    switch (a->def.from) {
+    case TK_FROM_RTMEM: return "rtm_heap";
+    case TK_FROM_TYPED: return "rtm_tlsf_typed";
+    case TK_FROM_GLIBC: return "glibc";
+    case TK_FROM_PEER:
+    case TK_FROM_PLUGIN: return a->def.origin;   /* "peer" or "plugin" */
+    }
+    return "unknown";
 }
 
 static void json_failed(struct tk_json *j, const struct bench *b)
@@ -234,7 +231,7 @@ static void json_failed(struct tk_json *j, const struct bench *b)
         if (a->fail.signal && sigabbrev_np(a->fail.signal))
             snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(a->fail.signal));
         tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_string(j, "api", bench_api_name(a));
         tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout"
                                      : a->fail.signal ? "crash"

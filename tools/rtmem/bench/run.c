@@ -35,8 +35,6 @@
 /* Exit codes. */
 #define EXIT_USAGE 2
 
-static const char *const extra_names[] = {"tlsf(typed)", "glibc"};
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -119,7 +117,7 @@ static void usage(FILE *f)
             "Exit status: 0 ok, 1 run-time failure (an allocator that failed, or a report\n"
             "that cannot be written to standard output, included), 2 bad usage (a plugin\n"
             "that does not load or whose table is refused included).\n",
-            BENCH_MAX_PLUGINS, BENCH_DEFAULT_TIMEOUT_S, BENCH_SCHEMA, DEFAULT_FILL,
+            TK_MAX_PLUGINS, BENCH_DEFAULT_TIMEOUT_S, BENCH_SCHEMA, DEFAULT_FILL,
             DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
 }
 
@@ -216,10 +214,10 @@ static int apply_option(int c, const char *arg, struct bench_opts *o, bool *set_
     case OPT_PLUGIN:
         if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
             return -1;
-        if (o->n_plugins == BENCH_MAX_PLUGINS) {
+        if (o->n_plugins == TK_MAX_PLUGINS) {
             char msg[96];
             snprintf(msg, sizeof(msg), "--plugin: at most %d plugins; '%%s' is one more",
-                     BENCH_MAX_PLUGINS);
+                     TK_MAX_PLUGINS);
             return tk_args_bad(&cli, msg, arg);
         }
         o->plugin_paths[o->n_plugins++] = arg;
@@ -280,188 +278,34 @@ static int parse_options(int argc, char **argv, struct bench_opts *o)
     return 0;
 }
 
-static struct allocator *add_allocator(struct bench *b, const char *name, enum alloc_type type)
-{
-    struct allocator *a = &b->al[b->n_al++];
-    memset(a, 0, sizeof(*a));
-    a->name = name;
-    a->type = type;
-    a->kind = name;
-    a->hardening = RTM_HEAP_HARDEN_O1;
-    return a;
-}
+/* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc
+ * and the plugins unless --kinds says otherwise; a peer only when named.
+ * Rows come in the canonical order whatever the order of --kinds. */
+static const struct tk_kinds_spec kinds_spec = {
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_NONE | TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
+                  TK_DEFAULT_PLUGINS,
+    .listed_order = false,
+};
 
-/* Is name an item of the comma-separated list? */
-static bool listed(const char *list, const char *name)
+/* The floor first, then the allocators --kinds selects (common/kinds.h),
+ * the peers that did not load noted in b->skipped. Returns 0, or an exit
+ * status (reported). */
+static int select_allocators(struct bench *b, int argc, char **argv)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, name, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
-}
-
-static bool is_peer(const char *name)
-{
-    for (const char *const *k = tk_peer_names(); *k; k++)
-        if (strcmp(name, *k) == 0)
-            return true;
-    return false;
-}
-
-/* Is name "<kind>-none" for the kind? */
-static bool is_none_row(const char *name, const char *kind)
-{
-    size_t n = strlen(kind);
-    return strncmp(name, kind, n) == 0 && strcmp(name + n, "-none") == 0;
-}
-
-/* A name the run knows: a kind (or "<kind>-none"), tlsf(typed) or its
- * alias, glibc, a peer, a loaded plugin. */
-static bool known_name(const struct bench *b, const char *name)
-{
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (strcmp(name, *k) == 0 || is_none_row(name, *k))
-            return true;
-    if (strcmp(name, "tlsf-typed") == 0 || is_peer(name))
-        return true;
-    for (size_t i = 0; i < sizeof(extra_names) / sizeof(extra_names[0]); i++)
-        if (strcmp(name, extra_names[i]) == 0)
-            return true;
-    for (size_t i = 0; i < b->n_plugins; i++)
-        if (strcmp(name, b->plugins[i].table->name) == 0)
-            return true;
-    return false;
-}
-
-/* Every --kinds item names an allocator. 0, or -1 (reported). */
-static int check_kinds(const struct bench *b)
-{
-    const char *p = b->o.kinds_arg;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        char item[64];
-        if (len == 0)
-            return tk_args_bad(&cli, "--kinds: empty name in '%s'", b->o.kinds_arg);
-        snprintf(item, sizeof(item), "%.*s", (int)len, p);
-        if (len >= sizeof(item) || !known_name(b, item)) {
-            fprintf(stderr, "rtmem bench: --kinds: unknown allocator '%s'; known: ", item);
-            for (const char *const *k = rtm_heap_kinds(); *k; k++)
-                fprintf(stderr, "%s, %s-none, ", *k, *k);
-            fprintf(stderr, "tlsf(typed) (or tlsf-typed), glibc");
-            for (const char *const *k = tk_peer_names(); *k; k++)
-                fprintf(stderr, ", %s", *k);
-            for (size_t i = 0; i < b->n_plugins; i++)
-                fprintf(stderr, ", %s", b->plugins[i].table->name);
-            fprintf(stderr, "%s\nTry 'rtmem bench --help'.\n",
-                    b->n_plugins ? "" : " (and plugins loaded with --plugin)");
-            return -1;
-        }
-        if (p[len] == '\0')
-            return 0;
-        p += len + 1;
-    }
-}
-
-/* Does the run take the allocator name? Without --kinds, what runs by
- * default (every kind, tlsf(typed), glibc, the plugins; no peer). */
-static bool wanted(const struct bench *b, const char *name, bool by_default)
-{
-    if (!b->o.kinds_arg)
-        return by_default;
-    return listed(b->o.kinds_arg, name) ||
-           (strcmp(name, extra_names[0]) == 0 && listed(b->o.kinds_arg, "tlsf-typed"));
-}
-
-/* A peer that does not load is skipped, and said so. */
-static void skip_peer(struct bench *b, const char *name, const char *why)
-{
-    size_t n = strlen(b->skipped);
-    snprintf(b->skipped + n, sizeof(b->skipped) - n, "%s%s skipped: %s", n ? "; " : "", name,
-             why);
-    fprintf(stderr, "rtmem bench: %s skipped: %s\n", name, why);
-}
-
-/* The floor first, then the rtmem kinds, tlsf(typed), glibc, the peers
- * --kinds names, the plugins. -1 on bad --kinds (reported). */
-static int select_allocators(struct bench *b)
-{
-    if (b->o.kinds_arg && check_kinds(b) != 0)
-        return -1;
-    add_allocator(b, "floor", ALLOC_FLOOR);
-    size_t kind_i = 0;
-    for (const char *const *k = rtm_heap_kinds(); *k; k++, kind_i++) {
-        if (wanted(b, *k, true))
-            add_allocator(b, *k, ALLOC_HEAP);
-        char *none = b->none_names[kind_i];
-        snprintf(none, sizeof(b->none_names[0]), "%s-none", *k);
-        if (wanted(b, none, true)) {
-            struct allocator *a = add_allocator(b, none, ALLOC_HEAP);
-            a->kind = *k;
-            a->hardening = RTM_HEAP_HARDEN_NONE;
-        }
-    }
-    if (wanted(b, extra_names[0], true))
-        add_allocator(b, extra_names[0], ALLOC_TLSF_TYPED);
-    if (wanted(b, extra_names[1], true))
-        add_allocator(b, extra_names[1], ALLOC_GLIBC);
-    for (const char *const *k = tk_peer_names(); *k; k++) {
-        if (!wanted(b, *k, false))
-            continue;
-        struct allocator *a = add_allocator(b, *k, ALLOC_LOADED);
-        char why[TK_WHY_MAX];
-        if (tk_alloc_peer(&a->ma, *k, why, sizeof(why)) != 0) {
-            skip_peer(b, *k, why);
-            b->n_al--;
-        }
-    }
-    for (size_t i = 0; i < b->n_plugins; i++)
-        if (wanted(b, b->plugins[i].table->name, true)) {
-            struct allocator *a = add_allocator(b, b->plugins[i].table->name, ALLOC_LOADED);
-            tk_alloc_plugin(&a->ma, &b->plugins[i]);
-        }
-    if (b->n_al < 2)
-        return tk_args_bad(&cli, "--kinds selects no allocator that loads%s", "");
-    return 0;
-}
-
-/* Loads the peers --kinds names, before anything else happens: jemalloc
- * may need the process executed again (memcheck_alloc.h). A peer that
- * does not load is skipped later, by select_allocators. */
-static void load_peers(struct bench *b, int argc, char **argv)
-{
-    for (const char *const *p = tk_peer_names(); *p; p++) {
-        if (!b->o.kinds_arg || !listed(b->o.kinds_arg, *p))
-            continue;
-        struct tk_alloc a;
-        char why[TK_WHY_MAX], how[TK_WHY_MAX];
-        if (tk_alloc_peer(&a, *p, why, sizeof(why)) == TK_PEER_NEEDS_STATIC_TLS)
-            tk_reexec_command(argc, argv, *p, how, sizeof(how));
-    }
-}
-
-static bool name_taken(const char *name, void *arg)
-{
-    const struct bench *b = arg;
-    return known_name(b, name) || strcmp(name, "floor") == 0;
-}
-
-/* Every --plugin; 0, or -1 after a refused one (reported). */
-static int load_plugins(struct bench *b)
-{
-    for (size_t i = 0; i < b->o.n_plugins; i++) {
-        char why[TK_WHY_MAX];
-        if (tk_plugin_load(&b->plugins[b->n_plugins], b->o.plugin_paths[i], name_taken, b, why,
-                           sizeof(why)) != 0) {
-            fprintf(stderr, "rtmem bench: --plugin %s: %s\nTry 'rtmem bench --help'; the table "
-                            "is described in <rtmem/plugin.h>.\n",
-                    b->o.plugin_paths[i], why);
-            return -1;
-        }
-        b->n_plugins++;
+    struct tk_kinds *k = &b->kinds;
+    int rc = tk_kinds_select(k, &kinds_spec, &cli, b->o.kinds_arg, b->o.plugin_paths,
+                             b->o.n_plugins, argc, argv);
+    if (rc != 0)
+        return rc;
+    struct allocator *fl = &b->al[b->n_al++];
+    fl->floor = true;
+    snprintf(fl->def.name, sizeof(fl->def.name), "floor");
+    for (size_t i = 0; i < k->n; i++)
+        b->al[b->n_al++].def = k->list[i];
+    for (size_t i = 0; i < k->n_skipped; i++) {
+        size_t n = strlen(b->skipped);
+        snprintf(b->skipped + n, sizeof(b->skipped) - n, "%s%s skipped: %s", n ? "; " : "",
+                 k->skipped[i].name, k->skipped[i].why);
     }
     return 0;
 }
@@ -670,7 +514,7 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
     else
         snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d",
                  where, r->code);
-    fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->name,
+    fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->def.name,
             f->msg);
     return 0;
 }
@@ -806,10 +650,8 @@ int rtm_cmd_bench(int argc, char **argv)
     } else if (rc < 0) {
         status = EXIT_USAGE;
     } else {
-        load_peers(b, argc, argv);
-        if (load_plugins(b) != 0 || select_allocators(b) != 0)
-            status = EXIT_USAGE;
-        else
+        status = select_allocators(b, argc, argv);
+        if (status == 0)
             status = bench_run(b);
     }
     tk_shared_free(b, sizeof(*b));

@@ -81,8 +81,8 @@ void bench_print_sweep(FILE *f, const struct bench *b)
             b->sweep_seconds, b->sweep_floor_ns, SWEEP_PRINT_EVERY, SWEEP_BUCKETS);
     cols[0] = (struct tk_col){"size, B", 12, true};
     for (size_t i = 1; i < n; i++) {
-        int w = (int)strlen(b->al[i].name);
-        cols[i] = (struct tk_col){b->al[i].name, w < 8 ? 8 : w, false};
+        int w = (int)strlen(b->al[i].def.name);
+        cols[i] = (struct tk_col){b->al[i].def.name, w < 8 ? 8 : w, false};
     }
     tk_table_header(f, cols, n);
     for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++) {
@@ -136,11 +136,11 @@ void bench_json_sweep(struct tk_json *j, const struct bench *b)
     for (size_t i = 0; i < b->n_al; i++) {
         const struct allocator *a = &b->al[i];
         tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", a->name);
+        tk_json_kv_string(j, "name", a->def.name);
         json_double_array(j, "alloc_avg_ns", a->sweep_alloc_ns, SWEEP_BUCKETS);
         json_double_array(j, "free_avg_ns", a->sweep_free_ns, SWEEP_BUCKETS);
         for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
-            v[bk] = a->type == ALLOC_FLOOR ? NAN : sweep_net(b, a, bk);
+            v[bk] = a->floor ? NAN : sweep_net(b, a, bk);
         json_double_array(j, "alloc_free_minus_floor_ns", v, SWEEP_BUCKETS);
         tk_json_key(j, "failed_allocs");
         tk_json_begin_array(j);
