@@ -252,6 +252,11 @@ static void wrap(FILE *f, const char *text, size_t col, size_t indent)
     fputc('\n', f);
 }
 
+void tk_opt_wrap(FILE *f, const char *text, size_t col, size_t indent)
+{
+    wrap(f, text, col, indent);
+}
+
 void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults)
 {
     /* The help column: past the longest "  --name ARG", at least 20. */

@@ -101,6 +101,12 @@ bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_pars
  * "  -h, --help  this text", with %D and %Q filled from defaults. */
 void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults);
 
+/* Text as --help writes a help line: word by word from column col (where
+ * the caller left the line), wrapped at 80 columns under column indent,
+ * a '\n' starting a new line there; then a newline. For help text made at
+ * run time, such as the names --kinds takes (kinds.h). */
+void tk_opt_wrap(FILE *f, const char *text, size_t col, size_t indent);
+
 /* A byte count as --help writes it: "64M" for a whole number of K, M, G
  * or T, else the number. Into buf (>= 24 bytes); returns buf. */
 const char *tk_opt_fmt_bytes(char *buf, size_t size, uint64_t bytes);
