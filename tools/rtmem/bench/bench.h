@@ -1,6 +1,7 @@
 /*
  * `rtmem bench`: internal types shared by its files.
- *   run.c         options, the allocators, the measuring process under its
+ *   cli.c         the options table, --help, the combination checks, bench_tool
+ *   run.c         setup (the allocators), the measuring process under its
  *                 watchdog and the allocators it fails, the run's sequence
  *   work.c        workload generation, before any timing
  *   pass.c        the allocators' heaps and calls, the timing loops, a pass
@@ -35,9 +36,10 @@
 #include "common/alloc.h"
 #include "common/kinds.h"
 #include "common/out.h"
+#include "common/tool.h"
 #include "rtmem/rtmem.h"
 
-#define BENCH_SCHEMA "rtmem-bench/1"
+#define BENCH_SCHEMA "rtmem-bench/2"
 
 /* Limits on the options: they bound the work and the memory of a run. */
 #define BENCH_MAX_OPS        10000000u
@@ -198,6 +200,7 @@ struct allocator {
 
 struct bench {
     struct bench_opts o;
+    const char *prog;             /* "rtmem bench": starts the driver's messages */
     struct tk_rt_state rt;        /* the measuring process's real-time setup */
     struct tk_timer timer;
     struct tk_machine mf;
@@ -252,7 +255,13 @@ static inline bool bench_left_out(const struct bench *b, size_t i)
     return b->al[i].fail.failed;
 }
 
-/* run.c */
+/* run.c: the driver's setup, run and teardown (common/tool.h). setup
+ * selects the allocators into the state, shared with the measuring
+ * process; run measures, sets aside the allocators that failed and computes
+ * every aggregate, so that the report and the JSON only read. */
+int bench_setup(struct tk_session *s);
+enum tk_run_end bench_run(struct tk_session *s);
+void bench_teardown(struct tk_session *s);
 /* Before a pass: which allocator and where, for the parent to name should
  * the process die in it, and progress for the watchdog. */
 void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
@@ -324,12 +333,15 @@ const struct tk_summary *bench_floor_of(const struct allocator *a,
 double bench_ratio(double num, double den);
 
 /* report.c */
+/* Printed by the measuring process before it measures. */
 void bench_print_header(FILE *f, const struct bench *b);
-/* The report after the header: every phase's tables, then the notes
- * (failures and warnings of every phase, rests, final VmLck). */
-void bench_report(FILE *f, const struct bench *b);
-/* 0, or -errno if the file could not be written. */
-int bench_write_json(FILE *f, const struct bench *b);
+/* The driver's report, facts and JSON (common/tool.h). The report after the
+ * header: every phase's tables, then the notes (failures and warnings of
+ * every phase, rests, final VmLck). The JSON: bench's members after the
+ * envelope. */
+void bench_report(const struct tk_session *s, FILE *f);
+void bench_facts(const struct tk_session *s, struct tk_facts *out);
+void bench_json(const struct tk_session *s, struct tk_json *j);
 /* Shared by the phases' JSON: per-pass summaries rs[0..n) as an array
  * (fl: the floor's, NULL for the floor); an aggregate's figures as members
  * of the open object; the API an allocator is driven through. */

@@ -99,7 +99,8 @@ static void print_failed(FILE *f, const struct bench *b)
         fprintf(f, "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
                    "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
                    "--sweep-ops %llu%s\n",
-                a->def.plugin_path ? " --plugin " : "", a->def.plugin_path ? a->def.plugin_path : "",
+                a->def.plugin_path ? " --plugin " : "",
+                a->def.plugin_path ? a->def.plugin_path : "",
                 a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
                 (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
                 o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops,
@@ -245,40 +246,35 @@ static void json_failed(struct tk_json *j, const struct bench *b)
     tk_json_kv_string(j, "skipped", b->skipped[0] ? b->skipped : NULL);
 }
 
-void bench_report(FILE *f, const struct bench *b)
+void bench_report(const struct tk_session *s, FILE *f)
 {
+    const struct bench *b = s->state;
     bench_print_main(f, b);
     bench_print_free_order(f, b);
     bench_print_sweep(f, b);
     print_notes(f, b);
 }
 
-int bench_write_json(FILE *f, const struct bench *b)
+void bench_facts(const struct tk_session *s, struct tk_facts *out)
 {
-    struct tk_json j;
-    tk_json_init(&j, f);
-    tk_json_begin_object(&j);
-    tk_json_kv_string(&j, "schema", BENCH_SCHEMA);
-    tk_json_kv_string(&j, "tool", "rtmem bench");
-    tk_json_kv_string(&j, "rtmem_version", RTMEM_VERSION_STRING);
-    tk_json_key(&j, "machine");
-    tk_machine_json(&j, &b->mf, TK_DETAIL_FULL);
-    json_params(&j, b);
-    tk_json_key(&j, "rt");
-    tk_rt_json(&j, &b->rt);
-    tk_json_key(&j, "timer");
-    tk_timer_json(&j, &b->timer, TK_DETAIL_FULL);
-    tk_json_key(&j, "floor");
-    tk_json_begin_object(&j);
-    tk_json_kv_double(&j, "alloc_avg_ns", b->ran_main ? b->al[0].agg[0].avg_ns : NAN);
-    tk_json_kv_double(&j, "free_avg_ns", b->ran_main ? b->al[0].agg[1].avg_ns : NAN);
-    tk_json_kv_double(&j, "sweep_alloc_free_ns", b->ran_sweep ? b->sweep_floor_ns : NAN);
-    tk_json_end_object(&j);
-    bench_json_allocators(&j, b);
-    bench_json_ratios(&j, b);
-    bench_json_free_order(&j, b);
-    bench_json_sweep(&j, b);
-    json_failed(&j, b);
-    tk_json_end_object(&j);
-    return tk_json_finish(&j);
+    const struct bench *b = s->state;
+    *out = (struct tk_facts){.machine = &b->mf, .timer = &b->timer, .rt = &b->rt,
+                             .has_seed = true, .seed = b->o.seed};
+}
+
+void bench_json(const struct tk_session *s, struct tk_json *j)
+{
+    const struct bench *b = s->state;
+    json_params(j, b);
+    tk_json_key(j, "floor");
+    tk_json_begin_object(j);
+    tk_json_kv_double(j, "alloc_avg_ns", b->ran_main ? b->al[0].agg[0].avg_ns : NAN);
+    tk_json_kv_double(j, "free_avg_ns", b->ran_main ? b->al[0].agg[1].avg_ns : NAN);
+    tk_json_kv_double(j, "sweep_alloc_free_ns", b->ran_sweep ? b->sweep_floor_ns : NAN);
+    tk_json_end_object(j);
+    bench_json_allocators(j, b);
+    bench_json_ratios(j, b);
+    bench_json_free_order(j, b);
+    bench_json_sweep(j, b);
+    json_failed(j, b);
 }

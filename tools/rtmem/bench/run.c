@@ -2,7 +2,7 @@
  * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF through
  * its typed API and glibc malloc, side by side on one random workload; then
  * the cost of freeing a fill in allocation order against a random order; then
- * a sweep of alloc+free cost over block sizes. Options, the allocators, the
+ * a sweep of alloc+free cost over block sizes. The allocators, the
  * measuring process under its watchdog and the run's sequence live here;
  * see bench.h for the other files.
  */
@@ -12,271 +12,13 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../cmd.h"
 #include "common/args.h"
 #include "common/child.h"
 #include "common/result.h"
 #include "common/run.h"
 
-#define DEFAULT_OPS        200000u
-#define DEFAULT_ROUNDS     5u
-#define DEFAULT_MIN_BYTES  16u
-#define DEFAULT_MAX_BYTES  4096u
-#define DEFAULT_LIVE       1000u
-#define DEFAULT_HEAP_BYTES ((size_t)64 << 20)
-#define DEFAULT_SEED       20240601u
-#define DEFAULT_SWEEP_OPS  4000u
-#define DEFAULT_FILL       1000u
-#define QUICK_OPS          20000u
-#define QUICK_ROUNDS       3u
-#define QUICK_SWEEP_OPS    1000u
-#define CALIBRATION_MS     60u
-
-/* Exit codes. */
-#define EXIT_USAGE 2
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: rtmem bench [options]\n"
-            "\n"
-            "Times alloc and free of every rtmem heap kind (through rtm_heap_*), of TLSF\n"
-            "through its typed API (row \"tlsf(typed)\": rtm_tlsf_alloc/rtm_tlsf_free\n"
-            "called through a pointer, as everything here is; the difference to \"tlsf\"\n"
-            "is the dispatch cost) and of glibc malloc/free (its defaults, no mallopt), on\n"
-            "the same random workload, interleaved over several rounds. One timing loop,\n"
-            "compiled once, times every allocator: each call goes through one function\n"
-            "pointer to a wrapper that jumps to the allocator. Every time is also shown\n"
-            "minus the floor: that same loop and call, the wrapper jumping to a function\n"
-            "that does nothing, so the floor takes off exactly the harness's own code,\n"
-            "wherever the compiler places it.\n"
-            "\n"
-            "Main phase workload: sizes uniform in [min-size, max-size]; at each step free\n"
-            "a random live block if the live cap is reached, allocate if none is live,\n"
-            "otherwise allocate or free with probability 1/2. Generated before timing,\n"
-            "fixed seed.\n"
-            "\n"
-            "Free-order phase: on a fresh heap, allocate N blocks (sizes uniform in\n"
-            "[min-size, max-size], the same for every allocator), then free them all,\n"
-            "timing each free: once in allocation order, once in a fixed random order.\n"
-            "Over the same rounds as the main phase; shows what the order of frees costs\n"
-            "(heapmem and xnheap merge page runs in balanced trees).\n"
-            "\n"
-            "Then sweeps block sizes in 64-byte buckets from 0 to 10 KiB.\n"
-            "\n"
-            "Peers (jemalloc, mimalloc, tcmalloc, when installed; named in --kinds) and\n"
-            "plugins (--plugin, <rtmem/plugin.h>) run beside them, loaded as memcheck\n"
-            "loads them. The measuring runs in a child process under a watchdog: an\n"
-            "allocator that crashes, or makes no progress for --timeout seconds (a pass\n"
-            "is progress), is named with where it failed and a replay command, left out,\n"
-            "and the run starts again without it (exit status 1; the others' figures and\n"
-            "the failure are in the report and the JSON).\n"
-            "\n"
-            "options:\n"
-            "  --ops N           operations per pass (default %u; --quick %u)\n"
-            "  --rounds N        measured rounds, order alternating (default %u; --quick %u)\n"
-            "  --min-size B      smallest request in bytes (default %u)\n"
-            "  --max-size B      largest request in bytes (default %u)\n"
-            "  --live N          cap on live blocks (default %u)\n"
-            "  --heap-size B     memory of each heap (rtmem's kinds, plugins; default 64M)\n"
-            "  --seed N          workload seed (default %u)\n"
-            "  --cpu N           CPU to pin to (default: the last allowed CPU)\n"
-            "  --prio N          SCHED_FIFO priority, 1..99 (default %d)\n"
-            "  --no-rt           no CPU pinning, no SCHED_FIFO (mlockall is still tried)\n"
-            "  --kinds a,b,...   allocators to run (default all but the peers): ",
-            DEFAULT_OPS, QUICK_OPS, DEFAULT_ROUNDS, QUICK_ROUNDS, DEFAULT_MIN_BYTES,
-            DEFAULT_MAX_BYTES, DEFAULT_LIVE, DEFAULT_SEED, TK_RT_DEFAULT_PRIORITY);
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        fprintf(f, "%s, ", *k);
-    fprintf(f,
-            "tlsf(typed)\n"
-            "                    (alias tlsf-typed), glibc, the plugins; the kinds again as\n"
-            "                    <kind>-none, created at hardening level none (no integrity\n"
-            "                    checks: the others run at the default, O(1) checks), so\n"
-            "                    the table shows what the checks cost; also: jemalloc,\n"
-            "                    mimalloc, tcmalloc (a peer not installed is skipped)\n"
-            "  --plugin FILE.so  load a heap plugin (repeatable, up to %d)\n"
-            "  --timeout SECONDS a pass without progress for this long is killed and its\n"
-            "                    allocator left out (default %u; 0: never)\n"
-            "  --json FILE       also write the results as JSON (schema %s):\n"
-            "                    to a new file beside FILE, renamed over it only when\n"
-            "                    the run completes; a failed or interrupted run leaves\n"
-            "                    FILE as it was. A FIFO or device (/dev/stdout,\n"
-            "                    /dev/null) is written directly\n"
-            "  --quick           a short run for smoke tests (ops, rounds, sweep ops reduced)\n"
-            "  --fill N          blocks per fill in the free-order phase (default %u)\n"
-            "  --no-free-order   skip the free-order phase\n"
-            "  --no-sweep        skip the size sweep\n"
-            "  --sweep-only      run only the size sweep\n"
-            "  --sweep-ops N     operations per bucket per allocator (default %u; --quick %u)\n"
-            "  -h, --help        this text\n"
-            "\n"
-            "Byte counts take a K, M, G or T suffix (powers of 1024). Requires root (or\n"
-            "CAP_SYS_NICE, CAP_IPC_LOCK) for SCHED_FIFO and locking; without them the\n"
-            "run continues and reports what was refused.\n"
-            "Exit status: 0 ok, 1 run-time failure (an allocator that failed, or a report\n"
-            "that cannot be written to standard output, included), 2 bad usage (a plugin\n"
-            "that does not load or whose table is refused included).\n",
-            TK_MAX_PLUGINS, BENCH_DEFAULT_TIMEOUT_S, BENCH_SCHEMA, DEFAULT_FILL,
-            DEFAULT_SWEEP_OPS, QUICK_SWEEP_OPS);
-}
-
-/* Messages name the subcommand; byte-count examples fit its sizes. */
-static const struct tk_args cli = {"rtmem bench", "4096, 64K, 64M"};
-
-enum {
-    OPT_OPS = 256, OPT_ROUNDS, OPT_MIN, OPT_MAX, OPT_LIVE, OPT_HEAP, OPT_SEED, OPT_CPU,
-    OPT_PRIO, OPT_NO_RT, OPT_KINDS, OPT_JSON, OPT_QUICK, OPT_NO_SWEEP, OPT_SWEEP_ONLY,
-    OPT_SWEEP_OPS, OPT_FILL, OPT_NO_FREE_ORDER, OPT_PLUGIN, OPT_TIMEOUT,
-};
-
-static const struct option long_opts[] = {
-    {"ops", required_argument, NULL, OPT_OPS},
-    {"rounds", required_argument, NULL, OPT_ROUNDS},
-    {"min-size", required_argument, NULL, OPT_MIN},
-    {"max-size", required_argument, NULL, OPT_MAX},
-    {"live", required_argument, NULL, OPT_LIVE},
-    {"heap-size", required_argument, NULL, OPT_HEAP},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"cpu", required_argument, NULL, OPT_CPU},
-    {"prio", required_argument, NULL, OPT_PRIO},
-    {"no-rt", no_argument, NULL, OPT_NO_RT},
-    {"kinds", required_argument, NULL, OPT_KINDS},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"quick", no_argument, NULL, OPT_QUICK},
-    {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
-    {"sweep-only", no_argument, NULL, OPT_SWEEP_ONLY},
-    {"sweep-ops", required_argument, NULL, OPT_SWEEP_OPS},
-    {"fill", required_argument, NULL, OPT_FILL},
-    {"no-free-order", no_argument, NULL, OPT_NO_FREE_ORDER},
-    {"plugin", required_argument, NULL, OPT_PLUGIN},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-/* One option's value into o. Returns 0 or -1 (message printed). */
-static int apply_option(int c, const char *arg, struct bench_opts *o, bool *set_ops,
-                        bool *set_rounds, bool *set_sweep_ops)
-{
-    uint64_t v = 0;
-    int rc = 0;
-    switch (c) {
-    case OPT_OPS:
-        rc = tk_args_u64(&cli, "--ops", arg, 1, BENCH_MAX_OPS, &v);
-        o->ops = v;
-        *set_ops = true;
-        break;
-    case OPT_ROUNDS:
-        rc = tk_args_u64(&cli, "--rounds", arg, 1, BENCH_MAX_ROUNDS, &v);
-        o->rounds = (unsigned)v;
-        *set_rounds = true;
-        break;
-    case OPT_MIN:
-        rc = tk_args_bytes(&cli, "--min-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
-        o->min_size_bytes = (uint32_t)v;
-        break;
-    case OPT_MAX:
-        rc = tk_args_bytes(&cli, "--max-size", arg, 0, BENCH_MAX_SIZE_BYTES, &v);
-        o->max_size_bytes = (uint32_t)v;
-        break;
-    case OPT_LIVE:
-        rc = tk_args_u64(&cli, "--live", arg, 1, BENCH_MAX_LIVE, &v);
-        o->live_cap = (uint32_t)v;
-        break;
-    case OPT_HEAP:
-        rc = tk_args_bytes(&cli, "--heap-size", arg, BENCH_MIN_HEAP_BYTES, BENCH_MAX_HEAP_BYTES,
-                           &v);
-        o->heap_bytes = (size_t)v;
-        break;
-    case OPT_SEED:
-        rc = tk_args_u64(&cli, "--seed", arg, 0, UINT64_MAX, &v);
-        o->seed = v;
-        break;
-    case OPT_CPU: return tk_args_cpu(&cli, arg, &o->cpu);
-    case OPT_PRIO: return tk_args_priority(&cli, arg, &o->priority);
-    case OPT_NO_RT: o->no_rt = true; break;
-    case OPT_KINDS: o->kinds_arg = arg; break;
-    case OPT_JSON: return tk_args_file(&cli, "--json", arg, &o->json_path);
-    case OPT_QUICK: o->quick = true; break;
-    case OPT_NO_SWEEP: o->no_sweep = true; break;
-    case OPT_SWEEP_ONLY: o->sweep_only = true; break;
-    case OPT_SWEEP_OPS:
-        rc = tk_args_u64(&cli, "--sweep-ops", arg, 1, BENCH_MAX_OPS, &v);
-        o->sweep_ops = v;
-        *set_sweep_ops = true;
-        break;
-    case OPT_FILL:
-        rc = tk_args_u64(&cli, "--fill", arg, 1, BENCH_MAX_LIVE, &v);
-        o->fill_blocks = (uint32_t)v;
-        break;
-    case OPT_NO_FREE_ORDER: o->no_free_order = true; break;
-    case OPT_PLUGIN:
-        if (tk_args_file(&cli, "--plugin", arg, &arg) != 0)
-            return -1;
-        if (o->n_plugins == TK_MAX_PLUGINS) {
-            char msg[96];
-            snprintf(msg, sizeof(msg), "--plugin: at most %d plugins; '%%s' is one more",
-                     TK_MAX_PLUGINS);
-            return tk_args_bad(&cli, msg, arg);
-        }
-        o->plugin_paths[o->n_plugins++] = arg;
-        break;
-    case OPT_TIMEOUT:
-        rc = tk_args_u64(&cli, "--timeout", arg, 0, BENCH_MAX_TIMEOUT_S, &v);
-        o->timeout_s = (unsigned)v;
-        break;
-    default:
-        return -1;
-    }
-    return rc;
-}
-
-/* Returns 0 to run, 1 if --help was shown, -1 for bad usage (reported). */
-static int parse_options(int argc, char **argv, struct bench_opts *o)
-{
-    *o = (struct bench_opts){
-        .ops = DEFAULT_OPS, .rounds = DEFAULT_ROUNDS, .min_size_bytes = DEFAULT_MIN_BYTES,
-        .max_size_bytes = DEFAULT_MAX_BYTES, .live_cap = DEFAULT_LIVE,
-        .heap_bytes = DEFAULT_HEAP_BYTES, .seed = DEFAULT_SEED, .sweep_ops = DEFAULT_SWEEP_OPS,
-        .fill_blocks = DEFAULT_FILL, .cpu = -1, .priority = TK_RT_DEFAULT_PRIORITY,
-        .timeout_s = BENCH_DEFAULT_TIMEOUT_S,
-    };
-    bool set_ops = false, set_rounds = false, set_sweep_ops = false;
-
-    tk_args_begin();
-    int c;
-    while ((c = tk_args_next(&cli, argc, argv, long_opts)) > 0) {
-        if (c == 'h') {
-            usage(stdout);
-            return 1;
-        }
-        if (apply_option(c, optarg, o, &set_ops, &set_rounds, &set_sweep_ops) != 0)
-            return -1;
-    }
-    if (c < 0)
-        return -1;
-
-    if (o->quick) {
-        if (!set_ops)
-            o->ops = QUICK_OPS;
-        if (!set_rounds)
-            o->rounds = QUICK_ROUNDS;
-        if (!set_sweep_ops)
-            o->sweep_ops = QUICK_SWEEP_OPS;
-    }
-    if (o->min_size_bytes > o->max_size_bytes) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "--min-size (%u) is larger than --max-size (%u)%%s",
-                 o->min_size_bytes, o->max_size_bytes);
-        return tk_args_bad(&cli, msg, "");
-    }
-    if (o->no_sweep && o->sweep_only)
-        return tk_args_bad(&cli, "--no-sweep and --sweep-only exclude each other%s", "");
-    if (o->sweep_only)
-        o->no_free_order = true;
-    return 0;
-}
+/* tk_timer_init's calibration window. */
+#define CALIBRATION_MS 60u
 
 /* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc
  * and the plugins unless --kinds says otherwise; a peer only when named.
@@ -290,10 +32,10 @@ static const struct tk_kinds_spec kinds_spec = {
 /* The floor first, then the allocators --kinds selects (common/kinds.h),
  * the peers that did not load noted in b->skipped. Returns 0, or an exit
  * status (reported). */
-static int select_allocators(struct bench *b, int argc, char **argv)
+static int select_allocators(struct bench *b, const struct tk_args *cli, int argc, char **argv)
 {
     struct tk_kinds *k = &b->kinds;
-    int rc = tk_kinds_select(k, &kinds_spec, &cli, b->o.kinds_arg, b->o.plugin_paths,
+    int rc = tk_kinds_select(k, &kinds_spec, cli, b->o.kinds_arg, b->o.plugin_paths,
                              b->o.n_plugins, argc, argv);
     if (rc != 0)
         return rc;
@@ -450,7 +192,7 @@ static int measure(void *arg)
         bench_print_header(stdout, b);
         b->header_done = true;
         /* A report that cannot be written is not worth measuring. */
-        if (tk_stdout_check(cli.prog) != 0)
+        if (tk_stdout_check(b->prog) != 0)
             return MEASURE_NO_STDOUT;
     }
     if (!b->o.sweep_only)
@@ -565,22 +307,6 @@ static void set_aside_failed(struct bench *b)
     b->n_al = kept;
 }
 
-/* The JSON into the result file and the file into place. Returns 0 or 1
- * (reported). */
-static int write_results(struct bench *b, struct tk_result *json)
-{
-    if (bench_write_json(json->f, b) == -EINVAL) {
-        fprintf(stderr, "rtmem bench: internal error: unbalanced JSON for '%s'\n",
-                b->o.json_path);
-        return 1;
-    }
-    /* A write error is the commit's to report, with its cause. */
-    if (tk_result_commit(json, cli.prog) != 0)
-        return 1;
-    printf("\nresults written to %s\n", b->o.json_path);
-    return 0;
-}
-
 /* The watchdog's priority: above the measuring process's, so that one
  * spinning at its real-time priority on the parent's CPU cannot starve it. */
 static int watch_priority(const struct bench *b, bool fifo_granted)
@@ -591,18 +317,29 @@ static int watch_priority(const struct bench *b, bool fifo_granted)
     return b->o.priority < max ? b->o.priority + 1 : max;
 }
 
-/* Everything after option parsing. Returns the exit status. */
-static int bench_run(struct bench *b)
+int bench_setup(struct tk_session *s)
 {
-    struct tk_result json;
-    bool have_json = b->o.json_path != NULL;
-    if (have_json && tk_result_open(&json, cli.prog, b->o.json_path) != 0)
-        return EXIT_USAGE;
+    /* Shared with the measuring process, which writes its results here. */
+    struct bench *b = tk_shared_alloc(sizeof(*b));
+    if (!b) {
+        fprintf(stderr, "%s: out of memory\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    s->state = b;
+    b->o = *(const struct bench_opts *)s->opts;
+    b->prog = s->cli.prog;
+    /* The report's last line, "results written to", follows a blank line. */
+    s->comment = "\n";
+    return select_allocators(b, &s->cli, s->argc, s->argv);
+}
 
+enum tk_run_end bench_run(struct tk_session *s)
+{
+    struct bench *b = s->state;
     /* The timer is calibrated under the real-time setup the measuring gets;
      * then the parent, which only waits, gives it up. */
     struct tk_rt_state parent_rt;
-    const struct tk_run_opts ro = {cli.prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
+    const struct tk_run_opts ro = {b->prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
     int status = tk_run_setup(&ro, &parent_rt, &b->timer, &b->mf) == 0 ? 0 : 1;
     b->watch_priority = watch_priority(b, parent_rt.fifo.granted);
     tk_rt_undo(&parent_rt);
@@ -612,48 +349,23 @@ static int bench_run(struct bench *b)
     }
     if (status == 0)
         status = measure_all(b);
-    if (status == 0)
-        set_aside_failed(b);
-
-    if (status == 0) {
-        bench_aggregate_main(b);
-        bench_aggregate_free_order(b);
-        bench_aggregate_sweep(b);
-        bench_report(stdout, b);
-        if (tk_stdout_check(cli.prog) != 0)
-            status = 1;
-        /* A complete run replaces the result file; allocators that failed
-         * are in it, with their failure. */
-        if (have_json && status == 0)
-            status = write_results(b, &json);
-        if (b->n_gone > 0)
-            status = 1;
-    }
-    if (have_json)
-        tk_result_abandon(&json);   /* nothing once committed */
-    free_results(b);
-    return status;
+    if (status != 0)
+        return TK_RUN_ABORTED;
+    set_aside_failed(b);
+    bench_aggregate_main(b);
+    bench_aggregate_free_order(b);
+    bench_aggregate_sweep(b);
+    /* Allocators that failed are in the report and the JSON, with their
+     * failure, and fail the run. */
+    return b->n_gone > 0 ? TK_RUN_FAILED : TK_RUN_PASSED;
 }
 
-int rtm_cmd_bench(int argc, char **argv)
+void bench_teardown(struct tk_session *s)
 {
-    /* Shared with the measuring process, which writes its results here. */
-    struct bench *b = tk_shared_alloc(sizeof(*b));
-    if (!b) {
-        fprintf(stderr, "rtmem bench: out of memory\n");
-        return 1;
-    }
-    int rc = parse_options(argc, argv, &b->o);
-    int status;
-    if (rc > 0) {
-        status = 0;
-    } else if (rc < 0) {
-        status = EXIT_USAGE;
-    } else {
-        status = select_allocators(b, argc, argv);
-        if (status == 0)
-            status = bench_run(b);
-    }
+    struct bench *b = s->state;
+    if (!b)
+        return;
+    free_results(b);
     tk_shared_free(b, sizeof(*b));
-    return status;
+    s->state = NULL;
 }
