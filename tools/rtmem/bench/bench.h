@@ -181,6 +181,9 @@ struct allocator {
     uint64_t skipped_frees;
     uint64_t free_errors;
     struct op_agg agg[2];
+    /* Against glibc: alloc, free avg-floor; alloc, free p99. NaN for the
+     * floor, glibc itself, or without glibc. */
+    double vs_glibc[4];
 
     /* Free-order phase. fill_alloc: every fill, [order * rounds + round];
      * fill_free[order]: per round. */
@@ -190,6 +193,7 @@ struct allocator {
     uint64_t fill_skipped_frees;
     struct op_agg fill_alloc_agg;  /* over every fill: its "rounds" are the fills */
     struct op_agg fill_free_agg[FILL_ORDERS];
+    double shuffled_over_in_order[2];   /* free avg-floor, p99; NaN for the floor */
 
     /* Sweep, per bucket. */
     double *sweep_alloc_ns;

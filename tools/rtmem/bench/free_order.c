@@ -65,6 +65,15 @@ int bench_run_free_order(struct bench *b)
     return 0;
 }
 
+/* Ratio shuffled / in-order of the free-order phase: [0] avg-floor, [1] p99. */
+static void free_order_ratios(const struct allocator *a, double out[2])
+{
+    const struct op_agg *in = &a->fill_free_agg[FILL_IN_ORDER];
+    const struct op_agg *sh = &a->fill_free_agg[FILL_SHUFFLED];
+    out[0] = bench_ratio(sh->net_avg_ns, in->net_avg_ns);
+    out[1] = bench_ratio(sh->p99_ns, in->p99_ns);
+}
+
 void bench_aggregate_free_order(struct bench *b)
 {
     if (!b->ran_free_order)
@@ -77,16 +86,10 @@ void bench_aggregate_free_order(struct bench *b)
         for (int o = 0; o < FILL_ORDERS; o++)
             bench_aggregate_series(a->fill_free[o], bench_floor_of(a, fl->fill_free[o]),
                                    b->o.rounds, &a->fill_free_agg[o]);
+        a->shuffled_over_in_order[0] = a->shuffled_over_in_order[1] = NAN;
+        if (!a->floor)
+            free_order_ratios(a, a->shuffled_over_in_order);
     }
-}
-
-/* Ratio shuffled / in-order of the free-order phase: [0] avg-floor, [1] p99. */
-static void free_order_ratios(const struct allocator *a, double out[2])
-{
-    const struct op_agg *in = &a->fill_free_agg[FILL_IN_ORDER];
-    const struct op_agg *sh = &a->fill_free_agg[FILL_SHUFFLED];
-    out[0] = bench_ratio(sh->net_avg_ns, in->net_avg_ns);
-    out[1] = bench_ratio(sh->p99_ns, in->p99_ns);
 }
 
 void bench_print_free_order(FILE *f, const struct bench *b)
@@ -133,9 +136,7 @@ void bench_print_free_order(FILE *f, const struct bench *b)
         cells[C_IN99] = tk_fmt_double(buf[C_IN99], 32, in->p99_ns, 1);
         cells[C_SH] = tk_fmt_double(buf[C_SH], 32, sh->net_avg_ns, 1);
         cells[C_SH99] = tk_fmt_double(buf[C_SH99], 32, sh->p99_ns, 1);
-        double r[2];
-        free_order_ratios(a, r);
-        cells[C_RATIO] = tk_fmt_ratio(buf[C_RATIO], 32, r[0]);
+        cells[C_RATIO] = tk_fmt_ratio(buf[C_RATIO], 32, a->shuffled_over_in_order[0]);
         tk_table_row(f, cols, C_N, cells);
     }
     fprintf(f, "\nfloor in this phase: alloc %.1f ns, free %.1f ns in-order, %.1f ns shuffled "
@@ -193,11 +194,9 @@ void bench_json_free_order(struct tk_json *j, const struct bench *b)
                               n);
             tk_json_end_object(j);
         }
-        double r[2] = {NAN, NAN};
-        if (!a->floor)
-            free_order_ratios(a, r);
-        tk_json_kv_double(j, "shuffled_over_in_order_avg_minus_floor", r[0]);
-        tk_json_kv_double(j, "shuffled_over_in_order_p99", r[1]);
+        tk_json_kv_double(j, "shuffled_over_in_order_avg_minus_floor",
+                          a->shuffled_over_in_order[0]);
+        tk_json_kv_double(j, "shuffled_over_in_order_p99", a->shuffled_over_in_order[1]);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);

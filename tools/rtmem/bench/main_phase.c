@@ -47,18 +47,6 @@ void bench_run_main(struct bench *b)
     b->ran_main = true;
 }
 
-void bench_aggregate_main(struct bench *b)
-{
-    if (!b->ran_main)
-        return;
-    for (size_t i = 0; i < b->n_al; i++) {
-        struct allocator *a = &b->al[i];
-        for (int op = 0; op < 2; op++)
-            bench_aggregate_series(a->rounds[op], bench_floor_of(a, b->al[0].rounds[op]),
-                                   b->o.rounds, &a->agg[op]);
-    }
-}
-
 static const struct allocator *find_glibc(const struct bench *b)
 {
     for (size_t i = 0; i < b->n_al; i++)
@@ -75,6 +63,26 @@ static void ratios_vs(const struct allocator *a, const struct allocator *g, doub
     out[1] = bench_ratio(a->agg[1].net_avg_ns, g->agg[1].net_avg_ns);
     out[2] = bench_ratio(a->agg[0].p99_ns, g->agg[0].p99_ns);
     out[3] = bench_ratio(a->agg[1].p99_ns, g->agg[1].p99_ns);
+}
+
+void bench_aggregate_main(struct bench *b)
+{
+    if (!b->ran_main)
+        return;
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (int op = 0; op < 2; op++)
+            bench_aggregate_series(a->rounds[op], bench_floor_of(a, b->al[0].rounds[op]),
+                                   b->o.rounds, &a->agg[op]);
+    }
+    const struct allocator *g = find_glibc(b);
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (int k = 0; k < 4; k++)
+            a->vs_glibc[k] = NAN;
+        if (g && a != g && !a->floor)
+            ratios_vs(a, g, a->vs_glibc);
+    }
 }
 
 enum { COL_NAME, COL_COUNT, COL_AVG, COL_SPREAD, COL_NET, COL_P50, COL_P99, COL_P999,
@@ -135,12 +143,10 @@ static void print_ratios(FILE *f, const struct bench *b)
         const struct allocator *a = &b->al[i];
         if (a == g)
             continue;
-        double r[4];
         char buf[4][16];
-        ratios_vs(a, g, r);
         const char *cells[5] = {a->def.name};
         for (int k = 0; k < 4; k++)
-            cells[k + 1] = tk_fmt_ratio(buf[k], sizeof(buf[k]), r[k]);
+            cells[k + 1] = tk_fmt_ratio(buf[k], sizeof(buf[k]), a->vs_glibc[k]);
         tk_table_row(f, cols, 5, cells);
     }
 }
@@ -213,14 +219,12 @@ void bench_json_ratios(struct tk_json *j, const struct bench *b)
         const struct allocator *a = &b->al[i];
         if (a == g)
             continue;
-        double r[4];
-        ratios_vs(a, g, r);
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->def.name);
-        tk_json_kv_double(j, "alloc_avg_minus_floor", r[0]);
-        tk_json_kv_double(j, "free_avg_minus_floor", r[1]);
-        tk_json_kv_double(j, "alloc_p99", r[2]);
-        tk_json_kv_double(j, "free_p99", r[3]);
+        tk_json_kv_double(j, "alloc_avg_minus_floor", a->vs_glibc[0]);
+        tk_json_kv_double(j, "free_avg_minus_floor", a->vs_glibc[1]);
+        tk_json_kv_double(j, "alloc_p99", a->vs_glibc[2]);
+        tk_json_kv_double(j, "free_p99", a->vs_glibc[3]);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);
