@@ -82,7 +82,7 @@ struct bench_opts {
     bool no_sweep;
     bool sweep_only;
     bool no_free_order;
-    const char *kinds_arg;   /* NULL: every allocator */
+    const char *kinds_arg;   /* NULL: the defaults, every allocator but the peers */
     const char *json_path;   /* NULL: no JSON */
     const char *plugin_paths[TK_MAX_PLUGINS];   /* --plugin, in order */
     size_t n_plugins;
