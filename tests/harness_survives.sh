@@ -133,6 +133,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 names = [a["name"] for a in d["allocators"]]
 assert names == ["floor", "tlsf", "glibc", "tlsf-plugin"], names
+assert d["schema"] == "rtmem-bench/2" and d["passed"] is False, "a failed allocator fails the run"
 assert all(a["alloc"]["count_total"] > 0 for a in d["allocators"]), "rows measured"
 assert [r["name"] for r in d["ratios_vs_glibc"]] == ["tlsf", "tlsf-plugin"]
 failed = {f["name"]: f for f in d["failed_allocators"]}

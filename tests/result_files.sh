@@ -73,14 +73,14 @@ reader=$!
 rc=$?
 wait "$reader"
 [ "$rc" -eq 0 ] && [ -p "$tmp/d/fifo" ] && ok || bad "--json FIFO gave $rc: $(cat "$tmp/err.txt")"
-python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["schema"] == "rtmem-bench/1"' \
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["schema"] == "rtmem-bench/2"' \
     "$tmp/d/fifo.out" && ok || bad "--json FIFO: the reader did not get the JSON"
 
 # /dev/stdout: the JSON goes into the report's stream, after the report.
 # shellcheck disable=SC2086
 "$rtmem" $bench --json /dev/stdout >"$tmp/stdout.txt" 2>"$tmp/err.txt"
 rc=$?
-[ "$rc" -eq 0 ] && grep -q '"schema": "rtmem-bench/1"' "$tmp/stdout.txt" &&
+[ "$rc" -eq 0 ] && grep -q '"schema": "rtmem-bench/2"' "$tmp/stdout.txt" &&
     grep -q "^floor (no-op call" "$tmp/stdout.txt" && ok ||
     bad "--json /dev/stdout gave $rc: $(cat "$tmp/err.txt")"
 
@@ -97,7 +97,7 @@ cp "$tmp/d/good.orig" "$tmp/d/real.json"
 ln -s real.json "$tmp/d/link.json"
 # shellcheck disable=SC2086
 "$rtmem" $bench --json "$tmp/d/link.json" >/dev/null 2>&1 && [ -L "$tmp/d/link.json" ] &&
-    grep -q '"schema": "rtmem-bench/1"' "$tmp/d/real.json" && ok ||
+    grep -q '"schema": "rtmem-bench/2"' "$tmp/d/real.json" && ok ||
     bad "--json through a symbolic link"
 no_leftovers "complete runs"
 

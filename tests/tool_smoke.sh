@@ -23,6 +23,12 @@ if "$rtmem" bench --quick --no-rt --json "$tmp/b.json" >"$tmp/out.txt" 2>&1; the
 if python3 - "$tmp/b.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
+envelope = ["schema", "tool", "version", "command_line", "machine", "timer", "real_time", "seed",
+            "seconds", "passed"]
+assert list(d)[:len(envelope)] == envelope, list(d)
+assert d["schema"] == "rtmem-bench/2" and d["tool"] == "bench" and d["passed"] is True, d["schema"]
+assert d["command_line"][:2] == ["rtmem", "bench"] and d["seed"] == d["params"]["seed"]
+assert d["real_time"] is not None and d["timer"] is not None
 names = {a["name"] for a in d["allocators"]}
 assert {"tlsf", "glibc"} <= names, names
 fo = {a["name"]: a for a in d["free_order"]["allocators"]}
@@ -31,7 +37,7 @@ for n in names - {"floor"}:
     for k in ("free_in_order", "free_shuffled"):
         assert fo[n][k]["count_per_pass"] == d["free_order"]["fill_blocks"], (n, k)
 PY
-then ok; else bad "JSON has tlsf and glibc rows, and a free-order row per allocator"; fi
+then ok; else bad "JSON: the envelope, tlsf and glibc rows, and a free-order row per allocator"; fi
 grep -q "vs glibc" "$tmp/out.txt" && ok || bad "ratio table printed"
 grep -q "shuffled/in-order" "$tmp/out.txt" && ok || bad "free-order table printed"
 if "$rtmem" bench --quick --no-rt --no-sweep --no-free-order --kinds tlsf --json "$tmp/n.json" \

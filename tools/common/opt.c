@@ -74,8 +74,8 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
         if (tk_args_file(cli, opt, value, &name) != 0)
             return -1;
         if (*count >= o->hi)
-            return tk_args_bad(cli, "%s: at most %llu; '%s' is one more", opt,
-                               (unsigned long long)o->hi, value);
+            return tk_args_bad(cli, "%s: at most %llu %ss; '%s' is one more", opt,
+                               (unsigned long long)o->hi, o->name, value);
         list[(*count)++] = name;
         return 0;
     }
@@ -250,6 +250,11 @@ static void wrap(FILE *f, const char *text, size_t col, size_t indent)
         p += len;
     }
     fputc('\n', f);
+}
+
+void tk_opt_wrap(FILE *f, const char *text, size_t col, size_t indent)
+{
+    wrap(f, text, col, indent);
 }
 
 void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults)

@@ -44,7 +44,9 @@ enum tk_opt_type {
     TK_OPT_FILE,     /* a non-empty name into a const char * field */
     TK_OPT_STRING,   /* any value into a const char * field */
     TK_OPT_FILES,    /* a non-empty name appended to a const char *[hi] field; the
-                      * count in the size_t field at count_offset; at most hi */
+                      * count in the size_t field at count_offset; at most hi. Named
+                      * in the singular: one too many is "--plugin: at most 4
+                      * plugins; 'x' is one more" */
     TK_OPT_CHOICE,   /* one of choices (NULL-terminated) into an int field, its index */
     TK_OPT_CPU,      /* a CPU this process may run on (tk_args_cpu) into an int field */
     TK_OPT_PRIO,     /* a SCHED_FIFO priority (tk_args_priority) into an int field */
@@ -98,6 +100,12 @@ bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_pars
 /* The options part of --help: one entry per option in table order and
  * "  -h, --help  this text", with %D and %Q filled from defaults. */
 void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defaults);
+
+/* Text as --help writes a help line: word by word from column col (where
+ * the caller left the line), wrapped at 80 columns under column indent,
+ * a '\n' starting a new line there; then a newline. For help text made at
+ * run time, such as the names --kinds takes (kinds.h). */
+void tk_opt_wrap(FILE *f, const char *text, size_t col, size_t indent);
 
 /* A byte count as --help writes it: "64M" for a whole number of K, M, G
  * or T, else the number. Into buf (>= 24 bytes); returns buf. */

@@ -1,5 +1,5 @@
 /*
- * `rtmem bench`: the workloads, the allocators and the timed passes.
+ * `rtmem bench`: the allocators' heaps and calls, and the timed passes.
  *
  * Every allocator, and the no-op floor, is timed by the same machine code:
  * one timing loop per pass kind (timed_pass, timed_fill_pass), each compiled
@@ -7,7 +7,7 @@
  * pointers. Each timed call goes through such a pointer to a wrapper that
  * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, malloc/free;
  * for a peer or plugin, through its table), and the floor's wrapper jumps
- * the same way to a function that does nothing (bench_floor.c, out of the
+ * the same way to a function that does nothing (floor.c, out of the
  * compiler's sight). So the floor subtracts exactly the harness's own code,
  * wherever the compiler and linker place it, and floor-subtracted figures
  * are the allocator's own work.
@@ -24,100 +24,11 @@
 #include <string.h>
 
 #include "bench.h"
-#include "common/rng.h"
-
-int workload_init(struct workload *w, size_t cap)
-{
-    memset(w, 0, sizeof(*w));
-    if (cap == 0 || cap > SIZE_MAX / sizeof(uint32_t))
-        return -EINVAL;
-    w->ops = calloc(cap, sizeof(uint32_t));
-    if (!w->ops)
-        return -ENOMEM;
-    w->cap = cap;
-    return 0;
-}
-
-void workload_destroy(struct workload *w)
-{
-    free(w->ops);
-    memset(w, 0, sizeof(*w));
-}
-
-void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
-                       uint32_t live_cap, uint64_t seed)
-{
-    uint64_t rng = seed;
-    uint64_t span = (uint64_t)max_bytes - min_bytes + 1;
-    uint32_t live = 0;
-    if (n_ops > w->cap)
-        n_ops = w->cap;
-    for (size_t i = 0; i < n_ops; i++) {
-        bool do_free;
-        if (live == live_cap)
-            do_free = true;
-        else if (live == 0)
-            do_free = false;
-        else
-            do_free = tk_rng_next(&rng) & 1u;
-        if (do_free) {
-            w->ops[i] = OP_FREE | (uint32_t)tk_rng_below(&rng, live);
-            live--;
-        } else {
-            w->ops[i] = min_bytes + (uint32_t)tk_rng_below(&rng, span);
-            live++;
-        }
-    }
-    w->n = n_ops;
-}
-
-int fill_work_init(struct fill_work *fw, size_t cap)
-{
-    memset(fw, 0, sizeof(*fw));
-    if (cap == 0 || cap > UINT32_MAX)
-        return -EINVAL;
-    fw->sizes = calloc(cap, sizeof(uint32_t));
-    fw->blocks = calloc(cap, sizeof(void *));
-    for (int o = 0; o < FILL_ORDERS; o++)
-        fw->order[o] = calloc(cap, sizeof(uint32_t));
-    fw->cap = cap;
-    if (!fw->sizes || !fw->blocks || !fw->order[FILL_IN_ORDER] || !fw->order[FILL_SHUFFLED]) {
-        fill_work_destroy(fw);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
-void fill_work_destroy(struct fill_work *fw)
-{
-    free(fw->sizes);
-    free(fw->blocks);
-    for (int o = 0; o < FILL_ORDERS; o++)
-        free(fw->order[o]);
-    memset(fw, 0, sizeof(*fw));
-}
-
-void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
-                        uint64_t seed)
-{
-    uint64_t rng = seed;
-    uint64_t span = (uint64_t)max_bytes - min_bytes + 1;
-    uint32_t *in_order = fw->order[FILL_IN_ORDER], *shuffled = fw->order[FILL_SHUFFLED];
-    if (n > fw->cap)
-        n = fw->cap;
-    for (size_t i = 0; i < n; i++) {
-        fw->sizes[i] = min_bytes + (uint32_t)tk_rng_below(&rng, span);
-        in_order[i] = shuffled[i] = (uint32_t)i;
-    }
-    tk_rng_shuffle(shuffled, n, sizeof(*shuffled), &rng);
-    fw->n = n;
-}
 
 /* Does a run on a heap of its own, in memory the bench maps for it? */
 static bool has_heap(const struct allocator *a)
 {
-    return a->type == ALLOC_HEAP || a->type == ALLOC_TLSF_TYPED ||
-           (a->type == ALLOC_LOADED && a->ma.sort == TK_HEAP);
+    return !a->floor && a->def.sort == TK_HEAP;
 }
 
 /* A new heap of a's kind on a's memory; 0 or -errno (reported). */
@@ -125,21 +36,21 @@ static int create_heap(struct allocator *a)
 {
     bool made;
     errno = 0;
-    if (a->type == ALLOC_HEAP) {
-        struct rtm_heap_config cfg = { .hardening = a->hardening };
-        a->heap = rtm_heap_create_ex(a->kind, a->mem.mem, a->mem.bytes, &cfg);
+    if (a->def.from == TK_FROM_RTMEM) {
+        struct rtm_heap_config cfg = { .hardening = a->def.hardening };
+        a->heap = rtm_heap_create_ex(a->def.kind, a->mem.mem, a->mem.bytes, &cfg);
         made = a->heap != NULL;
-    } else if (a->type == ALLOC_TLSF_TYPED) {
+    } else if (a->def.from == TK_FROM_TYPED) {
         a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
         a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
         made = a->heap != NULL;
     } else {
-        a->loaded_heap = a->ma.hops->create(a->ma.hops_arg, a->mem.mem, a->mem.bytes);
+        a->loaded_heap = a->def.hops->create(a->def.hops_arg, a->mem.mem, a->mem.bytes);
         made = a->loaded_heap != NULL;
     }
     if (!made) {
         int err = errno ? errno : EINVAL;
-        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->name,
+        fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->def.name,
                 a->mem.bytes, strerror(err));
         a->tlsf = NULL;
         return -err;
@@ -152,108 +63,23 @@ static void destroy_heap(struct allocator *a)
     if (a->heap)
         rtm_heap_destroy(a->heap);
     if (a->loaded_heap)
-        a->ma.hops->destroy(a->loaded_heap);
+        a->def.hops->destroy(a->loaded_heap);
     a->heap = NULL;
     a->tlsf = NULL;
     a->loaded_heap = NULL;
 }
 
-int allocator_open(struct allocator *a, size_t heap_bytes)
+int bench_allocator_open(struct allocator *a, size_t heap_bytes)
 {
     if (!has_heap(a))
         return 0;
     int rc = tk_arena_open(&a->mem, heap_bytes);
     if (rc != 0) {
-        fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->name,
+        fprintf(stderr, "rtmem bench: mmap of %zu bytes for %s: %s\n", heap_bytes, a->def.name,
                 strerror(-rc));
         return rc;
     }
     return create_heap(a);
-}
-
-/* One allocator's result arrays, each in shared memory (one mapping per
- * array keeps the sizes simple to give back). */
-struct result_array {
-    size_t offset;     /* of the pointer in struct allocator */
-    size_t elem;
-    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
-};
-
-static const struct result_array result_arrays[] = {
-    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
-    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
-    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
-    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
-};
-
-#define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
-
-static void **array_at(struct allocator *a, const struct result_array *r)
-{
-    return (void **)((char *)a + r->offset);
-}
-
-static size_t array_bytes(const struct bench *b, const struct result_array *r)
-{
-    size_t n = r->count == 0   ? b->o.rounds
-               : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
-                               : SWEEP_BUCKETS;
-    return n * r->elem;
-}
-
-int allocate_results(struct bench *b)
-{
-    for (size_t i = 0; i < b->n_al; i++)
-        for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
-            void **p = array_at(&b->al[i], &result_arrays[k]);
-            *p = tk_shared_alloc(array_bytes(b, &result_arrays[k]));
-            if (!*p)
-                return -ENOMEM;
-        }
-    return 0;
-}
-
-void reset_results(struct bench *b)
-{
-    for (size_t i = 0; i < b->n_al; i++) {
-        struct allocator *a = &b->al[i];
-        for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
-            memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
-        a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
-        a->fill_failed_allocs = a->fill_skipped_frees = 0;
-        memset(a->agg, 0, sizeof(a->agg));
-        memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
-        memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
-        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
-        a->heap = NULL;
-        a->tlsf = NULL;
-        a->loaded_heap = NULL;
-    }
-    b->ran_main = b->ran_free_order = b->ran_sweep = false;
-    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
-    b->sweep_floor_ns = 0;
-    memset(&b->now, 0, sizeof(b->now));
-}
-
-static void free_arrays(const struct bench *b, struct allocator *a)
-{
-    for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
-        void **p = array_at(a, &result_arrays[k]);
-        tk_shared_free(*p, array_bytes(b, &result_arrays[k]));
-        *p = NULL;
-    }
-}
-
-void free_results(struct bench *b)
-{
-    for (size_t i = 0; i < b->n_al; i++)
-        free_arrays(b, &b->al[i]);
-    for (size_t i = 0; i < b->n_gone; i++)
-        free_arrays(b, &b->gone[i]);
 }
 
 /* The calls a timing loop makes, and what they get. */
@@ -300,44 +126,46 @@ static int glibc_free_checked(void *ctx, void *p)
 /* What a loaded allocator's own calls take: its heap, or its own data. */
 static void *loaded_ctx(const struct allocator *a)
 {
-    return a->ma.sort == TK_HEAP ? a->loaded_heap : a->ma.ctx;
+    return a->def.sort == TK_HEAP ? a->loaded_heap : a->def.ctx;
 }
 
 /* A peer or plugin: its table's calls, reached through the allocator. */
 static void *loaded_alloc(void *ctx, size_t size)
 {
     const struct allocator *a = ctx;
-    return a->ma.alloc(loaded_ctx(a), size);
+    return a->def.alloc(loaded_ctx(a), size);
 }
 
 static void loaded_free(void *ctx, void *p)
 {
     const struct allocator *a = ctx;
-    (void)a->ma.free(loaded_ctx(a), p);
+    (void)a->def.free(loaded_ctx(a), p);
 }
 
 static int loaded_free_checked(void *ctx, void *p)
 {
     const struct allocator *a = ctx;
-    return a->ma.free(loaded_ctx(a), p);
+    return a->def.free(loaded_ctx(a), p);
 }
 
 static void make_call(struct allocator *a, struct bench_call *c)
 {
-    switch (a->type) {
-    case ALLOC_FLOOR:
+    if (a->floor) {
         *c = (struct bench_call){floor_alloc, floor_free, floor_free_checked, a->scratch};
-        break;
-    case ALLOC_HEAP:
+        return;
+    }
+    switch (a->def.from) {
+    case TK_FROM_RTMEM:
         *c = (struct bench_call){heap_alloc, heap_free, heap_free_checked, a->heap};
         break;
-    case ALLOC_TLSF_TYPED:
+    case TK_FROM_TYPED:
         *c = (struct bench_call){tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf};
         break;
-    case ALLOC_GLIBC:
+    case TK_FROM_GLIBC:
         *c = (struct bench_call){glibc_alloc, glibc_free, glibc_free_checked, NULL};
         break;
-    case ALLOC_LOADED:
+    case TK_FROM_PEER:
+    case TK_FROM_PLUGIN:
         *c = (struct bench_call){loaded_alloc, loaded_free, loaded_free_checked, a};
         break;
     }
@@ -461,7 +289,7 @@ static void check_heap(struct allocator *a)
     }
     if (!a->loaded_heap)
         return;
-    const struct tk_heap_ops *h = a->ma.hops;
+    const struct tk_heap_ops *h = a->def.hops;
     if ((h->check && h->check(a->loaded_heap) != 0) ||
         (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
                       st.used_bytes != 0)))
@@ -477,7 +305,7 @@ static void pass_out_reset(struct bench *b, struct pass_out *out)
     out->free_ticks = &b->free_s;
 }
 
-void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
+void bench_run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
 {
     struct bench_call c;
     pass_out_reset(b, out);
@@ -486,7 +314,7 @@ void run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
     check_heap(a);
 }
 
-int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
+int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                   struct pass_out *out)
 {
     const uint32_t *ord = b->fw.order[order];

@@ -1,9 +1,16 @@
 /*
- * `rtmem bench`: internal types shared by its three files.
- *   bench.c         options, the run's sequence (setup, main phase, free order, sweep)
- *   bench_work.c    workload generation, the allocators and the timed passes
- *   bench_floor.c   the floor's no-op calls, out of the timing loops' sight
- *   bench_report.c  aggregation over rounds, human tables and JSON
+ * `rtmem bench`: internal types shared by its files.
+ *   cli.c         the options table, --help, the combination checks, bench_tool
+ *   run.c         setup (the allocators), the measuring process under its
+ *                 watchdog and the allocators it fails, the run's sequence
+ *   work.c        workload generation, before any timing
+ *   pass.c        the allocators' heaps and calls, the timing loops, a pass
+ *   floor.c       the floor's no-op calls, out of the timing loops' sight
+ *   main_phase.c  the main phase: its run, aggregates, tables and JSON
+ *   free_order.c  the free-order phase: the same
+ *   sweep.c       the size sweep: the same
+ *   aggregate.c   aggregation over rounds, shared by the phases
+ *   report.c      the header, the notes, the JSON's own members and helpers
  *
  * The measuring runs in a child process under a watchdog (common/child.h),
  * since peers and plugins crash and hang: struct bench, and every result
@@ -27,9 +34,12 @@
 #include "common/samples.h"
 #include "common/timer.h"
 #include "common/alloc.h"
+#include "common/kinds.h"
+#include "common/out.h"
+#include "common/tool.h"
 #include "rtmem/rtmem.h"
 
-#define BENCH_SCHEMA "rtmem-bench/1"
+#define BENCH_SCHEMA "rtmem-bench/2"
 
 /* Limits on the options: they bound the work and the memory of a run. */
 #define BENCH_MAX_OPS        10000000u
@@ -49,10 +59,8 @@
  * this, so they are not the main phase's draws. */
 #define FILL_SEED_SALT 0x5851f42d4c957f2du
 
-/* Allocators the run can hold: the floor, every kind, tlsf(typed), glibc,
- * the peers and the plugins. */
-#define BENCH_MAX_ALLOCATORS 16
-#define BENCH_MAX_PLUGINS    4
+/* Rows the run can hold: the floor and the run's list of allocators. */
+#define BENCH_MAX_ALLOCATORS (1 + TK_MAX_ALLOCS)
 /* --timeout: seconds the measuring process may go without progress. */
 #define BENCH_DEFAULT_TIMEOUT_S 60u
 #define BENCH_MAX_TIMEOUT_S     86400u
@@ -74,9 +82,9 @@ struct bench_opts {
     bool no_sweep;
     bool sweep_only;
     bool no_free_order;
-    const char *kinds_arg;   /* NULL: every allocator */
+    const char *kinds_arg;   /* NULL: the defaults, every allocator but the peers */
     const char *json_path;   /* NULL: no JSON */
-    const char *plugin_paths[BENCH_MAX_PLUGINS];   /* --plugin, in order */
+    const char *plugin_paths[TK_MAX_PLUGINS];   /* --plugin, in order */
     size_t n_plugins;
     unsigned timeout_s;      /* without progress, the measuring process is killed; 0 never */
 };
@@ -107,14 +115,6 @@ struct fill_work {
     void **blocks;                  /* the i-th allocation of the current pass */
     size_t n;
     size_t cap;
-};
-
-enum alloc_type {
-    ALLOC_FLOOR,       /* no-op: calls an identity function (the floor) */
-    ALLOC_HEAP,        /* an rtmem kind through rtm_heap_* */
-    ALLOC_TLSF_TYPED,  /* TLSF through rtm_tlsf_* */
-    ALLOC_GLIBC,       /* malloc/free, glibc defaults */
-    ALLOC_LOADED,      /* a peer or a plugin, through struct tk_alloc */
 };
 
 /* The parts of a run, for naming where an allocator failed. */
@@ -157,20 +157,21 @@ struct op_agg {
     double max_ns;                                    /* worst over all rounds */
 };
 
+/* A row of the run: the floor, or an allocator of the run's list
+ * (common/kinds.h), whose struct tk_alloc says where it comes from: an
+ * rtmem kind at a hardening level ("<kind>-none" rows time
+ * RTM_HEAP_HARDEN_NONE beside the default), TLSF through its typed API,
+ * glibc, a peer or a plugin. The timed calls are bench's own (pass.c). */
 struct allocator {
-    const char *name;
-    enum alloc_type type;
-    /* ALLOC_HEAP: the rtmem kind and the hardening level it is created at
-     * (rows "<kind>-none" time RTM_HEAP_HARDEN_NONE beside the default). */
-    const char *kind;
-    int hardening;
-    struct tk_alloc ma;       /* ALLOC_LOADED: the peer or plugin */
+    bool floor;               /* the no-op row; def holds only its name */
+    struct tk_alloc def;      /* what it is; def.name names the row */
     struct bench_failure fail;   /* set: left out of the run */
-    /* Heap memory (ALLOC_HEAP, ALLOC_TLSF_TYPED); not open for the others. */
+    /* Heap memory (def.sort TK_HEAP: rtmem kinds, tlsf(typed), plugins);
+     * not open for the others. */
     struct tk_arena mem;
     struct rtm_heap *heap;
     struct rtm_tlsf *tlsf;
-    void *loaded_heap;        /* ALLOC_LOADED, a plugin: its heap */
+    void *loaded_heap;        /* a plugin: its heap */
     uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
     char scratch[64];         /* what the floor's "allocation" returns */
 
@@ -180,6 +181,9 @@ struct allocator {
     uint64_t skipped_frees;
     uint64_t free_errors;
     struct op_agg agg[2];
+    /* Against glibc: alloc, free avg-floor; alloc, free p99. NaN for the
+     * floor, glibc itself, or without glibc. */
+    double vs_glibc[4];
 
     /* Free-order phase. fill_alloc: every fill, [order * rounds + round];
      * fill_free[order]: per round. */
@@ -189,15 +193,18 @@ struct allocator {
     uint64_t fill_skipped_frees;
     struct op_agg fill_alloc_agg;  /* over every fill: its "rounds" are the fills */
     struct op_agg fill_free_agg[FILL_ORDERS];
+    double shuffled_over_in_order[2];   /* free avg-floor, p99; NaN for the floor */
 
     /* Sweep, per bucket. */
     double *sweep_alloc_ns;
     double *sweep_free_ns;
     uint64_t *sweep_failed;
+    double sweep_net_mean_ns;      /* alloc+free minus the floor, mean over buckets */
 };
 
 struct bench {
     struct bench_opts o;
+    const char *prog;             /* "rtmem bench": starts the driver's messages */
     struct tk_rt_state rt;        /* the measuring process's real-time setup */
     struct tk_timer timer;
     struct tk_machine mf;
@@ -213,11 +220,10 @@ struct bench {
     double main_seconds, free_order_seconds, sweep_seconds;
     size_t fill_n, fill_runs;     /* the free-order fill: blocks, page runs among them */
 
-    /* Loaded allocators, and the measuring process's watchdog. */
-    struct tk_plugin plugins[BENCH_MAX_PLUGINS];
-    size_t n_plugins;
+    /* The allocators --kinds selects (al[1..] are copies), the plugins
+     * loaded, the peers skipped; the measuring process's watchdog. */
+    struct tk_kinds kinds;
     char skipped[512];            /* peers named but not loaded, and why */
-    char none_names[BENCH_MAX_ALLOCATORS][32]; /* "<kind>-none" rows */
     tk_child_mark beat;
     struct bench_running now;
     /* Allocators the measuring process died in, set aside from al[] once
@@ -228,52 +234,124 @@ struct bench {
     int watch_priority;
 };
 
-/* bench_work.c */
-int workload_init(struct workload *w, size_t cap);
-void workload_destroy(struct workload *w);
-void workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes, uint32_t max_bytes,
-                       uint32_t live_cap, uint64_t seed);
-int fill_work_init(struct fill_work *fw, size_t cap);
-void fill_work_destroy(struct fill_work *fw);
+/* Index of the k-th allocator to run in a round: forward in even rounds,
+ * backward in odd ones, so no allocator always runs right after another. */
+static inline size_t bench_order_index(size_t k, size_t n, unsigned round)
+{
+    return round % 2 == 0 ? k : n - 1 - k;
+}
+
+/* A peer or a plugin, driven through its struct tk_alloc's calls? */
+static inline bool bench_loaded(const struct allocator *a)
+{
+    return !a->floor && (a->def.from == TK_FROM_PEER || a->def.from == TK_FROM_PLUGIN);
+}
+
+/* glibc's malloc/free? */
+static inline bool bench_glibc(const struct allocator *a)
+{
+    return !a->floor && a->def.from == TK_FROM_GLIBC;
+}
+
+/* Is al[i] left out of the run (the measuring process died in it)? */
+static inline bool bench_left_out(const struct bench *b, size_t i)
+{
+    return b->al[i].fail.failed;
+}
+
+/* run.c: the driver's setup, run and teardown (common/tool.h). setup
+ * selects the allocators into the state, shared with the measuring
+ * process; run measures, sets aside the allocators that failed and computes
+ * every aggregate, so that the report and the JSON only read. */
+int bench_setup(struct tk_session *s);
+enum tk_run_end bench_run(struct tk_session *s);
+void bench_teardown(struct tk_session *s);
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup);
+/* "main phase, round 2" for where; into buf. */
+const char *bench_where(const struct bench_running *where, char *buf, size_t size);
+
+/* work.c */
+int bench_workload_init(struct workload *w, size_t cap);
+void bench_workload_destroy(struct workload *w);
+void bench_workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes,
+                             uint32_t max_bytes, uint32_t live_cap, uint64_t seed);
+int bench_fill_work_init(struct fill_work *fw, size_t cap);
+void bench_fill_work_destroy(struct fill_work *fw);
 /* n sizes uniform in [min_bytes, max_bytes] and a random permutation of 0..n-1. */
-void fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes, uint32_t max_bytes,
-                        uint64_t seed);
+void bench_fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes,
+                              uint32_t max_bytes, uint64_t seed);
+
+/* pass.c */
 /* Maps, prefaults and locks memory and creates the heap; 0 or -errno (the
  * message goes to stderr). Nothing for an allocator without a heap. */
-int allocator_open(struct allocator *a, size_t heap_bytes);
-/* The result arrays of every allocator, in memory shared with the
- * measuring process (allocate_results), zeroed for a new attempt
- * (reset_results), given back (free_results). */
-int allocate_results(struct bench *b);
-void reset_results(struct bench *b);
-void free_results(struct bench *b);
+int bench_allocator_open(struct allocator *a, size_t heap_bytes);
 /* One timed pass of b->w on a; then frees what is left (untimed) and checks
  * the heap. out's sample stores are reset first. */
-void run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
+void bench_run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
 /* One pass of the free-order phase: a fresh heap on a's memory (rtmem kinds;
  * untimed), the fill of b->fw with each allocation timed, then every block
  * freed in the given order with each free timed, and the heap checked.
  * Returns 0, or -errno if the heap could not be created again (reported). */
-int run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
-                  struct pass_out *out);
+int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
+                        struct pass_out *out);
 
-/* bench_floor.c: the floor's no-op calls (the first returns ctx). */
+/* floor.c: the floor's no-op calls (the first returns ctx). */
 void *bench_noop_alloc(void *ctx, size_t size);
 void bench_noop_free(void *ctx, void *p);
 
-/* "main phase, round 2" for where; into buf. */
-const char *bench_where(const struct bench_running *where, char *buf, size_t size);
+/* The phases: each runs in the measuring process (bench_run_*), then, in
+ * the parent once every attempt is done, computes its aggregates
+ * (bench_aggregate_*); its table and its JSON read only those. */
+/* main_phase.c */
+void bench_run_main(struct bench *b);
+void bench_aggregate_main(struct bench *b);
+void bench_print_main(FILE *f, const struct bench *b);
+/* The "allocators" rows and "ratios_vs_glibc". */
+void bench_json_allocators(struct tk_json *j, const struct bench *b);
+void bench_json_ratios(struct tk_json *j, const struct bench *b);
+/* free_order.c: run returns 0, or -1 if a heap could not be created again
+ * (reported). */
+int bench_run_free_order(struct bench *b);
+void bench_aggregate_free_order(struct bench *b);
+void bench_print_free_order(FILE *f, const struct bench *b);
+void bench_json_free_order(struct tk_json *j, const struct bench *b);
+/* sweep.c */
+void bench_run_sweep(struct bench *b);
+void bench_aggregate_sweep(struct bench *b);
+void bench_print_sweep(FILE *f, const struct bench *b);
+void bench_json_sweep(struct tk_json *j, const struct bench *b);
 
-/* bench_report.c */
-void aggregate_main(struct bench *b);
-void print_header(FILE *f, const struct bench *b);
-void aggregate_free_order(struct bench *b);
-void print_main(FILE *f, const struct bench *b);
-void print_free_order(FILE *f, const struct bench *b);
-void print_sweep(FILE *f, const struct bench *b);
-/* Failures and warnings of every phase, rests, final VmLck. */
-void print_notes(FILE *f, const struct bench *b);
-/* 0, or -errno if the file could not be written. */
-int write_json(FILE *f, const struct bench *b);
+/* aggregate.c */
+/* Aggregate of n per-pass summaries rs (n <= FILL_ORDERS * BENCH_MAX_ROUNDS);
+ * fl holds the floor's summaries of the same passes, NULL when rs is the
+ * floor's own. */
+void bench_aggregate_series(const struct tk_summary *rs, const struct tk_summary *fl, unsigned n,
+                            struct op_agg *g);
+/* The floor's matching series, or NULL for the floor itself. */
+const struct tk_summary *bench_floor_of(const struct allocator *a,
+                                        const struct tk_summary *floor_series);
+/* num / den; NaN unless both are finite and den is positive. */
+double bench_ratio(double num, double den);
+
+/* report.c */
+/* Printed by the measuring process before it measures. */
+void bench_print_header(FILE *f, const struct bench *b);
+/* The driver's report, facts and JSON (common/tool.h). The report after the
+ * header: every phase's tables, then the notes (failures and warnings of
+ * every phase, rests, final VmLck). The JSON: bench's members after the
+ * envelope. */
+void bench_report(const struct tk_session *s, FILE *f);
+void bench_facts(const struct tk_session *s, struct tk_facts *out);
+void bench_json(const struct tk_session *s, struct tk_json *j);
+/* Shared by the phases' JSON: per-pass summaries rs[0..n) as an array
+ * (fl: the floor's, NULL for the floor); an aggregate's figures as members
+ * of the open object; the API an allocator is driven through. */
+void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                       const struct tk_summary *fl, unsigned n);
+void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key);
+const char *bench_api_name(const struct allocator *a);
 
 #endif /* RTMEM_TOOLS_BENCH_H */

@@ -1,0 +1,280 @@
+/*
+ * `rtmem bench`: the report's parts that are no phase's own: the header,
+ * the notes (failures and warnings of every phase), the JSON's params,
+ * floor and failures, and the JSON helpers the phases share. A figure
+ * that does not exist (no sample, no glibc row to compare with) prints as
+ * "-" and is written as null.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "common/out.h"
+
+static double mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}
+
+void bench_print_header(FILE *f, const struct bench *b)
+{
+    fprintf(f, "rtmem bench %s (schema %s)\n", RTMEM_VERSION_STRING, BENCH_SCHEMA);
+    tk_machine_print(f, &b->mf);
+    tk_rt_print(f, &b->rt);
+
+    bool any_heap = false;
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        if (!a->mem.mem)
+            continue;
+        any_heap = true;
+        fprintf(f, "heap memory : %-12s %.0f MiB, mmap'd, prefaulted, mlock: %s\n", a->def.name,
+                mib(a->mem.bytes), a->mem.locked ? "yes" : "NO");
+        if (!a->mem.locked)
+            fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->def.name,
+                    strerror(a->mem.lock_err));
+    }
+    if (!any_heap)
+        fprintf(f, "heap memory : no rtmem heap selected\n");
+
+    tk_timer_print(f, "timer       : ", &b->timer, TK_DETAIL_FULL);
+    fprintf(f, "seed        : %llu (workloads generated from it before any timing)\n",
+            (unsigned long long)b->o.seed);
+    if (!b->o.sweep_only)
+        fprintf(f, "main phase  : sizes uniform in [%u, %u] B, live cap %u, %llu ops per pass, "
+                   "%u rounds (order alternates),\n              one unrecorded warm-up pass "
+                   "per allocator first\n",
+                b->o.min_size_bytes, b->o.max_size_bytes, b->o.live_cap,
+                (unsigned long long)b->o.ops, b->o.rounds);
+    if (!b->o.no_free_order)
+        fprintf(f, "free order  : fills of %u blocks, sizes uniform in [%u, %u] B, freed in "
+                   "allocation and in random order,\n              a fresh heap each pass, %u "
+                   "rounds, one unrecorded warm-up pass per order first\n",
+                b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes, b->o.rounds);
+    if (!b->o.no_sweep)
+        fprintf(f, "sweep       : %u buckets of %u B (0..%u B), live cap %u, %llu ops per bucket "
+                   "per allocator after a warm-up pass\n",
+                SWEEP_BUCKETS, SWEEP_BUCKET_BYTES, SWEEP_BUCKETS * SWEEP_BUCKET_BYTES,
+                b->o.live_cap, (unsigned long long)b->o.sweep_ops);
+    fprintf(f, "allocators  :");
+    for (size_t i = 1; i < b->n_al; i++)
+        fprintf(f, " %s%s", b->al[i].def.name,
+                bench_glibc(&b->al[i]) ? " (malloc/free, glibc defaults: no mallopt)" : "");
+    for (size_t i = 1; i < b->n_al; i++)
+        if (bench_loaded(&b->al[i]))
+            fprintf(f, "\n  %-10s: %s", b->al[i].def.name, b->al[i].def.describe);
+    if (b->o.timeout_s)
+        fprintf(f, "\nwatchdog    : the measuring runs in a child process; an allocator it "
+                   "dies in, or that makes no\n              progress for %u s (--timeout), is "
+                   "left out and the run starts again",
+                b->o.timeout_s);
+    fprintf(f, "\nfloor       : the same timing loop and call (through a function pointer "
+               "to a wrapper that jumps),\n              to a function that does nothing\n");
+}
+
+/* Where a failed allocator's run stopped, as options that run just that
+ * part again. */
+static const char *replay_phase(const struct bench_running *w)
+{
+    switch (w->phase) {
+    case PH_SETUP:
+    case PH_MAIN: return " --no-free-order --no-sweep";
+    case PH_FREE_ORDER: return " --no-sweep";
+    case PH_SWEEP: return " --sweep-only";
+    }
+    return "";
+}
+
+static void print_failed(FILE *f, const struct bench *b)
+{
+    const struct bench_opts *o = &b->o;
+    for (size_t i = 0; i < b->n_gone; i++) {
+        const struct allocator *a = &b->gone[i];
+        char timeout[32] = "";
+        if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
+            snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
+        fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->def.name, a->fail.msg);
+        fprintf(f, "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
+                   "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
+                   "--sweep-ops %llu%s\n",
+                a->def.plugin_path ? " --plugin " : "",
+                a->def.plugin_path ? a->def.plugin_path : "",
+                a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
+                (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
+                o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops,
+                timeout);
+    }
+    if (b->skipped[0])
+        fprintf(f, "note: %s\n", b->skipped);
+}
+
+/* Failures and warnings of every phase, rests, final VmLck. */
+static void print_notes(FILE *f, const struct bench *b)
+{
+    fputc('\n', f);
+    for (size_t i = 0; i < b->n_al; i++) {
+        const struct allocator *a = &b->al[i];
+        uint64_t sweep_failed = 0;
+        for (unsigned bk = 0; b->ran_sweep && bk < SWEEP_BUCKETS; bk++)
+            sweep_failed += a->sweep_failed[bk];
+        if (a->failed_allocs)
+            fprintf(f, "note: %s failed %llu allocations in the measured rounds (heap too "
+                       "small?); their frees were skipped, not timed\n",
+                    a->def.name, (unsigned long long)a->failed_allocs);
+        if (a->fill_failed_allocs)
+            fprintf(f, "note: %s failed %llu allocations in the free-order fills (heap too "
+                       "small?); their frees were skipped, not timed\n",
+                    a->def.name, (unsigned long long)a->fill_failed_allocs);
+        if (sweep_failed)
+            fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->def.name,
+                    (unsigned long long)sweep_failed);
+        if (a->free_errors)
+            fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->def.name,
+                    (unsigned long long)a->free_errors);
+        if (a->check_failures)
+            fprintf(f, "WARNING: %s: heap check failed (or blocks left live) after %llu "
+                       "passes\n",
+                    a->def.name, (unsigned long long)a->check_failures);
+    }
+    print_failed(f, b);
+    if (b->rt.rests)
+        fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",
+                b->rt.rests);
+    fprintf(f, "VmLck at the end: %ld kB\n", b->rt.vmlck_kb);
+}
+
+static void json_params(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "params");
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "ops", b->o.ops);
+    tk_json_kv_uint(j, "rounds", b->o.rounds);
+    tk_json_kv_uint(j, "warmup_passes", 1);
+    tk_json_kv_uint(j, "min_size_bytes", b->o.min_size_bytes);
+    tk_json_kv_uint(j, "max_size_bytes", b->o.max_size_bytes);
+    tk_json_kv_uint(j, "live_cap", b->o.live_cap);
+    tk_json_kv_uint(j, "heap_bytes", b->o.heap_bytes);
+    tk_json_kv_uint(j, "seed", b->o.seed);
+    tk_json_kv_uint(j, "sweep_ops", b->o.sweep_ops);
+    tk_json_kv_bool(j, "quick", b->o.quick);
+    tk_json_kv_bool(j, "no_rt", b->o.no_rt);
+    tk_json_kv_bool(j, "main_phase", b->ran_main);
+    tk_json_kv_bool(j, "sweep", b->ran_sweep);
+    tk_json_kv_string(j, "glibc_config", "defaults (no mallopt)");
+    tk_json_kv_string(j, "floor",
+                      "the same timing loop and call as every allocator (through a function "
+                      "pointer to a wrapper that jumps), to a function that does nothing");
+    tk_json_end_object(j);
+}
+
+static void json_summary(struct tk_json *j, const struct tk_summary *s, double floor_mean)
+{
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "count", s->count);
+    tk_json_kv_double(j, "avg_ns", s->mean);
+    tk_json_kv_double(j, "avg_minus_floor_ns", s->mean - floor_mean);
+    tk_summary_json_spread(j, s);
+    tk_json_end_object(j);
+}
+
+/* Per-pass summaries rs[0..n) as an array; fl: the floor's (NULL for the floor). */
+void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                       const struct tk_summary *fl, unsigned n)
+{
+    tk_json_key(j, key);
+    tk_json_begin_array(j);
+    for (unsigned r = 0; r < n; r++)
+        json_summary(j, &rs[r], fl ? fl[r].mean : NAN);
+    tk_json_end_array(j);
+}
+
+/* The aggregate figures of g as members of the open object. */
+void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key)
+{
+    tk_json_kv_uint(j, count_key, g->count_per_round);
+    tk_json_kv_uint(j, "count_total", g->count_total);
+    tk_json_kv_double(j, "avg_ns", g->avg_ns);
+    tk_json_kv_double(j, "avg_ns_round_min", g->avg_min_ns);
+    tk_json_kv_double(j, "avg_ns_round_max", g->avg_max_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns", g->net_avg_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_min", g->net_min_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_max", g->net_max_ns);
+    tk_json_kv_double(j, "p50_ns", g->p50_ns);
+    tk_json_kv_double(j, "p99_ns", g->p99_ns);
+    tk_json_kv_double(j, "p99_9_ns", g->p999_ns);
+    tk_json_kv_double(j, "p99_99_ns", g->p9999_ns);
+    tk_json_kv_double(j, "max_ns", g->max_ns);
+}
+
+const char *bench_api_name(const struct allocator *a)
+{
+    if (a->floor)
+        return "floor";
+    switch (a->def.from) {
+    case TK_FROM_RTMEM: return "rtm_heap";
+    case TK_FROM_TYPED: return "rtm_tlsf_typed";
+    case TK_FROM_GLIBC: return "glibc";
+    case TK_FROM_PEER:
+    case TK_FROM_PLUGIN: return a->def.origin;   /* "peer" or "plugin" */
+    }
+    return "unknown";
+}
+
+static void json_failed(struct tk_json *j, const struct bench *b)
+{
+    tk_json_key(j, "failed_allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < b->n_gone; i++) {
+        const struct allocator *a = &b->gone[i];
+        char where[96], sig[16] = "";
+        if (a->fail.signal && sigabbrev_np(a->fail.signal))
+            snprintf(sig, sizeof(sig), "SIG%s", sigabbrev_np(a->fail.signal));
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", a->def.name);
+        tk_json_kv_string(j, "api", bench_api_name(a));
+        tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout"
+                                     : a->fail.signal ? "crash"
+                                                      : "error");
+        tk_json_kv_string(j, "signal", sig[0] ? sig : NULL);
+        tk_json_kv_string(j, "where", bench_where(&a->fail.where, where, sizeof(where)));
+        tk_json_kv_string(j, "message", a->fail.msg);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    tk_json_kv_string(j, "skipped", b->skipped[0] ? b->skipped : NULL);
+}
+
+void bench_report(const struct tk_session *s, FILE *f)
+{
+    const struct bench *b = s->state;
+    bench_print_main(f, b);
+    bench_print_free_order(f, b);
+    bench_print_sweep(f, b);
+    print_notes(f, b);
+}
+
+void bench_facts(const struct tk_session *s, struct tk_facts *out)
+{
+    const struct bench *b = s->state;
+    *out = (struct tk_facts){.machine = &b->mf, .timer = &b->timer, .rt = &b->rt,
+                             .has_seed = true, .seed = b->o.seed};
+}
+
+void bench_json(const struct tk_session *s, struct tk_json *j)
+{
+    const struct bench *b = s->state;
+    json_params(j, b);
+    tk_json_key(j, "floor");
+    tk_json_begin_object(j);
+    tk_json_kv_double(j, "alloc_avg_ns", b->ran_main ? b->al[0].agg[0].avg_ns : NAN);
+    tk_json_kv_double(j, "free_avg_ns", b->ran_main ? b->al[0].agg[1].avg_ns : NAN);
+    tk_json_kv_double(j, "sweep_alloc_free_ns", b->ran_sweep ? b->sweep_floor_ns : NAN);
+    tk_json_end_object(j);
+    bench_json_allocators(j, b);
+    bench_json_ratios(j, b);
+    bench_json_free_order(j, b);
+    bench_json_sweep(j, b);
+    json_failed(j, b);
+}

@@ -1,0 +1,371 @@
+/*
+ * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF through
+ * its typed API and glibc malloc, side by side on one random workload; then
+ * the cost of freeing a fill in allocation order against a random order; then
+ * a sweep of alloc+free cost over block sizes. The allocators, the
+ * measuring process under its watchdog and the run's sequence live here;
+ * see bench.h for the other files.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "common/args.h"
+#include "common/child.h"
+#include "common/result.h"
+#include "common/run.h"
+
+/* tk_timer_init's calibration window. */
+#define CALIBRATION_MS 60u
+
+/* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc
+ * and the plugins unless --kinds says otherwise; a peer only when named.
+ * Rows come in the canonical order whatever the order of --kinds. */
+static const struct tk_kinds_spec kinds_spec = {
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_NONE | TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
+                  TK_DEFAULT_PLUGINS,
+    .listed_order = false,
+};
+
+/* The floor first, then the allocators --kinds selects (common/kinds.h),
+ * the peers that did not load noted in b->skipped. Returns 0, or an exit
+ * status (reported). */
+static int select_allocators(struct bench *b, const struct tk_args *cli, int argc, char **argv)
+{
+    struct tk_kinds *k = &b->kinds;
+    int rc = tk_kinds_select(k, &kinds_spec, cli, b->o.kinds_arg, b->o.plugin_paths,
+                             b->o.n_plugins, argc, argv);
+    if (rc != 0)
+        return rc;
+    struct allocator *fl = &b->al[b->n_al++];
+    fl->floor = true;
+    snprintf(fl->def.name, sizeof(fl->def.name), "floor");
+    for (size_t i = 0; i < k->n; i++)
+        b->al[b->n_al++].def = k->list[i];
+    for (size_t i = 0; i < k->n_skipped; i++) {
+        size_t n = strlen(b->skipped);
+        snprintf(b->skipped + n, sizeof(b->skipped) - n, "%s%s skipped: %s", n ? "; " : "",
+                 k->skipped[i].name, k->skipped[i].why);
+    }
+    return 0;
+}
+
+/* One allocator's result arrays, each in shared memory (one mapping per
+ * array keeps the sizes simple to give back). */
+struct result_array {
+    size_t offset;     /* of the pointer in struct allocator */
+    size_t elem;
+    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+};
+
+static const struct result_array result_arrays[] = {
+    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
+    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
+    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
+    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
+};
+
+#define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
+
+static void **array_at(struct allocator *a, const struct result_array *r)
+{
+    return (void **)((char *)a + r->offset);
+}
+
+static size_t array_bytes(const struct bench *b, const struct result_array *r)
+{
+    size_t n = r->count == 0   ? b->o.rounds
+               : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
+                               : SWEEP_BUCKETS;
+    return n * r->elem;
+}
+
+static int allocate_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+            void **p = array_at(&b->al[i], &result_arrays[k]);
+            *p = tk_shared_alloc(array_bytes(b, &result_arrays[k]));
+            if (!*p)
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+static void reset_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++) {
+        struct allocator *a = &b->al[i];
+        for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
+            memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
+        a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
+        a->fill_failed_allocs = a->fill_skipped_frees = 0;
+        memset(a->agg, 0, sizeof(a->agg));
+        memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
+        memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
+        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
+        a->heap = NULL;
+        a->tlsf = NULL;
+        a->loaded_heap = NULL;
+    }
+    b->ran_main = b->ran_free_order = b->ran_sweep = false;
+    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+    b->sweep_floor_ns = 0;
+    memset(&b->now, 0, sizeof(b->now));
+}
+
+static void free_arrays(const struct bench *b, struct allocator *a)
+{
+    for (size_t k = 0; k < N_RESULT_ARRAYS; k++) {
+        void **p = array_at(a, &result_arrays[k]);
+        tk_shared_free(*p, array_bytes(b, &result_arrays[k]));
+        *p = NULL;
+    }
+}
+
+static void free_results(struct bench *b)
+{
+    for (size_t i = 0; i < b->n_al; i++)
+        free_arrays(b, &b->al[i]);
+    for (size_t i = 0; i < b->n_gone; i++)
+        free_arrays(b, &b->gone[i]);
+}
+
+/* The measuring process's work buffers, allocated before any timing. */
+static int allocate_work(struct bench *b)
+{
+    size_t ops = b->o.ops > b->o.sweep_ops ? (size_t)b->o.ops : (size_t)b->o.sweep_ops;
+    size_t samples = ops > b->o.fill_blocks ? ops : (size_t)b->o.fill_blocks;
+    if (bench_workload_init(&b->w, ops) != 0 ||
+        bench_fill_work_init(&b->fw, b->o.fill_blocks) != 0 ||
+        tk_samples_init(&b->alloc_s, samples) != 0 || tk_samples_init(&b->free_s, samples) != 0)
+        return -ENOMEM;
+    b->slots_cap = b->o.live_cap;
+    b->slots = calloc(b->slots_cap, sizeof(void *));
+    return b->slots ? 0 : -ENOMEM;
+}
+
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup)
+{
+    b->now = (struct bench_running){.set = true, .al = al, .phase = phase, .round = round,
+                                    .warmup = warmup};
+    tk_child_beat(&b->beat);
+}
+
+/* The measuring process's exit statuses beyond 0 and 1. */
+#define MEASURE_NO_STDOUT 3   /* the header could not be written (reported) */
+
+/* The measuring process: the real-time setup, the heaps, the memory lock,
+ * the header (first attempt only), every phase. Its results go to the
+ * shared arrays; it exits after, so nothing here is freed. */
+static int measure(void *arg)
+{
+    struct bench *b = arg;
+    struct tk_rt_request req = {
+        .pin = !b->o.no_rt, .cpu = b->o.cpu, .fifo = !b->o.no_rt,
+        .priority = b->o.priority, .lock = false,   /* once mapped, below */
+    };
+    tk_rt_setup(&req, &b->rt);
+    if (allocate_work(b) != 0) {
+        fprintf(stderr, "rtmem bench: out of memory for the run's buffers\n");
+        return 1;
+    }
+    for (size_t i = 0; i < b->n_al; i++) {
+        if (bench_left_out(b, i))
+            continue;
+        bench_mark_pass(b, i, PH_SETUP, 0, false);
+        if (bench_allocator_open(&b->al[i], b->o.heap_bytes) != 0)
+            return 1;
+    }
+    b->now.set = false;
+    tk_rt_lock_memory(&b->rt);
+    if (!b->header_done) {
+        bench_print_header(stdout, b);
+        b->header_done = true;
+        /* A report that cannot be written is not worth measuring. */
+        if (tk_stdout_check(b->prog) != 0)
+            return MEASURE_NO_STDOUT;
+    }
+    if (!b->o.sweep_only)
+        bench_run_main(b);
+    if (!b->o.no_free_order && bench_run_free_order(b) != 0)
+        return 1;
+    if (!b->o.no_sweep)
+        bench_run_sweep(b);
+    b->now.set = false;
+    tk_rt_refresh(&b->rt);
+    return 0;
+}
+
+static const char *const phase_names[] = {"setup", "main phase", "free-order phase", "sweep"};
+
+const char *bench_where(const struct bench_running *w, char *buf, size_t size)
+{
+    if (w->phase == PH_SETUP)
+        snprintf(buf, size, "creating its heap");
+    else if (w->warmup)
+        snprintf(buf, size, "%s, warm-up pass", phase_names[w->phase]);
+    else if (w->phase == PH_SWEEP)
+        snprintf(buf, size, "sweep, bucket %u..%u B", w->round * SWEEP_BUCKET_BYTES,
+                 (w->round + 1) * SWEEP_BUCKET_BYTES - 1);
+    else
+        snprintf(buf, size, "%s, round %u", phase_names[w->phase], w->round + 1);
+    return buf;
+}
+
+/* Records how the measuring process died in the allocator it was running.
+ * Returns 0 if the run can go on without that allocator, else 1
+ * (reported): the process died outside an allocator, or in the floor. */
+static int fail_allocator(struct bench *b, const struct tk_child_result *r)
+{
+    char sig[64], where[96];
+    const char *how = r->end == TK_CHILD_TIMED_OUT ? "hung"
+                      : r->end == TK_CHILD_KILLED
+                          ? tk_signal_describe(r->code, sig, sizeof(sig))
+                          : "exited";
+    if (!b->now.set || b->now.al == 0 || b->now.al >= b->n_al) {
+        if (r->end == TK_CHILD_EXITED)
+            fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
+                    r->code);
+        else
+            fprintf(stderr, "rtmem bench: the measuring process %s%s\n",
+                    r->end == TK_CHILD_TIMED_OUT ? "made no progress: " : "died of ", how);
+        return 1;
+    }
+    struct allocator *a = &b->al[b->now.al];
+    struct bench_failure *f = &a->fail;
+    f->failed = true;
+    f->timed_out = r->end == TK_CHILD_TIMED_OUT;
+    f->signal = r->end == TK_CHILD_KILLED ? r->code : 0;
+    f->where = b->now;
+    bench_where(&b->now, where, sizeof(where));
+    if (f->timed_out)
+        snprintf(f->msg, sizeof(f->msg), "%s: hung: no progress for %u s (--timeout), killed "
+                 "with SIGKILL", where, b->o.timeout_s);
+    else if (r->end == TK_CHILD_KILLED)
+        snprintf(f->msg, sizeof(f->msg), "%s: crashed: killed by %s", where, how);
+    else
+        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d",
+                 where, r->code);
+    fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->def.name,
+            f->msg);
+    return 0;
+}
+
+/* Runs the measuring process until it completes, leaving out each
+ * allocator it dies in. Returns 0, or 1 (reported). */
+static int measure_all(struct bench *b)
+{
+    const struct tk_child_opts co = {.timeout_s = b->o.timeout_s,
+                                     .watch_priority = b->watch_priority};
+    /* Each attempt leaves one allocator out or ends the run. */
+    for (size_t attempt = 0; attempt < b->n_al; attempt++) {
+        struct tk_child_result r;
+        reset_results(b);
+        tk_child_run(measure, b, &b->beat, &co, &r);
+        switch (r.end) {
+        case TK_CHILD_EXITED:
+            if (r.code == 0 || r.code == MEASURE_NO_STDOUT)
+                return r.code == 0 ? 0 : 1;
+            /* In an allocator's pass or heap: that allocator's failure. */
+            if (fail_allocator(b, &r) != 0)
+                return 1;
+            break;
+        case TK_CHILD_NOT_STARTED:
+            fprintf(stderr, "rtmem bench: cannot start the measuring process: %s\n",
+                    strerror(r.code));
+            return 1;
+        case TK_CHILD_KILLED:
+        case TK_CHILD_TIMED_OUT:
+            if (fail_allocator(b, &r) != 0)
+                return 1;
+            break;
+        }
+    }
+    return 1;
+}
+
+/* Moves the allocators that failed from al[] to gone[], in order. */
+static void set_aside_failed(struct bench *b)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_al; i++) {
+        if (bench_left_out(b, i))
+            b->gone[b->n_gone++] = b->al[i];
+        else
+            b->al[kept++] = b->al[i];
+    }
+    b->n_al = kept;
+}
+
+/* The watchdog's priority: above the measuring process's, so that one
+ * spinning at its real-time priority on the parent's CPU cannot starve it. */
+static int watch_priority(const struct bench *b, bool fifo_granted)
+{
+    if (b->o.no_rt || !fifo_granted)
+        return 0;
+    int max = sched_get_priority_max(SCHED_FIFO);
+    return b->o.priority < max ? b->o.priority + 1 : max;
+}
+
+int bench_setup(struct tk_session *s)
+{
+    /* Shared with the measuring process, which writes its results here. */
+    struct bench *b = tk_shared_alloc(sizeof(*b));
+    if (!b) {
+        fprintf(stderr, "%s: out of memory\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    s->state = b;
+    b->o = *(const struct bench_opts *)s->opts;
+    b->prog = s->cli.prog;
+    /* The report's last line, "results written to", follows a blank line. */
+    s->comment = "\n";
+    return select_allocators(b, &s->cli, s->argc, s->argv);
+}
+
+enum tk_run_end bench_run(struct tk_session *s)
+{
+    struct bench *b = s->state;
+    /* The timer is calibrated under the real-time setup the measuring gets;
+     * then the parent, which only waits, gives it up. */
+    struct tk_rt_state parent_rt;
+    const struct tk_run_opts ro = {b->prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
+    int status = tk_run_setup(&ro, &parent_rt, &b->timer, &b->mf) == 0 ? 0 : 1;
+    b->watch_priority = watch_priority(b, parent_rt.fifo.granted);
+    tk_rt_undo(&parent_rt);
+    if (status == 0 && allocate_results(b) != 0) {
+        fprintf(stderr, "rtmem bench: out of memory for the run's results\n");
+        status = 1;
+    }
+    if (status == 0)
+        status = measure_all(b);
+    if (status != 0)
+        return TK_RUN_ABORTED;
+    set_aside_failed(b);
+    bench_aggregate_main(b);
+    bench_aggregate_free_order(b);
+    bench_aggregate_sweep(b);
+    /* Allocators that failed are in the report and the JSON, with their
+     * failure, and fail the run. */
+    return b->n_gone > 0 ? TK_RUN_FAILED : TK_RUN_PASSED;
+}
+
+void bench_teardown(struct tk_session *s)
+{
+    struct bench *b = s->state;
+    if (!b)
+        return;
+    free_results(b);
+    tk_shared_free(b, sizeof(*b));
+    s->state = NULL;
+}
