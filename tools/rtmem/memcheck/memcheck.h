@@ -1,11 +1,10 @@
 /*
  * `rtmem memcheck`: internal types shared by its files.
- *   memcheck.c         options and the run's sequence
- *   memcheck_run.c     the phases and their timed passes
- *   memcheck_report.c  tables, overall summaries, smokey's layout, JSON
- *   memcheck_alloc.c   the allocators under test (memcheck_alloc.h)
- *   memcheck_load.c    peers and plugins, loaded at run time
- *   memcheck_child.c   each allocator's work in a process of its own
+ *   cli.c          options and the run's sequence
+ *   seq.c          the phases and their timed passes
+ *   report_text.c  tables, overall summaries, smokey's layout, JSON
+ *   child.c        each allocator's work in a process of its own
+ * The allocators under test are common/alloc.h's.
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
 #define RTMEM_TOOLS_MEMCHECK_H

@@ -13,7 +13,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "../cmd.h"
 #include "common/args.h"
 #include "common/result.h"
 #include "common/run.h"
