@@ -843,19 +843,17 @@ static void print_preamble(struct memcheck *m)
     free(text);
 }
 
-static void print_end(struct memcheck *m)
+static void print_end(const struct memcheck *m)
 {
     const char *pre = m->o.format == MC_FORMAT_SMOKEY ? "# " : "";
-    m->sh->rt.rests = m->sh->rests;
     printf("\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided between "
            "tests); VmLck at the end of the last test process %ld kB\n",
            pre, (unsigned long long)m->o.seed, m->seconds, m->sh->rt.rests,
            m->sh->rt.vmlck_kb);
 }
 
-static void report(struct memcheck *m)
+static void report(const struct memcheck *m)
 {
-    mc_compute_overall(m);
     if (m->o.format == MC_FORMAT_NS) {
         mc_print_results(stdout, m);
         mc_print_failures(stdout, m);
@@ -950,6 +948,8 @@ static int memcheck_run(struct memcheck *m)
                 fprintf(stderr, "rtmem memcheck: FAILED: %s: %s\n", m->t[i].a.name,
                         m->t[i].fail.msg);
         m->seconds = (double)(tk_clock_ns() - t0) / 1e9;
+        mc_compute_overall(m);
+        m->sh->rt.rests = m->sh->rests;
         report(m);
         bool report_ok = tk_stdout_check(cli.prog) == 0;
         for (size_t i = 0; i < m->n_t; i++)
