@@ -74,8 +74,8 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
         if (tk_args_file(cli, opt, value, &name) != 0)
             return -1;
         if (*count >= o->hi)
-            return tk_args_bad(cli, "%s: at most %llu; '%s' is one more", opt,
-                               (unsigned long long)o->hi, value);
+            return tk_args_bad(cli, "%s: at most %llu %ss; '%s' is one more", opt,
+                               (unsigned long long)o->hi, o->name, value);
         list[(*count)++] = name;
         return 0;
     }

@@ -44,7 +44,9 @@ enum tk_opt_type {
     TK_OPT_FILE,     /* a non-empty name into a const char * field */
     TK_OPT_STRING,   /* any value into a const char * field */
     TK_OPT_FILES,    /* a non-empty name appended to a const char *[hi] field; the
-                      * count in the size_t field at count_offset; at most hi */
+                      * count in the size_t field at count_offset; at most hi. Named
+                      * in the singular: one too many is "--plugin: at most 4
+                      * plugins; 'x' is one more" */
     TK_OPT_CHOICE,   /* one of choices (NULL-terminated) into an int field, its index */
     TK_OPT_CPU,      /* a CPU this process may run on (tk_args_cpu) into an int field */
     TK_OPT_PRIO,     /* a SCHED_FIFO priority (tk_args_priority) into an int field */
