@@ -15,6 +15,7 @@
 
 #include "../cmd.h"
 #include "common/args.h"
+#include "common/kinds.h"
 #include "common/result.h"
 #include "common/run.h"
 #include "memcheck.h"
@@ -513,164 +514,28 @@ static int parse_options(int argc, char **argv, struct mc_opts *o)
 
 /* ---- allocators ----------------------------------------------------------------- */
 
-/* Is name an item of the comma-separated list? */
-static bool listed(const char *list, const char *name)
+/* memcheck runs, by default, every rtmem kind, glibc, the peers that load
+ * and the plugins; --kinds chooses and orders them. */
+static const struct tk_kinds_spec kinds_spec = {
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PEERS | TK_DEFAULT_PLUGINS,
+    .listed_order = true,
+};
+
+/* The allocators the options select (common/kinds.h; peers first, as
+ * loading one may execute the process again), into m->kinds. Returns 0, or
+ * an exit status (reported). */
+static int select_allocators(struct memcheck *m, int argc, char **argv)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, name, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
+    return tk_kinds_select(&m->kinds, &kinds_spec, &cli, m->o.kinds_arg, m->o.plugin_paths,
+                           m->o.n_plugins, argc, argv);
 }
 
-/* An allocator that will not run, and why. Said on stderr too when the
- * user named it. */
-static void skip(struct memcheck *m, const char *name, const char *why)
+/* The selected allocators become the targets, in shared memory. */
+static void set_targets(struct memcheck *m)
 {
-    if (m->n_skipped < MC_MAX_SKIPPED) {
-        struct mc_skipped *s = &m->skipped[m->n_skipped++];
-        snprintf(s->name, sizeof(s->name), "%s", name);
-        snprintf(s->why, sizeof(s->why), "%s", why);
-    }
-    if (m->o.kinds_arg)
-        fprintf(stderr, "rtmem memcheck: %s skipped: %s\n", name, why);
-}
-
-/* Loads the peers the run wants (all, or those --kinds names); a peer that
- * does not load is skipped. Does not return if the process re-executes
- * itself for jemalloc (the new process loads it). */
-static void load_peers(struct memcheck *m, int argc, char **argv)
-{
-    for (const char *const *p = tk_peer_names(); *p; p++) {
-        if (m->o.kinds_arg && !listed(m->o.kinds_arg, *p))
-            continue;
-        struct tk_alloc a;
-        char why[TK_WHY_MAX], how[TK_WHY_MAX];
-        int rc = tk_alloc_peer(&a, *p, why, sizeof(why));
-        if (rc == TK_PEER_NEEDS_STATIC_TLS) {
-            tk_reexec_command(argc, argv, *p, how, sizeof(how));
-            size_t n = strlen(why);
-            if (n + 3 < sizeof(why))   /* as much of it as fits */
-                snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
-        }
-        if (rc != 0)
-            skip(m, *p, why);
-    }
-}
-
-static bool name_taken(const char *name, void *arg)
-{
-    const struct memcheck *m = arg;
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (strcmp(name, *k) == 0)
-            return true;
-    for (const char *const *k = tk_peer_names(); *k; k++)
-        if (strcmp(name, *k) == 0)
-            return true;
-    for (size_t i = 0; i < m->n_plugins; i++)
-        if (strcmp(name, m->plugins[i].table->name) == 0)
-            return true;
-    return strcmp(name, "glibc") == 0;
-}
-
-/* Every --plugin; 0, or -1 after a refused one (reported). */
-static int load_plugins(struct memcheck *m)
-{
-    for (size_t i = 0; i < m->o.n_plugins; i++) {
-        char why[TK_WHY_MAX];
-        if (tk_plugin_load(&m->plugins[m->n_plugins], m->o.plugin_paths[i], name_taken, m, why,
-                           sizeof(why)) != 0) {
-            fprintf(stderr, "rtmem memcheck: --plugin %s: %s\nTry 'rtmem memcheck --help'; "
-                            "the table is described in <rtmem/plugin.h>.\n",
-                    m->o.plugin_paths[i], why);
-            return -1;
-        }
-        m->n_plugins++;
-    }
-    return 0;
-}
-
-static bool is_peer(const char *name)
-{
-    for (const char *const *k = tk_peer_names(); *k; k++)
-        if (strcmp(name, *k) == 0)
-            return true;
-    return false;
-}
-
-static int select_one(const char *name, void *arg)
-{
-    struct memcheck *m = arg;
-    for (size_t i = 0; i < m->n_t; i++)
-        if (strcmp(m->t[i].a.name, name) == 0)
-            return 0;   /* named twice: once is enough */
-    if (m->n_t == MC_MAX_TARGETS)
-        return tk_args_bad(&cli, "--kinds: too many allocators at '%s'", name);
-    struct tk_alloc *a = &m->t[m->n_t].a;
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (strcmp(name, *k) == 0) {
-            tk_alloc_rtmem(a, *k, RTM_HEAP_HARDEN_O1);
-            m->n_t++;
-            return 0;
-        }
-    if (strcmp(name, "glibc") == 0) {
-        tk_alloc_glibc(a);
-        m->n_t++;
-        return 0;
-    }
-    if (is_peer(name)) {
-        char why[TK_WHY_MAX];
-        if (tk_alloc_peer(a, name, why, sizeof(why)) == 0)
-            m->n_t++;   /* else skipped, and said so, by load_peers */
-        return 0;
-    }
-    for (size_t i = 0; i < m->n_plugins; i++)
-        if (strcmp(name, m->plugins[i].table->name) == 0) {
-            tk_alloc_plugin(a, &m->plugins[i]);
-            m->n_t++;
-            return 0;
-        }
-    fprintf(stderr, "rtmem memcheck: --kinds: unknown allocator '%s'; known: ", name);
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        fprintf(stderr, "%s, ", *k);
-    fprintf(stderr, "glibc");
-    for (const char *const *k = tk_peer_names(); *k; k++)
-        fprintf(stderr, ", %s", *k);
-    for (size_t i = 0; i < m->n_plugins; i++)
-        fprintf(stderr, ", %s", m->plugins[i].table->name);
-    fprintf(stderr, "%s\nTry 'rtmem memcheck --help'.\n",
-            m->n_plugins ? "" : " (and plugins loaded with --plugin)");
-    return -1;
-}
-
-/* The rtmem kinds in registry order, glibc, the peers that loaded, the
- * plugins; or those --kinds names, in its order. Returns 0, or an exit
- * status (reported). */
-static int select_targets(struct memcheck *m)
-{
-    int rc = 0;
-    if (m->o.kinds_arg) {
-        rc = for_each_item("--kinds", m->o.kinds_arg, select_one, m);
-    } else {
-        for (const char *const *k = rtm_heap_kinds(); *k && rc == 0; k++)
-            rc = select_one(*k, m);
-        if (rc == 0)
-            rc = select_one("glibc", m);
-        for (const char *const *k = tk_peer_names(); *k && rc == 0; k++)
-            rc = select_one(*k, m);
-        for (size_t i = 0; i < m->n_plugins && rc == 0; i++)
-            rc = select_one(m->plugins[i].table->name, m);
-    }
-    if (rc != 0)
-        return EXIT_USAGE;
-    if (m->n_t == 0) {
-        fprintf(stderr, "rtmem memcheck: no allocator left to run\n");
-        return EXIT_FAILED;
-    }
-    return 0;
+    for (size_t i = 0; i < m->kinds.n; i++)
+        m->t[i].a = m->kinds.list[i];
+    m->n_t = m->kinds.n;
 }
 
 /* ---- storage ----------------------------------------------------------------------- */
@@ -982,17 +847,13 @@ int rtm_cmd_memcheck(int argc, char **argv)
     } else if (rc < 0) {
         status = EXIT_USAGE;
     } else {
-        /* Peers first: loading jemalloc may re-execute the process, and
-         * nothing else should have happened yet. */
-        load_peers(m, argc, argv);
-        if (allocate_shared(m) != 0) {
+        status = select_allocators(m, argc, argv);
+        if (status == 0 && allocate_shared(m) != 0) {
             fprintf(stderr, "rtmem memcheck: out of memory for the run's results\n");
             status = EXIT_FAILED;
-        } else if (load_plugins(m) != 0) {
-            status = EXIT_USAGE;
-        } else {
-            status = select_targets(m);
         }
+        if (status == 0)
+            set_targets(m);
         if (status == 0)
             status = memcheck_run(m);
         free_shared(m);

@@ -23,6 +23,7 @@
 #include "common/arena.h"
 #include "common/child.h"
 #include "common/describe.h"
+#include "common/kinds.h"
 #include "common/out.h"
 #include "common/rt.h"
 #include "common/samples.h"
@@ -44,10 +45,8 @@
 #define MC_MAX_ROUNDS      1000000u
 #define MC_MAX_CHURN_OPS   4000000u
 #define MC_MAX_HEAP_SIZES  32
-#define MC_MAX_TARGETS     16
-#define MC_MAX_PLUGINS     4
-/* Allocators not run, with why (a peer that does not load). */
-#define MC_MAX_SKIPPED     8
+#define MC_MAX_TARGETS     TK_MAX_ALLOCS
+#define MC_MAX_PLUGINS     TK_MAX_PLUGINS
 /* --timeout: seconds a test process may go without progress. */
 #define MC_DEFAULT_TIMEOUT_S 60u
 #define MC_MAX_TIMEOUT_S     86400u
@@ -203,11 +202,6 @@ struct mc_target {
     time_t started, finished;     /* for smokey's "started/finished at" */
 };
 
-struct mc_skipped {
-    char name[48];
-    char why[TK_WHY_MAX];
-};
-
 struct mc_progress {
     bool on;
     uint64_t last_ns;
@@ -236,10 +230,9 @@ struct memcheck {
     struct mc_shared *sh;
     struct mc_target *t;          /* sh->t */
     size_t n_t;
-    struct tk_plugin plugins[MC_MAX_PLUGINS];
-    size_t n_plugins;
-    struct mc_skipped skipped[MC_MAX_SKIPPED];
-    size_t n_skipped;
+    /* The allocators selected, the plugins they point into and those
+     * skipped: as long as the run. */
+    struct tk_kinds kinds;
     size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
     size_t n_heap_sizes;
 

@@ -165,10 +165,10 @@ int mc_write_json(FILE *f, const struct memcheck *m)
     /* Allocators asked for (or run by default) that did not load. */
     tk_json_key(&j, "skipped");
     tk_json_begin_array(&j);
-    for (size_t i = 0; i < m->n_skipped; i++) {
+    for (size_t i = 0; i < m->kinds.n_skipped; i++) {
         tk_json_begin_object(&j);
-        tk_json_kv_string(&j, "name", m->skipped[i].name);
-        tk_json_kv_string(&j, "reason", m->skipped[i].why);
+        tk_json_kv_string(&j, "name", m->kinds.skipped[i].name);
+        tk_json_kv_string(&j, "reason", m->kinds.skipped[i].why);
         tk_json_end_object(&j);
     }
     tk_json_end_array(&j);

@@ -231,9 +231,9 @@ void mc_print_header(FILE *f, const struct memcheck *m)
     fprintf(f, "\nallocators:\n");
     for (size_t i = 0; i < m->n_t; i++)
         fprintf(f, "  %-*s %s\n", mc_name_width(m), m->t[i].a.name, m->t[i].a.describe);
-    for (size_t i = 0; i < m->n_skipped; i++)
-        fprintf(f, "  %-*s SKIPPED: %s\n", mc_name_width(m), m->skipped[i].name,
-                m->skipped[i].why);
+    for (size_t i = 0; i < m->kinds.n_skipped; i++)
+        fprintf(f, "  %-*s SKIPPED: %s\n", mc_name_width(m), m->kinds.skipped[i].name,
+                m->kinds.skipped[i].why);
     print_sizes(f, m);
 }
 
