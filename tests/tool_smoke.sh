@@ -58,7 +58,12 @@ if python3 - "$tmp/m.json" "$tmp/kinds.txt" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 kinds = open(sys.argv[2]).read().split()
-assert d["schema"] == "rtmem-memcheck/1", d["schema"]
+assert d["schema"] == "rtmem-memcheck/2", d["schema"]
+# The bench kit's envelope first, then memcheck's own members.
+assert list(d)[:10] == ["schema", "tool", "version", "command_line", "machine", "timer",
+                        "real_time", "seed", "seconds", "passed"], list(d)
+assert d["tool"] == "memcheck" and d["command_line"][:2] == ["rtmem", "memcheck"]
+assert d["seed"] == 20240601 and d["real_time"] is not None
 assert d["passed"] is True
 names = [a["name"] for a in d["allocators"]]
 peers = ["jemalloc", "mimalloc", "tcmalloc"]

@@ -7,6 +7,10 @@
 #define RTMEM_TOOLS_CMD_H
 
 int rtm_cmd_bench(int argc, char **argv);
-int rtm_cmd_memcheck(int argc, char **argv);
+
+/* The subcommands on the bench kit's driver (common/tool.h): run with
+ * tk_tool_main. */
+struct tk_tool;
+extern const struct tk_tool memcheck_tool;
 
 #endif /* RTMEM_TOOLS_CMD_H */

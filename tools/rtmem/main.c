@@ -11,9 +11,11 @@
 
 #include "cmd.h"
 #include "common/result.h"
+#include "common/tool.h"
 #include "rtmem/rtmem.h"
 
 static int cmd_kinds(int argc, char **argv);
+static int cmd_memcheck(int argc, char **argv);
 
 struct subcommand {
     const char *name;
@@ -24,7 +26,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"bench", "rtmem bench", rtm_cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
-    {"memcheck", "rtmem memcheck", rtm_cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
+    {"memcheck", "rtmem memcheck", cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
     {"kinds", "rtmem kinds", cmd_kinds, "list the heap kinds built into librtmem"},
 };
 
@@ -36,6 +38,11 @@ static void usage(FILE *f)
     for (size_t i = 0; i < N_SUBCOMMANDS; i++)
         fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "\n'rtmem <command> --help' describes a command's options.\n");
+}
+
+static int cmd_memcheck(int argc, char **argv)
+{
+    return tk_tool_main(&memcheck_tool, argc, argv);
 }
 
 static int cmd_kinds(int argc, char **argv)

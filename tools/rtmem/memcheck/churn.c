@@ -41,7 +41,7 @@ static uint32_t churn_size(uint64_t *rng, size_t max_bytes)
 size_t mc_churn_capacity(const struct memcheck *m)
 {
     /* The ramp makes at most fill / 16 allocations. */
-    return (size_t)m->o.churn_ops + m->o.churn_heap_bytes / MC_CHURN_MIN_BYTES + 1;
+    return (size_t)m->o->churn_ops + m->o->churn_heap_bytes / MC_CHURN_MIN_BYTES + 1;
 }
 
 /*
@@ -56,14 +56,14 @@ static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, s
     uint64_t rng = seed;
     uint32_t *live_sizes = m->sizes;   /* scratch until the run */
     size_t live = 0, live_bytes = 0, n = 0, steady = 0;
-    uint32_t next = churn_size(&rng, m->o.churn_max_bytes);
+    uint32_t next = churn_size(&rng, m->o->churn_max_bytes);
     *ramp = 0;
-    while (steady < m->o.churn_ops && n < m->churn_cap) {
+    while (steady < m->o->churn_ops && n < m->churn_cap) {
         if (live_bytes + next <= target && live < m->blocks_cap) {
             m->churn_ops[n++] = next;
             live_sizes[live++] = next;
             live_bytes += next;
-            next = churn_size(&rng, m->o.churn_max_bytes);
+            next = churn_size(&rng, m->o->churn_max_bytes);
         } else {
             /* target >= the largest size (checked with the options), so
              * something is live here. */
@@ -240,15 +240,15 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
 {
     struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
-    struct mc_test c = {.phase = MC_PH_CHURN, .heap = m->o.churn_heap_bytes};
+    struct mc_test c = {.phase = MC_PH_CHURN, .heap = m->o->churn_heap_bytes};
     uint64_t t0 = tk_clock_ns();
     mc_mark_test(t, &c);
     if (mc_create_heap(m, t, &c) != 0)
         return -1;
-    size_t target = a->cur.usable_bytes / 100 * m->o.churn_fill_pct, ramp;
-    size_t n = churn_generate(m, target, m->o.seed ^ mc_phase_salt[MC_PH_CHURN], &ramp);
-    uint64_t every = m->o.churn_sample_every ? m->o.churn_sample_every
-                                             : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1);
+    size_t target = a->cur.usable_bytes / 100 * m->o->churn_fill_pct, ramp;
+    size_t n = churn_generate(m, target, m->o->seed ^ mc_phase_salt[MC_PH_CHURN], &ramp);
+    uint64_t every = m->o->churn_sample_every ? m->o->churn_sample_every
+                                             : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
     struct churn_state cs = {.span = {.use_span = a->sort == TK_PROCESS, .lo = UINTPTR_MAX}};
 
     ch->heap_bytes = a->cur.usable_bytes;
@@ -327,10 +327,10 @@ void mc_churn_print(FILE *f, const struct memcheck *m)
     fprintf(f, "\n== churn: heap %s, steady fill %u%% of it in requested bytes, requests "
                "16..%zu B (each power-of-two\n   octave equally likely), %llu operations after "
                "an untimed ramp; fragmentation sampled every %llu ops\n",
-            mc_fmt_size(sz, sizeof(sz), m->o.churn_heap_bytes), m->o.churn_fill_pct,
-            m->o.churn_max_bytes, (unsigned long long)m->o.churn_ops,
-            (unsigned long long)(m->o.churn_sample_every ? m->o.churn_sample_every
-                                 : (m->o.churn_ops >= 100 ? m->o.churn_ops / 100 : 1)));
+            mc_fmt_size(sz, sizeof(sz), m->o->churn_heap_bytes), m->o->churn_fill_pct,
+            m->o->churn_max_bytes, (unsigned long long)m->o->churn_ops,
+            (unsigned long long)(m->o->churn_sample_every ? m->o->churn_sample_every
+                                 : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1)));
     int w = mc_name_width(m);
     fprintf(f, "  %-*s %-5s %9s %8s %7s %7s %7s %8s %8s  %s\n", w, "allocator", "op", "count",
             "avg", "p50", "p99", "p99.9", "p99.99", "max", "(ns)");

@@ -1,6 +1,7 @@
 /*
  * `rtmem memcheck`: internal types shared by its files.
- *   cli.c            options and the run's sequence
+ *   cli.c            options, --help, the tool (struct tk_tool memcheck_tool)
+ *   run.c            the run's sequence, on the bench kit's driver
  *   test.c           what the tests of every phase share
  *   seq.c            the pow2 and random phases: run, tables, JSON
  *   pattern.c        the pattern phase: run, text, JSON
@@ -8,8 +9,8 @@
  *   child.c          each allocator's work in a process of its own
  *   report_text.c    the text report: header, summary, failures
  *   report_smokey.c  smokey's layout (--format smokey)
- *   report_json.c    the JSON document
- * The allocators under test are common/alloc.h's.
+ *   report_json.c    memcheck's members of the JSON document
+ * The allocators under test are common/alloc.h's, selected by common/kinds.h.
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
 #define RTMEM_TOOLS_MEMCHECK_H
@@ -28,10 +29,13 @@
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
+#include "common/tool.h"
 #include "common/alloc.h"
 #include "rtmem/rtmem.h"
 
-#define MC_SCHEMA "rtmem-memcheck/1"
+/* The JSON's layout: the driver's envelope (common/tool.h), then
+ * memcheck's members (report_json.c). */
+#define MC_SCHEMA "rtmem-memcheck/2"
 
 /* Smokey's sequence: heap sizes from 8 KiB, doubling, below seq_heap_size;
  * power-of-two block sizes from 16 below H / 2. */
@@ -45,6 +49,7 @@
 #define MC_MAX_ROUNDS      1000000u
 #define MC_MAX_CHURN_OPS   4000000u
 #define MC_MAX_HEAP_SIZES  32
+/* Room for every allocator a run can select (common/kinds.h). */
 #define MC_MAX_TARGETS     TK_MAX_ALLOCS
 #define MC_MAX_PLUGINS     TK_MAX_PLUGINS
 /* --timeout: seconds a test process may go without progress. */
@@ -65,6 +70,7 @@ enum mc_format { MC_FORMAT_NS, MC_FORMAT_SMOKEY };
 #define MC_F_SHUFFLE 1u
 #define MC_F_HOT     2u
 
+/* The options (cli.c's table sets them). */
 struct mc_opts {
     size_t seq_heap_bytes;        /* seq_heap_size */
     uint32_t random_rounds;       /* random_alloc_rounds */
@@ -87,8 +93,9 @@ struct mc_opts {
     bool quick;
     bool no_json_rows;            /* the JSON without per-test rows */
     unsigned timeout_s;           /* without progress, a test process is killed; 0: never */
-    enum mc_format format;
+    int format;                   /* enum mc_format */
     unsigned phases;              /* 1 << enum mc_phase */
+    bool no_churn;                /* --no-churn: phases lose churn once parsed */
     const char *kinds_arg;        /* NULL: every allocator */
     const char *json_path;
     const char *plugin_paths[MC_MAX_PLUGINS];   /* --plugin, in order */
@@ -217,8 +224,9 @@ struct mc_shared {
     struct mc_target t[MC_MAX_TARGETS];
 };
 
+/* One run: the driver's session state (struct tk_session.state). */
 struct memcheck {
-    struct mc_opts o;
+    const struct mc_opts *o;      /* the session's, parsed */
     /* The parent's own setup (for the timer calibration, then undone); in
      * a test process, its real-time setup. */
     struct tk_rt_state rt;
@@ -276,6 +284,18 @@ static inline bool mc_is_process(const struct mc_target *t)
 {
     return t->a.sort == TK_PROCESS;
 }
+
+/* ---- the driver's steps (run.c, report_text.c, report_json.c) ----------------------- */
+
+/* struct tk_tool's steps (common/tool.h); cli.c's memcheck_tool lists them. */
+int mc_setup(struct tk_session *s);
+enum tk_run_end mc_run(struct tk_session *s);
+void mc_report(const struct tk_session *s, FILE *f);
+void mc_facts(const struct tk_session *s, struct tk_facts *out);
+void mc_json(const struct tk_session *s, struct tk_json *j);
+void mc_teardown(struct tk_session *s);
+/* The names of the phases: "pow2", "random", "pattern", "churn". */
+const char *mc_phase_name(enum mc_phase phase);
 
 /* ---- test.c: what the phases' tests share ------------------------------------------ */
 
@@ -365,12 +385,13 @@ enum mc_phase mc_first_phase(const struct memcheck *m);
 /* ---- the reports: they read the results, never change them ------------------------- */
 
 /* report_text.c */
-const char *mc_phase_name(enum mc_phase phase);
 /* Width of the allocator-name column: the longest name, at least 9. */
 int mc_name_width(const struct memcheck *m);
 /* A byte count as the tables print it: "64k", or the number. */
 const char *mc_fmt_size(char *buf, size_t size, size_t bytes);
 void mc_print_header(FILE *f, const struct memcheck *m);
+/* The header as is, or as '#' lines before smokey's layout. */
+void mc_print_preamble(FILE *f, const struct memcheck *m);
 void mc_print_results(FILE *f, const struct memcheck *m);
 void mc_print_failures(FILE *f, const struct memcheck *m);
 
@@ -380,7 +401,5 @@ void mc_print_smokey(FILE *f, const struct memcheck *m);
 /* report_json.c */
 /* v rounded to grain, so that 10 significant digits do not print noise. */
 void mc_json_num(struct tk_json *j, double v, double grain);
-/* 0, or -errno if the file could not be written. */
-int mc_write_json(FILE *f, const struct memcheck *m);
 
 #endif /* RTMEM_TOOLS_MEMCHECK_H */

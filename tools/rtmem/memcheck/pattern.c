@@ -85,7 +85,7 @@ static int pattern_block(struct memcheck *m, struct mc_target *t, const struct m
     if (us < size)
         return mc_failf(t, c, "usable size %zu of block #%zu is below its request of %zu B", us, n,
                         size);
-    size_t len = m->o.compat ? size : us;
+    size_t len = m->o->compat ? size : us;
     m->blocks[n] = p;
     m->sizes[n] = (uint32_t)len;
     fill_pattern(p, len, pattern_tag(n));
@@ -102,7 +102,7 @@ static size_t pattern_fill(struct memcheck *m, struct mc_target *t, const struct
     size_t u = a->cur.usable_bytes, n = 0, total = 0;
     bool bounded = a->applies & TK_APPLY_FILL_TO_FAILURE;
     for (; n < m->blocks_cap; n++) {
-        size_t size = m->o.compat ? c->block : 1 + (size_t)tk_rng_below(rng, c->block);
+        size_t size = m->o->compat ? c->block : 1 + (size_t)tk_rng_below(rng, c->block);
         if (!bounded && total + size > u)
             return n;
         void *p = a->alloc(a->ctx, size);
@@ -163,19 +163,19 @@ out:
 
 int mc_run_pattern(struct memcheck *m, struct mc_target *t)
 {
-    struct mc_test c = {.phase = MC_PH_PATTERN, .heap = m->o.pattern_heap_bytes,
+    struct mc_test c = {.phase = MC_PH_PATTERN, .heap = m->o->pattern_heap_bytes,
                          .flags = MC_F_SHUFFLE};
-    uint64_t sizes = m->o.seed ^ mc_phase_salt[MC_PH_PATTERN];
+    uint64_t sizes = m->o->seed ^ mc_phase_salt[MC_PH_PATTERN];
     uint64_t t0 = tk_clock_ns();
     int rc = 0;
     t->pattern.ran = true;   /* its tests so far count, should the process die */
-    mc_progress_begin(m, m->o.pattern_rounds);
-    for (uint32_t r = 0; r < m->o.pattern_rounds && rc == 0; r++) {
+    mc_progress_begin(m, m->o->pattern_rounds);
+    for (uint32_t r = 0; r < m->o->pattern_rounds && rc == 0; r++) {
         tk_rt_breather(&m->rt);
         c.index = r;
         c.block = mc_draw_block(m, &sizes, c.heap);
         mc_mark_test(t, &c);
-        rc = pattern_test(m, t, &c, mc_test_seed(m->o.seed, MC_PH_PATTERN, r));
+        rc = pattern_test(m, t, &c, mc_test_seed(m->o->seed, MC_PH_PATTERN, r));
         mc_progress_step(m, t, MC_PH_PATTERN, r + 1);
     }
     mc_progress_end(m);

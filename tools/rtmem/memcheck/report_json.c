@@ -1,8 +1,15 @@
 /*
- * `rtmem memcheck`: the JSON document (--json): the run's parameters, the
- * arena, and per allocator what it is, its verdict, its heap sizes and each
- * phase's results (written by the phase's own file). A figure that does not
- * exist or does not apply is null.
+ * `rtmem memcheck`: its members of the JSON document (--json), after the
+ * driver's envelope (common/tool.h: schema, tool, version, command line,
+ * machine, timer, real-time setup, seed, seconds, passed): the run's
+ * parameters, the arena, and per allocator what it is, its verdict, its
+ * heap sizes and each phase's results (written by the phase's own file). A
+ * figure that does not exist or does not apply is null.
+ *
+ * Schema rtmem-memcheck/2. /1 began with schema, rtmem_version (now the
+ * envelope's version), passed, seed and seconds (the tests' time; the
+ * envelope's covers the whole run), and had machine, timer and real_time
+ * (machine and timer in brief) after params; the other members are as in /1.
  */
 #include <math.h>
 #include <signal.h>
@@ -97,7 +104,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
 
 static void json_params(struct tk_json *j, const struct memcheck *m)
 {
-    const struct mc_opts *o = &m->o;
+    const struct mc_opts *o = m->o;
     tk_json_key(j, "params");
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "seq_heap_size", o->seq_heap_bytes);
@@ -127,53 +134,35 @@ static void json_params(struct tk_json *j, const struct memcheck *m)
     tk_json_end_object(j);
 }
 
-int mc_write_json(FILE *f, const struct memcheck *m)
+/* memcheck's members, after the driver's envelope (common/tool.h). */
+void mc_json(const struct tk_session *s, struct tk_json *j)
 {
-    struct tk_json j;
-    bool passed = true;
-    for (size_t i = 0; i < m->n_t; i++)
-        passed = passed && !m->t[i].fail.failed;
-    tk_json_init(&j, f);
-    tk_json_begin_object(&j);
-    tk_json_kv_string(&j, "schema", MC_SCHEMA);
-    tk_json_kv_string(&j, "rtmem_version", RTMEM_VERSION_STRING);
-    tk_json_kv_bool(&j, "passed", passed);
-    tk_json_kv_uint(&j, "seed", m->o.seed);
-    tk_json_kv_double(&j, "seconds", m->seconds);
-    json_params(&j, m);
-    tk_json_key(&j, "machine");
-    tk_machine_json(&j, &m->mf, TK_DETAIL_BRIEF);
-    tk_json_key(&j, "timer");
-    tk_timer_json(&j, &m->timer, TK_DETAIL_BRIEF);
-    /* What the test processes had: the latest one's record. */
+    const struct memcheck *m = s->state;
+    json_params(j, m);
+    /* The test processes' arena (the latest one's record). */
     const struct tk_arena *ar = &m->sh->arena;
-    if (tk_json_key_or_null(&j, "real_time", m->sh->have_rt))
-        tk_rt_json(&j, &m->sh->rt);
-    tk_json_key(&j, "arena");
-    tk_json_begin_object(&j);
-    tk_json_kv_uint(&j, "bytes", ar->bytes);
-    tk_json_kv_bool(&j, "locked", ar->locked);
-    tk_json_kv_string(&j, "lock_error", ar->locked ? NULL : strerror(ar->lock_err));
-    tk_json_end_object(&j);
-    tk_json_key(&j, "row_columns");
-    mc_seq_json_columns(&j);
-    tk_json_key(&j, "allocators");
-    tk_json_begin_array(&j);
+    tk_json_key(j, "arena");
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "bytes", ar->bytes);
+    tk_json_kv_bool(j, "locked", ar->locked);
+    tk_json_kv_string(j, "lock_error", ar->locked ? NULL : strerror(ar->lock_err));
+    tk_json_end_object(j);
+    tk_json_key(j, "row_columns");
+    mc_seq_json_columns(j);
+    tk_json_key(j, "allocators");
+    tk_json_begin_array(j);
     for (size_t i = 0; i < m->n_t; i++)
-        json_target(&j, &m->t[i], !m->o.no_json_rows);
-    tk_json_end_array(&j);
+        json_target(j, &m->t[i], !m->o->no_json_rows);
+    tk_json_end_array(j);
     /* Allocators asked for (or run by default) that did not load. */
-    tk_json_key(&j, "skipped");
-    tk_json_begin_array(&j);
+    tk_json_key(j, "skipped");
+    tk_json_begin_array(j);
     for (size_t i = 0; i < m->kinds.n_skipped; i++) {
-        tk_json_begin_object(&j);
-        tk_json_kv_string(&j, "name", m->kinds.skipped[i].name);
-        tk_json_kv_string(&j, "reason", m->kinds.skipped[i].why);
-        tk_json_end_object(&j);
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", m->kinds.skipped[i].name);
+        tk_json_kv_string(j, "reason", m->kinds.skipped[i].why);
+        tk_json_end_object(j);
     }
-    tk_json_end_array(&j);
-    tk_json_kv_bool(&j, "static_tls_reexec", tk_reexeced());
-    tk_json_end_object(&j);
-    return tk_json_finish(&j);
+    tk_json_end_array(j);
+    tk_json_kv_bool(j, "static_tls_reexec", tk_reexeced());
 }
-

@@ -51,11 +51,11 @@ static void smokey_dump(FILE *f, const struct memcheck *m, const struct mc_targe
                "OVRH%%\toverhead\nFRAG%%\texternal fragmentation\n"
                "FLAGS\t+shuffle: randomized free\n"
                "    \t+hot: measure after initial alloc/free pass (hot heap)\n");
-    if (m->o.max_results > 0) {
-        size_t nr = (size_t)m->o.max_results < sq->n ? (size_t)m->o.max_results : sq->n;
+    if (m->o->max_results > 0) {
+        size_t nr = (size_t)m->o->max_results < sq->n ? (size_t)m->o->max_results : sq->n;
         for (int k = MC_BY_ALLOC; k <= MC_BY_FRAG; k++)
             smokey_sorted(f, m, t, sq, (enum mc_sort_key)k, nr);
-    } else if (m->o.max_results < 0) {
+    } else if (m->o->max_results < 0) {
         smokey_sorted(f, m, t, sq, MC_BY_HEAP, sq->n);
     }
     fprintf(f, "\noverall:\n");
@@ -85,8 +85,8 @@ void mc_print_smokey(FILE *f, const struct memcheck *m)
         fprintf(f, "== memcheck started for %s at %s\n", t->a.name, when(&t->started, tb));
         fprintf(f, "     seq_heap_size=%zuk\n     random_alloc_rounds=%u\n"
                    "     pattern_heap_size=%zuk\n     pattern_check_rounds=%u\n",
-                m->o.seq_heap_bytes / 1024, m->o.random_rounds, m->o.pattern_heap_bytes / 1024,
-                m->o.pattern_rounds);
+                m->o->seq_heap_bytes / 1024, m->o->random_rounds, m->o->pattern_heap_bytes / 1024,
+                m->o->pattern_rounds);
         if (mc_is_process(t))
             fprintf(f, "# %s is a process allocator: OVRH%% is the slack %s shows, FRAG%% "
                        "counts probes inside the fill's span\n",

@@ -5,17 +5,11 @@
  * from the stored results; one that does not exist or does not apply
  * prints as "-".
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/out.h"
 #include "memcheck.h"
-
-static const char *const phase_names[MC_PHASES] = {"pow2", "random", "pattern", "churn"};
-
-const char *mc_phase_name(enum mc_phase phase)
-{
-    return phase < MC_PHASES ? phase_names[phase] : "?";
-}
 
 int mc_name_width(const struct memcheck *m)
 {
@@ -91,7 +85,7 @@ void mc_print_failures(FILE *f, const struct memcheck *m)
         const struct mc_target *t = &m->t[i];
         if (!t->fail.failed)
             continue;
-        const struct mc_opts *o = &m->o;
+        const struct mc_opts *o = m->o;
         char timeout[32] = "";
         if (o->timeout_s != MC_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
@@ -188,7 +182,7 @@ static void print_sizes(FILE *f, const struct memcheck *m)
 void mc_print_header(FILE *f, const struct memcheck *m)
 {
     const struct tk_timer *t = &m->timer;
-    const struct mc_opts *o = &m->o;
+    const struct mc_opts *o = m->o;
     fprintf(f, "rtmem memcheck %s (schema %s): Xenomai smokey's memory test sequence\n",
             RTMEM_VERSION_STRING, MC_SCHEMA);
     tk_machine_print(f, &m->mf);
@@ -237,3 +231,57 @@ void mc_print_header(FILE *f, const struct memcheck *m)
     print_sizes(f, m);
 }
 
+
+/* ---- the report ---------------------------------------------------------------------- */
+
+/* What print writes, each line starting with "# ": rtmem's own lines in
+ * smokey's layout. */
+static void print_commented(FILE *f, const struct memcheck *m,
+                            void (*print)(FILE *, const struct memcheck *))
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) {
+        perror("rtmem memcheck: open_memstream");
+        return;
+    }
+    print(mem, m);
+    if (fclose(mem) == 0 && text)
+        for (const char *p = text; *p;) {
+            size_t n = strcspn(p, "\n");
+            fprintf(f, "# %.*s\n", (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+    free(text);
+}
+
+void mc_print_preamble(FILE *f, const struct memcheck *m)
+{
+    if (m->o->format == MC_FORMAT_NS)
+        mc_print_header(f, m);
+    else
+        print_commented(f, m, mc_print_header);
+}
+
+static void print_end(FILE *f, const struct memcheck *m)
+{
+    const char *pre = m->o->format == MC_FORMAT_SMOKEY ? "# " : "";
+    fprintf(f, "\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided "
+               "between tests); VmLck at the end of the last test process %ld kB\n",
+            pre, (unsigned long long)m->o->seed, m->seconds, m->sh->rt.rests,
+            m->sh->rt.vmlck_kb);
+}
+
+void mc_report(const struct tk_session *s, FILE *f)
+{
+    const struct memcheck *m = s->state;
+    if (m->o->format == MC_FORMAT_NS) {
+        mc_print_results(f, m);
+        mc_print_failures(f, m);
+    } else {
+        mc_print_smokey(f, m);
+        print_commented(f, m, mc_print_failures);
+    }
+    print_end(f, m);
+}

@@ -64,7 +64,7 @@ static void probe_fragmentation(const struct memcheck *m, struct tk_alloc *a, si
         if (mc_probe_fits(a, s, pr))
             break;
         if (s <= b) {
-            s = m->o.compat ? s : 0;
+            s = m->o->compat ? s : 0;
             break;
         }
         s -= b;
@@ -190,7 +190,7 @@ static void summarize(const struct memcheck *m, struct tk_samples *s, size_t div
     }
     double npt = m->timer.ns_per_tick;
     *avg = (double)sum * npt / (double)divisor;
-    if (m->o.compat)
+    if (m->o->compat)
         *avg = floor(*avg);   /* smokey keeps integer nanoseconds */
     *p99 = (double)tk_samples_percentile(s, 0.99) * npt;
     *max = (double)mx * npt;
@@ -212,7 +212,7 @@ static void make_row(struct memcheck *m, const struct tk_alloc *a, const struct 
         row->fail_alloc_ns = (double)v * m->timer.ns_per_tick;
         /* Smokey counts the failing call in the alloc times (not in the
          * divisor); --compat does too. */
-        if (m->o.compat)
+        if (m->o->compat)
             tk_samples_add(&m->alloc_s, ps->fail_ticks);
     }
     summarize(m, &m->alloc_s, ps->n, &row->avg_alloc_ns, &row->p99_alloc_ns, &row->max_alloc_ns);
@@ -275,7 +275,7 @@ static int seq_test(struct memcheck *m, struct mc_target *t, const struct mc_tes
         if (inspect_fill(m, t, c, b, &p2, NULL) != 0)
             goto out;
         /* Smokey frees the hot pass in allocation order even when shuffling. */
-        if ((c->flags & MC_F_SHUFFLE) && !m->o.compat)
+        if ((c->flags & MC_F_SHUFFLE) && !m->o->compat)
             tk_rng_shuffle(m->blocks, p2.n, sizeof(*m->blocks), &rng);
         if (free_all(m, t, c, p2.n, NULL) != 0)
             goto out;
@@ -306,7 +306,7 @@ size_t mc_seq_tests(const struct memcheck *m, enum mc_phase phase)
     size_t n = 0;
     for (size_t i = 0; i < m->n_heap_sizes; i++)
         n += phase == MC_PH_POW2 ? 4 * pow2_blocks(m->heap_sizes[i])
-                                 : 4 * (size_t)m->o.random_rounds;
+                                 : 4 * (size_t)m->o->random_rounds;
     return n;
 }
 
@@ -316,7 +316,7 @@ static int run_one(struct memcheck *m, struct mc_target *t, struct mc_test *c)
     tk_rt_breather(&m->rt);
     c->index = sq->n;
     mc_mark_test(t, c);
-    if (seq_test(m, t, c, mc_test_seed(m->o.seed, c->phase, c->index), &sq->rows[sq->n]) != 0)
+    if (seq_test(m, t, c, mc_test_seed(m->o->seed, c->phase, c->index), &sq->rows[sq->n]) != 0)
         return -1;
     sq->n++;
     mc_progress_step(m, t, c->phase, sq->n);
@@ -344,10 +344,10 @@ static int run_pow2(struct memcheck *m, struct mc_target *t)
 static int run_random(struct memcheck *m, struct mc_target *t)
 {
     struct mc_test c = {.phase = MC_PH_RANDOM};
-    uint64_t sizes = m->o.seed ^ mc_phase_salt[MC_PH_RANDOM];
+    uint64_t sizes = m->o->seed ^ mc_phase_salt[MC_PH_RANDOM];
     for (unsigned v = 0; v < 4; v++)
         for (size_t i = 0; i < m->n_heap_sizes; i++)
-            for (uint32_t r = 0; r < m->o.random_rounds; r++) {
+            for (uint32_t r = 0; r < m->o->random_rounds; r++) {
                 c.heap = m->heap_sizes[i];
                 c.block = mc_draw_block(m, &sizes, c.heap);
                 c.flags = variants[v];
@@ -495,7 +495,7 @@ static int cmp_keyed(const void *l, const void *r)
 static double sort_value(const struct memcheck *m, const struct mc_target *t,
                          const struct mc_row *r, enum mc_sort_key k)
 {
-    bool bytes = m->o.compat && t->a.sort == TK_HEAP;
+    bool bytes = m->o->compat && t->a.sort == TK_HEAP;
     switch (k) {
     case MC_BY_ALLOC: return r->max_alloc_ns;
     case MC_BY_FREE: return r->max_free_ns;
@@ -539,7 +539,7 @@ static size_t shown_cols(const struct memcheck *m, struct tk_col *cols)
 {
     size_t n = 0;
     for (size_t c = 0; c < C_N; c++)
-        if (c != C_TOVRH || m->o.true_overhead)
+        if (c != C_TOVRH || m->o->true_overhead)
             cols[n++] = row_cols[c];
     return n;
 }
@@ -560,7 +560,7 @@ static void print_row(FILE *f, const struct memcheck *m, const struct mc_row *r)
     cells[n++] = tk_fmt_double(buf[C_MAX_F], 32, r->max_free_ns, 0);
     cells[n++] = tk_fmt_double(buf[C_FAIL_A], 32, r->fail_alloc_ns, 0);
     cells[n++] = tk_fmt_double(buf[C_OVRH], 32, r->overhead_pct, 1);
-    if (m->o.true_overhead)
+    if (m->o->true_overhead)
         cells[n++] = tk_fmt_double(buf[C_TOVRH], 32, r->true_overhead_pct, 1);
     cells[n++] = tk_fmt_double(buf[C_FRAG], 32, r->frag_pct, 1);
     snprintf(buf[C_FLAGS], 32, "%s%s", r->flags & MC_F_SHUFFLE ? "+shuffle " : "",
@@ -591,11 +591,11 @@ static void print_sorted(FILE *f, const struct memcheck *m, const struct mc_targ
 static void print_tables(FILE *f, const struct memcheck *m, const struct mc_target *t,
                          const struct mc_seq *sq)
 {
-    if (m->o.max_results < 0) {
+    if (m->o->max_results < 0) {
         print_sorted(f, m, t, sq, MC_BY_HEAP, sq->n);
         return;
     }
-    size_t nr = (size_t)m->o.max_results < sq->n ? (size_t)m->o.max_results : sq->n;
+    size_t nr = (size_t)m->o->max_results < sq->n ? (size_t)m->o->max_results : sq->n;
     if (nr == 0)
         return;
     for (int k = MC_BY_ALLOC; k <= MC_BY_FRAG; k++)
@@ -659,15 +659,15 @@ void mc_seq_print_legend(FILE *f, const struct memcheck *m)
             "  FAIL-A: the failing final allocation of the fill, %s\n"
             "  OVRH%%: 100 - 100 * NRBLKS * B / H   FRAG%%: 100 * (1 - largest_free / freed), "
             "probed once at half-free\n",
-            m->o.compat ? "ALSO counted in the alloc times (--compat, as smokey)"
+            m->o->compat ? "ALSO counted in the alloc times (--compat, as smokey)"
                         : "not counted in the alloc times");
     /* The summary always has the column; the rows only with --true-overhead. */
     fprintf(f, "  TOVRH%%: true overhead, 100 - 100 * NRBLKS * B / (H + metadata outside H, "
                "stats.overhead_bytes)%s\n",
-            m->o.true_overhead ? "" : "; in the rows with --true-overhead");
+            m->o->true_overhead ? "" : "; in the rows with --true-overhead");
     fprintf(f, "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
                "the same heap%s\n",
-            m->o.compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
+            m->o->compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
     fprintf(f, "  process allocators (glibc, peers): OVRH%% is the slack their usable-size call "
                "shows; FAIL-A and TOVRH%% do not apply (\"-\")\n");
 }

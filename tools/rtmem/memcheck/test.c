@@ -44,7 +44,7 @@ uint64_t mc_test_seed(uint64_t seed, enum mc_phase phase, size_t index)
 size_t mc_draw_block(const struct memcheck *m, uint64_t *rng, size_t h)
 {
     size_t half = h / 2;
-    if (m->o.compat) {
+    if (m->o->compat) {
         size_t b = (size_t)(tk_rng_next(rng) % half);
         return b ? b : 1;
     }
