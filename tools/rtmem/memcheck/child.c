@@ -31,7 +31,8 @@ struct job {
     size_t n_heaps;
 };
 
-enum mc_phase mc_first_phase(const struct memcheck *m)
+/* The first phase the options run. */
+static enum mc_phase first_phase(const struct memcheck *m)
 {
     for (int ph = 0; ph < MC_PHASES; ph++)
         if (m->o->phases & (1u << ph))
@@ -297,7 +298,7 @@ static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 
 int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n)
 {
-    struct job j = {.m = m, .t = t, .phase = mc_first_phase(m), .heaps = heaps, .n_heaps = n};
+    struct job j = {.m = m, .t = t, .phase = first_phase(m), .heaps = heaps, .n_heaps = n};
     return run_job(m, &j, size_job);
 }
 

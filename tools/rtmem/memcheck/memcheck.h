@@ -379,8 +379,6 @@ void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_appli
  * then runs no further phase). */
 int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n);
 int mc_child_phase(struct memcheck *m, struct mc_target *t, enum mc_phase phase);
-/* The first phase the options run. */
-enum mc_phase mc_first_phase(const struct memcheck *m);
 
 /* ---- the reports: they read the results, never change them ------------------------- */
 
@@ -389,11 +387,8 @@ enum mc_phase mc_first_phase(const struct memcheck *m);
 int mc_name_width(const struct memcheck *m);
 /* A byte count as the tables print it: "64k", or the number. */
 const char *mc_fmt_size(char *buf, size_t size, size_t bytes);
-void mc_print_header(FILE *f, const struct memcheck *m);
 /* The header as is, or as '#' lines before smokey's layout. */
 void mc_print_preamble(FILE *f, const struct memcheck *m);
-void mc_print_results(FILE *f, const struct memcheck *m);
-void mc_print_failures(FILE *f, const struct memcheck *m);
 
 /* report_smokey.c */
 void mc_print_smokey(FILE *f, const struct memcheck *m);

@@ -79,7 +79,7 @@ static void print_summary(FILE *f, const struct memcheck *m)
         }
 }
 
-void mc_print_failures(FILE *f, const struct memcheck *m)
+static void print_failures(FILE *f, const struct memcheck *m)
 {
     for (size_t i = 0; i < m->n_t; i++) {
         const struct mc_target *t = &m->t[i];
@@ -102,7 +102,7 @@ void mc_print_failures(FILE *f, const struct memcheck *m)
     }
 }
 
-void mc_print_results(FILE *f, const struct memcheck *m)
+static void print_results(FILE *f, const struct memcheck *m)
 {
     mc_seq_print_legend(f, m);
     for (size_t i = 0; i < m->n_t; i++)
@@ -179,7 +179,7 @@ static void print_sizes(FILE *f, const struct memcheck *m)
         }
 }
 
-void mc_print_header(FILE *f, const struct memcheck *m)
+static void print_header(FILE *f, const struct memcheck *m)
 {
     const struct tk_timer *t = &m->timer;
     const struct mc_opts *o = m->o;
@@ -259,9 +259,9 @@ static void print_commented(FILE *f, const struct memcheck *m,
 void mc_print_preamble(FILE *f, const struct memcheck *m)
 {
     if (m->o->format == MC_FORMAT_NS)
-        mc_print_header(f, m);
+        print_header(f, m);
     else
-        print_commented(f, m, mc_print_header);
+        print_commented(f, m, print_header);
 }
 
 static void print_end(FILE *f, const struct memcheck *m)
@@ -277,11 +277,11 @@ void mc_report(const struct tk_session *s, FILE *f)
 {
     const struct memcheck *m = s->state;
     if (m->o->format == MC_FORMAT_NS) {
-        mc_print_results(f, m);
-        mc_print_failures(f, m);
+        print_results(f, m);
+        print_failures(f, m);
     } else {
         mc_print_smokey(f, m);
-        print_commented(f, m, mc_print_failures);
+        print_commented(f, m, print_failures);
     }
     print_end(f, m);
 }

@@ -383,19 +383,7 @@ int mc_run_seq(struct memcheck *m, struct mc_target *t, enum mc_phase phase)
     return rc;
 }
 
-/* ---- text ---------------------------------------------------------------------- */
-
-static const char *const seq_titles[2] = {
-    "SEQUENTIAL ALLOC->FREE, ^2 BLOCK SIZES",
-    "SEQUENTIAL ALLOC->FREE, RANDOM BLOCK SIZES",
-};
-
-const char *mc_seq_title(enum mc_phase phase)
-{
-    return seq_titles[phase == MC_PH_RANDOM];
-}
-
-/* ---- overall lines ------------------------------------------------------------- */
+/* ---- overall lines: computed in the run, once every phase is done ------------------ */
 
 /* Running mean of the finite values fed to it. */
 struct mean {
@@ -464,7 +452,17 @@ void mc_compute_overall(struct memcheck *m)
             overall_of(&m->t[i].seq[ph], &m->t[i].seq[ph].all);
 }
 
-/* ---- sorting ------------------------------------------------------------------- */
+/* ---- text ---------------------------------------------------------------------- */
+
+static const char *const seq_titles[2] = {
+    "SEQUENTIAL ALLOC->FREE, ^2 BLOCK SIZES",
+    "SEQUENTIAL ALLOC->FREE, RANDOM BLOCK SIZES",
+};
+
+const char *mc_seq_title(enum mc_phase phase)
+{
+    return seq_titles[phase == MC_PH_RANDOM];
+}
 
 static const char *const sort_names[MC_SORT_KEYS] = {
     "alloc time", "free time", "overhead", "fragmentation", "heap size",
