@@ -349,36 +349,28 @@ static void help_intro(FILE *f)
 
 /* One word of a list, wrapped at 80 columns under column 2; returns the
  * new column. */
-static size_t help_word(FILE *f, size_t col, const char *word, const char *sep)
+static size_t help_word(FILE *f, size_t col, const char *word)
 {
-    size_t len = strlen(word) + strlen(sep);
+    size_t len = strlen(word);
     if (col + 1 + len > 80) {
-        fprintf(f, "\n  %s%s", word, sep);
+        fprintf(f, "\n  %s", word);
         return 2 + len;
     }
-    fprintf(f, " %s%s", word, sep);
+    fprintf(f, " %s", word);
     return col + 1 + len;
 }
 
 /* After the options: the names --kinds takes, units, limits, exit status. */
 static void help_notes(FILE *f)
 {
+    char names[512], *save = NULL;
     size_t col = strlen("--kinds names:");
     fputs("--kinds names:", f);
-    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
-        col = help_word(f, col, *k, ",");
-        col = help_word(f, col, *k, "-none,");
-    }
-    col = help_word(f, col, TK_TLSF_TYPED_NAME, "");
-    col = help_word(f, col, "(or", "");
-    col = help_word(f, col, "tlsf-typed),", "");
-    col = help_word(f, col, "glibc", ",");
-    for (const char *const *k = tk_peer_names(); *k; k++)
-        col = help_word(f, col, *k, ",");
-    col = help_word(f, col, "and", "");
-    col = help_word(f, col, "the", "");
-    col = help_word(f, col, "plugins'", "");
-    help_word(f, col, "names", ".");
+    tk_kinds_names(names, sizeof(names));
+    size_t len = strlen(names);
+    snprintf(names + len, sizeof(names) - len, ", and the plugins' names.");
+    for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        col = help_word(f, col, w);
     fputs("\n"
           "\n"
           "Byte counts take a K, M, G or T suffix (powers of 1024); heaps up to 32M.\n"
