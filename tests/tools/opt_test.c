@@ -165,7 +165,7 @@ static void test_refusals(void)
     refused("--heap-size 1X", "--heap-size: '1X' is not a byte count (e.g. 4096, 64K)");
     refused("--heap-size 1K", "--heap-size: '1K' is out of range [4096, 1099511627776] bytes");
     refused("--json ''", "--json needs a file name");
-    refused("--plugin a --plugin b --plugin c", "--plugin: at most 2; 'c' is one more");
+    refused("--plugin a --plugin b --plugin c", "--plugin: at most 2 plugins; 'c' is one more");
     refused("--format xml", "--format: 'xml' is not one of ns, smokey");
     refused("--prio 0", "--prio: '0' is out of range [1, 99]");
     refused("--cpu 100000", "--cpu");

@@ -1,5 +1,5 @@
 /*
- * `rtmem memcheck`: the allocators under test (memcheck_alloc.h).
+ * Bench kit: the allocators under test (alloc.h).
  */
 #include "common/alloc.h"
 

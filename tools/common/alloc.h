@@ -27,7 +27,7 @@
  *   jemalloc, mimalloc and tcmalloc, loaded with dlopen at run time (rtmem
  *   never links them) and called through their own entry points, beside
  *   glibc's, which stays the allocator of everything else in the process
- *   (memcheck_load.c). It has no heap of a given
+ *   (alloc_load.c). It has no heap of a given
  *   size, so "a heap of size H" is a budget of requested bytes: a fill makes
  *   exactly floor(H / B) requests of B bytes, stopping before the request
  *   that would take the sum of requests above H. There is no failing final

@@ -4,11 +4,10 @@
  * timer (source, calibration, overhead, resolution). The real-time setup
  * has its own printer and JSON (tk_rt_print, tk_rt_json in rt.h).
  *
- * Two levels of detail. A result file's layout is fixed by its schema
- * version ("rtmem-bench/1", "rtmem-memcheck/1"), so each tool keeps the
- * members it has always written: TK_DETAIL_FULL writes everything,
- * TK_DETAIL_BRIEF a subset (each function says which). The human lines
- * differ in the same way.
+ * Two levels of detail: TK_DETAIL_FULL writes everything, TK_DETAIL_BRIEF
+ * a subset (each function says which), so that a tool's report header
+ * stays short where it must (memcheck's). Result files always carry the
+ * full record, in the envelope every tool writes (tool.h).
  */
 #ifndef RTMEM_TOOLS_DESCRIBE_H
 #define RTMEM_TOOLS_DESCRIBE_H

@@ -18,7 +18,7 @@
  *     struct tk_json j;
  *     tk_json_init(&j, f);
  *     tk_json_begin_object(&j);
- *     tk_json_kv_string(&j, "schema", "rtmem-bench/1");
+ *     tk_json_kv_string(&j, "schema", "rtmem-bench/2");
  *     tk_json_key(&j, "values");
  *     tk_json_begin_array(&j);
  *     tk_json_double(&j, 1.5);
@@ -27,7 +27,7 @@
  *     if (tk_json_finish(&j) != 0) ...   // write error or misuse
  *
  * Every result file starts with a "schema" member naming the tool and the
- * version of its layout ("rtmem-bench/1"); a change that removes or renames a
+ * version of its layout ("rtmem-bench/2"); a change that removes or renames a
  * member bumps the version.
  *
  * Tables

@@ -1,16 +1,14 @@
 /*
- * The subcommands of `rtmem`. Each takes the arguments after `rtmem` (argv[0]
- * is the subcommand's name) and returns the process exit status:
- * 0 success, 1 run-time failure, 2 bad usage.
+ * The tools of `rtmem`, each a folder tools/rtmem/<tool>/ run by the bench
+ * kit's driver (common/tool.h): main.c lists them, in the order `rtmem
+ * --help` shows them. A new tool adds its line here and in main.c.
  */
 #ifndef RTMEM_TOOLS_CMD_H
 #define RTMEM_TOOLS_CMD_H
 
-int rtm_cmd_memcheck(int argc, char **argv);
-
-/* The subcommands on the bench kit's driver (common/tool.h): run with
- * tk_tool_main. */
 struct tk_tool;
-extern const struct tk_tool bench_tool;
+
+extern const struct tk_tool bench_tool;      /* bench/cli.c */
+extern const struct tk_tool memcheck_tool;   /* memcheck/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -1,9 +1,7 @@
 /*
- * The `rtmem` command: dispatches to its subcommands.
- *   rtmem bench ...   alloc/free latency of every heap kind vs glibc
- *   rtmem memcheck .. the heap test harness (Xenomai smokey's memory tests)
- *   rtmem kinds       the heap kinds built into the library
- *   rtmem --help, rtmem --version
+ * The `rtmem` command: dispatches to its tools (cmd.h), each run by the
+ * bench kit's driver, and to `rtmem kinds`.
+ *   rtmem <tool> [options], rtmem kinds, rtmem --help, rtmem --version
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,35 +12,20 @@
 #include "common/tool.h"
 #include "rtmem/rtmem.h"
 
-static int cmd_kinds(int argc, char **argv);
-static int cmd_bench(int argc, char **argv);
-
-struct subcommand {
-    const char *name;
-    const char *prog;   /* starts its messages */
-    int (*run)(int argc, char **argv);
-    const char *summary;
+static const struct tk_tool *const tools[] = {
+    &bench_tool,
+    &memcheck_tool,
 };
 
-static const struct subcommand subcommands[] = {
-    {"bench", "rtmem bench", cmd_bench, "alloc/free latency of every heap kind, side by side with glibc"},
-    {"memcheck", "rtmem memcheck", rtm_cmd_memcheck, "heap test harness: smokey's memory test sequence and metrics"},
-    {"kinds", "rtmem kinds", cmd_kinds, "list the heap kinds built into librtmem"},
-};
-
-#define N_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+#define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: rtmem <command> [options]\n       rtmem --help | --version\n\ncommands:\n");
-    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-        fprintf(f, "  %-9s %s\n", subcommands[i].name, subcommands[i].summary);
+    for (size_t i = 0; i < N_TOOLS; i++)
+        fprintf(f, "  %-9s %s\n", tools[i]->name, tools[i]->summary);
+    fprintf(f, "  %-9s %s\n", "kinds", "list the heap kinds built into librtmem");
     fprintf(f, "\n'rtmem <command> --help' describes a command's options.\n");
-}
-
-static int cmd_bench(int argc, char **argv)
-{
-    return tk_tool_main(&bench_tool, argc, argv);
 }
 
 static int cmd_kinds(int argc, char **argv)
@@ -50,54 +33,57 @@ static int cmd_kinds(int argc, char **argv)
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: rtmem kinds\n\nLists the heap kinds built into librtmem, one per line "
                "(names for rtm_heap_create).\n");
-        return 0;
+        return TK_EXIT_OK;
     }
     if (argc > 1) {
         fprintf(stderr, "rtmem kinds: unexpected argument '%s'\n", argv[1]);
-        return 2;
+        return TK_EXIT_USAGE;
     }
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         printf("%s\n", *k);
-    return 0;
+    return TK_EXIT_OK;
 }
 
-/* The command's exit status, before standard output is checked. */
-static int run_command(int argc, char **argv, const char **prog)
+/* The command's exit status, before standard output is checked; *prog
+ * names it in later messages. */
+static int run_command(int argc, char **argv, char *prog, size_t prog_size)
 {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return TK_EXIT_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return 0;
+        return TK_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
         printf("rtmem %s\n", RTMEM_VERSION_STRING);
-        return 0;
+        return TK_EXIT_OK;
     }
-    for (size_t i = 0; i < N_SUBCOMMANDS; i++)
-        if (strcmp(cmd, subcommands[i].name) == 0) {
-            *prog = subcommands[i].prog;
-            return subcommands[i].run(argc - 1, argv + 1);
-        }
+    snprintf(prog, prog_size, "rtmem %s", cmd);
+    for (size_t i = 0; i < N_TOOLS; i++)
+        if (strcmp(cmd, tools[i]->name) == 0)
+            return tk_tool_main(tools[i], argc - 1, argv + 1);
+    if (strcmp(cmd, "kinds") == 0)
+        return cmd_kinds(argc - 1, argv + 1);
+    snprintf(prog, prog_size, "rtmem");
     fprintf(stderr, "rtmem: unknown command '%s'\n\n", cmd);
     usage(stderr);
-    return 2;
+    return TK_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
-    const char *prog = "rtmem";
-    int status = run_command(argc, argv, &prog);
+    char prog[64] = "rtmem";
+    int status = run_command(argc, argv, prog, sizeof(prog));
     /* Whatever was printed must have reached standard output: a full disk
      * or a closed file fails the command, with the cause. */
     if (tk_stdout_check(prog) != 0 && status == 0)
-        status = 1;
+        status = TK_EXIT_FAILED;
     if (fclose(stdout) != 0 && status == 0) {
         fprintf(stderr, "%s: closing standard output failed: %s\n", prog, strerror(errno));
-        status = 1;
+        status = TK_EXIT_FAILED;
     }
     return status;
 }

@@ -1,11 +1,16 @@
 /*
  * `rtmem memcheck`: internal types shared by its files.
- *   memcheck.c         options and the run's sequence
- *   memcheck_run.c     the phases and their timed passes
- *   memcheck_report.c  tables, overall summaries, smokey's layout, JSON
- *   memcheck_alloc.c   the allocators under test (memcheck_alloc.h)
- *   memcheck_load.c    peers and plugins, loaded at run time
- *   memcheck_child.c   each allocator's work in a process of its own
+ *   cli.c            options, --help, the tool (struct tk_tool memcheck_tool)
+ *   run.c            the run's sequence, on the bench kit's driver
+ *   test.c           what the tests of every phase share
+ *   seq.c            the pow2 and random phases: run, tables, JSON
+ *   pattern.c        the pattern phase: run, text, JSON
+ *   churn.c          the churn phase: run, table, JSON
+ *   child.c          each allocator's work in a process of its own
+ *   report_text.c    the text report: header, summary, failures
+ *   report_smokey.c  smokey's layout (--format smokey)
+ *   report_json.c    memcheck's members of the JSON document
+ * The allocators under test are common/alloc.h's, selected by common/kinds.h.
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
 #define RTMEM_TOOLS_MEMCHECK_H
@@ -19,13 +24,18 @@
 #include "common/arena.h"
 #include "common/child.h"
 #include "common/describe.h"
+#include "common/kinds.h"
+#include "common/out.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
+#include "common/tool.h"
 #include "common/alloc.h"
 #include "rtmem/rtmem.h"
 
-#define MC_SCHEMA "rtmem-memcheck/1"
+/* The JSON's layout: the driver's envelope (common/tool.h), then
+ * memcheck's members (report_json.c). */
+#define MC_SCHEMA "rtmem-memcheck/2"
 
 /* Smokey's sequence: heap sizes from 8 KiB, doubling, below seq_heap_size;
  * power-of-two block sizes from 16 below H / 2. */
@@ -39,10 +49,9 @@
 #define MC_MAX_ROUNDS      1000000u
 #define MC_MAX_CHURN_OPS   4000000u
 #define MC_MAX_HEAP_SIZES  32
-#define MC_MAX_TARGETS     16
-#define MC_MAX_PLUGINS     4
-/* Allocators not run, with why (a peer that does not load). */
-#define MC_MAX_SKIPPED     8
+/* Room for every allocator a run can select (common/kinds.h). */
+#define MC_MAX_TARGETS     TK_MAX_ALLOCS
+#define MC_MAX_PLUGINS     TK_MAX_PLUGINS
 /* --timeout: seconds a test process may go without progress. */
 #define MC_DEFAULT_TIMEOUT_S 60u
 #define MC_MAX_TIMEOUT_S     86400u
@@ -61,6 +70,7 @@ enum mc_format { MC_FORMAT_NS, MC_FORMAT_SMOKEY };
 #define MC_F_SHUFFLE 1u
 #define MC_F_HOT     2u
 
+/* The options (cli.c's table sets them). */
 struct mc_opts {
     size_t seq_heap_bytes;        /* seq_heap_size */
     uint32_t random_rounds;       /* random_alloc_rounds */
@@ -83,8 +93,9 @@ struct mc_opts {
     bool quick;
     bool no_json_rows;            /* the JSON without per-test rows */
     unsigned timeout_s;           /* without progress, a test process is killed; 0: never */
-    enum mc_format format;
+    int format;                   /* enum mc_format */
     unsigned phases;              /* 1 << enum mc_phase */
+    bool no_churn;                /* --no-churn: phases lose churn once parsed */
     const char *kinds_arg;        /* NULL: every allocator */
     const char *json_path;
     const char *plugin_paths[MC_MAX_PLUGINS];   /* --plugin, in order */
@@ -198,11 +209,6 @@ struct mc_target {
     time_t started, finished;     /* for smokey's "started/finished at" */
 };
 
-struct mc_skipped {
-    char name[48];
-    char why[TK_WHY_MAX];
-};
-
 struct mc_progress {
     bool on;
     uint64_t last_ns;
@@ -218,8 +224,9 @@ struct mc_shared {
     struct mc_target t[MC_MAX_TARGETS];
 };
 
+/* One run: the driver's session state (struct tk_session.state). */
 struct memcheck {
-    struct mc_opts o;
+    const struct mc_opts *o;      /* the session's, parsed */
     /* The parent's own setup (for the timer calibration, then undone); in
      * a test process, its real-time setup. */
     struct tk_rt_state rt;
@@ -231,10 +238,9 @@ struct memcheck {
     struct mc_shared *sh;
     struct mc_target *t;          /* sh->t */
     size_t n_t;
-    struct tk_plugin plugins[MC_MAX_PLUGINS];
-    size_t n_plugins;
-    struct mc_skipped skipped[MC_MAX_SKIPPED];
-    size_t n_skipped;
+    /* The allocators selected, the plugins they point into and those
+     * skipped: as long as the run. */
+    struct tk_kinds kinds;
     size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
     size_t n_heap_sizes;
 
@@ -253,32 +259,142 @@ struct memcheck {
     double seconds;
 };
 
-/* memcheck_run.c. Each returns 0, or -1 after a functional failure, which is
- * recorded in t->fail (the target then runs no further phase). */
+/* What runs now in a test process: the phase, the test's number in it, its
+ * heap, block and flags, for failure messages. */
+struct mc_test {
+    enum mc_phase phase;
+    size_t index;
+    size_t heap, block;
+    unsigned flags;
+};
+
+/* Fragmentation probe of one test (smokey's find_largest_free), and the
+ * address span a process allocator's probes must fall in. */
+struct mc_probe {
+    bool done;
+    size_t user_bytes;      /* requested bytes of the fill */
+    size_t maximum_free;    /* bytes freed when probed */
+    size_t largest_free;    /* largest probe that fit */
+    bool use_span;          /* TK_PROCESS: a probe fits only inside [lo, hi) */
+    uintptr_t lo, hi;
+    bool free_refused;
+};
+
+static inline bool mc_is_process(const struct mc_target *t)
+{
+    return t->a.sort == TK_PROCESS;
+}
+
+/* ---- the driver's steps (run.c, report_text.c, report_json.c) ----------------------- */
+
+/* struct tk_tool's steps (common/tool.h); cli.c's memcheck_tool lists them. */
+int mc_setup(struct tk_session *s);
+enum tk_run_end mc_run(struct tk_session *s);
+void mc_report(const struct tk_session *s, FILE *f);
+void mc_facts(const struct tk_session *s, struct tk_facts *out);
+void mc_json(const struct tk_session *s, struct tk_json *j);
+void mc_teardown(struct tk_session *s);
+/* The names of the phases: "pow2", "random", "pattern", "churn". */
+const char *mc_phase_name(enum mc_phase phase);
+
+/* ---- test.c: what the phases' tests share ------------------------------------------ */
+
+/* Salts separating the phases' random streams. */
+extern const uint64_t mc_phase_salt[MC_PHASES];
+/* Records the test about to run in t (for the parent, should the process
+ * die in it) and marks progress for the watchdog. */
+void mc_mark_test(struct mc_target *t, const struct mc_test *c);
+/* The seed of a test's own stream (its shuffles). */
+uint64_t mc_test_seed(uint64_t seed, enum mc_phase phase, size_t index);
+/* A block size for a random-size test on a heap of h bytes. */
+size_t mc_draw_block(const struct memcheck *m, uint64_t *rng, size_t h);
+/* Records t's first functional failure, where c says. Returns -1. */
+int mc_failf(struct mc_target *t, const struct mc_test *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Progress on stderr (when on): a phase of total units, done so far. */
+void mc_progress_begin(struct memcheck *m, size_t total);
+void mc_progress_step(struct memcheck *m, const struct mc_target *t, enum mc_phase ph,
+                      size_t done);
+void mc_progress_end(const struct memcheck *m);
+/* Does a block of size bytes fit now (inside pr's span for a process
+ * allocator)? Untimed; the block is freed again. */
+bool mc_probe_fits(struct tk_alloc *a, size_t size, struct mc_probe *pr);
+/* A fresh heap of usable size c->heap, checked; 0 or -1 (failure recorded). */
+int mc_create_heap(struct memcheck *m, struct mc_target *t, const struct mc_test *c);
+/* After every block is freed: nothing used, coalescing complete, heap
+ * consistent. 0 or -1 (failure recorded). */
+int mc_check_empty(struct mc_target *t, const struct mc_test *c);
+
+/* ---- the phases: each its run, its text and its JSON ------------------------------- */
+
+/* The runs return 0, or -1 after a functional failure, which is recorded in
+ * t->fail (the target then runs no further phase). */
+
+/* seq.c: the power-of-two and random phases. */
 int mc_run_seq(struct memcheck *m, struct mc_target *t, enum mc_phase phase);
-int mc_run_pattern(struct memcheck *m, struct mc_target *t);
-int mc_run_churn(struct memcheck *m, struct mc_target *t);
 /* Number of tests a sequential phase runs (for progress and storage). */
 size_t mc_seq_tests(const struct memcheck *m, enum mc_phase phase);
+/* The overall lines of every sequential phase, from its rows. */
+void mc_compute_overall(struct memcheck *m);
+/* Smokey's title of a sequential phase. */
+const char *mc_seq_title(enum mc_phase phase);
+
+/* The orders the sorted tables use. */
+enum mc_sort_key { MC_BY_ALLOC, MC_BY_FREE, MC_BY_OVERHEAD, MC_BY_FRAG, MC_BY_HEAP, MC_SORT_KEYS };
+struct mc_keyed {
+    double key;
+    size_t idx;
+};
+const char *mc_sort_name(enum mc_sort_key k);
+/* Indexes of sq's rows sorted by k (caller frees), or NULL. */
+struct mc_keyed *mc_sorted_rows(const struct memcheck *m, const struct mc_target *t,
+                                const struct mc_seq *sq, enum mc_sort_key k);
+/* What the columns of the tables mean, once before them. */
+void mc_seq_print_legend(FILE *f, const struct memcheck *m);
+/* A sequential phase of t: its sorted tables and overall lines. */
+void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t,
+                  enum mc_phase ph);
+/* The names of a row's columns, an array. */
+void mc_seq_json_columns(struct tk_json *j);
+/* A sequential phase as the member named for it (null if it did not run). */
+void mc_seq_json(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph, bool rows);
+
+/* pattern.c */
+int mc_run_pattern(struct memcheck *m, struct mc_target *t);
+void mc_pattern_print(FILE *f, const struct mc_target *t);
+void mc_pattern_json(struct tk_json *j, const struct mc_target *t);
+
+/* churn.c */
+int mc_run_churn(struct memcheck *m, struct mc_target *t);
 /* Churn workload length for the options (ramp included), for storage. */
 size_t mc_churn_capacity(const struct memcheck *m);
+/* Every allocator's churn phase, one table. */
+void mc_churn_print(FILE *f, const struct memcheck *m);
+void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_applies);
 
-/* memcheck_child.c. Each runs in a test process under the watchdog and
- * records a crash, a timeout or a failed setup in t->fail. Returns 0, or -1
- * if t failed (it then runs no further phase). */
+/* ---- child.c: test processes ------------------------------------------------------- */
+
+/* Each runs in a test process under the watchdog and records a crash, a
+ * timeout or a failed setup in t->fail. Returns 0, or -1 if t failed (it
+ * then runs no further phase). */
 int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n);
 int mc_child_phase(struct memcheck *m, struct mc_target *t, enum mc_phase phase);
-/* The first phase the options run. */
-enum mc_phase mc_first_phase(const struct memcheck *m);
 
-/* memcheck_report.c */
-const char *mc_phase_name(enum mc_phase phase);
-void mc_compute_overall(struct memcheck *m);
-void mc_print_header(FILE *f, const struct memcheck *m);
-void mc_print_results(FILE *f, struct memcheck *m);
-void mc_print_smokey(FILE *f, struct memcheck *m);
-void mc_print_failures(FILE *f, const struct memcheck *m);
-/* 0, or -errno if the file could not be written. */
-int mc_write_json(FILE *f, struct memcheck *m);
+/* ---- the reports: they read the results, never change them ------------------------- */
+
+/* report_text.c */
+/* Width of the allocator-name column: the longest name, at least 9. */
+int mc_name_width(const struct memcheck *m);
+/* A byte count as the tables print it: "64k", or the number. */
+const char *mc_fmt_size(char *buf, size_t size, size_t bytes);
+/* The header as is, or as '#' lines before smokey's layout. */
+void mc_print_preamble(FILE *f, const struct memcheck *m);
+
+/* report_smokey.c */
+void mc_print_smokey(FILE *f, const struct memcheck *m);
+
+/* report_json.c */
+/* v rounded to grain, so that 10 significant digits do not print noise. */
+void mc_json_num(struct tk_json *j, double v, double grain);
 
 #endif /* RTMEM_TOOLS_MEMCHECK_H */

@@ -31,10 +31,11 @@ struct job {
     size_t n_heaps;
 };
 
-enum mc_phase mc_first_phase(const struct memcheck *m)
+/* The first phase the options run. */
+static enum mc_phase first_phase(const struct memcheck *m)
 {
     for (int ph = 0; ph < MC_PHASES; ph++)
-        if (m->o.phases & (1u << ph))
+        if (m->o->phases & (1u << ph))
             return (enum mc_phase)ph;
     return MC_PH_POW2;
 }
@@ -118,8 +119,8 @@ static int child_begin(struct job *j, bool work)
 {
     struct memcheck *m = j->m;
     struct tk_rt_request req = {
-        .pin = !m->o.no_rt, .cpu = m->o.cpu, .fifo = !m->o.no_rt,
-        .priority = m->o.priority, .lock = false,   /* once mapped */
+        .pin = !m->o->no_rt, .cpu = m->o->cpu, .fifo = !m->o->no_rt,
+        .priority = m->o->priority, .lock = false,   /* once mapped */
     };
     bool carried = m->sh->have_rt;
     uint64_t busy_since = m->sh->rt.busy_since_ns;
@@ -235,7 +236,8 @@ static void describe_where(const struct mc_running *now, enum mc_phase phase, ch
     else
         snprintf(buf, size, "%s phase, test #%zu: heap %zu B, block %zu B%s%s",
                  mc_phase_name(now->phase), now->index, now->heap, now->block,
-                 now->flags & MC_F_SHUFFLE ? " +shuffle" : "", now->flags & MC_F_HOT ? " +hot" : "");
+                 now->flags & MC_F_SHUFFLE ? " +shuffle" : "",
+                 now->flags & MC_F_HOT ? " +hot" : "");
 }
 
 /* A phase cut short keeps what it had, with the time it ran. */
@@ -272,7 +274,7 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
         break;
     case TK_CHILD_TIMED_OUT:
         snprintf(what, sizeof(what), "hung: no progress for %u s (--timeout), killed with "
-                 "SIGKILL", m->o.timeout_s);
+                 "SIGKILL", m->o->timeout_s);
         fail_as(t, MC_FAIL_TIMEOUT, in, 0, what, where);
         break;
     case TK_CHILD_NOT_STARTED:
@@ -285,7 +287,7 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
 
 static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 {
-    const struct tk_child_opts co = {.timeout_s = m->o.timeout_s,
+    const struct tk_child_opts co = {.timeout_s = m->o->timeout_s,
                                      .watch_priority = m->watch_priority};
     struct tk_child_result r;
     memset(&j->t->now, 0, sizeof(j->t->now));
@@ -296,7 +298,7 @@ static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 
 int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n)
 {
-    struct job j = {.m = m, .t = t, .phase = mc_first_phase(m), .heaps = heaps, .n_heaps = n};
+    struct job j = {.m = m, .t = t, .phase = first_phase(m), .heaps = heaps, .n_heaps = n};
     return run_job(m, &j, size_job);
 }
 
