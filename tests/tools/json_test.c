@@ -47,7 +47,7 @@ static int cap_finish(struct capture *c)
 struct parser {
     const char *p, *end;
     int depth;
-    char *str;    /* the last string decoded (UTF-8), when str_cap > 0 */
+    char *str; /* the last string decoded (UTF-8), when str_cap > 0 */
     size_t str_len, str_cap;
 };
 
@@ -78,9 +78,10 @@ static int hex4(const char *s)
     int v = 0;
     for (int i = 0; i < 4; i++) {
         char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0)
             return -1;
         v = v * 16 + d;
@@ -137,8 +138,7 @@ static bool string(struct parser *ps)
             }
             break;
         }
-        default:
-            return false;
+        default: return false;
         }
     }
     return false;
@@ -487,9 +487,7 @@ static int misuse_rc(int which)
         tk_json_begin_object(j);
         tk_json_end_array(j);
         break;
-    case 4: /* an end with nothing open */
-        tk_json_end_object(j);
-        break;
+    case 4: /* an end with nothing open */ tk_json_end_object(j); break;
     case 5: /* left open */
         tk_json_begin_array(j);
         tk_json_int(j, 1);
@@ -548,7 +546,6 @@ static void test_misuse(void)
     CHECK_EQ(cap_finish(&c), 0);
     CHECK(c.buf && valid_json(c.buf, c.len));
     free(c.buf);
-
 }
 
 /* "The output is always valid JSON provided the calls are balanced": a
@@ -567,8 +564,8 @@ static void test_document_count(void)
         bool ok = rc == -EINVAL || (rc == 0 && c.buf && valid_json(c.buf, c.len));
         CHECK(ok);
         if (!ok)
-            fprintf(stderr, "  %d top-level values: tk_json_finish gave %d for \"%s\"\n", values, rc,
-                    c.buf ? c.buf : "");
+            fprintf(stderr, "  %d top-level values: tk_json_finish gave %d for \"%s\"\n", values,
+                    rc, c.buf ? c.buf : "");
         free(c.buf);
     }
 }
@@ -645,7 +642,7 @@ static void random_container(struct tk_json *j, uint64_t *rng, int depth, bool o
 
 static void random_value(struct tk_json *j, uint64_t *rng, int depth)
 {
-    static const double doubles[] = { 0.0, -0.0, 1.5, -1e-308, 1e308, 123456789.123456789,
+    static const double doubles[] = { 0.0, -0.0,     1.5,       -1e-308, 1e308, 123456789.123456789,
                                       NAN, INFINITY, -INFINITY, 5e-324 };
     unsigned what = (unsigned)(rng_next(rng) % (depth < 6 ? 9 : 7));
     char s[16];
@@ -655,7 +652,10 @@ static void random_value(struct tk_json *j, uint64_t *rng, int depth)
     case 2: tk_json_double(j, doubles[rng_next(rng) % (sizeof doubles / sizeof doubles[0])]); break;
     case 3: tk_json_bool(j, rng_next(rng) & 1); break;
     case 4: tk_json_null(j); break;
-    case 5: random_string(rng, s, sizeof s); tk_json_string(j, s); break;
+    case 5:
+        random_string(rng, s, sizeof s);
+        tk_json_string(j, s);
+        break;
     case 6: tk_json_double(j, (double)(int64_t)rng_next(rng) / 1e6); break;
     case 7: random_container(j, rng, depth, false); break;
     default: random_container(j, rng, depth, true); break;
@@ -684,7 +684,9 @@ static void test_random_documents(void)
 
 static char *table_text(bool header, const char *const *cells)
 {
-    static const struct tk_col cols[] = { { "kind", 6, true }, { "ns", 5, false }, { "p99", 4, false } };
+    static const struct tk_col cols[] = { { "kind", 6, true },
+                                          { "ns", 5, false },
+                                          { "p99", 4, false } };
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -18,16 +18,18 @@
 #include "common/kinds.h"
 #include "rtmem/rtmem.h"
 
-static const struct tk_args cli = {"rtmem t", "4096"};
+static const struct tk_args cli = { "rtmem t", "4096" };
 static struct tk_kinds k;
-static char *self_argv[] = {(char *)"t", NULL};
+static char *self_argv[] = { (char *)"t", NULL };
 
 /* The memcheck and bench defaults, without peers. */
 static const struct tk_kinds_spec listed = {
-    TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS, true};
-static const struct tk_kinds_spec canonical = {
-    TK_DEFAULT_KINDS | TK_DEFAULT_NONE | TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS,
-    false};
+    TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS, true
+};
+static const struct tk_kinds_spec canonical = { TK_DEFAULT_KINDS | TK_DEFAULT_NONE |
+                                                    TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
+                                                    TK_DEFAULT_PLUGINS,
+                                                false };
 
 static int select_(const struct tk_kinds_spec *spec, const char *kinds, const char *const *plugins,
                    size_t n_plugins)
@@ -62,8 +64,8 @@ static const char *all_kinds(bool with_none)
     size_t len = 0;
     buf[0] = '\0';
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
-        int w = with_none ? snprintf(buf + len, sizeof(buf) - len, "%s%s,%s-none",
-                                     len ? "," : "", *kind, *kind)
+        int w = with_none ? snprintf(buf + len, sizeof(buf) - len, "%s%s,%s-none", len ? "," : "",
+                                     *kind, *kind)
                           : snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? "," : "", *kind);
         len += w > 0 ? (size_t)w : 0;
     }
@@ -123,13 +125,12 @@ static void test_refusals(void)
     refused(&listed, ",tlsf", "--kinds: empty name in ',tlsf'", TK_EXIT_USAGE);
     refused(&listed, "", "--kinds: empty name in ''", TK_EXIT_USAGE);
     refused(&listed, "tlsf,,glibc", "empty name", TK_EXIT_USAGE);
-    refused(&listed,
-            "tlsf-0123456789012345678901234567890123456789012345678901234567890123456789",
+    refused(&listed, "tlsf-0123456789012345678901234567890123456789012345678901234567890123456789",
             "unknown allocator 'tlsf-01234567890123456789", TK_EXIT_USAGE);
     refused(&listed, "TLSF", "unknown allocator 'TLSF'", TK_EXIT_USAGE);
     refused(&listed, "tlsf-", "unknown allocator 'tlsf-'", TK_EXIT_USAGE);
     /* Nothing selected by default: a run-time failure, not bad usage. */
-    const struct tk_kinds_spec none = {0, false};
+    const struct tk_kinds_spec none = { 0, false };
     test_context = "empty default";
     capture_begin();
     int rc = select_(&none, NULL, NULL, 0);
@@ -206,7 +207,7 @@ static void test_entries(void)
 
 static void test_plugins(const char *tlsf_plugin, const char *bump_plugin, const char *bad_plugin)
 {
-    const char *both[] = {tlsf_plugin, bump_plugin};
+    const char *both[] = { tlsf_plugin, bump_plugin };
     char want[512];
     test_context = "plugins";
     CHECK(select_(&listed, NULL, both, 2) == 0);
@@ -223,20 +224,20 @@ static void test_plugins(const char *tlsf_plugin, const char *bump_plugin, const
     CHECK_EQ(rc, TK_EXIT_USAGE);
     CHECK(strstr(err, ", tlsf-plugin, bump\n") != NULL);
     /* A plugin that is refused, or does not exist, is bad usage. */
-    const char *bad[] = {bad_plugin};
+    const char *bad[] = { bad_plugin };
     capture_begin();
     rc = select_(&listed, NULL, bad, 1);
     err = capture_end();
     CHECK_EQ(rc, TK_EXIT_USAGE);
     CHECK(strstr(err, "rtmem t: --plugin ") != NULL && strstr(err, "<rtmem/plugin.h>") != NULL);
-    const char *missing[] = {"/nonexistent/plugin.so"};
+    const char *missing[] = { "/nonexistent/plugin.so" };
     capture_begin();
     rc = select_(&listed, NULL, missing, 1);
     err = capture_end();
     CHECK_EQ(rc, TK_EXIT_USAGE);
     CHECK(strstr(err, "--plugin /nonexistent/plugin.so: ") != NULL);
     /* The same plugin twice: its name is taken the second time. */
-    const char *twice[] = {bump_plugin, bump_plugin};
+    const char *twice[] = { bump_plugin, bump_plugin };
     capture_begin();
     rc = select_(&listed, NULL, twice, 2);
     err = capture_end();

@@ -30,7 +30,7 @@ struct topts {
     int signed_value;
 };
 
-static const char *const formats[] = {"ns", "smokey", NULL};
+static const char *const formats[] = { "ns", "smokey", NULL };
 
 /* TK_OPT_CUSTOM: "-1" or a whole number below 100. */
 static int parse_signed(const struct tk_args *cli, const char *value, void *field)
@@ -47,38 +47,44 @@ static int parse_signed(const struct tk_args *cli, const char *value, void *fiel
 }
 
 static const struct tk_opt table[] = {
-    {"ops", TK_OPT_UINT, "N", "operations per pass (default %D; --quick %Q)",
-     TK_FIELD(struct topts, ops), .lo = 1, .hi = 1000000, .quick = 20, .flags = TK_OPTF_QUICK},
-    {"live", TK_OPT_UINT, "N", "live blocks (default %D)", TK_FIELD(struct topts, live), .lo = 1,
-     .hi = 5000, .quick = 7, .flags = TK_OPTF_QUICK},
-    {"tiny", TK_OPT_UINT, "N", "a one-byte field", TK_FIELD(struct topts, tiny), .lo = 0,
-     .hi = 1000},
-    {"heap-size", TK_OPT_BYTES, "B", "memory of each heap (default %D)",
-     TK_FIELD(struct topts, heap_bytes), .lo = 4096, .hi = (uint64_t)1 << 40},
-    {"flag", TK_OPT_FLAG, NULL, "a flag", TK_FIELD(struct topts, flag)},
-    {"quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct topts, quick),
-     .flags = TK_OPTF_QUICK_SWITCH},
-    {"json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct topts, json_path)},
-    {"name", TK_OPT_STRING, "S", "any text", TK_FIELD(struct topts, name)},
-    {"plugin", TK_OPT_FILES, "FILE.so", "load a plugin (repeatable, up to 2)",
-     TK_FIELD(struct topts, plugins), .hi = 2, .count_offset = offsetof(struct topts, n_plugins)},
-    {"format", TK_OPT_CHOICE, "ns|smokey", "layout (default %D)", TK_FIELD(struct topts, format),
-     .choices = formats},
-    {"cpu", TK_OPT_CPU, "N", "CPU to pin to", TK_FIELD(struct topts, cpu)},
-    {"prio", TK_OPT_PRIO, "N", "SCHED_FIFO priority, 1..99 (default %D)",
-     TK_FIELD(struct topts, prio)},
-    {"signed", TK_OPT_CUSTOM, "N", "-1 or 0..99, with 100%% of a long help line that must be "
-     "wrapped at eighty columns under the help column, word by word, never cut inside a word",
-     TK_FIELD(struct topts, signed_value), .parse = parse_signed},
+    { "ops", TK_OPT_UINT, "N", "operations per pass (default %D; --quick %Q)",
+      TK_FIELD(struct topts, ops), .lo = 1, .hi = 1000000, .quick = 20, .flags = TK_OPTF_QUICK },
+    { "live", TK_OPT_UINT, "N", "live blocks (default %D)", TK_FIELD(struct topts, live), .lo = 1,
+      .hi = 5000, .quick = 7, .flags = TK_OPTF_QUICK },
+    { "tiny", TK_OPT_UINT, "N", "a one-byte field", TK_FIELD(struct topts, tiny), .lo = 0,
+      .hi = 1000 },
+    { "heap-size", TK_OPT_BYTES, "B", "memory of each heap (default %D)",
+      TK_FIELD(struct topts, heap_bytes), .lo = 4096, .hi = (uint64_t)1 << 40 },
+    { "flag", TK_OPT_FLAG, NULL, "a flag", TK_FIELD(struct topts, flag) },
+    { "quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct topts, quick),
+      .flags = TK_OPTF_QUICK_SWITCH },
+    { "json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct topts, json_path) },
+    { "name", TK_OPT_STRING, "S", "any text", TK_FIELD(struct topts, name) },
+    { "plugin", TK_OPT_FILES, "FILE.so", "load a plugin (repeatable, up to 2)",
+      TK_FIELD(struct topts, plugins), .hi = 2, .count_offset = offsetof(struct topts, n_plugins) },
+    { "format", TK_OPT_CHOICE, "ns|smokey", "layout (default %D)", TK_FIELD(struct topts, format),
+      .choices = formats },
+    { "cpu", TK_OPT_CPU, "N", "CPU to pin to", TK_FIELD(struct topts, cpu) },
+    { "prio", TK_OPT_PRIO, "N", "SCHED_FIFO priority, 1..99 (default %D)",
+      TK_FIELD(struct topts, prio) },
+    { "signed", TK_OPT_CUSTOM, "N",
+      "-1 or 0..99, with 100%% of a long help line that must be "
+      "wrapped at eighty columns under the help column, word by word, never cut inside a word",
+      TK_FIELD(struct topts, signed_value), .parse = parse_signed },
 };
 
 #define N_OPTS (sizeof(table) / sizeof(table[0]))
 
 static const struct topts defaults = {
-    .ops = 10, .live = 100, .heap_bytes = (size_t)64 << 10, .format = 0, .cpu = -1, .prio = 80,
+    .ops = 10,
+    .live = 100,
+    .heap_bytes = (size_t)64 << 10,
+    .format = 0,
+    .cpu = -1,
+    .prio = 80,
 };
 
-static const struct tk_args cli = {"rtmem t", "4096, 64K"};
+static const struct tk_args cli = { "rtmem t", "4096, 64K" };
 
 static struct topts o;
 static struct tk_opt_parse parsed;
@@ -242,7 +248,7 @@ static void test_help(void)
     CHECK_EQ(column_of(text, "-1 or 0..99"), c);
     const char *cont = strstr(text, "-1 or 0..99");
     REQUIRE(cont != NULL, );
-    cont = strchr(cont, '\n') + 1;   /* the continuation line */
+    cont = strchr(cont, '\n') + 1; /* the continuation line */
     CHECK(strspn(cont, " ") == c);
     CHECK(strstr(text, "word by word, never cut inside a word") != NULL ||
           strstr(text, "never cut inside a word") != NULL);

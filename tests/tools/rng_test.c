@@ -79,8 +79,15 @@ static void test_below(void)
         CHECK_EQ(tk_rng_below(&s, 1), 0);
 
     /* In range for n at every scale, up to the largest. */
-    const uint64_t ns[] = { 2, 3, 7, 1000, UINT64_C(1) << 32, (UINT64_C(1) << 32) + 1,
-                            UINT64_C(1) << 63, (UINT64_C(1) << 63) + 1, UINT64_MAX - 1,
+    const uint64_t ns[] = { 2,
+                            3,
+                            7,
+                            1000,
+                            UINT64_C(1) << 32,
+                            (UINT64_C(1) << 32) + 1,
+                            UINT64_C(1) << 63,
+                            (UINT64_C(1) << 63) + 1,
+                            UINT64_MAX - 1,
                             UINT64_MAX };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         below_count(11 + i, ns[i], 0, 20000);

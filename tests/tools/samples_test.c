@@ -69,7 +69,7 @@ static void test_init(void)
     CHECK_EQ(tk_samples_percentile(&s, 0.5), 7);
     tk_samples_destroy(&s);
     CHECK(s.v == NULL);
-    tk_samples_destroy(&s); /* NULL storage is fine */
+    tk_samples_destroy(&s);                 /* NULL storage is fine */
     REQUIRE(tk_samples_init(&s, 1) == 0, ); /* initialised again */
     tk_samples_destroy(&s);
 }
@@ -224,7 +224,7 @@ static void test_hist(void)
         CHECK_EQ(tk_hist_bucket_of(lo - 1), b - 1);
         if (b + 1 < TK_HIST_BUCKETS)
             CHECK_EQ(tk_hist_bucket_lo(b + 1) - 1 - lo, lo - 1); /* width 2^(b-1) */
-        CHECK_EQ(tk_hist_bucket_of(lo + (lo - 1)), b);     /* its last value */
+        CHECK_EQ(tk_hist_bucket_of(lo + (lo - 1)), b);           /* its last value */
     }
 
     uint64_t v[] = { 0, 0, 1, 2, 3, 4, 7, 8, 1000, 1023, 1024, UINT64_MAX };

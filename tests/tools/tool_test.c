@@ -20,8 +20,8 @@
 
 struct fake_opts {
     const char *json_path;
-    int end;              /* --end passed|failed|aborted */
-    bool refuse;          /* --refuse: the combination check says no */
+    int end;     /* --end passed|failed|aborted */
+    bool refuse; /* --refuse: the combination check says no */
     bool setup_fails;
     uint64_t seed;
 };
@@ -104,19 +104,19 @@ static void teardown(struct tk_session *s)
     step('t');
 }
 
-static const char *const ends[] = {"passed", "failed", "aborted", NULL};
+static const char *const ends[] = { "passed", "failed", "aborted", NULL };
 
 static const struct tk_opt fake_opts_table[] = {
-    {"json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct fake_opts, json_path)},
-    {"end", TK_OPT_CHOICE, "E", "how the run ends (default %D)", TK_FIELD(struct fake_opts, end),
-     .choices = ends},
-    {"refuse", TK_OPT_FLAG, NULL, "the check refuses", TK_FIELD(struct fake_opts, refuse)},
-    {"setup-fails", TK_OPT_FLAG, NULL, "setup fails", TK_FIELD(struct fake_opts, setup_fails)},
-    {"seed", TK_OPT_UINT, "N", "seed (default %D)", TK_FIELD(struct fake_opts, seed),
-     .hi = UINT64_MAX},
+    { "json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct fake_opts, json_path) },
+    { "end", TK_OPT_CHOICE, "E", "how the run ends (default %D)", TK_FIELD(struct fake_opts, end),
+      .choices = ends },
+    { "refuse", TK_OPT_FLAG, NULL, "the check refuses", TK_FIELD(struct fake_opts, refuse) },
+    { "setup-fails", TK_OPT_FLAG, NULL, "setup fails", TK_FIELD(struct fake_opts, setup_fails) },
+    { "seed", TK_OPT_UINT, "N", "seed (default %D)", TK_FIELD(struct fake_opts, seed),
+      .hi = UINT64_MAX },
 };
 
-static const struct fake_opts fake_defaults = {.end = TK_RUN_PASSED, .seed = 7};
+static const struct fake_opts fake_defaults = { .end = TK_RUN_PASSED, .seed = 7 };
 
 static const struct tk_tool fake = {
     .name = "fake",
@@ -254,8 +254,10 @@ static void test_runs(void)
     const char *j = slurp(path);
     CHECK(has(j, "{\n  \"schema\": \"rtmem-fake/1\",\n  \"tool\": \"fake\",\n  \"version\": \""));
     char cl[700];
-    snprintf(cl, sizeof(cl), "\"command_line\": [\"rtmem\", \"fake\", \"--seed\", \"99\", "
-             "\"--json\", \"%s\"]", path);
+    snprintf(cl, sizeof(cl),
+             "\"command_line\": [\"rtmem\", \"fake\", \"--seed\", \"99\", "
+             "\"--json\", \"%s\"]",
+             path);
     CHECK(has(j, cl));
     CHECK(has(j, "\"machine\": {"));
     CHECK(has(j, "\"timer\": null"));

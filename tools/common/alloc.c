@@ -21,7 +21,7 @@ static void *rtmk_create(const void *arg, void *mem, size_t size)
 
 static void *rtmk_create_none(const void *arg, void *mem, size_t size)
 {
-    const struct rtm_heap_config cfg = {.hardening = RTM_HEAP_HARDEN_NONE};
+    const struct rtm_heap_config cfg = { .hardening = RTM_HEAP_HARDEN_NONE };
     return rtm_heap_create_ex((const char *)arg, mem, size, &cfg);
 }
 
@@ -86,8 +86,8 @@ static const struct tk_heap_ops rtmem_none_ops = {
 static void set_bounded(struct tk_alloc *a, const struct tk_heap_ops *ops, const void *arg)
 {
     a->sort = TK_HEAP;
-    a->applies = TK_APPLY_FILL_TO_FAILURE | TK_APPLY_STATS | TK_APPLY_CHECK |
-                 TK_APPLY_FREE_STATUS | TK_APPLY_BOUNDS | TK_APPLY_FILL_PROMISE;
+    a->applies = TK_APPLY_FILL_TO_FAILURE | TK_APPLY_STATS | TK_APPLY_CHECK | TK_APPLY_FREE_STATUS |
+                 TK_APPLY_BOUNDS | TK_APPLY_FILL_PROMISE;
     a->origin = "rtmem";
     a->align = RTM_HEAP_MIN_ALIGN;
     a->hops = ops;
@@ -225,7 +225,7 @@ static bool probe_create(const struct tk_alloc *a, struct tk_arena *ar, size_t m
     void *h = a->hops->create(a->hops_arg, ar->mem, m);
     if (!h)
         return false;
-    memset(st, 0, sizeof(*st));   /* a plugin may leave fields unwritten */
+    memset(st, 0, sizeof(*st)); /* a plugin may leave fields unwritten */
     int rc = a->hops->stats(h, st);
     a->hops->destroy(h);
     return rc == 0;
@@ -241,7 +241,7 @@ static size_t usable_at(const struct tk_alloc *a, struct tk_arena *ar, size_t m)
  * decreases as M grows, so: double until it is reached, then bisect. */
 static int search_mem(const struct tk_alloc *a, struct tk_arena *ar, size_t h, size_t *m_out)
 {
-    size_t lo = 0, hi = h < ar->bytes ? h : ar->bytes;   /* usable(0) < H */
+    size_t lo = 0, hi = h < ar->bytes ? h : ar->bytes; /* usable(0) < H */
     while (hi < ar->bytes && usable_at(a, ar, hi) < h) {
         lo = hi;
         hi = hi > ar->bytes / 2 ? ar->bytes : hi * 2;
@@ -358,7 +358,7 @@ int tk_alloc_stats(const struct tk_alloc *a, struct rtm_heap_stats *out)
 {
     if (!(a->applies & TK_APPLY_STATS) || !a->live)
         return -ENOTSUP;
-    memset(out, 0, sizeof(*out));   /* a plugin may leave fields unwritten */
+    memset(out, 0, sizeof(*out)); /* a plugin may leave fields unwritten */
     return a->hops->stats(a->ctx, out);
 }
 

@@ -59,8 +59,8 @@
 #include "rtmem/tlsf.h"
 
 enum tk_alloc_sort {
-    TK_HEAP,      /* bounded heap in memory the harness gives it */
-    TK_PROCESS,   /* the process allocator; "heap size" is a budget */
+    TK_HEAP,    /* bounded heap in memory the harness gives it */
+    TK_PROCESS, /* the process allocator; "heap size" is a budget */
 };
 
 /* Bits of struct tk_alloc.applies. */
@@ -107,14 +107,14 @@ struct tk_heap_ops {
 
 /* What one "heap of usable size H" turned out to be. */
 struct tk_heap_info {
-    size_t asked_bytes;         /* H */
-    size_t usable_bytes;        /* the heap's usable_bytes (== H unless inexact);
+    size_t asked_bytes;        /* H */
+    size_t usable_bytes;       /* the heap's usable_bytes (== H unless inexact);
                                  * the request budget for TK_PROCESS */
-    size_t mem_bytes;           /* M, the memory given to create (0: TK_PROCESS) */
-    size_t overhead_bytes;      /* metadata outside usable_bytes (stats) */
-    size_t largest_free_bytes;  /* right after create (TK_APPLY_STATS) */
-    bool exact;                 /* usable_bytes == asked_bytes */
-    bool sized_by_memory;       /* no statistics: mem_bytes == H, usable unknown */
+    size_t mem_bytes;          /* M, the memory given to create (0: TK_PROCESS) */
+    size_t overhead_bytes;     /* metadata outside usable_bytes (stats) */
+    size_t largest_free_bytes; /* right after create (TK_APPLY_STATS) */
+    bool exact;                /* usable_bytes == asked_bytes */
+    bool sized_by_memory;      /* no statistics: mem_bytes == H, usable unknown */
 };
 
 /* H -> M found by the search, per allocator. */
@@ -122,8 +122,8 @@ struct tk_heap_info {
 
 /* Where an allocator comes from. */
 enum tk_alloc_from {
-    TK_FROM_RTMEM,    /* an rtmem kind through rtm_heap_* */
-    TK_FROM_TYPED,    /* TLSF through rtm_tlsf_* */
+    TK_FROM_RTMEM, /* an rtmem kind through rtm_heap_* */
+    TK_FROM_TYPED, /* TLSF through rtm_tlsf_* */
     TK_FROM_GLIBC,
     TK_FROM_PEER,
     TK_FROM_PLUGIN,
@@ -132,15 +132,15 @@ enum tk_alloc_from {
 struct tk_alloc {
     char name[48];
     enum tk_alloc_from from;
-    const char *kind;            /* TK_FROM_RTMEM, TK_FROM_TYPED: the rtmem kind */
-    int hardening;               /* TK_FROM_RTMEM: the RTM_HEAP_HARDEN_* it is created at */
+    const char *kind; /* TK_FROM_RTMEM, TK_FROM_TYPED: the rtmem kind */
+    int hardening;    /* TK_FROM_RTMEM: the RTM_HEAP_HARDEN_* it is created at */
     enum tk_alloc_sort sort;
-    unsigned applies;            /* TK_APPLY_* */
-    const char *describe;        /* one line for the report */
-    const char *origin;          /* "rtmem", "glibc", "peer" or "plugin" */
-    size_t align;                /* every block's alignment (TK_APPLY_BOUNDS) */
-    const char *usable_name;     /* TK_PROCESS: the usable-size call, for the report */
-    const char *plugin_path;     /* a plugin's file, for the replay command */
+    unsigned applies;        /* TK_APPLY_* */
+    const char *describe;    /* one line for the report */
+    const char *origin;      /* "rtmem", "glibc", "peer" or "plugin" */
+    size_t align;            /* every block's alignment (TK_APPLY_BOUNDS) */
+    const char *usable_name; /* TK_PROCESS: the usable-size call, for the report */
+    const char *plugin_path; /* a plugin's file, for the replay command */
 
     /* The calls timed by the harness; ctx is the current heap, or the
      * allocator's own data for TK_PROCESS. usable_size is never timed. */
@@ -154,10 +154,10 @@ struct tk_alloc {
     const void *hops_arg;
     struct tk_heap_info cache[TK_SIZE_CACHE];
     size_t n_cache;
-    struct tk_arena *arena;      /* of the current heap */
+    struct tk_arena *arena; /* of the current heap */
 
-    struct tk_heap_info cur;     /* the current heap */
-    bool live;                   /* a heap is created and not destroyed */
+    struct tk_heap_info cur; /* the current heap */
+    bool live;               /* a heap is created and not destroyed */
 };
 
 /* An rtmem kind (a name from rtm_heap_kinds()) through rtm_heap_*, created
@@ -216,7 +216,7 @@ bool tk_reexeced(void);
 struct rtm_heap_plugin;
 struct tk_plugin {
     const struct rtm_heap_plugin *table;
-    struct tk_heap_ops hops;     /* the table's calls, as the harness calls them */
+    struct tk_heap_ops hops; /* the table's calls, as the harness calls them */
     char path[256];
     char describe[512];
 };

@@ -54,11 +54,11 @@ struct peer {
     const char *name;
     const char *soname;
     const char *malloc_sym, *free_sym, *usable_sym;
-    bool usable_takes_const;     /* mi_usable_size(const void *) */
+    bool usable_takes_const; /* mi_usable_size(const void *) */
     void (*version)(void *dl, char *buf, size_t len);
 
     bool tried;
-    int status;                  /* tk_alloc_peer's result, once tried */
+    int status; /* tk_alloc_peer's result, once tried */
     char why[TK_WHY_MAX];
     char describe[256];
     void *(*malloc_fn)(size_t);
@@ -125,20 +125,32 @@ static void tcmalloc_version(void *dl, char *buf, size_t len)
 }
 
 static struct peer peers[] = {
-    {.name = "jemalloc", .soname = "libjemalloc.so.2", .malloc_sym = "malloc",
-     .free_sym = "free", .usable_sym = "malloc_usable_size", .version = jemalloc_version},
-    {.name = "mimalloc", .soname = "libmimalloc.so.2", .malloc_sym = "mi_malloc",
-     .free_sym = "mi_free", .usable_sym = "mi_usable_size", .usable_takes_const = true,
-     .version = mimalloc_version},
-    {.name = "tcmalloc", .soname = "libtcmalloc_minimal.so.4", .malloc_sym = "tc_malloc",
-     .free_sym = "tc_free", .usable_sym = "tc_malloc_size", .version = tcmalloc_version},
+    { .name = "jemalloc",
+      .soname = "libjemalloc.so.2",
+      .malloc_sym = "malloc",
+      .free_sym = "free",
+      .usable_sym = "malloc_usable_size",
+      .version = jemalloc_version },
+    { .name = "mimalloc",
+      .soname = "libmimalloc.so.2",
+      .malloc_sym = "mi_malloc",
+      .free_sym = "mi_free",
+      .usable_sym = "mi_usable_size",
+      .usable_takes_const = true,
+      .version = mimalloc_version },
+    { .name = "tcmalloc",
+      .soname = "libtcmalloc_minimal.so.4",
+      .malloc_sym = "tc_malloc",
+      .free_sym = "tc_free",
+      .usable_sym = "tc_malloc_size",
+      .version = tcmalloc_version },
 };
 
 #define N_PEERS (sizeof(peers) / sizeof(peers[0]))
 
 const char *const *tk_peer_names(void)
 {
-    static const char *const names[N_PEERS + 1] = {"jemalloc", "mimalloc", "tcmalloc", NULL};
+    static const char *const names[N_PEERS + 1] = { "jemalloc", "mimalloc", "tcmalloc", NULL };
     return names;
 }
 
@@ -151,8 +163,7 @@ bool tk_reexeced(void)
 /* The address of sym in the library dl itself, or NULL (why set): a symbol
  * that resolves elsewhere (jemalloc's "malloc" to glibc's, say) would
  * silently measure another allocator. */
-static void *own_symbol(void *dl, const struct link_map *lm, const char *sym, char *why,
-                        size_t len)
+static void *own_symbol(void *dl, const struct link_map *lm, const char *sym, char *why, size_t len)
 {
     void *f = dlsym(dl, sym);
     Dl_info di;
@@ -191,8 +202,7 @@ static int load_peer(struct peer *p)
         const char *err = dlerror();
         err = err ? err : "dlopen failed";
         if (strstr(err, "No such file")) {
-            set_why(p->why, sizeof(p->why), "not installed (no %s on the library path)",
-                    p->soname);
+            set_why(p->why, sizeof(p->why), "not installed (no %s on the library path)", p->soname);
             return -1;
         }
         set_why(p->why, sizeof(p->why), "%s", err);
@@ -325,12 +335,13 @@ static bool name_ok(const char *name)
 }
 
 /* The table's rules (rtmem/plugin.h). Returns 0 or -1 with why set. */
-static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *, void *),
-                    void *arg, char *why, size_t len)
+static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *, void *), void *arg,
+                    char *why, size_t len)
 {
     if (t->abi_version != RTM_HEAP_PLUGIN_ABI_VERSION) {
-        set_why(why, len, "ABI version %u, this rtmem takes %u (rebuild the plugin against "
-                          "this rtmem/plugin.h)",
+        set_why(why, len,
+                "ABI version %u, this rtmem takes %u (rebuild the plugin against "
+                "this rtmem/plugin.h)",
                 t->abi_version, RTM_HEAP_PLUGIN_ABI_VERSION);
         return -1;
     }
@@ -347,8 +358,8 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
         const char *what;
         bool missing;
     } mandatory[] = {
-        {"create", !t->create}, {"destroy", !t->destroy}, {"alloc", !t->alloc},
-        {"free", !t->free},     {"usable_size", !t->usable_size},
+        { "create", !t->create }, { "destroy", !t->destroy },         { "alloc", !t->alloc },
+        { "free", !t->free },     { "usable_size", !t->usable_size },
     };
     for (size_t i = 0; i < sizeof(mandatory) / sizeof(mandatory[0]); i++)
         if (mandatory[i].missing) {
@@ -363,8 +374,7 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
 }
 
 int tk_plugin_load(struct tk_plugin *pl, const char *path,
-                   bool (*taken)(const char *name, void *arg), void *arg, char *why,
-                   size_t why_len)
+                   bool (*taken)(const char *name, void *arg), void *arg, char *why, size_t why_len)
 {
     memset(pl, 0, sizeof(*pl));
     /* dlopen searches the library path for a name without '/': a file in
@@ -404,8 +414,9 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
     };
     snprintf(pl->describe, sizeof(pl->describe), "plugin %s%s%s%s%s", pl->path,
              t->description ? ": " : "", t->description ? t->description : "",
-             t->stats ? "" : " [no stats: H is the memory given to create; used-bytes, "
-                             "coalescing, largest_free and TOVRH% not checked]",
+             t->stats ? ""
+                      : " [no stats: H is the memory given to create; used-bytes, "
+                        "coalescing, largest_free and TOVRH% not checked]",
              t->check ? "" : " [no integrity check]");
     return 0;
 }

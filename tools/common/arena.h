@@ -17,10 +17,10 @@
 #include <stddef.h>
 
 struct tk_arena {
-    void *mem;        /* start of the mapping; NULL when not open */
-    size_t bytes;     /* length of the mapping */
-    bool locked;      /* mlock succeeded: no page of it faults or is reclaimed */
-    int lock_err;     /* errno of a refused mlock, 0 if locked */
+    void *mem;    /* start of the mapping; NULL when not open */
+    size_t bytes; /* length of the mapping */
+    bool locked;  /* mlock succeeded: no page of it faults or is reclaimed */
+    int lock_err; /* errno of a refused mlock, 0 if locked */
 };
 
 /* Maps bytes (> 0) of private anonymous memory, writes every page and tries

@@ -38,7 +38,7 @@ int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct op
     }
     if (c == '?') {
         if (optopt && optopt < 256) {
-            char opt[3] = {'-', (char)optopt, 0};
+            char opt[3] = { '-', (char)optopt, 0 };
             return tk_args_bad(a, "unknown option '%s'", opt);
         }
         return tk_args_bad(a, "unknown option '%s'", argv[optind - 1]);
@@ -59,8 +59,8 @@ static bool starts_with_digit(const char *s)
     return s && *s >= '0' && *s <= '9';
 }
 
-int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
-                uint64_t hi, uint64_t *out)
+int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                uint64_t *out)
 {
     if (!starts_with_digit(s))
         return tk_args_bad(a, "%s needs a whole number in [%llu, %llu], not '%s'", opt,
@@ -81,16 +81,20 @@ int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_
 static unsigned suffix_shift(char **end)
 {
     switch (**end) {
-    case 'k': case 'K': (*end)++; return 10;
-    case 'm': case 'M': (*end)++; return 20;
-    case 'g': case 'G': (*end)++; return 30;
-    case 't': case 'T': (*end)++; return 40;
+    case 'k':
+    case 'K': (*end)++; return 10;
+    case 'm':
+    case 'M': (*end)++; return 20;
+    case 'g':
+    case 'G': (*end)++; return 30;
+    case 't':
+    case 'T': (*end)++; return 40;
     default: return 0;
     }
 }
 
-int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
-                  uint64_t hi, uint64_t *out)
+int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                  uint64_t *out)
 {
     if (!starts_with_digit(s))
         return tk_args_bad(a, "%s needs a byte count (e.g. %s), not '%s'", opt, a->bytes_example,

@@ -31,14 +31,14 @@
 
 /* The exit status of every rtmem command. */
 enum {
-    TK_EXIT_OK = 0,       /* the run completed and every check passed */
-    TK_EXIT_FAILED = 1,   /* a functional failure or a run-time error */
-    TK_EXIT_USAGE = 2,    /* bad usage: nothing was run */
+    TK_EXIT_OK = 0,     /* the run completed and every check passed */
+    TK_EXIT_FAILED = 1, /* a functional failure or a run-time error */
+    TK_EXIT_USAGE = 2,  /* bad usage: nothing was run */
 };
 
 struct tk_args {
-    const char *prog;            /* "rtmem bench": starts every message */
-    const char *bytes_example;   /* "4096, 64K, 64M": examples in byte-count messages */
+    const char *prog;          /* "rtmem bench": starts every message */
+    const char *bytes_example; /* "4096, 64K, 64M": examples in byte-count messages */
 };
 
 /* Reports bad usage: "<prog>: " and fmt formatted as printf does, then the
@@ -63,13 +63,13 @@ int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct op
 
 /* A whole number s for option opt (named in messages, e.g. "--ops") within
  * [lo, hi] into *out. Returns 0, or -1 (reported; *out untouched). */
-int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
-                uint64_t hi, uint64_t *out);
+int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                uint64_t *out);
 
 /* A byte count s (suffixes as above) within [lo, hi] bytes into *out.
  * Returns 0, or -1 (reported; *out untouched). */
-int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo,
-                  uint64_t hi, uint64_t *out);
+int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+                  uint64_t *out);
 
 /* A file name s for opt: anything but NULL or empty, into *out. Returns 0, or
  * -1 (reported). */

@@ -33,8 +33,8 @@ const char *tk_signal_describe(int sig, char *buf, size_t size)
 
 void *tk_shared_alloc(size_t bytes)
 {
-    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+    void *p =
+        mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     memset(p, 0, bytes);
@@ -62,7 +62,7 @@ static void watch_raise(int priority, struct watch_sched *ws)
     ws->policy = sched_getscheduler(0);
     if (ws->policy < 0 || sched_getparam(0, &ws->param) != 0)
         return;
-    struct sched_param sp = {.sched_priority = priority};
+    struct sched_param sp = { .sched_priority = priority };
     /* Refused (no privilege): the watchdog still runs, if later. */
     ws->changed = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
 }
@@ -104,8 +104,8 @@ static bool wait_child(pid_t pid, tk_child_mark *mark, uint64_t start_ns, double
                 return true;
             wait_ns = last + timeout_ns - now;
         }
-        struct timespec ts = {.tv_sec = (time_t)(wait_ns / 1000000000u),
-                              .tv_nsec = (long)(wait_ns % 1000000000u)};
+        struct timespec ts = { .tv_sec = (time_t)(wait_ns / 1000000000u),
+                               .tv_nsec = (long)(wait_ns % 1000000000u) };
         (void)sigtimedwait(&chld, NULL, &ts);
     }
 }
@@ -149,7 +149,7 @@ void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
         sigprocmask(SIG_SETMASK, &old, NULL);
         return;
     }
-    (void)setpgid(pid, pid);   /* both sides: whichever runs first */
+    (void)setpgid(pid, pid); /* both sides: whichever runs first */
     int slot = tk_cleanup_add_child(pid);
     /* Fatal signals may come now (their cleanup reaps the child); SIGCHLD
      * stays blocked for sigtimedwait. */

@@ -36,21 +36,21 @@
 typedef _Atomic uint64_t tk_child_mark;
 
 struct tk_child_opts {
-    double timeout_s;     /* no progress for this long: killed; 0: no limit */
-    int watch_priority;   /* SCHED_FIFO priority while waiting; 0: unchanged */
+    double timeout_s;   /* no progress for this long: killed; 0: no limit */
+    int watch_priority; /* SCHED_FIFO priority while waiting; 0: unchanged */
 };
 
 enum tk_child_end {
-    TK_CHILD_EXITED,       /* returned or exited: code is its exit status */
-    TK_CHILD_KILLED,       /* died of signal code */
-    TK_CHILD_TIMED_OUT,    /* no progress within the timeout: killed */
-    TK_CHILD_NOT_STARTED,  /* fork failed: code is its errno */
+    TK_CHILD_EXITED,      /* returned or exited: code is its exit status */
+    TK_CHILD_KILLED,      /* died of signal code */
+    TK_CHILD_TIMED_OUT,   /* no progress within the timeout: killed */
+    TK_CHILD_NOT_STARTED, /* fork failed: code is its errno */
 };
 
 struct tk_child_result {
     enum tk_child_end end;
     int code;
-    double seconds;       /* from the fork to the child's end */
+    double seconds; /* from the fork to the child's end */
 };
 
 /* Runs fn(arg) in a child process and waits for it as above; the child's

@@ -9,13 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const int fatal_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM};
+static const int fatal_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM };
 #define N_FATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 
 static char files[TK_CLEANUP_FILES][PATH_MAX];
 static volatile sig_atomic_t file_used[TK_CLEANUP_FILES];
-static volatile sig_atomic_t children[TK_CLEANUP_CHILDREN];   /* pid, 0 when free */
-static volatile sig_atomic_t owner;                          /* pid that registered */
+static volatile sig_atomic_t children[TK_CLEANUP_CHILDREN]; /* pid, 0 when free */
+static volatile sig_atomic_t owner;                         /* pid that registered */
 static bool installed;
 
 /* Only async-signal-safe calls from here to the raise. */
@@ -60,7 +60,7 @@ void tk_cleanup_install(void)
     sa.sa_handler = on_fatal;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_FATAL; i++)
-        sigaddset(&sa.sa_mask, fatal_signals[i]);   /* one cleanup at a time */
+        sigaddset(&sa.sa_mask, fatal_signals[i]); /* one cleanup at a time */
     for (size_t i = 0; i < N_FATAL; i++) {
         struct sigaction old;
         if (sigaction(fatal_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)

@@ -29,7 +29,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#define TK_CLEANUP_FILES 4
+#define TK_CLEANUP_FILES    4
 #define TK_CLEANUP_CHILDREN 4
 
 /* Installs the handler (once; later calls do nothing). */

@@ -9,7 +9,7 @@
 
 #if defined(__clang__)
 #define TK_STR_(x) #x
-#define TK_STR(x) TK_STR_(x)
+#define TK_STR(x)  TK_STR_(x)
 #define TK_COMPILER \
     "clang " TK_STR(__clang_major__) "." TK_STR(__clang_minor__) "." TK_STR(__clang_patchlevel__)
 #elif defined(__GNUC__)
@@ -67,8 +67,8 @@ void tk_machine_collect(struct tk_machine *mf)
 
 void tk_machine_print(FILE *f, const struct tk_machine *mf)
 {
-    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model,
-            mf->sysname, mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+    fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model, mf->sysname,
+            mf->release, mf->machine, mf->cpus_online, mf->libc_version);
 }
 
 void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_detail d)

@@ -25,13 +25,13 @@ enum tk_detail {
 /* Facts about the machine, read once per run. Strings are "" (cpu_model
  * "unknown") when they cannot be read; nothing here fails. */
 struct tk_machine {
-    char cpu_model[128];          /* /proc/cpuinfo "model name" (x86) or "Hardware" (arm64) */
-    char sysname[65];             /* uname(2) */
+    char cpu_model[128]; /* /proc/cpuinfo "model name" (x86) or "Hardware" (arm64) */
+    char sysname[65];    /* uname(2) */
     char release[65];
     char version[129];
     char machine[65];
-    long cpus_online;             /* sysconf(_SC_NPROCESSORS_ONLN), -1 if unknown */
-    const char *libc_version;     /* gnu_get_libc_version(), static storage */
+    long cpus_online;         /* sysconf(_SC_NPROCESSORS_ONLN), -1 if unknown */
+    const char *libc_version; /* gnu_get_libc_version(), static storage */
 };
 
 /* Fills *mf. Reads /proc/cpuinfo and calls uname: not for a timed region. */

@@ -66,10 +66,10 @@ const char *tk_kinds_names(char *buf, size_t size)
 {
     size_t len = 0;
     buf[0] = '\0';
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        int n_ = snprintf(buf + len, size - len, __VA_ARGS__);                                     \
-        len = n_ < 0 ? len : len + (size_t)n_ < size ? len + (size_t)n_ : size - 1;                \
+#define ADD(...)                                                                    \
+    do {                                                                            \
+        int n_ = snprintf(buf + len, size - len, __VA_ARGS__);                      \
+        len = n_ < 0 ? len : len + (size_t)n_ < size ? len + (size_t)n_ : size - 1; \
     } while (0)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         ADD("%s, %s-none, ", *k, *k);
@@ -136,7 +136,7 @@ static void load_peers(struct tk_kinds *k, const struct tk_args *cli, const char
         if (rc == TK_PEER_NEEDS_STATIC_TLS) {
             tk_reexec_command(argc, argv, *p, how, sizeof(how));
             size_t n = strlen(why);
-            if (n + 3 < sizeof(why))   /* as much of it as fits */
+            if (n + 3 < sizeof(why)) /* as much of it as fits */
                 snprintf(why + n, sizeof(why) - n, "; %.*s", (int)(sizeof(why) - n - 3), how);
         }
         if (rc != 0)
@@ -149,10 +149,11 @@ static int load_plugins(struct tk_kinds *k, const struct tk_args *cli, const cha
 {
     for (size_t i = 0; i < n && i < TK_MAX_PLUGINS; i++) {
         char why[TK_WHY_MAX];
-        if (tk_plugin_load(&k->plugins[k->n_plugins], paths[i], name_taken, k, why,
-                           sizeof(why)) != 0) {
-            fprintf(stderr, "%s: --plugin %s: %s\nTry '%s --help'; the table is described in "
-                            "<rtmem/plugin.h>.\n",
+        if (tk_plugin_load(&k->plugins[k->n_plugins], paths[i], name_taken, k, why, sizeof(why)) !=
+            0) {
+            fprintf(stderr,
+                    "%s: --plugin %s: %s\nTry '%s --help'; the table is described in "
+                    "<rtmem/plugin.h>.\n",
                     cli->prog, paths[i], why, cli->prog);
             return -1;
         }
@@ -180,8 +181,8 @@ static void add(struct tk_kinds *k, const char *name)
     struct tk_alloc *a = &k->list[k->n];
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
         if (strcmp(name, *kind) == 0 || is_none_name(name, *kind)) {
-            tk_alloc_rtmem(a, *kind, strcmp(name, *kind) == 0 ? RTM_HEAP_HARDEN_O1
-                                                               : RTM_HEAP_HARDEN_NONE);
+            tk_alloc_rtmem(a, *kind,
+                           strcmp(name, *kind) == 0 ? RTM_HEAP_HARDEN_O1 : RTM_HEAP_HARDEN_NONE);
             k->n++;
             return;
         }
@@ -193,7 +194,7 @@ static void add(struct tk_kinds *k, const char *name)
     } else if (is_peer(name)) {
         char why[TK_WHY_MAX];
         if (tk_alloc_peer(a, name, why, sizeof(why)) != 0)
-            return;   /* skipped, and said so, by load_peers */
+            return; /* skipped, and said so, by load_peers */
     } else {
         const struct tk_plugin *pl = find_plugin(k, name);
         if (!pl)

@@ -36,17 +36,17 @@
 
 /* What a tool runs when --kinds is not given (struct tk_kinds_spec). */
 enum {
-    TK_DEFAULT_KINDS = 1u << 0,     /* every rtmem kind */
-    TK_DEFAULT_NONE = 1u << 1,      /* every "<kind>-none" */
-    TK_DEFAULT_TYPED = 1u << 2,     /* tlsf(typed) */
+    TK_DEFAULT_KINDS = 1u << 0, /* every rtmem kind */
+    TK_DEFAULT_NONE = 1u << 1,  /* every "<kind>-none" */
+    TK_DEFAULT_TYPED = 1u << 2, /* tlsf(typed) */
     TK_DEFAULT_GLIBC = 1u << 3,
-    TK_DEFAULT_PEERS = 1u << 4,     /* those that load; the others skipped */
+    TK_DEFAULT_PEERS = 1u << 4, /* those that load; the others skipped */
     TK_DEFAULT_PLUGINS = 1u << 5,
 };
 
 struct tk_kinds_spec {
-    unsigned by_default;   /* TK_DEFAULT_* */
-    bool listed_order;     /* --kinds sets the order (else the canonical order) */
+    unsigned by_default; /* TK_DEFAULT_* */
+    bool listed_order;   /* --kinds sets the order (else the canonical order) */
 };
 
 /* An allocator named or run by default that did not load, and why. */
@@ -56,7 +56,7 @@ struct tk_skipped {
 };
 
 struct tk_kinds {
-    struct tk_alloc list[TK_MAX_ALLOCS];   /* what the run measures, in order */
+    struct tk_alloc list[TK_MAX_ALLOCS]; /* what the run measures, in order */
     size_t n;
     struct tk_plugin plugins[TK_MAX_PLUGINS];
     size_t n_plugins;

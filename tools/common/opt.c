@@ -49,9 +49,7 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
     uint64_t v = 0;
     uint64_t hi = o->hi < field_max(o->size) ? o->hi : field_max(o->size);
     switch (o->type) {
-    case TK_OPT_FLAG:
-        *(bool *)field_at(opts, o) = true;
-        return 0;
+    case TK_OPT_FLAG: *(bool *)field_at(opts, o) = true; return 0;
     case TK_OPT_UINT:
         if (tk_args_u64(cli, opt, value, o->lo, hi, &v) != 0)
             return -1;
@@ -62,11 +60,8 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
             return -1;
         set_uint(opts, o, v);
         return 0;
-    case TK_OPT_FILE:
-        return tk_args_file(cli, opt, value, (const char **)field_at(opts, o));
-    case TK_OPT_STRING:
-        *(const char **)field_at(opts, o) = value;
-        return 0;
+    case TK_OPT_FILE: return tk_args_file(cli, opt, value, (const char **)field_at(opts, o));
+    case TK_OPT_STRING: *(const char **)field_at(opts, o) = value; return 0;
     case TK_OPT_FILES: {
         size_t *count = (size_t *)((char *)opts + o->count_offset);
         const char **list = field_at(opts, o);
@@ -89,18 +84,15 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
             char list[160] = "";
             size_t len = 0;
             for (int i = 0; o->choices[i] && len < sizeof(list); i++) {
-                int w = snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
-                                 o->choices[i]);
+                int w =
+                    snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", o->choices[i]);
                 len += w > 0 ? (size_t)w : 0;
             }
             return tk_args_bad(cli, "%s: '%s' is not one of %s", opt, value, list);
         }
-    case TK_OPT_CPU:
-        return tk_args_cpu(cli, value, (int *)field_at(opts, o));
-    case TK_OPT_PRIO:
-        return tk_args_priority(cli, value, (int *)field_at(opts, o));
-    case TK_OPT_CUSTOM:
-        return o->parse(cli, value, field_at(opts, o));
+    case TK_OPT_CPU: return tk_args_cpu(cli, value, (int *)field_at(opts, o));
+    case TK_OPT_PRIO: return tk_args_priority(cli, value, (int *)field_at(opts, o));
+    case TK_OPT_CUSTOM: return o->parse(cli, value, field_at(opts, o));
     }
     return -1;
 }
@@ -114,12 +106,12 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
     if (n > TK_MAX_OPTS)
         return tk_args_bad(cli, "internal error: %zu options, at most %d", n, TK_MAX_OPTS);
     for (size_t i = 0; i < n; i++)
-        longopts[i] = (struct option){table[i].name,
-                                      table[i].type == TK_OPT_FLAG ? no_argument
-                                                                   : required_argument,
-                                      NULL, 256 + (int)i};
-    longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
+        longopts[i] =
+            (struct option){ table[i].name,
+                             table[i].type == TK_OPT_FLAG ? no_argument : required_argument, NULL,
+                             256 + (int)i };
+    longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+    longopts[n + 1] = (struct option){ NULL, 0, NULL, 0 };
 
     tk_args_begin();
     int c;
@@ -179,8 +171,7 @@ static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, uin
                              const void *defaults)
 {
     switch (o->type) {
-    case TK_OPT_BYTES:
-        return tk_opt_fmt_bytes(buf, size, v);
+    case TK_OPT_BYTES: return tk_opt_fmt_bytes(buf, size, v);
     case TK_OPT_CHOICE:
         snprintf(buf, size, "%s", o->choices[*(const int *)((const char *)defaults + o->offset)]);
         return buf;
@@ -188,9 +179,7 @@ static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, uin
     case TK_OPT_PRIO:
         snprintf(buf, size, "%d", *(const int *)((const char *)defaults + o->offset));
         return buf;
-    default:
-        snprintf(buf, size, "%llu", (unsigned long long)v);
-        return buf;
+    default: snprintf(buf, size, "%llu", (unsigned long long)v); return buf;
     }
 }
 

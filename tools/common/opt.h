@@ -38,38 +38,38 @@
 #define TK_MAX_OPTS 64
 
 enum tk_opt_type {
-    TK_OPT_FLAG,     /* no value: sets a bool field to true */
-    TK_OPT_UINT,     /* a whole number in [lo, hi] into an unsigned field of 1, 2, 4 or 8 bytes */
-    TK_OPT_BYTES,    /* a byte count (args.h suffixes) in [lo, hi] into an unsigned field */
-    TK_OPT_FILE,     /* a non-empty name into a const char * field */
-    TK_OPT_STRING,   /* any value into a const char * field */
-    TK_OPT_FILES,    /* a non-empty name appended to a const char *[hi] field; the
+    TK_OPT_FLAG,   /* no value: sets a bool field to true */
+    TK_OPT_UINT,   /* a whole number in [lo, hi] into an unsigned field of 1, 2, 4 or 8 bytes */
+    TK_OPT_BYTES,  /* a byte count (args.h suffixes) in [lo, hi] into an unsigned field */
+    TK_OPT_FILE,   /* a non-empty name into a const char * field */
+    TK_OPT_STRING, /* any value into a const char * field */
+    TK_OPT_FILES,  /* a non-empty name appended to a const char *[hi] field; the
                       * count in the size_t field at count_offset; at most hi. Named
                       * in the singular: one too many is "--plugin: at most 4
                       * plugins; 'x' is one more" */
-    TK_OPT_CHOICE,   /* one of choices (NULL-terminated) into an int field, its index */
-    TK_OPT_CPU,      /* a CPU this process may run on (tk_args_cpu) into an int field */
-    TK_OPT_PRIO,     /* a SCHED_FIFO priority (tk_args_priority) into an int field */
-    TK_OPT_CUSTOM,   /* parse(cli, value, field) does it */
+    TK_OPT_CHOICE, /* one of choices (NULL-terminated) into an int field, its index */
+    TK_OPT_CPU,    /* a CPU this process may run on (tk_args_cpu) into an int field */
+    TK_OPT_PRIO,   /* a SCHED_FIFO priority (tk_args_priority) into an int field */
+    TK_OPT_CUSTOM, /* parse(cli, value, field) does it */
 };
 
 /* Bits of struct tk_opt.flags. */
 enum {
-    TK_OPTF_QUICK = 1u << 0,          /* has a --quick value, .quick */
-    TK_OPTF_QUICK_SWITCH = 1u << 1,   /* this flag is --quick itself */
+    TK_OPTF_QUICK = 1u << 0,        /* has a --quick value, .quick */
+    TK_OPTF_QUICK_SWITCH = 1u << 1, /* this flag is --quick itself */
 };
 
 struct tk_opt {
-    const char *name;          /* "ops", for --ops */
+    const char *name; /* "ops", for --ops */
     enum tk_opt_type type;
-    const char *arg;           /* the value's name in --help ("N", "B", "FILE"); NULL for flags */
-    const char *help;          /* %D default, %Q quick value, '\n' a new line */
-    size_t offset, size;       /* the field in the options struct (TK_FIELD) */
-    uint64_t lo, hi;           /* range (TK_OPT_UINT, TK_OPT_BYTES); TK_OPT_FILES: hi = capacity */
-    uint64_t quick;            /* the value under --quick (TK_OPTF_QUICK) */
-    unsigned flags;            /* TK_OPTF_* */
-    size_t count_offset;       /* TK_OPT_FILES: the size_t count field */
-    const char *const *choices;   /* TK_OPT_CHOICE */
+    const char *arg;            /* the value's name in --help ("N", "B", "FILE"); NULL for flags */
+    const char *help;           /* %D default, %Q quick value, '\n' a new line */
+    size_t offset, size;        /* the field in the options struct (TK_FIELD) */
+    uint64_t lo, hi;            /* range (TK_OPT_UINT, TK_OPT_BYTES); TK_OPT_FILES: hi = capacity */
+    uint64_t quick;             /* the value under --quick (TK_OPTF_QUICK) */
+    unsigned flags;             /* TK_OPTF_* */
+    size_t count_offset;        /* TK_OPT_FILES: the size_t count field */
+    const char *const *choices; /* TK_OPT_CHOICE */
     /* TK_OPT_CUSTOM: value into field (reported on failure: 0 or -1). */
     int (*parse)(const struct tk_args *cli, const char *value, void *field);
 };
@@ -78,8 +78,8 @@ struct tk_opt {
 
 /* What a parse found. */
 struct tk_opt_parse {
-    bool given[TK_MAX_OPTS];   /* per table entry: given on the command line */
-    bool help;                 /* -h or --help: the rest was not parsed */
+    bool given[TK_MAX_OPTS]; /* per table entry: given on the command line */
+    bool help;               /* -h or --help: the rest was not parsed */
 };
 
 /*

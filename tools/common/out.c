@@ -81,11 +81,26 @@ static void end(struct tk_json *j, bool object)
     fputc(object ? '}' : ']', j->f);
 }
 
-void tk_json_begin_object(struct tk_json *j) { begin(j, true, false); }
-void tk_json_end_object(struct tk_json *j) { end(j, true); }
-void tk_json_begin_array(struct tk_json *j) { begin(j, false, false); }
-void tk_json_begin_array_compact(struct tk_json *j) { begin(j, false, true); }
-void tk_json_end_array(struct tk_json *j) { end(j, false); }
+void tk_json_begin_object(struct tk_json *j)
+{
+    begin(j, true, false);
+}
+void tk_json_end_object(struct tk_json *j)
+{
+    end(j, true);
+}
+void tk_json_begin_array(struct tk_json *j)
+{
+    begin(j, false, false);
+}
+void tk_json_begin_array_compact(struct tk_json *j)
+{
+    begin(j, false, true);
+}
+void tk_json_end_array(struct tk_json *j)
+{
+    end(j, false);
+}
 
 static void write_escaped(FILE *f, const char *s)
 {

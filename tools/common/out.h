@@ -48,13 +48,13 @@
 
 struct tk_json {
     FILE *f;
-    int depth;                          /* open containers */
-    bool is_object[TK_JSON_MAX_DEPTH];  /* container kind per level */
-    bool has_items[TK_JSON_MAX_DEPTH];  /* level already holds a member */
-    bool compact[TK_JSON_MAX_DEPTH];    /* level written on one line */
-    bool after_key;                     /* a key was written, its value is due */
-    unsigned top_values;                /* values written at the top: a document is one */
-    bool misuse;                        /* calls were not balanced/well placed */
+    int depth;                         /* open containers */
+    bool is_object[TK_JSON_MAX_DEPTH]; /* container kind per level */
+    bool has_items[TK_JSON_MAX_DEPTH]; /* level already holds a member */
+    bool compact[TK_JSON_MAX_DEPTH];   /* level written on one line */
+    bool after_key;                    /* a key was written, its value is due */
+    unsigned top_values;               /* values written at the top: a document is one */
+    bool misuse;                       /* calls were not balanced/well placed */
 };
 
 void tk_json_init(struct tk_json *j, FILE *f);
@@ -81,7 +81,7 @@ bool tk_json_key_or_null(struct tk_json *j, const char *key, bool present);
 void tk_json_string(struct tk_json *j, const char *s);
 void tk_json_int(struct tk_json *j, int64_t v);
 void tk_json_uint(struct tk_json *j, uint64_t v);
-void tk_json_double(struct tk_json *j, double v);   /* 10 significant digits */
+void tk_json_double(struct tk_json *j, double v); /* 10 significant digits */
 void tk_json_bool(struct tk_json *j, bool v);
 void tk_json_null(struct tk_json *j);
 
@@ -99,8 +99,8 @@ int tk_json_finish(struct tk_json *j);
 
 struct tk_col {
     const char *title;
-    int width;        /* characters; cells wider than this push the row */
-    bool left;        /* left-aligned (names); numbers are right-aligned */
+    int width; /* characters; cells wider than this push the row */
+    bool left; /* left-aligned (names); numbers are right-aligned */
 };
 
 /* Prints "  title title ..." and a rule of dashes under it. */

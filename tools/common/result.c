@@ -39,14 +39,14 @@ static ssize_t result_write(void *cookie, const char *buf, size_t n)
             continue;
         if (r->err == 0)
             r->err = w < 0 ? errno : EIO;
-        return 0;   /* fopencookie's convention for an error */
+        return 0; /* fopencookie's convention for an error */
     }
     return (ssize_t)n;
 }
 
 static int open_stream(struct tk_result *r)
 {
-    static const cookie_io_functions_t io = {.write = result_write};
+    static const cookie_io_functions_t io = { .write = result_write };
     r->f = fopencookie(r, "w", io);
     return r->f ? 0 : -errno;
 }
@@ -96,8 +96,8 @@ static int open_temp(struct tk_result *r, const struct stat *old)
     const char *slash = strrchr(r->target, '/');
     const char *base = slash ? slash + 1 : r->target;
     int dir_len = slash ? (int)(slash - r->target + 1) : 0;
-    int n = snprintf(r->tmp, sizeof(r->tmp), "%.*s.%.*s.XXXXXX", dir_len, r->target,
-                     TMP_NAME_KEEP, base);
+    int n = snprintf(r->tmp, sizeof(r->tmp), "%.*s.%.*s.XXXXXX", dir_len, r->target, TMP_NAME_KEEP,
+                     base);
     if (n < 0 || (size_t)n >= sizeof(r->tmp)) {
         r->tmp[0] = '\0';
         return -ENAMETOOLONG;
@@ -127,7 +127,7 @@ int tk_result_open(struct tk_result *r, const char *prog, const char *path)
     tk_cleanup_install();
 
     struct stat st;
-    bool exists = stat(path, &st) == 0;   /* follows symbolic links */
+    bool exists = stat(path, &st) == 0; /* follows symbolic links */
     if (!exists && errno != ENOENT)
         return cannot_write(prog, path, strerror(errno));
     if (!exists && lstat(path, &st) == 0)
@@ -249,7 +249,7 @@ int tk_result_commit(struct tk_result *r, const char *prog)
 void tk_result_abandon(struct tk_result *r)
 {
     if (r->f && r->how != TK_RESULT_STREAM) {
-        __fpurge(r->f);   /* no partial result into a FIFO or device */
+        __fpurge(r->f); /* no partial result into a FIFO or device */
         fclose(r->f);
     }
     r->f = NULL;

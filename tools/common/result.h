@@ -37,20 +37,20 @@
 #include <stdio.h>
 
 enum tk_result_how {
-    TK_RESULT_TEMP,     /* temporary file, renamed over target on commit */
-    TK_RESULT_DIRECT,   /* a non-regular file, written in place */
-    TK_RESULT_STREAM,   /* stdout or stderr itself */
+    TK_RESULT_TEMP,   /* temporary file, renamed over target on commit */
+    TK_RESULT_DIRECT, /* a non-regular file, written in place */
+    TK_RESULT_STREAM, /* stdout or stderr itself */
 };
 
 struct tk_result {
-    FILE *f;                  /* where the results are written; NULL once done */
-    const char *path;         /* as the user gave it, for messages */
+    FILE *f;          /* where the results are written; NULL once done */
+    const char *path; /* as the user gave it, for messages */
     enum tk_result_how how;
-    char target[PATH_MAX];    /* TK_RESULT_TEMP: the name the rename replaces */
-    char tmp[PATH_MAX];       /* TK_RESULT_TEMP: the temporary file */
-    int fd;                   /* the file f writes to; -1 for TK_RESULT_STREAM */
-    int err;                  /* errno of the first failed write, 0 if none */
-    int cleanup_slot;         /* the temporary file's entry in cleanup.h, or -1 */
+    char target[PATH_MAX]; /* TK_RESULT_TEMP: the name the rename replaces */
+    char tmp[PATH_MAX];    /* TK_RESULT_TEMP: the temporary file */
+    int fd;                /* the file f writes to; -1 for TK_RESULT_STREAM */
+    int err;               /* errno of the first failed write, 0 if none */
+    int cleanup_slot;      /* the temporary file's entry in cleanup.h, or -1 */
 };
 
 /* Opens path for results as above, installing the cleanup handler first.

@@ -97,7 +97,7 @@ static void do_fifo(struct tk_rt_state *st)
         st->fifo.err = EINVAL;
         return;
     }
-    struct sched_param sp = {.sched_priority = st->req.priority};
+    struct sched_param sp = { .sched_priority = st->req.priority };
     step_result(&st->fifo, sched_setscheduler(0, SCHED_FIFO, &sp));
 }
 
@@ -168,8 +168,7 @@ int tk_rt_setup(const struct tk_rt_request *req, struct tk_rt_state *st)
     st->busy_since_ns = tk_clock_ns();
 
     return (st->affinity.requested && !st->affinity.granted) +
-           (st->lock.requested && !st->lock.granted) +
-           (st->fifo.requested && !st->fifo.granted);
+           (st->lock.requested && !st->lock.granted) + (st->fifo.requested && !st->fifo.granted);
 }
 
 void tk_rt_undo(struct tk_rt_state *st)
@@ -197,8 +196,8 @@ bool tk_rt_breather(struct tk_rt_state *st)
     if (now - st->busy_since_ns < (uint64_t)st->rt_runtime_us * 500u)
         return false;
     uint64_t rest_ns = (uint64_t)(st->rt_period_us - st->rt_runtime_us) * 2000u;
-    struct timespec ts = {.tv_sec = (time_t)(rest_ns / 1000000000u),
-                          .tv_nsec = (long)(rest_ns % 1000000000u)};
+    struct timespec ts = { .tv_sec = (time_t)(rest_ns / 1000000000u),
+                           .tv_nsec = (long)(rest_ns % 1000000000u) };
     /* An interrupted sleep is still a rest; no need to resume it. */
     (void)nanosleep(&ts, NULL);
     st->busy_since_ns = tk_clock_ns();
@@ -252,8 +251,8 @@ static void step_json(struct tk_json *j, const char *key, const struct tk_rt_ste
     tk_json_kv_bool(j, "requested", s->requested);
     tk_json_kv_bool(j, "granted", s->granted);
     if (s->requested && !s->granted)
-        tk_json_kv_string(j, "error", s->err ? strerror(s->err)
-                                             : "call succeeded, not in force when read back");
+        tk_json_kv_string(
+            j, "error", s->err ? strerror(s->err) : "call succeeded, not in force when read back");
     else
         tk_json_kv_string(j, "error", NULL);
     tk_json_end_object(j);

@@ -42,11 +42,11 @@
 #include "common/out.h"
 
 struct tk_rt_request {
-    bool pin;       /* pin to one CPU */
-    int cpu;        /* that CPU; -1 = the highest-numbered CPU currently allowed */
-    bool fifo;      /* switch to SCHED_FIFO */
-    int priority;   /* SCHED_FIFO priority (1..99 on Linux) */
-    bool lock;      /* mlockall(MCL_CURRENT | MCL_FUTURE) */
+    bool pin;     /* pin to one CPU */
+    int cpu;      /* that CPU; -1 = the highest-numbered CPU currently allowed */
+    bool fifo;    /* switch to SCHED_FIFO */
+    int priority; /* SCHED_FIFO priority (1..99 on Linux) */
+    bool lock;    /* mlockall(MCL_CURRENT | MCL_FUTURE) */
 };
 
 /* Defaults used by the tools: pin to the last CPU, SCHED_FIFO 80, lock. */
@@ -55,23 +55,23 @@ struct tk_rt_request {
 /* Outcome of one step. */
 struct tk_rt_step {
     bool requested;
-    bool granted;   /* the call succeeded (and, where it can be, was verified) */
-    int err;        /* errno of the refusal, 0 if granted or not requested */
+    bool granted; /* the call succeeded (and, where it can be, was verified) */
+    int err;      /* errno of the refusal, 0 if granted or not requested */
 };
 
 struct tk_rt_state {
-    struct tk_rt_request req;   /* as given, cpu resolved from -1 */
+    struct tk_rt_request req; /* as given, cpu resolved from -1 */
     struct tk_rt_step affinity, lock, fifo;
 
     /* Read back after the setup. */
-    int cpu_now;            /* sched_getcpu(), -1 if unknown */
-    int cpus_allowed;       /* CPUs in the affinity mask now */
-    int policy;             /* sched_getscheduler(0), -1 if unknown */
-    int priority_now;       /* sched_getparam(0), -1 if unknown */
-    long vmlck_kb;          /* VmLck from /proc/self/status, -1 if unreadable */
-    long rt_runtime_us;     /* /proc/sys/kernel/sched_rt_runtime_us (-1: no throttle) */
-    long rt_period_us;      /* /proc/sys/kernel/sched_rt_period_us, -1 if unreadable */
-    bool throttle_unknown;  /* the two files above could not be read */
+    int cpu_now;           /* sched_getcpu(), -1 if unknown */
+    int cpus_allowed;      /* CPUs in the affinity mask now */
+    int policy;            /* sched_getscheduler(0), -1 if unknown */
+    int priority_now;      /* sched_getparam(0), -1 if unknown */
+    long vmlck_kb;         /* VmLck from /proc/self/status, -1 if unreadable */
+    long rt_runtime_us;    /* /proc/sys/kernel/sched_rt_runtime_us (-1: no throttle) */
+    long rt_period_us;     /* /proc/sys/kernel/sched_rt_period_us, -1 if unreadable */
+    bool throttle_unknown; /* the two files above could not be read */
 
     /* Breather bookkeeping (tk_rt_breather). */
     uint64_t busy_since_ns;

@@ -8,8 +8,11 @@ int tk_run_setup(const struct tk_run_opts *o, struct tk_rt_state *rt, struct tk_
                  struct tk_machine *mf)
 {
     struct tk_rt_request req = {
-        .pin = !o->no_rt, .cpu = o->cpu, .fifo = !o->no_rt,
-        .priority = o->priority, .lock = false,   /* the tool locks once mapped */
+        .pin = !o->no_rt,
+        .cpu = o->cpu,
+        .fifo = !o->no_rt,
+        .priority = o->priority,
+        .lock = false, /* the tool locks once mapped */
     };
     tk_rt_setup(&req, rt);
     int rc = tk_timer_init(t, o->calibration_ms);

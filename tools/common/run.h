@@ -23,11 +23,11 @@
 #include "common/timer.h"
 
 struct tk_run_opts {
-    const char *prog;          /* "rtmem bench": starts every message */
-    bool no_rt;                /* no CPU pinning, no SCHED_FIFO */
-    int cpu;                   /* CPU to pin to; -1: the highest-numbered allowed */
-    int priority;              /* SCHED_FIFO priority, 1..99 */
-    unsigned calibration_ms;   /* tk_timer_init's calibration window */
+    const char *prog;        /* "rtmem bench": starts every message */
+    bool no_rt;              /* no CPU pinning, no SCHED_FIFO */
+    int cpu;                 /* CPU to pin to; -1: the highest-numbered allowed */
+    int priority;            /* SCHED_FIFO priority, 1..99 */
+    unsigned calibration_ms; /* tk_timer_init's calibration window */
 };
 
 /* Real-time setup (pin and SCHED_FIFO unless o->no_rt; no memory lock),

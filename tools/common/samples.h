@@ -20,11 +20,11 @@
 #include <stdint.h>
 
 struct tk_samples {
-    uint64_t *v;     /* the values, v[0 .. n) */
-    size_t n;        /* values recorded */
-    size_t cap;      /* capacity of v */
-    size_t dropped;  /* add() calls refused because the store was full */
-    bool sorted;     /* v is sorted (set by the summaries, cleared by add) */
+    uint64_t *v;    /* the values, v[0 .. n) */
+    size_t n;       /* values recorded */
+    size_t cap;     /* capacity of v */
+    size_t dropped; /* add() calls refused because the store was full */
+    bool sorted;    /* v is sorted (set by the summaries, cleared by add) */
 };
 
 /* Allocates room for cap values and touches every page of it. Returns 0, or
@@ -62,8 +62,8 @@ struct tk_summary {
     double mean;
     double p50;
     double p99;
-    double p999;   /* 99.9th percentile */
-    double p9999;  /* 99.99th percentile */
+    double p999;  /* 99.9th percentile */
+    double p9999; /* 99.99th percentile */
     double max;
 };
 

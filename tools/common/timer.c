@@ -30,8 +30,7 @@ static bool has_word(const char *line, const char *word)
     for (const char *p = strstr(line, word); p; p = strstr(p + 1, word)) {
         char before = p == line ? ' ' : p[-1];
         char after = p[len];
-        if ((before == ' ' || before == '\t') &&
-            (after == ' ' || after == '\n' || after == '\0'))
+        if ((before == ' ' || before == '\t') && (after == ' ' || after == '\n' || after == '\0'))
             return true;
     }
     return false;
@@ -178,7 +177,7 @@ int tk_timer_init(struct tk_timer *t, unsigned calibration_ms)
     t->ns_per_tick = 1.0;
     t->tick_hz = 1e9;
 #if defined(__x86_64__)
-    static const char *const invariant_flags[] = {"constant_tsc", "nonstop_tsc"};
+    static const char *const invariant_flags[] = { "constant_tsc", "nonstop_tsc" };
     t->tsc_invariant = cpuinfo_has_flags(invariant_flags, 2);
     if (cpu_has_rdtscp()) {
         tk_timer_use_tsc = true;

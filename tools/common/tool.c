@@ -23,7 +23,7 @@ void tk_tool_help(FILE *f, const struct tk_tool *t)
 void tk_envelope_json(struct tk_json *j, const struct tk_session *s, bool passed)
 {
     const struct tk_tool *t = s->tool;
-    struct tk_facts facts = {0};
+    struct tk_facts facts = { 0 };
     if (t->facts)
         t->facts(s, &facts);
     tk_json_kv_string(j, "schema", t->schema);
@@ -93,7 +93,7 @@ static int run_and_report(struct tk_session *s)
             status = TK_EXIT_FAILED;
     }
     if (path)
-        tk_result_abandon(&r);   /* nothing once committed */
+        tk_result_abandon(&r); /* nothing once committed */
     return status;
 }
 
@@ -102,7 +102,11 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
     char prog[64];
     snprintf(prog, sizeof(prog), "rtmem %s", t->name);
     struct tk_session s = {
-        .tool = t, .cli = {prog, t->bytes_example}, .argc = argc, .argv = argv, .comment = "",
+        .tool = t,
+        .cli = { prog, t->bytes_example },
+        .argc = argc,
+        .argv = argv,
+        .comment = "",
     };
     s.opts = malloc(t->opts_size);
     if (!s.opts) {

@@ -57,16 +57,16 @@
 
 /* What a tool's run returns. */
 enum tk_run_end {
-    TK_RUN_PASSED,    /* a verdict: every check passed */
-    TK_RUN_FAILED,    /* a verdict: a check or an allocator failed (reported) */
-    TK_RUN_ABORTED,   /* no verdict: the run could not be done (reported) */
+    TK_RUN_PASSED,  /* a verdict: every check passed */
+    TK_RUN_FAILED,  /* a verdict: a check or an allocator failed (reported) */
+    TK_RUN_ABORTED, /* no verdict: the run could not be done (reported) */
 };
 
 /* The envelope's measured members, as the tool has them (tk_tool.facts). */
 struct tk_facts {
     const struct tk_machine *machine;
     const struct tk_timer *timer;
-    const struct tk_rt_state *rt;   /* NULL: no record */
+    const struct tk_rt_state *rt; /* NULL: no record */
     bool has_seed;
     uint64_t seed;
 };
@@ -76,29 +76,29 @@ struct tk_tool;
 /* One run of a tool: what the driver and the tool's phases share. */
 struct tk_session {
     const struct tk_tool *tool;
-    struct tk_args cli;          /* "rtmem <tool>": starts every message */
-    int argc;                    /* the subcommand's arguments, argv[0] its name */
+    struct tk_args cli; /* "rtmem <tool>": starts every message */
+    int argc;           /* the subcommand's arguments, argv[0] its name */
     char **argv;
-    void *opts;                  /* the tool's options struct, parsed */
-    struct tk_opt_parse parsed;  /* which options were given */
-    void *state;                 /* the tool's own, set by its setup */
+    void *opts;                 /* the tool's options struct, parsed */
+    struct tk_opt_parse parsed; /* which options were given */
+    void *state;                /* the tool's own, set by its setup */
     /* Starts the driver's own lines in the report ("results written to"):
      * "" by default; a tool whose report has another layout sets it. */
     const char *comment;
-    double seconds;              /* the run's duration, once run */
+    double seconds; /* the run's duration, once run */
 };
 
 struct tk_tool {
-    const char *name;            /* the subcommand: "bench" */
-    const char *summary;         /* one line for `rtmem --help` */
-    const char *schema;          /* of its JSON: "rtmem-bench/2" */
-    const char *bytes_example;   /* byte counts in messages: "4096, 64K, 64M" */
+    const char *name;          /* the subcommand: "bench" */
+    const char *summary;       /* one line for `rtmem --help` */
+    const char *schema;        /* of its JSON: "rtmem-bench/2" */
+    const char *bytes_example; /* byte counts in messages: "4096, 64K, 64M" */
 
-    const struct tk_opt *opts;   /* the options table */
+    const struct tk_opt *opts; /* the options table */
     size_t n_opts;
-    size_t opts_size;            /* sizeof the options struct */
-    const void *defaults;        /* an options struct holding the defaults */
-    size_t json_path_offset;     /* of the const char * --json field; TK_NO_JSON: none */
+    size_t opts_size;        /* sizeof the options struct */
+    const void *defaults;    /* an options struct holding the defaults */
+    size_t json_path_offset; /* of the const char * --json field; TK_NO_JSON: none */
 
     /* --help: what comes before the options (the usage line included), and
      * after them. */

@@ -8,7 +8,7 @@
 
 struct tk_tool;
 
-extern const struct tk_tool bench_tool;      /* bench/cli.c */
-extern const struct tk_tool memcheck_tool;   /* memcheck/cli.c */
+extern const struct tk_tool bench_tool;    /* bench/cli.c */
+extern const struct tk_tool memcheck_tool; /* memcheck/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

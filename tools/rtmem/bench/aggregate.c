@@ -54,7 +54,7 @@ static double field(const struct tk_summary *s, size_t offset)
 
 static double median_field(const struct tk_summary *rounds, unsigned n, size_t offset)
 {
-    double v[MAX_SERIES] = {0};
+    double v[MAX_SERIES] = { 0 };
     for (unsigned r = 0; r < n && r < MAX_SERIES; r++)
         v[r] = field(&rounds[r], offset);
     return median_of(v, n);
@@ -66,7 +66,7 @@ static double median_field(const struct tk_summary *rounds, unsigned n, size_t o
 void bench_aggregate_series(const struct tk_summary *rs, const struct tk_summary *fl, unsigned n,
                             struct op_agg *g)
 {
-    double mean[MAX_SERIES] = {0}, net[MAX_SERIES] = {0};
+    double mean[MAX_SERIES] = { 0 }, net[MAX_SERIES] = { 0 };
 
     memset(g, 0, sizeof(*g));
     g->count_per_round = rs[0].count;

@@ -60,33 +60,33 @@
 #define FILL_SEED_SALT 0x5851f42d4c957f2du
 
 /* Rows the run can hold: the floor and the run's list of allocators. */
-#define BENCH_MAX_ALLOCATORS (1 + TK_MAX_ALLOCS)
+#define BENCH_MAX_ALLOCATORS    (1 + TK_MAX_ALLOCS)
 /* --timeout: seconds the measuring process may go without progress. */
 #define BENCH_DEFAULT_TIMEOUT_S 60u
 #define BENCH_MAX_TIMEOUT_S     86400u
 
 struct bench_opts {
-    uint64_t ops;            /* operations per pass (main phase) */
+    uint64_t ops; /* operations per pass (main phase) */
     unsigned rounds;
     uint32_t min_size_bytes;
     uint32_t max_size_bytes;
     uint32_t live_cap;
     size_t heap_bytes;
     uint64_t seed;
-    uint64_t sweep_ops;      /* operations per bucket per allocator */
-    uint32_t fill_blocks;    /* blocks per fill (free-order phase) */
-    int cpu;                 /* -1: the last allowed CPU */
+    uint64_t sweep_ops;   /* operations per bucket per allocator */
+    uint32_t fill_blocks; /* blocks per fill (free-order phase) */
+    int cpu;              /* -1: the last allowed CPU */
     int priority;
     bool no_rt;
     bool quick;
     bool no_sweep;
     bool sweep_only;
     bool no_free_order;
-    const char *kinds_arg;   /* NULL: the defaults, every allocator but the peers */
-    const char *json_path;   /* NULL: no JSON */
-    const char *plugin_paths[TK_MAX_PLUGINS];   /* --plugin, in order */
+    const char *kinds_arg; /* NULL: the defaults, every allocator but the peers */
+    const char *json_path; /* NULL: no JSON */
+    const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
-    unsigned timeout_s;      /* without progress, the measuring process is killed; 0 never */
+    unsigned timeout_s; /* without progress, the measuring process is killed; 0 never */
 };
 
 /* A workload: one uint32 per operation, generated before any timing. An
@@ -102,8 +102,8 @@ struct workload {
 
 /* Free-order phase: the orders in which a fill is freed. */
 enum fill_order {
-    FILL_IN_ORDER,   /* allocation order */
-    FILL_SHUFFLED,   /* one fixed random permutation */
+    FILL_IN_ORDER, /* allocation order */
+    FILL_SHUFFLED, /* one fixed random permutation */
     FILL_ORDERS,
 };
 
@@ -111,8 +111,8 @@ enum fill_order {
  * blocks[order[o][i]]. Generated before any timing. */
 struct fill_work {
     uint32_t *sizes;
-    uint32_t *order[FILL_ORDERS];   /* [FILL_IN_ORDER] is the identity */
-    void **blocks;                  /* the i-th allocation of the current pass */
+    uint32_t *order[FILL_ORDERS]; /* [FILL_IN_ORDER] is the identity */
+    void **blocks;                /* the i-th allocation of the current pass */
     size_t n;
     size_t cap;
 };
@@ -123,17 +123,17 @@ enum bench_phase { PH_SETUP, PH_MAIN, PH_FREE_ORDER, PH_SWEEP };
 /* What the measuring process is doing, written before each pass. */
 struct bench_running {
     bool set;
-    size_t al;                /* index in struct bench.al */
+    size_t al; /* index in struct bench.al */
     enum bench_phase phase;
-    unsigned round;           /* round, or sweep bucket; 0 in setup */
+    unsigned round; /* round, or sweep bucket; 0 in setup */
     bool warmup;
 };
 
 /* An allocator the measuring process died in. */
 struct bench_failure {
     bool failed;
-    bool timed_out;           /* no progress: killed by the watchdog */
-    int signal;               /* else the signal it died of; 0: it exited */
+    bool timed_out; /* no progress: killed by the watchdog */
+    int signal;     /* else the signal it died of; 0: it exited */
     struct bench_running where;
     char msg[256];
 };
@@ -142,19 +142,19 @@ struct bench_failure {
 struct pass_out {
     struct tk_samples *alloc_ticks;
     struct tk_samples *free_ticks;
-    uint64_t failed_allocs;   /* NULL returns */
-    uint64_t skipped_frees;   /* frees of a failed (NULL) slot: not timed */
-    uint64_t free_errors;     /* free returned an error (a heap bug) */
+    uint64_t failed_allocs; /* NULL returns */
+    uint64_t skipped_frees; /* frees of a failed (NULL) slot: not timed */
+    uint64_t free_errors;   /* free returned an error (a heap bug) */
 };
 
 /* Aggregate of one op type of one allocator over the rounds. */
 struct op_agg {
-    size_t count_per_round;     /* from the first round */
+    size_t count_per_round; /* from the first round */
     uint64_t count_total;
-    double avg_ns, avg_min_ns, avg_max_ns;            /* median, min, max of per-round means */
-    double net_avg_ns, net_min_ns, net_max_ns;        /* the same, each round minus its floor */
-    double p50_ns, p99_ns, p999_ns, p9999_ns;         /* medians of per-round percentiles */
-    double max_ns;                                    /* worst over all rounds */
+    double avg_ns, avg_min_ns, avg_max_ns;     /* median, min, max of per-round means */
+    double net_avg_ns, net_min_ns, net_max_ns; /* the same, each round minus its floor */
+    double p50_ns, p99_ns, p999_ns, p9999_ns;  /* medians of per-round percentiles */
+    double max_ns;                             /* worst over all rounds */
 };
 
 /* A row of the run: the floor, or an allocator of the run's list
@@ -163,21 +163,21 @@ struct op_agg {
  * RTM_HEAP_HARDEN_NONE beside the default), TLSF through its typed API,
  * glibc, a peer or a plugin. The timed calls are bench's own (pass.c). */
 struct allocator {
-    bool floor;               /* the no-op row; def holds only its name */
-    struct tk_alloc def;      /* what it is; def.name names the row */
-    struct bench_failure fail;   /* set: left out of the run */
+    bool floor;                /* the no-op row; def holds only its name */
+    struct tk_alloc def;       /* what it is; def.name names the row */
+    struct bench_failure fail; /* set: left out of the run */
     /* Heap memory (def.sort TK_HEAP: rtmem kinds, tlsf(typed), plugins);
      * not open for the others. */
     struct tk_arena mem;
     struct rtm_heap *heap;
     struct rtm_tlsf *tlsf;
-    void *loaded_heap;        /* a plugin: its heap */
-    uint64_t check_failures;  /* rtm_heap_check or leftover blocks after a pass */
-    char scratch[64];         /* what the floor's "allocation" returns */
+    void *loaded_heap;       /* a plugin: its heap */
+    uint64_t check_failures; /* rtm_heap_check or leftover blocks after a pass */
+    char scratch[64];        /* what the floor's "allocation" returns */
 
     /* Main phase, per round: [0] alloc, [1] free. */
     struct tk_summary *rounds[2];
-    uint64_t failed_allocs;   /* over the recorded rounds */
+    uint64_t failed_allocs; /* over the recorded rounds */
     uint64_t skipped_frees;
     uint64_t free_errors;
     struct op_agg agg[2];
@@ -189,48 +189,48 @@ struct allocator {
      * fill_free[order]: per round. */
     struct tk_summary *fill_alloc;
     struct tk_summary *fill_free[FILL_ORDERS];
-    uint64_t fill_failed_allocs;   /* over the recorded fills */
+    uint64_t fill_failed_allocs; /* over the recorded fills */
     uint64_t fill_skipped_frees;
-    struct op_agg fill_alloc_agg;  /* over every fill: its "rounds" are the fills */
+    struct op_agg fill_alloc_agg; /* over every fill: its "rounds" are the fills */
     struct op_agg fill_free_agg[FILL_ORDERS];
-    double shuffled_over_in_order[2];   /* free avg-floor, p99; NaN for the floor */
+    double shuffled_over_in_order[2]; /* free avg-floor, p99; NaN for the floor */
 
     /* Sweep, per bucket. */
     double *sweep_alloc_ns;
     double *sweep_free_ns;
     uint64_t *sweep_failed;
-    double sweep_net_mean_ns;      /* alloc+free minus the floor, mean over buckets */
+    double sweep_net_mean_ns; /* alloc+free minus the floor, mean over buckets */
 };
 
 struct bench {
     struct bench_opts o;
-    const char *prog;             /* "rtmem bench": starts the driver's messages */
-    struct tk_rt_state rt;        /* the measuring process's real-time setup */
+    const char *prog;      /* "rtmem bench": starts the driver's messages */
+    struct tk_rt_state rt; /* the measuring process's real-time setup */
     struct tk_timer timer;
     struct tk_machine mf;
     struct allocator al[BENCH_MAX_ALLOCATORS];
-    size_t n_al;                  /* al[0] is always the floor */
+    size_t n_al; /* al[0] is always the floor */
     struct workload w;
     struct fill_work fw;
-    void **slots;                 /* live blocks during a pass */
+    void **slots; /* live blocks during a pass */
     uint32_t slots_cap;
     struct tk_samples alloc_s, free_s;
     bool ran_main, ran_free_order, ran_sweep;
-    double sweep_floor_ns;        /* alloc+free of the floor, mean over buckets */
+    double sweep_floor_ns; /* alloc+free of the floor, mean over buckets */
     double main_seconds, free_order_seconds, sweep_seconds;
-    size_t fill_n, fill_runs;     /* the free-order fill: blocks, page runs among them */
+    size_t fill_n, fill_runs; /* the free-order fill: blocks, page runs among them */
 
     /* The allocators --kinds selects (al[1..] are copies), the plugins
      * loaded, the peers skipped; the measuring process's watchdog. */
     struct tk_kinds kinds;
-    char skipped[512];            /* peers named but not loaded, and why */
+    char skipped[512]; /* peers named but not loaded, and why */
     tk_child_mark beat;
     struct bench_running now;
     /* Allocators the measuring process died in, set aside from al[] once
      * it completes, so that every table shows only the ones measured. */
     struct allocator gone[BENCH_MAX_ALLOCATORS];
     size_t n_gone;
-    bool header_done;             /* printed by the first measuring process */
+    bool header_done; /* printed by the first measuring process */
     int watch_priority;
 };
 

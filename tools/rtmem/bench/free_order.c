@@ -10,7 +10,7 @@
 #include "bench.h"
 #include "common/out.h"
 
-static const char *const fill_order_keys[FILL_ORDERS] = {"in_order", "shuffled"};
+static const char *const fill_order_keys[FILL_ORDERS] = { "in_order", "shuffled" };
 
 /* How many of the fill's requests are above RTM_PAGEHEAP_MAX_BUCKET: page
  * runs (kept in trees) in heapmem and xnheap, bucket slots below. */
@@ -29,8 +29,8 @@ int bench_run_free_order(struct bench *b)
 {
     struct pass_out out;
     uint64_t t0 = tk_clock_ns();
-    bench_fill_work_generate(&b->fw, b->o.fill_blocks, b->o.min_size_bytes,
-                             b->o.max_size_bytes, b->o.seed ^ FILL_SEED_SALT);
+    bench_fill_work_generate(&b->fw, b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes,
+                             b->o.seed ^ FILL_SEED_SALT);
     b->fill_n = b->fw.n;
     b->fill_runs = fill_runs(&b->fw);
     /* Warm-up: one unrecorded pass of each order per allocator. */
@@ -98,32 +98,32 @@ void bench_print_free_order(FILE *f, const struct bench *b)
         return;
     enum { C_NAME, C_FILL, C_IN, C_IN99, C_SH, C_SH99, C_RATIO, C_N };
     static const struct tk_col cols[C_N] = {
-        [C_NAME] = {"allocator", 12, true},
-        [C_FILL] = {"fill alloc avg-floor", 20, false},
-        [C_IN] = {"in-order avg-floor", 18, false},
-        [C_IN99] = {"p99", 8, false},
-        [C_SH] = {"shuffled avg-floor", 18, false},
-        [C_SH99] = {"p99", 8, false},
-        [C_RATIO] = {"shuffled/in-order", 17, false},
+        [C_NAME] = { "allocator", 12, true },
+        [C_FILL] = { "fill alloc avg-floor", 20, false },
+        [C_IN] = { "in-order avg-floor", 18, false },
+        [C_IN99] = { "p99", 8, false },
+        [C_SH] = { "shuffled avg-floor", 18, false },
+        [C_SH99] = { "p99", 8, false },
+        [C_RATIO] = { "shuffled/in-order", 17, false },
     };
     const struct allocator *fl = &b->al[0];
     char buf[C_N][32];
     const char *cells[C_N];
 
-    fprintf(f, "\nfree order: %.2f s. Each pass fills a freshly created heap (rtmem kinds; glibc "
-               "keeps its arena)\nwith %zu blocks, sizes uniform in [%u, %u] B (%zu of them above "
-               "%zu B: page runs in heapmem and\nxnheap), the same sizes for every allocator "
-               "(seed %llu), timing each allocation;\nthen frees them all, timing each free, in "
-               "allocation order (in-order) or in one fixed random\npermutation (shuffled). "
-               "Every round runs each allocator in both orders, which goes first\nalternating by "
-               "round; %u rounds. avg-floor = median over rounds of (pass mean - floor's pass\n"
-               "mean); p99 = median over rounds of the pass's p99, raw; fill alloc: the same over "
-               "all %u fills;\nshuffled/in-order = ratio of the two free avg-floor figures "
-               "(above 1: random order costs more).\n",
+    fprintf(f,
+            "\nfree order: %.2f s. Each pass fills a freshly created heap (rtmem kinds; glibc "
+            "keeps its arena)\nwith %zu blocks, sizes uniform in [%u, %u] B (%zu of them above "
+            "%zu B: page runs in heapmem and\nxnheap), the same sizes for every allocator "
+            "(seed %llu), timing each allocation;\nthen frees them all, timing each free, in "
+            "allocation order (in-order) or in one fixed random\npermutation (shuffled). "
+            "Every round runs each allocator in both orders, which goes first\nalternating by "
+            "round; %u rounds. avg-floor = median over rounds of (pass mean - floor's pass\n"
+            "mean); p99 = median over rounds of the pass's p99, raw; fill alloc: the same over "
+            "all %u fills;\nshuffled/in-order = ratio of the two free avg-floor figures "
+            "(above 1: random order costs more).\n",
             b->free_order_seconds, b->fill_n, b->o.min_size_bytes, b->o.max_size_bytes,
-            b->fill_runs, RTM_PAGEHEAP_MAX_BUCKET,
-            (unsigned long long)(b->o.seed ^ FILL_SEED_SALT), b->o.rounds,
-            FILL_ORDERS * b->o.rounds);
+            b->fill_runs, RTM_PAGEHEAP_MAX_BUCKET, (unsigned long long)(b->o.seed ^ FILL_SEED_SALT),
+            b->o.rounds, FILL_ORDERS * b->o.rounds);
     fprintf(f, "\nfree latency by order (and fill alloc), ns\n");
     tk_table_header(f, cols, C_N);
     for (size_t i = 1; i < b->n_al; i++) {
@@ -139,8 +139,9 @@ void bench_print_free_order(FILE *f, const struct bench *b)
         cells[C_RATIO] = tk_fmt_ratio(buf[C_RATIO], 32, a->shuffled_over_in_order[0]);
         tk_table_row(f, cols, C_N, cells);
     }
-    fprintf(f, "\nfloor in this phase: alloc %.1f ns, free %.1f ns in-order, %.1f ns shuffled "
-               "(median of pass means)\n",
+    fprintf(f,
+            "\nfloor in this phase: alloc %.1f ns, free %.1f ns in-order, %.1f ns shuffled "
+            "(median of pass means)\n",
             fl->fill_alloc_agg.avg_ns, fl->fill_free_agg[FILL_IN_ORDER].avg_ns,
             fl->fill_free_agg[FILL_SHUFFLED].avg_ns);
 }
@@ -190,8 +191,7 @@ void bench_json_free_order(struct tk_json *j, const struct bench *b)
             tk_json_key(j, key);
             tk_json_begin_object(j);
             bench_json_agg_members(j, &a->fill_free_agg[o], "count_per_pass");
-            bench_json_series(j, "rounds", a->fill_free[o], bench_floor_of(a, fl->fill_free[o]),
-                              n);
+            bench_json_series(j, "rounds", a->fill_free[o], bench_floor_of(a, fl->fill_free[o]), n);
             tk_json_end_object(j);
         }
         tk_json_kv_double(j, "shuffled_over_in_order_avg_minus_floor",

@@ -11,7 +11,7 @@
 #include "bench.h"
 #include "common/out.h"
 
-static const char *const op_names[2] = {"alloc", "free"};
+static const char *const op_names[2] = { "alloc", "free" };
 
 void bench_run_main(struct bench *b)
 {
@@ -85,18 +85,35 @@ void bench_aggregate_main(struct bench *b)
     }
 }
 
-enum { COL_NAME, COL_COUNT, COL_AVG, COL_SPREAD, COL_NET, COL_P50, COL_P99, COL_P999,
-       COL_P9999, COL_MAX, COL_EXTRA, N_COLS };
+enum {
+    COL_NAME,
+    COL_COUNT,
+    COL_AVG,
+    COL_SPREAD,
+    COL_NET,
+    COL_P50,
+    COL_P99,
+    COL_P999,
+    COL_P9999,
+    COL_MAX,
+    COL_EXTRA,
+    N_COLS
+};
 
 static void print_op_table(FILE *f, const struct bench *b, int op)
 {
     struct tk_col cols[N_COLS] = {
-        [COL_NAME] = {"allocator", 12, true},  [COL_COUNT] = {"ops/round", 9, false},
-        [COL_AVG] = {"avg", 8, false},         [COL_SPREAD] = {"avg min..max", 15, false},
-        [COL_NET] = {"avg-floor", 9, false},   [COL_P50] = {"p50", 8, false},
-        [COL_P99] = {"p99", 8, false},         [COL_P999] = {"p99.9", 8, false},
-        [COL_P9999] = {"p99.99", 9, false},    [COL_MAX] = {"max", 10, false},
-        [COL_EXTRA] = {op == 0 ? "failed" : "skipped", 7, false},
+        [COL_NAME] = { "allocator", 12, true },
+        [COL_COUNT] = { "ops/round", 9, false },
+        [COL_AVG] = { "avg", 8, false },
+        [COL_SPREAD] = { "avg min..max", 15, false },
+        [COL_NET] = { "avg-floor", 9, false },
+        [COL_P50] = { "p50", 8, false },
+        [COL_P99] = { "p99", 8, false },
+        [COL_P999] = { "p99.9", 8, false },
+        [COL_P9999] = { "p99.99", 9, false },
+        [COL_MAX] = { "max", 10, false },
+        [COL_EXTRA] = { op == 0 ? "failed" : "skipped", 7, false },
     };
     char buf[N_COLS][32];
     const char *cells[N_COLS];
@@ -119,8 +136,8 @@ static void print_op_table(FILE *f, const struct bench *b, int op)
         cells[COL_P999] = tk_fmt_double(buf[COL_P999], 32, g->p999_ns, 1);
         cells[COL_P9999] = tk_fmt_double(buf[COL_P9999], 32, g->p9999_ns, 1);
         cells[COL_MAX] = tk_fmt_double(buf[COL_MAX], 32, g->max_ns, 1);
-        cells[COL_EXTRA] = tk_fmt_uint(buf[COL_EXTRA], 32,
-                                       op == 0 ? a->failed_allocs : a->skipped_frees);
+        cells[COL_EXTRA] =
+            tk_fmt_uint(buf[COL_EXTRA], 32, op == 0 ? a->failed_allocs : a->skipped_frees);
         tk_table_row(f, cols, N_COLS, cells);
     }
 }
@@ -133,8 +150,9 @@ static void print_ratios(FILE *f, const struct bench *b)
         return;
     }
     static const struct tk_col cols[5] = {
-        {"allocator", 12, true}, {"alloc avg-floor", 15, false}, {"free avg-floor", 14, false},
-        {"alloc p99", 9, false}, {"free p99", 9, false},
+        { "allocator", 12, true },       { "alloc avg-floor", 15, false },
+        { "free avg-floor", 14, false }, { "alloc p99", 9, false },
+        { "free p99", 9, false },
     };
     fprintf(f, "\nvs glibc: time ratio (below 1 = faster than glibc); averages minus floor, "
                "p99 raw\n");
@@ -144,7 +162,7 @@ static void print_ratios(FILE *f, const struct bench *b)
         if (a == g)
             continue;
         char buf[4][16];
-        const char *cells[5] = {a->def.name};
+        const char *cells[5] = { a->def.name };
         for (int k = 0; k < 4; k++)
             cells[k + 1] = tk_fmt_ratio(buf[k], sizeof(buf[k]), a->vs_glibc[k]);
         tk_table_row(f, cols, 5, cells);
@@ -154,16 +172,18 @@ static void print_ratios(FILE *f, const struct bench *b)
 void bench_print_main(FILE *f, const struct bench *b)
 {
     if (b->ran_main) {
-        fprintf(f, "\nmain phase: %.2f s. Per allocator: avg = median over the %u rounds of the "
-                   "per-round mean,\nmin..max = spread of those means, avg-floor = median of "
-                   "(round mean - floor's round mean),\npercentiles = median over rounds, max = "
-                   "worst of all rounds; failed/skipped: summed over all rounds.\n",
+        fprintf(f,
+                "\nmain phase: %.2f s. Per allocator: avg = median over the %u rounds of the "
+                "per-round mean,\nmin..max = spread of those means, avg-floor = median of "
+                "(round mean - floor's round mean),\npercentiles = median over rounds, max = "
+                "worst of all rounds; failed/skipped: summed over all rounds.\n",
                 b->main_seconds, b->o.rounds);
         print_op_table(f, b, 0);
         print_op_table(f, b, 1);
         const struct op_agg *fa = &b->al[0].agg[0], *ff = &b->al[0].agg[1];
-        fprintf(f, "\nfloor (no-op call in the same harness): alloc %.1f ns, free %.1f ns "
-                   "(median of round means); timer overhead alone p50 %.1f ns\n",
+        fprintf(f,
+                "\nfloor (no-op call in the same harness): alloc %.1f ns, free %.1f ns "
+                "(median of round means); timer overhead alone p50 %.1f ns\n",
                 fa->avg_ns, ff->avg_ns, b->timer.overhead_p50_ns);
         print_ratios(f, b);
     }

@@ -86,23 +86,51 @@ int bench_allocator_open(struct allocator *a, size_t heap_bytes)
 struct bench_call {
     void *(*alloc)(void *ctx, size_t size);
     void (*free)(void *ctx, void *p);
-    int (*free_checked)(void *ctx, void *p);   /* untimed: the drain */
+    int (*free_checked)(void *ctx, void *p); /* untimed: the drain */
     void *ctx;
 };
 
 /* The wrappers the timed calls go through: each one jump (a tail call) to
  * the allocator, so every allocator and the floor pay the same call. */
-static void *floor_alloc(void *ctx, size_t size) { return bench_noop_alloc(ctx, size); }
-static void floor_free(void *ctx, void *p) { bench_noop_free(ctx, p); }
-static int floor_free_checked(void *ctx, void *p) { bench_noop_free(ctx, p); return 0; }
+static void *floor_alloc(void *ctx, size_t size)
+{
+    return bench_noop_alloc(ctx, size);
+}
+static void floor_free(void *ctx, void *p)
+{
+    bench_noop_free(ctx, p);
+}
+static int floor_free_checked(void *ctx, void *p)
+{
+    bench_noop_free(ctx, p);
+    return 0;
+}
 
-static void *heap_alloc(void *h, size_t size) { return rtm_heap_alloc(h, size); }
-static void heap_free(void *h, void *p) { (void)rtm_heap_free(h, p); }
-static int heap_free_checked(void *h, void *p) { return rtm_heap_free(h, p); }
+static void *heap_alloc(void *h, size_t size)
+{
+    return rtm_heap_alloc(h, size);
+}
+static void heap_free(void *h, void *p)
+{
+    (void)rtm_heap_free(h, p);
+}
+static int heap_free_checked(void *h, void *p)
+{
+    return rtm_heap_free(h, p);
+}
 
-static void *tlsf_alloc(void *t, size_t size) { return rtm_tlsf_alloc(t, size); }
-static void tlsf_free(void *t, void *p) { (void)rtm_tlsf_free(t, p); }
-static int tlsf_free_checked(void *t, void *p) { return rtm_tlsf_free(t, p); }
+static void *tlsf_alloc(void *t, size_t size)
+{
+    return rtm_tlsf_alloc(t, size);
+}
+static void tlsf_free(void *t, void *p)
+{
+    (void)rtm_tlsf_free(t, p);
+}
+static int tlsf_free_checked(void *t, void *p)
+{
+    return rtm_tlsf_free(t, p);
+}
 
 static void *glibc_alloc(void *ctx, size_t size)
 {
@@ -151,22 +179,22 @@ static int loaded_free_checked(void *ctx, void *p)
 static void make_call(struct allocator *a, struct bench_call *c)
 {
     if (a->floor) {
-        *c = (struct bench_call){floor_alloc, floor_free, floor_free_checked, a->scratch};
+        *c = (struct bench_call){ floor_alloc, floor_free, floor_free_checked, a->scratch };
         return;
     }
     switch (a->def.from) {
     case TK_FROM_RTMEM:
-        *c = (struct bench_call){heap_alloc, heap_free, heap_free_checked, a->heap};
+        *c = (struct bench_call){ heap_alloc, heap_free, heap_free_checked, a->heap };
         break;
     case TK_FROM_TYPED:
-        *c = (struct bench_call){tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf};
+        *c = (struct bench_call){ tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf };
         break;
     case TK_FROM_GLIBC:
-        *c = (struct bench_call){glibc_alloc, glibc_free, glibc_free_checked, NULL};
+        *c = (struct bench_call){ glibc_alloc, glibc_free, glibc_free_checked, NULL };
         break;
     case TK_FROM_PEER:
     case TK_FROM_PLUGIN:
-        *c = (struct bench_call){loaded_alloc, loaded_free, loaded_free_checked, a};
+        *c = (struct bench_call){ loaded_alloc, loaded_free, loaded_free_checked, a };
         break;
     }
 }
@@ -291,8 +319,8 @@ static void check_heap(struct allocator *a)
         return;
     const struct tk_heap_ops *h = a->def.hops;
     if ((h->check && h->check(a->loaded_heap) != 0) ||
-        (h->stats && (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 ||
-                      st.used_bytes != 0)))
+        (h->stats &&
+         (h->stats(a->loaded_heap, &st) != 0 || st.live_blocks != 0 || st.used_bytes != 0)))
         a->check_failures++;
 }
 
@@ -315,7 +343,7 @@ void bench_run_pass(struct bench *b, struct allocator *a, struct pass_out *out)
 }
 
 int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
-                  struct pass_out *out)
+                        struct pass_out *out)
 {
     const uint32_t *ord = b->fw.order[order];
     pass_out_reset(b, out);

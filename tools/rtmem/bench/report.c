@@ -43,19 +43,22 @@ void bench_print_header(FILE *f, const struct bench *b)
     fprintf(f, "seed        : %llu (workloads generated from it before any timing)\n",
             (unsigned long long)b->o.seed);
     if (!b->o.sweep_only)
-        fprintf(f, "main phase  : sizes uniform in [%u, %u] B, live cap %u, %llu ops per pass, "
-                   "%u rounds (order alternates),\n              one unrecorded warm-up pass "
-                   "per allocator first\n",
+        fprintf(f,
+                "main phase  : sizes uniform in [%u, %u] B, live cap %u, %llu ops per pass, "
+                "%u rounds (order alternates),\n              one unrecorded warm-up pass "
+                "per allocator first\n",
                 b->o.min_size_bytes, b->o.max_size_bytes, b->o.live_cap,
                 (unsigned long long)b->o.ops, b->o.rounds);
     if (!b->o.no_free_order)
-        fprintf(f, "free order  : fills of %u blocks, sizes uniform in [%u, %u] B, freed in "
-                   "allocation and in random order,\n              a fresh heap each pass, %u "
-                   "rounds, one unrecorded warm-up pass per order first\n",
+        fprintf(f,
+                "free order  : fills of %u blocks, sizes uniform in [%u, %u] B, freed in "
+                "allocation and in random order,\n              a fresh heap each pass, %u "
+                "rounds, one unrecorded warm-up pass per order first\n",
                 b->o.fill_blocks, b->o.min_size_bytes, b->o.max_size_bytes, b->o.rounds);
     if (!b->o.no_sweep)
-        fprintf(f, "sweep       : %u buckets of %u B (0..%u B), live cap %u, %llu ops per bucket "
-                   "per allocator after a warm-up pass\n",
+        fprintf(f,
+                "sweep       : %u buckets of %u B (0..%u B), live cap %u, %llu ops per bucket "
+                "per allocator after a warm-up pass\n",
                 SWEEP_BUCKETS, SWEEP_BUCKET_BYTES, SWEEP_BUCKETS * SWEEP_BUCKET_BYTES,
                 b->o.live_cap, (unsigned long long)b->o.sweep_ops);
     fprintf(f, "allocators  :");
@@ -66,9 +69,10 @@ void bench_print_header(FILE *f, const struct bench *b)
         if (bench_loaded(&b->al[i]))
             fprintf(f, "\n  %-10s: %s", b->al[i].def.name, b->al[i].def.describe);
     if (b->o.timeout_s)
-        fprintf(f, "\nwatchdog    : the measuring runs in a child process; an allocator it "
-                   "dies in, or that makes no\n              progress for %u s (--timeout), is "
-                   "left out and the run starts again",
+        fprintf(f,
+                "\nwatchdog    : the measuring runs in a child process; an allocator it "
+                "dies in, or that makes no\n              progress for %u s (--timeout), is "
+                "left out and the run starts again",
                 b->o.timeout_s);
     fprintf(f, "\nfloor       : the same timing loop and call (through a function pointer "
                "to a wrapper that jumps),\n              to a function that does nothing\n");
@@ -96,15 +100,15 @@ static void print_failed(FILE *f, const struct bench *b)
         if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
         fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->def.name, a->fail.msg);
-        fprintf(f, "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
-                   "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
-                   "--sweep-ops %llu%s\n",
-                a->def.plugin_path ? " --plugin " : "",
-                a->def.plugin_path ? a->def.plugin_path : "",
-                a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
-                (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
-                o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops,
-                timeout);
+        fprintf(
+            f,
+            "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
+            "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
+            "--sweep-ops %llu%s\n",
+            a->def.plugin_path ? " --plugin " : "", a->def.plugin_path ? a->def.plugin_path : "",
+            a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
+            (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
+            o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops, timeout);
     }
     if (b->skipped[0])
         fprintf(f, "note: %s\n", b->skipped);
@@ -120,12 +124,14 @@ static void print_notes(FILE *f, const struct bench *b)
         for (unsigned bk = 0; b->ran_sweep && bk < SWEEP_BUCKETS; bk++)
             sweep_failed += a->sweep_failed[bk];
         if (a->failed_allocs)
-            fprintf(f, "note: %s failed %llu allocations in the measured rounds (heap too "
-                       "small?); their frees were skipped, not timed\n",
+            fprintf(f,
+                    "note: %s failed %llu allocations in the measured rounds (heap too "
+                    "small?); their frees were skipped, not timed\n",
                     a->def.name, (unsigned long long)a->failed_allocs);
         if (a->fill_failed_allocs)
-            fprintf(f, "note: %s failed %llu allocations in the free-order fills (heap too "
-                       "small?); their frees were skipped, not timed\n",
+            fprintf(f,
+                    "note: %s failed %llu allocations in the free-order fills (heap too "
+                    "small?); their frees were skipped, not timed\n",
                     a->def.name, (unsigned long long)a->fill_failed_allocs);
         if (sweep_failed)
             fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->def.name,
@@ -134,8 +140,9 @@ static void print_notes(FILE *f, const struct bench *b)
             fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->def.name,
                     (unsigned long long)a->free_errors);
         if (a->check_failures)
-            fprintf(f, "WARNING: %s: heap check failed (or blocks left live) after %llu "
-                       "passes\n",
+            fprintf(f,
+                    "WARNING: %s: heap check failed (or blocks left live) after %llu "
+                    "passes\n",
                     a->def.name, (unsigned long long)a->check_failures);
     }
     print_failed(f, b);
@@ -217,7 +224,7 @@ const char *bench_api_name(const struct allocator *a)
     case TK_FROM_TYPED: return "rtm_tlsf_typed";
     case TK_FROM_GLIBC: return "glibc";
     case TK_FROM_PEER:
-    case TK_FROM_PLUGIN: return a->def.origin;   /* "peer" or "plugin" */
+    case TK_FROM_PLUGIN: return a->def.origin; /* "peer" or "plugin" */
     }
     return "unknown";
 }
@@ -234,9 +241,10 @@ static void json_failed(struct tk_json *j, const struct bench *b)
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_string(j, "api", bench_api_name(a));
-        tk_json_kv_string(j, "kind", a->fail.timed_out ? "timeout"
-                                     : a->fail.signal ? "crash"
-                                                      : "error");
+        tk_json_kv_string(j, "kind",
+                          a->fail.timed_out ? "timeout"
+                          : a->fail.signal  ? "crash"
+                                            : "error");
         tk_json_kv_string(j, "signal", sig[0] ? sig : NULL);
         tk_json_kv_string(j, "where", bench_where(&a->fail.where, where, sizeof(where)));
         tk_json_kv_string(j, "message", a->fail.msg);
@@ -258,8 +266,9 @@ void bench_report(const struct tk_session *s, FILE *f)
 void bench_facts(const struct tk_session *s, struct tk_facts *out)
 {
     const struct bench *b = s->state;
-    *out = (struct tk_facts){.machine = &b->mf, .timer = &b->timer, .rt = &b->rt,
-                             .has_seed = true, .seed = b->o.seed};
+    *out = (struct tk_facts){
+        .machine = &b->mf, .timer = &b->timer, .rt = &b->rt, .has_seed = true, .seed = b->o.seed
+    };
 }
 
 void bench_json(const struct tk_session *s, struct tk_json *j)

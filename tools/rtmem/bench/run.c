@@ -35,8 +35,8 @@ static const struct tk_kinds_spec kinds_spec = {
 static int select_allocators(struct bench *b, const struct tk_args *cli, int argc, char **argv)
 {
     struct tk_kinds *k = &b->kinds;
-    int rc = tk_kinds_select(k, &kinds_spec, cli, b->o.kinds_arg, b->o.plugin_paths,
-                             b->o.n_plugins, argc, argv);
+    int rc = tk_kinds_select(k, &kinds_spec, cli, b->o.kinds_arg, b->o.plugin_paths, b->o.n_plugins,
+                             argc, argv);
     if (rc != 0)
         return rc;
     struct allocator *fl = &b->al[b->n_al++];
@@ -55,20 +55,20 @@ static int select_allocators(struct bench *b, const struct tk_args *cli, int arg
 /* One allocator's result arrays, each in shared memory (one mapping per
  * array keeps the sizes simple to give back). */
 struct result_array {
-    size_t offset;     /* of the pointer in struct allocator */
+    size_t offset; /* of the pointer in struct allocator */
     size_t elem;
-    int count;         /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+    int count; /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
 };
 
 static const struct result_array result_arrays[] = {
-    {offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1},
-    {offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0},
-    {offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2},
-    {offsetof(struct allocator, sweep_free_ns), sizeof(double), 2},
-    {offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2},
+    { offsetof(struct allocator, rounds[0]), sizeof(struct tk_summary), 0 },
+    { offsetof(struct allocator, rounds[1]), sizeof(struct tk_summary), 0 },
+    { offsetof(struct allocator, fill_alloc), sizeof(struct tk_summary), 1 },
+    { offsetof(struct allocator, fill_free[FILL_IN_ORDER]), sizeof(struct tk_summary), 0 },
+    { offsetof(struct allocator, fill_free[FILL_SHUFFLED]), sizeof(struct tk_summary), 0 },
+    { offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2 },
+    { offsetof(struct allocator, sweep_free_ns), sizeof(double), 2 },
+    { offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2 },
 };
 
 #define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
@@ -109,7 +109,7 @@ static void reset_results(struct bench *b)
         memset(a->agg, 0, sizeof(a->agg));
         memset(&a->fill_alloc_agg, 0, sizeof(a->fill_alloc_agg));
         memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
-        memset(&a->mem, 0, sizeof(a->mem));   /* the previous process's */
+        memset(&a->mem, 0, sizeof(a->mem)); /* the previous process's */
         a->heap = NULL;
         a->tlsf = NULL;
         a->loaded_heap = NULL;
@@ -156,13 +156,14 @@ static int allocate_work(struct bench *b)
 void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
                      bool warmup)
 {
-    b->now = (struct bench_running){.set = true, .al = al, .phase = phase, .round = round,
-                                    .warmup = warmup};
+    b->now = (struct bench_running){
+        .set = true, .al = al, .phase = phase, .round = round, .warmup = warmup
+    };
     tk_child_beat(&b->beat);
 }
 
 /* The measuring process's exit statuses beyond 0 and 1. */
-#define MEASURE_NO_STDOUT 3   /* the header could not be written (reported) */
+#define MEASURE_NO_STDOUT 3 /* the header could not be written (reported) */
 
 /* The measuring process: the real-time setup, the heaps, the memory lock,
  * the header (first attempt only), every phase. Its results go to the
@@ -171,8 +172,11 @@ static int measure(void *arg)
 {
     struct bench *b = arg;
     struct tk_rt_request req = {
-        .pin = !b->o.no_rt, .cpu = b->o.cpu, .fifo = !b->o.no_rt,
-        .priority = b->o.priority, .lock = false,   /* once mapped, below */
+        .pin = !b->o.no_rt,
+        .cpu = b->o.cpu,
+        .fifo = !b->o.no_rt,
+        .priority = b->o.priority,
+        .lock = false, /* once mapped, below */
     };
     tk_rt_setup(&req, &b->rt);
     if (allocate_work(b) != 0) {
@@ -206,7 +210,7 @@ static int measure(void *arg)
     return 0;
 }
 
-static const char *const phase_names[] = {"setup", "main phase", "free-order phase", "sweep"};
+static const char *const phase_names[] = { "setup", "main phase", "free-order phase", "sweep" };
 
 const char *bench_where(const struct bench_running *w, char *buf, size_t size)
 {
@@ -229,9 +233,8 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
 {
     char sig[64], where[96];
     const char *how = r->end == TK_CHILD_TIMED_OUT ? "hung"
-                      : r->end == TK_CHILD_KILLED
-                          ? tk_signal_describe(r->code, sig, sizeof(sig))
-                          : "exited";
+                      : r->end == TK_CHILD_KILLED  ? tk_signal_describe(r->code, sig, sizeof(sig))
+                                                   : "exited";
     if (!b->now.set || b->now.al == 0 || b->now.al >= b->n_al) {
         if (r->end == TK_CHILD_EXITED)
             fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
@@ -249,13 +252,15 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
     f->where = b->now;
     bench_where(&b->now, where, sizeof(where));
     if (f->timed_out)
-        snprintf(f->msg, sizeof(f->msg), "%s: hung: no progress for %u s (--timeout), killed "
-                 "with SIGKILL", where, b->o.timeout_s);
+        snprintf(f->msg, sizeof(f->msg),
+                 "%s: hung: no progress for %u s (--timeout), killed "
+                 "with SIGKILL",
+                 where, b->o.timeout_s);
     else if (r->end == TK_CHILD_KILLED)
         snprintf(f->msg, sizeof(f->msg), "%s: crashed: killed by %s", where, how);
     else
-        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d",
-                 where, r->code);
+        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d", where,
+                 r->code);
     fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->def.name,
             f->msg);
     return 0;
@@ -265,8 +270,8 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
  * allocator it dies in. Returns 0, or 1 (reported). */
 static int measure_all(struct bench *b)
 {
-    const struct tk_child_opts co = {.timeout_s = b->o.timeout_s,
-                                     .watch_priority = b->watch_priority};
+    const struct tk_child_opts co = { .timeout_s = b->o.timeout_s,
+                                      .watch_priority = b->watch_priority };
     /* Each attempt leaves one allocator out or ends the run. */
     for (size_t attempt = 0; attempt < b->n_al; attempt++) {
         struct tk_child_result r;
@@ -339,7 +344,7 @@ enum tk_run_end bench_run(struct tk_session *s)
     /* The timer is calibrated under the real-time setup the measuring gets;
      * then the parent, which only waits, gives it up. */
     struct tk_rt_state parent_rt;
-    const struct tk_run_opts ro = {b->prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS};
+    const struct tk_run_opts ro = { b->prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS };
     int status = tk_run_setup(&ro, &parent_rt, &b->timer, &b->mf) == 0 ? 0 : 1;
     b->watch_priority = watch_priority(b, parent_rt.fifo.granted);
     tk_rt_undo(&parent_rt);

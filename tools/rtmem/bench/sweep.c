@@ -33,7 +33,7 @@ void bench_run_sweep(struct bench *b)
                 continue;
             tk_rt_breather(&b->rt);
             bench_mark_pass(b, i, PH_SWEEP, bk, false);
-            bench_run_pass(b, a, &out);   /* warm-up for this size range */
+            bench_run_pass(b, a, &out); /* warm-up for this size range */
             bench_run_pass(b, a, &out);
             a->sweep_alloc_ns[bk] = mean_ns(b, out.alloc_ticks);
             a->sweep_free_ns[bk] = mean_ns(b, out.free_ticks);
@@ -73,23 +73,23 @@ void bench_print_sweep(FILE *f, const struct bench *b)
     struct tk_col cols[BENCH_MAX_ALLOCATORS];
     const char *cells[BENCH_MAX_ALLOCATORS];
     char buf[BENCH_MAX_ALLOCATORS][32];
-    size_t n = b->n_al;   /* column 0: sizes; columns 1..: allocators but the floor */
+    size_t n = b->n_al; /* column 0: sizes; columns 1..: allocators but the floor */
 
-    fprintf(f, "\nsize sweep: %.2f s. Mean alloc+free pair in ns minus the floor (%.1f ns), by "
-               "request size;\nevery %uth of %u buckets shown (all in the JSON), last row: mean "
-               "over all buckets\n",
+    fprintf(f,
+            "\nsize sweep: %.2f s. Mean alloc+free pair in ns minus the floor (%.1f ns), by "
+            "request size;\nevery %uth of %u buckets shown (all in the JSON), last row: mean "
+            "over all buckets\n",
             b->sweep_seconds, b->sweep_floor_ns, SWEEP_PRINT_EVERY, SWEEP_BUCKETS);
-    cols[0] = (struct tk_col){"size, B", 12, true};
+    cols[0] = (struct tk_col){ "size, B", 12, true };
     for (size_t i = 1; i < n; i++) {
         int w = (int)strlen(b->al[i].def.name);
-        cols[i] = (struct tk_col){b->al[i].def.name, w < 8 ? 8 : w, false};
+        cols[i] = (struct tk_col){ b->al[i].def.name, w < 8 ? 8 : w, false };
     }
     tk_table_header(f, cols, n);
     for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++) {
         if (bk % SWEEP_PRINT_EVERY != 0 && bk != SWEEP_BUCKETS - 1)
             continue;
-        snprintf(buf[0], 32, "%u..%u", bk * SWEEP_BUCKET_BYTES,
-                 (bk + 1) * SWEEP_BUCKET_BYTES - 1);
+        snprintf(buf[0], 32, "%u..%u", bk * SWEEP_BUCKET_BYTES, (bk + 1) * SWEEP_BUCKET_BYTES - 1);
         cells[0] = buf[0];
         for (size_t i = 1; i < n; i++)
             cells[i] = tk_fmt_double(buf[i], 32, sweep_net(b, &b->al[i], bk), 1);

@@ -26,8 +26,8 @@
 struct job {
     struct memcheck *m;
     struct mc_target *t;
-    enum mc_phase phase;      /* the phase to run, or the first one (sizing) */
-    const size_t *heaps;      /* sizing: the heap sizes */
+    enum mc_phase phase; /* the phase to run, or the first one (sizing) */
+    const size_t *heaps; /* sizing: the heap sizes */
     size_t n_heaps;
 };
 
@@ -119,8 +119,11 @@ static int child_begin(struct job *j, bool work)
 {
     struct memcheck *m = j->m;
     struct tk_rt_request req = {
-        .pin = !m->o->no_rt, .cpu = m->o->cpu, .fifo = !m->o->no_rt,
-        .priority = m->o->priority, .lock = false,   /* once mapped */
+        .pin = !m->o->no_rt,
+        .cpu = m->o->cpu,
+        .fifo = !m->o->no_rt,
+        .priority = m->o->priority,
+        .lock = false, /* once mapped */
     };
     bool carried = m->sh->have_rt;
     uint64_t busy_since = m->sh->rt.busy_since_ns;
@@ -135,8 +138,7 @@ static int child_begin(struct job *j, bool work)
     int rc = tk_arena_open(&m->arena, m->arena_bytes);
     if (rc != 0) {
         char what[128];
-        snprintf(what, sizeof(what), "mmap of a %zu-byte arena: %s", m->arena_bytes,
-                 strerror(-rc));
+        snprintf(what, sizeof(what), "mmap of a %zu-byte arena: %s", m->arena_bytes, strerror(-rc));
         fail_as(j->t, MC_FAIL_ERROR, j->phase, 0, what, NULL);
         return -1;
     }
@@ -165,15 +167,17 @@ static int size_job(void *arg)
     struct mc_target *t = j->t;
     if (child_begin(j, false) != 0)
         return 1;
-    t->now = (struct mc_running){.set = true, .sizing = true, .phase = j->phase};
+    t->now = (struct mc_running){ .set = true, .sizing = true, .phase = j->phase };
     for (size_t k = 0; k < j->n_heaps; k++) {
         struct tk_heap_info info;
         tk_child_beat(&t->beat);
         int rc = tk_alloc_size(&t->a, &j->m->arena, j->heaps[k], &info);
         if (rc != 0) {
             char what[256];
-            snprintf(what, sizeof(what), "no heap of usable size %zu fits the arena of %zu "
-                     "bytes: %s", j->heaps[k], j->m->arena.bytes, strerror(-rc));
+            snprintf(what, sizeof(what),
+                     "no heap of usable size %zu fits the arena of %zu "
+                     "bytes: %s",
+                     j->heaps[k], j->m->arena.bytes, strerror(-rc));
             fail_as(t, MC_FAIL_ERROR, j->phase, 0, what, "sizing its heaps");
             break;
         }
@@ -273,8 +277,10 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
         fail_as(t, MC_FAIL_CRASH, in, r->code, what, where);
         break;
     case TK_CHILD_TIMED_OUT:
-        snprintf(what, sizeof(what), "hung: no progress for %u s (--timeout), killed with "
-                 "SIGKILL", m->o->timeout_s);
+        snprintf(what, sizeof(what),
+                 "hung: no progress for %u s (--timeout), killed with "
+                 "SIGKILL",
+                 m->o->timeout_s);
         fail_as(t, MC_FAIL_TIMEOUT, in, 0, what, where);
         break;
     case TK_CHILD_NOT_STARTED:
@@ -287,8 +293,8 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
 
 static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 {
-    const struct tk_child_opts co = {.timeout_s = m->o->timeout_s,
-                                     .watch_priority = m->watch_priority};
+    const struct tk_child_opts co = { .timeout_s = m->o->timeout_s,
+                                      .watch_priority = m->watch_priority };
     struct tk_child_result r;
     memset(&j->t->now, 0, sizeof(j->t->now));
     tk_child_run(fn, j, &j->t->beat, &co, &r);
@@ -298,12 +304,12 @@ static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 
 int mc_child_size(struct memcheck *m, struct mc_target *t, const size_t *heaps, size_t n)
 {
-    struct job j = {.m = m, .t = t, .phase = first_phase(m), .heaps = heaps, .n_heaps = n};
+    struct job j = { .m = m, .t = t, .phase = first_phase(m), .heaps = heaps, .n_heaps = n };
     return run_job(m, &j, size_job);
 }
 
 int mc_child_phase(struct memcheck *m, struct mc_target *t, enum mc_phase phase)
 {
-    struct job j = {.m = m, .t = t, .phase = phase};
+    struct job j = { .m = m, .t = t, .phase = phase };
     return run_job(m, &j, phase_job);
 }

@@ -15,7 +15,7 @@
 
 /* The workload: an operation is a request size, or MC_OP_FREE | index of
  * the victim in the array of live blocks (swap-remove). */
-#define MC_OP_FREE        0x80000000u
+#define MC_OP_FREE         0x80000000u
 #define MC_CHURN_MIN_BYTES ((size_t)16)
 
 /* A progress mark every this many operations (a power of two). */
@@ -54,7 +54,7 @@ size_t mc_churn_capacity(const struct memcheck *m)
 static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, size_t *ramp)
 {
     uint64_t rng = seed;
-    uint32_t *live_sizes = m->sizes;   /* scratch until the run */
+    uint32_t *live_sizes = m->sizes; /* scratch until the run */
     size_t live = 0, live_bytes = 0, n = 0, steady = 0;
     uint32_t next = churn_size(&rng, m->o->churn_max_bytes);
     *ramp = 0;
@@ -128,8 +128,9 @@ static int churn_sample(struct mc_target *t, const struct mc_test *c, uint64_t o
     if (have_stats && st.largest_free_bytes > 0) {
         void *p = a->alloc(a->ctx, st.largest_free_bytes);
         if (!p)
-            return mc_failf(t, c, "after %llu ops, largest_free_bytes (%zu) cannot be allocated, "
-                                  "though rtm_heap_stats promises it can",
+            return mc_failf(t, c,
+                            "after %llu ops, largest_free_bytes (%zu) cannot be allocated, "
+                            "though rtm_heap_stats promises it can",
                             (unsigned long long)op, st.largest_free_bytes);
         if (a->free(a->ctx, p) != 0)
             return mc_failf(t, c, "free refused a probe's block");
@@ -149,14 +150,14 @@ static int churn_sample(struct mc_target *t, const struct mc_test *c, uint64_t o
 }
 
 struct churn_state {
-    size_t live;           /* entries of m->blocks / m->sizes */
-    size_t live_bytes;     /* usable bytes of the live blocks (without statistics) */
-    struct mc_probe span;     /* TK_PROCESS: the blocks' address span */
+    size_t live;          /* entries of m->blocks / m->sizes */
+    size_t live_bytes;    /* usable bytes of the live blocks (without statistics) */
+    struct mc_probe span; /* TK_PROCESS: the blocks' address span */
 };
 
 /* One churn operation, the call alone timed; recorded if steady. */
-static int churn_op(struct memcheck *m, struct mc_target *t, const struct mc_test *c,
-                    uint32_t op, bool steady, struct churn_state *cs)
+static int churn_op(struct memcheck *m, struct mc_target *t, const struct mc_test *c, uint32_t op,
+                    bool steady, struct churn_state *cs)
 {
     struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
@@ -228,7 +229,7 @@ static int churn_drain(struct mc_target *t, const struct mc_test *c, struct memc
 
 static void churn_summaries(struct memcheck *m, struct mc_churn *ch)
 {
-    struct tk_samples *s[2] = {&m->alloc_s, &m->free_s};
+    struct tk_samples *s[2] = { &m->alloc_s, &m->free_s };
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < s[k]->n; i++)
             s[k]->v[i] = s[k]->v[i] > m->sub_ticks ? s[k]->v[i] - m->sub_ticks : 0;
@@ -240,16 +241,17 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
 {
     struct tk_alloc *a = &t->a;
     struct mc_churn *ch = &t->churn;
-    struct mc_test c = {.phase = MC_PH_CHURN, .heap = m->o->churn_heap_bytes};
+    struct mc_test c = { .phase = MC_PH_CHURN, .heap = m->o->churn_heap_bytes };
     uint64_t t0 = tk_clock_ns();
     mc_mark_test(t, &c);
     if (mc_create_heap(m, t, &c) != 0)
         return -1;
     size_t target = a->cur.usable_bytes / 100 * m->o->churn_fill_pct, ramp;
     size_t n = churn_generate(m, target, m->o->seed ^ mc_phase_salt[MC_PH_CHURN], &ramp);
-    uint64_t every = m->o->churn_sample_every ? m->o->churn_sample_every
-                                             : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
-    struct churn_state cs = {.span = {.use_span = a->sort == TK_PROCESS, .lo = UINTPTR_MAX}};
+    uint64_t every = m->o->churn_sample_every
+                         ? m->o->churn_sample_every
+                         : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
+    struct churn_state cs = { .span = { .use_span = a->sort == TK_PROCESS, .lo = UINTPTR_MAX } };
 
     ch->heap_bytes = a->cur.usable_bytes;
     ch->failed_max_ns = NAN;
@@ -324,13 +326,15 @@ void mc_churn_print(FILE *f, const struct memcheck *m)
     if (!any)
         return;
     char sz[32];
-    fprintf(f, "\n== churn: heap %s, steady fill %u%% of it in requested bytes, requests "
-               "16..%zu B (each power-of-two\n   octave equally likely), %llu operations after "
-               "an untimed ramp; fragmentation sampled every %llu ops\n",
+    fprintf(f,
+            "\n== churn: heap %s, steady fill %u%% of it in requested bytes, requests "
+            "16..%zu B (each power-of-two\n   octave equally likely), %llu operations after "
+            "an untimed ramp; fragmentation sampled every %llu ops\n",
             mc_fmt_size(sz, sizeof(sz), m->o->churn_heap_bytes), m->o->churn_fill_pct,
             m->o->churn_max_bytes, (unsigned long long)m->o->churn_ops,
-            (unsigned long long)(m->o->churn_sample_every ? m->o->churn_sample_every
-                                 : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1)));
+            (unsigned long long)(m->o->churn_sample_every
+                                     ? m->o->churn_sample_every
+                                     : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1)));
     int w = mc_name_width(m);
     fprintf(f, "  %-*s %-5s %9s %8s %7s %7s %7s %8s %8s  %s\n", w, "allocator", "op", "count",
             "avg", "p50", "p99", "p99.9", "p99.99", "max", "(ns)");
@@ -351,9 +355,11 @@ void mc_churn_print(FILE *f, const struct memcheck *m)
             continue;
         fprintf(f, "  %-*s ", w, m->t[i].a.name);
         if (mc_is_process(&m->t[i]))
-            fprintf(f, "- (does not apply: a process allocator's free memory is whatever its "
-                       "heap holds from before;\n  %*s the raw samples, inside the span of "
-                       "its churn blocks, are in the JSON)\n", w, "");
+            fprintf(f,
+                    "- (does not apply: a process allocator's free memory is whatever its "
+                    "heap holds from before;\n  %*s the raw samples, inside the span of "
+                    "its churn blocks, are in the JSON)\n",
+                    w, "");
         else if (!(m->t[i].a.applies & TK_APPLY_STATS))
             fprintf(f, "- (does not apply: no stats, so its free bytes are unknown; estimates "
                        "in the JSON)\n");
@@ -414,4 +420,3 @@ void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_appli
     tk_json_end_array(j);
     tk_json_end_object(j);
 }
-

@@ -45,22 +45,22 @@
 /* Limits on the options: they bound the work and the memory of a run (about
  * 32 bytes per byte of the largest heap: room for a fill of 1-byte blocks,
  * their timings and sizes). */
-#define MC_MAX_HEAP_BYTES  ((size_t)32 << 20)
-#define MC_MAX_ROUNDS      1000000u
-#define MC_MAX_CHURN_OPS   4000000u
-#define MC_MAX_HEAP_SIZES  32
+#define MC_MAX_HEAP_BYTES    ((size_t)32 << 20)
+#define MC_MAX_ROUNDS        1000000u
+#define MC_MAX_CHURN_OPS     4000000u
+#define MC_MAX_HEAP_SIZES    32
 /* Room for every allocator a run can select (common/kinds.h). */
-#define MC_MAX_TARGETS     TK_MAX_ALLOCS
-#define MC_MAX_PLUGINS     TK_MAX_PLUGINS
+#define MC_MAX_TARGETS       TK_MAX_ALLOCS
+#define MC_MAX_PLUGINS       TK_MAX_PLUGINS
 /* --timeout: seconds a test process may go without progress. */
 #define MC_DEFAULT_TIMEOUT_S 60u
 #define MC_MAX_TIMEOUT_S     86400u
 
 enum mc_phase {
-    MC_PH_POW2,      /* power-of-two block sizes */
-    MC_PH_RANDOM,    /* random block sizes */
-    MC_PH_PATTERN,   /* pattern checks, functional only */
-    MC_PH_CHURN,     /* interleaved alloc/free at a steady fill level */
+    MC_PH_POW2,    /* power-of-two block sizes */
+    MC_PH_RANDOM,  /* random block sizes */
+    MC_PH_PATTERN, /* pattern checks, functional only */
+    MC_PH_CHURN,   /* interleaved alloc/free at a steady fill level */
     MC_PHASES,
 };
 
@@ -72,18 +72,18 @@ enum mc_format { MC_FORMAT_NS, MC_FORMAT_SMOKEY };
 
 /* The options (cli.c's table sets them). */
 struct mc_opts {
-    size_t seq_heap_bytes;        /* seq_heap_size */
-    uint32_t random_rounds;       /* random_alloc_rounds */
-    size_t pattern_heap_bytes;    /* pattern_heap_size */
-    uint32_t pattern_rounds;      /* pattern_check_rounds */
-    int max_results;              /* rows per sorted table; -1 all by heap size, 0 none */
+    size_t seq_heap_bytes;     /* seq_heap_size */
+    uint32_t random_rounds;    /* random_alloc_rounds */
+    size_t pattern_heap_bytes; /* pattern_heap_size */
+    uint32_t pattern_rounds;   /* pattern_check_rounds */
+    int max_results;           /* rows per sorted table; -1 all by heap size, 0 none */
     uint64_t churn_ops;
     size_t churn_heap_bytes;
-    unsigned churn_fill_pct;      /* steady fill, % of the heap in requested bytes */
-    size_t churn_max_bytes;       /* largest churn request */
-    uint64_t churn_sample_every;  /* ops between fragmentation samples; 0: ops / 100 */
+    unsigned churn_fill_pct;     /* steady fill, % of the heap in requested bytes */
+    size_t churn_max_bytes;      /* largest churn request */
+    uint64_t churn_sample_every; /* ops between fragmentation samples; 0: ops / 100 */
     uint64_t seed;
-    int cpu;                      /* -1: the last allowed CPU */
+    int cpu; /* -1: the last allowed CPU */
     int priority;
     bool no_rt;
     bool compat;
@@ -91,34 +91,34 @@ struct mc_opts {
     bool true_overhead;
     bool progress;
     bool quick;
-    bool no_json_rows;            /* the JSON without per-test rows */
-    unsigned timeout_s;           /* without progress, a test process is killed; 0: never */
-    int format;                   /* enum mc_format */
-    unsigned phases;              /* 1 << enum mc_phase */
-    bool no_churn;                /* --no-churn: phases lose churn once parsed */
-    const char *kinds_arg;        /* NULL: every allocator */
+    bool no_json_rows;     /* the JSON without per-test rows */
+    unsigned timeout_s;    /* without progress, a test process is killed; 0: never */
+    int format;            /* enum mc_format */
+    unsigned phases;       /* 1 << enum mc_phase */
+    bool no_churn;         /* --no-churn: phases lose churn once parsed */
+    const char *kinds_arg; /* NULL: every allocator */
     const char *json_path;
-    const char *plugin_paths[MC_MAX_PLUGINS];   /* --plugin, in order */
+    const char *plugin_paths[MC_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
 };
 
 /* One test of a sequential phase, as smokey's runstats plus rtmem's extras.
  * Times in ns (NaN when there is nothing to show); percentages. */
 struct mc_row {
-    size_t heap_bytes;            /* usable size of the heap tested (H) */
-    size_t block_bytes;           /* B */
+    size_t heap_bytes;  /* usable size of the heap tested (H) */
+    size_t block_bytes; /* B */
     size_t nrblocks;
-    size_t user_bytes;            /* nrblocks * B */
-    size_t maximum_free;          /* bytes freed when fragmentation was probed */
-    size_t largest_free;          /* largest probe that fit then */
-    unsigned flags;               /* MC_F_* */
+    size_t user_bytes;   /* nrblocks * B */
+    size_t maximum_free; /* bytes freed when fragmentation was probed */
+    size_t largest_free; /* largest probe that fit then */
+    unsigned flags;      /* MC_F_* */
     double avg_alloc_ns, avg_free_ns;
     double p99_alloc_ns, p99_free_ns;
     double max_alloc_ns, max_free_ns;
-    double fail_alloc_ns;         /* the failing final allocation */
-    double overhead_pct;          /* OVRH% */
-    double true_overhead_pct;     /* counting metadata outside H */
-    double frag_pct;              /* FRAG% */
+    double fail_alloc_ns;     /* the failing final allocation */
+    double overhead_pct;      /* OVRH% */
+    double true_overhead_pct; /* counting metadata outside H */
+    double frag_pct;          /* FRAG% */
 };
 
 /* Overall lines of one phase of one allocator (smokey's dump_stats, plus
@@ -138,7 +138,7 @@ struct mc_seq {
     struct mc_row *rows;
     size_t n, cap;
     double seconds;
-    long minor_faults;            /* its test process's during the phase; -1 unknown */
+    long minor_faults; /* its test process's during the phase; -1 unknown */
     bool ran;
     struct mc_overall all;
 };
@@ -151,17 +151,17 @@ struct mc_pattern {
 };
 
 struct mc_frag_sample {
-    uint64_t op;                  /* steady-state operations done */
-    size_t free_bytes;            /* heap free bytes (budget left for TK_PROCESS) */
-    size_t largest_bytes;         /* largest request that fit (probe) */
+    uint64_t op;          /* steady-state operations done */
+    size_t free_bytes;    /* heap free bytes (budget left for TK_PROCESS) */
+    size_t largest_bytes; /* largest request that fit (probe) */
     double frag_pct;
 };
 
 struct mc_churn {
     bool ran;
     double seconds;
-    size_t heap_bytes;            /* usable */
-    uint64_t ramp_allocs;         /* untimed fill up to the steady level */
+    size_t heap_bytes;    /* usable */
+    uint64_t ramp_allocs; /* untimed fill up to the steady level */
     uint64_t ops, allocs, frees, failed_allocs, skipped_frees;
     double failed_max_ns;
     struct tk_summary alloc, free;
@@ -170,29 +170,29 @@ struct mc_churn {
 };
 
 enum mc_fail_kind {
-    MC_FAIL_CHECK,     /* a functional check failed */
-    MC_FAIL_CRASH,     /* the allocator's test process died of a signal */
-    MC_FAIL_TIMEOUT,   /* it made no progress within --timeout: killed */
-    MC_FAIL_ERROR,     /* the harness could not run it (its process's setup failed) */
+    MC_FAIL_CHECK,   /* a functional check failed */
+    MC_FAIL_CRASH,   /* the allocator's test process died of a signal */
+    MC_FAIL_TIMEOUT, /* it made no progress within --timeout: killed */
+    MC_FAIL_ERROR,   /* the harness could not run it (its process's setup failed) */
 };
 
 struct mc_failure {
     bool failed;
     enum mc_fail_kind kind;
     enum mc_phase phase;
-    int signal;                   /* MC_FAIL_CRASH: the signal */
+    int signal; /* MC_FAIL_CRASH: the signal */
     char msg[768];
 };
 
 /* The test a test process is in, written before the test starts, so that
  * the parent can name it if the process dies there. */
 struct mc_running {
-    bool set;                     /* a test (or the sizing) has started */
-    bool sizing;                  /* sizing the heaps, before any test */
+    bool set;    /* a test (or the sizing) has started */
+    bool sizing; /* sizing the heaps, before any test */
     enum mc_phase phase;
-    size_t index;                 /* the test's number in its phase */
+    size_t index; /* the test's number in its phase */
     size_t heap, block;
-    unsigned flags;               /* MC_F_* */
+    unsigned flags; /* MC_F_* */
 };
 
 /* One allocator under test and everything it produced. Targets live in
@@ -200,13 +200,13 @@ struct mc_running {
  * their results there as they go. */
 struct mc_target {
     struct tk_alloc a;
-    tk_child_mark beat;           /* the test process's latest progress */
+    tk_child_mark beat; /* the test process's latest progress */
     struct mc_running now;
-    struct mc_seq seq[2];         /* [MC_PH_POW2], [MC_PH_RANDOM] */
+    struct mc_seq seq[2]; /* [MC_PH_POW2], [MC_PH_RANDOM] */
     struct mc_pattern pattern;
     struct mc_churn churn;
     struct mc_failure fail;
-    time_t started, finished;     /* for smokey's "started/finished at" */
+    time_t started, finished; /* for smokey's "started/finished at" */
 };
 
 struct mc_progress {
@@ -217,44 +217,44 @@ struct mc_progress {
 
 /* What the test processes report to the parent, in shared memory. */
 struct mc_shared {
-    struct tk_rt_state rt;        /* the real-time setup the latest one had */
+    struct tk_rt_state rt; /* the real-time setup the latest one had */
     bool have_rt;
-    struct tk_arena arena;        /* its arena (the address is its own) */
-    unsigned rests;               /* throttle rests of them all */
+    struct tk_arena arena; /* its arena (the address is its own) */
+    unsigned rests;        /* throttle rests of them all */
     struct mc_target t[MC_MAX_TARGETS];
 };
 
 /* One run: the driver's session state (struct tk_session.state). */
 struct memcheck {
-    const struct mc_opts *o;      /* the session's, parsed */
+    const struct mc_opts *o; /* the session's, parsed */
     /* The parent's own setup (for the timer calibration, then undone); in
      * a test process, its real-time setup. */
     struct tk_rt_state rt;
     struct tk_timer timer;
     struct tk_machine mf;
-    struct tk_arena arena;        /* a test process's own */
-    size_t arena_bytes;           /* the size of every test process's arena */
-    int watch_priority;           /* the watchdog's SCHED_FIFO priority; 0 none */
+    struct tk_arena arena; /* a test process's own */
+    size_t arena_bytes;    /* the size of every test process's arena */
+    int watch_priority;    /* the watchdog's SCHED_FIFO priority; 0 none */
     struct mc_shared *sh;
-    struct mc_target *t;          /* sh->t */
+    struct mc_target *t; /* sh->t */
     size_t n_t;
     /* The allocators selected, the plugins they point into and those
      * skipped: as long as the run. */
     struct tk_kinds kinds;
-    size_t heap_sizes[MC_MAX_HEAP_SIZES];   /* the H of the sequential phases */
+    size_t heap_sizes[MC_MAX_HEAP_SIZES]; /* the H of the sequential phases */
     size_t n_heap_sizes;
 
     /* Work buffers of a test process, allocated and touched in it before
      * any timing. */
     void **blocks;
-    uint32_t *sizes;              /* per-block sizes (pattern), live sizes (churn) */
-    uint32_t *order;              /* free order (pattern) */
+    uint32_t *sizes; /* per-block sizes (pattern), live sizes (churn) */
+    uint32_t *order; /* free order (pattern) */
     size_t blocks_cap;
-    uint32_t *churn_ops;          /* the churn workload */
+    uint32_t *churn_ops; /* the churn workload */
     size_t churn_cap;
     struct tk_samples alloc_s, free_s;
 
-    uint64_t sub_ticks;           /* subtracted from each sample (--subtract-timer-overhead) */
+    uint64_t sub_ticks; /* subtracted from each sample (--subtract-timer-overhead) */
     struct mc_progress progress;
     double seconds;
 };
@@ -272,10 +272,10 @@ struct mc_test {
  * address span a process allocator's probes must fall in. */
 struct mc_probe {
     bool done;
-    size_t user_bytes;      /* requested bytes of the fill */
-    size_t maximum_free;    /* bytes freed when probed */
-    size_t largest_free;    /* largest probe that fit */
-    bool use_span;          /* TK_PROCESS: a probe fits only inside [lo, hi) */
+    size_t user_bytes;   /* requested bytes of the fill */
+    size_t maximum_free; /* bytes freed when probed */
+    size_t largest_free; /* largest probe that fit */
+    bool use_span;       /* TK_PROCESS: a probe fits only inside [lo, hi) */
     uintptr_t lo, hi;
     bool free_refused;
 };
@@ -313,8 +313,7 @@ int mc_failf(struct mc_target *t, const struct mc_test *c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Progress on stderr (when on): a phase of total units, done so far. */
 void mc_progress_begin(struct memcheck *m, size_t total);
-void mc_progress_step(struct memcheck *m, const struct mc_target *t, enum mc_phase ph,
-                      size_t done);
+void mc_progress_step(struct memcheck *m, const struct mc_target *t, enum mc_phase ph, size_t done);
 void mc_progress_end(const struct memcheck *m);
 /* Does a block of size bytes fit now (inside pr's span for a process
  * allocator)? Untimed; the block is freed again. */
@@ -352,8 +351,7 @@ struct mc_keyed *mc_sorted_rows(const struct memcheck *m, const struct mc_target
 /* What the columns of the tables mean, once before them. */
 void mc_seq_print_legend(FILE *f, const struct memcheck *m);
 /* A sequential phase of t: its sorted tables and overall lines. */
-void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t,
-                  enum mc_phase ph);
+void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t, enum mc_phase ph);
 /* The names of a row's columns, an array. */
 void mc_seq_json_columns(struct tk_json *j);
 /* A sequential phase as the member named for it (null if it did not run). */

@@ -49,8 +49,8 @@ static size_t find_corruption(const unsigned char *p, size_t len, unsigned tag)
 
 /* Verifies every live block of m->blocks[0 .. n); after is the block just
  * freed (SIZE_MAX: after the fill). */
-static int verify_live(struct memcheck *m, struct mc_target *t, const struct mc_test *c,
-                       size_t n, size_t after)
+static int verify_live(struct memcheck *m, struct mc_target *t, const struct mc_test *c, size_t n,
+                       size_t after)
 {
     for (size_t k = 0; k < n; k++) {
         const unsigned char *p = m->blocks[k];
@@ -62,11 +62,13 @@ static int verify_live(struct memcheck *m, struct mc_target *t, const struct mc_
             continue;
         unsigned want = (unsigned char)(pattern_tag(k) + bad * 47u);
         if (after == SIZE_MAX)
-            return mc_failf(t, c, "block #%zu (%zu B at %p) corrupted at byte %zu after the fill "
-                                  "(0x%02x, expected 0x%02x)",
+            return mc_failf(t, c,
+                            "block #%zu (%zu B at %p) corrupted at byte %zu after the fill "
+                            "(0x%02x, expected 0x%02x)",
                             k, len, (const void *)p, bad, p[bad], want);
-        return mc_failf(t, c, "block #%zu (%zu B at %p) corrupted at byte %zu after freeing block "
-                              "#%zu (0x%02x, expected 0x%02x)",
+        return mc_failf(t, c,
+                        "block #%zu (%zu B at %p) corrupted at byte %zu after freeing block "
+                        "#%zu (0x%02x, expected 0x%02x)",
                         k, len, (const void *)p, bad, after, p[bad], want);
     }
     return 0;
@@ -74,8 +76,8 @@ static int verify_live(struct memcheck *m, struct mc_target *t, const struct mc_
 
 /* Checks one new block of a pattern fill and writes its pattern over its
  * whole usable size (its request with --compat). */
-static int pattern_block(struct memcheck *m, struct mc_target *t, const struct mc_test *c,
-                         void *p, size_t size, size_t n)
+static int pattern_block(struct memcheck *m, struct mc_target *t, const struct mc_test *c, void *p,
+                         size_t size, size_t n)
 {
     struct tk_alloc *a = &t->a;
     if (!tk_alloc_block_ok(a, p, size))
@@ -163,12 +165,13 @@ out:
 
 int mc_run_pattern(struct memcheck *m, struct mc_target *t)
 {
-    struct mc_test c = {.phase = MC_PH_PATTERN, .heap = m->o->pattern_heap_bytes,
-                         .flags = MC_F_SHUFFLE};
+    struct mc_test c = { .phase = MC_PH_PATTERN,
+                         .heap = m->o->pattern_heap_bytes,
+                         .flags = MC_F_SHUFFLE };
     uint64_t sizes = m->o->seed ^ mc_phase_salt[MC_PH_PATTERN];
     uint64_t t0 = tk_clock_ns();
     int rc = 0;
-    t->pattern.ran = true;   /* its tests so far count, should the process die */
+    t->pattern.ran = true; /* its tests so far count, should the process die */
     mc_progress_begin(m, m->o->pattern_rounds);
     for (uint32_t r = 0; r < m->o->pattern_rounds && rc == 0; r++) {
         tk_rt_breather(&m->rt);

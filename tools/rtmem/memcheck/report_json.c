@@ -43,9 +43,9 @@ static void json_applies(struct tk_json *j, const struct tk_alloc *a)
     else
         snprintf(ovh, sizeof(ovh), "100 - 100 * nrblocks * B / H");
     tk_json_kv_string(j, "overhead_pct", ovh);
-    tk_json_kv_string(j, "frag_probe", a->sort == TK_HEAP
-                                           ? "fits in the heap"
-                                           : "fits inside the fill's address span");
+    tk_json_kv_string(j, "frag_probe",
+                      a->sort == TK_HEAP ? "fits in the heap"
+                                         : "fits inside the fill's address span");
     tk_json_end_object(j);
 }
 

@@ -14,8 +14,8 @@ static void smokey_row(FILE *f, const struct mc_row *r)
 {
     bool small = r->block_bytes < 1024;
     fprintf(f, "%7zuk  %7zu%s  %6zu  %5.1f  %5.1f  %5.1f  %5.1f   %4.1f  %5.1f   %s%s%s\n",
-            r->heap_bytes / 1024, small ? r->block_bytes : r->block_bytes / 1024,
-            small ? " " : "k", r->nrblocks, r->avg_alloc_ns / 1000.0, r->avg_free_ns / 1000.0,
+            r->heap_bytes / 1024, small ? r->block_bytes : r->block_bytes / 1024, small ? " " : "k",
+            r->nrblocks, r->avg_alloc_ns / 1000.0, r->avg_free_ns / 1000.0,
             r->max_alloc_ns / 1000.0, r->max_free_ns / 1000.0, r->overhead_pct, r->frag_pct,
             r->nrblocks == 0 ? "FAILED " : "", r->flags & MC_F_SHUFFLE ? "+shuffle " : "",
             r->flags & MC_F_HOT ? "+hot" : "");
@@ -83,17 +83,20 @@ void mc_print_smokey(FILE *f, const struct memcheck *m)
     for (size_t i = 0; i < m->n_t; i++) {
         const struct mc_target *t = &m->t[i];
         fprintf(f, "== memcheck started for %s at %s\n", t->a.name, when(&t->started, tb));
-        fprintf(f, "     seq_heap_size=%zuk\n     random_alloc_rounds=%u\n"
-                   "     pattern_heap_size=%zuk\n     pattern_check_rounds=%u\n",
+        fprintf(f,
+                "     seq_heap_size=%zuk\n     random_alloc_rounds=%u\n"
+                "     pattern_heap_size=%zuk\n     pattern_check_rounds=%u\n",
                 m->o->seq_heap_bytes / 1024, m->o->random_rounds, m->o->pattern_heap_bytes / 1024,
                 m->o->pattern_rounds);
         if (mc_is_process(t))
-            fprintf(f, "# %s is a process allocator: OVRH%% is the slack %s shows, FRAG%% "
-                       "counts probes inside the fill's span\n",
+            fprintf(f,
+                    "# %s is a process allocator: OVRH%% is the slack %s shows, FRAG%% "
+                    "counts probes inside the fill's span\n",
                     t->a.name, t->a.usable_name);
         else if (!(t->a.applies & TK_APPLY_STATS))
-            fprintf(f, "# %s has no stats: H is the memory given to create, OVRH%% includes "
-                       "its metadata\n",
+            fprintf(f,
+                    "# %s has no stats: H is the memory given to create, OVRH%% includes "
+                    "its metadata\n",
                     t->a.name);
         for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++)
             if (t->seq[ph].ran)
@@ -106,4 +109,3 @@ void mc_print_smokey(FILE *f, const struct memcheck *m)
         fprintf(f, "\n== memcheck finished for %s at %s\n", t->a.name, when(&t->finished, tb));
     }
 }
-

@@ -44,11 +44,13 @@ static void print_target(FILE *f, const struct memcheck *m, const struct mc_targ
 static void print_summary(FILE *f, const struct memcheck *m)
 {
     struct tk_col cols[] = {
-        {"phase", 6, true},   {"allocator", mc_name_width(m), true}, {"tests", 6, false},
-        {"worst-A", 8, false}, {"worst-F", 8, false},  {"avgmax-A", 8, false},
-        {"avgmax-F", 8, false}, {"avg-A", 7, false},   {"avg-F", 7, false},
-        {"avgp99-A", 8, false}, {"avgp99-F", 8, false}, {"OVRH%", 6, false},
-        {"TOVRH%", 6, false},  {"FRAG%", 6, false},
+        { "phase", 6, true },     { "allocator", mc_name_width(m), true },
+        { "tests", 6, false },    { "worst-A", 8, false },
+        { "worst-F", 8, false },  { "avgmax-A", 8, false },
+        { "avgmax-F", 8, false }, { "avg-A", 7, false },
+        { "avg-F", 7, false },    { "avgp99-A", 8, false },
+        { "avgp99-F", 8, false }, { "OVRH%", 6, false },
+        { "TOVRH%", 6, false },   { "FRAG%", 6, false },
     };
     const size_t nc = sizeof(cols) / sizeof(cols[0]);
     fprintf(f, "\n== summary: overall lines of every allocator side by side (ns)\n");
@@ -61,7 +63,8 @@ static void print_summary(FILE *f, const struct memcheck *m)
             const struct mc_overall *o = &sq->all;
             char b[14][32];
             const char *cells[14] = {
-                mc_phase_name((enum mc_phase)ph), m->t[i].a.name,
+                mc_phase_name((enum mc_phase)ph),
+                m->t[i].a.name,
                 tk_fmt_uint(b[2], 32, o->tests),
                 tk_fmt_double(b[3], 32, o->worst_alloc_ns, 0),
                 tk_fmt_double(b[4], 32, o->worst_free_ns, 0),
@@ -90,10 +93,11 @@ static void print_failures(FILE *f, const struct memcheck *m)
         if (o->timeout_s != MC_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
         fprintf(f, "\nFAILED: %s: %s\n", t->a.name, t->fail.msg);
-        fprintf(f, "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
-                   "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
-                   "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
-                   "--churn-fill %u --churn-max-size %zu%s%s\n",
+        fprintf(f,
+                "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
+                "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
+                "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
+                "--churn-fill %u --churn-max-size %zu%s%s\n",
                 t->a.plugin_path ? " --plugin " : "", t->a.plugin_path ? t->a.plugin_path : "",
                 t->a.name, mc_phase_name(t->fail.phase), (unsigned long long)o->seed,
                 o->seq_heap_bytes, o->random_rounds, o->pattern_heap_bytes, o->pattern_rounds,
@@ -173,8 +177,9 @@ static void print_sizes(FILE *f, const struct memcheck *m)
         for (size_t k = 0; k < m->t[i].a.n_cache; k++) {
             const struct tk_heap_info *h = &m->t[i].a.cache[k];
             if (!h->exact)
-                fprintf(f, "  INEXACT (!): %s cannot make a heap of usable size %zu; its tests "
-                           "use the nearest above, %zu\n",
+                fprintf(f,
+                        "  INEXACT (!): %s cannot make a heap of usable size %zu; its tests "
+                        "use the nearest above, %zu\n",
                         m->t[i].a.name, h->asked_bytes, h->usable_bytes);
         }
 }
@@ -197,14 +202,17 @@ static void print_header(FILE *f, const struct memcheck *m)
         fprintf(f, "test processes: none ran its setup\n");
     }
     if (o->timeout_s)
-        fprintf(f, "watchdog: a test process without progress for %u s is killed "
-                   "(--timeout)\n", o->timeout_s);
+        fprintf(f,
+                "watchdog: a test process without progress for %u s is killed "
+                "(--timeout)\n",
+                o->timeout_s);
     else
         fprintf(f, "watchdog: none (--timeout 0)\n");
     tk_timer_print(f, "timer: ", t, TK_DETAIL_BRIEF);
     if (o->subtract_overhead)
-        fprintf(f, "  --subtract-timer-overhead: %.1f ns (the p50) taken off every sample, "
-                   "clamped at 0\n",
+        fprintf(f,
+                "  --subtract-timer-overhead: %.1f ns (the p50) taken off every sample, "
+                "clamped at 0\n",
                 tk_timer_ns(t, m->sub_ticks));
     else
         fprintf(f, "  every time below includes it (--subtract-timer-overhead removes it)\n");
@@ -214,8 +222,9 @@ static void print_header(FILE *f, const struct memcheck *m)
                         "order, smokey's size draw and sort keys, one size per pattern test)"
                       : "rtmem's (failing alloc apart, +shuffle +hot frees shuffled; --compat "
                         "for smokey's)");
-    fprintf(f, "sequence: seq_heap_size=%zuk random_alloc_rounds=%u pattern_heap_size=%zuk "
-               "pattern_check_rounds=%u max_results=%d\n",
+    fprintf(f,
+            "sequence: seq_heap_size=%zuk random_alloc_rounds=%u pattern_heap_size=%zuk "
+            "pattern_check_rounds=%u max_results=%d\n",
             o->seq_heap_bytes / 1024, o->random_rounds, o->pattern_heap_bytes / 1024,
             o->pattern_rounds, o->max_results);
     fprintf(f, "phases:");
@@ -230,7 +239,6 @@ static void print_header(FILE *f, const struct memcheck *m)
                 m->kinds.skipped[i].why);
     print_sizes(f, m);
 }
-
 
 /* ---- the report ---------------------------------------------------------------------- */
 
@@ -267,10 +275,10 @@ void mc_print_preamble(FILE *f, const struct memcheck *m)
 static void print_end(FILE *f, const struct memcheck *m)
 {
     const char *pre = m->o->format == MC_FORMAT_SMOKEY ? "# " : "";
-    fprintf(f, "\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided "
-               "between tests); VmLck at the end of the last test process %ld kB\n",
-            pre, (unsigned long long)m->o->seed, m->seconds, m->sh->rt.rests,
-            m->sh->rt.vmlck_kb);
+    fprintf(f,
+            "\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided "
+            "between tests); VmLck at the end of the last test process %ld kB\n",
+            pre, (unsigned long long)m->o->seed, m->seconds, m->sh->rt.rests, m->sh->rt.vmlck_kb);
 }
 
 void mc_report(const struct tk_session *s, FILE *f)

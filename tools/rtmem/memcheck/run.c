@@ -19,7 +19,7 @@
 /* The timer's calibration window. */
 #define CALIBRATION_MS 60u
 
-static const char *const phase_names[MC_PHASES] = {"pow2", "random", "pattern", "churn"};
+static const char *const phase_names[MC_PHASES] = { "pow2", "random", "pattern", "churn" };
 
 const char *mc_phase_name(enum mc_phase phase)
 {
@@ -123,8 +123,9 @@ static size_t samples_bytes(const struct mc_churn *ch)
 
 static int allocate_results(struct memcheck *m)
 {
-    uint64_t every = m->o->churn_sample_every ? m->o->churn_sample_every
-                                             : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
+    uint64_t every = m->o->churn_sample_every
+                         ? m->o->churn_sample_every
+                         : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
     for (size_t i = 0; i < m->n_t; i++) {
         struct mc_target *t = &m->t[i];
         for (int ph = MC_PH_POW2; ph <= MC_PH_RANDOM; ph++) {
@@ -162,8 +163,8 @@ static void free_shared(struct memcheck *m)
 static void heap_sequence(struct memcheck *m)
 {
     m->n_heap_sizes = 0;
-    for (size_t h = MC_SEQ_MIN_HEAP; h < m->o->seq_heap_bytes && m->n_heap_sizes <
-         MC_MAX_HEAP_SIZES; h <<= 1)
+    for (size_t h = MC_SEQ_MIN_HEAP;
+         h < m->o->seq_heap_bytes && m->n_heap_sizes < MC_MAX_HEAP_SIZES; h <<= 1)
         m->heap_sizes[m->n_heap_sizes++] = h;
 }
 
@@ -199,8 +200,8 @@ static int prepare(struct memcheck *m)
 {
     /* The timer is calibrated under the real-time setup the tests get;
      * then the parent, which only waits, gives it up. */
-    const struct tk_run_opts ro = {"rtmem memcheck", m->o->no_rt, m->o->cpu, m->o->priority,
-                                   CALIBRATION_MS};
+    const struct tk_run_opts ro = { "rtmem memcheck", m->o->no_rt, m->o->cpu, m->o->priority,
+                                    CALIBRATION_MS };
     if (tk_run_setup(&ro, &m->rt, &m->timer, &m->mf) != 0)
         return -1;
     m->watch_priority = watch_priority(m, m->rt.fifo.granted);
@@ -259,11 +260,10 @@ enum tk_run_end mc_run(struct tk_session *s)
         return TK_RUN_ABORTED;
     uint64_t t0 = tk_clock_ns();
     for (size_t i = 0; i < m->n_t; i++)
-        if (!m->t[i].fail.failed)   /* else it could not size its heaps */
+        if (!m->t[i].fail.failed) /* else it could not size its heaps */
             run_target(m, &m->t[i]);
         else
-            fprintf(stderr, "rtmem memcheck: FAILED: %s: %s\n", m->t[i].a.name,
-                    m->t[i].fail.msg);
+            fprintf(stderr, "rtmem memcheck: FAILED: %s: %s\n", m->t[i].a.name, m->t[i].fail.msg);
     m->seconds = (double)(tk_clock_ns() - t0) / 1e9;
     /* What the reports print, computed once: they only read. */
     mc_compute_overall(m);

@@ -16,10 +16,10 @@
 /* ---- timed passes ---------------------------------------------------------- */
 
 struct pass {
-    size_t n;               /* blocks allocated */
-    bool failed_alloc;      /* the fill ended on a failing allocation */
-    uint64_t fail_ticks;    /* its time */
-    size_t usable_sum;      /* sum of usable sizes of the fill */
+    size_t n;            /* blocks allocated */
+    bool failed_alloc;   /* the fill ended on a failing allocation */
+    uint64_t fail_ticks; /* its time */
+    size_t usable_sum;   /* sum of usable sizes of the fill */
 };
 
 /* Allocates b-byte blocks into m->blocks until an allocation fails or limit
@@ -120,8 +120,9 @@ static int check_count(struct mc_target *t, const struct mc_test *c, size_t n, s
                             "unexpected overhead: %zu blocks, but the kind promises zero overhead "
                             "for %zu-byte blocks (%zu blocks)",
                             n, c->block, promised);
-        return mc_failf(t, c, "%zu blocks, fewer than the %zu the kind documents for a fresh heap "
-                              "(rtm_heap_fill_count)",
+        return mc_failf(t, c,
+                        "%zu blocks, fewer than the %zu the kind documents for a fresh heap "
+                        "(rtm_heap_fill_count)",
                         n, promised);
     }
     return 0;
@@ -137,8 +138,9 @@ static int inspect_fill(struct memcheck *m, struct mc_target *t, const struct mc
     for (size_t i = 0; i < ps->n; i++) {
         void *p = m->blocks[i];
         if (!tk_alloc_block_ok(a, p, size))
-            return mc_failf(t, c, "block #%zu at %p (%zu B) is outside the heap's memory or "
-                                  "misaligned",
+            return mc_failf(t, c,
+                            "block #%zu at %p (%zu B) is outside the heap's memory or "
+                            "misaligned",
                             i, p, size);
         size_t us = a->usable_size(a->ctx, p);
         if (us < size)
@@ -173,8 +175,8 @@ static int free_all(struct memcheck *m, struct mc_target *t, const struct mc_tes
 
 /* Subtracts the timer overhead if asked (clamped at 0) and summarizes a
  * pass: mean over divisor calls, p99 and max, in ns. */
-static void summarize(const struct memcheck *m, struct tk_samples *s, size_t divisor,
-                      double *avg, double *p99, double *max)
+static void summarize(const struct memcheck *m, struct tk_samples *s, size_t divisor, double *avg,
+                      double *p99, double *max)
 {
     if (s->n == 0 || divisor == 0) {
         *avg = *p99 = *max = NAN;
@@ -191,7 +193,7 @@ static void summarize(const struct memcheck *m, struct tk_samples *s, size_t div
     double npt = m->timer.ns_per_tick;
     *avg = (double)sum * npt / (double)divisor;
     if (m->o->compat)
-        *avg = floor(*avg);   /* smokey keeps integer nanoseconds */
+        *avg = floor(*avg); /* smokey keeps integer nanoseconds */
     *p99 = (double)tk_samples_percentile(s, 0.99) * npt;
     *max = (double)mx * npt;
 }
@@ -243,8 +245,8 @@ static void make_row(struct memcheck *m, const struct tk_alloc *a, const struct 
  * probing fragmentation at half; "hot" repeats the fill and the frees on the
  * same heap and reports that second pass. Then the heap must be empty.
  */
-static int seq_test(struct memcheck *m, struct mc_target *t, const struct mc_test *c,
-                    uint64_t rng, struct mc_row *row)
+static int seq_test(struct memcheck *m, struct mc_target *t, const struct mc_test *c, uint64_t rng,
+                    struct mc_row *row)
 {
     struct tk_alloc *a = &t->a;
     if (mc_create_heap(m, t, c) != 0)
@@ -252,8 +254,8 @@ static int seq_test(struct memcheck *m, struct mc_target *t, const struct mc_tes
     size_t b = c->block, maxblocks = a->cur.usable_bytes / b;
     /* One more than H/B for a heap, so a fill that gets too many shows. */
     size_t limit = a->applies & TK_APPLY_FILL_TO_FAILURE ? maxblocks + 1 : maxblocks;
-    struct pass p1 = {0}, p2 = {0};
-    struct mc_probe pr = {.use_span = a->sort == TK_PROCESS};
+    struct pass p1 = { 0 }, p2 = { 0 };
+    struct mc_probe pr = { .use_span = a->sort == TK_PROCESS };
     const struct pass *rep = &p1;
     int rc = -1;
 
@@ -291,7 +293,7 @@ out:
 }
 
 /* Smokey's variants, in its order. */
-static const unsigned variants[4] = {0, MC_F_HOT, MC_F_SHUFFLE, MC_F_SHUFFLE | MC_F_HOT};
+static const unsigned variants[4] = { 0, MC_F_HOT, MC_F_SHUFFLE, MC_F_SHUFFLE | MC_F_HOT };
 
 static size_t pow2_blocks(size_t h)
 {
@@ -327,7 +329,7 @@ static int run_one(struct memcheck *m, struct mc_target *t, struct mc_test *c)
  * every block size. */
 static int run_pow2(struct memcheck *m, struct mc_target *t)
 {
-    struct mc_test c = {.phase = MC_PH_POW2};
+    struct mc_test c = { .phase = MC_PH_POW2 };
     for (size_t i = 0; i < m->n_heap_sizes; i++)
         for (unsigned v = 0; v < 4; v++)
             for (size_t b = MC_POW2_MIN_BLOCK; b < m->heap_sizes[i] / 2; b <<= 1) {
@@ -343,7 +345,7 @@ static int run_pow2(struct memcheck *m, struct mc_target *t)
 /* Random phase, in smokey's order: per variant, each heap size, rounds. */
 static int run_random(struct memcheck *m, struct mc_target *t)
 {
-    struct mc_test c = {.phase = MC_PH_RANDOM};
+    struct mc_test c = { .phase = MC_PH_RANDOM };
     uint64_t sizes = m->o->seed ^ mc_phase_salt[MC_PH_RANDOM];
     for (unsigned v = 0; v < 4; v++)
         for (size_t i = 0; i < m->n_heap_sizes; i++)
@@ -370,7 +372,7 @@ int mc_run_seq(struct memcheck *m, struct mc_target *t, enum mc_phase phase)
     uint64_t t0 = tk_clock_ns();
     sq->n = 0;
     sq->minor_faults = -1;
-    sq->ran = true;   /* its rows so far count, should the process die */
+    sq->ran = true; /* its rows so far count, should the process die */
     long f0 = minor_faults();
     mc_progress_begin(m, mc_seq_tests(m, phase));
     int rc = phase == MC_PH_POW2 ? run_pow2(m, t) : run_random(m, t);
@@ -412,8 +414,8 @@ static void worst(double *w, double v)
 
 static void overall_of(const struct mc_seq *sq, struct mc_overall *o)
 {
-    struct mean mx_a = {0}, mx_f = {0}, av_a = {0}, av_f = {0}, ovh = {0}, frag = {0};
-    struct mean p99_a = {0}, p99_f = {0}, fail = {0}, tovh = {0};
+    struct mean mx_a = { 0 }, mx_f = { 0 }, av_a = { 0 }, av_f = { 0 }, ovh = { 0 }, frag = { 0 };
+    struct mean p99_a = { 0 }, p99_f = { 0 }, fail = { 0 }, tovh = { 0 };
     memset(o, 0, sizeof(*o));
     o->tests = sq->n;
     o->worst_alloc_ns = o->worst_free_ns = o->worst_fail_alloc_ns = NAN;
@@ -499,8 +501,7 @@ static double sort_value(const struct memcheck *m, const struct mc_target *t,
     case MC_BY_FREE: return r->max_free_ns;
     case MC_BY_OVERHEAD:
         return bytes ? (double)r->heap_bytes - (double)r->user_bytes : r->overhead_pct;
-    case MC_BY_FRAG:
-        return bytes ? (double)r->maximum_free - (double)r->largest_free : r->frag_pct;
+    case MC_BY_FRAG: return bytes ? (double)r->maximum_free - (double)r->largest_free : r->frag_pct;
     case MC_BY_HEAP: return (double)r->heap_bytes;
     default: return NAN;
     }
@@ -522,14 +523,29 @@ struct mc_keyed *mc_sorted_rows(const struct memcheck *m, const struct mc_target
 
 /* ---- the tables --------------------------------------------------------------- */
 
-enum { C_HEAP, C_BLOCK, C_NR, C_AVG_A, C_AVG_F, C_P99_A, C_P99_F, C_MAX_A, C_MAX_F, C_FAIL_A,
-       C_OVRH, C_TOVRH, C_FRAG, C_FLAGS, C_N };
+enum {
+    C_HEAP,
+    C_BLOCK,
+    C_NR,
+    C_AVG_A,
+    C_AVG_F,
+    C_P99_A,
+    C_P99_F,
+    C_MAX_A,
+    C_MAX_F,
+    C_FAIL_A,
+    C_OVRH,
+    C_TOVRH,
+    C_FRAG,
+    C_FLAGS,
+    C_N
+};
 
 static const struct tk_col row_cols[C_N] = {
-    {"HEAPSZ", 7, false}, {"BLOCKSZ", 7, false}, {"NRBLKS", 7, false}, {"AVG-A", 7, false},
-    {"AVG-F", 7, false},  {"P99-A", 6, false},   {"P99-F", 6, false},  {"MAX-A", 6, false},
-    {"MAX-F", 6, false},  {"FAIL-A", 6, false},  {"OVRH%", 5, false},  {"TOVRH%", 6, false},
-    {"FRAG%", 5, false},  {"FLAGS", 14, true},
+    { "HEAPSZ", 7, false }, { "BLOCKSZ", 7, false }, { "NRBLKS", 7, false }, { "AVG-A", 7, false },
+    { "AVG-F", 7, false },  { "P99-A", 6, false },   { "P99-F", 6, false },  { "MAX-A", 6, false },
+    { "MAX-F", 6, false },  { "FAIL-A", 6, false },  { "OVRH%", 5, false },  { "TOVRH%", 6, false },
+    { "FRAG%", 5, false },  { "FLAGS", 14, true },
 };
 
 /* The columns shown: all but TOVRH% unless --true-overhead. */
@@ -636,8 +652,8 @@ static void print_overall(FILE *f, const struct mc_target *t, const struct mc_ov
     fprintf(f, "  average overhead: %s%s\n", fmt_pct(a, 32, o->avg_overhead_pct), note);
     fprintf(f, "  average fragmentation: %s%s\n", fmt_pct(a, 32, o->avg_frag_pct),
             mc_is_process(t) ? " (probes count only inside the fill's address span)" : "");
-    fprintf(f, "  average p99 alloc / free time: %s / %s\n",
-            fmt_ns(a, 32, o->avg_p99_alloc_ns, 1), fmt_ns(b, 32, o->avg_p99_free_ns, 1));
+    fprintf(f, "  average p99 alloc / free time: %s / %s\n", fmt_ns(a, 32, o->avg_p99_alloc_ns, 1),
+            fmt_ns(b, 32, o->avg_p99_free_ns, 1));
     if (t->a.applies & TK_APPLY_FILL_TO_FAILURE)
         fprintf(f, "  failing final allocation: worst %s, average %s\n",
                 fmt_ns(a, 32, o->worst_fail_alloc_ns, 0), fmt_ns(c, 32, o->avg_fail_alloc_ns, 1));
@@ -658,24 +674,25 @@ void mc_seq_print_legend(FILE *f, const struct memcheck *m)
             "  OVRH%%: 100 - 100 * NRBLKS * B / H   FRAG%%: 100 * (1 - largest_free / freed), "
             "probed once at half-free\n",
             m->o->compat ? "ALSO counted in the alloc times (--compat, as smokey)"
-                        : "not counted in the alloc times");
+                         : "not counted in the alloc times");
     /* The summary always has the column; the rows only with --true-overhead. */
-    fprintf(f, "  TOVRH%%: true overhead, 100 - 100 * NRBLKS * B / (H + metadata outside H, "
-               "stats.overhead_bytes)%s\n",
+    fprintf(f,
+            "  TOVRH%%: true overhead, 100 - 100 * NRBLKS * B / (H + metadata outside H, "
+            "stats.overhead_bytes)%s\n",
             m->o->true_overhead ? "" : "; in the rows with --true-overhead");
-    fprintf(f, "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
-               "the same heap%s\n",
+    fprintf(f,
+            "  FLAGS: +shuffle randomized free; +hot measured on a second alloc/free pass on "
+            "the same heap%s\n",
             m->o->compat ? " (freed in order, as smokey)" : " (freed shuffled too with +shuffle)");
     fprintf(f, "  process allocators (glibc, peers): OVRH%% is the slack their usable-size call "
                "shows; FAIL-A and TOVRH%% do not apply (\"-\")\n");
 }
 
-void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t,
-                  enum mc_phase ph)
+void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t, enum mc_phase ph)
 {
     const struct mc_seq *sq = &t->seq[ph];
-    fprintf(f, "\n== %s: %s (%zu tests, %.1f s)%s\n", t->a.name, seq_titles[ph], sq->n,
-            sq->seconds, t->fail.failed && t->fail.phase == ph ? " -- FAILED" : "");
+    fprintf(f, "\n== %s: %s (%zu tests, %.1f s)%s\n", t->a.name, seq_titles[ph], sq->n, sq->seconds,
+            t->fail.failed && t->fail.phase == ph ? " -- FAILED" : "");
     print_tables(f, m, t, sq);
     print_overall(f, t, &sq->all);
 }
@@ -683,9 +700,22 @@ void mc_seq_print(FILE *f, const struct memcheck *m, const struct mc_target *t,
 /* ---- JSON ---------------------------------------------------------------------- */
 
 static const char *const row_columns[] = {
-    "heap_bytes", "block_bytes", "nrblocks", "avg_alloc_ns", "avg_free_ns", "p99_alloc_ns",
-    "p99_free_ns", "max_alloc_ns", "max_free_ns", "fail_alloc_ns", "overhead_pct",
-    "true_overhead_pct", "frag_pct", "probe_freed_bytes", "probe_largest_bytes", "shuffle",
+    "heap_bytes",
+    "block_bytes",
+    "nrblocks",
+    "avg_alloc_ns",
+    "avg_free_ns",
+    "p99_alloc_ns",
+    "p99_free_ns",
+    "max_alloc_ns",
+    "max_free_ns",
+    "fail_alloc_ns",
+    "overhead_pct",
+    "true_overhead_pct",
+    "frag_pct",
+    "probe_freed_bytes",
+    "probe_largest_bytes",
+    "shuffle",
     "hot",
 };
 
@@ -703,8 +733,8 @@ static void json_row(struct tk_json *j, const struct mc_row *r)
     tk_json_uint(j, r->heap_bytes);
     tk_json_uint(j, r->block_bytes);
     tk_json_uint(j, r->nrblocks);
-    const double ns[7] = {r->avg_alloc_ns, r->avg_free_ns, r->p99_alloc_ns, r->p99_free_ns,
-                          r->max_alloc_ns, r->max_free_ns, r->fail_alloc_ns};
+    const double ns[7] = { r->avg_alloc_ns, r->avg_free_ns, r->p99_alloc_ns, r->p99_free_ns,
+                           r->max_alloc_ns, r->max_free_ns, r->fail_alloc_ns };
     for (int i = 0; i < 7; i++)
         mc_json_num(j, ns[i], 0.1);
     mc_json_num(j, r->overhead_pct, 0.001);
@@ -756,4 +786,3 @@ void mc_seq_json(struct tk_json *j, const struct mc_seq *sq, enum mc_phase ph, b
     }
     tk_json_end_object(j);
 }
-

@@ -21,15 +21,22 @@
 #include "memcheck.h"
 
 const uint64_t mc_phase_salt[MC_PHASES] = {
-    0x243f6a8885a308d3u, 0x13198a2e03707344u, 0xa4093822299f31d0u, 0x082efa98ec4e6c89u,
+    0x243f6a8885a308d3u,
+    0x13198a2e03707344u,
+    0xa4093822299f31d0u,
+    0x082efa98ec4e6c89u,
 };
 
 /* Which test runs now, for the parent to name if this process dies in it,
  * and a progress mark for its watchdog (child.c). */
 void mc_mark_test(struct mc_target *t, const struct mc_test *c)
 {
-    t->now = (struct mc_running){.set = true, .phase = c->phase, .index = c->index,
-                                 .heap = c->heap, .block = c->block, .flags = c->flags};
+    t->now = (struct mc_running){ .set = true,
+                                  .phase = c->phase,
+                                  .index = c->index,
+                                  .heap = c->heap,
+                                  .block = c->block,
+                                  .flags = c->flags };
     tk_child_beat(&t->beat);
 }
 
@@ -84,8 +91,7 @@ void mc_progress_begin(struct memcheck *m, size_t total)
 }
 
 /* done: units of work finished so far in the phase. */
-void mc_progress_step(struct memcheck *m, const struct mc_target *t, enum mc_phase ph,
-                      size_t done)
+void mc_progress_step(struct memcheck *m, const struct mc_target *t, enum mc_phase ph, size_t done)
 {
     struct mc_progress *p = &m->progress;
     p->done = done;
@@ -132,8 +138,9 @@ int mc_create_heap(struct memcheck *m, struct mc_target *t, const struct mc_test
     if (tk_alloc_stats(a, &st) != 0)
         return 0;
     if (st.usable_bytes != a->cur.usable_bytes || st.used_bytes != 0 || st.live_blocks != 0) {
-        mc_failf(t, c, "memory size inconsistency: usable_bytes %zu (%zu when sized on the same "
-                       "memory), used_bytes %zu, live_blocks %zu on a fresh heap",
+        mc_failf(t, c,
+                 "memory size inconsistency: usable_bytes %zu (%zu when sized on the same "
+                 "memory), used_bytes %zu, live_blocks %zu on a fresh heap",
                  st.usable_bytes, a->cur.usable_bytes, st.used_bytes, st.live_blocks);
         tk_alloc_destroy(a);
         return -1;
@@ -149,12 +156,14 @@ int mc_check_empty(struct mc_target *t, const struct mc_test *c)
     struct rtm_heap_stats st;
     if (tk_alloc_stats(a, &st) == 0) {
         if (st.used_bytes != 0 || st.live_blocks != 0)
-            return mc_failf(t, c, "memory leakage: %zu bytes in %zu blocks still used after "
-                                  "freeing every block",
+            return mc_failf(t, c,
+                            "memory leakage: %zu bytes in %zu blocks still used after "
+                            "freeing every block",
                             st.used_bytes, st.live_blocks);
         if (st.largest_free_bytes != a->cur.largest_free_bytes)
-            return mc_failf(t, c, "coalescing incomplete: largest_free_bytes %zu after freeing "
-                                  "every block, %zu after create",
+            return mc_failf(t, c,
+                            "coalescing incomplete: largest_free_bytes %zu after freeing "
+                            "every block, %zu after create",
                             st.largest_free_bytes, a->cur.largest_free_bytes);
     }
     if (tk_alloc_check(a) == -EFAULT)
