@@ -38,7 +38,7 @@
  *   "seed"          the seed of the run's random draws, or null
  *   "seconds"       how long the run (step 4) took
  *   "passed"        every check passed (the exit status was 0)
- * then the tool's own members (docs/json.md lists them).
+ * then the tool's own members (docs/json.md lists them, per tool).
  */
 #ifndef RTMEM_TOOLS_TOOL_H
 #define RTMEM_TOOLS_TOOL_H
