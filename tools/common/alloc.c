@@ -60,28 +60,22 @@ static size_t rtmk_fill_count(void *h, size_t size)
     return rtm_heap_fill_count(h, size);
 }
 
-static const struct tk_heap_ops rtmem_ops = {
-    .create = rtmk_create,
-    .destroy = rtmk_destroy,
-    .alloc = rtmk_alloc,
-    .free = rtmk_free,
-    .usable_size = rtmk_usable_size,
-    .stats = rtmk_stats,
-    .check = rtmk_check,
-    .fill_count = rtmk_fill_count,
-};
+/* The calls through rtm_heap_*, on a heap made by create_fn. */
+#define RTMEM_OPS(create_fn)             \
+    {                                    \
+        .create = create_fn,             \
+        .destroy = rtmk_destroy,         \
+        .alloc = rtmk_alloc,             \
+        .free = rtmk_free,               \
+        .usable_size = rtmk_usable_size, \
+        .stats = rtmk_stats,             \
+        .check = rtmk_check,             \
+        .fill_count = rtmk_fill_count,   \
+    }
 
+static const struct tk_heap_ops rtmem_ops = RTMEM_OPS(rtmk_create);
 /* The same calls on a heap created at hardening level none. */
-static const struct tk_heap_ops rtmem_none_ops = {
-    .create = rtmk_create_none,
-    .destroy = rtmk_destroy,
-    .alloc = rtmk_alloc,
-    .free = rtmk_free,
-    .usable_size = rtmk_usable_size,
-    .stats = rtmk_stats,
-    .check = rtmk_check,
-    .fill_count = rtmk_fill_count,
-};
+static const struct tk_heap_ops rtmem_none_ops = RTMEM_OPS(rtmk_create_none);
 
 static void set_bounded(struct tk_alloc *a, const struct tk_heap_ops *ops, const void *arg)
 {
