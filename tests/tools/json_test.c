@@ -750,8 +750,19 @@ static void test_formatters(void)
     CHECK(strcmp(tk_fmt_double(buf, sizeof buf, 1e20, 1), "100000000000000000000.0") == 0);
     CHECK(strcmp(tk_fmt_double(buf, sizeof buf, -99999999999999991611392.0, 6), "#") == 0 ||
           strlen(buf) < sizeof buf);
+    /* Words for a shell command: plain ones as they are, others quoted. */
+    char word[64], small[6];
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "tlsf-none"), "tlsf-none") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "/a/b_c.so"), "/a/b_c.so") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "tlsf(typed)"), "'tlsf(typed)'") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "a b"), "'a b'") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "it's"), "'it'\\''s'") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, ""), "''") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(word, sizeof word, "$HOME;rm"), "'$HOME;rm'") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(small, sizeof small, "a b c d"), "#") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(small, sizeof small, "abcdefg"), "#") == 0);
+    CHECK(strcmp(tk_fmt_shell_word(small, sizeof small, "a b"), "'a b'") == 0);
     /* A figure that does not fit is "#", never a shorter number. */
-    char small[6];
     CHECK(strcmp(tk_fmt_uint(small, sizeof small, 123456), "#") == 0);
     CHECK(strcmp(tk_fmt_uint(small, sizeof small, 12345), "12345") == 0);
     CHECK(strcmp(tk_fmt_double(small, sizeof small, 1234.5, 1), "#") == 0);

@@ -277,6 +277,36 @@ const char *tk_fmt_uint(char *buf, size_t size, uint64_t v)
     return fitted(buf, size, snprintf(buf, size, "%" PRIu64, v));
 }
 
+const char *tk_fmt_shell_word(char *buf, size_t size, const char *s)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_./,:=+-@%";
+    if (*s && strspn(s, plain) == strlen(s))
+        return fitted(buf, size, snprintf(buf, size, "%s", s));
+    size_t len = 0;
+    bool fits = size > 2;
+    if (fits)
+        buf[len++] = '\'';
+    for (const char *p = s; *p && fits; p++) {
+        const char *put = *p == '\'' ? "'\\''" : NULL;
+        size_t n = put ? strlen(put) : 1;
+        if (len + n + 2 > size) {
+            fits = false;
+            break;
+        }
+        if (put)
+            memcpy(buf + len, put, n);
+        else
+            buf[len] = *p;
+        len += n;
+    }
+    if (!fits)
+        return fitted(buf, size, -1);
+    buf[len++] = '\'';
+    buf[len] = '\0';
+    return buf;
+}
+
 const char *tk_fmt_ratio(char *buf, size_t size, double v)
 {
     if (!isfinite(v))

@@ -116,6 +116,12 @@ void tk_table_row(FILE *f, const struct tk_col *cols, size_t n_cols, const char 
 #define TK_FMT_MAX 32
 const char *tk_fmt_double(char *buf, size_t size, double v, int decimals);
 const char *tk_fmt_uint(char *buf, size_t size, uint64_t v);
+/* s as one word of a POSIX shell command, for the commands a report prints
+ * (replay lines): as it is when it holds only letters, digits and
+ * _ . / , : = + - @ %; else in single quotes ('\'' for a quote inside).
+ * A word that does not fit buf is written as "#". Returns buf. */
+const char *tk_fmt_shell_word(char *buf, size_t size, const char *s);
+
 /* Ratio as "1.23x". */
 const char *tk_fmt_ratio(char *buf, size_t size, double v);
 

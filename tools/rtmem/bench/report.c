@@ -99,16 +99,20 @@ static void print_failed(FILE *f, const struct bench *b)
         char timeout[32] = "";
         if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
+        /* Words a shell takes as they are printed: "tlsf(typed)" quoted. */
+        char name[2 * sizeof(a->def.name)], plugin[1024] = "";
+        tk_fmt_shell_word(name, sizeof(name), a->def.name);
+        if (a->def.plugin_path)
+            tk_fmt_shell_word(plugin, sizeof(plugin), a->def.plugin_path);
         fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->def.name, a->fail.msg);
-        fprintf(
-            f,
-            "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
-            "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
-            "--sweep-ops %llu%s\n",
-            a->def.plugin_path ? " --plugin " : "", a->def.plugin_path ? a->def.plugin_path : "",
-            a->def.name, replay_phase(&a->fail.where), (unsigned long long)o->seed,
-            (unsigned long long)o->ops, o->rounds, o->min_size_bytes, o->max_size_bytes,
-            o->live_cap, o->heap_bytes, o->fill_blocks, (unsigned long long)o->sweep_ops, timeout);
+        fprintf(f,
+                "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
+                "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
+                "--sweep-ops %llu%s\n",
+                a->def.plugin_path ? " --plugin " : "", plugin, name, replay_phase(&a->fail.where),
+                (unsigned long long)o->seed, (unsigned long long)o->ops, o->rounds,
+                o->min_size_bytes, o->max_size_bytes, o->live_cap, o->heap_bytes, o->fill_blocks,
+                (unsigned long long)o->sweep_ops, timeout);
     }
     if (b->skipped[0])
         fprintf(f, "note: %s\n", b->skipped);

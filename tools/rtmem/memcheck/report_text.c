@@ -92,17 +92,22 @@ static void print_failures(FILE *f, const struct memcheck *m)
         char timeout[32] = "";
         if (o->timeout_s != MC_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
+        /* Words a shell takes as they are printed: "tlsf(typed)" quoted. */
+        char name[2 * sizeof(t->a.name)], plugin[1024] = "";
+        tk_fmt_shell_word(name, sizeof(name), t->a.name);
+        if (t->a.plugin_path)
+            tk_fmt_shell_word(plugin, sizeof(plugin), t->a.plugin_path);
         fprintf(f, "\nFAILED: %s: %s\n", t->a.name, t->fail.msg);
         fprintf(f,
                 "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
                 "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
                 "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
                 "--churn-fill %u --churn-max-size %zu%s%s\n",
-                t->a.plugin_path ? " --plugin " : "", t->a.plugin_path ? t->a.plugin_path : "",
-                t->a.name, mc_phase_name(t->fail.phase), (unsigned long long)o->seed,
-                o->seq_heap_bytes, o->random_rounds, o->pattern_heap_bytes, o->pattern_rounds,
-                (unsigned long long)o->churn_ops, o->churn_heap_bytes, o->churn_fill_pct,
-                o->churn_max_bytes, o->compat ? " --compat" : "", timeout);
+                t->a.plugin_path ? " --plugin " : "", plugin, name, mc_phase_name(t->fail.phase),
+                (unsigned long long)o->seed, o->seq_heap_bytes, o->random_rounds,
+                o->pattern_heap_bytes, o->pattern_rounds, (unsigned long long)o->churn_ops,
+                o->churn_heap_bytes, o->churn_fill_pct, o->churn_max_bytes,
+                o->compat ? " --compat" : "", timeout);
     }
 }
 
