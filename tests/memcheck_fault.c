@@ -1,5 +1,5 @@
 /*
- * Fault injection for `rtmem memcheck` (tests/memcheck_fault.sh): preloaded
+ * Fault injection for `rtmem memcheck` (tests/tools/test_failures.py): preloaded
  * into the rtmem command, this malloc_usable_size reports 0 bytes for every
  * block, i.e. an allocator breaking its contract that a block's usable size
  * is at least its request. memcheck must catch it in its first glibc test,
