@@ -1,5 +1,6 @@
 /*
- * Heap plugins for tests/tools/ (test_memcheck.py, test_failures.py, kinds_test.c), built once per variant:
+ * Heap plugins for the tests in tests/tools/ (test_memcheck.py,
+ * test_failures.py, kinds_test.c), built once per variant:
  *   (none)             "bump": a plugin without stats or check, which memcheck
  *                      runs, saying which checks it cannot do;
  *   PLUGIN_BAD_ABI     an ABI version this rtmem does not take;
