@@ -255,6 +255,132 @@ static void test_help(void)
     free(text);
 }
 
+/* One mutation of the table must make tk_opt_check refuse it, naming the
+ * option and the problem. */
+static void refuse_table(const char *name, void (*mutate)(struct tk_opt *t, struct topts *d),
+                         const char *want)
+{
+    static struct tk_opt t[N_OPTS];
+    struct topts d = defaults;
+    char why[160] = "";
+    memcpy(t, table, sizeof(table));
+    mutate(t, &d);
+    test_context = name;
+    CHECK(tk_opt_check(t, N_OPTS, &d, why, sizeof(why)) == -1);
+    CHECK(strstr(why, want) != NULL);
+    if (!strstr(why, want))
+        fprintf(stderr, "  wanted '%s', got '%s'\n", want, why);
+    test_context = NULL;
+}
+
+static void m_flag_size(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[4].size = sizeof(int); /* --flag */
+}
+static void m_files_capacity(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[8].hi = 3; /* --plugin: the array holds 2 */
+}
+static void m_quick_range(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[0].quick = 2000000; /* --ops: above hi */
+}
+static void m_quick_field(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[2].quick = 300; /* --tiny: a one-byte field */
+    t[2].flags = TK_OPTF_QUICK;
+}
+static void m_quick_on_choice(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[9].quick = 1; /* --format */
+    t[9].flags = TK_OPTF_QUICK;
+}
+static void m_q_without_quick(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[1].help = "live blocks (default %D; --quick %Q)";
+    t[1].flags = 0; /* --live */
+}
+static void m_d_on_file(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[6].help = "results (default %D)"; /* --json */
+}
+static void m_bad_choice_default(struct tk_opt *t, struct topts *d)
+{
+    (void)t;
+    d->format = 2;
+}
+static void m_no_parser(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[12].parse = NULL; /* --signed */
+}
+static void m_twice(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[1].name = "ops";
+}
+static void m_help_name(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[1].name = "help";
+}
+static void m_empty_range(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[0].lo = 10;
+    t[0].hi = 5;
+}
+static void m_flag_with_value(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[4].arg = "X";
+}
+
+static void test_check(void)
+{
+    char why[160] = "";
+    CHECK(tk_opt_check(table, N_OPTS, &defaults, why, sizeof(why)) == 0);
+    CHECK(why[0] == '\0');
+    refuse_table("flag size", m_flag_size, "--flag: a flag's field is a bool");
+    refuse_table("files capacity", m_files_capacity, "--plugin: its capacity");
+    refuse_table("quick range", m_quick_range, "--ops: a --quick value is a number within");
+    refuse_table("quick field", m_quick_field, "--tiny: a --quick value");
+    refuse_table("quick choice", m_quick_on_choice, "--format: a --quick value");
+    refuse_table("%Q", m_q_without_quick, "--live: %Q in its help, but no --quick value");
+    refuse_table("%D", m_d_on_file, "--json: %D in its help, but no number to show");
+    refuse_table("choice default", m_bad_choice_default, "--format: its default is not one of");
+    refuse_table("parser", m_no_parser, "--signed: a custom option needs its parser");
+    refuse_table("twice", m_twice, "--ops: named twice");
+    refuse_table("help", m_help_name, "the driver's own");
+    refuse_table("range", m_empty_range, "--ops: its range is empty");
+    refuse_table("flag value", m_flag_with_value, "--flag: a flag has no value name");
+}
+
+/* %D shows an int field's default as a signed number. */
+static void test_signed_default(void)
+{
+    static struct tk_opt t[N_OPTS];
+    struct topts d = defaults;
+    memcpy(t, table, sizeof(table));
+    t[12].help = "-1 or 0..99 (default %D)";
+    d.signed_value = -1;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    REQUIRE(f != NULL, );
+    tk_opt_help(f, t, N_OPTS, &d);
+    fclose(f);
+    CHECK(strstr(text, "-1 or 0..99 (default -1)\n") != NULL);
+    free(text);
+}
+
 static void test_fmt_bytes(void)
 {
     char buf[32];
@@ -276,5 +402,7 @@ int main(void)
     test_quick();
     test_help();
     test_fmt_bytes();
+    test_check();
+    test_signed_default();
     return test_summary("tools.opt");
 }

@@ -10,6 +10,8 @@ usage: test_failures.py RTMEM_BINARY CRASH_PLUGIN HANG_PLUGIN TLSF_PLUGIN [FAULT
 """
 import os
 import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,6 +155,26 @@ with TempDir() as tmp:
                   failed.get("hang", {}).get("kind") == "timeout" and
                   failed["hang"]["api"] == "plugin", "bench JSON: the failures recorded", failed)
         checks.ok(d["passed"] is False, "bench JSON: not passed")
+
+    # A replay command runs as printed, through a shell, and fails the same
+    # way: here with a plugin in a directory whose name a shell would split.
+    spaced = os.path.join(tmp, "a dir")
+    os.mkdir(spaced)
+    plugin = os.path.join(spaced, "libcrash_plugin.so")
+    shutil.copy(crash, plugin)
+    for tool in ("memcheck", "bench"):
+        r = run(rtmem, tool, "--quick", "--no-rt", "--plugin", plugin, "--kinds", "crash,tlsf",
+                *(["--phases", "pow2"] if tool == "memcheck" else ["--no-sweep"]), env=env)
+        m = re.search(r"^  replay: (rtmem .*)$", r.stdout, re.M)
+        if not checks.ok(r.returncode == 1 and m, "%s: a replay command for the crash" % tool, r):
+            continue
+        words = shlex.split(m.group(1))
+        checks.ok(plugin in words and words[words.index("--kinds") + 1] == "crash",
+                  "%s: the replay command's words, as a shell splits them" % tool, words)
+        again = run(rtmem, *words[1:], env=env)
+        checks.ok(again.returncode == 1 and "FAILED: crash: " in again.stdout and
+                  "killed by SIGSEGV" in again.stdout,
+                  "%s: the replay command reproduces the crash" % tool, again)
 
     # A functional failure: glibc's malloc_usable_size lies. The run exits
     # 1, names the allocator, the check and a replay command, writes results

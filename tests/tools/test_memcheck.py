@@ -126,6 +126,18 @@ with TempDir() as tmp:
         checks.ok("no stats: H is the memory given to create" in r.stdout,
                   "memcheck: the report says what a plugin without stats leaves out")
 
+    # --kinds sets the order; an unloadable peer (see test_bench.py) is
+    # skipped, said on stderr and recorded.
+    path = os.path.join(tmp, "o.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "glibc,jemalloc,tlsf", "--phases",
+            "pow2", "--seq-heap-size", "16K", "--json", path,
+            env={"RTMEM_STATIC_TLS_REEXEC": "x"})
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and d and [a["name"] for a in d["allocators"]] == ["glibc", "tlsf"]
+              and [x["name"] for x in d["skipped"]] == ["jemalloc"] and
+              "rtmem memcheck: jemalloc skipped: " in r.stderr,
+              "memcheck: --kinds order, an unloadable peer skipped and said", r)
+
     # --no-json-rows: the overall lines without the rows.
     path = os.path.join(tmp, "r.json")
     r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2",

@@ -35,7 +35,7 @@
 
 /* Set in the environment of a process tk_reexec_static_tls started, to the
  * name of the peer it was started for. */
-#define REEXEC_MARKER "RTMEM_MEMCHECK_STATIC_TLS_REEXEC"
+#define REEXEC_MARKER "RTMEM_STATIC_TLS_REEXEC"
 
 static void set_why(char *why, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -377,6 +377,10 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
                    bool (*taken)(const char *name, void *arg), void *arg, char *why, size_t why_len)
 {
     memset(pl, 0, sizeof(*pl));
+    if (strlen(path) + 3 > sizeof(pl->path)) {
+        set_why(why, why_len, "a path of at most %zu characters, please", sizeof(pl->path) - 3);
+        return -1;
+    }
     /* dlopen searches the library path for a name without '/': a file in
      * the current directory is what the user means. */
     if (!strchr(path, '/') && access(path, F_OK) == 0)

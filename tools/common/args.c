@@ -142,10 +142,10 @@ static void format_cpus(const cpu_set_t *set, char *buf, size_t size)
     }
 }
 
-int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
+int tk_args_cpu(const struct tk_args *a, const char *opt, const char *s, int *out)
 {
     uint64_t v = 0;
-    if (tk_args_u64(a, "--cpu", s, 0, CPU_SETSIZE - 1, &v) != 0)
+    if (tk_args_u64(a, opt, s, 0, CPU_SETSIZE - 1, &v) != 0)
         return -1;
     /* Pinning to a CPU that does not exist, or that this process may not
      * use, would only fail later and leave the run unpinned. */
@@ -154,16 +154,16 @@ int tk_args_cpu(const struct tk_args *a, const char *s, int *out)
     if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && !CPU_ISSET((int)v, &allowed)) {
         char cpus[128];
         format_cpus(&allowed, cpus, sizeof(cpus));
-        return tk_args_bad(a, "--cpu %s: no such CPU for this process (allowed: %s)", s, cpus);
+        return tk_args_bad(a, "%s %s: no such CPU for this process (allowed: %s)", opt, s, cpus);
     }
     *out = (int)v;
     return 0;
 }
 
-int tk_args_priority(const struct tk_args *a, const char *s, int *out)
+int tk_args_priority(const struct tk_args *a, const char *opt, const char *s, int *out)
 {
     uint64_t v = 0;
-    if (tk_args_u64(a, "--prio", s, 1, 99, &v) != 0)
+    if (tk_args_u64(a, opt, s, 1, 99, &v) != 0)
         return -1;
     *out = (int)v;
     return 0;

@@ -78,10 +78,10 @@ int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const 
 /* --cpu N: a CPU this process may run on (in its affinity mask, so one
  * that exists and is online), for tk_rt_request.cpu. Returns 0, or -1
  * (reported, with the CPUs it may use). */
-int tk_args_cpu(const struct tk_args *a, const char *s, int *out);
+int tk_args_cpu(const struct tk_args *a, const char *opt, const char *s, int *out);
 
 /* --prio N: a SCHED_FIFO priority, 1..99, for tk_rt_request.priority.
  * Returns 0, or -1 (reported). */
-int tk_args_priority(const struct tk_args *a, const char *s, int *out);
+int tk_args_priority(const struct tk_args *a, const char *opt, const char *s, int *out);
 
 #endif /* RTMEM_TOOLS_ARGS_H */

@@ -176,8 +176,16 @@ static void add(struct tk_kinds *k, const char *name)
 {
     if (strcmp(name, TYPED_ALIAS) == 0)
         name = TK_TLSF_TYPED_NAME;
-    if (listed(k, name) || k->n == TK_MAX_ALLOCS)
+    if (listed(k, name))
         return;
+    if (k->n == TK_MAX_ALLOCS) {
+        if (k->n_skipped < TK_MAX_SKIPPED) {
+            struct tk_skipped *s = &k->skipped[k->n_skipped++];
+            snprintf(s->name, sizeof(s->name), "%s", name);
+            snprintf(s->why, sizeof(s->why), "at most %d allocators in one run", TK_MAX_ALLOCS);
+        }
+        return;
+    }
     struct tk_alloc *a = &k->list[k->n];
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
         if (strcmp(name, *kind) == 0 || is_none_name(name, *kind)) {

@@ -90,8 +90,8 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
             }
             return tk_args_bad(cli, "%s: '%s' is not one of %s", opt, value, list);
         }
-    case TK_OPT_CPU: return tk_args_cpu(cli, value, (int *)field_at(opts, o));
-    case TK_OPT_PRIO: return tk_args_priority(cli, value, (int *)field_at(opts, o));
+    case TK_OPT_CPU: return tk_args_cpu(cli, opt, value, (int *)field_at(opts, o));
+    case TK_OPT_PRIO: return tk_args_priority(cli, opt, value, (int *)field_at(opts, o));
     case TK_OPT_CUSTOM: return o->parse(cli, value, field_at(opts, o));
     }
     return -1;
@@ -166,21 +166,109 @@ const char *tk_opt_fmt_bytes(char *buf, size_t size, uint64_t bytes)
     return buf;
 }
 
+/* Options whose field is an int (a signed value, or an index). */
+static bool int_field(const struct tk_opt *o)
+{
+    return o->type == TK_OPT_CHOICE || o->type == TK_OPT_CPU || o->type == TK_OPT_PRIO ||
+           (o->type == TK_OPT_CUSTOM && o->size == sizeof(int));
+}
+
+/* The option's value in opts, an int field's as its (signed) int. */
+static int64_t get_value(const void *opts, const struct tk_opt *o)
+{
+    if (int_field(o))
+        return *(const int *)((const char *)opts + o->offset);
+    return (int64_t)get_uint(opts, o);
+}
+
 /* The option's value v as --help writes it. */
-static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, uint64_t v,
-                             const void *defaults)
+static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, int64_t v)
 {
     switch (o->type) {
-    case TK_OPT_BYTES: return tk_opt_fmt_bytes(buf, size, v);
+    case TK_OPT_BYTES: return tk_opt_fmt_bytes(buf, size, (uint64_t)v);
     case TK_OPT_CHOICE:
-        snprintf(buf, size, "%s", o->choices[*(const int *)((const char *)defaults + o->offset)]);
+        snprintf(buf, size, "%s", o->choices[v]); /* v checked by tk_opt_check */
         return buf;
-    case TK_OPT_CPU:
-    case TK_OPT_PRIO:
-        snprintf(buf, size, "%d", *(const int *)((const char *)defaults + o->offset));
+    default:
+        if (int_field(o))
+            snprintf(buf, size, "%lld", (long long)v);
+        else
+            snprintf(buf, size, "%llu", (unsigned long long)(uint64_t)v);
         return buf;
-    default: snprintf(buf, size, "%llu", (unsigned long long)v); return buf;
     }
+}
+
+/* Does an option of this type carry a number %D or %Q can show? A custom
+ * option's field is taken for an int when it has an int's size, else for
+ * a uint64_t when it has that size; anything else shows no number. */
+static bool has_number(const struct tk_opt *o)
+{
+    return o->type != TK_OPT_FLAG && o->type != TK_OPT_FILE && o->type != TK_OPT_STRING &&
+           o->type != TK_OPT_FILES &&
+           (o->type != TK_OPT_CUSTOM || int_field(o) || o->size == sizeof(uint64_t));
+}
+
+static int table_bad(char *why, size_t len, const struct tk_opt *o, const char *what)
+{
+    snprintf(why, len, "--%s: %s", o->name, what);
+    return -1;
+}
+
+int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, char *why,
+                 size_t why_len)
+{
+    if (n > TK_MAX_OPTS) {
+        snprintf(why, why_len, "%zu options, at most %d", n, TK_MAX_OPTS);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tk_opt *o = &table[i];
+        bool uint_type = o->type == TK_OPT_UINT || o->type == TK_OPT_BYTES;
+        if (!o->name || !o->name[0] || strcmp(o->name, "help") == 0)
+            return table_bad(why, why_len, o, "no name, or the driver's own");
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(table[k].name, o->name) == 0)
+                return table_bad(why, why_len, o, "named twice");
+        if ((o->type == TK_OPT_FLAG) != (o->arg == NULL))
+            return table_bad(why, why_len, o, "a flag has no value name, every other option one");
+        if (o->type == TK_OPT_FLAG && o->size != sizeof(bool))
+            return table_bad(why, why_len, o, "a flag's field is a bool");
+        if ((o->type == TK_OPT_FILE || o->type == TK_OPT_STRING) && o->size != sizeof(char *))
+            return table_bad(why, why_len, o, "its field is a const char *");
+        if (int_field(o) && o->type != TK_OPT_CUSTOM && o->size != sizeof(int))
+            return table_bad(why, why_len, o, "its field is an int");
+        if (uint_type && o->size != 1 && o->size != 2 && o->size != 4 && o->size != 8)
+            return table_bad(why, why_len, o, "its field is an unsigned integer");
+        if (uint_type && o->lo > o->hi)
+            return table_bad(why, why_len, o, "its range is empty");
+        if (o->type == TK_OPT_FILES && (o->hi == 0 || o->hi > o->size / sizeof(char *)))
+            return table_bad(why, why_len, o, "its capacity (hi) is not its array's length");
+        if (o->type == TK_OPT_CHOICE && (!o->choices || !o->choices[0]))
+            return table_bad(why, why_len, o, "a choice needs its choices");
+        if (o->type == TK_OPT_CUSTOM && !o->parse)
+            return table_bad(why, why_len, o, "a custom option needs its parser");
+        if (o->type == TK_OPT_CHOICE) {
+            int64_t v = get_value(defaults, o);
+            int64_t count = 0;
+            while (o->choices[count])
+                count++;
+            if (v < 0 || v >= count)
+                return table_bad(why, why_len, o, "its default is not one of its choices");
+        }
+        if ((o->flags & TK_OPTF_QUICK) &&
+            (!uint_type || o->quick < o->lo || o->quick > o->hi ||
+             o->quick > (o->size >= 8 ? UINT64_MAX : (UINT64_C(1) << (o->size * 8)) - 1)))
+            return table_bad(why, why_len, o,
+                             "a --quick value is a number within the option's range");
+        if ((o->flags & TK_OPTF_QUICK_SWITCH) && o->type != TK_OPT_FLAG)
+            return table_bad(why, why_len, o, "--quick itself is a flag");
+        const char *help = o->help ? o->help : "";
+        if (strstr(help, "%D") && !has_number(o))
+            return table_bad(why, why_len, o, "%D in its help, but no number to show");
+        if (strstr(help, "%Q") && !(o->flags & TK_OPTF_QUICK))
+            return table_bad(why, why_len, o, "%Q in its help, but no --quick value");
+    }
+    return 0;
 }
 
 /* The help line of o with %D, %Q and %% filled, into buf. */
@@ -191,9 +279,9 @@ static void expand(char *buf, size_t size, const struct tk_opt *o, const void *d
         char val[48];
         const char *put = NULL;
         if (s[0] == '%' && s[1] == 'D')
-            put = fmt_value(val, sizeof(val), o, get_uint(defaults, o), defaults);
+            put = fmt_value(val, sizeof(val), o, get_value(defaults, o));
         else if (s[0] == '%' && s[1] == 'Q')
-            put = fmt_value(val, sizeof(val), o, o->quick, defaults);
+            put = fmt_value(val, sizeof(val), o, (int64_t)o->quick);
         else if (s[0] == '%' && s[1] == '%')
             put = "%";
         if (!put) {

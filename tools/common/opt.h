@@ -93,6 +93,18 @@ struct tk_opt_parse {
 int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
                  char **argv, void *opts, struct tk_opt_parse *p);
 
+/*
+ * Checks a table against its defaults, as the driver does before every
+ * parse: names (unique, not "help"), each field's size for its type, ranges,
+ * a list's capacity within its array, choices and parsers present, a
+ * default choice among the choices, --quick values only on whole numbers
+ * and within the option's range, %D only where there is a number to show
+ * and %Q only where there is a --quick value. Returns 0, or -1 with the
+ * first problem in why ("--name: what"). O(n^2) in the table's length.
+ */
+int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, char *why,
+                 size_t why_len);
+
 /* Was the option of that name given? False for a name not in the table. */
 bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_parse *p,
                   const char *name);

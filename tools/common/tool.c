@@ -108,6 +108,13 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
         .argv = argv,
         .comment = "",
     };
+    /* A table that would parse wrongly or state a wrong default in --help
+     * is the tool's bug: it stops here, in every run and every test. */
+    char why[160];
+    if (tk_opt_check(t->opts, t->n_opts, t->defaults, why, sizeof(why)) != 0) {
+        fprintf(stderr, "%s: internal error: options table: %s\n", prog, why);
+        return TK_EXIT_FAILED;
+    }
     s.opts = malloc(t->opts_size);
     if (!s.opts) {
         fprintf(stderr, "%s: out of memory\n", prog);

@@ -5,7 +5,8 @@
  * table (opt.h) and one struct tk_tool, which rtmem's main lists. The
  * driver does the same things for every tool, in this order:
  *
- *   1. options: the defaults, then the command line through the table;
+ *   1. options: the table checked (tk_opt_check: a bad table is an internal
+ *      error, exit 1), the defaults, then the command line through it;
  *      -h/--help prints the tool's description, the options and its notes;
  *      then the tool's check of combinations. Bad usage exits 2.
  *   2. setup: the tool's own (load the allocators, size its buffers); may

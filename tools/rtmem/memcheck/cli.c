@@ -138,7 +138,7 @@ static const struct tk_opt opts[] = {
       "load a plugin (repeatable, up to " STR(
           TK_MAX_PLUGINS) "); a name without '/' is "
                           "looked for in the current directory first",
-      F(plugin_paths), .hi = MC_MAX_PLUGINS, .count_offset = offsetof(struct mc_opts, n_plugins) },
+      F(plugin_paths), .hi = TK_MAX_PLUGINS, .count_offset = offsetof(struct mc_opts, n_plugins) },
     { "phases", TK_OPT_CUSTOM, "a,b,...",
       "phases to run (default all): pow2, random, pattern, churn", F(phases),
       .parse = parse_phases },
@@ -358,30 +358,13 @@ static void help_intro(FILE *f)
           f);
 }
 
-/* One word of a list, wrapped at 80 columns under column 2; returns the
- * new column. */
-static size_t help_word(FILE *f, size_t col, const char *word)
-{
-    size_t len = strlen(word);
-    if (col + 1 + len > 80) {
-        fprintf(f, "\n  %s", word);
-        return 2 + len;
-    }
-    fprintf(f, " %s", word);
-    return col + 1 + len;
-}
-
 /* After the options: the names --kinds takes, units, limits, exit status. */
 static void help_notes(FILE *f)
 {
-    char names[512], *save = NULL;
-    size_t col = strlen("--kinds names:");
-    fputs("--kinds names:", f);
-    tk_kinds_names(names, sizeof(names));
-    size_t len = strlen(names);
-    snprintf(names + len, sizeof(names) - len, ", and the plugins' names.");
-    for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save))
-        col = help_word(f, col, w);
+    char names[512], text[640];
+    snprintf(text, sizeof(text), "--kinds names: %s, and the plugins' names.",
+             tk_kinds_names(names, sizeof(names)));
+    tk_opt_wrap(f, text, 0, 2);
     fputs("\n"
           "\n"
           "Byte counts take a K, M, G or T suffix (powers of 1024); heaps up to 32M.\n"

@@ -51,7 +51,6 @@
 #define MC_MAX_HEAP_SIZES    32
 /* Room for every allocator a run can select (common/kinds.h). */
 #define MC_MAX_TARGETS       TK_MAX_ALLOCS
-#define MC_MAX_PLUGINS       TK_MAX_PLUGINS
 /* --timeout: seconds a test process may go without progress. */
 #define MC_DEFAULT_TIMEOUT_S 60u
 #define MC_MAX_TIMEOUT_S     86400u
@@ -98,7 +97,7 @@ struct mc_opts {
     bool no_churn;         /* --no-churn: phases lose churn once parsed */
     const char *kinds_arg; /* NULL: every allocator */
     const char *json_path;
-    const char *plugin_paths[MC_MAX_PLUGINS]; /* --plugin, in order */
+    const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
 };
 

@@ -89,9 +89,12 @@ static void print_failures(FILE *f, const struct memcheck *m)
         if (!t->fail.failed)
             continue;
         const struct mc_opts *o = m->o;
-        char timeout[32] = "";
+        char timeout[32] = "", every[48] = "";
         if (o->timeout_s != MC_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
+        if (o->churn_sample_every)
+            snprintf(every, sizeof(every), " --churn-sample-every %llu",
+                     (unsigned long long)o->churn_sample_every);
         /* Words a shell takes as they are printed: "tlsf(typed)" quoted. */
         char name[2 * sizeof(t->a.name)], plugin[1024] = "";
         tk_fmt_shell_word(name, sizeof(name), t->a.name);
@@ -102,11 +105,11 @@ static void print_failures(FILE *f, const struct memcheck *m)
                 "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
                 "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
                 "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
-                "--churn-fill %u --churn-max-size %zu%s%s\n",
+                "--churn-fill %u --churn-max-size %zu%s%s%s\n",
                 t->a.plugin_path ? " --plugin " : "", plugin, name, mc_phase_name(t->fail.phase),
                 (unsigned long long)o->seed, o->seq_heap_bytes, o->random_rounds,
                 o->pattern_heap_bytes, o->pattern_rounds, (unsigned long long)o->churn_ops,
-                o->churn_heap_bytes, o->churn_fill_pct, o->churn_max_bytes,
+                o->churn_heap_bytes, o->churn_fill_pct, o->churn_max_bytes, every,
                 o->compat ? " --compat" : "", timeout);
     }
 }
