@@ -33,12 +33,14 @@
  * must be multiples of that page size. A size whose rounding, or an offset
  * whose sum with the size, overflows is refused (-EOVERFLOW).
  *
- * Placement: a mapping (every source but SysV) sits between two inaccessible
- * guard pages, so that a write just past either end faults instead of
- * reaching a neighbouring mapping, and the kernel cannot merge the arena
- * with a neighbour (the smaps figures are then the arena's alone). An arena
- * of 2 MiB or more starts on a 2 MiB boundary (a huge page one for huge
- * pages), where transparent huge pages can back it.
+ * Placement: the arena sits between two inaccessible guard pages, so that
+ * a write just past either end faults instead of reaching a neighbouring
+ * mapping, and the kernel cannot merge the arena with a neighbour (the
+ * smaps figures are then the arena's alone). An arena of 2 MiB or more
+ * starts on a 2 MiB boundary (a huge page one for huge pages), where
+ * transparent huge pages can back it. An existing SysV segment is the
+ * exception: it is attached where the kernel puts it, since only the kernel
+ * knows how much it maps (a hugetlb segment is rounded up to its pages).
  *
  * Ownership: what rtm_arena_open creates (a POSIX shm object, a SysV
  * segment, a file) rtm_arena_close removes, in the process that opened it
@@ -240,6 +242,7 @@ struct rtm_arena_private {
     int creator_pid;         /* the process that created the object, 0 if none */
     unsigned char owned;     /* the object was created by this arena */
     unsigned char read_only; /* mapped without PROT_WRITE */
+    unsigned char attached;  /* a SysV segment is attached at base */
     char name[256];          /* created POSIX shm name, or created file's last component */
 };
 

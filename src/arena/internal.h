@@ -78,8 +78,9 @@ int rtm__arena_posix_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
 int rtm__arena_sysv_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
 int rtm__arena_file_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
 int rtm__arena_device_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
-/* Attaches the segment (map.c calls it for SYSV_SHM). */
-int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p);
+/* Attaches the segment at `at` (reserved by map.c), or where the kernel
+ * puts it (NULL). */
+int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p, void *at);
 /* Removes what the open created (shm name, segment, file), in the creating
  * process only. Returns 0 or -errno (message written). */
 int rtm__arena_posix_shm_remove(struct rtm_arena *a);
@@ -94,8 +95,9 @@ int rtm__arena_open_fail(struct rtm_arena *a, const struct rtm__arena_plan *p, i
 
 /* ---- map.c: placing the mapping -------------------------------------------- */
 
-/* Maps the object (a->fd, or anonymous memory) at a fresh address between
- * two guard pages; a SysV segment is attached where the kernel puts it. */
+/* Maps the object (a->fd, anonymous memory, a SysV segment) at a fresh
+ * address between two guard pages; an existing SysV segment is attached
+ * where the kernel puts it. */
 int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Unmaps whatever rtm__arena_map mapped. Returns 0 or -errno. */
 int rtm__arena_unmap(struct rtm_arena *a);

@@ -52,17 +52,16 @@ static int explain_mmap(struct rtm_arena *a, const struct rtm__arena_plan *p, in
     return rtm__arena_fail(a, err, "mmap of %s of %s failed: %s", size, p->what, strerror(err));
 }
 
-int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p)
+/* Reserves address space for the arena (PROT_NONE, MAP_NORESERVE: no
+ * memory) with a guard page on each side, the arena aligned to its page
+ * size, and to 2 MiB from 2 MiB on (where THP can back it). Sets *base to
+ * the arena's address. */
+static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **base_out)
 {
-    if (p->cfg->source == RTM_ARENA_SYSV_SHM)
-        return rtm__arena_sysv_shm_attach(a, p);
-
     size_t guard = p->base_page;
     size_t align = p->page;
     if (p->size >= PMD_BYTES && align < PMD_BYTES)
         align = PMD_BYTES;
-    /* The reservation: the arena, a guard page on each side, and room to
-     * align the arena (address space only: PROT_NONE, MAP_NORESERVE). */
     size_t slack = align - p->base_page;
     if (p->size > SIZE_MAX - 2 * guard - slack)
         return rtm__arena_fail(a, EOVERFLOW, "%zu bytes and their guard pages overflow", p->size);
@@ -79,6 +78,23 @@ int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p)
         munmap(end, (size_t)(r + total - end));
     a->internal.map_start = start;
     a->internal.map_bytes = (size_t)(end - start);
+    *base_out = base;
+    return 0;
+}
+
+int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    /* An existing segment may map more than its size says (a hugetlb one
+     * is rounded up to its pages): only the kernel can place it safely. */
+    bool sysv = p->cfg->source == RTM_ARENA_SYSV_SHM;
+    if (sysv && !a->internal.owned)
+        return rtm__arena_sysv_shm_attach(a, p, NULL);
+    char *base = NULL;
+    int rc = reserve(a, p, &base);
+    if (rc)
+        return rc;
+    if (sysv)
+        return rtm__arena_sysv_shm_attach(a, p, base);
 
     int prot = PROT_READ | (p->writable ? PROT_WRITE : 0);
     int flags = MAP_FIXED | (p->shared ? MAP_SHARED : MAP_PRIVATE) | p->map_flags;
@@ -97,12 +113,15 @@ int rtm__arena_unmap(struct rtm_arena *a)
 {
     void *start = a->internal.map_start;
     size_t bytes = a->internal.map_bytes;
+    int rc = 0;
     a->internal.map_start = NULL;
     a->internal.map_bytes = 0;
-    if (!start)
-        return 0;
-    int rc = a->shm_id >= 0 ? shmdt(start) : munmap(start, bytes);
-    if (rc != 0)
-        return rtm__arena_fail(a, errno, "unmapping the arena failed: %s", strerror(errno));
-    return 0;
+    if (a->internal.attached && shmdt(a->base) != 0)
+        rc = rtm__arena_fail(a, errno, "detaching the SysV segment failed: %s", strerror(errno));
+    a->internal.attached = 0;
+    /* The reservation around a mapping, or around a segment (detached: the
+     * range left is the guards and the hole). */
+    if (start && munmap(start, bytes) != 0 && !rc)
+        rc = rtm__arena_fail(a, errno, "unmapping the arena failed: %s", strerror(errno));
+    return rc;
 }

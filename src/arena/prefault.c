@@ -115,12 +115,18 @@ void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
         return;
     if (sm->anon_huge + sm->shmem_pmd + sm->file_pmd > 0)
         return;
+    int source = p->cfg->source;
+    if (source == RTM_ARENA_FILE || source == RTM_ARENA_DEVICE) {
+        rtm__arena_warn(a,
+                        "THP asked, none obtained: whether %s can take huge pages is up to "
+                        "its filesystem or driver",
+                        p->what);
+        return;
+    }
     char setting[32];
     const char *file = p->shared ? "shmem_enabled" : "enabled";
     thp_setting(file, setting, sizeof setting);
-    rtm__arena_warn(a,
-                    "THP asked, none obtained: /sys/kernel/mm/transparent_hugepage/%s is "
-                    "[%s]%s",
+    rtm__arena_warn(a, "THP asked, none obtained: /sys/kernel/mm/transparent_hugepage/%s is [%s]%s",
                     file, setting,
                     p->shared ? " (shared memory takes huge pages with advise, within_size or "
                                 "always)"

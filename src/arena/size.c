@@ -122,7 +122,7 @@ int rtm__arena_plan_init(struct rtm_arena *a, struct rtm__arena_plan *p,
     if (cfg->flags & ~known)
         return rtm__arena_fail(a, EINVAL, "unknown flags 0x%x", cfg->flags & ~known);
     if (cfg->flags & ~flags_allowed(cfg->source))
-        return rtm__arena_fail(a, EINVAL, "flags 0x%x do not apply to a %s arena",
+        return rtm__arena_fail(a, EINVAL, "flags 0x%x do not apply to the %s source",
                                cfg->flags & ~flags_allowed(cfg->source), src);
     bool existing = (cfg->flags & RTM_ARENA_EXISTING) || cfg->source == RTM_ARENA_DEVICE;
     if ((cfg->flags & RTM_ARENA_READ_ONLY) && !existing)

@@ -95,18 +95,18 @@ int rtm__arena_sysv_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
     return rtm__arena_fit(a, p, (uint64_t)ds.shm_segsz);
 }
 
-int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p)
+int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p, void *at)
 {
-    /* Where the kernel puts it: aligned for its huge pages, and a segment
-     * never merges with a neighbouring mapping (no guard pages needed). */
-    void *m = shmat(a->shm_id, NULL, p->writable ? 0 : SHM_RDONLY);
+    /* At the reserved address (replacing the reservation: SHM_REMAP), or
+     * where the kernel puts it. */
+    int flags = (p->writable ? 0 : SHM_RDONLY) | (at ? SHM_REMAP : 0);
+    void *m = shmat(a->shm_id, at, flags);
     if (m == (void *)-1) {
         int err = errno;
         return rtm__arena_fail(a, err, "shmat of %s failed: %s", p->what, strerror(err));
     }
     a->base = m;
-    a->internal.map_start = m;
-    a->internal.map_bytes = p->size;
+    a->internal.attached = 1;
     /* A private segment leaves the namespace at once: it then lasts exactly
      * as long as a process has it attached, even if this one is killed. */
     if (p->cfg->sysv_key == IPC_PRIVATE && a->internal.owned) {
