@@ -518,6 +518,33 @@ static int section_sources(void)
                                          .lock = RTM_ARENA_LOCK_TRY },
              &base);
 
+    /* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
+     * faulted in, asked or not: the report says so. (In a child: the lock
+     * is the whole process's.) */
+    if (g.mlock_works) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            test_context = "mlockall(MCL_FUTURE)";
+            CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
+            int64_t lck0 = own_vmlck_kb();
+            struct rtm_arena m;
+            CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+            CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+            CHECK_EQ(m.report.resident_bytes, MIB);
+            CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
+            CHECK_EQ(m.report.locked_bytes, MIB + 2 * g.page);
+            struct entry e = own_smaps((uintptr_t)m.base, false);
+            CHECK(has_flag(&e, "lo"));
+            rtm_arena_close(&m);
+            _exit(test_checks_failed ? 1 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    } else {
+        printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
+    }
+
     /* A write just past either end hits a guard page. */
     test_context = "guard pages";
     struct rtm_arena a;

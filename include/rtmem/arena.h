@@ -180,10 +180,12 @@ struct rtm_arena_config {
 };
 
 /* What the lock came to (rtm_arena_report.lock_state). */
-/* Not asked, or refused under RTM_ARENA_LOCK_TRY (lock_errno says why). */
+/* Not locked: not asked, or refused under RTM_ARENA_LOCK_TRY (lock_errno
+ * says why). */
 #define RTM_ARENA_UNLOCKED       0
-/* mlock succeeded and the kernel marked the mapping locked (VM_LOCKED in
- * smaps); VmLck grew by size_bytes. */
+/* The kernel marked the mapping locked (VM_LOCKED in smaps): this open's
+ * mlock did, or an mlockall(MCL_FUTURE) in force did, asked here or not.
+ * VmLck grew by size_bytes (and by the two guard pages under MCL_FUTURE). */
 #define RTM_ARENA_LOCKED         1
 /* Huge pages from the hugetlb pool: mlock succeeded, but the kernel neither
  * marks nor counts hugetlb mappings as locked (VmLck does not grow); their
@@ -214,8 +216,9 @@ struct rtm_arena_report {
     int lock_state; /* RTM_ARENA_UNLOCKED, _LOCKED, _LOCKED_HUGETLB, _LOCK_IGNORED */
     int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY, else 0 */
     /* VmLck after the open minus VmLck before, in bytes: size_bytes when
-     * RTM_ARENA_LOCKED (the guard pages are never locked), 0 otherwise. Signed:
-     * another thread's mlock or munlock during the open moves it. */
+     * RTM_ARENA_LOCKED (with the guard pages under mlockall(MCL_FUTURE)),
+     * 0 otherwise. Signed: another thread's mlock or munlock during the
+     * open moves it. */
     int64_t locked_bytes;
     /* Page faults the calling thread took during the open (getrusage
      * RUSAGE_THREAD): mapping, prefault and lock. About one per page faulted
@@ -268,8 +271,9 @@ struct rtm_arena {
 };
 
 /*
- * Opens the arena cfg describes into *a: obtains the object, maps it, gives
- * the THP advice, prefaults, locks, and verifies (struct rtm_arena_report).
+ * Opens the arena cfg describes into *a (which must not be open: it is
+ * overwritten): obtains the object, maps it, gives the THP advice,
+ * prefaults, locks, and verifies (struct rtm_arena_report).
  * Returns 0, or a negative errno with a->message naming the cause; on
  * failure nothing it created is left behind, and a->base is NULL.
  *   EINVAL     a or cfg NULL; an unknown source, prefault, lock, thp or

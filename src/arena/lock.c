@@ -103,13 +103,17 @@ void rtm__arena_lock_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
                            const struct rtm__arena_smaps *sm)
 {
     struct rtm_arena_report *r = &a->report;
-    r->lock_state = RTM_ARENA_UNLOCKED;
-    if (p->cfg->lock == RTM_ARENA_LOCK_NONE || r->lock_errno)
-        return;
-    if (!sm->found || sm->locked) {
-        r->lock_state = RTM_ARENA_LOCKED; /* without smaps, mlock's word */
+    bool asked = p->cfg->lock != RTM_ARENA_LOCK_NONE;
+    bool mlock_ok = asked && r->lock_errno == 0;
+    /* The mapping's own flag first: set by this mlock, or by an
+     * mlockall(MCL_FUTURE) in force whatever was asked here. */
+    if (sm->found ? sm->locked : mlock_ok) {
+        r->lock_state = RTM_ARENA_LOCKED;
         return;
     }
+    r->lock_state = RTM_ARENA_UNLOCKED;
+    if (!mlock_ok)
+        return;
     if (sm->hugetlb) {
         r->lock_state = RTM_ARENA_LOCKED_HUGETLB;
         return;
