@@ -210,8 +210,9 @@ struct rtm_arena_report {
     size_t page_bytes;
     /* Bytes of the arena present in this process's page tables after the
      * open (smaps Rss, plus Shared_ and Private_Hugetlb for huge pages):
-     * size_bytes after a prefault or a lock, 0 for device memory the kernel
-     * does not count. */
+     * size_bytes after a prefault or a lock; not counted: device memory
+     * (VM_PFNMAP), and the shared zero page that reading fresh private
+     * memory maps (a read-only private /dev/zero arena shows 0). */
     size_t resident_bytes;
     int lock_state; /* RTM_ARENA_UNLOCKED, _LOCKED, _LOCKED_HUGETLB, _LOCK_IGNORED */
     int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY, else 0 */
@@ -336,8 +337,10 @@ RTM_API struct rtm_heap *rtm_arena_heap(struct rtm_arena *a, const char *kind,
  * NUL-terminated when size > 0), e.g.
  *   "anon: 64 MiB of 4 KiB pages (4 KiB asked), resident 64 MiB;
  *    prefault touch: 16384 minor, 0 major faults; lock must: locked,
- *    VmLck +64 MiB; THP none: AnonHugePages 0 kB"
- * (on one line), followed by the message if there is one. Returns the
+ *    VmLck +65536 kB; THP default: AnonHugePages 0, ShmemPmdMapped 0,
+ *    FilePmdMapped 0"
+ * (on one line), followed by "; " and the message if there is one, or
+ * "not open: " and the message of a failed open. Returns the
  * length of the whole text (as snprintf: at least size means it was cut),
  * or -EINVAL for a NULL arena or a NULL buf with a size. O(1).
  */
