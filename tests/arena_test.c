@@ -1438,7 +1438,9 @@ int main(int argc, char **argv)
     while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
         ;
     clean_up();
-    bool restored = !pools || (pool_restore(&saved[0]) & pool_restore(&saved[1]));
+    bool restored = true;
+    for (int i = 0; pools && i < 2; i++) /* both, whatever the first does */
+        restored = pool_restore(&saved[i]) && restored;
     if (g.signal) {
         printf("arena_test: interrupted (signal %d); cleaned up\n", g.signal);
         signal(g.signal, SIG_DFL);
