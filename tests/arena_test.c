@@ -260,6 +260,17 @@ static void heaps_on(struct rtm_arena *a)
     }
 }
 
+/* Writes a byte of every page; returns the page faults that took. Not
+ * instrumented: a sanitizer's first look at the shadow of each 32 KiB
+ * would fault too, and be counted as the arena's. */
+__attribute__((no_sanitize_address)) static uint64_t write_every_page(void *base, size_t size)
+{
+    uint64_t f0 = thread_faults();
+    for (size_t off = 0; off < size; off += g.page)
+        ((volatile unsigned char *)base)[off] = 1;
+    return thread_faults() - f0;
+}
+
 /* The report against smaps and VmLck as read here; lck0 is VmLck (kB)
  * before the open. */
 static void check_report(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
@@ -343,10 +354,7 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
     if (cfg->flags & RTM_ARENA_READ_ONLY)
         return;
     bool quiet = cfg->prefault == RTM_ARENA_PREFAULT_TOUCH || (populated && !x->disk_file);
-    uint64_t f0 = thread_faults();
-    for (size_t off = 0; off < a->size_bytes; off += g.page)
-        ((volatile unsigned char *)a->base)[off] = 1;
-    uint64_t faults = thread_faults() - f0;
+    uint64_t faults = write_every_page(a->base, a->size_bytes);
     if (quiet)
         CHECK_EQ(faults, 0);
     else
@@ -552,6 +560,7 @@ static int section_sources(void)
     for (int side = 0; side < 2; side++) {
         pid_t pid = fork();
         if (pid == 0) {
+            signal(SIGSEGV, SIG_DFL); /* the fault itself, not a sanitizer's report of it */
             volatile unsigned char *p = a.base;
             if (side == 0)
                 p[-1] = 1;
@@ -680,7 +689,7 @@ static void thp_case(const char *label, struct rtm_arena_config cfg)
         if (huge == 0)
             CHECK(contains(a.message, "THP asked, none obtained"));
         else
-            CHECK(a.message[0] == '\0');
+            CHECK(strstr(a.message, "THP") == NULL);
     } else {
         CHECK(has_flag(&e, "nh"));
         CHECK_EQ(huge, 0);
