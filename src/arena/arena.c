@@ -32,7 +32,8 @@ static int release(struct rtm_arena *a, bool quiet)
     if (!rc)
         rc = r2;
     if (a->fd >= 0 && close(a->fd) != 0 && !rc)
-        rc = -errno;
+        rc =
+            rtm__arena_fail(a, errno, "closing the arena's descriptor failed: %s", strerror(errno));
     if (a->internal.dir_fd >= 0)
         close(a->internal.dir_fd);
     if (quiet)
