@@ -625,9 +625,10 @@ static int section_device(void)
 }
 
 /* A node whose mapping is VM_IO/VM_PFNMAP: mlock succeeds there and locks
- * nothing. /sys/kernel/btf/vmlinux (Linux 6.16 and later) is one anybody
- * may map, read-only and private; /dev/mem and UIO nodes are others, which
- * this test does not touch. */
+ * nothing. /sys/kernel/btf/vmlinux is one anybody may map, read-only and
+ * private, on kernels that let it be mapped (this test skips where it
+ * cannot); /dev/mem and UIO nodes are others, which this test does not
+ * touch. */
 static int section_pfnmap(void)
 {
     const char *node = "/sys/kernel/btf/vmlinux";
