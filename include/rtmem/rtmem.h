@@ -7,6 +7,7 @@
 #include "rtmem/heapmem.h"
 #include "rtmem/xnheap.h"
 #include "rtmem/plugin.h"
+#include "rtmem/arena.h"
 #include "rtmem/version.h"
 
 #endif /* RTMEM_RTMEM_H */

@@ -1,0 +1,149 @@
+/* Arenas: open, close, and a heap on an arena (rtmem/arena.h). */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
+{
+    switch (p->cfg->source) {
+    case RTM_ARENA_ANON: return rtm__arena_anon_obtain(a, p);
+    case RTM_ARENA_MEMFD: return rtm__arena_memfd_obtain(a, p);
+    case RTM_ARENA_POSIX_SHM: return rtm__arena_posix_shm_obtain(a, p);
+    case RTM_ARENA_SYSV_SHM: return rtm__arena_sysv_shm_obtain(a, p);
+    case RTM_ARENA_FILE: return rtm__arena_file_obtain(a, p);
+    default: return rtm__arena_device_obtain(a, p);
+    }
+}
+
+/* Undoes every step: unmaps, closes, removes what was created. Each failure
+ * is written to the message unless quiet (undoing a failed open keeps the
+ * open's message); the first is returned. */
+static int release(struct rtm_arena *a, bool quiet)
+{
+    char kept[RTM_ARENA_MESSAGE_BYTES];
+    memcpy(kept, a->message, sizeof kept);
+    int rc = rtm__arena_unmap(a);
+    int r2 = a->report.source == RTM_ARENA_POSIX_SHM  ? rtm__arena_posix_shm_remove(a)
+             : a->report.source == RTM_ARENA_SYSV_SHM ? rtm__arena_sysv_shm_remove(a)
+             : a->report.source == RTM_ARENA_FILE     ? rtm__arena_file_remove(a)
+                                                      : 0;
+    if (!rc)
+        rc = r2;
+    if (a->fd >= 0 && close(a->fd) != 0 && !rc)
+        rc =
+            rtm__arena_fail(a, errno, "closing the arena's descriptor failed: %s", strerror(errno));
+    if (a->internal.dir_fd >= 0)
+        close(a->internal.dir_fd);
+    if (quiet)
+        memcpy(a->message, kept, sizeof kept);
+    a->base = NULL;
+    a->size_bytes = 0;
+    a->fd = -1;
+    a->shm_id = -1;
+    memset(&a->internal, 0, sizeof a->internal);
+    a->internal.dir_fd = -1;
+    return rc;
+}
+
+/* Fills the report from what the kernel says now. */
+static void verify(struct rtm_arena *a, const struct rtm__arena_plan *p,
+                   const struct rtm__arena_status *before)
+{
+    struct rtm_arena_report *r = &a->report;
+    struct rtm__arena_status after;
+    struct rtm__arena_smaps sm;
+    rtm__arena_read_status(&after);
+    rtm__arena_read_smaps(a->base, &sm);
+    r->verified = before->ok && after.ok && sm.found;
+    if (before->ok && after.ok)
+        r->locked_bytes = (int64_t)after.vmlck - (int64_t)before->vmlck;
+    if (sm.found) {
+        r->page_bytes = (size_t)sm.page;
+        r->resident_bytes = (size_t)sm.rss;
+        r->anon_huge_bytes = (size_t)sm.anon_huge;
+        r->shmem_pmd_bytes = (size_t)sm.shmem_pmd;
+        r->file_pmd_bytes = (size_t)sm.file_pmd;
+    }
+    rtm__arena_lock_judge(a, p, &sm);
+    rtm__arena_thp_judge(a, p, &sm);
+}
+
+int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg)
+{
+    if (!a)
+        return -EINVAL;
+    memset(a, 0, sizeof(*a));
+    a->fd = -1;
+    a->shm_id = -1;
+    a->internal.dir_fd = -1;
+    if (!cfg)
+        return rtm__arena_fail(a, EINVAL, "no config");
+    struct rtm_arena_report *r = &a->report;
+    r->source = cfg->source;
+    r->prefault = cfg->prefault;
+    r->lock = cfg->lock;
+    r->thp = cfg->thp;
+    r->asked_bytes = cfg->size_bytes;
+
+    struct rtm__arena_plan p;
+    int rc = rtm__arena_plan_init(a, &p, cfg);
+    if (rc)
+        return rc;
+    struct rtm__arena_status before;
+    rtm__arena_read_status(&before);
+    uint64_t minor0, major0, minor1, major1;
+    rtm__arena_faults(&minor0, &major0);
+
+    bool skip_lock = false;
+    rc = obtain(a, &p);
+    if (!rc)
+        rc = rtm__arena_lock_check(a, &p, &skip_lock);
+    if (!rc)
+        rc = rtm__arena_map(a, &p);
+    if (!rc)
+        rc = rtm__arena_advise(a, &p);
+    if (!rc)
+        rc = rtm__arena_prefault(a, &p);
+    if (!rc && !skip_lock)
+        rc = rtm__arena_lock(a, &p);
+    rtm__arena_faults(&minor1, &major1);
+    if (rc) {
+        release(a, true);
+        return rc;
+    }
+    a->size_bytes = p.size;
+    a->page_bytes = p.page;
+    a->internal.read_only = !p.writable;
+    r->size_bytes = p.size;
+    r->page_bytes_asked = p.page;
+    r->minor_faults = minor1 - minor0;
+    r->major_faults = major1 - major0;
+    verify(a, &p, &before);
+    return 0;
+}
+
+int rtm_arena_close(struct rtm_arena *a)
+{
+    if (!a)
+        return -EINVAL;
+    if (!a->base)
+        return 0;
+    a->message[0] = '\0';
+    return release(a, false);
+}
+
+struct rtm_heap *rtm_arena_heap(struct rtm_arena *a, const char *kind,
+                                const struct rtm_heap_config *cfg)
+{
+    if (!a || !a->base) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (a->internal.read_only) {
+        errno = EACCES;
+        return NULL;
+    }
+    return rtm_heap_create_ex(kind, a->base, a->size_bytes, cfg);
+}

@@ -1,0 +1,127 @@
+/* Arenas: placing the mapping between two guard pages. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
+
+#include "internal.h"
+
+#define PMD_BYTES ((size_t)2 << 20) /* where transparent huge pages can start */
+
+static int explain_mmap(struct rtm_arena *a, const struct rtm__arena_plan *p, int err)
+{
+    char b1[32], b2[32];
+    const char *size = rtm__arena_bytes_text(p->size, b1, sizeof b1);
+    if (p->hugetlb && err == ENOMEM)
+        return rtm__arena_huge_fail(a, p, err, "mmap");
+    switch (err) {
+    case EAGAIN: {
+        struct rlimit rl;
+        getrlimit(RLIMIT_MEMLOCK, &rl);
+        return rtm__arena_fail(a, err,
+                               "mmap of %s refused (EAGAIN): mlockall(MCL_FUTURE) is in force, "
+                               "so the mapping would be locked, beyond RLIMIT_MEMLOCK (%s): "
+                               "raise the limit or grant CAP_IPC_LOCK",
+                               size,
+                               rl.rlim_cur == RLIM_INFINITY
+                                   ? "unlimited"
+                                   : rtm__arena_bytes_text((uint64_t)rl.rlim_cur, b2, sizeof b2));
+    }
+    case ENODEV: return rtm__arena_fail(a, err, "%s cannot be mapped (ENODEV)", p->what);
+    case EACCES:
+    case EPERM:
+        return rtm__arena_fail(a, err, "mapping %s %s was refused (%s)", p->what,
+                               p->writable ? "for writing" : "for reading", strerror(err));
+    case EINVAL:
+    case ENXIO:
+    case EOVERFLOW:
+        if (p->cfg->source == RTM_ARENA_DEVICE)
+            return rtm__arena_fail(a, err,
+                                   "the driver of %s refused to map %s at offset %" PRIu64
+                                   " (%s): the range lies outside what it maps",
+                                   p->what, size, p->cfg->offset, strerror(err));
+        break;
+    case ENOMEM:
+        return rtm__arena_fail(a, err, "mmap of %s of %s: out of memory or address space", size,
+                               p->what);
+    default: break;
+    }
+    return rtm__arena_fail(a, err, "mmap of %s of %s failed: %s", size, p->what, strerror(err));
+}
+
+/* Reserves address space for the arena (PROT_NONE, MAP_NORESERVE: no
+ * memory) with a guard page on each side, the arena aligned to its page
+ * size, and to 2 MiB from 2 MiB on (where THP can back it). Sets *base to
+ * the arena's address. */
+static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **base_out)
+{
+    size_t guard = p->base_page;
+    size_t align = p->page;
+    if (p->size >= PMD_BYTES && align < PMD_BYTES)
+        align = PMD_BYTES;
+    size_t slack = align - p->base_page;
+    if (p->size > SIZE_MAX - 2 * guard - slack)
+        return rtm__arena_fail(a, EOVERFLOW, "%zu bytes and their guard pages overflow", p->size);
+    size_t total = p->size + 2 * guard + slack;
+    char *r = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        return explain_mmap(a, p, errno);
+    uintptr_t first = (uintptr_t)r + guard;
+    char *base = (char *)((first + align - 1) / align * align);
+    char *start = base - guard, *end = base + p->size + guard;
+    if (start > r)
+        munmap(r, (size_t)(start - r));
+    if (end < r + total)
+        munmap(end, (size_t)(r + total - end));
+    a->internal.map_start = start;
+    a->internal.map_bytes = (size_t)(end - start);
+    *base_out = base;
+    return 0;
+}
+
+int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    /* An existing segment may map more than its size says (a hugetlb one
+     * is rounded up to its pages): only the kernel can place it safely. */
+    bool sysv = p->cfg->source == RTM_ARENA_SYSV_SHM;
+    if (sysv && !a->internal.owned)
+        return rtm__arena_sysv_shm_attach(a, p, NULL);
+    char *base = NULL;
+    int rc = reserve(a, p, &base);
+    if (rc)
+        return rc;
+    if (sysv)
+        return rtm__arena_sysv_shm_attach(a, p, base);
+
+    int prot = PROT_READ | (p->writable ? PROT_WRITE : 0);
+    int flags = MAP_FIXED | (p->shared ? MAP_SHARED : MAP_PRIVATE) | p->map_flags;
+    if (rtm__arena_map_populates(p))
+        flags |= MAP_POPULATE;
+    if (mmap(base, p->size, prot, flags, a->fd, p->offset) == MAP_FAILED) {
+        int err = errno;
+        rtm__arena_unmap(a);
+        return explain_mmap(a, p, err);
+    }
+    a->base = base;
+    return 0;
+}
+
+int rtm__arena_unmap(struct rtm_arena *a)
+{
+    void *start = a->internal.map_start;
+    size_t bytes = a->internal.map_bytes;
+    int rc = 0;
+    a->internal.map_start = NULL;
+    a->internal.map_bytes = 0;
+    if (a->internal.attached && shmdt(a->base) != 0)
+        rc = rtm__arena_fail(a, errno, "detaching the SysV segment failed: %s", strerror(errno));
+    a->internal.attached = 0;
+    /* The reservation around a mapping, or around a segment (detached: the
+     * range left is the guards and the hole). */
+    if (start && munmap(start, bytes) != 0 && !rc)
+        rc = rtm__arena_fail(a, errno, "unmapping the arena failed: %s", strerror(errno));
+    return rc;
+}

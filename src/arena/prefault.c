@@ -1,0 +1,134 @@
+/* Arenas: transparent huge page advice, and the prefault. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+/* Linux 5.14; older headers lack them (and older kernels refuse them with
+ * EINVAL, which prefault_by_hand answers). */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+bool rtm__arena_map_populates(const struct rtm__arena_plan *p)
+{
+    return p->cfg->prefault == RTM_ARENA_PREFAULT_POPULATE &&
+           p->cfg->thp == RTM_ARENA_THP_DEFAULT && p->cfg->source != RTM_ARENA_SYSV_SHM;
+}
+
+int rtm__arena_advise(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    if (p->cfg->thp == RTM_ARENA_THP_DEFAULT)
+        return 0;
+    int advice = p->cfg->thp == RTM_ARENA_THP_ON ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+    if (madvise(a->base, p->size, advice) != 0)
+        return rtm__arena_fail(a, errno,
+                               "madvise(%s) of %s refused (%s): the kernel has no transparent "
+                               "huge pages (CONFIG_TRANSPARENT_HUGEPAGE), or not for this "
+                               "mapping",
+                               advice == MADV_HUGEPAGE ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE",
+                               p->what, strerror(errno));
+    return 0;
+}
+
+/* Before Linux 5.14: each page read, or written with the value it holds by
+ * an atomic compare-and-swap (which needs write access, as a store does,
+ * and cannot undo a concurrent writer's store). */
+static void prefault_by_hand(struct rtm_arena *a, const struct rtm__arena_plan *p, bool write)
+{
+    volatile unsigned char *c = a->base;
+    for (size_t off = 0; off < p->size; off += p->base_page) {
+        unsigned char v = c[off];
+        if (write)
+            while (!__atomic_compare_exchange_n(&c[off], &v, v, false, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED))
+                ;
+    }
+}
+
+int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    int how = p->cfg->prefault;
+    if (how == RTM_ARENA_PREFAULT_NONE || rtm__arena_map_populates(p))
+        return 0;
+    /* _POPULATE as MAP_POPULATE does it: writes for private memory only. */
+    bool write = p->writable && (how == RTM_ARENA_PREFAULT_TOUCH || !p->shared);
+    if (madvise(a->base, p->size, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+        return 0;
+    int err = errno;
+    char b[32];
+    const char *size = rtm__arena_bytes_text(p->size, b, sizeof b);
+    switch (err) {
+    case EINVAL: {
+        struct rtm__arena_smaps sm;
+        rtm__arena_read_smaps(a->base, &sm);
+        if (sm.io_pfn) {
+            rtm__arena_warn(a,
+                            "prefault skipped: %s is a VM_IO/VM_PFNMAP mapping, which the kernel "
+                            "cannot prefault and its driver maps itself",
+                            p->what);
+            return 0;
+        }
+        prefault_by_hand(a, p, write);
+        return 0;
+    }
+    case EFAULT:
+        return rtm__arena_fail(a, err,
+                               "prefault of %s of %s failed (EFAULT: a page could not be faulted "
+                               "in): part of the range lies past the end of what it maps, or its "
+                               "filesystem (tmpfs, disk) is full, or its huge page pool is empty",
+                               size, p->what);
+    case ENOMEM:
+        return rtm__arena_fail(a, err, "prefault of %s of %s: out of memory", size, p->what);
+    default:
+        return rtm__arena_fail(a, err, "prefault of %s of %s failed: %s", size, p->what,
+                               strerror(err));
+    }
+}
+
+/* The bracketed choice of a THP setting file ("always [madvise] never"). */
+static void thp_setting(const char *file, char *buf, size_t size)
+{
+    char path[96], line[128];
+    snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(line, sizeof line, f)) {
+        char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
+        if (l && r)
+            snprintf(buf, size, "%.*s", (int)(r - l - 1), l + 1);
+    }
+    fclose(f);
+}
+
+void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
+                          const struct rtm__arena_smaps *sm)
+{
+    if (p->cfg->thp != RTM_ARENA_THP_ON || !sm->found || sm->rss == 0 || p->size < (2u << 20))
+        return;
+    if (sm->anon_huge + sm->shmem_pmd + sm->file_pmd > 0)
+        return;
+    int source = p->cfg->source;
+    if (source == RTM_ARENA_FILE || source == RTM_ARENA_DEVICE) {
+        rtm__arena_warn(a,
+                        "THP asked, none obtained: whether %s can take huge pages is up to "
+                        "its filesystem or driver",
+                        p->what);
+        return;
+    }
+    char setting[32];
+    const char *file = p->shared ? "shmem_enabled" : "enabled";
+    thp_setting(file, setting, sizeof setting);
+    rtm__arena_warn(a, "THP asked, none obtained: /sys/kernel/mm/transparent_hugepage/%s is [%s]%s",
+                    file, setting,
+                    p->shared ? " (shared memory takes huge pages with advise, within_size or "
+                                "always)"
+                              : " (or no free 2 MiB of memory could be assembled)");
+}

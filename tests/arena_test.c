@@ -1,0 +1,1467 @@
+/*
+ * Arenas (rtmem/arena.h): every source this machine supports, with and
+ * without prefault and lock, each report checked against /proc/self/status
+ * and /proc/self/smaps as parsed here (not by the library's parser), the
+ * failure messages, and heaps of every kind on every arena.
+ *
+ *   arena_test SECTION    (ctest -R arena runs them all)
+ *
+ * Each section runs in a child process. The parent (the wrapper) removes
+ * afterwards whatever the test may have left, even when the child failed,
+ * crashed or was interrupted: POSIX shm objects and SysV segments named for
+ * this run, its scratch directory, and, after a section that reserves huge
+ * pages (as root: the pages it needs, or none to see the refusal), the pool
+ * sizes, written back to what they were. SIGINT, SIGTERM and SIGHUP are
+ * passed to the child, then the cleanup runs. Sections that can do nothing
+ * here (no root to reserve huge pages, no VM_PFNMAP node...) exit with 77,
+ * which CTest shows as skipped, and say why.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rtmem/rtmem.h"
+
+#define SKIP     77
+#define KIB      ((size_t)1 << 10)
+#define MIB      ((size_t)1 << 20)
+#define GIB      ((size_t)1 << 30)
+#define HUGE_DIR "/sys/kernel/mm/hugepages"
+
+static struct {
+    int run;                /* the wrapper's pid: names this run's objects */
+    char dir[PATH_MAX / 2]; /* scratch directory, on the build tree's disk */
+    size_t page;            /* base page size */
+    bool root;              /* can reserve huge pages, mount, drop capabilities */
+    bool mlock_works;       /* mlock really locks (a sanitizer may make it a no-op) */
+    int child;              /* the section's process, for the wrapper */
+    volatile sig_atomic_t signal;
+} g;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* "2 MiB", "1 GiB": a huge page size in words. */
+static const char *page_name(size_t page)
+{
+    static char buf[32];
+    if (page >= GIB)
+        snprintf(buf, sizeof buf, "%zu GiB", page / GIB);
+    else
+        snprintf(buf, sizeof buf, "%zu MiB", page / MIB);
+    return buf;
+}
+
+static void shm_name(char *buf, size_t size, int n)
+{
+    snprintf(buf, size, "/rtmem-arena-test-%d-%d", g.run, n);
+}
+
+static int sysv_key(int n)
+{
+    return (int)(0x52000000u | ((unsigned)g.run & 0xffffu) << 8 | (unsigned)n);
+}
+
+static void scratch_path(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", g.dir, name);
+}
+
+static bool contains(const char *s, const char *part)
+{
+    bool ok = s && strstr(s, part) != NULL;
+    if (!ok)
+        fprintf(stderr, "  message \"%s\"\n  lacks \"%s\"\n", s ? s : "(null)", part);
+    return ok;
+}
+
+static uint64_t thread_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
+/* The whole of a /proc or /sys file, NUL-terminated (malloc'd). */
+static char *slurp(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
+static bool read_num(const char *path, uint64_t *v)
+{
+    char *s = slurp(path);
+    bool ok = s && sscanf(s, "%" SCNu64, v) == 1;
+    free(s);
+    return ok;
+}
+
+static bool write_num(const char *path, uint64_t v)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%" PRIu64 "\n", v);
+    bool ok = write(fd, buf, (size_t)n) == n;
+    close(fd);
+    return ok;
+}
+
+/* VmLck of this process, kB, from /proc/self/status. */
+static int64_t own_vmlck_kb(void)
+{
+    char *s = slurp("/proc/self/status");
+    const char *l = s ? strstr(s, "\nVmLck:") : NULL;
+    int64_t kb = l ? strtoll(l + 7, NULL, 10) : -1;
+    free(s);
+    return kb;
+}
+
+/* One entry of /proc/self/smaps, figures in bytes. */
+struct entry {
+    bool found;
+    uintptr_t start, end;
+    char perms[5];
+    uint64_t kernel_page, rss, hugetlb, anon_huge, shmem_pmd, file_pmd;
+    char flags[192];
+};
+
+static uint64_t kb_after(const char *line)
+{
+    return strtoull(strchr(line, ':') + 1, NULL, 10) * 1024;
+}
+
+/* The smaps entry that contains addr (or, with ends_at, the one that ends
+ * there). */
+static struct entry own_smaps(uintptr_t addr, bool ends_at)
+{
+    struct entry e = { 0 }, cur = { 0 };
+    char *s = slurp("/proc/self/smaps");
+    if (!s)
+        return e;
+    for (char *line = s, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *dash;
+        uintptr_t start = (uintptr_t)strtoull(line, &dash, 16);
+        if (*dash == '-' && dash > line) {
+            if (cur.found)
+                break;
+            memset(&cur, 0, sizeof cur);
+            cur.start = start;
+            cur.end = (uintptr_t)strtoull(dash + 1, &dash, 16);
+            memcpy(cur.perms, dash + 1, 4);
+            cur.found = ends_at ? cur.end == addr : cur.start <= addr && addr < cur.end;
+            continue;
+        }
+        if (!cur.found)
+            continue;
+        if (!strncmp(line, "KernelPageSize:", 15))
+            cur.kernel_page = kb_after(line);
+        else if (!strncmp(line, "Rss:", 4))
+            cur.rss = kb_after(line);
+        else if (!strncmp(line, "Shared_Hugetlb:", 15) || !strncmp(line, "Private_Hugetlb:", 16))
+            cur.hugetlb += kb_after(line);
+        else if (!strncmp(line, "AnonHugePages:", 14))
+            cur.anon_huge = kb_after(line);
+        else if (!strncmp(line, "ShmemPmdMapped:", 15))
+            cur.shmem_pmd = kb_after(line);
+        else if (!strncmp(line, "FilePmdMapped:", 14))
+            cur.file_pmd = kb_after(line);
+        else if (!strncmp(line, "VmFlags:", 8))
+            snprintf(cur.flags, sizeof cur.flags, "%s ", line + 8);
+    }
+    free(s);
+    return cur.found ? cur : e;
+}
+
+static bool has_flag(const struct entry *e, const char *flag)
+{
+    char f[8];
+    snprintf(f, sizeof f, " %s ", flag);
+    return strstr(e->flags, f) != NULL;
+}
+
+/* ---- the checks every arena gets ---------------------------------------- */
+
+struct expect {
+    size_t page;    /* page size the arena must have (0: base) */
+    bool disk_file; /* a shared mapping of a disk file: first writes fault */
+    bool no_guards; /* an existing SysV segment: attached where the kernel puts it */
+};
+
+static bool hugetlb_expected(const struct expect *x)
+{
+    return x->page > g.page;
+}
+
+/* Fills a heap of every kind on the arena, checks it, empties it. */
+static void heaps_on(struct rtm_arena *a)
+{
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        struct rtm_heap *h = rtm_arena_heap(a, *k, NULL);
+        CHECK(h != NULL);
+        if (!h)
+            continue;
+        size_t block = a->size_bytes / 512;
+        block = block < 64 ? 64 : block > MIB ? MIB : block;
+        size_t want = rtm_heap_fill_count(h, block), n = 0;
+        unsigned char **p = malloc((want + 16) * sizeof *p);
+        while (n < want + 16 && (p[n] = rtm_heap_alloc(h, block)) != NULL) {
+            p[n][0] = p[n][block - 1] = (unsigned char)n;
+            n++;
+        }
+        CHECK(want > 0 && n >= want);
+        CHECK_EQ(rtm_heap_check(h), 0);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(p[i][0] == (unsigned char)i && p[i][block - 1] == (unsigned char)i);
+            CHECK_EQ(rtm_heap_free(h, p[i]), 0);
+        }
+        struct rtm_heap_stats st;
+        CHECK_EQ(rtm_heap_stats(h, &st), 0);
+        CHECK_EQ(st.used_bytes, 0);
+        CHECK_EQ(rtm_heap_check(h), 0);
+        rtm_heap_destroy(h);
+        free(p);
+    }
+}
+
+/* Writes a byte of every page; returns the page faults that took. Not
+ * instrumented: a sanitizer's first look at the shadow of each 32 KiB
+ * would fault too, and be counted as the arena's. */
+__attribute__((no_sanitize_address)) static uint64_t write_every_page(void *base, size_t size)
+{
+    uint64_t f0 = thread_faults();
+    for (size_t off = 0; off < size; off += g.page)
+        ((volatile unsigned char *)base)[off] = 1;
+    return thread_faults() - f0;
+}
+
+/* The report against smaps and VmLck as read here; lck0 is VmLck (kB)
+ * before the open. */
+static void check_report(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                         const struct expect *x, int64_t lck0)
+{
+    const struct rtm_arena_report *r = &a->report;
+    size_t page = x->page ? x->page : g.page;
+    size_t want = cfg->size_bytes ? (cfg->size_bytes + page - 1) / page * page : a->size_bytes;
+    uintptr_t base = (uintptr_t)a->base;
+    CHECK(base != 0 && base % page == 0);
+    CHECK_EQ(a->size_bytes, want);
+    CHECK_EQ(a->page_bytes, page);
+    CHECK_EQ(r->page_bytes_asked, page);
+    CHECK_EQ(r->size_bytes, want);
+    CHECK_EQ(r->asked_bytes, cfg->size_bytes);
+    CHECK(r->verified);
+    if (a->size_bytes >= 2 * MIB)
+        CHECK(base % (2 * MIB) == 0);
+
+    struct entry e = own_smaps(base, false);
+    REQUIRE(e.found, );
+    CHECK_EQ(e.start, base);
+    if (!x->no_guards)
+        CHECK_EQ(e.end - e.start, a->size_bytes);
+    CHECK_EQ(e.kernel_page, page);
+    CHECK_EQ(r->page_bytes, e.kernel_page);
+    CHECK_EQ(r->resident_bytes, e.rss + e.hugetlb);
+    CHECK_EQ(r->anon_huge_bytes, e.anon_huge);
+    CHECK_EQ(r->shmem_pmd_bytes, e.shmem_pmd);
+    CHECK_EQ(r->file_pmd_bytes, e.file_pmd);
+
+    /* Guard pages: one inaccessible page on each side. */
+    if (!x->no_guards) {
+        struct entry before = own_smaps(base, true), after = own_smaps(base + a->size_bytes, false);
+        CHECK(before.found && before.end - before.start == g.page && !strcmp(before.perms, "---p"));
+        CHECK(after.found && after.start == base + a->size_bytes &&
+              after.end - after.start == g.page && !strcmp(after.perms, "---p"));
+    }
+
+    /* The lock, by VmLck and by the mapping's flags. */
+    int64_t delta_kb = own_vmlck_kb() - lck0;
+    CHECK_EQ(r->locked_bytes, delta_kb * 1024);
+    bool locking = cfg->lock != RTM_ARENA_LOCK_NONE;
+    if (!locking) {
+        CHECK_EQ(r->lock_state, RTM_ARENA_UNLOCKED);
+        CHECK_EQ(delta_kb, 0);
+        CHECK(!has_flag(&e, "lo"));
+    } else if (hugetlb_expected(x)) {
+        CHECK_EQ(r->lock_state, RTM_ARENA_LOCKED_HUGETLB);
+        CHECK(has_flag(&e, "ht") && !has_flag(&e, "lo"));
+        CHECK_EQ(delta_kb, 0);
+    } else if (g.mlock_works) {
+        CHECK_EQ(r->lock_state, RTM_ARENA_LOCKED);
+        CHECK(has_flag(&e, "lo"));
+        CHECK_EQ(delta_kb * 1024, a->size_bytes);
+    } else {
+        CHECK_EQ(r->lock_state, RTM_ARENA_LOCK_IGNORED);
+        CHECK_EQ(delta_kb, 0);
+        CHECK(contains(a->message, "mlock was intercepted"));
+    }
+    CHECK_EQ(r->lock_errno, 0);
+
+    /* What is present, and the faults it took. */
+    bool populated = cfg->prefault != RTM_ARENA_PREFAULT_NONE || (locking && g.mlock_works);
+    uint64_t pages = a->size_bytes / page;
+    if (populated) {
+        CHECK_EQ(r->resident_bytes, a->size_bytes);
+        /* One fault per page, but where THP maps 2 MiB at once, and where
+         * a file's read fault maps the cached pages around it too. */
+        if (cfg->thp == RTM_ARENA_THP_DEFAULT && !x->disk_file)
+            CHECK(r->minor_faults + r->major_faults >= pages);
+        else
+            CHECK(r->minor_faults + r->major_faults > 0);
+    } else {
+        CHECK_EQ(r->resident_bytes, 0);
+        CHECK(r->minor_faults + r->major_faults < 64);
+    }
+
+    /* Memory that stays put: once prefaulted (or locked), writing every
+     * page takes no fault, but for a disk file's first writes. */
+    if (cfg->flags & RTM_ARENA_READ_ONLY)
+        return;
+    bool quiet = cfg->prefault == RTM_ARENA_PREFAULT_TOUCH || (populated && !x->disk_file);
+    uint64_t faults = write_every_page(a->base, a->size_bytes);
+    if (quiet)
+        CHECK_EQ(faults, 0);
+    else
+        CHECK(faults > 0);
+}
+
+/* Opens, checks, fills heaps of every kind, closes; VmLck must come back.
+ * Returns false when the open failed. */
+static bool run_case(const char *label, const struct rtm_arena_config *cfg, const struct expect *x)
+{
+    test_context = label;
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena a;
+    int rc = rtm_arena_open(&a, cfg);
+    CHECK_EQ(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s: %s\n", label, a.message);
+        return false;
+    }
+    check_report(&a, cfg, x, lck0);
+    if (!(cfg->flags & RTM_ARENA_READ_ONLY))
+        heaps_on(&a);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(a.base == NULL);
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    test_context = NULL;
+    return true;
+}
+
+/* Every combination of prefault and lock (none or must) for one source. */
+static void run_matrix(const char *name, struct rtm_arena_config cfg, const struct expect *x)
+{
+    static const char *const prefaults[] = { "none", "populate", "touch" };
+    for (int pf = RTM_ARENA_PREFAULT_NONE; pf <= RTM_ARENA_PREFAULT_TOUCH; pf++) {
+        for (int lk = RTM_ARENA_LOCK_NONE; lk <= RTM_ARENA_LOCK_MUST; lk += 2) {
+            char label[160];
+            snprintf(label, sizeof label, "%s, prefault %s, lock %s", name, prefaults[pf],
+                     lk ? "must" : "none");
+            cfg.prefault = pf;
+            cfg.lock = lk;
+            run_case(label, &cfg, x);
+        }
+    }
+}
+
+/* An open that must fail with err and a message containing each part;
+ * nothing may be left mapped or locked. */
+static void expect_failure(const char *label, const struct rtm_arena_config *cfg, int err,
+                           const char *part1, const char *part2)
+{
+    test_context = label;
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena a;
+    int rc = rtm_arena_open(&a, cfg);
+    CHECK_EQ(-rc, err);
+    CHECK(a.base == NULL && a.fd == -1 && a.shm_id == -1);
+    CHECK(strlen(a.message) > 0 && strlen(a.message) < sizeof a.message);
+    if (part1)
+        CHECK(contains(a.message, part1));
+    if (part2)
+        CHECK(contains(a.message, part2));
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    if (rc == 0)
+        rtm_arena_close(&a);
+    else
+        CHECK_EQ(rtm_arena_close(&a), 0); /* a failed open leaves a closed arena */
+    printf("  %s: %s\n", label, a.message);
+    test_context = NULL;
+}
+
+/* ---- huge page pools ------------------------------------------------------ */
+
+static void pool_file(char *buf, size_t size, size_t page, const char *name)
+{
+    snprintf(buf, size, HUGE_DIR "/hugepages-%zukB/%s", page >> 10, name);
+}
+
+static uint64_t pool_value(size_t page, const char *name)
+{
+    char path[128];
+    uint64_t v = 0;
+    pool_file(path, sizeof path, page, name);
+    read_num(path, &v);
+    return v;
+}
+
+/* Makes `need` pages of that size free: there already, or reserved (as
+ * root) by raising nr_hugepages. The wrapper writes the old value back.
+ * Returns 0, or SKIP after saying why. */
+static int reserve_huge(size_t page, uint64_t need)
+{
+    char path[128];
+    pool_file(path, sizeof path, page, "nr_hugepages");
+    if (access(path, F_OK) != 0) {
+        printf("SKIP: this kernel has no %s huge pages (no %s)\n", page_name(page), path);
+        return SKIP;
+    }
+    uint64_t free_now = pool_value(page, "free_hugepages"),
+             resv = pool_value(page, "resv_hugepages");
+    uint64_t avail = free_now > resv ? free_now - resv : 0;
+    if (avail >= need)
+        return 0;
+    if (!g.root) {
+        printf("SKIP: %" PRIu64 " free %s huge pages needed, %" PRIu64
+               " free, and only root can reserve more (%s)\n",
+               need, page_name(page), avail, path);
+        return SKIP;
+    }
+    uint64_t nr = pool_value(page, "nr_hugepages");
+    write_num(path, nr + (need - avail));
+    free_now = pool_value(page, "free_hugepages");
+    resv = pool_value(page, "resv_hugepages");
+    avail = free_now > resv ? free_now - resv : 0;
+    printf("reserved %s huge pages: nr_hugepages %" PRIu64 " -> %" PRIu64 " (%s)\n",
+           page_name(page), nr, pool_value(page, "nr_hugepages"), path);
+    if (avail < need) {
+        printf("SKIP: the kernel found %" PRIu64 " of the %" PRIu64
+               " %s huge pages asked (memory too fragmented)\n",
+               avail, need, page_name(page));
+        return SKIP;
+    }
+    return 0;
+}
+
+/* ---- sections ------------------------------------------------------------- */
+
+static int section_sources(void)
+{
+    char name[64], path[PATH_MAX];
+    struct expect base = { 0 }, disk = { .disk_file = true };
+    /* 1 MiB - 100 bytes: the size is rounded up to the page. */
+    size_t size = MIB - 100;
+
+    run_matrix("anon", (struct rtm_arena_config){ .size_bytes = size }, &base);
+    run_matrix("memfd", (struct rtm_arena_config){ .source = RTM_ARENA_MEMFD, .size_bytes = size },
+               &base);
+    shm_name(name, sizeof name, 1);
+    run_matrix("posix_shm",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_POSIX_SHM, .name = name, .size_bytes = size },
+               &base);
+    run_matrix("sysv_shm private",
+               (struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .size_bytes = size },
+               &base);
+    run_matrix("sysv_shm keyed",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_SYSV_SHM, .sysv_key = sysv_key(1), .size_bytes = size },
+               &base);
+    scratch_path(path, sizeof path, "file");
+    run_matrix(
+        "file on disk",
+        (struct rtm_arena_config){ .source = RTM_ARENA_FILE, .name = path, .size_bytes = size },
+        &disk);
+    run_matrix("device /dev/zero",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_DEVICE, .name = "/dev/zero", .size_bytes = size },
+               &base);
+    run_matrix("device /dev/zero private at 1 MiB",
+               (struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
+                                          .name = "/dev/zero",
+                                          .offset = MIB,
+                                          .flags = RTM_ARENA_PRIVATE,
+                                          .size_bytes = size },
+               &base);
+    /* Lock tried rather than required: the same when it is granted. */
+    run_case("anon, prefault touch, lock try",
+             &(struct rtm_arena_config){ .size_bytes = size,
+                                         .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                         .lock = RTM_ARENA_LOCK_TRY },
+             &base);
+
+    /* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
+     * faulted in, asked or not: the report says so. (In a child: the lock
+     * is the whole process's.) */
+    if (g.mlock_works) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            test_context = "mlockall(MCL_FUTURE)";
+            CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
+            int64_t lck0 = own_vmlck_kb();
+            struct rtm_arena m;
+            CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+            CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+            CHECK_EQ(m.report.resident_bytes, MIB);
+            CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
+            CHECK_EQ(m.report.locked_bytes, MIB + 2 * g.page);
+            struct entry e = own_smaps((uintptr_t)m.base, false);
+            CHECK(has_flag(&e, "lo"));
+            rtm_arena_close(&m);
+            _exit(test_checks_failed ? 1 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    } else {
+        printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
+    }
+
+    /* A write just past either end hits a guard page. */
+    test_context = "guard pages";
+    struct rtm_arena a;
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = 64 * KIB }) == 0, 1);
+    for (int side = 0; side < 2; side++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGSEGV, SIG_DFL); /* the fault itself, not a sanitizer's report of it */
+            volatile unsigned char *p = a.base;
+            if (side == 0)
+                p[-1] = 1;
+            else
+                p[a.size_bytes] = 1;
+            _exit(0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+    }
+    rtm_arena_close(&a);
+    test_context = NULL;
+    return test_summary("arena.sources");
+}
+
+static int section_device(void)
+{
+    /* /dev/zero shared at an offset: the kernel backs it with a shm object
+     * of the mapping's own length, so the pages past (length - offset) have
+     * nothing behind them. A prefault finds that out instead of a SIGBUS in
+     * the loop; so does a lock. */
+    struct rtm_arena_config past = { .source = RTM_ARENA_DEVICE,
+                                     .name = "/dev/zero",
+                                     .offset = MIB,
+                                     .size_bytes = MIB,
+                                     .prefault = RTM_ARENA_PREFAULT_TOUCH };
+    expect_failure("/dev/zero shared at 1 MiB, prefault", &past, EFAULT, "/dev/zero",
+                   "past the end");
+    past.prefault = RTM_ARENA_PREFAULT_NONE;
+    past.lock = RTM_ARENA_LOCK_MUST;
+    if (g.mlock_works)
+        expect_failure("/dev/zero shared at 1 MiB, lock", &past, ENOMEM, "/dev/zero",
+                       "could not fault in every page");
+    else
+        printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
+    past.lock = RTM_ARENA_LOCK_NONE;
+    past.offset = MIB + 100;
+    expect_failure("/dev/zero, offset not a page multiple", &past, EINVAL, "offset",
+                   "not a multiple of the page size");
+    past.offset = 0;
+    past.size_bytes = 0;
+    expect_failure("/dev/zero without a size", &past, EINVAL, "/dev/zero", "size_bytes");
+    past.size_bytes = SIZE_MAX - 10;
+    expect_failure("a size that overflows", &past, EOVERFLOW, "overflows", NULL);
+    past.size_bytes = MIB;
+    past.offset = UINT64_MAX - 4095;
+    expect_failure("an offset that overflows", &past, EOVERFLOW, "overflows", NULL);
+    expect_failure("a device that does not exist",
+                   &(struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
+                                               .name = "/dev/rtmem-test-no-such-device",
+                                               .size_bytes = MIB },
+                   ENOENT, "no device /dev/rtmem-test-no-such-device", "driver");
+    char dir[PATH_MAX];
+    scratch_path(dir, sizeof dir, "");
+    expect_failure(
+        "a directory as a device",
+        &(struct rtm_arena_config){ .source = RTM_ARENA_DEVICE, .name = dir, .size_bytes = MIB },
+        EISDIR, "is a directory", NULL);
+
+    return test_summary("arena.device");
+}
+
+/* A node whose mapping is VM_IO/VM_PFNMAP: mlock succeeds there and locks
+ * nothing. /sys/kernel/btf/vmlinux is one anybody may map, read-only and
+ * private, on kernels that let it be mapped (this test skips where it
+ * cannot); /dev/mem and UIO nodes are others, which this test does not
+ * touch. */
+static int section_pfnmap(void)
+{
+    const char *node = "/sys/kernel/btf/vmlinux";
+    struct rtm_arena_config cfg = { .source = RTM_ARENA_DEVICE,
+                                    .name = node,
+                                    .flags = RTM_ARENA_READ_ONLY | RTM_ARENA_PRIVATE,
+                                    .size_bytes = 4 * KIB,
+                                    .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                    .lock = RTM_ARENA_LOCK_MUST };
+    struct rtm_arena a;
+    int64_t lck0 = own_vmlck_kb();
+    int rc = rtm_arena_open(&a, &cfg);
+    struct entry e = rc == 0 ? own_smaps((uintptr_t)a.base, false) : (struct entry){ 0 };
+    if (rc != 0 || !(has_flag(&e, "pf") || has_flag(&e, "io"))) {
+        printf("SKIP: no VM_IO/VM_PFNMAP mapping to be had here: no /dev/mem or UIO device is "
+               "used, and %s %s\n",
+               node, rc ? a.message : "is not mapped as VM_PFNMAP by this kernel");
+        if (rc == 0)
+            rtm_arena_close(&a);
+        return SKIP;
+    }
+    test_context = node;
+    printf("  %s: %s\n", node, a.message);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_LOCK_IGNORED);
+    CHECK_EQ(a.report.lock_errno, 0);
+    CHECK_EQ(a.report.locked_bytes, 0);
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    CHECK(!has_flag(&e, "lo"));
+    CHECK_EQ(a.report.resident_bytes, e.rss);
+    CHECK(contains(a.message, "mlock succeeded but locked nothing"));
+    CHECK(contains(a.message, "VM_IO/VM_PFNMAP"));
+    CHECK(contains(a.message, "prefault skipped"));
+    /* Read-only: no heap. */
+    errno = 0;
+    CHECK(rtm_arena_heap(&a, "tlsf", NULL) == NULL && errno == EACCES);
+    char text[1024];
+    int n = rtm_arena_describe(&a, text, sizeof text);
+    CHECK(n > 0 && (size_t)n < sizeof text && contains(text, "IGNORED"));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    /* A file-like node has a size: an offset past it is refused. */
+    cfg.offset = (uint64_t)1 << 40;
+    expect_failure("offset past the node's end", &cfg, ENXIO, "past the end", node);
+    return test_summary("arena.pfnmap");
+}
+
+static void thp_case(const char *label, struct rtm_arena_config cfg)
+{
+    test_context = label;
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena a;
+    REQUIRE(rtm_arena_open(&a, &cfg) == 0, );
+    struct expect x = { 0 };
+    check_report(&a, &cfg, &x, lck0);
+    struct entry e = own_smaps((uintptr_t)a.base, false);
+    size_t huge = a.report.anon_huge_bytes + a.report.shmem_pmd_bytes + a.report.file_pmd_bytes;
+    if (cfg.thp == RTM_ARENA_THP_ON) {
+        CHECK(has_flag(&e, "hg"));
+        /* None obtained is said, and only then. */
+        if (huge == 0)
+            CHECK(contains(a.message, "THP asked, none obtained"));
+        else
+            CHECK(strstr(a.message, "THP") == NULL);
+    } else {
+        CHECK(has_flag(&e, "nh"));
+        CHECK_EQ(huge, 0);
+    }
+    printf("  %s: %zu MiB of %zu MiB in transparent huge pages%s%s\n", label, huge / MIB,
+           a.size_bytes / MIB, a.message[0] ? "; " : "", a.message);
+    heaps_on(&a);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    test_context = NULL;
+}
+
+static int section_thp(void)
+{
+    char name[64];
+    shm_name(name, sizeof name, 2);
+    size_t size = 8 * MIB;
+    int on = RTM_ARENA_THP_ON, touch = RTM_ARENA_PREFAULT_TOUCH;
+    thp_case("anon, THP on, touch",
+             (struct rtm_arena_config){ .size_bytes = size, .thp = on, .prefault = touch });
+    thp_case("anon, THP on, populate",
+             (struct rtm_arena_config){
+                 .size_bytes = size, .thp = on, .prefault = RTM_ARENA_PREFAULT_POPULATE });
+    thp_case("anon, THP on, lock",
+             (struct rtm_arena_config){
+                 .size_bytes = size, .thp = on, .prefault = touch, .lock = RTM_ARENA_LOCK_MUST });
+    thp_case("anon, THP off, touch", (struct rtm_arena_config){ .size_bytes = size,
+                                                                .thp = RTM_ARENA_THP_OFF,
+                                                                .prefault = touch });
+    thp_case("memfd, THP on, touch",
+             (struct rtm_arena_config){
+                 .source = RTM_ARENA_MEMFD, .size_bytes = size, .thp = on, .prefault = touch });
+    thp_case("posix_shm, THP on, touch", (struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                                                    .name = name,
+                                                                    .size_bytes = size,
+                                                                    .thp = on,
+                                                                    .prefault = touch });
+    thp_case("sysv_shm, THP on, touch",
+             (struct rtm_arena_config){
+                 .source = RTM_ARENA_SYSV_SHM, .size_bytes = size, .thp = on, .prefault = touch });
+    /* THP advice is for base pages only. */
+    expect_failure("THP advice on huge pages",
+                   &(struct rtm_arena_config){
+                       .size_bytes = size, .page_bytes = RTM_ARENA_PAGE_2M, .thp = on },
+                   EINVAL, "THP advice is for base pages", NULL);
+    return test_summary("arena.thp");
+}
+
+/* What an arena creates, it removes (in its own process only); what it is
+ * given, it leaves as it was. */
+static int section_ownership(void)
+{
+    char name[64], path[PATH_MAX], moved[PATH_MAX];
+    struct rtm_arena a, b;
+    struct stat st;
+
+    /* POSIX shm: created, shared with a second arena, removed at close. */
+    test_context = "posix_shm";
+    shm_name(name, sizeof name, 3);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                                           .name = name,
+                                                           .size_bytes = 3 * MIB }) == 0,
+            1);
+    memset(a.base, 0x5a, a.size_bytes);
+    CHECK_EQ(rtm_arena_open(&b, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                                            .name = name,
+                                                            .flags = RTM_ARENA_EXISTING |
+                                                                     RTM_ARENA_READ_ONLY }),
+             0);
+    CHECK_EQ(b.size_bytes, a.size_bytes); /* size 0: the whole object */
+    CHECK(b.base && memcmp(a.base, b.base, b.size_bytes) == 0);
+    errno = 0;
+    CHECK(rtm_arena_heap(&b, "tlsf", NULL) == NULL && errno == EACCES);
+    CHECK_EQ(rtm_arena_close(&b), 0);
+    int fd = shm_open(name, O_RDONLY, 0);
+    CHECK(fd >= 0); /* the user of an existing object removes nothing */
+    if (fd >= 0)
+        close(fd);
+    /* A child that inherited the arena removes nothing either. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = rtm_arena_close(&a);
+        int still = shm_open(name, O_RDONLY, 0);
+        _exit(rc == 0 && still >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fd = shm_open(name, O_RDONLY, 0);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
+
+    /* SysV, keyed: removed at close; private: gone from the namespace at
+     * once (marked for removal), so it cannot outlive the process. */
+    test_context = "sysv_shm";
+    int key = sysv_key(3);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                           .sysv_key = key,
+                                                           .size_bytes = MIB }) == 0,
+            1);
+    CHECK(shmget(key, 0, 0) == a.shm_id);
+    CHECK_EQ(rtm_arena_open(&b, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                            .sysv_key = key,
+                                                            .flags = RTM_ARENA_EXISTING }),
+             0);
+    CHECK_EQ(b.size_bytes, MIB);
+    CHECK_EQ(rtm_arena_close(&b), 0);
+    CHECK(shmget(key, 0, 0) == a.shm_id);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shmget(key, 0, 0) < 0 && errno == ENOENT);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                           .size_bytes = MIB }) == 0,
+            1);
+    struct shmid_ds ds;
+    CHECK(shmctl(a.shm_id, IPC_STAT, &ds) == 0 && (ds.shm_perm.mode & SHM_DEST));
+    int id = a.shm_id;
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shmctl(id, IPC_STAT, &ds) != 0);
+
+    /* A file: created, removed; a file it was given: mapped, kept whole. */
+    test_context = "file";
+    scratch_path(path, sizeof path, "owned");
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
+                                                           .name = path,
+                                                           .mode = 0640,
+                                                           .size_bytes = MIB }) == 0,
+            1);
+    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB && (st.st_mode & 0777) == 0640);
+    memset(a.base, 0x33, MIB);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(stat(path, &st) != 0 && errno == ENOENT);
+    /* Renamed away and replaced by another file: neither is removed. */
+    scratch_path(moved, sizeof moved, "owned-moved");
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
+                                                           .name = path,
+                                                           .size_bytes = MIB }) == 0,
+            1);
+    CHECK(rename(path, moved) == 0);
+    fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    CHECK(fd >= 0 && write(fd, "user", 4) == 4);
+    close(fd);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(stat(path, &st) == 0 && st.st_size == 4);
+    CHECK(stat(moved, &st) == 0);
+    unlink(path);
+    unlink(moved);
+
+    /* memfd: its descriptor is the arena's until close. */
+    test_context = "memfd";
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_MEMFD,
+                                                           .name = "arena-test",
+                                                           .size_bytes = MIB }) == 0,
+            1);
+    CHECK(fstat(a.fd, &st) == 0 && st.st_size == (off_t)MIB);
+    fd = a.fd;
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+
+    /* Closing what is not open. */
+    test_context = "close";
+    struct rtm_arena zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK_EQ(rtm_arena_close(&zero), 0);
+    CHECK(fcntl(0, F_GETFD) >= 0 || errno != EBADF); /* fd 0 of a zeroed arena: untouched */
+    CHECK_EQ(rtm_arena_close(&zero), 0);
+    CHECK_EQ(rtm_arena_close(NULL), -EINVAL);
+    errno = 0;
+    CHECK(rtm_arena_heap(&zero, "tlsf", NULL) == NULL && errno == EINVAL);
+    CHECK(rtm_arena_heap(NULL, "tlsf", NULL) == NULL);
+
+    /* describe: snprintf's contract. */
+    test_context = "describe";
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }) == 0, 1);
+    char text[512], small[16];
+    int n = rtm_arena_describe(&a, text, sizeof text);
+    CHECK(n > 0 && (size_t)n == strlen(text) && contains(text, "anon: 1 MiB of 4 KiB pages"));
+    CHECK_EQ(rtm_arena_describe(&a, NULL, 0), n);
+    CHECK_EQ(rtm_arena_describe(&a, small, sizeof small), n);
+    CHECK(strlen(small) == sizeof small - 1);
+    CHECK_EQ(rtm_arena_describe(&a, NULL, 5), -EINVAL);
+    CHECK_EQ(rtm_arena_describe(NULL, text, sizeof text), -EINVAL);
+    /* A heap config passes through. */
+    struct rtm_heap_config hc = { .hardening = RTM_HEAP_HARDEN_NONE };
+    struct rtm_heap *h = rtm_arena_heap(&a, "tlsf", &hc);
+    CHECK(h && rtm_heap_hardening(h) == RTM_HEAP_HARDEN_NONE);
+    rtm_heap_destroy(h);
+    errno = 0;
+    CHECK(rtm_arena_heap(&a, "no-such-kind", NULL) == NULL && errno == ENOENT);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    n = rtm_arena_describe(&a, text, sizeof text);
+    CHECK(contains(text, "not open"));
+    test_context = NULL;
+    return test_summary("arena.ownership");
+}
+
+static int section_errors(void)
+{
+    char name[64], path[PATH_MAX], dir[PATH_MAX];
+    struct rtm_arena a;
+
+    expect_failure("no config", NULL, EINVAL, "no config", NULL);
+    CHECK_EQ(rtm_arena_open(NULL, &(struct rtm_arena_config){ .size_bytes = MIB }), -EINVAL);
+    expect_failure("unknown source", &(struct rtm_arena_config){ .source = 99, .size_bytes = MIB },
+                   EINVAL, "unknown source", NULL);
+    expect_failure("unknown prefault", &(struct rtm_arena_config){ .prefault = 7, .size_bytes = 1 },
+                   EINVAL, "unknown prefault", NULL);
+    expect_failure("unknown flag", &(struct rtm_arena_config){ .flags = 0x100, .size_bytes = 1 },
+                   EINVAL, "unknown flags", NULL);
+    expect_failure("size 0", &(struct rtm_arena_config){ 0 }, EINVAL, "size_bytes is 0", NULL);
+    expect_failure("size overflow", &(struct rtm_arena_config){ .size_bytes = SIZE_MAX }, EOVERFLOW,
+                   "overflows", NULL);
+    expect_failure("page size not a power of two",
+                   &(struct rtm_arena_config){ .size_bytes = MIB, .page_bytes = 3000 }, EINVAL,
+                   "not a page size", NULL);
+    expect_failure("a huge page size the CPU lacks",
+                   &(struct rtm_arena_config){ .size_bytes = MIB, .page_bytes = 4 * MIB },
+                   EOPNOTSUPP, "no 4 MiB huge pages", HUGE_DIR "/hugepages-4096kB");
+    shm_name(name, sizeof name, 4);
+    expect_failure("huge pages on POSIX shm",
+                   &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                               .name = name,
+                                               .size_bytes = MIB,
+                                               .page_bytes = RTM_ARENA_PAGE_2M },
+                   EINVAL, "RTM_ARENA_MEMFD", NULL);
+    expect_failure("a private anonymous arena cannot be made PRIVATE again",
+                   &(struct rtm_arena_config){ .size_bytes = MIB, .flags = RTM_ARENA_PRIVATE },
+                   EINVAL, "do not apply to the anon source", NULL);
+    expect_failure("an offset on anonymous memory",
+                   &(struct rtm_arena_config){ .size_bytes = MIB, .offset = MIB }, EINVAL, "offset",
+                   NULL);
+    expect_failure("a shm name without its slash",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_POSIX_SHM, .name = "noslash", .size_bytes = MIB },
+                   EINVAL, "\"/name\"", NULL);
+    expect_failure("a shm name with two slashes",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_POSIX_SHM, .name = "/a/b", .size_bytes = MIB },
+                   EINVAL, "\"/name\"", NULL);
+    expect_failure("read-only and new",
+                   &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                               .name = name,
+                                               .flags = RTM_ARENA_READ_ONLY,
+                                               .size_bytes = MIB },
+                   EINVAL, "RTM_ARENA_EXISTING", NULL);
+    expect_failure(
+        "SysV key 0 is nobody's",
+        &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .flags = RTM_ARENA_EXISTING },
+        EINVAL, "IPC_PRIVATE", NULL);
+
+    /* A POSIX shm name that exists: refused, and the object is left as it
+     * was; RTM_ARENA_EXISTING maps it. */
+    int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0 && ftruncate(fd, 64 * KIB) == 0 && write(fd, "user data", 9) == 9);
+    struct rtm_arena_config shm = { .source = RTM_ARENA_POSIX_SHM,
+                                    .name = name,
+                                    .size_bytes = MIB };
+    expect_failure("an existing POSIX shm name", &shm, EEXIST, name, "RTM_ARENA_EXISTING");
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_size == (off_t)(64 * KIB));
+    shm.flags = RTM_ARENA_EXISTING;
+    expect_failure("an existing POSIX shm object, too small", &shm, ENXIO, "past the end",
+                   "never extended");
+    shm.size_bytes = 0;
+    CHECK_EQ(rtm_arena_open(&a, &shm), 0);
+    CHECK(a.base && memcmp(a.base, "user data", 9) == 0 && a.size_bytes == 64 * KIB);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(fstat(fd, &st) == 0 && st.st_size == (off_t)(64 * KIB) && st.st_nlink == 1);
+    close(fd);
+    CHECK(shm_unlink(name) == 0); /* still there: the arena did not remove it */
+    expect_failure("a POSIX shm object that does not exist", &shm, ENOENT, name, "create it first");
+
+    /* A SysV key that exists. */
+    int key = sysv_key(4);
+    int id = shmget(key, 64 * KIB, IPC_CREAT | IPC_EXCL | 0600);
+    CHECK(id >= 0);
+    struct rtm_arena_config sysv = { .source = RTM_ARENA_SYSV_SHM,
+                                     .sysv_key = key,
+                                     .size_bytes = MIB };
+    expect_failure("an existing SysV key", &sysv, EEXIST, "RTM_ARENA_EXISTING", "ipcrm -M");
+    sysv.flags = RTM_ARENA_EXISTING;
+    expect_failure("an existing SysV segment, too small", &sysv, ENXIO, "past the end", NULL);
+    sysv.size_bytes = 0;
+    sysv.prefault = RTM_ARENA_PREFAULT_TOUCH;
+    sysv.lock = RTM_ARENA_LOCK_MUST;
+    run_case("an existing SysV segment", &sysv, &(struct expect){ .no_guards = true });
+    sysv.size_bytes = MIB;
+    sysv.prefault = RTM_ARENA_PREFAULT_NONE;
+    sysv.lock = RTM_ARENA_LOCK_NONE;
+    CHECK(shmget(key, 0, 0) == id);
+    shmctl(id, IPC_RMID, NULL);
+    expect_failure("a SysV key that does not exist", &sysv, ENOENT, "no SysV segment of key", NULL);
+
+    /* Files: one that exists is refused unless asked for, never truncated
+     * or removed; an offset past its end is refused. */
+    scratch_path(path, sizeof path, "user-file");
+    fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)MIB) == 0 && pwrite(fd, "keep", 4, 0) == 4);
+    close(fd);
+    struct rtm_arena_config file = { .source = RTM_ARENA_FILE, .name = path, .size_bytes = MIB };
+    expect_failure("an existing file", &file, EEXIST, path, "RTM_ARENA_EXISTING");
+    file.flags = RTM_ARENA_EXISTING;
+    file.offset = 2 * MIB;
+    expect_failure("an offset past a file's end", &file, ENXIO, "past the end",
+                   "which is 1 MiB long");
+    file.offset = 512 * KIB;
+    expect_failure("a size past a file's end", &file, ENXIO, "past the end", "never extended");
+    file.offset = 4 * KIB;
+    file.size_bytes = 0; /* the rest of it */
+    CHECK_EQ(rtm_arena_open(&a, &file), 0);
+    CHECK_EQ(a.size_bytes, MIB - 4 * KIB);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    file.offset = 0;
+    file.flags |= RTM_ARENA_PRIVATE;
+    CHECK_EQ(rtm_arena_open(&a, &file), 0);
+    CHECK(a.base && memcmp(a.base, "keep", 4) == 0);
+    memcpy(a.base, "lost", 4); /* private: never reaches the file */
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    char head[4] = { 0 };
+    fd = open(path, O_RDONLY);
+    CHECK(fd >= 0 && pread(fd, head, 4, 0) == 4 && memcmp(head, "keep", 4) == 0);
+    CHECK(fstat(fd, &st) == 0 && st.st_size == (off_t)MIB);
+    close(fd);
+    /* Read-only, prefaulted and locked: the file's pages, mapped. */
+    file.flags = RTM_ARENA_EXISTING | RTM_ARENA_READ_ONLY;
+    file.prefault = RTM_ARENA_PREFAULT_TOUCH;
+    file.lock = RTM_ARENA_LOCK_MUST;
+    run_case("an existing file, read-only", &file, &(struct expect){ .disk_file = true });
+    file.prefault = RTM_ARENA_PREFAULT_NONE;
+    file.lock = RTM_ARENA_LOCK_NONE;
+    file.flags = RTM_ARENA_EXISTING;
+    file.offset = 100;
+    expect_failure("a file offset that is not a page multiple", &file, EINVAL,
+                   "not a multiple of the page size", NULL);
+    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB);
+    unlink(path);
+    expect_failure("a file that does not exist", &file, ENOENT, path, "create it first");
+    file.flags = 0;
+    file.offset = 0;
+    file.size_bytes = MIB;
+    scratch_path(path, sizeof path, "no-such-dir/file");
+    expect_failure("a file in a directory that does not exist", &file, ENOENT,
+                   "its directory does not exist", NULL);
+    scratch_path(dir, sizeof dir, "");
+    file.name = dir;
+    file.flags = RTM_ARENA_EXISTING;
+    expect_failure("a directory as a file", &file, EISDIR, "is a directory", NULL);
+    file.name = "/dev/zero";
+    expect_failure("a device as a file", &file, EINVAL, "RTM_ARENA_DEVICE", NULL);
+    return test_summary("arena.errors");
+}
+
+static bool has_cap_ipc_lock(void)
+{
+    char *s = slurp("/proc/self/status");
+    const char *l = s ? strstr(s, "\nCapEff:") : NULL;
+    bool has = l && ((strtoull(l + 8, NULL, 16) >> CAP_IPC_LOCK) & 1);
+    free(s);
+    return has;
+}
+
+/* RLIMIT_MEMLOCK below the lock, in a child without CAP_IPC_LOCK. */
+static bool drop_cap_ipc_lock(void)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return false;
+    /* CAP_IPC_LOCK (14) is in the first word. */
+    data[0].effective &= ~(1u << CAP_IPC_LOCK);
+    data[0].permitted &= ~(1u << CAP_IPC_LOCK);
+    data[0].inheritable &= ~(1u << CAP_IPC_LOCK);
+    return syscall(SYS_capset, &hdr, data) == 0 && !has_cap_ipc_lock();
+}
+
+static void memlock_child(void)
+{
+    struct rlimit rl = { 8 * MIB, 8 * MIB };
+    if (!drop_cap_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl) != 0) {
+        printf("could not drop CAP_IPC_LOCK and lower RLIMIT_MEMLOCK\n");
+        _exit(SKIP);
+    }
+    struct rtm_arena_config cfg = { .size_bytes = 64 * MIB,
+                                    .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                    .lock = RTM_ARENA_LOCK_MUST };
+    const char *text = "RLIMIT_MEMLOCK is 8 MiB, 64 MiB asked";
+    /* Refused before 64 MiB are faulted in. */
+    uint64_t f0 = thread_faults();
+    expect_failure("lock must, beyond the limit", &cfg, ENOMEM, text, "CAP_IPC_LOCK");
+    CHECK(thread_faults() - f0 < 1024);
+
+    /* Tried: the arena is there, prefaulted, unlocked, and says why. */
+    test_context = "lock try, beyond the limit";
+    cfg.lock = RTM_ARENA_LOCK_TRY;
+    struct rtm_arena a;
+    CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_UNLOCKED);
+    CHECK_EQ(a.report.lock_errno, ENOMEM);
+    CHECK_EQ(a.report.locked_bytes, 0);
+    CHECK_EQ(a.report.resident_bytes, 64 * MIB);
+    CHECK(contains(a.message, text));
+    printf("  lock try: %s\n", a.message);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+
+    /* Within the limit; then one more that the locked one leaves no room
+     * for. */
+    test_context = "lock must, within the limit";
+    cfg.lock = RTM_ARENA_LOCK_MUST;
+    cfg.size_bytes = 6 * MIB;
+    CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
+    CHECK_EQ(a.report.lock_state, g.mlock_works ? RTM_ARENA_LOCKED : RTM_ARENA_LOCK_IGNORED);
+    cfg.size_bytes = 4 * MIB;
+    if (g.mlock_works)
+        expect_failure("lock must, beyond what is left", &cfg, ENOMEM,
+                       "RLIMIT_MEMLOCK is 8 MiB, 4 MiB asked (6 MiB locked already)", NULL);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+
+    rl.rlim_cur = rl.rlim_max = 0;
+    CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0);
+    cfg.size_bytes = MIB;
+    expect_failure("lock must, limit 0", &cfg, EPERM, "RLIMIT_MEMLOCK is 0", "CAP_IPC_LOCK");
+    cfg.lock = RTM_ARENA_LOCK_NONE;
+    run_case("no lock asked, limit 0", &cfg, &(struct expect){ 0 });
+    _exit(test_summary("arena.memlock (child)"));
+}
+
+static int section_memlock(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        memlock_child();
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP) {
+        printf("SKIP: the test needs a process without CAP_IPC_LOCK and a lower "
+               "RLIMIT_MEMLOCK\n");
+        return SKIP;
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return test_summary("arena.memlock");
+}
+
+/* Huge pages asked with none reserved. */
+static int section_huge_missing(void)
+{
+    int tested = 0;
+    char path[128];
+    uint64_t dflt = 0;
+    char *mi = slurp("/proc/meminfo");
+    const char *l = mi ? strstr(mi, "Hugepagesize:") : NULL;
+    if (l)
+        dflt = strtoull(l + 13, NULL, 10) * 1024;
+    free(mi);
+    static const size_t pages[] = { 2 << 20, 1 << 30 };
+    for (int i = 0; i < 2; i++) {
+        size_t page = pages[i];
+        pool_file(path, sizeof path, page, "nr_hugepages");
+        if (access(path, F_OK) != 0) {
+            printf("SKIP: no %s huge pages in this kernel\n", page_name(page));
+            continue;
+        }
+        if (pool_value(page, "nr_hugepages") || pool_value(page, "nr_overcommit_hugepages")) {
+            char over[128];
+            pool_file(over, sizeof over, page, "nr_overcommit_hugepages");
+            if (!g.root) {
+                printf("SKIP: %s huge pages are reserved, and only root may take them away "
+                       "for this test\n",
+                       page_name(page));
+                continue;
+            }
+            write_num(path, 0);
+            write_num(over, 0);
+        }
+        char expect[256];
+        if (pool_value(page, "nr_hugepages") == 0)
+            snprintf(expect, sizeof expect, "no %s huge pages reserved: write to %s",
+                     page_name(page), page == dflt ? "/proc/sys/vm/nr_hugepages" : path);
+        else /* pages in use elsewhere stay */
+            snprintf(expect, sizeof expect, "huge pages needed, 0 free");
+        struct rtm_arena_config cfg = { .size_bytes = 2 * page, .page_bytes = page };
+        expect_failure("anon huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        cfg.source = RTM_ARENA_MEMFD;
+        expect_failure("memfd huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        /* SHM_HUGETLB asks for a privilege first. */
+        cfg.source = RTM_ARENA_SYSV_SHM;
+        if (has_cap_ipc_lock())
+            expect_failure("SysV huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        else
+            expect_failure("SysV huge pages, no privilege", &cfg, EPERM,
+                           "SHM_HUGETLB needs CAP_IPC_LOCK", "hugetlb_shm_group");
+        tested++;
+    }
+    if (!tested)
+        return SKIP;
+    return test_summary("arena.huge_missing");
+}
+
+static int huge_section(size_t page, const char *name)
+{
+    uint64_t need = page == GIB ? 1 : 4;
+    int rc = reserve_huge(page, need);
+    if (rc)
+        return rc;
+    struct expect x = { .page = page };
+    size_t size = page == GIB ? GIB : 4 * MIB - 1;
+    struct rtm_arena_config cfg = { .size_bytes = size, .page_bytes = page };
+    char label[64];
+    snprintf(label, sizeof label, "anon %s", name);
+    if (page == GIB) {
+        /* 1 GiB pages are zeroed when faulted in: one prefaulted, locked
+         * arena of each source, not every combination. */
+        cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+        cfg.lock = RTM_ARENA_LOCK_MUST;
+        run_case(label, &cfg, &x);
+    } else {
+        run_matrix(label, cfg, &x);
+    }
+    snprintf(label, sizeof label, "memfd %s", name);
+    cfg.source = RTM_ARENA_MEMFD;
+    run_case(label, &cfg, &x);
+    if (page != GIB) {
+        cfg.prefault = RTM_ARENA_PREFAULT_POPULATE;
+        cfg.lock = RTM_ARENA_LOCK_NONE;
+        run_case(label, &cfg, &x);
+    }
+    snprintf(label, sizeof label, "sysv_shm %s", name);
+    cfg.source = RTM_ARENA_SYSV_SHM;
+    cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+    cfg.lock = RTM_ARENA_LOCK_MUST;
+    run_case(label, &cfg, &x);
+    /* More than the pool holds: the message says how many are free. */
+    cfg.source = RTM_ARENA_ANON;
+    cfg.size_bytes = (size_t)(pool_value(page, "nr_hugepages") + 1) * page;
+    expect_failure("more huge pages than reserved", &cfg, ENOMEM, "huge pages needed",
+                   "nr_hugepages");
+    return 0;
+}
+
+static int section_huge_2m(void)
+{
+    int rc = huge_section(2 * MIB, "2 MiB");
+    return rc ? rc : test_summary("arena.huge_2m");
+}
+
+static int section_huge_1g(void)
+{
+    int rc = huge_section(GIB, "1 GiB");
+    return rc ? rc : test_summary("arena.huge_1g");
+}
+
+/* A file on hugetlbfs, and a tmpfs too small for its arena: mounted in a
+ * mount namespace of this process alone, gone when it exits. */
+static int section_mounts(void)
+{
+    if (!g.root) {
+        printf("SKIP: mounting hugetlbfs and tmpfs for the test needs root\n");
+        return SKIP;
+    }
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        printf("SKIP: no mount namespace of the test's own: %s\n", strerror(errno));
+        return SKIP;
+    }
+    char huge[PATH_MAX], small[PATH_MAX], path[PATH_MAX];
+    scratch_path(small, sizeof small, "tmpfs");
+    mkdir(small, 0700);
+    CHECK(mount("none", small, "tmpfs", 0, "size=1m") == 0);
+    scratch_path(path, sizeof path, "tmpfs/file");
+    expect_failure(
+        "a file larger than its tmpfs",
+        &(struct rtm_arena_config){ .source = RTM_ARENA_FILE, .name = path, .size_bytes = 4 * MIB },
+        ENOSPC, "has 1 MiB free, 4 MiB asked", "SIGBUS");
+    CHECK(access(path, F_OK) != 0); /* the refused file is not left behind */
+
+    if (reserve_huge(2 * MIB, 4) != 0)
+        return SKIP;
+    scratch_path(huge, sizeof huge, "hugetlbfs");
+    mkdir(huge, 0700);
+    if (mount("none", huge, "hugetlbfs", 0, "pagesize=2M") != 0) {
+        printf("SKIP: hugetlbfs cannot be mounted: %s\n", strerror(errno));
+        return test_summary("arena.mounts");
+    }
+    scratch_path(path, sizeof path, "hugetlbfs/file");
+    struct rtm_arena_config cfg = { .source = RTM_ARENA_FILE,
+                                    .name = path,
+                                    .size_bytes = 3 * MIB, /* rounded to 4 MiB */
+                                    .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                    .lock = RTM_ARENA_LOCK_MUST };
+    run_case("file on hugetlbfs", &cfg, &(struct expect){ .page = 2 * MIB });
+    CHECK(access(path, F_OK) != 0);
+    cfg.page_bytes = RTM_ARENA_PAGE_1G;
+    expect_failure("file on hugetlbfs, another page size", &cfg, EINVAL,
+                   "hugetlbfs mount of 2 MiB pages", NULL);
+    CHECK(access(path, F_OK) != 0);
+    return test_summary("arena.mounts");
+}
+
+/* ---- the wrapper ------------------------------------------------------------ */
+
+/* pools: the section may change the huge page pools, which the wrapper
+ * then writes back (only those: sections run in parallel, and the others
+ * must not undo a reservation in use). */
+static const struct {
+    const char *name;
+    int (*run)(void);
+    bool pools;
+} sections[] = {
+    { "sources", section_sources, false },     { "device", section_device, false },
+    { "pfnmap", section_pfnmap, false },       { "thp", section_thp, false },
+    { "ownership", section_ownership, false }, { "errors", section_errors, false },
+    { "memlock", section_memlock, false },     { "huge_missing", section_huge_missing, true },
+    { "huge_2m", section_huge_2m, true },      { "huge_1g", section_huge_1g, true },
+    { "mounts", section_mounts, true },
+};
+
+/* Whether mlock really locks in this process (a sanitizer runtime makes it
+ * a no-op that returns 0). */
+static bool probe_mlock(void)
+{
+    void *p = mmap(NULL, g.page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int64_t before = own_vmlck_kb();
+    bool works = p != MAP_FAILED && mlock(p, g.page) == 0 && own_vmlck_kb() > before;
+    if (p != MAP_FAILED)
+        munmap(p, g.page);
+    return works;
+}
+
+struct pool_state {
+    size_t page;
+    uint64_t nr, over;
+    bool present;
+};
+
+static void pool_save(struct pool_state *s, size_t page)
+{
+    char path[128];
+    s->page = page;
+    pool_file(path, sizeof path, page, "nr_hugepages");
+    s->present = read_num(path, &s->nr);
+    pool_file(path, sizeof path, page, "nr_overcommit_hugepages");
+    read_num(path, &s->over);
+}
+
+/* Writes a pool's sizes back; false if they did not take. */
+static bool pool_restore(const struct pool_state *s)
+{
+    static const char *const names[] = { "nr_overcommit_hugepages", "nr_hugepages" };
+    bool ok = true;
+    for (int i = 0; i < 2 && s->present; i++) {
+        uint64_t want = i == 0 ? s->over : s->nr;
+        char path[128];
+        pool_file(path, sizeof path, s->page, names[i]);
+        if (pool_value(s->page, names[i]) == want)
+            continue;
+        write_num(path, want);
+        uint64_t now = pool_value(s->page, names[i]);
+        printf("arena_test: %s written back to %" PRIu64 "%s\n", path, want,
+               now == want ? "" : " and did not take");
+        ok = ok && now == want;
+    }
+    return ok;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Removes whatever this run's section may have left. */
+static void clean_up(void)
+{
+    char prefix[64];
+    int n = snprintf(prefix, sizeof prefix, "rtmem-arena-test-%d-", g.run);
+    DIR *d = opendir("/dev/shm");
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, prefix, (size_t)n) == 0) {
+            char name[300];
+            snprintf(name, sizeof name, "/%s", e->d_name);
+            printf("arena_test: removing POSIX shm object %s left behind\n", name);
+            shm_unlink(name);
+        }
+    }
+    if (d)
+        closedir(d);
+    for (int i = 0; i < 256; i++) {
+        int id = shmget(sysv_key(i), 0, 0);
+        struct shmid_ds ds;
+        if (id >= 0 && shmctl(id, IPC_STAT, &ds) == 0 && ds.shm_cpid == g.child) {
+            printf("arena_test: removing SysV segment 0x%x left behind\n", sysv_key(i));
+            shmctl(id, IPC_RMID, NULL);
+        }
+    }
+    nftw(g.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void pass_signal(int sig)
+{
+    g.signal = sig;
+    if (g.child > 0)
+        kill(g.child, sig);
+}
+
+int main(int argc, char **argv)
+{
+    int (*run)(void) = NULL;
+    bool pools = false;
+    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++) {
+        if (!strcmp(argv[1], sections[i].name)) {
+            run = sections[i].run;
+            pools = sections[i].pools;
+        }
+    }
+    if (!run) {
+        fprintf(stderr, "usage: arena_test SECTION (sources, device, pfnmap, thp, ownership, "
+                        "errors, memlock, huge_missing, huge_2m, huge_1g, mounts)\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    g.run = (int)getpid();
+    g.page = (size_t)sysconf(_SC_PAGESIZE);
+    g.root = geteuid() == 0;
+    g.mlock_works = probe_mlock();
+    if (!g.mlock_works)
+        printf("note: mlock is a no-op in this process (a sanitizer runtime intercepts it): "
+               "locks are expected to be reported as ignored\n");
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) ||
+        snprintf(g.dir, sizeof g.dir, "%s/arena_test.%s.XXXXXX", cwd, argv[1]) >=
+            (int)sizeof g.dir ||
+        !mkdtemp(g.dir)) {
+        perror("arena_test: scratch directory");
+        return 1;
+    }
+    struct pool_state saved[2];
+    pool_save(&saved[0], 2 * MIB);
+    pool_save(&saved[1], GIB);
+
+    struct sigaction sa = { .sa_handler = pass_signal };
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, NULL);
+    fflush(NULL);
+    g.child = fork();
+    if (g.child == 0) {
+        for (int i = 0; i < 3; i++)
+            signal(sigs[i], SIG_DFL);
+        fflush(NULL);
+        _exit(run());
+    }
+    int status = 0;
+    while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
+        ;
+    clean_up();
+    bool restored = true;
+    for (int i = 0; pools && i < 2; i++) /* both, whatever the first does */
+        restored = pool_restore(&saved[i]) && restored;
+    if (g.signal) {
+        printf("arena_test: interrupted (signal %d); cleaned up\n", g.signal);
+        signal(g.signal, SIG_DFL);
+        raise(g.signal);
+    }
+    if (g.child < 0 || !WIFEXITED(status)) {
+        printf("arena_test %s: the test process %s\n", argv[1],
+               g.child < 0 ? "could not start" : strsignal(WTERMSIG(status)));
+        return 1;
+    }
+    if (!restored)
+        return 1;
+    return WEXITSTATUS(status);
+}
