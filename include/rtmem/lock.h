@@ -90,6 +90,15 @@
  * to the code, and is not counted in failed_allocs; usable_size and
  * fill_count return 0.
  *
+ * Thread-safety tools. TLSF's free reads the last word of the block before
+ * the one it frees, whatever that block's state, and uses it only when that
+ * block is free (a branch-free path). When the block is live and its owner
+ * writes that word in another thread at the same instant, the value read is
+ * thrown away, but ThreadSanitizer reports a race whose first frame is
+ * free_plan: tests/tsan.supp suppresses exactly that one
+ * (race_top:free_plan), and a program tested under ThreadSanitizer can use
+ * the same line.
+ *
  * Moving a locked heap's image (copying its memory elsewhere, as an
  * unlocked heap may be) is only for a lock that no thread holds or waits on,
  * and POSIX does not promise that a copied mutex works (glibc's does, and
