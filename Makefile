@@ -74,15 +74,16 @@ test-ubsan:
 	    ctest --output-on-failure -j $(JOBS)
 
 # The tests of locked heaps (ctest -R lock: threads sharing a heap, owner
-# death, priority inheritance, the conformance suite through the lock)
-# built with clang's ThreadSanitizer; any report fails the run.
+# death, priority inheritance, the conformance suite through the lock, the
+# threads phase of rtmem bench) built with clang's ThreadSanitizer; any
+# report fails the run. Only the programs those tests run are built.
 # tests/tsan.supp names the one report that is no race of rtmem's (TLSF's
 # free reading a live neighbour's last word, and throwing it away).
 test-tsan:
 	@sh scripts/ensure-deps.sh clang
 	CC=clang cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON \
-	    -DRTMEM_SANITIZERS=thread -DRTMEM_BUILD_TOOLS=OFF >/dev/null
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target lock_test conformance
+	    -DRTMEM_SANITIZERS=thread -DRTMEM_BUILD_TOOLS=ON >/dev/null
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target lock_test conformance rtmem
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
 	    ctest --output-on-failure -j $(JOBS) -R '^lock\.'
 
