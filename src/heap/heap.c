@@ -93,20 +93,18 @@ static inline int heap_lock(const struct rtm_heap *h, struct rtm_lock *l)
  * made directly on an unlocked heap and with the lock held on a locked one,
  * or `fail` when the lock cannot be taken (rc then holds the negative errno).
  */
-/* clang-format off */
-#define DISPATCH(h, rc, call, fail)                  \
-    do {                                             \
-        if (!(h)->lock_offset)                       \
-            return call;                             \
-        struct rtm_lock *l_ = lock_of(h);            \
-        int rc = heap_lock((h), l_);                 \
-        if (rc != 0)                                 \
-            return fail;                             \
-        __typeof__(call) r_ = call;                  \
-        rtm_lock_give(l_);                           \
-        return r_;                                   \
+#define DISPATCH(h, rc, call, fail)       \
+    do {                                  \
+        if (!(h)->lock_offset)            \
+            return call;                  \
+        struct rtm_lock *l_ = lock_of(h); \
+        int rc = heap_lock((h), l_);      \
+        if (rc != 0)                      \
+            return fail;                  \
+        __typeof__(call) r_ = call;       \
+        rtm_lock_give(l_);                \
+        return r_;                        \
     } while (0)
-/* clang-format on */
 
 /* An allocation that could not take the lock: NULL, errno set, not counted
  * in failed_allocs (the heap was not asked). */
