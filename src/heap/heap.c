@@ -89,14 +89,12 @@ static inline int heap_lock(const struct rtm_heap *h, struct rtm_lock *l)
 }
 
 /*
- * The rest of an entry point, once ops_of(h) has accepted h: returns `call`,
- * made directly on an unlocked heap and with the lock held on a locked one,
- * or `fail` when the lock cannot be taken (rc then holds the negative errno).
+ * The body of a call on a locked heap h: returns `call`, made with the lock
+ * held, or `fail` when the lock cannot be taken (rc then holds the negative
+ * errno).
  */
-#define DISPATCH(h, rc, call, fail)       \
+#define WITH_LOCK(h, rc, call, fail)      \
     do {                                  \
-        if (!(h)->lock_offset)            \
-            return call;                  \
         struct rtm_lock *l_ = lock_of(h); \
         int rc = heap_lock((h), l_);      \
         if (rc != 0)                      \
@@ -104,6 +102,18 @@ static inline int heap_lock(const struct rtm_heap *h, struct rtm_lock *l)
         __typeof__(call) r_ = call;       \
         rtm_lock_give(l_);                \
         return r_;                        \
+    } while (0)
+
+/* The rest of an entry point, once ops_of(h) has accepted h: `call` made
+ * directly on an unlocked heap, else WITH_LOCK. For the calls that are not
+ * on a control loop's path; the others keep their locked half out of line
+ * (alloc_locked...), so that the compiler does not save registers for it on
+ * an unlocked heap's call, which stays a jump to the kind. */
+#define DISPATCH(h, rc, call, fail)   \
+    do {                              \
+        if (!(h)->lock_offset)        \
+            return call;              \
+        WITH_LOCK(h, rc, call, fail); \
     } while (0)
 
 /* An allocation that could not take the lock: NULL, errno set, not counted
@@ -290,12 +300,44 @@ void rtm_heap_destroy(struct rtm_heap *h)
     rtm__lock_destroy(l);
 }
 
+/* The locked halves of the calls a control loop makes (see DISPATCH). */
+static __attribute__((noinline)) void *alloc_locked(const struct rtm_heap_ops *ops,
+                                                    struct rtm_heap *h, size_t size)
+{
+    WITH_LOCK(h, rc, ops->alloc(h, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) void *aligned_alloc_locked(const struct rtm_heap_ops *ops,
+                                                            struct rtm_heap *h, size_t alignment,
+                                                            size_t size)
+{
+    WITH_LOCK(h, rc, ops->aligned_alloc(h, alignment, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) void *realloc_locked(const struct rtm_heap_ops *ops,
+                                                      struct rtm_heap *h, void *p, size_t size)
+{
+    WITH_LOCK(h, rc, ops->realloc(h, p, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) int free_locked(const struct rtm_heap_ops *ops, struct rtm_heap *h,
+                                                 void *p)
+{
+    WITH_LOCK(h, rc, ops->free(h, p), rc);
+}
+
+static __attribute__((noinline)) size_t usable_size_locked(const struct rtm_heap_ops *ops,
+                                                           const struct rtm_heap *h, const void *p)
+{
+    WITH_LOCK(h, rc, ops->usable_size(h, p), (size_t)0);
+}
+
 void *rtm_heap_alloc(struct rtm_heap *h, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return NULL;
-    DISPATCH(h, rc, ops->alloc(h, size), lock_failed(rc));
+    return h->lock_offset ? alloc_locked(ops, h, size) : ops->alloc(h, size);
 }
 
 void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size)
@@ -303,7 +345,8 @@ void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return NULL;
-    DISPATCH(h, rc, ops->aligned_alloc(h, alignment, size), lock_failed(rc));
+    return h->lock_offset ? aligned_alloc_locked(ops, h, alignment, size)
+                          : ops->aligned_alloc(h, alignment, size);
 }
 
 /* calloc's block of n * size bytes (*total), not zeroed; an overflow is a
@@ -342,7 +385,7 @@ void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return NULL;
-    DISPATCH(h, rc, ops->realloc(h, p, size), lock_failed(rc));
+    return h->lock_offset ? realloc_locked(ops, h, p, size) : ops->realloc(h, p, size);
 }
 
 int rtm_heap_free(struct rtm_heap *h, void *p)
@@ -350,7 +393,7 @@ int rtm_heap_free(struct rtm_heap *h, void *p)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return -EINVAL;
-    DISPATCH(h, rc, ops->free(h, p), rc);
+    return h->lock_offset ? free_locked(ops, h, p) : ops->free(h, p);
 }
 
 size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p)
@@ -358,7 +401,7 @@ size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return 0;
-    DISPATCH(h, rc, ops->usable_size(h, p), (size_t)0);
+    return h->lock_offset ? usable_size_locked(ops, h, p) : ops->usable_size(h, p);
 }
 
 /* Whether [mem, mem + size) overlaps a locked heap's lock area or the trim
