@@ -50,13 +50,16 @@
  * to its highest-priority waiter first (first come among equals). So:
  *  - the highest-priority waiter waits for at most one operation, the one in
  *    progress, plus the hand-over (the holder's unlock wakes the waiter
- *    through the kernel);
+ *    through the kernel), plus whatever of higher priority preempts the
+ *    holder meanwhile, as it would have preempted the waiter;
  *  - a waiter behind k threads of its priority or higher that use the heap
  *    waits for at most k + 1 operations;
  *  - "one operation" is the longest any thread makes on the heap: the kind's
- *    alloc and free bounds, but also a realloc's copy, an add_pool, and an
- *    rtm_heap_check's walk (O(blocks)). A heap that a control loop shares
- *    should see only bounded calls from every thread.
+ *    alloc and free bounds, but also a realloc's copy, an add_pool, an
+ *    rtm_heap_check's walk (O(blocks)), a corruption handler (it runs inside
+ *    the operation that found the damage), and once, after a holder died,
+ *    the check that follows ("Owner death"). A heap that a control loop
+ *    shares should see only bounded calls from every thread.
  *
  * Statistics for a monitor. rtm_heap_stats holds the lock only while it
  * copies the kind's O(1) counters: a monitor thread reads a consistent
