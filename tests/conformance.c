@@ -2,10 +2,12 @@
  * The conformance suite: every kind that rtm_heap_kinds() lists is held to the
  * contract of rtmem/heap.h. A new kind is covered by registering it.
  *
- *   conformance [--seed N] [--ops N] [--kind NAME] SECTION...
+ *   conformance [--seed N] [--ops N] [--kind NAME] [--lock pi|robust] SECTION...
  *
  * Sections: model, fill, pools, bad, big, relocate (all when none is named).
- * The seed is printed; rerun with --seed to replay a failure.
+ * The seed is printed; rerun with --seed to replay a failure. --lock creates
+ * every heap with that lock (rtmem/lock.h): a locked heap keeps the whole
+ * contract, through the same calls.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +20,17 @@
 static uint64_t seed = 0x5eed2026ull;
 static unsigned long model_ops = 500000; /* per configuration; two per kind */
 static const char *only_kind;
+static int lock = RTM_HEAP_LOCK_NONE; /* --lock */
+
+/* Every heap of the suite: rtm_heap_create, or with --lock, the same with
+ * that lock. */
+static struct rtm_heap *create(const char *kind, void *mem, size_t size)
+{
+    if (lock == RTM_HEAP_LOCK_NONE)
+        return rtm_heap_create(kind, mem, size);
+    struct rtm_heap_config cfg = { .lock = lock };
+    return rtm_heap_create_ex(kind, mem, size, &cfg);
+}
 
 static unsigned char *map_bytes(size_t size)
 {
@@ -44,7 +57,7 @@ static void section_model(const char *kind)
     unsigned char *mem = map_bytes(span);
     REQUIRE(mem != NULL, );
     garbage(mem, span, &rng);
-    struct rtm_heap *h = rtm_heap_create(kind, mem + 3, span - 3);
+    struct rtm_heap *h = create(kind, mem + 3, span - 3);
     REQUIRE(h != NULL, );
     struct model m;
     model_init(&m, h, mem, span, span - 3);
@@ -61,7 +74,7 @@ static void section_model(const char *kind)
     mem = map_bytes(span);
     REQUIRE(mem != NULL, );
     garbage(mem, span, &rng);
-    h = rtm_heap_create(kind, mem + (3u << 20), 2u << 20);
+    h = create(kind, mem + (3u << 20), 2u << 20);
     REQUIRE(h != NULL, );
     model_init(&m, h, mem, span, 2u << 20);
     model_run(&m, &rng, model_ops / 4, 5000);
@@ -93,7 +106,7 @@ static void fill_one(const char *kind, unsigned char *mem, size_t span, int npoo
                      uint64_t *rng)
 {
     size_t part = span / 4;
-    struct rtm_heap *h = rtm_heap_create(kind, mem, npools == 1 ? span : part);
+    struct rtm_heap *h = create(kind, mem, npools == 1 ? span : part);
     REQUIRE(h != NULL, );
     size_t given = npools == 1 ? span : part;
     for (int i = 1; i < npools; i++) {
@@ -154,7 +167,7 @@ static void section_fill(const char *kind)
 
     /* The largest single allocation from a fresh heap is close to the free
      * size, is what largest_free_bytes says, and nothing larger fits. */
-    struct rtm_heap *h = rtm_heap_create(kind, mem, span);
+    struct rtm_heap *h = create(kind, mem, span);
     REQUIRE(h != NULL, );
     struct rtm_heap_stats st;
     rtm_heap_stats(h, &st);
@@ -177,7 +190,7 @@ static void section_pools(const char *kind)
     REQUIRE(mem != NULL, );
     garbage(mem, span, &rng);
     size_t first = 64u << 10;
-    struct rtm_heap *h = rtm_heap_create(kind, mem + (512u << 10), first);
+    struct rtm_heap *h = create(kind, mem + (512u << 10), first);
     REQUIRE(h != NULL, );
     struct model m;
     model_init(&m, h, mem, span, first);
@@ -188,7 +201,7 @@ static void section_pools(const char *kind)
     {
         unsigned char *m2 = map_bytes(256u << 10);
         REQUIRE(m2 != NULL, );
-        struct rtm_heap *x = rtm_heap_create(kind, m2 + (128u << 10), 64u << 10);
+        struct rtm_heap *x = create(kind, m2 + (128u << 10), 64u << 10);
         REQUIRE(x != NULL, );
         struct model xm;
         model_init(&xm, x, m2, 256u << 10, 64u << 10);
@@ -263,19 +276,19 @@ static void section_bad(const char *kind)
     REQUIRE(mem != NULL, );
 
     errno = 0;
-    CHECK(rtm_heap_create(kind, NULL, span) == NULL && errno == EINVAL);
+    CHECK(create(kind, NULL, span) == NULL && errno == EINVAL);
     errno = 0;
-    CHECK(rtm_heap_create("no-such-kind", mem, span) == NULL && errno == ENOENT);
+    CHECK(create("no-such-kind", mem, span) == NULL && errno == ENOENT);
     errno = 0;
-    CHECK(rtm_heap_create(NULL, mem, span) == NULL && errno == EINVAL);
+    CHECK(create(NULL, mem, span) == NULL && errno == EINVAL);
     errno = 0;
-    CHECK(rtm_heap_create(kind, (void *)(UINTPTR_MAX - 64), 4096) == NULL && errno == EINVAL);
+    CHECK(create(kind, (void *)(UINTPTR_MAX - 64), 4096) == NULL && errno == EINVAL);
 
     /* Tiny arenas, full of garbage: refused with ENOMEM, or a working heap. */
     for (size_t size = 0; size <= 16384; size += size < 512 ? 1 : 509) {
         garbage(mem, span, &rng);
         errno = 0;
-        struct rtm_heap *h = rtm_heap_create(kind, mem + size % 16, size);
+        struct rtm_heap *h = create(kind, mem + size % 16, size);
         if (!h) {
             CHECK_EQ(errno, ENOMEM);
             continue;
@@ -290,7 +303,7 @@ static void section_bad(const char *kind)
     }
 
     garbage(mem, span, &rng);
-    struct rtm_heap *h = rtm_heap_create(kind, mem + 1, span - 1);
+    struct rtm_heap *h = create(kind, mem + 1, span - 1);
     REQUIRE(h != NULL, );
     CHECK(strcmp(rtm_heap_kind(h), kind) == 0);
     struct model m;
@@ -394,7 +407,7 @@ static void section_big(const char *kind)
         printf("  [%s] big: cannot reserve 5 GiB, skipped\n", kind);
         return;
     }
-    struct rtm_heap *h = rtm_heap_create(kind, mem, size);
+    struct rtm_heap *h = create(kind, mem, size);
     REQUIRE(h != NULL, );
     struct rtm_heap_stats st;
     rtm_heap_stats(h, &st);
@@ -427,7 +440,7 @@ static void section_big(const char *kind)
         return;
     }
     errno = 0;
-    h = rtm_heap_create(kind, mem, size);
+    h = create(kind, mem, size);
     if (h) {
         rtm_heap_stats(h, &st);
         CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
@@ -437,7 +450,7 @@ static void section_big(const char *kind)
         /* The way out the error points to: the same memory as several pools. */
         CHECK_EQ(errno, E2BIG);
         size_t quarter = size / 4;
-        h = rtm_heap_create(kind, mem, quarter);
+        h = create(kind, mem, quarter);
         CHECK(h != NULL);
         for (int i = 1; h && i < 4; i++)
             CHECK_EQ(rtm_heap_add_pool(h, mem + (size_t)i * quarter, quarter), 0);
@@ -460,7 +473,7 @@ static void section_relocate(const char *kind)
     unsigned char *a = map_bytes(span), *b = map_bytes(span);
     REQUIRE(a && b, );
     garbage(a, span, &rng);
-    struct rtm_heap *h = rtm_heap_create(kind, a, span);
+    struct rtm_heap *h = create(kind, a, span);
     REQUIRE(h != NULL, );
     struct model m;
     model_init(&m, h, a, span, span);
@@ -497,19 +510,19 @@ static const struct section sections[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: conformance [--seed N] [--ops N] [--kind NAME] [SECTION...]\n"
+    fprintf(f, "usage: conformance [--seed N] [--ops N] [--kind NAME] [--lock pi|robust] "
+               "[SECTION...]\n"
                "sections: model fill pools bad big relocate (default: all)\n"
-               "--ops N: model operations per configuration (two per kind; default 500000)\n");
+               "--ops N: model operations per configuration (two per kind; default 500000)\n"
+               "--lock: every heap created with that lock (default none)\n");
 }
 
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "seed", required_argument, NULL, 's' },
-        { "ops", required_argument, NULL, 'o' },
-        { "kind", required_argument, NULL, 'k' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        { "seed", required_argument, NULL, 's' }, { "ops", required_argument, NULL, 'o' },
+        { "kind", required_argument, NULL, 'k' }, { "lock", required_argument, NULL, 'l' },
+        { "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -517,12 +530,25 @@ int main(int argc, char **argv)
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'o': model_ops = strtoul(optarg, NULL, 0); break;
         case 'k': only_kind = optarg; break;
+        case 'l':
+            if (strcmp(optarg, "pi") == 0)
+                lock = RTM_HEAP_LOCK_PI;
+            else if (strcmp(optarg, "robust") == 0)
+                lock = RTM_HEAP_LOCK_ROBUST_SHARED;
+            else {
+                usage(stderr);
+                return 2;
+            }
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    printf("conformance: seed %#llx (replay with --seed %#llx)\n", (unsigned long long)seed,
-           (unsigned long long)seed);
+    printf("conformance: seed %#llx (replay with --seed %#llx)%s\n", (unsigned long long)seed,
+           (unsigned long long)seed,
+           lock == RTM_HEAP_LOCK_PI              ? ", heaps locked (pi)"
+           : lock == RTM_HEAP_LOCK_ROBUST_SHARED ? ", heaps locked (robust)"
+                                                 : "");
     int nkinds = 0;
     for (const char *const *k = rtm_heap_kinds(); *k; k++) {
         if (only_kind && strcmp(only_kind, *k) != 0)

@@ -523,7 +523,7 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
     memset(&t, 0, sizeof(t));
     memset(ovf_mem, 0xa5, sizeof(ovf_mem));
     struct reports rep = { 0 };
-    struct rtm_heap_config cfg = { level, 0, record, &rep };
+    struct rtm_heap_config cfg = { level, 0, record, &rep, RTM_HEAP_LOCK_NONE };
     t.h = rtm_heap_create_ex(kind, OVF_LO, OVF_HEAP, &cfg);
     REQUIRE(t.h != NULL, );
     /* Runs come from the tail, in address order downwards: fillers (every
@@ -668,7 +668,7 @@ static unsigned char *guarded_layout(struct rtm_heap **hp, const char *kind, int
                                      uint32_t interval, struct reports *rep, unsigned char **x2)
 {
     memset(arena, 0, sizeof(arena));
-    struct rtm_heap_config cfg = { level, interval, record, rep };
+    struct rtm_heap_config cfg = { level, interval, record, rep, RTM_HEAP_LOCK_NONE };
     struct rtm_heap *h = *hp = rtm_heap_create_ex(kind, arena, 64u << 10, &cfg);
     REQUIRE(h != NULL, NULL);
     CHECK_EQ(rtm_heap_hardening(h), level);
@@ -769,7 +769,7 @@ static void test_full_periodic(const char *kind)
 static void test_none_same_as_default(const char *kind)
 {
     const size_t half = sizeof(arena) / 2;
-    struct rtm_heap_config none = { RTM_HEAP_HARDEN_NONE, 0, NULL, NULL };
+    struct rtm_heap_config none = { RTM_HEAP_HARDEN_NONE, 0, NULL, NULL, RTM_HEAP_LOCK_NONE };
     struct rtm_heap *hn = rtm_heap_create_ex(kind, arena, half, &none);
     struct rtm_heap *hd = rtm_heap_create(kind, arena + half, half);
     REQUIRE(hn && hd, );

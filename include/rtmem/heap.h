@@ -7,8 +7,12 @@
  * prints and never uses malloc on any of these paths. Where that memory comes
  * from (static array, locked mapping, shared memory) is the caller's choice.
  *
- * Concurrency: a heap is not thread-safe. Serialise calls on one heap with a
- * lock of your choice; different heaps are independent.
+ * Concurrency: a heap created without a lock (the default) is not
+ * thread-safe: serialise calls on it with a lock of your choice. A heap
+ * created with one (struct rtm_heap_config.lock: a priority-inheritance
+ * mutex, or a robust process-shared one) takes it inside every rtm_heap_*
+ * call; rtmem/lock.h says how, what contention costs and what happens when
+ * a holder dies. Different heaps are independent.
  *
  * Contract common to every kind (the conformance suite in tests/ holds every
  * kind listed by rtm_heap_kinds() to it):
@@ -35,6 +39,10 @@
  *
  * Worst-case time bounds are stated per function below as the bound for the
  * dispatching layer; each kind's header (e.g. rtmem/tlsf.h) states its own.
+ * On a locked heap every bound grows by one lock and unlock, plus the wait
+ * for the lock that rtmem/lock.h bounds, and every call may also fail as
+ * rtmem/lock.h says when the lock cannot be taken (-EDEADLK,
+ * -ENOTRECOVERABLE).
  */
 #ifndef RTMEM_HEAP_H
 #define RTMEM_HEAP_H
@@ -43,6 +51,7 @@
 #include <stdint.h>
 
 #include "rtmem/export.h"
+#include "rtmem/lock.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -152,7 +161,7 @@ struct rtm_heap_corruption {
 typedef void (*rtm_heap_corruption_fn)(const struct rtm_heap_corruption *c, void *arg);
 
 /* Options for rtm_heap_create_ex. Zero-initialised, it means the defaults of
- * rtm_heap_create: RTM_HEAP_HARDEN_O1, no handler. */
+ * rtm_heap_create: RTM_HEAP_HARDEN_O1, no handler, no lock. */
 struct rtm_heap_config {
     int hardening; /* RTM_HEAP_HARDEN_*; 0 is RTM_HEAP_HARDEN_O1 */
     /* RTM_HEAP_HARDEN_FULL: operations between two full checks (0 or 1:
@@ -160,6 +169,9 @@ struct rtm_heap_config {
     uint32_t check_interval;
     rtm_heap_corruption_fn on_corruption; /* NULL: count only */
     void *on_corruption_arg;
+    /* RTM_HEAP_LOCK_* (rtmem/lock.h); 0 is RTM_HEAP_LOCK_NONE. Only
+     * rtm_heap_create_ex takes a lock: a typed create_ex refuses one. */
+    int lock;
 };
 
 /* Names of the heap kinds built into this library, NULL-terminated, "tlsf"
@@ -183,7 +195,12 @@ RTM_API struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t siz
 
 /* rtm_heap_create with options; cfg NULL means all defaults (the same as
  * rtm_heap_create). Fails as rtm_heap_create does, and with EINVAL for an
- * unknown hardening level. Same bounds. */
+ * unknown hardening level or lock type. With a lock, the lock area comes
+ * first in mem (rtmem/lock.h: the heap is then not at its start), and
+ * creating the mutex may fail: ENOTSUP when the system has no
+ * priority-inheritance (or robust, process-shared) mutexes, or the errno of
+ * pthread_mutex_init (EAGAIN, ENOMEM); the memory is then the caller's
+ * again. Same bounds, plus the mutex's initialisation. */
 RTM_API struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
                                             const struct rtm_heap_config *cfg);
 
@@ -199,7 +216,10 @@ RTM_API int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corrupt
 RTM_API int rtm_heap_hardening(const struct rtm_heap *h);
 
 /* Ends the heap. Every block becomes invalid; the memory is the caller's
- * again (rtmem never owned it). NULL is ignored. O(1). */
+ * again (rtmem never owned it). NULL is ignored. O(1). A locked heap's
+ * destroy takes the lock (an operation in progress ends first), then
+ * destroys the mutex: no thread may be inside, or enter, a call on the heap
+ * by then, as with any mutex. */
 RTM_API void rtm_heap_destroy(struct rtm_heap *h);
 
 /* Allocates a block of at least size bytes, aligned to RTM_HEAP_MIN_ALIGN.
@@ -251,13 +271,16 @@ RTM_API size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
 RTM_API int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
 
 /* Copies the statistics into *out. Returns 0, or -EINVAL for NULL arguments.
- * O(1). */
+ * O(1). On a locked heap the lock is held only for the copy: a consistent
+ * snapshot, safe to take from a monitor thread (rtmem/lock.h). */
 RTM_API int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out);
 
 /* Walks the whole heap and verifies every invariant the kind keeps (block
  * chain, free lists, bitmaps, counters). Returns 0 if consistent, -EINVAL for
  * a NULL or destroyed heap, -EFAULT if the heap is corrupt. O(number of
- * blocks + number of free lists): not for a control loop. */
+ * blocks + number of free lists): not for a control loop, nor, on a locked
+ * heap, for any thread sharing the heap with one (it holds the lock for the
+ * whole walk). */
 RTM_API int rtm_heap_check(const struct rtm_heap *h);
 
 /* Name of the heap's kind, as listed by rtm_heap_kinds(). O(1). */

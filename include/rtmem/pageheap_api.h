@@ -5,6 +5,9 @@
  * the heap passed to alloc, aligned_alloc, realloc and free must come from
  * the kind's create and not be destroyed: it is not checked on those paths
  * (use rtm_heap_* for checked calls). The bounds are in rtmem/heapmem.h.
+ * The typed API never locks: create_ex refuses a lock (EINVAL); a locked
+ * heap is made with rtm_heap_create_ex and used through rtm_heap_*
+ * (rtmem/lock.h).
  */
 #ifndef RTMEM_PAGEHEAP_API_H
 #define RTMEM_PAGEHEAP_API_H

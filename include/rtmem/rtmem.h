@@ -3,6 +3,7 @@
 #define RTMEM_RTMEM_H
 
 #include "rtmem/heap.h"
+#include "rtmem/lock.h"
 #include "rtmem/tlsf.h"
 #include "rtmem/heapmem.h"
 #include "rtmem/xnheap.h"

@@ -134,7 +134,10 @@ struct rtm_tlsf;
 /* Creates a TLSF heap in [mem, mem + size); see rtm_heap_create for errors.
  * The result is also a struct rtm_heap (rtm_tlsf_heap). */
 RTM_API struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size);
-/* The same with options (rtm_heap_create_ex); cfg NULL means defaults. */
+/* The same with options (rtm_heap_create_ex); cfg NULL means defaults. A
+ * lock is refused (EINVAL): the typed API never locks (rtmem/lock.h); a
+ * locked TLSF heap is made with rtm_heap_create_ex and used through
+ * rtm_heap_*. */
 RTM_API struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size,
                                             const struct rtm_heap_config *cfg);
 /* The same heap seen through the generic interface. O(1). */

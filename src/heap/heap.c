@@ -1,13 +1,23 @@
 /*
  * The heap interface: a registry of kinds and the rtm_heap_* entry points,
  * which verify the heap header and dispatch through the kind's operations.
- * Adds one load, one compare and one indirect call to each operation.
+ * Adds one load, one compare and one indirect call to each operation, and a
+ * load and compare more for the lock (lock_offset, next to the magic).
+ *
+ * Locked heaps (rtmem/lock.h): the kinds never lock. A locked heap is the
+ * kind's heap created after a lock area (src/lock/), and each entry point
+ * runs the kind's operation between taking and giving that lock. What a
+ * call does when it takes the lock from a holder that died is decided here,
+ * where the heap's check is known (owner_died).
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "rtmem/heap.h"
 #include "kind.h"
+#include "../lock/lock.h"
 
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
     [RTM_KIND_TLSF] = &rtm__tlsf_ops,
@@ -35,6 +45,116 @@ static inline const struct rtm_heap_ops *ops_of(const struct rtm_heap *h)
     return registry[h->kind];
 }
 
+/* ---- locked heaps ------------------------------------------------------------ */
+
+/* The lock area of a locked heap (lock_offset != 0). */
+static inline struct rtm_lock *lock_of(const struct rtm_heap *h)
+{
+    return (struct rtm_lock *)((uintptr_t)h - h->lock_offset);
+}
+
+/* Bytes before the kind's memory: the lock area and the trim ahead of it. */
+static inline size_t lock_bytes(const struct rtm_heap *h)
+{
+    return lock_of(h)->lead + RTM_HEAP_LOCK_AREA_BYTES;
+}
+
+/*
+ * The lock was taken from a holder that died, perhaps halfway through
+ * changing the heap (rtmem/lock.h, "Owner death"): the heap's full check
+ * decides. Consistent: the lock is made consistent and the call goes on (0).
+ * Damaged: counted as a corruption, the lock abandoned for good
+ * (-ENOTRECOVERABLE, not held).
+ */
+static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct rtm_lock *l)
+{
+    if (registry[h->kind]->check(h) == 0) {
+        rtm__lock_recovered(l);
+        return 0;
+    }
+    rtm__heap_corrupt(h, NULL, NULL, "lock holder died mid-operation");
+    rtm__lock_abandon(l);
+    return -ENOTRECOVERABLE;
+}
+
+/* Takes a locked heap's lock for one call: 0 (held), or a negative errno
+ * (not held). A const heap is written to only when a holder died and the
+ * check finds damage, which is counted in the heap whatever the call. */
+static inline int heap_lock(const struct rtm_heap *h, struct rtm_lock *l)
+{
+    int rc = rtm_lock_take(l);
+    if (__builtin_expect(rc == 0, 1))
+        return 0;
+    return rc == EOWNERDEAD ? owner_died((struct rtm_heap *)(uintptr_t)h, l) : -rc;
+}
+
+/*
+ * The body of a call on a locked heap h: returns `call`, made with the lock
+ * held, or `fail` when the lock cannot be taken (rc then holds the negative
+ * errno).
+ */
+#define WITH_LOCK(h, rc, call, fail)      \
+    do {                                  \
+        struct rtm_lock *l_ = lock_of(h); \
+        int rc = heap_lock((h), l_);      \
+        if (rc != 0)                      \
+            return fail;                  \
+        __typeof__(call) r_ = call;       \
+        rtm_lock_give(l_);                \
+        return r_;                        \
+    } while (0)
+
+/* The rest of an entry point, once ops_of(h) has accepted h: `call` made
+ * directly on an unlocked heap, else WITH_LOCK. For the calls that are not
+ * on a control loop's path; the others keep their locked half out of line
+ * (alloc_locked...), so that the compiler does not save registers for it on
+ * an unlocked heap's call, which stays a jump to the kind. */
+#define DISPATCH(h, rc, call, fail)   \
+    do {                              \
+        if (!(h)->lock_offset)        \
+            return call;              \
+        WITH_LOCK(h, rc, call, fail); \
+    } while (0)
+
+/* An allocation that could not take the lock: NULL, errno set, not counted
+ * in failed_allocs (the heap was not asked). */
+static void *lock_failed(int rc)
+{
+    errno = -rc;
+    return NULL;
+}
+
+/* A locked heap: its lock area at the start of mem, aligned, and the kind's
+ * heap created in the rest with kcfg (whose lock is none). */
+static struct rtm_heap *create_locked(const struct rtm_heap_ops *ops, void *mem, size_t size,
+                                      const struct rtm_heap_config *kcfg, int lock)
+{
+    int err;
+    uintptr_t at = rtm_kind_place(mem, size, RTM_HEAP_LOCK_ALIGN, RTM_HEAP_LOCK_AREA_BYTES, &err);
+    if (!at) {
+        errno = err;
+        return NULL;
+    }
+    uintptr_t rest = at + RTM_HEAP_LOCK_AREA_BYTES;
+    struct rtm_heap *h = ops->create((void *)rest, (uintptr_t)mem + size - rest, kcfg);
+    if (!h)
+        return NULL;
+    struct rtm_lock *l = (struct rtm_lock *)at;
+    int rc = rtm__lock_init(l, lock, (uint32_t)(at - (uintptr_t)mem));
+    if (rc) {
+        h->magic = 0;
+        errno = rc;
+        return NULL;
+    }
+    /* Kinds place their header at most an alignment and a guard past the
+     * memory they are given. */
+    RTM_ASSERT((uintptr_t)h >= rest && (uintptr_t)h - at < 4096);
+    h->lock_offset = (uint32_t)((uintptr_t)h - at);
+    return h;
+}
+
+/* ---- creating, and what never changes ------------------------------------------- */
+
 struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
                                     const struct rtm_heap_config *cfg)
 {
@@ -42,11 +162,26 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
         errno = EINVAL;
         return NULL;
     }
+    int lock = cfg ? cfg->lock : RTM_HEAP_LOCK_NONE;
+    if (lock < RTM_HEAP_LOCK_NONE || lock > RTM_HEAP_LOCK_ROBUST_SHARED) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct rtm_heap_config kcfg; /* what the kind sees: no lock */
+    if (lock != RTM_HEAP_LOCK_NONE) {
+        kcfg = *cfg;
+        kcfg.lock = RTM_HEAP_LOCK_NONE;
+        cfg = &kcfg;
+    }
     if (!(cfg = rtm_kind_config(cfg)))
         return NULL;
-    for (unsigned i = 0; i < RTM_KIND_COUNT; i++)
-        if (strcmp(kind, registry[i]->name) == 0)
+    for (unsigned i = 0; i < RTM_KIND_COUNT; i++) {
+        if (strcmp(kind, registry[i]->name) != 0)
+            continue;
+        if (lock == RTM_HEAP_LOCK_NONE)
             return registry[i]->create(mem, size, cfg);
+        return create_locked(registry[i], mem, size, cfg, lock);
+    }
     errno = ENOENT;
     return NULL;
 }
@@ -56,18 +191,55 @@ struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t size)
     return rtm_heap_create_ex(kind, mem, size, NULL);
 }
 
-int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
+static int set_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
 {
-    if (!ops_of(h))
-        return -EINVAL;
     h->on_corruption = fn;
     h->on_corruption_arg = fn ? arg : NULL;
     return 0;
 }
 
+int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
+{
+    if (!ops_of(h))
+        return -EINVAL;
+    DISPATCH(h, rc, set_handler(h, fn, arg), rc);
+}
+
 int rtm_heap_hardening(const struct rtm_heap *h)
 {
     return ops_of(h) ? (int)h->hardening : -EINVAL;
+}
+
+int rtm_heap_lock_type(const struct rtm_heap *h)
+{
+    if (!ops_of(h))
+        return -EINVAL;
+    return h->lock_offset ? (int)lock_of(h)->type : RTM_HEAP_LOCK_NONE;
+}
+
+int rtm_heap_lock_stats(const struct rtm_heap *h, struct rtm_heap_lock_stats *out)
+{
+    if (!ops_of(h) || !out)
+        return -EINVAL;
+    if (h->lock_offset)
+        rtm__lock_stats(lock_of(h), out);
+    else
+        *out = (struct rtm_heap_lock_stats){ .type = RTM_HEAP_LOCK_NONE, .recoverable = 1 };
+    return 0;
+}
+
+int rtm__heap_lock_hold(struct rtm_heap *h)
+{
+    if (!ops_of(h) || !h->lock_offset)
+        return -EINVAL;
+    return heap_lock(h, lock_of(h));
+}
+
+int rtm__heap_lock_release(struct rtm_heap *h)
+{
+    if (!ops_of(h) || !h->lock_offset)
+        return -EINVAL;
+    return -pthread_mutex_unlock(&lock_of(h)->mutex);
 }
 
 uint64_t rtm__heap_new_key(const void *mem)
@@ -106,22 +278,93 @@ __attribute__((noinline)) int rtm__heap_periodic_check(struct rtm_heap *h)
     return -EFAULT;
 }
 
+/* ---- the operations --------------------------------------------------------------- */
+
 void rtm_heap_destroy(struct rtm_heap *h)
 {
-    if (ops_of(h))
+    if (!ops_of(h))
+        return;
+    if (!h->lock_offset) {
         h->magic = 0;
+        return;
+    }
+    /* The operation in progress ends first. A destroy from inside a call on
+     * this heap (a corruption handler) cannot end it: the heap stays. */
+    struct rtm_lock *l = lock_of(h);
+    int rc = heap_lock(h, l);
+    if (rc == -EDEADLK)
+        return;
+    h->magic = 0;
+    if (rc == 0)
+        rtm_lock_give(l);
+    rtm__lock_destroy(l);
+}
+
+/* The locked halves of the calls a control loop makes (see DISPATCH). */
+static __attribute__((noinline)) void *alloc_locked(const struct rtm_heap_ops *ops,
+                                                    struct rtm_heap *h, size_t size)
+{
+    WITH_LOCK(h, rc, ops->alloc(h, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) void *aligned_alloc_locked(const struct rtm_heap_ops *ops,
+                                                            struct rtm_heap *h, size_t alignment,
+                                                            size_t size)
+{
+    WITH_LOCK(h, rc, ops->aligned_alloc(h, alignment, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) void *realloc_locked(const struct rtm_heap_ops *ops,
+                                                      struct rtm_heap *h, void *p, size_t size)
+{
+    WITH_LOCK(h, rc, ops->realloc(h, p, size), lock_failed(rc));
+}
+
+static __attribute__((noinline)) int free_locked(const struct rtm_heap_ops *ops, struct rtm_heap *h,
+                                                 void *p)
+{
+    WITH_LOCK(h, rc, ops->free(h, p), rc);
+}
+
+static __attribute__((noinline)) size_t usable_size_locked(const struct rtm_heap_ops *ops,
+                                                           const struct rtm_heap *h, const void *p)
+{
+    WITH_LOCK(h, rc, ops->usable_size(h, p), (size_t)0);
 }
 
 void *rtm_heap_alloc(struct rtm_heap *h, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->alloc(h, size) : NULL;
+    if (!ops)
+        return NULL;
+    return h->lock_offset ? alloc_locked(ops, h, size) : ops->alloc(h, size);
 }
 
 void *rtm_heap_aligned_alloc(struct rtm_heap *h, size_t alignment, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->aligned_alloc(h, alignment, size) : NULL;
+    if (!ops)
+        return NULL;
+    return h->lock_offset ? aligned_alloc_locked(ops, h, alignment, size)
+                          : ops->aligned_alloc(h, alignment, size);
+}
+
+/* calloc's block of n * size bytes (*total), not zeroed; an overflow is a
+ * failed allocation. */
+static void *calloc_block(const struct rtm_heap_ops *ops, struct rtm_heap *h, size_t n, size_t size,
+                          size_t *total)
+{
+    if (__builtin_mul_overflow(n, size, total)) {
+        h->failed_allocs++;
+        return NULL;
+    }
+    return ops->alloc(h, *total);
+}
+
+static void *calloc_take(const struct rtm_heap_ops *ops, struct rtm_heap *h, size_t n, size_t size,
+                         size_t *total)
+{
+    DISPATCH(h, rc, calloc_block(ops, h, n, size, total), lock_failed(rc));
 }
 
 void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size)
@@ -129,12 +372,9 @@ void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return NULL;
-    size_t total;
-    if (__builtin_mul_overflow(n, size, &total)) {
-        h->failed_allocs++;
-        return NULL;
-    }
-    void *p = ops->alloc(h, total);
+    size_t total = 0;
+    void *p = calloc_take(ops, h, n, size, &total);
+    /* Zeroed after the lock is given back: the block is the caller's alone. */
     if (p)
         memset(p, 0, total);
     return p;
@@ -143,37 +383,70 @@ void *rtm_heap_calloc(struct rtm_heap *h, size_t n, size_t size)
 void *rtm_heap_realloc(struct rtm_heap *h, void *p, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->realloc(h, p, size) : NULL;
+    if (!ops)
+        return NULL;
+    return h->lock_offset ? realloc_locked(ops, h, p, size) : ops->realloc(h, p, size);
 }
 
 int rtm_heap_free(struct rtm_heap *h, void *p)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->free(h, p) : -EINVAL;
+    if (!ops)
+        return -EINVAL;
+    return h->lock_offset ? free_locked(ops, h, p) : ops->free(h, p);
 }
 
 size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->usable_size(h, p) : 0;
+    if (!ops)
+        return 0;
+    return h->lock_offset ? usable_size_locked(ops, h, p) : ops->usable_size(h, p);
+}
+
+/* Whether [mem, mem + size) overlaps a locked heap's lock area or the trim
+ * before it: memory the kind does not know as its own. */
+static bool overlaps_lock(const struct rtm_heap *h, const void *mem, size_t size)
+{
+    uintptr_t base = (uintptr_t)h;
+    size_t area = (size_t)((uintptr_t)lock_of(h) - lock_of(h)->lead - base);
+    return rtm_kind_overlap((size_t)((uintptr_t)mem - base), size, area, lock_bytes(h));
 }
 
 int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->add_pool(h, mem, size) : -EINVAL;
+    if (!ops)
+        return -EINVAL;
+    if (h->lock_offset && mem && overlaps_lock(h, mem, size))
+        return -EINVAL;
+    DISPATCH(h, rc, ops->add_pool(h, mem, size), rc);
+}
+
+/* The kind's statistics, with a lock area counted as overhead. */
+static int stats_of(const struct rtm_heap_ops *ops, const struct rtm_heap *h,
+                    struct rtm_heap_stats *out)
+{
+    int rc = ops->stats(h, out);
+    if (rc == 0 && h->lock_offset)
+        out->overhead_bytes += lock_bytes(h);
+    return rc;
 }
 
 int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops && out ? ops->stats(h, out) : -EINVAL;
+    if (!ops || !out)
+        return -EINVAL;
+    DISPATCH(h, rc, stats_of(ops, h, out), rc);
 }
 
 int rtm_heap_check(const struct rtm_heap *h)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->check(h) : -EINVAL;
+    if (!ops)
+        return -EINVAL;
+    DISPATCH(h, rc, ops->check(h), rc);
 }
 
 const char *rtm_heap_kind(const struct rtm_heap *h)
@@ -185,5 +458,7 @@ const char *rtm_heap_kind(const struct rtm_heap *h)
 size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size)
 {
     const struct rtm_heap_ops *ops = ops_of(h);
-    return ops ? ops->fill_count(h, size) : 0;
+    if (!ops)
+        return 0;
+    DISPATCH(h, rc, ops->fill_count(h, size), (size_t)0);
 }

@@ -43,7 +43,11 @@ struct rtm_heap {
     uint32_t hardening;     /* RTM_HEAP_HARDEN_*, fixed at create */
     uint32_t check_interval;
     uint32_t until_check; /* RTM_HEAP_HARDEN_FULL: operations before the next full check */
-    uint32_t reserved;
+    /* 0: no lock. Else the heap is locked, and its lock area (src/lock/lock.h)
+     * starts this many bytes before this header: a distance, so that the
+     * heap and its lock move together. Set by the dispatcher (heap.c): kinds
+     * never lock. */
+    uint32_t lock_offset;
     /* The corruption handler: the one absolute address in a heap, valid only
      * in the process that set it (rtm_heap_set_corruption_handler says so). */
     rtm_heap_corruption_fn on_corruption;
@@ -136,14 +140,17 @@ static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_lin
 
 /*
  * The configuration create uses: cfg itself, or the defaults for NULL; NULL
- * with errno EINVAL for a level that does not exist.
+ * with errno EINVAL for a level that does not exist, or a lock: a kind's
+ * create makes unlocked heaps (the dispatcher wraps a locked one around it,
+ * with a configuration whose lock is RTM_HEAP_LOCK_NONE).
  */
 static inline const struct rtm_heap_config *rtm_kind_config(const struct rtm_heap_config *cfg)
 {
-    static const struct rtm_heap_config defaults = { 0, 0, 0, 0 };
+    static const struct rtm_heap_config defaults = { 0, 0, 0, 0, RTM_HEAP_LOCK_NONE };
     if (!cfg)
         return &defaults;
-    if (cfg->hardening < RTM_HEAP_HARDEN_O1 || cfg->hardening > RTM_HEAP_HARDEN_FULL) {
+    if (cfg->hardening < RTM_HEAP_HARDEN_O1 || cfg->hardening > RTM_HEAP_HARDEN_FULL ||
+        cfg->lock != RTM_HEAP_LOCK_NONE) {
         errno = EINVAL;
         return NULL;
     }
@@ -167,7 +174,7 @@ static inline void rtm_kind_init(struct rtm_heap *h, uint32_t kind,
     h->hardening = (uint32_t)cfg->hardening;
     h->check_interval = cfg->check_interval > 1 ? cfg->check_interval : 1;
     h->until_check = h->check_interval;
-    h->reserved = 0;
+    h->lock_offset = 0;
     h->on_corruption = cfg->on_corruption;
     h->on_corruption_arg = cfg->on_corruption_arg;
 }

@@ -21,8 +21,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median, min and max of the finite values among v[0..n); NaN if none. */
-static void median_min_max(const double *v, size_t n, double *med, double *lo, double *hi)
+void bench_median_min_max(const double *v, size_t n, double *med, double *lo, double *hi)
 {
     double tmp[MAX_SERIES];
     size_t m = 0;
@@ -42,7 +41,7 @@ static void median_min_max(const double *v, size_t n, double *med, double *lo, d
 static double median_of(const double *v, size_t n)
 {
     double med, lo, hi;
-    median_min_max(v, n, &med, &lo, &hi);
+    bench_median_min_max(v, n, &med, &lo, &hi);
     return med;
 }
 
@@ -78,8 +77,8 @@ void bench_aggregate_series(const struct tk_summary *rs, const struct tk_summary
         if (isfinite(rs[r].max) && !(g->max_ns >= rs[r].max))
             g->max_ns = rs[r].max;
     }
-    median_min_max(mean, n, &g->avg_ns, &g->avg_min_ns, &g->avg_max_ns);
-    median_min_max(net, n, &g->net_avg_ns, &g->net_min_ns, &g->net_max_ns);
+    bench_median_min_max(mean, n, &g->avg_ns, &g->avg_min_ns, &g->avg_max_ns);
+    bench_median_min_max(net, n, &g->net_avg_ns, &g->net_min_ns, &g->net_max_ns);
     g->p50_ns = median_field(rs, n, offsetof(struct tk_summary, p50));
     g->p99_ns = median_field(rs, n, offsetof(struct tk_summary, p99));
     g->p999_ns = median_field(rs, n, offsetof(struct tk_summary, p999));

@@ -9,6 +9,8 @@
  *   main_phase.c  the main phase: its run, aggregates, tables and JSON
  *   free_order.c  the free-order phase: the same
  *   sweep.c       the size sweep: the same
+ *   threads.c     the threads phase (one heap shared by threads, under each
+ *                 lock type; what the lock costs uncontended): the same
  *   aggregate.c   aggregation over rounds, shared by the phases
  *   report.c      the header, the notes, the JSON's own members and helpers
  *
@@ -65,6 +67,11 @@
 #define BENCH_DEFAULT_TIMEOUT_S 60u
 #define BENCH_MAX_TIMEOUT_S     86400u
 
+/* Threads phase: the lock types, in the order --locks names them
+ * (RTM_HEAP_LOCK_NONE, _PI, _ROBUST_SHARED), and the most threads. */
+#define BENCH_LOCKS       3
+#define BENCH_MAX_THREADS 64
+
 struct bench_opts {
     uint64_t ops; /* operations per pass (main phase) */
     unsigned rounds;
@@ -86,7 +93,13 @@ struct bench_opts {
     const char *json_path; /* NULL: no JSON */
     const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
-    unsigned timeout_s; /* without progress, the measuring process is killed; 0 never */
+    unsigned timeout_s;       /* without progress, the measuring process is killed; 0 never */
+    unsigned threads;         /* threads phase: threads sharing the heap; 0: no threads phase */
+    uint64_t thread_ops;      /* operations per thread per lock type */
+    const char *locks_arg;    /* --locks as given; NULL: every lock type */
+    unsigned locks;           /* bit t: lock type t runs (set by cli.c's check) */
+    const char *threads_kind; /* the threads phase's heap kind */
+    bool threads_only;
 };
 
 /* A workload: one uint32 per operation, generated before any timing. An
@@ -127,6 +140,46 @@ struct bench_running {
     enum bench_phase phase;
     unsigned round; /* round, or sweep bucket; 0 in setup */
     bool warmup;
+};
+
+/* Threads phase, what the lock costs a call, uncontended, per lock type:
+ * per round, an alloc or a free (half an alloc+free pair) on an unlocked
+ * heap and on a locked one, and one lock+unlock of a bare mutex of the
+ * heap lock's type; then (parent) medians over the rounds, with the spread
+ * of what the lock adds (locked - unlocked) and of its ratio to the bare
+ * pair. NaN where not measured. */
+struct bench_lock_cost {
+    double unlocked_ns[BENCH_MAX_ROUNDS];
+    double locked_ns[BENCH_MAX_ROUNDS];
+    double bare_ns[BENCH_MAX_ROUNDS];
+    double unlocked, locked, bare;
+    double added, added_min, added_max;
+    double ratio, ratio_min, ratio_max;
+};
+
+/* Threads phase: one thread's latencies on the shared heap, in ns. */
+struct bench_thread_row {
+    int cpu;
+    struct tk_summary alloc, free;
+    uint64_t failed_allocs, skipped_frees, free_errors;
+};
+
+/* Threads phase: everything it measured (written by the measuring process
+ * into struct bench, shared with the parent). */
+struct bench_threads {
+    bool ran;
+    char error[160]; /* why it stopped early; "" when it did not */
+    double seconds;
+    unsigned n_threads;
+    int cpus[BENCH_MAX_THREADS]; /* thread i runs on cpus[i] */
+    bool fifo;                   /* the threads ran at SCHED_FIFO --prio */
+    struct tk_arena mem;         /* the heaps' memory (the measuring process's) */
+    struct bench_lock_cost cost[BENCH_LOCKS];
+    struct bench_thread_row rows[BENCH_LOCKS][BENCH_MAX_THREADS];
+    /* The shared heap's lock over the recorded run: calls, calls that
+     * waited; heap checks failed (or blocks left) after a run. */
+    uint64_t lock_calls[BENCH_LOCKS], lock_contended[BENCH_LOCKS];
+    uint64_t check_failures[BENCH_LOCKS];
 };
 
 /* An allocator the measuring process died in. */
@@ -232,6 +285,7 @@ struct bench {
     size_t n_gone;
     bool header_done; /* printed by the first measuring process */
     int watch_priority;
+    struct bench_threads th;
 };
 
 /* Index of the k-th allocator to run in a round: forward in even rounds,
@@ -324,7 +378,21 @@ void bench_aggregate_sweep(struct bench *b);
 void bench_print_sweep(FILE *f, const struct bench *b);
 void bench_json_sweep(struct tk_json *j, const struct bench *b);
 
+/* threads.c. bench_parse_locks: --locks (NULL: all) into a bit per lock
+ * type; 0, or -1 (reported). bench_threads_open: the phase's memory and
+ * buffers, before memory is locked; 0, or -1 (reported). */
+extern const char *const bench_lock_names[BENCH_LOCKS];
+int bench_parse_locks(const struct tk_args *cli, const char *arg, unsigned *locks);
+int bench_threads_open(struct bench *b);
+void bench_run_threads(struct bench *b);
+void bench_aggregate_threads(struct bench *b);
+void bench_print_threads(FILE *f, const struct bench *b);
+void bench_json_threads(struct tk_json *j, const struct bench *b);
+
 /* aggregate.c */
+/* Median, min and max of the finite values of v[0..n) (n <= FILL_ORDERS *
+ * BENCH_MAX_ROUNDS); NaN if none. */
+void bench_median_min_max(const double *v, size_t n, double *med, double *lo, double *hi);
 /* Aggregate of n per-pass summaries rs (n <= FILL_ORDERS * BENCH_MAX_ROUNDS);
  * fl holds the floor's summaries of the same passes, NULL when rs is the
  * floor's own. */

@@ -5,6 +5,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../cmd.h"
 #include "bench.h"
@@ -23,6 +24,9 @@
 #define QUICK_OPS          20000u
 #define QUICK_ROUNDS       3u
 #define QUICK_SWEEP_OPS    1000u
+#define DEFAULT_THREADS    2u
+#define DEFAULT_THREAD_OPS 20000u
+#define QUICK_THREAD_OPS   2000u
 
 /* A number in a help line, spelled where the help is a literal. */
 #define STR_(x) #x
@@ -41,6 +45,9 @@ static const struct bench_opts defaults = {
     .cpu = -1,
     .priority = TK_RT_DEFAULT_PRIORITY,
     .timeout_s = BENCH_DEFAULT_TIMEOUT_S,
+    .threads = DEFAULT_THREADS,
+    .thread_ops = DEFAULT_THREAD_OPS,
+    .threads_kind = "tlsf",
 };
 
 #define F(field) TK_FIELD(struct bench_opts, field)
@@ -87,6 +94,18 @@ static const struct tk_opt options[] = {
     { "sweep-ops", TK_OPT_UINT, "N", "operations per bucket per allocator (default %D; --quick %Q)",
       F(sweep_ops), .lo = 1, .hi = BENCH_MAX_OPS, .quick = QUICK_SWEEP_OPS,
       .flags = TK_OPTF_QUICK },
+    { "threads", TK_OPT_UINT, "N",
+      "threads sharing one heap in the threads phase (default %D; 0: no threads phase)", F(threads),
+      .lo = 0, .hi = BENCH_MAX_THREADS },
+    { "thread-ops", TK_OPT_UINT, "N",
+      "operations per thread per lock type in the threads phase (default %D; --quick %Q)",
+      F(thread_ops), .lo = 1, .hi = BENCH_MAX_OPS, .quick = QUICK_THREAD_OPS,
+      .flags = TK_OPTF_QUICK },
+    { "locks", TK_OPT_STRING, "a,b,...",
+      "lock types of the threads phase: none, pi, robust (default: all three)", F(locks_arg) },
+    { "threads-kind", TK_OPT_STRING, "KIND",
+      "the heap kind of the threads phase (default tlsf; rtmem kinds only)", F(threads_kind) },
+    { "threads-only", TK_OPT_FLAG, NULL, "run only the threads phase", F(threads_only) },
 };
 
 #undef F
@@ -119,6 +138,13 @@ static void help_intro(FILE *f)
           "(heapmem and xnheap merge page runs in balanced trees).\n"
           "\n"
           "Then sweeps block sizes in 64-byte buckets from 0 to 10 KiB.\n"
+          "\n"
+          "Then the threads phase (short; --threads 0 skips it): one heap of\n"
+          "--threads-kind under each lock type of --locks (rtmem/lock.h). First what\n"
+          "the lock adds to a call, uncontended, next to a bare lock+unlock of a mutex\n"
+          "of the same type, measured in the same batches; then --threads threads, each\n"
+          "pinned to a CPU in turn, running the main phase's workload on the one heap\n"
+          "at once, with per-thread latency percentiles (lock none: a heap per thread).\n"
           "\n"
           "Peers (jemalloc, mimalloc, tcmalloc, when installed; named in --kinds) and\n"
           "plugins (--plugin, <rtmem/plugin.h>) run beside them, loaded as memcheck\n"
@@ -162,8 +188,26 @@ static int check(struct tk_session *s)
                            o->min_size_bytes, o->max_size_bytes);
     if (o->no_sweep && o->sweep_only)
         return tk_args_bad(&s->cli, "--no-sweep and --sweep-only exclude each other");
-    if (o->sweep_only)
+    if (o->threads_only && o->sweep_only)
+        return tk_args_bad(&s->cli, "--threads-only and --sweep-only exclude each other");
+    if (o->threads_only && o->threads == 0)
+        return tk_args_bad(&s->cli, "--threads-only needs threads (--threads is 0)");
+    if (bench_parse_locks(&s->cli, o->locks_arg, &o->locks) != 0)
+        return -1;
+    bool known = false;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        known |= strcmp(*k, o->threads_kind) == 0;
+    if (!known)
+        return tk_args_bad(&s->cli,
+                           "--threads-kind: no heap kind '%s' (rtmem kinds: see "
+                           "'rtmem kinds')",
+                           o->threads_kind);
+    if (o->sweep_only) {
         o->no_free_order = true;
+        o->threads = 0;
+    }
+    if (o->threads_only)
+        o->no_free_order = o->no_sweep = true;
     return 0;
 }
 

@@ -36,13 +36,13 @@ void bench_print_header(FILE *f, const struct bench *b)
             fprintf(f, "  not permitted: mlock of the %s heap memory: %s\n", a->def.name,
                     strerror(a->mem.lock_err));
     }
-    if (!any_heap)
+    if (!any_heap && !b->o.threads_only)
         fprintf(f, "heap memory : no rtmem heap selected\n");
 
     tk_timer_print(f, "timer       : ", &b->timer, TK_DETAIL_FULL);
     fprintf(f, "seed        : %llu (workloads generated from it before any timing)\n",
             (unsigned long long)b->o.seed);
-    if (!b->o.sweep_only)
+    if (!b->o.sweep_only && !b->o.threads_only)
         fprintf(f,
                 "main phase  : sizes uniform in [%u, %u] B, live cap %u, %llu ops per pass, "
                 "%u rounds (order alternates),\n              one unrecorded warm-up pass "
@@ -61,6 +61,25 @@ void bench_print_header(FILE *f, const struct bench *b)
                 "per allocator after a warm-up pass\n",
                 SWEEP_BUCKETS, SWEEP_BUCKET_BYTES, SWEEP_BUCKETS * SWEEP_BUCKET_BYTES,
                 b->o.live_cap, (unsigned long long)b->o.sweep_ops);
+    if (b->o.threads) {
+        char locks[32] = "";
+        for (unsigned t = 0; t < BENCH_LOCKS; t++)
+            if (b->o.locks & (1u << t))
+                snprintf(locks + strlen(locks), sizeof(locks) - strlen(locks), "%s%s",
+                         locks[0] ? "," : "", bench_lock_names[t]);
+        fprintf(f,
+                "threads     : one %s heap (%.0f MiB, mlock: %s), locks %s; lock cost "
+                "uncontended over %u rounds,\n              then %u threads on CPUs",
+                b->o.threads_kind, mib(b->th.mem.bytes), b->th.mem.locked ? "yes" : "NO", locks,
+                b->o.rounds, b->th.n_threads);
+        for (unsigned i = 0; i < b->th.n_threads; i++)
+            fprintf(f, "%s%d", i ? "," : " ", b->th.cpus[i]);
+        fprintf(f, " (%s), %llu ops each per lock type after a warm-up run\n",
+                b->rt.fifo.granted ? "SCHED_FIFO" : "not real-time",
+                (unsigned long long)b->o.thread_ops);
+    }
+    if (b->o.threads_only)
+        return;
     fprintf(f, "allocators  :");
     for (size_t i = 1; i < b->n_al; i++)
         fprintf(f, " %s%s", b->al[i].def.name,
@@ -173,6 +192,9 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_bool(j, "no_rt", b->o.no_rt);
     tk_json_kv_bool(j, "main_phase", b->ran_main);
     tk_json_kv_bool(j, "sweep", b->ran_sweep);
+    tk_json_kv_uint(j, "threads", b->o.threads);
+    tk_json_kv_uint(j, "thread_ops", b->o.thread_ops);
+    tk_json_kv_string(j, "threads_kind", b->o.threads_kind);
     tk_json_kv_string(j, "glibc_config", "defaults (no mallopt)");
     tk_json_kv_string(j, "floor",
                       "the same timing loop and call as every allocator (through a function "
@@ -273,6 +295,7 @@ void bench_report(const struct tk_session *s, FILE *f)
     bench_print_main(f, b);
     bench_print_free_order(f, b);
     bench_print_sweep(f, b);
+    bench_print_threads(f, b);
     print_notes(f, b);
 }
 
@@ -298,5 +321,6 @@ void bench_json(const struct tk_session *s, struct tk_json *j)
     bench_json_ratios(j, b);
     bench_json_free_order(j, b);
     bench_json_sweep(j, b);
+    bench_json_threads(j, b);
     json_failed(j, b);
 }

@@ -42,6 +42,8 @@ static int select_allocators(struct bench *b, const struct tk_args *cli, int arg
     struct allocator *fl = &b->al[b->n_al++];
     fl->floor = true;
     snprintf(fl->def.name, sizeof(fl->def.name), "floor");
+    if (b->o.threads_only) /* no allocator's phase runs */
+        return 0;
     for (size_t i = 0; i < k->n; i++)
         b->al[b->n_al++].def = k->list[i];
     for (size_t i = 0; i < k->n_skipped; i++) {
@@ -114,6 +116,7 @@ static void reset_results(struct bench *b)
         a->tlsf = NULL;
         a->loaded_heap = NULL;
     }
+    memset(&b->th, 0, sizeof(b->th));
     b->ran_main = b->ran_free_order = b->ran_sweep = false;
     b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
     b->sweep_floor_ns = 0;
@@ -191,6 +194,8 @@ static int measure(void *arg)
             return 1;
     }
     b->now.set = false;
+    if (b->o.threads && bench_threads_open(b) != 0)
+        return 1;
     tk_rt_lock_memory(&b->rt);
     if (!b->header_done) {
         bench_print_header(stdout, b);
@@ -199,12 +204,14 @@ static int measure(void *arg)
         if (tk_stdout_check(b->prog) != 0)
             return MEASURE_NO_STDOUT;
     }
-    if (!b->o.sweep_only)
+    if (!b->o.sweep_only && !b->o.threads_only)
         bench_run_main(b);
     if (!b->o.no_free_order && bench_run_free_order(b) != 0)
         return 1;
     if (!b->o.no_sweep)
         bench_run_sweep(b);
+    if (b->o.threads)
+        bench_run_threads(b);
     b->now.set = false;
     tk_rt_refresh(&b->rt);
     return 0;
@@ -360,6 +367,7 @@ enum tk_run_end bench_run(struct tk_session *s)
     bench_aggregate_main(b);
     bench_aggregate_free_order(b);
     bench_aggregate_sweep(b);
+    bench_aggregate_threads(b);
     /* Allocators that failed are in the report and the JSON, with their
      * failure, and fail the run. */
     return b->n_gone > 0 ? TK_RUN_FAILED : TK_RUN_PASSED;

@@ -1,0 +1,167 @@
+/*
+ * rtmem: heaps that several threads, or processes, share behind a lock the
+ * heap keeps in its own memory.
+ *
+ * The lock is chosen at create (struct rtm_heap_config.lock, rtmem/heap.h)
+ * and fixed for the heap's life:
+ *   RTM_HEAP_LOCK_NONE           no lock (the default): the caller serialises
+ *                                calls on the heap, as before;
+ *   RTM_HEAP_LOCK_PI             a priority-inheritance mutex
+ *                                (PTHREAD_PRIO_INHERIT), private to the
+ *                                process: threads of one program;
+ *   RTM_HEAP_LOCK_ROBUST_SHARED  a robust, process-shared, priority-inheritance
+ *                                mutex: for a heap in memory that several
+ *                                processes map (at whatever address each maps
+ *                                it), which outlives a holder that dies
+ *                                ("Owner death" below).
+ * Both mutexes are error-checking (PTHREAD_MUTEX_ERRORCHECK): a thread that
+ * calls into a heap whose lock it holds (a corruption handler calling back)
+ * gets -EDEADLK instead of a deadlock.
+ *
+ * Which calls lock. Every rtm_heap_* call on a locked heap takes its lock and
+ * gives it back before it returns, so code written for an unlocked heap works
+ * unchanged: alloc, aligned_alloc, realloc (its copy included), free,
+ * usable_size, add_pool, stats, check, fill_count,
+ * set_corruption_handler and destroy hold it for the whole call; calloc
+ * holds it for the allocation only and zeroes the new block after giving it
+ * back. rtm_heap_kind, rtm_heap_hardening and the two calls below read what
+ * does not change, or atomic counters: they take no lock. The typed fronts
+ * (rtm_tlsf_*, rtm_heapmem_*, rtm_xnheap_*) never lock: their create_ex
+ * refuses a lock (EINVAL) and there is no way from a locked heap to them.
+ *
+ * Layout. A locked heap's memory starts with its lock area:
+ * RTM_HEAP_LOCK_AREA_BYTES, aligned to RTM_HEAP_LOCK_ALIGN (up to
+ * RTM_HEAP_LOCK_ALIGN - 1 bytes of trim before it). The kind's heap follows,
+ * laid out in the rest of the memory exactly as rtm_heap_create would lay it
+ * out there. The heap's header records the distance back to its lock area,
+ * never an address, so a locked heap works at whatever address its memory is
+ * mapped. Statistics count the area and its trim in overhead_bytes
+ * (usable_bytes + overhead_bytes is still every byte given), and
+ * rtm_heap_fill_count is the kind's for the rest of the memory. An unlocked
+ * heap has no lock area: its layout, statistics and fill counts are those
+ * of a heap made before locks existed.
+ *
+ * Time. Uncontended, a call on a locked heap costs its unlocked bound plus
+ * one lock and one unlock of the mutex (docs/bench.md has the measured
+ * figure, from rtmem bench). A thread that finds the lock held waits for
+ * the holder's operation to end. With priority inheritance the holder runs
+ * at the highest priority of its waiters until it gives the lock back, so a
+ * thread of middle priority cannot delay it, and the kernel hands the lock
+ * to its highest-priority waiter first (first come among equals). So:
+ *  - the highest-priority waiter waits for at most one operation, the one in
+ *    progress, plus the hand-over (the holder's unlock wakes the waiter
+ *    through the kernel), plus whatever of higher priority preempts the
+ *    holder meanwhile, as it would have preempted the waiter;
+ *  - a waiter behind k threads of its priority or higher that use the heap
+ *    waits for at most k + 1 operations;
+ *  - "one operation" is the longest any thread makes on the heap: the kind's
+ *    alloc and free bounds, but also a realloc's copy, an add_pool, an
+ *    rtm_heap_check's walk (O(blocks)), a corruption handler (it runs inside
+ *    the operation that found the damage), and once, after a holder died,
+ *    the check that follows ("Owner death"). A heap that a control loop
+ *    shares should see only bounded calls from every thread.
+ *
+ * Statistics for a monitor. rtm_heap_stats holds the lock only while it
+ * copies the kind's O(1) counters: a monitor thread reads a consistent
+ * snapshot while a control loop allocates, delays that loop by at most one
+ * copy, and (with priority inheritance) waits itself for at most one of the
+ * loop's operations.
+ *
+ * Owner death (RTM_HEAP_LOCK_ROBUST_SHARED). When the thread or process that
+ * holds the lock dies, it may have stopped in the middle of changing the
+ * heap. The next caller that takes the lock, before anything else:
+ *  1. runs the kind's full check (rtm_heap_check: O(blocks), paid once, by
+ *     that caller, on top of its own call's bound);
+ *  2. if the heap is consistent, makes the lock consistent again
+ *     (pthread_mutex_consistent), counts the death (owner_deaths, recovered)
+ *     and goes on with its own call as usual. Blocks the dead holder had
+ *     allocated stay allocated: the heap does not know whose they were. An
+ *     allocation it was making either did not happen or is such a block;
+ *  3. if the heap is damaged, counts a corruption (the heap's corruptions
+ *     counter, and its corruption handler is called with the what
+ *     "lock holder died mid-operation"), leaves the lock unrecoverable and
+ *     fails its own call with -ENOTRECOVERABLE (an allocation: NULL, errno
+ *     ENOTRECOVERABLE). Every later call fails the same way, at once, and
+ *     changes nothing; rtm_heap_lock_stats still reads. Nothing is repaired:
+ *     the memory is to be given to a new heap.
+ * With RTM_HEAP_LOCK_PI, a thread that ends while it holds the lock (only a
+ * handler it calls from inside a heap call can make it) leaves it held for
+ * ever: later callers wait, as with any mutex.
+ *
+ * When the lock cannot be taken (-EDEADLK, -ENOTRECOVERABLE), a call does
+ * nothing and returns that code; an allocation returns NULL with errno set
+ * to the code, and is not counted in failed_allocs; usable_size and
+ * fill_count return 0.
+ *
+ * Thread-safety tools. TLSF's free reads the last word of the block before
+ * the one it frees, whatever that block's state, and uses it only when that
+ * block is free (a branch-free path). When the block is live and its owner
+ * writes that word in another thread at the same instant, the value read is
+ * thrown away, but ThreadSanitizer reports a race whose first frame is
+ * free_plan: tests/tsan.supp suppresses exactly that one
+ * (race_top:free_plan), and a program tested under ThreadSanitizer can use
+ * the same line.
+ *
+ * Moving a locked heap's image (copying its memory elsewhere, as an
+ * unlocked heap may be) is only for a lock that no thread holds or waits on,
+ * and POSIX does not promise that a copied mutex works (glibc's does, and
+ * the tests hold rtmem to it). Mapping the same memory at different
+ * addresses in several processes is what RTM_HEAP_LOCK_ROBUST_SHARED is for.
+ */
+#ifndef RTMEM_LOCK_H
+#define RTMEM_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtmem/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* clang-format off */
+#define RTM_HEAP_LOCK_NONE          0 /* no lock (the default) */
+#define RTM_HEAP_LOCK_PI            1 /* priority-inheritance mutex, this process's threads */
+#define RTM_HEAP_LOCK_ROBUST_SHARED 2 /* robust, process-shared, priority-inheritance mutex */
+/* clang-format on */
+
+/* The lock area at the start of a locked heap's memory, and its alignment:
+ * a locked heap spends at most RTM_HEAP_LOCK_OVERHEAD_MAX bytes more than an
+ * unlocked one. */
+#define RTM_HEAP_LOCK_AREA_BYTES   ((size_t)128)
+#define RTM_HEAP_LOCK_ALIGN        ((size_t)64)
+#define RTM_HEAP_LOCK_OVERHEAD_MAX (RTM_HEAP_LOCK_AREA_BYTES + RTM_HEAP_LOCK_ALIGN - 1)
+
+struct rtm_heap;
+
+/* What a heap's lock has seen. Every counter only grows. */
+struct rtm_heap_lock_stats {
+    int type;           /* RTM_HEAP_LOCK_* */
+    int recoverable;    /* 1; 0 once the heap was found damaged after an owner
+                        death: every call fails with -ENOTRECOVERABLE */
+    uint64_t calls;     /* calls that took the lock */
+    uint64_t contended; /* of those, calls that found it held and waited */
+    /* Times the lock was taken from a holder that had died (robust lock
+     * only), and of those, times the heap was found consistent and the call
+     * went on. owner_deaths - recovered is 0, or 1 with recoverable 0. */
+    uint64_t owner_deaths;
+    uint64_t recovered;
+};
+
+/* The heap's lock type (RTM_HEAP_LOCK_*), or -EINVAL for a NULL or destroyed
+ * heap. O(1); takes no lock. */
+RTM_API int rtm_heap_lock_type(const struct rtm_heap *h);
+
+/* Copies what the heap's lock has seen into *out (an unlocked heap: type
+ * RTM_HEAP_LOCK_NONE, recoverable 1, counters 0). Returns 0, or -EINVAL for
+ * NULL arguments or a destroyed heap. O(1); takes no lock, so it answers on
+ * an unrecoverable heap too: each counter is read atomically, not all of
+ * them at one instant. */
+RTM_API int rtm_heap_lock_stats(const struct rtm_heap *h, struct rtm_heap_lock_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RTMEM_LOCK_H */

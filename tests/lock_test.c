@@ -1,0 +1,860 @@
+/*
+ * Locked heaps (rtmem/lock.h), beyond the conformance suite run on them
+ * (`conformance --lock`):
+ *
+ *   lock_test layout          where the lock goes and what it costs in
+ *                             memory, for every kind and lock type; what is
+ *                             refused; a call from inside a call (EDEADLK)
+ *   lock_test threads KIND    threads allocating, writing, verifying and
+ *                             freeing in one heap of KIND, and a monitor
+ *                             reading its statistics, for about a second
+ *                             under each lock type
+ *   lock_test robust          a holder that dies: a thread, a process, one
+ *                             that damaged the heap, and processes killed at
+ *                             random while they allocate
+ *   lock_test pi              priority inheritance at work: on one CPU, a
+ *                             low-priority holder is boosted while a
+ *                             high-priority thread waits, so that a
+ *                             middle-priority thread cannot hold the waiter
+ *                             up; a plain mutex in the same scene is held up.
+ *                             Needs SCHED_FIFO: without it, says so and exits
+ *                             77 (CTest: skipped).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rtmem/rtmem.h"
+#include "../src/lock/lock.h"
+
+#define SKIPPED 77
+
+static const int lock_types[] = { RTM_HEAP_LOCK_PI, RTM_HEAP_LOCK_ROBUST_SHARED };
+#define N_LOCK_TYPES (sizeof(lock_types) / sizeof(lock_types[0]))
+
+static const char *lock_name(int type)
+{
+    return type == RTM_HEAP_LOCK_PI              ? "pi"
+           : type == RTM_HEAP_LOCK_ROBUST_SHARED ? "robust"
+                                                 : "none";
+}
+
+static unsigned char *map_shared(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static struct rtm_heap *create_locked(const char *kind, void *mem, size_t size, int lock)
+{
+    struct rtm_heap_config cfg = { .lock = lock };
+    return rtm_heap_create_ex(kind, mem, size, &cfg);
+}
+
+static struct rtm_heap_stats stats_of(const struct rtm_heap *h)
+{
+    struct rtm_heap_stats st;
+    memset(&st, 0, sizeof(st));
+    CHECK_EQ(rtm_heap_stats(h, &st), 0);
+    return st;
+}
+
+static struct rtm_heap_lock_stats lock_stats_of(const struct rtm_heap *h)
+{
+    struct rtm_heap_lock_stats ls;
+    memset(&ls, 0, sizeof(ls));
+    CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
+    return ls;
+}
+
+static uint64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- layout ------------------------------------------------------------------------ */
+
+static unsigned char arena[1u << 20] __attribute__((aligned(4096)));
+
+static uintptr_t align_up(uintptr_t v, size_t a)
+{
+    return (v + a - 1) & ~(uintptr_t)(a - 1);
+}
+
+/* A locked heap at each trim: the lock area first, aligned, then the kind's
+ * heap exactly as an unlocked heap created on the rest of the memory. */
+static void layout_one(const char *kind, int lock, size_t trim)
+{
+    unsigned char *mem = arena + trim;
+    size_t size = (256u << 10) - trim;
+    uintptr_t area = align_up((uintptr_t)mem, RTM_HEAP_LOCK_ALIGN);
+    unsigned char *rest = (unsigned char *)area + RTM_HEAP_LOCK_AREA_BYTES;
+    size_t rest_size = (size_t)(mem + size - rest);
+
+    /* The kind's heap on the rest, unlocked: the figures to match. */
+    struct rtm_heap *u = rtm_heap_create(kind, rest, rest_size);
+    REQUIRE(u != NULL, );
+    struct rtm_heap_stats us = stats_of(u);
+    size_t fills[] = { 0, 16, 100, 300, 1000, 5000 };
+    size_t ufill[6];
+    for (int i = 0; i < 6; i++)
+        ufill[i] = rtm_heap_fill_count(u, fills[i]);
+    ptrdiff_t uoff = (unsigned char *)u - rest;
+    rtm_heap_destroy(u);
+
+    struct rtm_heap *h = create_locked(kind, mem, size, lock);
+    REQUIRE(h != NULL, );
+    CHECK_EQ((unsigned char *)h - rest, uoff); /* the same place in the rest */
+    CHECK_EQ(rtm_heap_lock_type(h), lock);
+    struct rtm_heap_stats st = stats_of(h);
+    CHECK_EQ(st.usable_bytes, us.usable_bytes);
+    CHECK_EQ(st.overhead_bytes, us.overhead_bytes + (size_t)(rest - mem));
+    CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
+    CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(rtm_heap_fill_count(h, fills[i]), ufill[i]);
+
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK_EQ(ls.type, lock);
+    CHECK_EQ(ls.recoverable, 1);
+    CHECK_EQ(ls.owner_deaths, 0);
+    CHECK_EQ(ls.contended, 0);
+    uint64_t calls = ls.calls;
+    void *p = rtm_heap_alloc(h, 100);
+    CHECK(p != NULL);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    CHECK_EQ(lock_stats_of(h).calls, calls + 2);
+
+    /* A pool may not overlap the lock area, nor the trim before it. */
+    CHECK_EQ(rtm_heap_add_pool(h, (void *)area, 4096), -EINVAL);
+    CHECK_EQ(rtm_heap_add_pool(h, (void *)(area + RTM_HEAP_LOCK_AREA_BYTES - 1), 4096), -EINVAL);
+    if (area > (uintptr_t)mem)
+        CHECK_EQ(rtm_heap_add_pool(h, mem - 4096, 4097), -EINVAL);
+    CHECK_EQ(rtm_heap_add_pool(h, arena + (512u << 10), 64u << 10), 0);
+    CHECK_EQ(stats_of(h).pool_count, 2);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    rtm_heap_destroy(h);
+    CHECK_EQ(rtm_heap_lock_type(h), -EINVAL);
+}
+
+static unsigned handler_calls;
+static int handler_alloc_errno, handler_stats_rc, handler_free_rc;
+
+/* Calls back into the heap it was called for: each call must refuse. */
+static void call_back(const struct rtm_heap_corruption *c, void *arg)
+{
+    struct rtm_heap *h = arg;
+    struct rtm_heap_stats st;
+    handler_calls++;
+    CHECK(c->heap == h);
+    errno = 0;
+    CHECK(rtm_heap_alloc(h, 16) == NULL);
+    handler_alloc_errno = errno;
+    handler_stats_rc = rtm_heap_stats(h, &st);
+    handler_free_rc = rtm_heap_free(h, NULL);
+}
+
+static void test_layout(void)
+{
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        for (size_t t = 0; t < N_LOCK_TYPES; t++) {
+            char ctx[64];
+            snprintf(ctx, sizeof(ctx), "layout %s/%s", *k, lock_name(lock_types[t]));
+            test_context = ctx;
+            for (size_t trim = 0; trim < 80; trim += 13)
+                layout_one(*k, lock_types[t], trim);
+        }
+        char ctx[64];
+        snprintf(ctx, sizeof(ctx), "layout %s", *k);
+        test_context = ctx;
+
+        /* No lock: rtm_heap_create's heap, at the same place, same figures. */
+        struct rtm_heap_config none = { .lock = RTM_HEAP_LOCK_NONE };
+        struct rtm_heap *a = rtm_heap_create(*k, arena + 3, 100000);
+        REQUIRE(a != NULL, );
+        struct rtm_heap_stats sa = stats_of(a);
+        rtm_heap_destroy(a);
+        struct rtm_heap *b = rtm_heap_create_ex(*k, arena + 3, 100000, &none);
+        REQUIRE(b != NULL, );
+        CHECK(a == b);
+        struct rtm_heap_stats sb = stats_of(b);
+        CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
+        CHECK_EQ(rtm_heap_lock_type(b), RTM_HEAP_LOCK_NONE);
+        struct rtm_heap_lock_stats ls = lock_stats_of(b);
+        CHECK(ls.type == RTM_HEAP_LOCK_NONE && ls.recoverable == 1 && ls.calls == 0);
+        CHECK_EQ(rtm__heap_lock_hold(b), -EINVAL);
+        rtm_heap_destroy(b);
+
+        /* Refused: unknown lock types; memory too small for the lock area
+         * and a heap. */
+        for (int bad = -1; bad <= 3; bad += 4) {
+            struct rtm_heap_config c = { .lock = bad };
+            errno = 0;
+            CHECK(rtm_heap_create_ex(*k, arena, sizeof(arena), &c) == NULL && errno == EINVAL);
+        }
+        errno = 0;
+        CHECK(create_locked(*k, arena, RTM_HEAP_LOCK_AREA_BYTES, RTM_HEAP_LOCK_PI) == NULL &&
+              errno == ENOMEM);
+        errno = 0;
+        CHECK(create_locked(*k, arena, 100, RTM_HEAP_LOCK_PI) == NULL && errno == ENOMEM);
+        errno = 0;
+        CHECK(create_locked(*k, NULL, 4096, RTM_HEAP_LOCK_PI) == NULL && errno == EINVAL);
+    }
+    test_context = "layout: typed fronts";
+    struct rtm_heap_config pi = { .lock = RTM_HEAP_LOCK_PI };
+    errno = 0;
+    CHECK(rtm_tlsf_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_heapmem_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_xnheap_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
+
+    /* A thread that holds the lock and calls the heap gets EDEADLK, never a
+     * deadlock: through the test hook, and from a corruption handler (TLSF:
+     * a header overwritten past the block before). */
+    test_context = "layout: calls from inside a call";
+    struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm__heap_lock_hold(h), 0);
+    errno = 0;
+    CHECK(rtm_heap_alloc(h, 16) == NULL && errno == EDEADLK);
+    CHECK_EQ(rtm_heap_free(h, NULL), -EDEADLK);
+    CHECK_EQ(rtm_heap_check(h), -EDEADLK);
+    CHECK_EQ(rtm_heap_usable_size(h, arena), 0);
+    CHECK_EQ(rtm__heap_lock_release(h), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_set_corruption_handler(h, call_back, h), 0);
+    unsigned char *p = rtm_heap_alloc(h, 24), *q = rtm_heap_alloc(h, 24);
+    REQUIRE(p && q, );
+    memset(p + rtm_heap_usable_size(h, p), 0x5a, 8); /* q's header */
+    CHECK_EQ(rtm_heap_free(h, q), -EFAULT);
+    CHECK_EQ(handler_calls, 1);
+    CHECK_EQ(handler_alloc_errno, EDEADLK);
+    CHECK_EQ(handler_stats_rc, -EDEADLK);
+    CHECK_EQ(handler_free_rc, -EDEADLK);
+    CHECK_EQ(stats_of(h).corruptions, 1);
+    rtm_heap_destroy(h);
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+#define WORKERS        4
+#define WORKER_LIVE    48
+#define THREADS_HEAP   (2u << 20)
+#define THREADS_NS     1000000000ull /* per lock type */
+#define MAX_WORKER_REQ 3000
+
+struct worker {
+    pthread_t tid;
+    struct rtm_heap *h;
+    unsigned id;
+    uint64_t seed;
+    _Atomic bool *stop;
+    /* results, read after join */
+    uint64_t ops, failed_allocs, bad_contents, bad_frees, bad_usable;
+};
+
+struct live_block {
+    unsigned char *p;
+    size_t size;
+    uint8_t tag;
+};
+
+static uint8_t tag_of(unsigned id, uint64_t seq)
+{
+    return (uint8_t)(id * 61 + seq * 7 + 1);
+}
+
+static void fill(unsigned char *p, size_t n, uint8_t tag)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(tag + i);
+}
+
+static bool intact(const unsigned char *p, size_t n, uint8_t tag)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != (uint8_t)(tag + i))
+            return false;
+    return true;
+}
+
+/* Allocates (one of alloc, aligned_alloc, calloc), writes and keeps; or
+ * verifies and frees (or reallocs) a block it holds. Each block's contents
+ * name their owner and allocation: another thread's block overlapping it
+ * would change them. */
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    struct live_block live[WORKER_LIVE];
+    size_t n = 0;
+    uint64_t seq = 0;
+    while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+        uint64_t r = rng_next(&w->seed);
+        bool take = n == 0 || (n < WORKER_LIVE && (r & 1));
+        if (take) {
+            size_t size = (size_t)(r >> 8) % MAX_WORKER_REQ;
+            unsigned char *p;
+            switch ((r >> 4) % 4) {
+            case 0: p = rtm_heap_aligned_alloc(w->h, (size_t)64 << (r >> 40) % 4, size); break;
+            case 1:
+                p = rtm_heap_calloc(w->h, 1, size);
+                for (size_t i = 0; p && i < size; i++)
+                    w->bad_contents += p[i] != 0;
+                break;
+            default: p = rtm_heap_alloc(w->h, size); break;
+            }
+            if (!p) {
+                w->failed_allocs++;
+                continue;
+            }
+            w->bad_usable += rtm_heap_usable_size(w->h, p) < size;
+            uint8_t tag = tag_of(w->id, ++seq);
+            fill(p, size, tag);
+            live[n++] = (struct live_block){ p, size, tag };
+        } else {
+            size_t i = (size_t)(r >> 8) % n;
+            struct live_block *b = &live[i];
+            w->bad_contents += !intact(b->p, b->size, b->tag);
+            if ((r >> 4) % 8 == 0) {
+                size_t size = (size_t)(r >> 24) % MAX_WORKER_REQ;
+                unsigned char *q = rtm_heap_realloc(w->h, b->p, size);
+                if (q) {
+                    size_t kept = size < b->size ? size : b->size;
+                    w->bad_contents += !intact(q, kept, b->tag);
+                    b->tag = tag_of(w->id, ++seq);
+                    fill(q, size, b->tag);
+                    b->p = q;
+                    b->size = size;
+                } else {
+                    w->failed_allocs++;
+                }
+            } else {
+                w->bad_frees += rtm_heap_free(w->h, b->p) != 0;
+                live[i] = live[--n];
+            }
+        }
+        w->ops++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        w->bad_contents += !intact(live[i].p, live[i].size, live[i].tag);
+        w->bad_frees += rtm_heap_free(w->h, live[i].p) != 0;
+    }
+    return NULL;
+}
+
+struct monitor {
+    struct rtm_heap *h;
+    size_t given;
+    _Atomic bool *stop;
+    uint64_t reads, bad;
+};
+
+/* Reads the statistics while the workers allocate: every snapshot must be
+ * consistent in itself, and the counters that never decrease must not. */
+static void *monitor_run(void *arg)
+{
+    struct monitor *m = arg;
+    uint64_t peak = 0, failed = 0, calls = 0;
+    while (!atomic_load_explicit(m->stop, memory_order_relaxed)) {
+        struct rtm_heap_stats st;
+        struct rtm_heap_lock_stats ls;
+        if (rtm_heap_stats(m->h, &st) != 0 || rtm_heap_lock_stats(m->h, &ls) != 0) {
+            m->bad++;
+            continue;
+        }
+        m->bad += st.used_bytes + st.free_bytes != st.usable_bytes;
+        m->bad += st.usable_bytes + st.overhead_bytes != m->given;
+        m->bad += st.used_bytes > st.peak_used_bytes || st.peak_used_bytes < peak;
+        m->bad += st.failed_allocs < failed || st.corruptions != 0;
+        m->bad += st.live_blocks > WORKERS * WORKER_LIVE;
+        m->bad += (st.live_blocks == 0) != (st.used_bytes == 0);
+        m->bad += ls.calls < calls || ls.contended > ls.calls || ls.owner_deaths != 0;
+        peak = st.peak_used_bytes;
+        failed = st.failed_allocs;
+        calls = ls.calls;
+        m->reads++;
+        sched_yield();
+    }
+    return NULL;
+}
+
+static void threads_one(const char *kind, int lock, uint64_t seed)
+{
+    unsigned char *mem = map_shared(THREADS_HEAP);
+    REQUIRE(mem != NULL, );
+    struct rtm_heap *h = create_locked(kind, mem, THREADS_HEAP, lock);
+    REQUIRE(h != NULL, );
+    _Atomic bool stop = false;
+    struct worker w[WORKERS];
+    struct monitor m = { h, THREADS_HEAP, &stop, 0, 0 };
+    pthread_t mt;
+    for (unsigned i = 0; i < WORKERS; i++) {
+        w[i] = (struct worker){ .h = h, .id = i, .seed = seed + i, .stop = &stop };
+        REQUIRE(pthread_create(&w[i].tid, NULL, worker_run, &w[i]) == 0, );
+    }
+    REQUIRE(pthread_create(&mt, NULL, monitor_run, &m) == 0, );
+    struct timespec run = { (time_t)(THREADS_NS / 1000000000u), (long)(THREADS_NS % 1000000000u) };
+    nanosleep(&run, NULL);
+    atomic_store(&stop, true);
+    uint64_t ops = 0, failed = 0;
+    for (unsigned i = 0; i < WORKERS; i++) {
+        pthread_join(w[i].tid, NULL);
+        CHECK_EQ(w[i].bad_contents, 0);
+        CHECK_EQ(w[i].bad_frees, 0);
+        CHECK_EQ(w[i].bad_usable, 0);
+        CHECK(w[i].ops > 0);
+        ops += w[i].ops;
+        failed += w[i].failed_allocs;
+    }
+    pthread_join(mt, NULL);
+    CHECK_EQ(m.bad, 0);
+    CHECK(m.reads > 0);
+    struct rtm_heap_stats st = stats_of(h);
+    CHECK_EQ(st.used_bytes, 0);
+    CHECK_EQ(st.live_blocks, 0);
+    CHECK_EQ(st.failed_allocs, failed);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK(ls.calls >= ops);
+    printf("  %-8s %-7s %u threads: %llu operations, %llu failed allocations, %llu monitor "
+           "reads; the lock taken %llu times, %llu of them after a wait\n",
+           kind, lock_name(lock), WORKERS, (unsigned long long)ops, (unsigned long long)failed,
+           (unsigned long long)m.reads, (unsigned long long)ls.calls,
+           (unsigned long long)ls.contended);
+    rtm_heap_destroy(h);
+    munmap(mem, THREADS_HEAP);
+}
+
+static int test_threads(const char *kind)
+{
+    bool known = false;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        known |= strcmp(*k, kind) == 0;
+    if (!known) {
+        fprintf(stderr, "lock_test: no kind '%s'\n", kind);
+        return 2;
+    }
+    for (size_t t = 0; t < N_LOCK_TYPES; t++) {
+        char ctx[64];
+        snprintf(ctx, sizeof(ctx), "threads %s/%s", kind, lock_name(lock_types[t]));
+        test_context = ctx;
+        threads_one(kind, lock_types[t], 0x10c4 + t);
+    }
+    return 0;
+}
+
+/* ---- robust: a holder that dies ------------------------------------------------------ */
+
+#define ROBUST_HEAP (64u << 10)
+
+struct holder {
+    struct rtm_heap *h;
+    int rc;
+};
+
+static void *hold_then_end(void *arg)
+{
+    struct holder *t = arg;
+    t->rc = rtm__heap_lock_hold(t->h);
+    return NULL; /* ends holding the lock */
+}
+
+/* The heap works after a dead holder that left it intact. */
+static void expect_recovered(struct rtm_heap *h, uint64_t deaths)
+{
+    void *p = rtm_heap_alloc(h, 200);
+    CHECK(p != NULL);
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK_EQ(ls.owner_deaths, deaths);
+    CHECK_EQ(ls.recovered, deaths);
+    CHECK_EQ(ls.recoverable, 1);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+}
+
+/* Damage that the kind's check finds, as a holder dying halfway through an
+ * operation leaves: TLSF, a live block's header; heapmem and xnheap, the
+ * guard of a free page run between two live ones. */
+static void damage(const char *kind, struct rtm_heap *h, void **blocks, size_t n)
+{
+    if (strcmp(kind, "tlsf") == 0) {
+        memset((unsigned char *)blocks[n / 2] - 8, 0x77, 8);
+        return;
+    }
+    (void)h;
+    memset(blocks[n / 2], 0x77, 8); /* freed by the caller: a run's first page */
+}
+
+static unsigned died_calls;
+static char died_what[64];
+
+static void note_corruption(const struct rtm_heap_corruption *c, void *arg)
+{
+    (void)arg;
+    died_calls++;
+    snprintf(died_what, sizeof(died_what), "%s", c->what);
+}
+
+static void robust_kind(const char *kind)
+{
+    unsigned char *mem = map_shared(ROBUST_HEAP);
+    REQUIRE(mem != NULL, );
+    struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
+
+    /* A thread ends holding the lock. */
+    struct holder t = { h, -1 };
+    pthread_t tid;
+    REQUIRE(pthread_create(&tid, NULL, hold_then_end, &t) == 0, );
+    pthread_join(tid, NULL);
+    CHECK_EQ(t.rc, 0);
+    expect_recovered(h, 1);
+
+    /* A process dies holding it: exits, then killed by a signal. */
+    for (int sig = 0; sig <= SIGKILL; sig += SIGKILL) {
+        fflush(NULL);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, );
+        if (pid == 0) {
+            if (rtm__heap_lock_hold(h) != 0)
+                _exit(3);
+            if (sig)
+                raise(sig);
+            _exit(0);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        CHECK(sig ? WIFSIGNALED(status) : WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        expect_recovered(h, sig ? 3 : 2);
+    }
+
+    /* A process dies holding it, the heap damaged: the next caller finds the
+     * damage, every call fails from then on, and the counters say why. */
+    void *blocks[256];
+    size_t n = 0;
+    while (n < 256 && (blocks[n] = rtm_heap_alloc(h, 600)) != NULL)
+        n++;
+    REQUIRE(n >= 8, );
+    if (strcmp(kind, "tlsf") != 0) {
+        /* Every page used, then one run freed: a free run between live ones. */
+        while (rtm_heap_alloc(h, 300) || rtm_heap_alloc(h, 16))
+            ;
+        CHECK_EQ(rtm_heap_free(h, blocks[n / 2]), 0);
+    }
+    CHECK_EQ(rtm_heap_check(h), 0);
+    died_calls = 0;
+    CHECK_EQ(rtm_heap_set_corruption_handler(h, note_corruption, NULL), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        if (rtm__heap_lock_hold(h) != 0)
+            _exit(3);
+        damage(kind, h, blocks, n);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    errno = 0;
+    CHECK(rtm_heap_alloc(h, 16) == NULL && errno == ENOTRECOVERABLE);
+    CHECK_EQ(died_calls, 1);
+    CHECK(strcmp(died_what, "lock holder died mid-operation") == 0);
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(h, &st), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_free(h, blocks[0]), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_check(h), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_add_pool(h, arena, sizeof(arena)), -ENOTRECOVERABLE);
+    errno = 0;
+    CHECK(rtm_heap_calloc(h, 2, 8) == NULL && errno == ENOTRECOVERABLE);
+    CHECK(rtm_heap_realloc(h, blocks[0], 8) == NULL);
+    CHECK_EQ(rtm_heap_usable_size(h, blocks[0]), 0);
+    CHECK_EQ(rtm_heap_fill_count(h, 16), 0);
+    CHECK_EQ(died_calls, 1); /* counted once */
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK_EQ(ls.recoverable, 0);
+    CHECK_EQ(ls.owner_deaths, 4);
+    CHECK_EQ(ls.recovered, 3);
+    CHECK_EQ(rtm_heap_lock_type(h), RTM_HEAP_LOCK_ROBUST_SHARED);
+    rtm_heap_destroy(h);
+    CHECK_EQ(rtm_heap_lock_type(h), -EINVAL);
+    munmap(mem, ROBUST_HEAP);
+}
+
+/* Processes killed at random while they allocate and free in a shared heap:
+ * whenever one dies holding the lock, the next call either goes on (the
+ * heap checked consistent) or fails for good (damaged); never anything in
+ * between. */
+static void robust_kills(const char *kind)
+{
+    unsigned char *mem = map_shared(ROBUST_HEAP);
+    REQUIRE(mem != NULL, );
+    uint64_t rng = 0x6b111;
+    unsigned deaths = 0, recovered = 0, damaged = 0;
+    for (int round = 0; round < 40; round++) {
+        struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
+        REQUIRE(h != NULL, );
+        fflush(NULL);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, );
+        if (pid == 0) {
+            void *live[32] = { 0 };
+            uint64_t s = (uint64_t)round;
+            for (;;) {
+                uint64_t r = rng_next(&s);
+                void **slot = &live[r % 32];
+                if (*slot)
+                    rtm_heap_free(h, *slot);
+                *slot = rtm_heap_alloc(h, (size_t)(r >> 16) % 2000);
+            }
+        }
+        struct timespec d = { 0, (long)rng_range(&rng, 200000, 3000000) };
+        nanosleep(&d, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        struct rtm_heap_stats st;
+        int rc = rtm_heap_stats(h, &st);
+        struct rtm_heap_lock_stats ls = lock_stats_of(h);
+        deaths += (unsigned)ls.owner_deaths;
+        if (rc == 0) {
+            CHECK_EQ(ls.owner_deaths, ls.recovered);
+            CHECK_EQ(rtm_heap_check(h), 0);
+            recovered += (unsigned)ls.recovered;
+            void *p = rtm_heap_alloc(h, 32);
+            CHECK(p != NULL || st.largest_free_bytes < 32);
+            if (p)
+                CHECK_EQ(rtm_heap_free(h, p), 0);
+        } else {
+            CHECK_EQ(rc, -ENOTRECOVERABLE);
+            CHECK(ls.owner_deaths == 1 && ls.recovered == 0 && ls.recoverable == 0);
+            CHECK(rtm_heap_alloc(h, 16) == NULL);
+            damaged++;
+        }
+        rtm_heap_destroy(h);
+    }
+    printf("  %-8s 40 processes killed while allocating: %u died holding the lock, the heap "
+           "intact after %u, damaged after %u\n",
+           kind, deaths, recovered, damaged);
+    CHECK(deaths > 0);
+    munmap(mem, ROBUST_HEAP);
+}
+
+static void test_robust(void)
+{
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        char ctx[64];
+        snprintf(ctx, sizeof(ctx), "robust %s", *k);
+        test_context = ctx;
+        robust_kind(*k);
+        robust_kills(*k);
+    }
+}
+
+/* ---- pi: priority inheritance at work ----------------------------------------------- */
+
+/* Priorities (SCHED_FIFO) of the scene; the main thread directs it from above. */
+#define PRIO_MAIN   50
+#define PRIO_HIGH   30
+#define PRIO_MEDIUM 20
+#define PRIO_LOW    10
+#define HOLD_NS     20000000ull  /* the low thread's work while it holds the lock (CPU time) */
+#define SPIN_NS     100000000ull /* the medium thread's work (CPU time) */
+
+/* One scene's lock: a heap's (taken by the low thread through the test
+ * hook, wanted by the high thread's rtm_heap_alloc) or a plain mutex. */
+struct scene {
+    struct rtm_heap *h;
+    pthread_mutex_t *plain;
+    int cpu;
+    uint64_t t0;
+    _Atomic bool held;
+    uint64_t high_got_ns, medium_done_ns; /* since t0 */
+    int err;
+};
+
+static void spin_cpu(uint64_t ns)
+{
+    uint64_t end = now_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
+    while (now_ns(CLOCK_THREAD_CPUTIME_ID) < end)
+        ;
+}
+
+static void *low_run(void *arg)
+{
+    struct scene *s = arg;
+    int rc = s->h ? rtm__heap_lock_hold(s->h) : pthread_mutex_lock(s->plain);
+    if (rc) {
+        s->err = rc;
+        return NULL;
+    }
+    atomic_store(&s->held, true);
+    spin_cpu(HOLD_NS);
+    if (s->h)
+        rtm__heap_lock_release(s->h);
+    else
+        pthread_mutex_unlock(s->plain);
+    return NULL;
+}
+
+static void *high_run(void *arg)
+{
+    struct scene *s = arg;
+    if (s->h) {
+        void *p = rtm_heap_alloc(s->h, 64);
+        s->high_got_ns = now_ns(CLOCK_MONOTONIC) - s->t0;
+        if (!p)
+            s->err = ENOMEM;
+        else
+            rtm_heap_free(s->h, p);
+    } else {
+        pthread_mutex_lock(s->plain);
+        s->high_got_ns = now_ns(CLOCK_MONOTONIC) - s->t0;
+        pthread_mutex_unlock(s->plain);
+    }
+    return NULL;
+}
+
+static void *medium_run(void *arg)
+{
+    struct scene *s = arg;
+    spin_cpu(SPIN_NS);
+    s->medium_done_ns = now_ns(CLOCK_MONOTONIC) - s->t0;
+    return NULL;
+}
+
+static int start(pthread_t *t, void *(*fn)(void *), struct scene *s, int prio)
+{
+    pthread_attr_t a;
+    struct sched_param sp = { .sched_priority = prio };
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(s->cpu, &one);
+    pthread_attr_init(&a);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+    pthread_attr_setschedparam(&a, &sp);
+    pthread_attr_setaffinity_np(&a, sizeof(one), &one);
+    int rc = pthread_create(t, &a, fn, s);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec d = { 0, ms * 1000000 };
+    nanosleep(&d, NULL);
+}
+
+/*
+ * On one CPU: the low thread takes the lock and works; the high thread
+ * wants it and waits; then the medium thread starts its long work. With
+ * priority inheritance the low thread runs at the high one's priority until
+ * it gives the lock back, so the high thread gets it before the medium one
+ * ends. Without, the medium thread preempts the holder and the high thread
+ * waits for all of its work (priority inversion).
+ */
+static int run_scene(struct scene *s)
+{
+    pthread_t low, high, medium;
+    s->t0 = now_ns(CLOCK_MONOTONIC);
+    if (start(&low, low_run, s, PRIO_LOW) != 0)
+        return -1;
+    while (!atomic_load(&s->held) && !s->err)
+        pause_ms(1);
+    if (start(&high, high_run, s, PRIO_HIGH) != 0)
+        return -1;
+    pause_ms(2); /* the high thread runs, and waits for the lock */
+    if (start(&medium, medium_run, s, PRIO_MEDIUM) != 0)
+        return -1;
+    pthread_join(low, NULL);
+    pthread_join(high, NULL);
+    pthread_join(medium, NULL);
+    return s->err ? -1 : 0;
+}
+
+static int test_pi(void)
+{
+    struct sched_param sp = { .sched_priority = PRIO_MAIN };
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        perror("sched_getaffinity");
+        return 1;
+    }
+    int cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set))
+            cpu = c;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0 ||
+        sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+        printf("lock_test pi: SKIPPED: SCHED_FIFO on one CPU not granted (%s); the "
+               "priority-inheritance scene needs root or CAP_SYS_NICE\n",
+               strerror(errno));
+        return SKIPPED;
+    }
+    printf("  on CPU %d, SCHED_FIFO: low %d holds the lock for %llu ms of work, high %d "
+           "waits for it, medium %d works %llu ms\n",
+           cpu, PRIO_LOW, HOLD_NS / 1000000, PRIO_HIGH, PRIO_MEDIUM, SPIN_NS / 1000000);
+
+    /* The scene first with a plain mutex: the inversion must show, or the
+     * scene proves nothing. */
+    test_context = "pi: plain mutex";
+    pthread_mutex_t plain = PTHREAD_MUTEX_INITIALIZER;
+    struct scene s = { .plain = &plain, .cpu = cpu };
+    REQUIRE(run_scene(&s) == 0, 1);
+    printf("  %-26s the high thread got the lock at %6.1f ms, the medium one ended at "
+           "%6.1f ms\n",
+           "plain mutex (no PI):", s.high_got_ns / 1e6, s.medium_done_ns / 1e6);
+    CHECK(s.high_got_ns > s.medium_done_ns);
+
+    for (size_t t = 0; t < N_LOCK_TYPES; t++) {
+        char ctx[64];
+        snprintf(ctx, sizeof(ctx), "pi: heap, lock %s", lock_name(lock_types[t]));
+        test_context = ctx;
+        struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, lock_types[t]);
+        REQUIRE(h != NULL, 1);
+        s = (struct scene){ .h = h, .cpu = cpu };
+        REQUIRE(run_scene(&s) == 0, 1);
+        printf("  heap, lock %-15s the high thread got the lock at %6.1f ms, the medium one "
+               "ended at %6.1f ms\n",
+               lock_name(lock_types[t]), s.high_got_ns / 1e6, s.medium_done_ns / 1e6);
+        CHECK(s.high_got_ns < s.medium_done_ns);
+        CHECK(s.high_got_ns < HOLD_NS + SPIN_NS / 2);
+        CHECK_EQ(lock_stats_of(h).contended, 1);
+        rtm_heap_destroy(h);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "";
+    int rc = 0;
+    if (strcmp(what, "layout") == 0)
+        test_layout();
+    else if (strcmp(what, "threads") == 0 && argc == 3)
+        rc = test_threads(argv[2]);
+    else if (strcmp(what, "robust") == 0)
+        test_robust();
+    else if (strcmp(what, "pi") == 0)
+        rc = test_pi();
+    else {
+        fprintf(stderr, "usage: lock_test layout | threads KIND | robust | pi\n");
+        return 2;
+    }
+    if (rc)
+        return rc;
+    test_context = NULL;
+    return test_summary("lock_test");
+}
