@@ -195,7 +195,9 @@ RTM_API struct rtm_heap *rtm_heap_create(const char *kind, void *mem, size_t siz
 
 /* rtm_heap_create with options; cfg NULL means all defaults (the same as
  * rtm_heap_create). Fails as rtm_heap_create does, and with EINVAL for an
- * unknown hardening level or lock type. With a lock, the lock area comes
+ * unknown hardening level or lock type, or a corruption handler on a heap
+ * locked RTM_HEAP_LOCK_ROBUST_SHARED (a handler is an address in one
+ * process; such a heap counts corruptions only). With a lock, the lock area comes
  * first in mem (rtmem/lock.h: the heap is then not at its start), and
  * creating the mutex may fail: ENOTSUP when the system has no
  * priority-inheritance (or robust, process-shared) mutexes, or the errno of
@@ -205,9 +207,12 @@ RTM_API struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t 
                                             const struct rtm_heap_config *cfg);
 
 /* Sets (fn != NULL) or clears the heap's corruption handler. The handler is
- * an address in this process: a heap image used by another process (or
- * moved) must have its handler set again there. Returns 0, or -EINVAL for a
- * NULL or destroyed heap. O(1). */
+ * an address in this process: a heap image moved to another address, or
+ * used by another process, must have its handler set again there, and a
+ * heap locked RTM_HEAP_LOCK_ROBUST_SHARED (one that processes share at the
+ * same time) takes none. Returns 0, or -EINVAL for a NULL or destroyed heap
+ * or a handler on such a heap; on a locked heap, the lock's errors
+ * (rtmem/lock.h; -EDEADLK from the thread holding it). O(1). */
 RTM_API int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn,
                                             void *arg);
 

@@ -53,11 +53,15 @@
  *    through the kernel), plus whatever of higher priority preempts the
  *    holder meanwhile, as it would have preempted the waiter;
  *  - a waiter behind k threads of its priority or higher that use the heap
- *    waits for at most k + 1 operations;
+ *    waits for at most (k + 1) x (one operation + the hand-over);
+ *  - the hand-over is the kernel's wake-up latency: bounded on a real-time
+ *    (PREEMPT_RT) kernel, not on another, where it reaches milliseconds
+ *    under load;
  *  - "one operation" is the longest any thread makes on the heap: the kind's
  *    alloc and free bounds, but also a realloc's copy, an add_pool, an
- *    rtm_heap_check's walk (O(blocks)), a corruption handler (it runs inside
- *    the operation that found the damage), and once, after a holder died,
+ *    rtm_heap_check's walk (O(blocks)), RTM_HEAP_HARDEN_FULL's periodic
+ *    full check, a corruption handler (it runs inside the operation that
+ *    found the damage), and once, after a holder died,
  *    the check that follows ("Owner death"). A heap that a control loop
  *    shares should see only bounded calls from every thread.
  *
@@ -78,8 +82,8 @@
  *     allocated stay allocated: the heap does not know whose they were. An
  *     allocation it was making either did not happen or is such a block;
  *  3. if the heap is damaged, counts a corruption (the heap's corruptions
- *     counter, and its corruption handler is called with the what
- *     "lock holder died mid-operation"), leaves the lock unrecoverable and
+ *     counter; such a heap has no corruption handler, since a handler is an
+ *     address in one process), leaves the lock unrecoverable and
  *     fails its own call with -ENOTRECOVERABLE (an allocation: NULL, errno
  *     ENOTRECOVERABLE). Every later call fails the same way, at once, and
  *     changes nothing; rtm_heap_lock_stats still reads. Nothing is repaired:
@@ -98,9 +102,11 @@
  * block is free (a branch-free path). When the block is live and its owner
  * writes that word in another thread at the same instant, the value read is
  * thrown away, but ThreadSanitizer reports a race whose first frame is
- * free_plan: tests/tsan.supp suppresses exactly that one
- * (race_top:free_plan), and a program tested under ThreadSanitizer can use
- * the same line.
+ * free_plan: tests/tsan.supp suppresses the reports whose first frame is
+ * free_plan (race_top:free_plan: its reads of the neighbours' headers and
+ * of that word; a missing lock still shows in the list and bitmap updates
+ * that follow), and a program tested under ThreadSanitizer can use the
+ * same line.
  *
  * Moving a locked heap's image (copying its memory elsewhere, as an
  * unlocked heap may be) is only for a lock that no thread holds or waits on,
@@ -144,7 +150,10 @@ struct rtm_heap_lock_stats {
     uint64_t contended; /* of those, calls that found it held and waited */
     /* Times the lock was taken from a holder that had died (robust lock
      * only), and of those, times the heap was found consistent and the call
-     * went on. owner_deaths - recovered is 0, or 1 with recoverable 0. */
+     * went on. recovered never exceeds owner_deaths; a holder that dies
+     * while checking the heap after an earlier death counts again, so the
+     * difference is the deaths whose check did not complete, plus one when
+     * recoverable is 0. */
     uint64_t owner_deaths;
     uint64_t recovered;
 };

@@ -139,10 +139,13 @@ static struct rtm_heap *create_locked(const struct rtm_heap_ops *ops, void *mem,
     struct rtm_heap *h = ops->create((void *)rest, (uintptr_t)mem + size - rest, kcfg);
     if (!h)
         return NULL;
+    /* Not a heap until its lock is in place: whoever else maps this memory
+     * must never see a valid heap that looks unlocked. */
+    uint32_t magic = h->magic;
+    __atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
     struct rtm_lock *l = (struct rtm_lock *)at;
     int rc = rtm__lock_init(l, lock, (uint32_t)(at - (uintptr_t)mem));
     if (rc) {
-        h->magic = 0;
         errno = rc;
         return NULL;
     }
@@ -150,6 +153,7 @@ static struct rtm_heap *create_locked(const struct rtm_heap_ops *ops, void *mem,
      * memory they are given. */
     RTM_ASSERT((uintptr_t)h >= rest && (uintptr_t)h - at < 4096);
     h->lock_offset = (uint32_t)((uintptr_t)h - at);
+    __atomic_store_n(&h->magic, magic, __ATOMIC_RELEASE);
     return h;
 }
 
@@ -163,7 +167,11 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
         return NULL;
     }
     int lock = cfg ? cfg->lock : RTM_HEAP_LOCK_NONE;
-    if (lock < RTM_HEAP_LOCK_NONE || lock > RTM_HEAP_LOCK_ROBUST_SHARED) {
+    /* A handler is an address in one process: in a heap other processes
+     * share it would be called, in the next process to find damage, at an
+     * address that means nothing there. */
+    if (lock < RTM_HEAP_LOCK_NONE || lock > RTM_HEAP_LOCK_ROBUST_SHARED ||
+        (lock == RTM_HEAP_LOCK_ROBUST_SHARED && cfg->on_corruption)) {
         errno = EINVAL;
         return NULL;
     }
@@ -200,7 +208,8 @@ static int set_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
 
 int rtm_heap_set_corruption_handler(struct rtm_heap *h, rtm_heap_corruption_fn fn, void *arg)
 {
-    if (!ops_of(h))
+    /* Not on a heap shared between processes (see rtm_heap_create_ex). */
+    if (!ops_of(h) || (fn && rtm_heap_lock_type(h) == RTM_HEAP_LOCK_ROBUST_SHARED))
         return -EINVAL;
     DISPATCH(h, rc, set_handler(h, fn, arg), rc);
 }

@@ -75,8 +75,10 @@ void rtm__lock_stats(const struct rtm_lock *l, struct rtm_heap_lock_stats *out)
 {
     out->type = (int)l->type;
     out->recoverable = (int)__atomic_load_n(&l->recoverable, __ATOMIC_RELAXED);
-    out->calls = __atomic_load_n(&l->calls, __ATOMIC_RELAXED);
-    out->contended = __atomic_load_n(&l->contended, __ATOMIC_RELAXED);
-    out->owner_deaths = __atomic_load_n(&l->owner_deaths, __ATOMIC_RELAXED);
-    out->recovered = __atomic_load_n(&l->recovered, __ATOMIC_RELAXED);
+    /* Each counter before the one counted ahead of it, with acquire loads:
+     * a snapshot never shows contended > calls or recovered > owner_deaths. */
+    out->contended = __atomic_load_n(&l->contended, __ATOMIC_ACQUIRE);
+    out->calls = __atomic_load_n(&l->calls, __ATOMIC_ACQUIRE);
+    out->recovered = __atomic_load_n(&l->recovered, __ATOMIC_ACQUIRE);
+    out->owner_deaths = __atomic_load_n(&l->owner_deaths, __ATOMIC_ACQUIRE);
 }

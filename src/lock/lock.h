@@ -51,9 +51,12 @@ int rtm__lock_init(struct rtm_lock *l, int type, uint32_t lead);
 void rtm__lock_destroy(struct rtm_lock *l);
 
 /* One more on a counter only the holder writes. */
+/* Counted under the lock, so a plain increment; the release store orders
+ * it after the counters incremented before it (calls before contended,
+ * owner_deaths before recovered), which the reader relies on. */
 static inline void rtm_lock_count(uint64_t *c)
 {
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
 }
 
 /* rtm_lock_take's way when the trylock did not take the lock (rc: its
