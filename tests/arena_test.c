@@ -785,6 +785,31 @@ static int section_ownership(void)
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
 
+    /* The longest names taken: NAME_MAX bytes after the slash, and a file's
+     * last component of NAME_MAX bytes; both removed at close. */
+    test_context = "longest names";
+    char longest[NAME_MAX + 2];
+    shm_name(longest, sizeof longest, 5);
+    size_t used = strlen(longest);
+    memset(longest + used, 'n', sizeof longest - 1 - used);
+    longest[sizeof longest - 1] = '\0';
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                                           .name = longest,
+                                                           .size_bytes = 64 * KIB }) == 0,
+            1);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_open(longest, O_RDONLY, 0) < 0 && errno == ENOENT);
+    scratch_path(path, sizeof path, "");
+    used = strlen(path);
+    memset(path + used, 'f', NAME_MAX);
+    path[used + NAME_MAX] = '\0';
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
+                                                           .name = path,
+                                                           .size_bytes = 64 * KIB }) == 0,
+            1);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(stat(path, &st) != 0 && errno == ENOENT);
+
     /* SysV, keyed: removed at close; private: gone from the namespace at
      * once (marked for removal), so it cannot outlive the process. */
     test_context = "sysv_shm";
@@ -931,6 +956,12 @@ static int section_errors(void)
                    &(struct rtm_arena_config){
                        .source = RTM_ARENA_POSIX_SHM, .name = "/a/b", .size_bytes = MIB },
                    EINVAL, "\"/name\"", NULL);
+    char too_long[NAME_MAX + 3] = "/";
+    memset(too_long + 1, 'n', NAME_MAX + 1);
+    expect_failure("a shm name above NAME_MAX",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_POSIX_SHM, .name = too_long, .size_bytes = MIB },
+                   ENAMETOOLONG, "longer than 255 bytes", NULL);
     expect_failure("read-only and new",
                    &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                .name = name,

@@ -238,16 +238,20 @@ struct rtm_arena_report {
     bool verified;
 };
 
+/* Bytes of rtm_arena_private.name: NAME_MAX (255) + 2, so that the longest
+ * POSIX shm name taken ("/" and 255 bytes) fits with its NUL. */
+#define RTM_ARENA_NAME_BYTES 257
+
 /* rtmem's own bookkeeping inside struct rtm_arena: do not use. */
 struct rtm_arena_private {
     void *map_start; /* the mapping with its guard pages */
     size_t map_bytes;
-    int dir_fd;              /* FILE created: its directory (O_PATH), else -1 */
-    int creator_pid;         /* the process that created the object, 0 if none */
-    unsigned char owned;     /* the object was created by this arena */
-    unsigned char read_only; /* mapped without PROT_WRITE */
-    unsigned char attached;  /* a SysV segment is attached at base */
-    char name[256];          /* created POSIX shm name, or created file's last component */
+    int dir_fd;                      /* FILE created: its directory (O_PATH), else -1 */
+    int creator_pid;                 /* the process that created the object, 0 if none */
+    unsigned char owned;             /* the object was created by this arena */
+    unsigned char read_only;         /* mapped without PROT_WRITE */
+    unsigned char attached;          /* a SysV segment is attached at base */
+    char name[RTM_ARENA_NAME_BYTES]; /* created POSIX shm name, or created file's last component */
 };
 
 /* Size of rtm_arena.message, terminating NUL included. */

@@ -11,6 +11,10 @@
 /* The largest value of off_t. */
 #define OFF_MAX ((uint64_t)((((uintmax_t)1 << (sizeof(off_t) * CHAR_BIT - 2)) - 1) * 2 + 1))
 
+/* A created POSIX shm name ("/" and up to NAME_MAX bytes) and a created
+ * file's last component are kept whole for the removal at close. */
+_Static_assert(RTM_ARENA_NAME_BYTES >= NAME_MAX + 2, "a shm name and its NUL fit the arena's copy");
+
 static const char *const source_names[] = { "anon",     "memfd", "posix_shm",
                                             "sysv_shm", "file",  "device" };
 
