@@ -590,6 +590,9 @@ static int section_device(void)
                                      .prefault = RTM_ARENA_PREFAULT_TOUCH };
     expect_failure("/dev/zero shared at 1 MiB, prefault", &past, EFAULT, "/dev/zero",
                    "past the end");
+    past.prefault = RTM_ARENA_PREFAULT_POPULATE;
+    expect_failure("/dev/zero shared at 1 MiB, populate", &past, EFAULT, "/dev/zero",
+                   "past the end");
     past.prefault = RTM_ARENA_PREFAULT_NONE;
     past.lock = RTM_ARENA_LOCK_MUST;
     if (g.mlock_works)

@@ -100,13 +100,16 @@ extern "C" {
 /* Prefault (rtm_arena_config.prefault). Neither is needed for a locked
  * arena, which mlock faults in, except for the first write to a disk
  * file's page that only _TOUCH prevents.
- *   _POPULATE  what MAP_POPULATE does: private memory is faulted in for
- *              writing, shared memory for reading. Shared memory in RAM
- *              (memfd, shm) is then ready for writes too; a disk file's
- *              pages are not: the first write to each still faults, so that
- *              the filesystem can track dirty pages. With THP advice the
- *              population runs after the advice (MADV_POPULATE_READ or
- *              _WRITE), so that it can take huge pages.
+ *   _POPULATE  private memory is faulted in for writing, shared memory
+ *              for reading (MADV_POPULATE_WRITE, _READ), as MAP_POPULATE
+ *              would, but a page that cannot be faulted in (past the end of
+ *              what the object maps, a full filesystem) fails the open
+ *              (EFAULT) instead of a SIGBUS at its first touch. Shared
+ *              memory in RAM (memfd, shm) is then ready for writes too; a
+ *              disk file's pages are not: the first write to each still
+ *              faults, so that the filesystem can track dirty pages. The
+ *              population runs after the THP advice, so that it can take
+ *              huge pages.
  *   _TOUCH     every page is faulted in as if written (MADV_POPULATE_WRITE;
  *              before Linux 5.14, each page written with the value it holds,
  *              atomically), contents unchanged: no page of the arena faults
@@ -114,6 +117,11 @@ extern "C" {
  *              shared disk file is written back: locked or not, its first
  *              write after each writeback faults; use memfd or shm for
  *              memory a loop writes). A read-only arena is read instead.
+ * Before Linux 5.14 (no MADV_POPULATE_*), both map with MAP_POPULATE, which
+ * ignores a page it cannot fault in, and the open then fails (EFAULT) if
+ * smaps shows less than the whole arena present; with THP advice, or on a
+ * SysV segment, each page is touched by hand instead, where such a page
+ * raises SIGBUS in the open.
  * A mapping the kernel cannot prefault (VM_IO or VM_PFNMAP: device memory,
  * which its driver maps) is left as it is, and the message says so. */
 #define RTM_ARENA_PREFAULT_NONE     0

@@ -106,14 +106,16 @@ int rtm__arena_unmap(struct rtm_arena *a);
 
 /* Gives the THP advice. */
 int rtm__arena_advise(struct rtm_arena *a, const struct rtm__arena_plan *p);
-/* Faults every page in as cfg->prefault says (nothing for _NONE, or for
- * _POPULATE when rtm__arena_map already passed MAP_POPULATE). */
+/* Faults every page in as cfg->prefault says (MADV_POPULATE_READ/_WRITE),
+ * and refuses (-EFAULT) a page that cannot be faulted in. After
+ * rtm__arena_map passed MAP_POPULATE, checks that every page is present. */
 int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Warns when THP was asked and no huge page backs the faulted-in arena. */
 struct rtm__arena_smaps;
 void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
                           const struct rtm__arena_smaps *sm);
-/* Whether rtm__arena_map passes MAP_POPULATE (POPULATE without advice). */
+/* Whether rtm__arena_map passes MAP_POPULATE: a prefault without THP
+ * advice on a kernel without MADV_POPULATE_READ (before Linux 5.14). */
 bool rtm__arena_map_populates(const struct rtm__arena_plan *p);
 
 /* ---- lock.c ------------------------------------------------------------------ */
