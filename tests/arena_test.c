@@ -600,6 +600,11 @@ static int section_device(void)
                        "could not fault in every page");
     else
         printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
+    /* Tried, not required: memory that is not there is no refused lock. */
+    past.lock = RTM_ARENA_LOCK_TRY;
+    if (g.mlock_works)
+        expect_failure("/dev/zero shared at 1 MiB, lock try", &past, ENOMEM, "/dev/zero",
+                       "could not fault in every page");
     past.lock = RTM_ARENA_LOCK_NONE;
     past.offset = MIB + 100;
     expect_failure("/dev/zero, offset not a page multiple", &past, EINVAL, "offset",
@@ -1152,19 +1157,68 @@ static void memlock_child(void)
     _exit(test_summary("arena.memlock (child)"));
 }
 
-static int section_memlock(void)
+/* CAP_IPC_LOCK in a user namespace of its own: CapEff shows it, but it does
+ * not exempt the process from RLIMIT_MEMLOCK (the kernel asks for it in the
+ * initial namespace). The check before mapping lets the lock through, and
+ * mlock refuses it (ENOMEM) after the prefault: still a refusal of the
+ * lock, which _TRY records and _MUST fails on, unlike memory that is not
+ * there. */
+static void memlock_userns_child(void)
+{
+    struct rlimit rl = { 8 * MIB, 8 * MIB };
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0 || unshare(CLONE_NEWUSER) != 0 || !has_cap_ipc_lock()) {
+        printf("SKIP: no user namespace with CAP_IPC_LOCK to be had: %s\n", strerror(errno));
+        _exit(SKIP);
+    }
+    struct rtm_arena_config cfg = { .size_bytes = 16 * MIB, .lock = RTM_ARENA_LOCK_TRY };
+    const char *text = "RLIMIT_MEMLOCK is 8 MiB, 16 MiB asked";
+    test_context = "lock try, capability of a user namespace";
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena a;
+    CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_UNLOCKED);
+    CHECK_EQ(a.report.lock_errno, ENOMEM);
+    CHECK(contains(a.message, text));
+    CHECK(contains(a.message, "user namespace"));
+    /* Refused means unlocked: no VM_LOCKED left on the mapping. */
+    struct entry e = own_smaps((uintptr_t)a.base, false);
+    CHECK(e.found && !has_flag(&e, "lo"));
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    printf("  lock try in a user namespace: %s\n", a.message);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    cfg.lock = RTM_ARENA_LOCK_MUST;
+    expect_failure("lock must, capability of a user namespace", &cfg, ENOMEM, text,
+                   "user namespace");
+    _exit(test_summary("arena.memlock (user namespace)"));
+}
+
+/* Runs child() in a child process; SKIP if it skipped. */
+static int memlock_in_child(void (*child)(void), const char *why)
 {
     pid_t pid = fork();
     if (pid == 0)
-        memlock_child();
+        child();
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP) {
-        printf("SKIP: the test needs a process without CAP_IPC_LOCK and a lower "
-               "RLIMIT_MEMLOCK\n");
+        printf("SKIP: %s\n", why);
         return SKIP;
     }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return 0;
+}
+
+static int section_memlock(void)
+{
+    int skipped = memlock_in_child(memlock_child, "the test needs a process without "
+                                                  "CAP_IPC_LOCK and a lower RLIMIT_MEMLOCK");
+    if (g.mlock_works)
+        skipped += memlock_in_child(memlock_userns_child, "lock refused after the check: no "
+                                                          "user namespace");
+    else
+        skipped += SKIP, printf("SKIP: lock refused after the check: mlock is a no-op here\n");
+    if (skipped == 2 * SKIP)
+        return SKIP;
     return test_summary("arena.memlock");
 }
 

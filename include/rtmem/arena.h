@@ -129,12 +129,18 @@ extern "C" {
 #define RTM_ARENA_PREFAULT_TOUCH    2
 
 /* Lock (rtm_arena_config.lock): mlock of the whole arena, after the
- * prefault. With _MUST a refused lock fails the open; with _TRY the open
- * succeeds unlocked, and the report and the message say why. Before mapping,
- * the lock is checked against RLIMIT_MEMLOCK as the kernel will check it
- * (unless the process has CAP_IPC_LOCK), so that a lock bound to fail is
- * refused before the arena is faulted in. A lock that mlock accepts but
- * ignores (RTM_ARENA_LOCK_IGNORED) fails neither: it is reported. */
+ * prefault. A refused lock (beyond RLIMIT_MEMLOCK: ENOMEM; a limit of 0:
+ * EPERM; only part of the range locked: EAGAIN) fails the open with _MUST;
+ * with _TRY the open succeeds unlocked, and the report and the message say
+ * why. A page that mlock cannot fault in (ENOMEM too: past the end of what
+ * the object maps) is no refusal: it fails the open under _TRY as well,
+ * since touching it would raise SIGBUS. Before mapping, the lock is checked
+ * against RLIMIT_MEMLOCK as the kernel will check it (unless CapEff shows
+ * CAP_IPC_LOCK), so that a lock bound to fail is refused before the arena
+ * is faulted in; a CAP_IPC_LOCK held in a user namespace only does not
+ * exempt, and its refusal comes from mlock, after the prefault. A lock that
+ * mlock accepts but ignores (RTM_ARENA_LOCK_IGNORED) fails neither: it is
+ * reported. */
 #define RTM_ARENA_LOCK_NONE 0
 #define RTM_ARENA_LOCK_TRY  1
 #define RTM_ARENA_LOCK_MUST 2
@@ -223,7 +229,8 @@ struct rtm_arena_report {
      * memory maps (a read-only private /dev/zero arena shows 0). */
     size_t resident_bytes;
     int lock_state; /* RTM_ARENA_UNLOCKED, _LOCKED, _LOCKED_HUGETLB, _LOCK_IGNORED */
-    int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY, else 0 */
+    int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY (ENOMEM:
+                       RLIMIT_MEMLOCK, EPERM, EAGAIN), else 0 */
     /* VmLck after the open minus VmLck before, in bytes: size_bytes when
      * RTM_ARENA_LOCKED (with the guard pages under mlockall(MCL_FUTURE)),
      * 0 otherwise. Signed: another thread's mlock or munlock during the
@@ -307,7 +314,10 @@ struct rtm_arena {
  *              than the arena (its pages would fault with SIGBUS)
  *   ENOMEM     no huge pages free in the pool (the message names the file
  *              that reserves them); a lock beyond RLIMIT_MEMLOCK under
- *              RTM_ARENA_LOCK_MUST; memory exhausted
+ *              RTM_ARENA_LOCK_MUST; a page mlock could not fault in (under
+ *              _TRY too); memory exhausted
+ *   EAGAIN     mlock locked only part of the arena (memory short), under
+ *              RTM_ARENA_LOCK_MUST
  *   EPERM, EACCES  a privilege the call needs (the message names it:
  *              CAP_IPC_LOCK, hugetlb_shm_group, the object's permissions)
  *   EOPNOTSUPP a huge page size this kernel or CPU does not have

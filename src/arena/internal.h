@@ -15,9 +15,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "rtmem/arena.h"
+
+/* Linux 5.14; older headers lack them (and older kernels refuse them with
+ * EINVAL). */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /* The open in progress: the config checked and sized, and what the source
  * decides about the mapping. */
@@ -123,7 +133,9 @@ bool rtm__arena_map_populates(const struct rtm__arena_plan *p);
 /* Before mapping: refuses (MUST) or marks refused (TRY) a lock that
  * RLIMIT_MEMLOCK will refuse. *skip is set when mlock must not be tried. */
 int rtm__arena_lock_check(struct rtm_arena *a, const struct rtm__arena_plan *p, bool *skip);
-/* mlock of the arena; a refusal fails (MUST) or is recorded (TRY). */
+/* mlock of the arena. A refusal of the lock (RLIMIT_MEMLOCK, EPERM, EAGAIN)
+ * fails (MUST) or is recorded (TRY); a page that could not be faulted in
+ * fails the open either way. */
 int rtm__arena_lock(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* After verification: sets lock_state from the mapping's flags, and warns
  * when mlock succeeded and locked nothing. */

@@ -6,15 +6,6 @@
 
 #include "internal.h"
 
-/* Linux 5.14; older headers lack them (and older kernels refuse them with
- * EINVAL, which prefault_by_hand answers). */
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-
 /* Whether the kernel has MADV_POPULATE_READ/_WRITE (Linux 5.14): an unknown
  * advice is refused (EINVAL) before the range is looked at, and an empty
  * range is then accepted. */
