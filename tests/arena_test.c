@@ -481,6 +481,83 @@ static int reserve_huge(size_t page, uint64_t need)
 
 /* ---- sections ------------------------------------------------------------- */
 
+/* Runs fn in a child process, which exits with its checks' verdict. */
+static void in_child(void (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        _exit(test_checks_failed ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void describe_says(const struct rtm_arena *a, const char *part)
+{
+    char text[1024];
+    rtm_arena_describe(a, text, sizeof text);
+    CHECK(contains(text, part));
+}
+
+/* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
+ * faulted in, asked or not: the report says so. (In a child: the lock is
+ * the whole process's.) */
+static void mlockall_future(void)
+{
+    test_context = "mlockall(MCL_FUTURE)";
+    CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena m;
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
+    CHECK_EQ(m.report.locked_bytes, MIB + 2 * g.page);
+    struct entry e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo"));
+    describe_says(&m, "lock none: locked,");
+    rtm_arena_close(&m);
+}
+
+/* mlockall(MCL_FUTURE | MCL_ONFAULT): the mapping is marked locked (VmFlags
+ * lo lf), but no page is present, and each faults at its first touch. */
+static void mlockall_on_fault(void)
+{
+    test_context = "mlockall(MCL_FUTURE | MCL_ONFAULT)";
+    CHECK(mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0);
+    struct rtm_arena m;
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED_ON_FAULT);
+    CHECK_EQ(m.report.resident_bytes, 0);
+    CHECK(contains(m.message, "locked on fault"));
+    describe_says(&m, "lock none: locked on fault");
+    struct entry e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo") && has_flag(&e, "lf"));
+    CHECK_EQ(write_every_page(m.base, m.size_bytes), MIB / g.page);
+    rtm_arena_close(&m);
+    /* Prefaulted: every page present, and locked. */
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB,
+                                                            .prefault = RTM_ARENA_PREFAULT_TOUCH }),
+             0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    CHECK_EQ(m.message[0], '\0');
+    rtm_arena_close(&m);
+    /* Locked here: mlock locks every page now (and clears lf). */
+    CHECK_EQ(rtm_arena_open(
+                 &m, &(struct rtm_arena_config){ .size_bytes = MIB, .lock = RTM_ARENA_LOCK_MUST }),
+             0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo") && !has_flag(&e, "lf"));
+    CHECK_EQ(write_every_page(m.base, m.size_bytes), 0);
+    rtm_arena_close(&m);
+}
+
 static int section_sources(void)
 {
     char name[64], path[PATH_MAX];
@@ -526,29 +603,9 @@ static int section_sources(void)
                                          .lock = RTM_ARENA_LOCK_TRY },
              &base);
 
-    /* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
-     * faulted in, asked or not: the report says so. (In a child: the lock
-     * is the whole process's.) */
     if (g.mlock_works) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            test_context = "mlockall(MCL_FUTURE)";
-            CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
-            int64_t lck0 = own_vmlck_kb();
-            struct rtm_arena m;
-            CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
-            CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
-            CHECK_EQ(m.report.resident_bytes, MIB);
-            CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
-            CHECK_EQ(m.report.locked_bytes, MIB + 2 * g.page);
-            struct entry e = own_smaps((uintptr_t)m.base, false);
-            CHECK(has_flag(&e, "lo"));
-            rtm_arena_close(&m);
-            _exit(test_checks_failed ? 1 : 0);
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        in_child(mlockall_future);
+        in_child(mlockall_on_fault);
     } else {
         printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
     }

@@ -196,21 +196,29 @@ struct rtm_arena_config {
 /* What the lock came to (rtm_arena_report.lock_state). */
 /* Not locked: not asked, or refused under RTM_ARENA_LOCK_TRY (lock_errno
  * says why). */
-#define RTM_ARENA_UNLOCKED       0
-/* The kernel marked the mapping locked (VM_LOCKED in smaps): this open's
- * mlock did, or an mlockall(MCL_FUTURE) in force did, asked here or not.
- * VmLck grew by size_bytes (and by the two guard pages under MCL_FUTURE). */
-#define RTM_ARENA_LOCKED         1
+#define RTM_ARENA_UNLOCKED        0
+/* The kernel marked the mapping locked (VM_LOCKED in smaps) and every page
+ * is present: this open's mlock did it, or an mlockall(MCL_FUTURE) in force
+ * did, asked here or not. VmLck grew by size_bytes (and by the two guard
+ * pages under MCL_FUTURE). */
+#define RTM_ARENA_LOCKED          1
 /* Huge pages from the hugetlb pool: mlock succeeded, but the kernel neither
  * marks nor counts hugetlb mappings as locked (VmLck does not grow); their
  * pages are never paged out anyway, and mlock faulted them in. */
-#define RTM_ARENA_LOCKED_HUGETLB 2
+#define RTM_ARENA_LOCKED_HUGETLB  2
 /* mlock returned success and locked nothing: the mapping is VM_IO or
  * VM_PFNMAP (device memory, which the kernel does not lock: whether its
  * pages can move is up to the driver; memory reserved from the kernel never
  * moves), or mlock was intercepted (sanitizer runtimes make it a no-op).
  * The message says which. */
-#define RTM_ARENA_LOCK_IGNORED   3
+#define RTM_ARENA_LOCK_IGNORED    3
+/* Locked on fault (VM_LOCKED and VM_LOCKONFAULT: VmFlags lo lf), with pages
+ * missing: mlockall(MCL_FUTURE | MCL_ONFAULT) is in force and no lock or
+ * prefault was asked here. The pages present (resident_bytes) stay; each
+ * other page faults at its first touch, and stays from then on. VmLck grew
+ * as for RTM_ARENA_LOCKED. The message warns of it; _TOUCH or a lock asked
+ * here faults every page in now (RTM_ARENA_LOCKED). */
+#define RTM_ARENA_LOCKED_ON_FAULT 4
 
 /* What rtm_arena_open obtained, read back from the kernel. */
 struct rtm_arena_report {
@@ -228,7 +236,8 @@ struct rtm_arena_report {
      * (VM_PFNMAP), and the shared zero page that reading fresh private
      * memory maps (a read-only private /dev/zero arena shows 0). */
     size_t resident_bytes;
-    int lock_state; /* RTM_ARENA_UNLOCKED, _LOCKED, _LOCKED_HUGETLB, _LOCK_IGNORED */
+    int lock_state; /* RTM_ARENA_UNLOCKED, _LOCKED, _LOCKED_HUGETLB, _LOCK_IGNORED,
+                       _LOCKED_ON_FAULT: whatever was asked (mlockall in force) */
     int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY (ENOMEM:
                        RLIMIT_MEMLOCK, EPERM, EAGAIN), else 0 */
     /* VmLck after the open minus VmLck before, in bytes: size_bytes when

@@ -17,7 +17,8 @@ int rtm_arena_describe(const struct rtm_arena *a, char *buf, size_t size)
     static const char *const prefaults[] = { "none", "populate", "touch" };
     static const char *const locks[] = { "none", "try", "must" };
     static const char *const states[] = { "not locked", "locked", "hugetlb (never paged out)",
-                                          "IGNORED (nothing locked)" };
+                                          "IGNORED (nothing locked)",
+                                          "locked on fault (pages not present fault)" };
     static const char *const thps[] = { "default", "on", "off" };
     if (!a || (!buf && size))
         return -EINVAL;
@@ -25,8 +26,8 @@ int rtm_arena_describe(const struct rtm_arena *a, char *buf, size_t size)
     char b[7][32];
     if (!a->base)
         return snprintf(buf, size, "not open%s%s", a->message[0] ? ": " : "", a->message);
-    const char *lock_state =
-        r->lock == RTM_ARENA_LOCK_NONE ? "not asked" : name_of(r->lock_state, states, 4);
+    /* The state whatever was asked: mlockall(MCL_FUTURE) locks unasked. */
+    const char *lock_state = name_of(r->lock_state, states, 5);
     int n = snprintf(buf, size,
                      "%s: %s of %s pages (%s asked), resident %s; prefault %s: %" PRIu64
                      " minor, %" PRIu64 " major faults; lock %s: %s, VmLck %+" PRId64

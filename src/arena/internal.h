@@ -157,9 +157,10 @@ struct rtm__arena_smaps {
     uint64_t page; /* KernelPageSize */
     uint64_t rss;  /* Rss + Shared_Hugetlb + Private_Hugetlb */
     uint64_t anon_huge, shmem_pmd, file_pmd;
-    bool locked;  /* VmFlags lo */
-    bool io_pfn;  /* VmFlags io or pf */
-    bool hugetlb; /* VmFlags ht */
+    bool locked;        /* VmFlags lo */
+    bool lock_on_fault; /* VmFlags lf: locked as pages fault in */
+    bool io_pfn;        /* VmFlags io or pf */
+    bool hugetlb;       /* VmFlags ht */
 };
 
 void rtm__arena_read_status(struct rtm__arena_status *st);

@@ -149,7 +149,20 @@ void rtm__arena_lock_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
     bool asked = p->cfg->lock != RTM_ARENA_LOCK_NONE;
     bool mlock_ok = asked && r->lock_errno == 0;
     /* The mapping's own flag first: set by this mlock, or by an
-     * mlockall(MCL_FUTURE) in force whatever was asked here. */
+     * mlockall(MCL_FUTURE) in force whatever was asked here; with
+     * MCL_ONFAULT, a page is locked only once faulted in. */
+    if (sm->found && sm->locked && sm->lock_on_fault && sm->rss < p->size) {
+        char b1[32], b2[32];
+        r->lock_state = RTM_ARENA_LOCKED_ON_FAULT;
+        rtm__arena_warn(a,
+                        "locked on fault (mlockall(MCL_FUTURE | MCL_ONFAULT) in force): %s of "
+                        "%s present, and each other page faults at its first touch; prefault "
+                        "(RTM_ARENA_PREFAULT_TOUCH) or lock (RTM_ARENA_LOCK_MUST) to have them "
+                        "all now",
+                        rtm__arena_bytes_text(sm->rss, b1, sizeof b1),
+                        rtm__arena_bytes_text(p->size, b2, sizeof b2));
+        return;
+    }
     if (sm->found ? sm->locked : mlock_ok) {
         r->lock_state = RTM_ARENA_LOCKED;
         return;

@@ -120,6 +120,7 @@ void rtm__arena_read_smaps(const void *base, struct rtm__arena_smaps *sm)
             continue;
         if (strncmp(line, "VmFlags:", 8) == 0) {
             sm->locked = has_flag(line + 8, "lo");
+            sm->lock_on_fault = has_flag(line + 8, "lf");
             sm->io_pfn = has_flag(line + 8, "io") || has_flag(line + 8, "pf");
             sm->hugetlb = has_flag(line + 8, "ht");
         } else {
