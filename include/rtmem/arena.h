@@ -41,6 +41,12 @@
  * transparent huge pages can back it. An existing SysV segment is the
  * exception: it is attached where the kernel puts it, since only the kernel
  * knows how much it maps (a hugetlb segment is rounded up to its pages).
+ * The address space is reserved first (PROT_NONE, with room to align) and
+ * the arena mapped over it. Under mlockall(MCL_FUTURE) the kernel locks
+ * every new mapping, the reservation too: it is unlocked at once, so that
+ * an arena costs its size of RLIMIT_MEMLOCK and no more, and when the room
+ * to align does not fit within the limit, an arena of base pages is placed
+ * without it (not on a 2 MiB boundary; the message says so).
  *
  * Ownership: what rtm_arena_open creates (a POSIX shm object, a SysV
  * segment, a file) rtm_arena_close removes, in the process that opened it
@@ -199,8 +205,8 @@ struct rtm_arena_config {
 #define RTM_ARENA_UNLOCKED        0
 /* The kernel marked the mapping locked (VM_LOCKED in smaps) and every page
  * is present: this open's mlock did it, or an mlockall(MCL_FUTURE) in force
- * did, asked here or not. VmLck grew by size_bytes (and by the two guard
- * pages under MCL_FUTURE). */
+ * did, asked here or not. VmLck grew by size_bytes (the guard pages are
+ * never locked). */
 #define RTM_ARENA_LOCKED          1
 /* Huge pages from the hugetlb pool: mlock succeeded, but the kernel neither
  * marks nor counts hugetlb mappings as locked (VmLck does not grow); their
@@ -241,8 +247,7 @@ struct rtm_arena_report {
     int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY (ENOMEM:
                        RLIMIT_MEMLOCK, EPERM, EAGAIN), else 0 */
     /* VmLck after the open minus VmLck before, in bytes: size_bytes when
-     * RTM_ARENA_LOCKED (with the guard pages under mlockall(MCL_FUTURE)),
-     * 0 otherwise. Signed: another thread's mlock or munlock during the
+     * RTM_ARENA_LOCKED or _LOCKED_ON_FAULT, 0 otherwise. Signed: another thread's mlock or munlock during the
      * open moves it. */
     int64_t locked_bytes;
     /* Page faults the calling thread took during the open (getrusage
@@ -326,7 +331,10 @@ struct rtm_arena {
  *              RTM_ARENA_LOCK_MUST; a page mlock could not fault in (under
  *              _TRY too); memory exhausted
  *   EAGAIN     mlock locked only part of the arena (memory short), under
- *              RTM_ARENA_LOCK_MUST
+ *              RTM_ARENA_LOCK_MUST; or mlockall(MCL_FUTURE) is in force
+ *              and the arena (which the kernel then locks at mmap) does
+ *              not fit within RLIMIT_MEMLOCK (the message gives VmLck and
+ *              the limit)
  *   EPERM, EACCES  a privilege the call needs (the message names it:
  *              CAP_IPC_LOCK, hugetlb_shm_group, the object's permissions)
  *   EOPNOTSUPP a huge page size this kernel or CPU does not have
