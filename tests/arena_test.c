@@ -803,6 +803,143 @@ static int section_thp(void)
     return test_summary("arena.thp");
 }
 
+/* Closes the arena in a child process (which inherited it through fork):
+ * true when the close succeeded there and still() holds afterwards. */
+static bool child_close_leaves(struct rtm_arena *a, bool (*still)(const char *), const char *what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(rtm_arena_close(a) == 0 && still(what) ? 0 : 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool shm_exists(const char *name)
+{
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool sysv_exists(const char *key_text)
+{
+    return shmget((int)strtol(key_text, NULL, 0), 0, 0) >= 0;
+}
+
+/* An object of the user's own at path (a POSIX shm name with shm), holding
+ * "user"; returns its descriptor. */
+static int user_object(const char *path, bool shm)
+{
+    int fd = shm ? shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600)
+                 : open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0 && write(fd, "user", 4) == 4);
+    return fd;
+}
+
+/* An arena removes what it created, and only that: not an object someone
+ * else put under the same name, not through a copy of the arena, not from
+ * a child process; and it closes its own descriptor only. */
+static void ownership_identity(void)
+{
+    char name[64], path[PATH_MAX], key_text[32];
+    struct rtm_arena a, copy;
+    struct stat st;
+
+    /* A copy of an open arena is refused; the arena itself is intact. */
+    test_context = "a copy of an open arena";
+    shm_name(name, sizeof name, 6);
+    struct rtm_arena_config shm = { .source = RTM_ARENA_POSIX_SHM,
+                                    .name = name,
+                                    .size_bytes = 64 * KIB };
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    memcpy(&copy, &a, sizeof copy);
+    CHECK_EQ(rtm_arena_close(&copy), -EINVAL);
+    errno = 0;
+    CHECK(rtm_arena_heap(&copy, "tlsf", NULL) == NULL && errno == EINVAL);
+    char text[64];
+    CHECK_EQ(rtm_arena_describe(&copy, text, sizeof text), -EINVAL);
+    CHECK(shm_exists(name) && fcntl(a.fd, F_GETFD) >= 0);
+    memset(a.base, 1, a.size_bytes);
+    /* Opening it again without closing it: refused, left open. */
+    void *base = a.base;
+    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }), -EBUSY);
+    CHECK(a.base == base && shm_exists(name));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!shm_exists(name));
+
+    /* Removed and created again by someone else: the new object stays. */
+    test_context = "posix_shm created again by someone else";
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    CHECK(shm_unlink(name) == 0);
+    int ufd = user_object(name, true);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_exists(name) && fcntl(ufd, F_GETFD) >= 0);
+    close(ufd);
+    shm_unlink(name);
+
+    /* The arena's descriptor made to refer to the user's new object
+     * (dup2 over it): neither the object nor the descriptor is the arena's
+     * to remove or close. */
+    test_context = "posix_shm descriptor replaced";
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    int afd = a.fd;
+    CHECK(shm_unlink(name) == 0);
+    ufd = user_object(name, true);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(contains(a.message, "no longer refers to"));
+    CHECK(a.base == NULL);
+    CHECK(shm_exists(name) && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    shm_unlink(name);
+
+    test_context = "file descriptor replaced";
+    scratch_path(path, sizeof path, "identity");
+    struct rtm_arena_config file = { .source = RTM_ARENA_FILE,
+                                     .name = path,
+                                     .size_bytes = 64 * KIB };
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    afd = a.fd;
+    CHECK(unlink(path) == 0);
+    ufd = user_object(path, false);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(stat(path, &st) == 0 && st.st_size == 4 && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    unlink(path);
+
+    /* A child that inherited the arena removes nothing: a file, a keyed
+     * SysV segment (the POSIX shm case is in section_ownership). */
+    test_context = "file closed in a child";
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    CHECK(child_close_leaves(&a, file_exists, path));
+    CHECK(file_exists(path));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!file_exists(path));
+    test_context = "sysv_shm closed in a child";
+    int key = sysv_key(6);
+    snprintf(key_text, sizeof key_text, "%d", key);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                           .sysv_key = key,
+                                                           .size_bytes = MIB }) == 0, );
+    CHECK(child_close_leaves(&a, sysv_exists, key_text));
+    CHECK(sysv_exists(key_text));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!sysv_exists(key_text));
+    test_context = NULL;
+}
+
 /* What an arena creates, it removes (in its own process only); what it is
  * given, it leaves as it was. */
 static int section_ownership(void)
@@ -975,6 +1112,7 @@ static int section_ownership(void)
     n = rtm_arena_describe(&a, text, sizeof text);
     CHECK(contains(text, "not open"));
     test_context = NULL;
+    ownership_identity();
     return test_summary("arena.ownership");
 }
 

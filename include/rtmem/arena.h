@@ -54,7 +54,13 @@
  * nothing). What it is told to use (RTM_ARENA_EXISTING, and every device) is
  * mapped and unmapped, never created, resized, truncated or removed. A name
  * or key that already exists is refused (-EEXIST) unless RTM_ARENA_EXISTING
- * says to use it.
+ * says to use it. Close removes the object it created only while it is that
+ * object: a shm name or file is removed if it still names the inode created
+ * (st_dev, st_ino recorded at the open), not one someone else put under the
+ * name since; a SysV segment if its id still names a segment of the same
+ * key created by this process (shm_cpid). It closes the descriptor only
+ * while it still refers to the object opened (not one the caller closed
+ * and whose number now holds another descriptor: -EBADF, left open).
  *
  * Errors: every function returns a negative errno value (or NULL with errno
  * set) and never prints or aborts. rtm_arena_open also writes one sentence
@@ -273,10 +279,15 @@ struct rtm_arena_report {
 
 /* rtmem's own bookkeeping inside struct rtm_arena: do not use. */
 struct rtm_arena_private {
-    void *map_start; /* the mapping with its guard pages */
+    const struct rtm_arena *self; /* where the open filled it: a copy is refused */
+    void *map_start;              /* the mapping with its guard pages */
     size_t map_bytes;
+    /* The object fd referred to at the open (st_dev, st_ino): close closes
+     * fd, and removes a created name, only while they still refer to it. */
+    uint64_t object_dev, object_ino;
     int dir_fd;                      /* FILE created: its directory (O_PATH), else -1 */
     int creator_pid;                 /* the process that created the object, 0 if none */
+    int sysv_key;                    /* SYSV_SHM: the key of a segment created */
     unsigned char owned;             /* the object was created by this arena */
     unsigned char read_only;         /* mapped without PROT_WRITE */
     unsigned char attached;          /* a SysV segment is attached at base */
@@ -287,7 +298,10 @@ struct rtm_arena_private {
 #define RTM_ARENA_MESSAGE_BYTES 512
 
 /* An arena. The caller owns the structure (any storage); rtm_arena_open
- * fills it. Read the members, never write them. */
+ * fills it. Read the members, never write them. Do not copy or move an
+ * open arena: it knows its own address, and the calls refuse a copy
+ * (-EINVAL), which would otherwise unmap, close and remove a second time
+ * what the first close already gave back and others may have reused. */
 struct rtm_arena {
     void *base;        /* first byte of the memory; NULL when not open */
     size_t size_bytes; /* bytes from base: a multiple of page_bytes */
@@ -305,11 +319,13 @@ struct rtm_arena {
 };
 
 /*
- * Opens the arena cfg describes into *a (which must not be open: it is
- * overwritten): obtains the object, maps it, gives the THP advice,
+ * Opens the arena cfg describes into *a (any contents, but not an open
+ * arena: -EBUSY): obtains the object, maps it, gives the THP advice,
  * prefaults, locks, and verifies (struct rtm_arena_report).
  * Returns 0, or a negative errno with a->message naming the cause; on
  * failure nothing it created is left behind, and a->base is NULL.
+ *   EBUSY      *a is open (close it first); it is left as it was, message
+ *              included
  *   EINVAL     a or cfg NULL; an unknown source, prefault, lock, thp or
  *              flag; size_bytes 0 where a size is needed; a page size the
  *              source cannot take or that is not a power of two; a missing
@@ -355,7 +371,13 @@ RTM_API int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *c
  * destroyed first: their memory is gone. An arena that is not open (base
  * NULL, e.g. zero-initialised or closed) is left as it is and gives 0.
  * Returns 0, or the negative errno of a step that failed (a->message says
- * which; the other steps are still done, and the arena is closed).
+ * which; the other steps are still done, and the arena is closed):
+ *   EINVAL     a NULL, or a copy of an open arena (nothing done)
+ *   EBADF      a->fd no longer refers to the object opened (the caller
+ *              closed it, or put another descriptor under its number): it
+ *              is left open, the rest is done
+ *   and the errno of a failed munmap, shmdt, shm_unlink, shmctl, unlink or
+ *   close.
  * Time: O(resident pages) for the kernel to free them. A start-up call.
  */
 RTM_API int rtm_arena_close(struct rtm_arena *a);
@@ -364,7 +386,8 @@ RTM_API int rtm_arena_close(struct rtm_arena *a);
  * Creates a heap of the named kind (rtm_heap_kinds()) on the whole arena:
  * rtm_heap_create_ex(kind, a->base, a->size_bytes, cfg); cfg NULL means the
  * defaults. Returns the heap (at a->base), or NULL with errno set: EINVAL
- * for a NULL or closed arena, EACCES for a read-only one, else as
+ * for a NULL or closed arena or a copy of an open one, EACCES for a
+ * read-only one, else as
  * rtm_heap_create_ex. Destroy the heap before closing the arena.
  * Time: the kind's create bound.
  */
@@ -381,7 +404,8 @@ RTM_API struct rtm_heap *rtm_arena_heap(struct rtm_arena *a, const char *kind,
  * (on one line), followed by "; " and the message if there is one, or
  * "not open: " and the message of a failed open. Returns the
  * length of the whole text (as snprintf: at least size means it was cut),
- * or -EINVAL for a NULL arena or a NULL buf with a size. O(1).
+ * or -EINVAL for a NULL arena, a copy of an open one, or a NULL buf with a
+ * size. O(1).
  */
 RTM_API int rtm_arena_describe(const struct rtm_arena *a, char *buf, size_t size);
 

@@ -1,6 +1,7 @@
 /* Arenas: open, close, and a heap on an arena (rtmem/arena.h). */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -17,6 +18,44 @@ static int obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
     }
 }
 
+int rtm__arena_note_object(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    struct stat st;
+    if (fstat(a->fd, &st) != 0) {
+        int err = errno;
+        close(a->fd);
+        a->fd = -1;
+        return rtm__arena_fail(a, err, "fstat of %s failed: %s", p->what, strerror(err));
+    }
+    a->internal.object_dev = (uint64_t)st.st_dev;
+    a->internal.object_ino = (uint64_t)st.st_ino;
+    return 0;
+}
+
+/* Closes the arena's descriptor if it still refers to the arena's object:
+ * the caller may have closed it, and the number may now be another
+ * descriptor of theirs. */
+static int close_descriptor(struct rtm_arena *a)
+{
+    struct stat st;
+    if (fstat(a->fd, &st) != 0 || (uint64_t)st.st_dev != a->internal.object_dev ||
+        (uint64_t)st.st_ino != a->internal.object_ino)
+        return rtm__arena_fail(a, EBADF,
+                               "the arena's descriptor %d no longer refers to its object (closed "
+                               "or replaced by the caller): left as it is",
+                               a->fd);
+    if (close(a->fd) != 0)
+        return rtm__arena_fail(a, errno, "closing the arena's descriptor failed: %s",
+                               strerror(errno));
+    return 0;
+}
+
+/* Whether a is a copy of an open arena, not the arena itself. */
+static bool is_copy(const struct rtm_arena *a)
+{
+    return a->base && a->internal.self != a;
+}
+
 /* Undoes every step: unmaps, closes, removes what was created. Each failure
  * is written to the message unless quiet (undoing a failed open keeps the
  * open's message); the first is returned. */
@@ -31,9 +70,11 @@ static int release(struct rtm_arena *a, bool quiet)
                                                       : 0;
     if (!rc)
         rc = r2;
-    if (a->fd >= 0 && close(a->fd) != 0 && !rc)
-        rc =
-            rtm__arena_fail(a, errno, "closing the arena's descriptor failed: %s", strerror(errno));
+    if (a->fd >= 0) {
+        r2 = close_descriptor(a);
+        if (!rc)
+            rc = r2;
+    }
     if (a->internal.dir_fd >= 0)
         close(a->internal.dir_fd);
     if (quiet)
@@ -74,7 +115,10 @@ int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg)
 {
     if (!a)
         return -EINVAL;
+    if (a->base && a->internal.self == a)
+        return -EBUSY; /* open: overwriting it would lose the mapping and what it created */
     memset(a, 0, sizeof(*a));
+    a->internal.self = a;
     a->fd = -1;
     a->shm_id = -1;
     a->internal.dir_fd = -1;
@@ -98,6 +142,8 @@ int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg)
 
     bool skip_lock = false;
     rc = obtain(a, &p);
+    if (!rc && a->fd >= 0)
+        rc = rtm__arena_note_object(a, &p);
     if (!rc)
         rc = rtm__arena_lock_check(a, &p, &skip_lock);
     if (!rc)
@@ -130,6 +176,10 @@ int rtm_arena_close(struct rtm_arena *a)
         return -EINVAL;
     if (!a->base)
         return 0;
+    if (is_copy(a))
+        return rtm__arena_fail(a, EINVAL,
+                               "a copy of an open arena: close the arena where rtm_arena_open "
+                               "filled it");
     a->message[0] = '\0';
     return release(a, false);
 }
@@ -137,7 +187,7 @@ int rtm_arena_close(struct rtm_arena *a)
 struct rtm_heap *rtm_arena_heap(struct rtm_arena *a, const char *kind,
                                 const struct rtm_heap_config *cfg)
 {
-    if (!a || !a->base) {
+    if (!a || !a->base || is_copy(a)) {
         errno = EINVAL;
         return NULL;
     }

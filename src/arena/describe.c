@@ -20,7 +20,7 @@ int rtm_arena_describe(const struct rtm_arena *a, char *buf, size_t size)
                                           "IGNORED (nothing locked)",
                                           "locked on fault (pages not present fault)" };
     static const char *const thps[] = { "default", "on", "off" };
-    if (!a || (!buf && size))
+    if (!a || (!buf && size) || (a->base && a->internal.self != a))
         return -EINVAL;
     const struct rtm_arena_report *r = &a->report;
     char b[7][32];

@@ -91,6 +91,10 @@ int rtm__arena_device_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
 /* Attaches the segment at `at` (reserved by map.c), or where the kernel
  * puts it (NULL). */
 int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p, void *at);
+/* Records what a->fd refers to (st_dev, st_ino), as soon as it is open:
+ * close acts on the descriptor and on a created name only while they still
+ * refer to it. On failure closes a->fd and returns -errno (message). */
+int rtm__arena_note_object(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Removes what the open created (shm name, segment, file), in the creating
  * process only. Returns 0 or -errno (message written). */
 int rtm__arena_posix_shm_remove(struct rtm_arena *a);
