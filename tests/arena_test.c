@@ -6,15 +6,20 @@
  *
  *   arena_test SECTION    (ctest -R arena runs them all)
  *
- * Each section runs in a child process. The parent (the wrapper) removes
- * afterwards whatever the test may have left, even when the child failed,
- * crashed or was interrupted: POSIX shm objects and SysV segments named for
- * this run, its scratch directory, and, after a section that reserves huge
- * pages (as root: the pages it needs, or none to see the refusal), the pool
- * sizes, written back to what they were. SIGINT, SIGTERM and SIGHUP are
- * passed to the child, then the cleanup runs. Sections that can do nothing
- * here (no root to reserve huge pages, no VM_PFNMAP node...) exit with 77,
- * which CTest shows as skipped, and say why.
+ * Each section runs in a child process, which dies with the wrapper
+ * (PR_SET_PDEATHSIG). The parent (the wrapper) removes afterwards whatever
+ * the test may have left, even when the child failed, crashed or was
+ * interrupted: POSIX shm objects and SysV segments named for this run, and
+ * its scratch directory; anything of the arenas' found there fails the test
+ * (an arena removes what it creates). A section that reserves huge pages
+ * (as root, the pages it needs) counts what it added, and the wrapper takes
+ * back that many, no more: another process may have reserved pages since,
+ * and writing the old pool size back would undo its reservation. No section
+ * shrinks a pool: pages reserved are someone's (and 1 GiB pages may never be
+ * found again). SIGINT, SIGTERM and SIGHUP are passed to the child, then the
+ * cleanup runs. Sections that can do nothing here (no root to reserve huge
+ * pages, no VM_PFNMAP node...) exit with 77, which CTest shows as skipped,
+ * and say why.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +30,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -52,6 +58,9 @@ static struct {
     bool mlock_works;       /* mlock really locks (a sanitizer may make it a no-op) */
     int child;              /* the section's process, for the wrapper */
     volatile sig_atomic_t signal;
+    /* Huge pages the section added to the 2 MiB and 1 GiB pools (shared
+     * with the wrapper, which takes them back). */
+    uint64_t *pages_added;
 } g;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -441,9 +450,15 @@ static uint64_t pool_value(size_t page, const char *name)
     return v;
 }
 
+/* The slot of g.pages_added for a pool. */
+static uint64_t *pages_added(size_t page)
+{
+    return &g.pages_added[page == GIB ? 1 : 0];
+}
+
 /* Makes `need` pages of that size free: there already, or reserved (as
- * root) by raising nr_hugepages. The wrapper writes the old value back.
- * Returns 0, or SKIP after saying why. */
+ * root) by raising nr_hugepages. What it added is counted, for the wrapper
+ * to take back. Returns 0, or SKIP after saying why. */
 static int reserve_huge(size_t page, uint64_t need)
 {
     char path[128];
@@ -465,11 +480,13 @@ static int reserve_huge(size_t page, uint64_t need)
     }
     uint64_t nr = pool_value(page, "nr_hugepages");
     write_num(path, nr + (need - avail));
+    uint64_t now = pool_value(page, "nr_hugepages");
+    *pages_added(page) += now > nr ? now - nr : 0;
     free_now = pool_value(page, "free_hugepages");
     resv = pool_value(page, "resv_hugepages");
     avail = free_now > resv ? free_now - resv : 0;
     printf("reserved %s huge pages: nr_hugepages %" PRIu64 " -> %" PRIu64 " (%s)\n",
-           page_name(page), nr, pool_value(page, "nr_hugepages"), path);
+           page_name(page), nr, now, path);
     if (avail < need) {
         printf("SKIP: the kernel found %" PRIu64 " of the %" PRIu64
                " %s huge pages asked (memory too fragmented)\n",
@@ -1481,7 +1498,9 @@ static int section_memlock(void)
     return test_summary("arena.memlock");
 }
 
-/* Huge pages asked with none reserved. */
+/* Huge pages asked with none free. Only where the pool is empty, or its
+ * pages are all taken: a pool is never shrunk to provoke the refusal (its
+ * pages are someone's), and that case is skipped, saying so. */
 static int section_huge_missing(void)
 {
     int tested = 0;
@@ -1500,32 +1519,33 @@ static int section_huge_missing(void)
             printf("SKIP: no %s huge pages in this kernel\n", page_name(page));
             continue;
         }
-        if (pool_value(page, "nr_hugepages") || pool_value(page, "nr_overcommit_hugepages")) {
-            char over[128];
-            pool_file(over, sizeof over, page, "nr_overcommit_hugepages");
-            if (!g.root) {
-                printf("SKIP: %s huge pages are reserved, and only root may take them away "
-                       "for this test\n",
-                       page_name(page));
-                continue;
-            }
-            write_num(path, 0);
-            write_num(over, 0);
-        }
+        uint64_t nr = pool_value(page, "nr_hugepages"),
+                 over = pool_value(page, "nr_overcommit_hugepages"),
+                 free_now = pool_value(page, "free_hugepages"),
+                 resv = pool_value(page, "resv_hugepages");
+        uint64_t avail = free_now > resv ? free_now - resv : 0;
         char expect[256];
-        if (pool_value(page, "nr_hugepages") == 0)
+        if (nr == 0 && over == 0) {
             snprintf(expect, sizeof expect, "no %s huge pages reserved: write to %s",
                      page_name(page), page == dflt ? "/proc/sys/vm/nr_hugepages" : path);
-        else /* pages in use elsewhere stay */
-            snprintf(expect, sizeof expect, "huge pages needed, 0 free");
+        } else if (over == 0 && avail < 2) {
+            snprintf(expect, sizeof expect, "huge pages needed, %" PRIu64 " free", avail);
+        } else {
+            printf("SKIP: %s huge pages are reserved (nr_hugepages %" PRIu64
+                   ", nr_overcommit_hugepages %" PRIu64 ", %" PRIu64
+                   " free): their refusal is not tested, since emptying the pool would take "
+                   "pages others reserved\n",
+                   page_name(page), nr, over, avail);
+            continue;
+        }
         struct rtm_arena_config cfg = { .size_bytes = 2 * page, .page_bytes = page };
-        expect_failure("anon huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        expect_failure("anon huge pages, none free", &cfg, ENOMEM, expect, NULL);
         cfg.source = RTM_ARENA_MEMFD;
-        expect_failure("memfd huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        expect_failure("memfd huge pages, none free", &cfg, ENOMEM, expect, NULL);
         /* SHM_HUGETLB asks for a privilege first. */
         cfg.source = RTM_ARENA_SYSV_SHM;
         if (has_cap_ipc_lock())
-            expect_failure("SysV huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+            expect_failure("SysV huge pages, none free", &cfg, ENOMEM, expect, NULL);
         else
             expect_failure("SysV huge pages, no privilege", &cfg, EPERM,
                            "SHM_HUGETLB needs CAP_IPC_LOCK", "hugetlb_shm_group");
@@ -1637,20 +1657,16 @@ static int section_mounts(void)
 
 /* ---- the wrapper ------------------------------------------------------------ */
 
-/* pools: the section may change the huge page pools, which the wrapper
- * then writes back (only those: sections run in parallel, and the others
- * must not undo a reservation in use). */
 static const struct {
     const char *name;
     int (*run)(void);
-    bool pools;
 } sections[] = {
-    { "sources", section_sources, false },     { "device", section_device, false },
-    { "pfnmap", section_pfnmap, false },       { "thp", section_thp, false },
-    { "ownership", section_ownership, false }, { "errors", section_errors, false },
-    { "memlock", section_memlock, false },     { "huge_missing", section_huge_missing, true },
-    { "huge_2m", section_huge_2m, true },      { "huge_1g", section_huge_1g, true },
-    { "mounts", section_mounts, true },
+    { "sources", section_sources },     { "device", section_device },
+    { "pfnmap", section_pfnmap },       { "thp", section_thp },
+    { "ownership", section_ownership }, { "errors", section_errors },
+    { "memlock", section_memlock },     { "huge_missing", section_huge_missing },
+    { "huge_2m", section_huge_2m },     { "huge_1g", section_huge_1g },
+    { "mounts", section_mounts },
 };
 
 /* Whether mlock really locks in this process (a sanitizer runtime makes it
@@ -1665,53 +1681,45 @@ static bool probe_mlock(void)
     return works;
 }
 
-struct pool_state {
-    size_t page;
-    uint64_t nr, over;
-    bool present;
-};
-
-static void pool_save(struct pool_state *s, size_t page)
+/* Takes back the pages the section added to a pool (by what the pool holds
+ * now: writing the old size back would undo what another process reserved
+ * meanwhile). False if the pool did not shrink as asked. */
+static bool pool_give_back(size_t page)
 {
+    uint64_t added = *pages_added(page);
+    if (added == 0)
+        return true;
     char path[128];
-    s->page = page;
     pool_file(path, sizeof path, page, "nr_hugepages");
-    s->present = read_num(path, &s->nr);
-    pool_file(path, sizeof path, page, "nr_overcommit_hugepages");
-    read_num(path, &s->over);
+    uint64_t now = pool_value(page, "nr_hugepages");
+    uint64_t want = now > added ? now - added : 0;
+    write_num(path, want);
+    uint64_t after = pool_value(page, "nr_hugepages");
+    printf("arena_test: %s: %" PRIu64 " -> %" PRIu64 " (taking back the %" PRIu64
+           " the test added)%s\n",
+           path, now, after, added, after == want ? "" : ": did not take");
+    return after == want;
 }
 
-/* Writes a pool's sizes back; false if they did not take. */
-static bool pool_restore(const struct pool_state *s)
-{
-    static const char *const names[] = { "nr_overcommit_hugepages", "nr_hugepages" };
-    bool ok = true;
-    for (int i = 0; i < 2 && s->present; i++) {
-        uint64_t want = i == 0 ? s->over : s->nr;
-        char path[128];
-        pool_file(path, sizeof path, s->page, names[i]);
-        if (pool_value(s->page, names[i]) == want)
-            continue;
-        write_num(path, want);
-        uint64_t now = pool_value(s->page, names[i]);
-        printf("arena_test: %s written back to %" PRIu64 "%s\n", path, want,
-               now == want ? "" : " and did not take");
-        ok = ok && now == want;
-    }
-    return ok;
-}
+/* Scratch files left behind (directories are the test's own: mount
+ * points). */
+static int leftovers_in_dir;
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    (void)st;
-    (void)flag;
     (void)ftw;
+    if (flag == FTW_F || flag == FTW_SL || flag == FTW_SLN || flag == FTW_NS) {
+        printf("arena_test: removing %s left behind (%lld bytes)\n", path, (long long)st->st_size);
+        leftovers_in_dir++;
+    }
     return remove(path);
 }
 
-/* Removes whatever this run's section may have left. */
-static void clean_up(void)
+/* Removes whatever this run's section may have left; returns how many
+ * objects that was. */
+static int clean_up(void)
 {
+    int left = 0;
     char prefix[64];
     int n = snprintf(prefix, sizeof prefix, "rtmem-arena-test-%d-", g.run);
     DIR *d = opendir("/dev/shm");
@@ -1721,6 +1729,7 @@ static void clean_up(void)
             snprintf(name, sizeof name, "/%s", e->d_name);
             printf("arena_test: removing POSIX shm object %s left behind\n", name);
             shm_unlink(name);
+            left++;
         }
     }
     if (d)
@@ -1731,9 +1740,12 @@ static void clean_up(void)
         if (id >= 0 && shmctl(id, IPC_STAT, &ds) == 0 && ds.shm_cpid == g.child) {
             printf("arena_test: removing SysV segment 0x%x left behind\n", sysv_key(i));
             shmctl(id, IPC_RMID, NULL);
+            left++;
         }
     }
+    leftovers_in_dir = 0;
     nftw(g.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return left + leftovers_in_dir;
 }
 
 static void pass_signal(int sig)
@@ -1746,13 +1758,9 @@ static void pass_signal(int sig)
 int main(int argc, char **argv)
 {
     int (*run)(void) = NULL;
-    bool pools = false;
-    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++) {
-        if (!strcmp(argv[1], sections[i].name)) {
+    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(argv[1], sections[i].name))
             run = sections[i].run;
-            pools = sections[i].pools;
-        }
-    }
     if (!run) {
         fprintf(stderr, "usage: arena_test SECTION (sources, device, pfnmap, thp, ownership, "
                         "errors, memlock, huge_missing, huge_2m, huge_1g, mounts)\n");
@@ -1774,9 +1782,11 @@ int main(int argc, char **argv)
         perror("arena_test: scratch directory");
         return 1;
     }
-    struct pool_state saved[2];
-    pool_save(&saved[0], 2 * MIB);
-    pool_save(&saved[1], GIB);
+    g.pages_added = mmap(NULL, g.page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g.pages_added == MAP_FAILED) {
+        perror("arena_test: shared page");
+        return 1;
+    }
 
     struct sigaction sa = { .sa_handler = pass_signal };
     sigemptyset(&sa.sa_mask);
@@ -1786,6 +1796,9 @@ int main(int argc, char **argv)
     fflush(NULL);
     g.child = fork();
     if (g.child == 0) {
+        /* Dies with the wrapper, which alone cleans up. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != g.run)
+            _exit(1);
         for (int i = 0; i < 3; i++)
             signal(sigs[i], SIG_DFL);
         fflush(NULL);
@@ -1794,10 +1807,10 @@ int main(int argc, char **argv)
     int status = 0;
     while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
         ;
-    clean_up();
+    int left = clean_up();
     bool restored = true;
-    for (int i = 0; pools && i < 2; i++) /* both, whatever the first does */
-        restored = pool_restore(&saved[i]) && restored;
+    for (int i = 0; i < 2; i++) /* both, whatever the first does */
+        restored = pool_give_back(i ? GIB : 2 * MIB) && restored;
     if (g.signal) {
         printf("arena_test: interrupted (signal %d); cleaned up\n", g.signal);
         signal(g.signal, SIG_DFL);
@@ -1806,6 +1819,10 @@ int main(int argc, char **argv)
     if (g.child < 0 || !WIFEXITED(status)) {
         printf("arena_test %s: the test process %s\n", argv[1],
                g.child < 0 ? "could not start" : strsignal(WTERMSIG(status)));
+        return 1;
+    }
+    if (left) {
+        printf("arena_test %s: FAILED: %d object(s) left behind (above)\n", argv[1], left);
         return 1;
     }
     if (!restored)
