@@ -1182,6 +1182,12 @@ static int section_errors(void)
                    &(struct rtm_arena_config){
                        .source = RTM_ARENA_POSIX_SHM, .name = too_long, .size_bytes = MIB },
                    ENAMETOOLONG, "longer than 255 bytes", NULL);
+    /* Permission bits only: 04000 would be SHM_HUGETLB to shmget, and a
+     * setuid file is no arena's business. */
+    expect_failure("a mode with the setuid bit",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_SYSV_SHM, .mode = 04600, .size_bytes = MIB },
+                   EINVAL, "mode 04600", NULL);
     expect_failure("read-only and new",
                    &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                .name = name,

@@ -197,8 +197,9 @@ struct rtm_arena_config {
     int sysv_key;    /* SYSV_SHM: the key (key_t); 0 (IPC_PRIVATE) creates a
                         segment only a fork can share, removed at once from
                         the namespace so that it cannot outlive its users */
-    unsigned mode;   /* permissions of a created shm object, segment or file;
-                        0 means 0600 */
+    unsigned mode;   /* permissions of a created shm object, segment or file:
+                        0777 at most (no setuid, setgid, sticky); 0 means
+                        0600 */
     int prefault;    /* RTM_ARENA_PREFAULT_* */
     int lock;        /* RTM_ARENA_LOCK_* */
     int thp;         /* RTM_ARENA_THP_*; only for base pages */
@@ -331,7 +332,8 @@ struct rtm_arena {
  *              source cannot take or that is not a power of two; a missing
  *              or malformed name; an offset that is not a multiple of the
  *              page size; a flag the source does not take; THP advice on
- *              huge pages; a FILE that is not a regular file
+ *              huge pages; a FILE that is not a regular file; a mode
+ *              above 0777
  *   EOVERFLOW  the size rounded up, or offset + size, overflows
  *   ENAMETOOLONG  a shm name or a path's last component above NAME_MAX
  *   EEXIST     the shm name, SysV key or file exists (RTM_ARENA_EXISTING

@@ -134,8 +134,11 @@ int rtm__arena_plan_init(struct rtm_arena *a, struct rtm__arena_plan *p,
                                "RTM_ARENA_READ_ONLY needs RTM_ARENA_EXISTING: a %s arena "
                                "created read-only could only ever hold zeros",
                                src);
-    if (cfg->mode > 07777)
-        return rtm__arena_fail(a, EINVAL, "mode 0%o is not a permission mode", cfg->mode);
+    /* Permission bits only: shmget takes its flags in the same word (04000
+     * is SHM_HUGETLB), and a created file has no use for setuid or sticky. */
+    if (cfg->mode > 0777)
+        return rtm__arena_fail(a, EINVAL, "mode 0%o is not made of permission bits (0777 at most)",
+                               cfg->mode);
     if (cfg->offset && cfg->source != RTM_ARENA_FILE && cfg->source != RTM_ARENA_DEVICE)
         return rtm__arena_fail(a, EINVAL,
                                "an offset applies to files and devices, not to a %s "
