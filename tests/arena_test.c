@@ -1241,6 +1241,17 @@ static int section_errors(void)
     CHECK(shmget(key, 0, 0) == id);
     shmctl(id, IPC_RMID, NULL);
     expect_failure("a SysV key that does not exist", &sysv, ENOENT, "no SysV segment of key", NULL);
+    /* A segment of base pages asked as one of huge pages: smaps tells. */
+    if (access(HUGE_DIR "/hugepages-2048kB", F_OK) == 0) {
+        id = shmget(key, 4 * MIB, IPC_CREAT | IPC_EXCL | 0600);
+        CHECK(id >= 0);
+        sysv.size_bytes = 0;
+        sysv.page_bytes = RTM_ARENA_PAGE_2M;
+        expect_failure("an existing SysV segment of another page size", &sysv, EINVAL,
+                       "pages of 4 KiB (smaps KernelPageSize), not the 2 MiB asked", NULL);
+        CHECK(shmget(key, 0, 0) == id); /* an existing segment stays */
+        shmctl(id, IPC_RMID, NULL);
+    }
 
     /* Files: one that exists is refused unless asked for, never truncated
      * or removed; an offset past its end is refused. */
@@ -1598,6 +1609,23 @@ static int huge_section(size_t page, const char *name)
     /* More than the pool holds: the message says how many are free. */
     cfg.source = RTM_ARENA_ANON;
     cfg.size_bytes = (size_t)(pool_value(page, "nr_hugepages") + 1) * page;
+    /* An existing segment of huge pages: page_bytes must say so. */
+    if (page != GIB && has_cap_ipc_lock()) {
+        int key = sysv_key(7);
+        int id = shmget(key, 3 * MIB, IPC_CREAT | IPC_EXCL | SHM_HUGETLB | 0600);
+        CHECK(id >= 0);
+        struct rtm_arena_config seg = { .source = RTM_ARENA_SYSV_SHM,
+                                        .sysv_key = key,
+                                        .flags = RTM_ARENA_EXISTING };
+        expect_failure("an existing hugetlb segment asked as base pages", &seg, EINVAL,
+                       "pages of 2 MiB (smaps KernelPageSize), not the 4 KiB asked", NULL);
+        seg.page_bytes = page;
+        seg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+        run_case("an existing hugetlb segment", &seg,
+                 &(struct expect){ .page = page, .no_guards = true });
+        CHECK(shmget(key, 0, 0) == id);
+        shmctl(id, IPC_RMID, NULL);
+    }
     expect_failure("more huge pages than reserved", &cfg, ENOMEM, "huge pages needed",
                    "nr_hugepages");
     return 0;

@@ -268,9 +268,10 @@ struct rtm_arena_report {
     size_t anon_huge_bytes;
     size_t shmem_pmd_bytes;
     size_t file_pmd_bytes;
-    /* true when /proc/self/status and the arena's smaps entry were read. If
-     * not (no /proc), the figures above that come from them are 0 and
-     * lock_state trusts mlock's return value. */
+    /* true when /proc/self/status and the arena's smaps entry were read,
+     * and that entry is all of the mapping (its Size: size_bytes, or all of
+     * an existing SysV segment). If not (no /proc), the figures above that
+     * come from them are 0 and lock_state trusts mlock's return value. */
     bool verified;
 };
 
@@ -333,7 +334,8 @@ struct rtm_arena {
  *              or malformed name; an offset that is not a multiple of the
  *              page size; a flag the source does not take; THP advice on
  *              huge pages; a FILE that is not a regular file; a mode
- *              above 0777
+ *              above 0777; an existing SysV segment whose pages (smaps
+ *              KernelPageSize) are not page_bytes' size
  *   EOVERFLOW  the size rounded up, or offset + size, overflows
  *   ENAMETOOLONG  a shm name or a path's last component above NAME_MAX
  *   EEXIST     the shm name, SysV key or file exists (RTM_ARENA_EXISTING

@@ -88,16 +88,36 @@ static int release(struct rtm_arena *a, bool quiet)
     return rc;
 }
 
-/* Fills the report from what the kernel says now. */
-static void verify(struct rtm_arena *a, const struct rtm__arena_plan *p,
-                   const struct rtm__arena_status *before)
+/* Bytes the kernel maps at the arena's base: the arena, or all of an
+ * existing SysV segment, rounded up to the page size smaps gives. */
+static uint64_t mapped_bytes(const struct rtm__arena_plan *p, const struct rtm__arena_smaps *sm)
+{
+    if (!p->segment_bytes || !sm->page)
+        return p->size;
+    return (p->segment_bytes + sm->page - 1) / sm->page * sm->page;
+}
+
+/* Fills the report from what the kernel says now; refuses (-EINVAL) a
+ * mapping whose page size is not the one the arena was sized for (an
+ * existing SysV segment created with another). A device's page size is its
+ * driver's (device DAX maps 2 MiB pages): reported, not refused. */
+static int verify(struct rtm_arena *a, const struct rtm__arena_plan *p,
+                  const struct rtm__arena_status *before)
 {
     struct rtm_arena_report *r = &a->report;
     struct rtm__arena_status after;
     struct rtm__arena_smaps sm;
+    char b1[32], b2[32];
     rtm__arena_read_status(&after);
     rtm__arena_read_smaps(a->base, &sm);
-    r->verified = before->ok && after.ok && sm.found;
+    if (sm.found && sm.page != p->page && p->cfg->source != RTM_ARENA_DEVICE)
+        return rtm__arena_fail(a, EINVAL,
+                               "%s is mapped with pages of %s (smaps KernelPageSize), not the %s "
+                               "asked: page_bytes must say the page size it was created with",
+                               p->what, rtm__arena_bytes_text(sm.page, b1, sizeof b1),
+                               rtm__arena_bytes_text(p->page, b2, sizeof b2));
+    /* The entry at base is the arena's only if it is all of the mapping. */
+    r->verified = before->ok && after.ok && sm.found && sm.size == mapped_bytes(p, &sm);
     if (before->ok && after.ok)
         r->locked_bytes = (int64_t)after.vmlck - (int64_t)before->vmlck;
     if (sm.found) {
@@ -109,6 +129,7 @@ static void verify(struct rtm_arena *a, const struct rtm__arena_plan *p,
     }
     rtm__arena_lock_judge(a, p, &sm);
     rtm__arena_thp_judge(a, p, &sm);
+    return 0;
 }
 
 int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg)
@@ -155,19 +176,19 @@ int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg)
     if (!rc && !skip_lock)
         rc = rtm__arena_lock(a, &p);
     rtm__arena_faults(&minor1, &major1);
-    if (rc) {
-        release(a, true);
-        return rc;
+    if (!rc) {
+        a->size_bytes = p.size;
+        a->page_bytes = p.page;
+        a->internal.read_only = !p.writable;
+        r->size_bytes = p.size;
+        r->page_bytes_asked = p.page;
+        r->minor_faults = minor1 - minor0;
+        r->major_faults = major1 - major0;
+        rc = verify(a, &p, &before);
     }
-    a->size_bytes = p.size;
-    a->page_bytes = p.page;
-    a->internal.read_only = !p.writable;
-    r->size_bytes = p.size;
-    r->page_bytes_asked = p.page;
-    r->minor_faults = minor1 - minor0;
-    r->major_faults = major1 - major0;
-    verify(a, &p, &before);
-    return 0;
+    if (rc)
+        release(a, true);
+    return rc;
 }
 
 int rtm_arena_close(struct rtm_arena *a)

@@ -41,7 +41,8 @@ struct rtm__arena_plan {
     bool shared;      /* MAP_SHARED (or a SysV segment) */
     bool writable;    /* PROT_WRITE */
     int map_flags;    /* mmap flags beyond MAP_SHARED/MAP_PRIVATE (MAP_ANONYMOUS, MAP_HUGETLB...) */
-    char what[320];   /* the object for messages: "anonymous memory", "file /x", ... */
+    uint64_t segment_bytes; /* an existing SysV segment's size (all of it is attached), else 0 */
+    char what[320];         /* the object for messages: "anonymous memory", "file /x", ... */
 };
 
 /* ---- message.c: the arena's message ---------------------------------------- */

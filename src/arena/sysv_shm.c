@@ -93,6 +93,7 @@ int rtm__arena_sysv_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
     if (shmctl(a->shm_id, IPC_STAT, &ds) != 0)
         return rtm__arena_fail(a, errno, "shmctl(IPC_STAT) of %s failed: %s", p->what,
                                strerror(errno));
+    p->segment_bytes = (uint64_t)ds.shm_segsz;
     return rtm__arena_fit(a, p, (uint64_t)ds.shm_segsz);
 }
 
