@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../src/arena/internal.h" /* the line reader, tested on its own */
 #include "check.h"
 #include "rtmem/rtmem.h"
 
@@ -1133,6 +1134,43 @@ static int section_ownership(void)
     return test_summary("arena.ownership");
 }
 
+/* The reader of /proc files (no stdio): short lines, a line longer than
+ * its buffer (its start, the rest skipped), a last line without newline. */
+static void line_reader(void)
+{
+    test_context = "line reader";
+    char path[PATH_MAX];
+    scratch_path(path, sizeof path, "lines");
+    struct rtm__arena_lines l;
+    size_t cut = sizeof l.buf - 1, longest = 3 * sizeof l.buf;
+    char *text = malloc(longest + 64);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    size_t n = (size_t)sprintf(text, "first\n");
+    memset(text + n, 'x', longest);
+    n += longest;
+    n += (size_t)sprintf(text + n, "\n\nafter\nlast");
+    CHECK(fd >= 0 && write(fd, text, n) == (ssize_t)n);
+    close(fd);
+    REQUIRE(rtm__arena_lines_open(&l, path), );
+    const char *line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "first"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && strlen(line) == cut && strspn(line, "x") == cut);
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, ""));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "after"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "last"));
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    rtm__arena_lines_close(&l);
+    CHECK(!rtm__arena_lines_open(&l, "/proc/self/no-such-file"));
+    unlink(path);
+    free(text);
+    test_context = NULL;
+}
+
 static int section_errors(void)
 {
     char name[64], path[PATH_MAX], dir[PATH_MAX];
@@ -1309,6 +1347,7 @@ static int section_errors(void)
     expect_failure("a directory as a file", &file, EISDIR, "is a directory", NULL);
     file.name = "/dev/zero";
     expect_failure("a device as a file", &file, EINVAL, "RTM_ARENA_DEVICE", NULL);
+    line_reader();
     return test_summary("arena.errors");
 }
 

@@ -73,7 +73,10 @@
  *
  * Bounds: these are start-up calls. They make system calls, read /proc, and
  * prefault and lock take time proportional to the arena's size (every page
- * is faulted in and, for fresh memory, zeroed by the kernel). Open arenas
+ * is faulted in and, for fresh memory, zeroed by the kernel). They never
+ * call malloc or stdio (/proc is read with read(2) into a buffer on the
+ * stack, of about 4 KiB), so a program whose malloc lives on an arena can
+ * open and close others from it. Open arenas
  * before the control loop starts; only the memory, and heaps on it
  * (rtm_arena_heap), belong in the loop.
  *

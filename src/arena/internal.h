@@ -147,6 +147,23 @@ int rtm__arena_lock(struct rtm_arena *a, const struct rtm__arena_plan *p);
 void rtm__arena_lock_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
                            const struct rtm__arena_smaps *sm);
 
+/* ---- lines.c: /proc and /sys files, without stdio --------------------------- */
+
+/* A file read line by line into buf (on the caller's stack): no malloc. */
+struct rtm__arena_lines {
+    int fd;
+    size_t len, pos; /* bytes in buf; where the next line starts */
+    bool skip;       /* the rest of a line too long for buf is skipped */
+    bool eof;
+    char buf[4096];
+};
+
+bool rtm__arena_lines_open(struct rtm__arena_lines *l, const char *path);
+/* The next line, NUL-terminated, without its newline: valid until the next
+ * call. A line longer than the buffer gives its start. NULL at the end. */
+char *rtm__arena_lines_next(struct rtm__arena_lines *l);
+void rtm__arena_lines_close(struct rtm__arena_lines *l);
+
 /* ---- verify.c: reading back ------------------------------------------------- */
 
 /* What /proc/self/status says. */

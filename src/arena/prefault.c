@@ -131,18 +131,17 @@ int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p)
 /* The bracketed choice of a THP setting file ("always [madvise] never"). */
 static void thp_setting(const char *file, char *buf, size_t size)
 {
-    char path[96], line[128];
+    char path[96];
+    struct rtm__arena_lines l;
     snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
     snprintf(buf, size, "unknown");
-    FILE *f = fopen(path, "re");
-    if (!f)
+    if (!rtm__arena_lines_open(&l, path))
         return;
-    if (fgets(line, sizeof line, f)) {
-        char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
-        if (l && r)
-            snprintf(buf, size, "%.*s", (int)(r - l - 1), l + 1);
-    }
-    fclose(f);
+    const char *line = rtm__arena_lines_next(&l);
+    const char *left = line ? strchr(line, '[') : NULL, *right = left ? strchr(left, ']') : NULL;
+    if (left && right)
+        snprintf(buf, size, "%.*s", (int)(right - left - 1), left + 1);
+    rtm__arena_lines_close(&l);
 }
 
 void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
