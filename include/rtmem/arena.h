@@ -73,10 +73,11 @@
  *
  * Bounds: these are start-up calls. They make system calls, read /proc, and
  * prefault and lock take time proportional to the arena's size (every page
- * is faulted in and, for fresh memory, zeroed by the kernel). They never
- * call malloc or stdio (/proc is read with read(2) into a buffer on the
+ * is faulted in and, for fresh memory, zeroed by the kernel). They call
+ * neither malloc nor stdio (/proc is read with read(2) into a buffer on the
  * stack, of about 4 KiB), so a program whose malloc lives on an arena can
- * open and close others from it. Open arenas
+ * open and close others from it; only strerror, for a message, may load
+ * the translations of a locale other than "C" once. Open arenas
  * before the control loop starts; only the memory, and heaps on it
  * (rtm_arena_heap), belong in the loop.
  *
