@@ -84,7 +84,13 @@
  * Threads: the calls are thread-safe for different arenas. The fault counts
  * are the calling thread's own; VmLck belongs to the process, so another
  * thread locking or unlocking memory during an open shifts locked_bytes
- * (lock_state is read from the mapping's own flags and stays exact).
+ * (lock_state is read from the mapping's own flags and stays exact). An
+ * open maps the arena over address space it reserved (MAP_FIXED); when
+ * that mmap fails, the kernel may have unmapped the reserved range already
+ * (older kernels do; newer ones put it back), and another thread's mmap
+ * can take the hole before the open unmaps the range, which then unmaps
+ * that thread's mapping too. Open arenas before starting threads that map
+ * memory where that matters.
  */
 #ifndef RTMEM_ARENA_H
 #define RTMEM_ARENA_H
@@ -344,7 +350,9 @@ struct rtm_arena {
  *   ENAMETOOLONG  a shm name or a path's last component above NAME_MAX
  *   EEXIST     the shm name, SysV key or file exists (RTM_ARENA_EXISTING
  *              uses it)
- *   ENOENT     with RTM_ARENA_EXISTING, or for a DEVICE: no such object
+ *   ENOENT     with RTM_ARENA_EXISTING, or for a DEVICE: no such object;
+ *              a new FILE whose directory does not exist
+ *   EISDIR     a FILE or DEVICE path that names a directory
  *   ENXIO      offset + size lies past the end of an existing object (file,
  *              device, shm object, segment), which is never extended; or
  *              a driver refused the offset or size
@@ -368,8 +376,13 @@ struct rtm_arena {
  *   and the errno of any other failed call, named in the message.
  * Time: with a prefault or a lock, O(size_bytes / page size): every page is
  * faulted in (fresh memory zeroed by the kernel). Otherwise a fixed number
- * of system calls. Either way it reads /proc/self/smaps up to the arena
- * (O(mappings of the process)). A start-up call.
+ * of system calls. Either way it reads /proc/self/smaps up to the arena's
+ * entry (twice when a lock or a prefault has to be explained), and to
+ * write each entry listed before it the kernel walks that mapping's page
+ * tables: O(pages the process maps below the arena's address), with the
+ * process's mmap lock held for reading, so that meanwhile other threads'
+ * mmap, munmap and mprotect wait (their page faults mostly do not). A
+ * start-up call.
  */
 RTM_API int rtm_arena_open(struct rtm_arena *a, const struct rtm_arena_config *cfg);
 
