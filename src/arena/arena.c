@@ -57,9 +57,11 @@ static bool is_copy(const struct rtm_arena *a)
 }
 
 /* Undoes every step: unmaps, closes, removes what was created. Each failure
- * is written to the message unless quiet (undoing a failed open keeps the
- * open's message); the first is returned. */
-static int release(struct rtm_arena *a, bool quiet)
+ * is written to the message, but for a failed open's undoing (failed_open),
+ * which keeps the open's message; the first is returned. The descriptor of
+ * a failed open is closed as it is: the open's own, it may not be recorded
+ * yet. */
+static int release(struct rtm_arena *a, bool failed_open)
 {
     char kept[RTM_ARENA_MESSAGE_BYTES];
     memcpy(kept, a->message, sizeof kept);
@@ -70,14 +72,16 @@ static int release(struct rtm_arena *a, bool quiet)
                                                       : 0;
     if (!rc)
         rc = r2;
-    if (a->fd >= 0) {
+    if (a->fd >= 0 && failed_open) {
+        close(a->fd);
+    } else if (a->fd >= 0) {
         r2 = close_descriptor(a);
         if (!rc)
             rc = r2;
     }
     if (a->internal.dir_fd >= 0)
         close(a->internal.dir_fd);
-    if (quiet)
+    if (failed_open)
         memcpy(a->message, kept, sizeof kept);
     a->base = NULL;
     a->size_bytes = 0;
