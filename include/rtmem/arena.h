@@ -69,7 +69,9 @@
  *   "no 2 MiB huge pages reserved: write to /proc/sys/vm/nr_hugepages ..."
  *   "mlock refused: RLIMIT_MEMLOCK is 8 MiB, 64 MiB asked ..."
  * After a successful open the message is empty, or warns of what was not
- * obtained (a lock refused under RTM_ARENA_LOCK_TRY, or ignored).
+ * obtained: a lock refused under RTM_ARENA_LOCK_TRY, or ignored, or taken
+ * on fault with pages missing; a prefault skipped on device memory; THP
+ * asked and none obtained; a placement off the 2 MiB boundary.
  *
  * Bounds: these are start-up calls. They make system calls, read /proc, and
  * prefault and lock take time proportional to the arena's size (every page
@@ -77,9 +79,9 @@
  * neither malloc nor stdio (/proc is read with read(2) into a buffer on the
  * stack, of about 4 KiB), so a program whose malloc lives on an arena can
  * open and close others from it; only strerror, for a message, may load
- * the translations of a locale other than "C" once. Open arenas
- * before the control loop starts; only the memory, and heaps on it
- * (rtm_arena_heap), belong in the loop.
+ * the translations of a locale other than "C" once. Open arenas before the
+ * control loop starts; only the memory, and heaps on it (rtm_arena_heap),
+ * belong in the loop.
  *
  * Threads: the calls are thread-safe for different arenas. The fault counts
  * are the calling thread's own; VmLck belongs to the process, so another
@@ -264,8 +266,8 @@ struct rtm_arena_report {
     int lock_errno; /* errno of a lock refused under RTM_ARENA_LOCK_TRY (ENOMEM:
                        RLIMIT_MEMLOCK, EPERM, EAGAIN), else 0 */
     /* VmLck after the open minus VmLck before, in bytes: size_bytes when
-     * RTM_ARENA_LOCKED or _LOCKED_ON_FAULT, 0 otherwise. Signed: another thread's mlock or munlock during the
-     * open moves it. */
+     * RTM_ARENA_LOCKED or _LOCKED_ON_FAULT, 0 otherwise. Signed: another
+     * thread's mlock or munlock during the open moves it. */
     int64_t locked_bytes;
     /* Page faults the calling thread took during the open (getrusage
      * RUSAGE_THREAD): mapping, prefault and lock. About one per page faulted
@@ -280,8 +282,8 @@ struct rtm_arena_report {
     size_t file_pmd_bytes;
     /* true when /proc/self/status and the arena's smaps entry were read,
      * and that entry is all of the mapping (its Size: size_bytes, or all of
-     * an existing SysV segment). If not (no /proc), the figures above that
-     * come from them are 0 and lock_state trusts mlock's return value. */
+     * an existing SysV segment). Without /proc the figures above that come
+     * from it are 0 and lock_state trusts mlock's return value. */
     bool verified;
 };
 
