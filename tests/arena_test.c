@@ -694,6 +694,41 @@ static int section_sources(void)
     return test_summary("arena.sources");
 }
 
+/* The lock step alone, on a mapping of the test's own that outlives it:
+ * /dev/zero shared at 1 MiB, whose pages cannot be faulted in. mlock marks
+ * the mapping locked before it faults pages in; a failed mlock must not
+ * leave it so (refused means unlocked). */
+static void failed_mlock_unlocks(void)
+{
+    test_context = "a failed mlock unlocks";
+    int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+    void *m = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)MIB);
+    REQUIRE(fd >= 0 && m != MAP_FAILED, );
+    struct rtm_arena_config cfg = { .source = RTM_ARENA_DEVICE,
+                                    .name = "/dev/zero",
+                                    .offset = MIB,
+                                    .size_bytes = MIB,
+                                    .lock = RTM_ARENA_LOCK_MUST };
+    struct rtm__arena_plan p = { .cfg = &cfg,
+                                 .base_page = g.page,
+                                 .page = g.page,
+                                 .size = MIB,
+                                 .shared = true,
+                                 .writable = true };
+    snprintf(p.what, sizeof p.what, "device /dev/zero");
+    struct rtm_arena a;
+    memset(&a, 0, sizeof a);
+    a.base = m;
+    int64_t lck0 = own_vmlck_kb();
+    CHECK_EQ(rtm__arena_lock(&a, &p), -ENOMEM);
+    struct entry e = own_smaps((uintptr_t)m, false);
+    CHECK(e.found && !has_flag(&e, "lo"));
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    munmap(m, MIB);
+    close(fd);
+    test_context = NULL;
+}
+
 static int section_device(void)
 {
     /* /dev/zero shared at an offset: the kernel backs it with a shm object
@@ -719,9 +754,11 @@ static int section_device(void)
         printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
     /* Tried, not required: memory that is not there is no refused lock. */
     past.lock = RTM_ARENA_LOCK_TRY;
-    if (g.mlock_works)
+    if (g.mlock_works) {
         expect_failure("/dev/zero shared at 1 MiB, lock try", &past, ENOMEM, "/dev/zero",
                        "could not fault in every page");
+        failed_mlock_unlocks();
+    }
     past.lock = RTM_ARENA_LOCK_NONE;
     past.offset = MIB + 100;
     expect_failure("/dev/zero, offset not a page multiple", &past, EINVAL, "offset",
