@@ -6,15 +6,20 @@
  *
  *   arena_test SECTION    (ctest -R arena runs them all)
  *
- * Each section runs in a child process. The parent (the wrapper) removes
- * afterwards whatever the test may have left, even when the child failed,
- * crashed or was interrupted: POSIX shm objects and SysV segments named for
- * this run, its scratch directory, and, after a section that reserves huge
- * pages (as root: the pages it needs, or none to see the refusal), the pool
- * sizes, written back to what they were. SIGINT, SIGTERM and SIGHUP are
- * passed to the child, then the cleanup runs. Sections that can do nothing
- * here (no root to reserve huge pages, no VM_PFNMAP node...) exit with 77,
- * which CTest shows as skipped, and say why.
+ * Each section runs in a child process, which dies with the wrapper
+ * (PR_SET_PDEATHSIG). The parent (the wrapper) removes afterwards whatever
+ * the test may have left, even when the child failed, crashed or was
+ * interrupted: POSIX shm objects and SysV segments named for this run, and
+ * its scratch directory; anything of the arenas' found there fails the test
+ * (an arena removes what it creates). A section that reserves huge pages
+ * (as root, the pages it needs) counts what it added, and the wrapper takes
+ * back that many, no more: another process may have reserved pages since,
+ * and writing the old pool size back would undo its reservation. No section
+ * shrinks a pool: pages reserved are someone's (and 1 GiB pages may never be
+ * found again). SIGINT, SIGTERM and SIGHUP are passed to the child, then the
+ * cleanup runs. Sections that can do nothing here (no root to reserve huge
+ * pages, no VM_PFNMAP node...) exit with 77, which CTest shows as skipped,
+ * and say why.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +30,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -35,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../src/arena/internal.h" /* the line reader, tested on its own */
 #include "check.h"
 #include "rtmem/rtmem.h"
 
@@ -52,6 +59,9 @@ static struct {
     bool mlock_works;       /* mlock really locks (a sanitizer may make it a no-op) */
     int child;              /* the section's process, for the wrapper */
     volatile sig_atomic_t signal;
+    /* Huge pages the section added to the 2 MiB and 1 GiB pools (shared
+     * with the wrapper, which takes them back). */
+    uint64_t *pages_added;
 } g;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -156,6 +166,7 @@ struct entry {
     uintptr_t start, end;
     char perms[5];
     uint64_t kernel_page, rss, hugetlb, anon_huge, shmem_pmd, file_pmd;
+    uint64_t dirty; /* Shared_Dirty + Private_Dirty */
     char flags[192];
 };
 
@@ -196,6 +207,8 @@ static struct entry own_smaps(uintptr_t addr, bool ends_at)
             cur.rss = kb_after(line);
         else if (!strncmp(line, "Shared_Hugetlb:", 15) || !strncmp(line, "Private_Hugetlb:", 16))
             cur.hugetlb += kb_after(line);
+        else if (!strncmp(line, "Shared_Dirty:", 13) || !strncmp(line, "Private_Dirty:", 14))
+            cur.dirty += kb_after(line);
         else if (!strncmp(line, "AnonHugePages:", 14))
             cur.anon_huge = kb_after(line);
         else if (!strncmp(line, "ShmemPmdMapped:", 15))
@@ -354,9 +367,20 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
     if (cfg->flags & RTM_ARENA_READ_ONLY)
         return;
     bool quiet = cfg->prefault == RTM_ARENA_PREFAULT_TOUCH || (populated && !x->disk_file);
+    /* A disk file's page that writeback cleaned since the open faults at
+     * its next write: those (clean now, by smaps) are allowed to. */
+    uint64_t clean = 0;
+    if (x->disk_file) {
+        struct entry now = own_smaps(base, false);
+        clean = (a->size_bytes - (now.dirty < a->size_bytes ? now.dirty : a->size_bytes)) / page;
+    }
     uint64_t faults = write_every_page(a->base, a->size_bytes);
+    if (quiet && clean && faults)
+        printf("  note: writeback cleaned %" PRIu64 " pages of the file before they were "
+               "written: %" PRIu64 " faults\n",
+               clean, faults);
     if (quiet)
-        CHECK_EQ(faults, 0);
+        CHECK(faults <= (cfg->prefault == RTM_ARENA_PREFAULT_TOUCH ? clean : 0));
     else
         CHECK(faults > 0);
 }
@@ -400,15 +424,43 @@ static void run_matrix(const char *name, struct rtm_arena_config cfg, const stru
     }
 }
 
+/* Open descriptors of this process (no descriptor or memory of its own
+ * taken to count them). */
+static int open_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++)
+        n += fcntl(fd, F_GETFD) >= 0;
+    return n;
+}
+
+/* Mappings of this process: lines of /proc/self/maps, read into the stack
+ * (a malloc'd buffer could be a mapping of its own). */
+static int mappings(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), n = 0;
+    ssize_t got;
+    while (fd >= 0 && (got = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < got; i++)
+            n += buf[i] == '\n';
+    if (fd >= 0)
+        close(fd);
+    return n;
+}
+
 /* An open that must fail with err and a message containing each part;
- * nothing may be left mapped or locked. */
+ * nothing may be left mapped, open or locked. */
 static void expect_failure(const char *label, const struct rtm_arena_config *cfg, int err,
                            const char *part1, const char *part2)
 {
     test_context = label;
     int64_t lck0 = own_vmlck_kb();
     struct rtm_arena a;
+    int fds = open_fds(), maps = mappings();
     int rc = rtm_arena_open(&a, cfg);
+    CHECK_EQ(open_fds(), fds);
+    CHECK_EQ(mappings(), maps);
     CHECK_EQ(-rc, err);
     CHECK(a.base == NULL && a.fd == -1 && a.shm_id == -1);
     CHECK(strlen(a.message) > 0 && strlen(a.message) < sizeof a.message);
@@ -441,9 +493,15 @@ static uint64_t pool_value(size_t page, const char *name)
     return v;
 }
 
+/* The slot of g.pages_added for a pool. */
+static uint64_t *pages_added(size_t page)
+{
+    return &g.pages_added[page == GIB ? 1 : 0];
+}
+
 /* Makes `need` pages of that size free: there already, or reserved (as
- * root) by raising nr_hugepages. The wrapper writes the old value back.
- * Returns 0, or SKIP after saying why. */
+ * root) by raising nr_hugepages. What it added is counted, for the wrapper
+ * to take back. Returns 0, or SKIP after saying why. */
 static int reserve_huge(size_t page, uint64_t need)
 {
     char path[128];
@@ -465,11 +523,13 @@ static int reserve_huge(size_t page, uint64_t need)
     }
     uint64_t nr = pool_value(page, "nr_hugepages");
     write_num(path, nr + (need - avail));
+    uint64_t now = pool_value(page, "nr_hugepages");
+    *pages_added(page) += now > nr ? now - nr : 0;
     free_now = pool_value(page, "free_hugepages");
     resv = pool_value(page, "resv_hugepages");
     avail = free_now > resv ? free_now - resv : 0;
     printf("reserved %s huge pages: nr_hugepages %" PRIu64 " -> %" PRIu64 " (%s)\n",
-           page_name(page), nr, pool_value(page, "nr_hugepages"), path);
+           page_name(page), nr, now, path);
     if (avail < need) {
         printf("SKIP: the kernel found %" PRIu64 " of the %" PRIu64
                " %s huge pages asked (memory too fragmented)\n",
@@ -480,6 +540,83 @@ static int reserve_huge(size_t page, uint64_t need)
 }
 
 /* ---- sections ------------------------------------------------------------- */
+
+/* Runs fn in a child process, which exits with its checks' verdict. */
+static void in_child(void (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        _exit(test_checks_failed ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void describe_says(const struct rtm_arena *a, const char *part)
+{
+    char text[1024];
+    rtm_arena_describe(a, text, sizeof text);
+    CHECK(contains(text, part));
+}
+
+/* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
+ * faulted in, asked or not: the report says so. (In a child: the lock is
+ * the whole process's.) */
+static void mlockall_future(void)
+{
+    test_context = "mlockall(MCL_FUTURE)";
+    CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena m;
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
+    CHECK_EQ(m.report.locked_bytes, MIB); /* the guard pages are not locked */
+    struct entry e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo"));
+    describe_says(&m, "lock none: locked,");
+    rtm_arena_close(&m);
+}
+
+/* mlockall(MCL_FUTURE | MCL_ONFAULT): the mapping is marked locked (VmFlags
+ * lo lf), but no page is present, and each faults at its first touch. */
+static void mlockall_on_fault(void)
+{
+    test_context = "mlockall(MCL_FUTURE | MCL_ONFAULT)";
+    CHECK(mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0);
+    struct rtm_arena m;
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED_ON_FAULT);
+    CHECK_EQ(m.report.resident_bytes, 0);
+    CHECK(contains(m.message, "locked on fault"));
+    describe_says(&m, "lock none: locked on fault");
+    struct entry e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo") && has_flag(&e, "lf"));
+    CHECK_EQ(write_every_page(m.base, m.size_bytes), MIB / g.page);
+    rtm_arena_close(&m);
+    /* Prefaulted: every page present, and locked. */
+    CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB,
+                                                            .prefault = RTM_ARENA_PREFAULT_TOUCH }),
+             0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    CHECK_EQ(m.message[0], '\0');
+    rtm_arena_close(&m);
+    /* Locked here: mlock locks every page now (and clears lf). */
+    CHECK_EQ(rtm_arena_open(
+                 &m, &(struct rtm_arena_config){ .size_bytes = MIB, .lock = RTM_ARENA_LOCK_MUST }),
+             0);
+    CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(m.report.resident_bytes, MIB);
+    e = own_smaps((uintptr_t)m.base, false);
+    CHECK(has_flag(&e, "lo") && !has_flag(&e, "lf"));
+    CHECK_EQ(write_every_page(m.base, m.size_bytes), 0);
+    rtm_arena_close(&m);
+}
 
 static int section_sources(void)
 {
@@ -526,29 +663,9 @@ static int section_sources(void)
                                          .lock = RTM_ARENA_LOCK_TRY },
              &base);
 
-    /* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
-     * faulted in, asked or not: the report says so. (In a child: the lock
-     * is the whole process's.) */
     if (g.mlock_works) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            test_context = "mlockall(MCL_FUTURE)";
-            CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
-            int64_t lck0 = own_vmlck_kb();
-            struct rtm_arena m;
-            CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
-            CHECK_EQ(m.report.lock_state, RTM_ARENA_LOCKED);
-            CHECK_EQ(m.report.resident_bytes, MIB);
-            CHECK_EQ(m.report.locked_bytes, (own_vmlck_kb() - lck0) * 1024);
-            CHECK_EQ(m.report.locked_bytes, MIB + 2 * g.page);
-            struct entry e = own_smaps((uintptr_t)m.base, false);
-            CHECK(has_flag(&e, "lo"));
-            rtm_arena_close(&m);
-            _exit(test_checks_failed ? 1 : 0);
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        in_child(mlockall_future);
+        in_child(mlockall_on_fault);
     } else {
         printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
     }
@@ -577,6 +694,41 @@ static int section_sources(void)
     return test_summary("arena.sources");
 }
 
+/* The lock step alone, on a mapping of the test's own that outlives it:
+ * /dev/zero shared at 1 MiB, whose pages cannot be faulted in. mlock marks
+ * the mapping locked before it faults pages in; a failed mlock must not
+ * leave it so (refused means unlocked). */
+static void failed_mlock_unlocks(void)
+{
+    test_context = "a failed mlock unlocks";
+    int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
+    void *m = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)MIB);
+    REQUIRE(fd >= 0 && m != MAP_FAILED, );
+    struct rtm_arena_config cfg = { .source = RTM_ARENA_DEVICE,
+                                    .name = "/dev/zero",
+                                    .offset = MIB,
+                                    .size_bytes = MIB,
+                                    .lock = RTM_ARENA_LOCK_MUST };
+    struct rtm__arena_plan p = { .cfg = &cfg,
+                                 .base_page = g.page,
+                                 .page = g.page,
+                                 .size = MIB,
+                                 .shared = true,
+                                 .writable = true };
+    snprintf(p.what, sizeof p.what, "device /dev/zero");
+    struct rtm_arena a;
+    memset(&a, 0, sizeof a);
+    a.base = m;
+    int64_t lck0 = own_vmlck_kb();
+    CHECK_EQ(rtm__arena_lock(&a, &p), -ENOMEM);
+    struct entry e = own_smaps((uintptr_t)m, false);
+    CHECK(e.found && !has_flag(&e, "lo"));
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    munmap(m, MIB);
+    close(fd);
+    test_context = NULL;
+}
+
 static int section_device(void)
 {
     /* /dev/zero shared at an offset: the kernel backs it with a shm object
@@ -590,6 +742,9 @@ static int section_device(void)
                                      .prefault = RTM_ARENA_PREFAULT_TOUCH };
     expect_failure("/dev/zero shared at 1 MiB, prefault", &past, EFAULT, "/dev/zero",
                    "past the end");
+    past.prefault = RTM_ARENA_PREFAULT_POPULATE;
+    expect_failure("/dev/zero shared at 1 MiB, populate", &past, EFAULT, "/dev/zero",
+                   "past the end");
     past.prefault = RTM_ARENA_PREFAULT_NONE;
     past.lock = RTM_ARENA_LOCK_MUST;
     if (g.mlock_works)
@@ -597,6 +752,13 @@ static int section_device(void)
                        "could not fault in every page");
     else
         printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
+    /* Tried, not required: memory that is not there is no refused lock. */
+    past.lock = RTM_ARENA_LOCK_TRY;
+    if (g.mlock_works) {
+        expect_failure("/dev/zero shared at 1 MiB, lock try", &past, ENOMEM, "/dev/zero",
+                       "could not fault in every page");
+        failed_mlock_unlocks();
+    }
     past.lock = RTM_ARENA_LOCK_NONE;
     past.offset = MIB + 100;
     expect_failure("/dev/zero, offset not a page multiple", &past, EINVAL, "offset",
@@ -738,6 +900,143 @@ static int section_thp(void)
     return test_summary("arena.thp");
 }
 
+/* Closes the arena in a child process (which inherited it through fork):
+ * true when the close succeeded there and still() holds afterwards. */
+static bool child_close_leaves(struct rtm_arena *a, bool (*still)(const char *), const char *what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(rtm_arena_close(a) == 0 && still(what) ? 0 : 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool shm_exists(const char *name)
+{
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool sysv_exists(const char *key_text)
+{
+    return shmget((int)strtol(key_text, NULL, 0), 0, 0) >= 0;
+}
+
+/* An object of the user's own at path (a POSIX shm name with shm), holding
+ * "user"; returns its descriptor. */
+static int user_object(const char *path, bool shm)
+{
+    int fd = shm ? shm_open(path, O_RDWR | O_CREAT | O_EXCL, 0600)
+                 : open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0 && write(fd, "user", 4) == 4);
+    return fd;
+}
+
+/* An arena removes what it created, and only that: not an object someone
+ * else put under the same name, not through a copy of the arena, not from
+ * a child process; and it closes its own descriptor only. */
+static void ownership_identity(void)
+{
+    char name[64], path[PATH_MAX], key_text[32];
+    struct rtm_arena a, copy;
+    struct stat st;
+
+    /* A copy of an open arena is refused; the arena itself is intact. */
+    test_context = "a copy of an open arena";
+    shm_name(name, sizeof name, 6);
+    struct rtm_arena_config shm = { .source = RTM_ARENA_POSIX_SHM,
+                                    .name = name,
+                                    .size_bytes = 64 * KIB };
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    memcpy(&copy, &a, sizeof copy);
+    CHECK_EQ(rtm_arena_close(&copy), -EINVAL);
+    errno = 0;
+    CHECK(rtm_arena_heap(&copy, "tlsf", NULL) == NULL && errno == EINVAL);
+    char text[64];
+    CHECK_EQ(rtm_arena_describe(&copy, text, sizeof text), -EINVAL);
+    CHECK(shm_exists(name) && fcntl(a.fd, F_GETFD) >= 0);
+    memset(a.base, 1, a.size_bytes);
+    /* Opening it again without closing it: refused, left open. */
+    void *base = a.base;
+    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }), -EBUSY);
+    CHECK(a.base == base && shm_exists(name));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!shm_exists(name));
+
+    /* Removed and created again by someone else: the new object stays. */
+    test_context = "posix_shm created again by someone else";
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    CHECK(shm_unlink(name) == 0);
+    int ufd = user_object(name, true);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_exists(name) && fcntl(ufd, F_GETFD) >= 0);
+    close(ufd);
+    shm_unlink(name);
+
+    /* The arena's descriptor made to refer to the user's new object
+     * (dup2 over it): neither the object nor the descriptor is the arena's
+     * to remove or close. */
+    test_context = "posix_shm descriptor replaced";
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    int afd = a.fd;
+    CHECK(shm_unlink(name) == 0);
+    ufd = user_object(name, true);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(contains(a.message, "no longer refers to"));
+    CHECK(a.base == NULL);
+    CHECK(shm_exists(name) && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    shm_unlink(name);
+
+    test_context = "file descriptor replaced";
+    scratch_path(path, sizeof path, "identity");
+    struct rtm_arena_config file = { .source = RTM_ARENA_FILE,
+                                     .name = path,
+                                     .size_bytes = 64 * KIB };
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    afd = a.fd;
+    CHECK(unlink(path) == 0);
+    ufd = user_object(path, false);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(stat(path, &st) == 0 && st.st_size == 4 && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    unlink(path);
+
+    /* A child that inherited the arena removes nothing: a file, a keyed
+     * SysV segment (the POSIX shm case is in section_ownership). */
+    test_context = "file closed in a child";
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    CHECK(child_close_leaves(&a, file_exists, path));
+    CHECK(file_exists(path));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!file_exists(path));
+    test_context = "sysv_shm closed in a child";
+    int key = sysv_key(6);
+    snprintf(key_text, sizeof key_text, "%d", key);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                           .sysv_key = key,
+                                                           .size_bytes = MIB }) == 0, );
+    CHECK(child_close_leaves(&a, sysv_exists, key_text));
+    CHECK(sysv_exists(key_text));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!sysv_exists(key_text));
+    test_context = NULL;
+}
+
 /* What an arena creates, it removes (in its own process only); what it is
  * given, it leaves as it was. */
 static int section_ownership(void)
@@ -784,6 +1083,31 @@ static int section_ownership(void)
         close(fd);
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
+
+    /* The longest names taken: NAME_MAX bytes after the slash, and a file's
+     * last component of NAME_MAX bytes; both removed at close. */
+    test_context = "longest names";
+    char longest[NAME_MAX + 2];
+    shm_name(longest, sizeof longest, 5);
+    size_t used = strlen(longest);
+    memset(longest + used, 'n', sizeof longest - 1 - used);
+    longest[sizeof longest - 1] = '\0';
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                                           .name = longest,
+                                                           .size_bytes = 64 * KIB }) == 0,
+            1);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_open(longest, O_RDONLY, 0) < 0 && errno == ENOENT);
+    scratch_path(path, sizeof path, "");
+    used = strlen(path);
+    memset(path + used, 'f', NAME_MAX);
+    path[used + NAME_MAX] = '\0';
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
+                                                           .name = path,
+                                                           .size_bytes = 64 * KIB }) == 0,
+            1);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(stat(path, &st) != 0 && errno == ENOENT);
 
     /* SysV, keyed: removed at close; private: gone from the namespace at
      * once (marked for removal), so it cannot outlive the process. */
@@ -885,7 +1209,45 @@ static int section_ownership(void)
     n = rtm_arena_describe(&a, text, sizeof text);
     CHECK(contains(text, "not open"));
     test_context = NULL;
+    ownership_identity();
     return test_summary("arena.ownership");
+}
+
+/* The reader of /proc files (no stdio): short lines, a line longer than
+ * its buffer (its start, the rest skipped), a last line without newline. */
+static void line_reader(void)
+{
+    test_context = "line reader";
+    char path[PATH_MAX];
+    scratch_path(path, sizeof path, "lines");
+    struct rtm__arena_lines l;
+    size_t cut = sizeof l.buf - 1, longest = 3 * sizeof l.buf;
+    char *text = malloc(longest + 64);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    size_t n = (size_t)sprintf(text, "first\n");
+    memset(text + n, 'x', longest);
+    n += longest;
+    n += (size_t)sprintf(text + n, "\n\nafter\nlast");
+    CHECK(fd >= 0 && write(fd, text, n) == (ssize_t)n);
+    close(fd);
+    REQUIRE(rtm__arena_lines_open(&l, path), );
+    const char *line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "first"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && strlen(line) == cut && strspn(line, "x") == cut);
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, ""));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "after"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "last"));
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    rtm__arena_lines_close(&l);
+    CHECK(!rtm__arena_lines_open(&l, "/proc/self/no-such-file"));
+    unlink(path);
+    free(text);
+    test_context = NULL;
 }
 
 static int section_errors(void)
@@ -931,6 +1293,18 @@ static int section_errors(void)
                    &(struct rtm_arena_config){
                        .source = RTM_ARENA_POSIX_SHM, .name = "/a/b", .size_bytes = MIB },
                    EINVAL, "\"/name\"", NULL);
+    char too_long[NAME_MAX + 3] = "/";
+    memset(too_long + 1, 'n', NAME_MAX + 1);
+    expect_failure("a shm name above NAME_MAX",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_POSIX_SHM, .name = too_long, .size_bytes = MIB },
+                   ENAMETOOLONG, "longer than 255 bytes", NULL);
+    /* Permission bits only: 04000 would be SHM_HUGETLB to shmget, and a
+     * setuid file is no arena's business. */
+    expect_failure("a mode with the setuid bit",
+                   &(struct rtm_arena_config){
+                       .source = RTM_ARENA_SYSV_SHM, .mode = 04600, .size_bytes = MIB },
+                   EINVAL, "mode 04600", NULL);
     expect_failure("read-only and new",
                    &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                .name = name,
@@ -984,6 +1358,17 @@ static int section_errors(void)
     CHECK(shmget(key, 0, 0) == id);
     shmctl(id, IPC_RMID, NULL);
     expect_failure("a SysV key that does not exist", &sysv, ENOENT, "no SysV segment of key", NULL);
+    /* A segment of base pages asked as one of huge pages: smaps tells. */
+    if (access(HUGE_DIR "/hugepages-2048kB", F_OK) == 0) {
+        id = shmget(key, 4 * MIB, IPC_CREAT | IPC_EXCL | 0600);
+        CHECK(id >= 0);
+        sysv.size_bytes = 0;
+        sysv.page_bytes = RTM_ARENA_PAGE_2M;
+        expect_failure("an existing SysV segment of another page size", &sysv, EINVAL,
+                       "pages of 4 KiB (smaps KernelPageSize), not the 2 MiB asked", NULL);
+        CHECK(shmget(key, 0, 0) == id); /* an existing segment stays */
+        shmctl(id, IPC_RMID, NULL);
+    }
 
     /* Files: one that exists is refused unless asked for, never truncated
      * or removed; an offset past its end is refused. */
@@ -1041,6 +1426,7 @@ static int section_errors(void)
     expect_failure("a directory as a file", &file, EISDIR, "is a directory", NULL);
     file.name = "/dev/zero";
     expect_failure("a device as a file", &file, EINVAL, "RTM_ARENA_DEVICE", NULL);
+    line_reader();
     return test_summary("arena.errors");
 }
 
@@ -1082,6 +1468,19 @@ static void memlock_child(void)
     uint64_t f0 = thread_faults();
     expect_failure("lock must, beyond the limit", &cfg, ENOMEM, text, "CAP_IPC_LOCK");
     CHECK(thread_faults() - f0 < 1024);
+    /* Refused after the object was created: it is removed. */
+    char name[64];
+    shm_name(name, sizeof name, 8);
+    struct rtm_arena_config created = cfg;
+    created.source = RTM_ARENA_POSIX_SHM;
+    created.name = name;
+    expect_failure("lock must, beyond the limit, posix_shm", &created, ENOMEM, text, NULL);
+    CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
+    created.source = RTM_ARENA_SYSV_SHM;
+    created.name = NULL;
+    created.sysv_key = sysv_key(8);
+    expect_failure("lock must, beyond the limit, keyed sysv_shm", &created, ENOMEM, text, NULL);
+    CHECK(shmget(created.sysv_key, 0, 0) < 0 && errno == ENOENT);
 
     /* Tried: the arena is there, prefaulted, unlocked, and says why. */
     test_context = "lock try, beyond the limit";
@@ -1118,23 +1517,138 @@ static void memlock_child(void)
     _exit(test_summary("arena.memlock (child)"));
 }
 
-static int section_memlock(void)
+/* CAP_IPC_LOCK in a user namespace of its own: CapEff shows it, but it does
+ * not exempt the process from RLIMIT_MEMLOCK (the kernel asks for it in the
+ * initial namespace). The check before mapping lets the lock through, and
+ * mlock refuses it (ENOMEM) after the prefault: still a refusal of the
+ * lock, which _TRY records and _MUST fails on, unlike memory that is not
+ * there. */
+static void memlock_userns_child(void)
+{
+    struct rlimit rl = { 8 * MIB, 8 * MIB };
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0 || unshare(CLONE_NEWUSER) != 0 || !has_cap_ipc_lock()) {
+        printf("SKIP: no user namespace with CAP_IPC_LOCK to be had: %s\n", strerror(errno));
+        _exit(SKIP);
+    }
+    struct rtm_arena_config cfg = { .size_bytes = 16 * MIB, .lock = RTM_ARENA_LOCK_TRY };
+    const char *text = "RLIMIT_MEMLOCK is 8 MiB, 16 MiB asked";
+    test_context = "lock try, capability of a user namespace";
+    int64_t lck0 = own_vmlck_kb();
+    struct rtm_arena a;
+    CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_UNLOCKED);
+    CHECK_EQ(a.report.lock_errno, ENOMEM);
+    CHECK(contains(a.message, text));
+    CHECK(contains(a.message, "user namespace"));
+    /* Refused means unlocked: no VM_LOCKED left on the mapping. */
+    struct entry e = own_smaps((uintptr_t)a.base, false);
+    CHECK(e.found && !has_flag(&e, "lo"));
+    CHECK_EQ(own_vmlck_kb(), lck0);
+    printf("  lock try in a user namespace: %s\n", a.message);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    cfg.lock = RTM_ARENA_LOCK_MUST;
+    expect_failure("lock must, capability of a user namespace", &cfg, ENOMEM, text,
+                   "user namespace");
+    _exit(test_summary("arena.memlock (user namespace)"));
+}
+
+/* Sets RLIMIT_MEMLOCK (below its hard limit) to what is locked now and
+ * room_bytes more. */
+static bool memlock_room(size_t room_bytes)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+        return false;
+    rlim_t want = (rlim_t)own_vmlck_kb() * KIB + room_bytes;
+    if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+        return false;
+    rl.rlim_cur = want;
+    return setrlimit(RLIMIT_MEMLOCK, &rl) == 0;
+}
+
+/* Under mlockall(MCL_FUTURE) every mapping is locked and counted against
+ * RLIMIT_MEMLOCK, the address space an open reserves (PROT_NONE, with
+ * room to align the arena) as well: an arena must cost its size, and no
+ * more, to open. */
+static void memlock_future_child(void)
+{
+    if (!drop_cap_ipc_lock() || mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+        printf("could not drop CAP_IPC_LOCK and lock all\n");
+        _exit(SKIP);
+    }
+    struct rtm_arena a;
+    /* Room for 1 MiB and a quarter: the arena fits; the reservation and the
+     * arena together would not. */
+    test_context = "mlockall(MCL_FUTURE), 1 MiB";
+    if (!memlock_room(MIB + MIB / 4) || !memlock_room(3 * MIB + MIB / 4)) {
+        printf("RLIMIT_MEMLOCK's hard limit leaves no room for the test\n");
+        _exit(SKIP);
+    }
+    memlock_room(MIB + MIB / 4);
+    int64_t lck0 = own_vmlck_kb();
+    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ(a.report.resident_bytes, MIB);
+    CHECK_EQ((own_vmlck_kb() - lck0) * 1024, MIB);
+    printf("  %s: %s\n", test_context, a.message);
+    rtm_arena_close(&a);
+    /* Room for 3 MiB and a quarter: the 2 MiB alignment's slack does not
+     * fit beside the arena, which is placed without it, and says so. */
+    test_context = "mlockall(MCL_FUTURE), 3 MiB";
+    CHECK(memlock_room(3 * MIB + MIB / 4));
+    lck0 = own_vmlck_kb();
+    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = 3 * MIB }), 0);
+    CHECK_EQ(a.report.lock_state, RTM_ARENA_LOCKED);
+    CHECK_EQ((own_vmlck_kb() - lck0) * 1024, 3 * MIB);
+    if ((uintptr_t)a.base % (2 * MIB))
+        CHECK(contains(a.message, "not on a 2 MiB boundary"));
+    printf("  %s: %s\n", test_context, a.message);
+    rtm_arena_close(&a);
+    /* Beyond the limit: refused, the figures named. */
+    test_context = "mlockall(MCL_FUTURE), 8 MiB";
+    expect_failure("mlockall(MCL_FUTURE), beyond the limit",
+                   &(struct rtm_arena_config){ .size_bytes = 8 * MIB }, EAGAIN, "MCL_FUTURE",
+                   "8 MiB");
+    _exit(test_summary("arena.memlock (mlockall)"));
+}
+
+/* Runs child() in a child process; SKIP if it skipped. */
+static int memlock_in_child(void (*child)(void), const char *why)
 {
     pid_t pid = fork();
     if (pid == 0)
-        memlock_child();
+        child();
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP) {
-        printf("SKIP: the test needs a process without CAP_IPC_LOCK and a lower "
-               "RLIMIT_MEMLOCK\n");
+        printf("SKIP: %s\n", why);
         return SKIP;
     }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return 0;
+}
+
+static int section_memlock(void)
+{
+    int skipped = memlock_in_child(memlock_child, "the test needs a process without "
+                                                  "CAP_IPC_LOCK and a lower RLIMIT_MEMLOCK");
+    if (g.mlock_works) {
+        skipped += memlock_in_child(memlock_userns_child, "lock refused after the check: no "
+                                                          "user namespace");
+        skipped += memlock_in_child(memlock_future_child, "mlockall(MCL_FUTURE) and a limit: "
+                                                          "CAP_IPC_LOCK cannot be dropped");
+    } else {
+        skipped += 2 * SKIP;
+        printf("SKIP: lock refused after the check, mlockall: mlock is a no-op here\n");
+    }
+    if (skipped == 3 * SKIP)
+        return SKIP;
     return test_summary("arena.memlock");
 }
 
-/* Huge pages asked with none reserved. */
+/* Huge pages asked with none free. Only where the pool is empty, or its
+ * pages are all taken: a pool is never shrunk to provoke the refusal (its
+ * pages are someone's), and that case is skipped, saying so. */
 static int section_huge_missing(void)
 {
     int tested = 0;
@@ -1153,32 +1667,33 @@ static int section_huge_missing(void)
             printf("SKIP: no %s huge pages in this kernel\n", page_name(page));
             continue;
         }
-        if (pool_value(page, "nr_hugepages") || pool_value(page, "nr_overcommit_hugepages")) {
-            char over[128];
-            pool_file(over, sizeof over, page, "nr_overcommit_hugepages");
-            if (!g.root) {
-                printf("SKIP: %s huge pages are reserved, and only root may take them away "
-                       "for this test\n",
-                       page_name(page));
-                continue;
-            }
-            write_num(path, 0);
-            write_num(over, 0);
-        }
+        uint64_t nr = pool_value(page, "nr_hugepages"),
+                 over = pool_value(page, "nr_overcommit_hugepages"),
+                 free_now = pool_value(page, "free_hugepages"),
+                 resv = pool_value(page, "resv_hugepages");
+        uint64_t avail = free_now > resv ? free_now - resv : 0;
         char expect[256];
-        if (pool_value(page, "nr_hugepages") == 0)
+        if (nr == 0 && over == 0) {
             snprintf(expect, sizeof expect, "no %s huge pages reserved: write to %s",
                      page_name(page), page == dflt ? "/proc/sys/vm/nr_hugepages" : path);
-        else /* pages in use elsewhere stay */
-            snprintf(expect, sizeof expect, "huge pages needed, 0 free");
+        } else if (over == 0 && avail < 2) {
+            snprintf(expect, sizeof expect, "huge pages needed, %" PRIu64 " free", avail);
+        } else {
+            printf("SKIP: %s huge pages are reserved (nr_hugepages %" PRIu64
+                   ", nr_overcommit_hugepages %" PRIu64 ", %" PRIu64
+                   " free): their refusal is not tested, since emptying the pool would take "
+                   "pages others reserved\n",
+                   page_name(page), nr, over, avail);
+            continue;
+        }
         struct rtm_arena_config cfg = { .size_bytes = 2 * page, .page_bytes = page };
-        expect_failure("anon huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        expect_failure("anon huge pages, none free", &cfg, ENOMEM, expect, NULL);
         cfg.source = RTM_ARENA_MEMFD;
-        expect_failure("memfd huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+        expect_failure("memfd huge pages, none free", &cfg, ENOMEM, expect, NULL);
         /* SHM_HUGETLB asks for a privilege first. */
         cfg.source = RTM_ARENA_SYSV_SHM;
         if (has_cap_ipc_lock())
-            expect_failure("SysV huge pages, none reserved", &cfg, ENOMEM, expect, NULL);
+            expect_failure("SysV huge pages, none free", &cfg, ENOMEM, expect, NULL);
         else
             expect_failure("SysV huge pages, no privilege", &cfg, EPERM,
                            "SHM_HUGETLB needs CAP_IPC_LOCK", "hugetlb_shm_group");
@@ -1225,6 +1740,23 @@ static int huge_section(size_t page, const char *name)
     /* More than the pool holds: the message says how many are free. */
     cfg.source = RTM_ARENA_ANON;
     cfg.size_bytes = (size_t)(pool_value(page, "nr_hugepages") + 1) * page;
+    /* An existing segment of huge pages: page_bytes must say so. */
+    if (page != GIB && has_cap_ipc_lock()) {
+        int key = sysv_key(7);
+        int id = shmget(key, 3 * MIB, IPC_CREAT | IPC_EXCL | SHM_HUGETLB | 0600);
+        CHECK(id >= 0);
+        struct rtm_arena_config seg = { .source = RTM_ARENA_SYSV_SHM,
+                                        .sysv_key = key,
+                                        .flags = RTM_ARENA_EXISTING };
+        expect_failure("an existing hugetlb segment asked as base pages", &seg, EINVAL,
+                       "pages of 2 MiB (smaps KernelPageSize), not the 4 KiB asked", NULL);
+        seg.page_bytes = page;
+        seg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+        run_case("an existing hugetlb segment", &seg,
+                 &(struct expect){ .page = page, .no_guards = true });
+        CHECK(shmget(key, 0, 0) == id);
+        shmctl(id, IPC_RMID, NULL);
+    }
     expect_failure("more huge pages than reserved", &cfg, ENOMEM, "huge pages needed",
                    "nr_hugepages");
     return 0;
@@ -1290,20 +1822,16 @@ static int section_mounts(void)
 
 /* ---- the wrapper ------------------------------------------------------------ */
 
-/* pools: the section may change the huge page pools, which the wrapper
- * then writes back (only those: sections run in parallel, and the others
- * must not undo a reservation in use). */
 static const struct {
     const char *name;
     int (*run)(void);
-    bool pools;
 } sections[] = {
-    { "sources", section_sources, false },     { "device", section_device, false },
-    { "pfnmap", section_pfnmap, false },       { "thp", section_thp, false },
-    { "ownership", section_ownership, false }, { "errors", section_errors, false },
-    { "memlock", section_memlock, false },     { "huge_missing", section_huge_missing, true },
-    { "huge_2m", section_huge_2m, true },      { "huge_1g", section_huge_1g, true },
-    { "mounts", section_mounts, true },
+    { "sources", section_sources },     { "device", section_device },
+    { "pfnmap", section_pfnmap },       { "thp", section_thp },
+    { "ownership", section_ownership }, { "errors", section_errors },
+    { "memlock", section_memlock },     { "huge_missing", section_huge_missing },
+    { "huge_2m", section_huge_2m },     { "huge_1g", section_huge_1g },
+    { "mounts", section_mounts },
 };
 
 /* Whether mlock really locks in this process (a sanitizer runtime makes it
@@ -1318,53 +1846,45 @@ static bool probe_mlock(void)
     return works;
 }
 
-struct pool_state {
-    size_t page;
-    uint64_t nr, over;
-    bool present;
-};
-
-static void pool_save(struct pool_state *s, size_t page)
+/* Takes back the pages the section added to a pool (by what the pool holds
+ * now: writing the old size back would undo what another process reserved
+ * meanwhile). False if the pool did not shrink as asked. */
+static bool pool_give_back(size_t page)
 {
+    uint64_t added = *pages_added(page);
+    if (added == 0)
+        return true;
     char path[128];
-    s->page = page;
     pool_file(path, sizeof path, page, "nr_hugepages");
-    s->present = read_num(path, &s->nr);
-    pool_file(path, sizeof path, page, "nr_overcommit_hugepages");
-    read_num(path, &s->over);
+    uint64_t now = pool_value(page, "nr_hugepages");
+    uint64_t want = now > added ? now - added : 0;
+    write_num(path, want);
+    uint64_t after = pool_value(page, "nr_hugepages");
+    printf("arena_test: %s: %" PRIu64 " -> %" PRIu64 " (taking back the %" PRIu64
+           " the test added)%s\n",
+           path, now, after, added, after == want ? "" : ": did not take");
+    return after == want;
 }
 
-/* Writes a pool's sizes back; false if they did not take. */
-static bool pool_restore(const struct pool_state *s)
-{
-    static const char *const names[] = { "nr_overcommit_hugepages", "nr_hugepages" };
-    bool ok = true;
-    for (int i = 0; i < 2 && s->present; i++) {
-        uint64_t want = i == 0 ? s->over : s->nr;
-        char path[128];
-        pool_file(path, sizeof path, s->page, names[i]);
-        if (pool_value(s->page, names[i]) == want)
-            continue;
-        write_num(path, want);
-        uint64_t now = pool_value(s->page, names[i]);
-        printf("arena_test: %s written back to %" PRIu64 "%s\n", path, want,
-               now == want ? "" : " and did not take");
-        ok = ok && now == want;
-    }
-    return ok;
-}
+/* Scratch files left behind (directories are the test's own: mount
+ * points). */
+static int leftovers_in_dir;
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    (void)st;
-    (void)flag;
     (void)ftw;
+    if (flag == FTW_F || flag == FTW_SL || flag == FTW_SLN || flag == FTW_NS) {
+        printf("arena_test: removing %s left behind (%lld bytes)\n", path, (long long)st->st_size);
+        leftovers_in_dir++;
+    }
     return remove(path);
 }
 
-/* Removes whatever this run's section may have left. */
-static void clean_up(void)
+/* Removes whatever this run's section may have left; returns how many
+ * objects that was. */
+static int clean_up(void)
 {
+    int left = 0;
     char prefix[64];
     int n = snprintf(prefix, sizeof prefix, "rtmem-arena-test-%d-", g.run);
     DIR *d = opendir("/dev/shm");
@@ -1374,6 +1894,7 @@ static void clean_up(void)
             snprintf(name, sizeof name, "/%s", e->d_name);
             printf("arena_test: removing POSIX shm object %s left behind\n", name);
             shm_unlink(name);
+            left++;
         }
     }
     if (d)
@@ -1384,9 +1905,12 @@ static void clean_up(void)
         if (id >= 0 && shmctl(id, IPC_STAT, &ds) == 0 && ds.shm_cpid == g.child) {
             printf("arena_test: removing SysV segment 0x%x left behind\n", sysv_key(i));
             shmctl(id, IPC_RMID, NULL);
+            left++;
         }
     }
+    leftovers_in_dir = 0;
     nftw(g.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return left + leftovers_in_dir;
 }
 
 static void pass_signal(int sig)
@@ -1399,13 +1923,9 @@ static void pass_signal(int sig)
 int main(int argc, char **argv)
 {
     int (*run)(void) = NULL;
-    bool pools = false;
-    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++) {
-        if (!strcmp(argv[1], sections[i].name)) {
+    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++)
+        if (!strcmp(argv[1], sections[i].name))
             run = sections[i].run;
-            pools = sections[i].pools;
-        }
-    }
     if (!run) {
         fprintf(stderr, "usage: arena_test SECTION (sources, device, pfnmap, thp, ownership, "
                         "errors, memlock, huge_missing, huge_2m, huge_1g, mounts)\n");
@@ -1427,9 +1947,11 @@ int main(int argc, char **argv)
         perror("arena_test: scratch directory");
         return 1;
     }
-    struct pool_state saved[2];
-    pool_save(&saved[0], 2 * MIB);
-    pool_save(&saved[1], GIB);
+    g.pages_added = mmap(NULL, g.page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g.pages_added == MAP_FAILED) {
+        perror("arena_test: shared page");
+        return 1;
+    }
 
     struct sigaction sa = { .sa_handler = pass_signal };
     sigemptyset(&sa.sa_mask);
@@ -1439,6 +1961,9 @@ int main(int argc, char **argv)
     fflush(NULL);
     g.child = fork();
     if (g.child == 0) {
+        /* Dies with the wrapper, which alone cleans up. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != g.run)
+            _exit(1);
         for (int i = 0; i < 3; i++)
             signal(sigs[i], SIG_DFL);
         fflush(NULL);
@@ -1447,10 +1972,10 @@ int main(int argc, char **argv)
     int status = 0;
     while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
         ;
-    clean_up();
+    int left = clean_up();
     bool restored = true;
-    for (int i = 0; pools && i < 2; i++) /* both, whatever the first does */
-        restored = pool_restore(&saved[i]) && restored;
+    for (int i = 0; i < 2; i++) /* both, whatever the first does */
+        restored = pool_give_back(i ? GIB : 2 * MIB) && restored;
     if (g.signal) {
         printf("arena_test: interrupted (signal %d); cleaned up\n", g.signal);
         signal(g.signal, SIG_DFL);
@@ -1459,6 +1984,10 @@ int main(int argc, char **argv)
     if (g.child < 0 || !WIFEXITED(status)) {
         printf("arena_test %s: the test process %s\n", argv[1],
                g.child < 0 ? "could not start" : strsignal(WTERMSIG(status)));
+        return 1;
+    }
+    if (left) {
+        printf("arena_test %s: FAILED: %d object(s) left behind (above)\n", argv[1], left);
         return 1;
     }
     if (!restored)

@@ -99,6 +99,11 @@ static int create_file(struct rtm_arena *a, struct rtm__arena_plan *p)
                    p->cfg->mode ? (mode_t)p->cfg->mode : 0600);
     if (a->fd < 0)
         return rtm__arena_open_fail(a, p, errno);
+    rc = rtm__arena_note_object(a, p);
+    if (rc) {
+        unlinkat(a->internal.dir_fd, a->internal.name, 0); /* just created, identity unknown */
+        return rc;
+    }
     a->internal.owned = 1;
     a->internal.creator_pid = (int)getpid();
     rc = take_fs_pages(a, p);
@@ -145,10 +150,10 @@ int rtm__arena_file_remove(struct rtm_arena *a)
         return 0;
     /* Only the file this arena created: a name that now names another file
      * (moved away and replaced) stays. */
-    struct stat now, ours;
+    struct stat now;
     if (fstatat(a->internal.dir_fd, a->internal.name, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-        a->fd < 0 || fstat(a->fd, &ours) != 0 || now.st_dev != ours.st_dev ||
-        now.st_ino != ours.st_ino)
+        (uint64_t)now.st_dev != a->internal.object_dev ||
+        (uint64_t)now.st_ino != a->internal.object_ino)
         return 0;
     if (unlinkat(a->internal.dir_fd, a->internal.name, 0) != 0 && errno != ENOENT)
         return rtm__arena_fail(a, errno, "removing file %s failed: %s", a->internal.name,

@@ -41,15 +41,14 @@ int rtm__arena_huge_bits(size_t page_bytes)
  * reserves), in bytes; 0 if unknown. */
 static uint64_t default_huge_page(void)
 {
-    FILE *f = fopen("/proc/meminfo", "re");
-    if (!f)
+    struct rtm__arena_lines l;
+    if (!rtm__arena_lines_open(&l, "/proc/meminfo"))
         return 0;
-    char line[128];
     uint64_t kb = 0;
-    while (fgets(line, sizeof line, f))
+    for (const char *line; (line = rtm__arena_lines_next(&l)) != NULL;)
         if (sscanf(line, "Hugepagesize: %" SCNu64, &kb) == 1)
             break;
-    fclose(f);
+    rtm__arena_lines_close(&l);
     return kb << 10;
 }
 

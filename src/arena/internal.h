@@ -15,9 +15,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 #include "rtmem/arena.h"
+
+/* Linux 5.14; older headers lack them (and older kernels refuse them with
+ * EINVAL). */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /* The open in progress: the config checked and sized, and what the source
  * decides about the mapping. */
@@ -31,7 +41,8 @@ struct rtm__arena_plan {
     bool shared;      /* MAP_SHARED (or a SysV segment) */
     bool writable;    /* PROT_WRITE */
     int map_flags;    /* mmap flags beyond MAP_SHARED/MAP_PRIVATE (MAP_ANONYMOUS, MAP_HUGETLB...) */
-    char what[320];   /* the object for messages: "anonymous memory", "file /x", ... */
+    uint64_t segment_bytes; /* an existing SysV segment's size (all of it is attached), else 0 */
+    char what[320];         /* the object for messages: "anonymous memory", "file /x", ... */
 };
 
 /* ---- message.c: the arena's message ---------------------------------------- */
@@ -81,6 +92,10 @@ int rtm__arena_device_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
 /* Attaches the segment at `at` (reserved by map.c), or where the kernel
  * puts it (NULL). */
 int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan *p, void *at);
+/* Records what a->fd refers to (st_dev, st_ino), as soon as it is open:
+ * close acts on the descriptor and on a created name only while they still
+ * refer to it. On failure closes a->fd and returns -errno (message). */
+int rtm__arena_note_object(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Removes what the open created (shm name, segment, file), in the creating
  * process only. Returns 0 or -errno (message written). */
 int rtm__arena_posix_shm_remove(struct rtm_arena *a);
@@ -106,14 +121,16 @@ int rtm__arena_unmap(struct rtm_arena *a);
 
 /* Gives the THP advice. */
 int rtm__arena_advise(struct rtm_arena *a, const struct rtm__arena_plan *p);
-/* Faults every page in as cfg->prefault says (nothing for _NONE, or for
- * _POPULATE when rtm__arena_map already passed MAP_POPULATE). */
+/* Faults every page in as cfg->prefault says (MADV_POPULATE_READ/_WRITE),
+ * and refuses (-EFAULT) a page that cannot be faulted in. After
+ * rtm__arena_map passed MAP_POPULATE, checks that every page is present. */
 int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Warns when THP was asked and no huge page backs the faulted-in arena. */
 struct rtm__arena_smaps;
 void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
                           const struct rtm__arena_smaps *sm);
-/* Whether rtm__arena_map passes MAP_POPULATE (POPULATE without advice). */
+/* Whether rtm__arena_map passes MAP_POPULATE: a prefault without THP
+ * advice on a kernel without MADV_POPULATE_READ (before Linux 5.14). */
 bool rtm__arena_map_populates(const struct rtm__arena_plan *p);
 
 /* ---- lock.c ------------------------------------------------------------------ */
@@ -121,12 +138,31 @@ bool rtm__arena_map_populates(const struct rtm__arena_plan *p);
 /* Before mapping: refuses (MUST) or marks refused (TRY) a lock that
  * RLIMIT_MEMLOCK will refuse. *skip is set when mlock must not be tried. */
 int rtm__arena_lock_check(struct rtm_arena *a, const struct rtm__arena_plan *p, bool *skip);
-/* mlock of the arena; a refusal fails (MUST) or is recorded (TRY). */
+/* mlock of the arena. A refusal of the lock (RLIMIT_MEMLOCK, EPERM, EAGAIN)
+ * fails (MUST) or is recorded (TRY); a page that could not be faulted in
+ * fails the open either way. */
 int rtm__arena_lock(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* After verification: sets lock_state from the mapping's flags, and warns
  * when mlock succeeded and locked nothing. */
 void rtm__arena_lock_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,
                            const struct rtm__arena_smaps *sm);
+
+/* ---- lines.c: /proc and /sys files, without stdio --------------------------- */
+
+/* A file read line by line into buf (on the caller's stack): no malloc. */
+struct rtm__arena_lines {
+    int fd;
+    size_t len, pos; /* bytes in buf; where the next line starts */
+    bool skip;       /* the rest of a line too long for buf is skipped */
+    bool eof;
+    char buf[4096];
+};
+
+bool rtm__arena_lines_open(struct rtm__arena_lines *l, const char *path);
+/* The next line, NUL-terminated, without its newline: valid until the next
+ * call. A line longer than the buffer gives its start. NULL at the end. */
+char *rtm__arena_lines_next(struct rtm__arena_lines *l);
+void rtm__arena_lines_close(struct rtm__arena_lines *l);
 
 /* ---- verify.c: reading back ------------------------------------------------- */
 
@@ -143,9 +179,10 @@ struct rtm__arena_smaps {
     uint64_t page; /* KernelPageSize */
     uint64_t rss;  /* Rss + Shared_Hugetlb + Private_Hugetlb */
     uint64_t anon_huge, shmem_pmd, file_pmd;
-    bool locked;  /* VmFlags lo */
-    bool io_pfn;  /* VmFlags io or pf */
-    bool hugetlb; /* VmFlags ht */
+    bool locked;        /* VmFlags lo */
+    bool lock_on_fault; /* VmFlags lf: locked as pages fault in */
+    bool io_pfn;        /* VmFlags io or pf */
+    bool hugetlb;       /* VmFlags ht */
 };
 
 void rtm__arena_read_status(struct rtm__arena_status *st);

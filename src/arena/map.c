@@ -11,24 +11,31 @@
 
 #define PMD_BYTES ((size_t)2 << 20) /* where transparent huge pages can start */
 
-static int explain_mmap(struct rtm_arena *a, const struct rtm__arena_plan *p, int err)
+/* Why mmap of `bytes` (the arena, or its reservation) failed. */
+static int explain_mmap(struct rtm_arena *a, const struct rtm__arena_plan *p, int err, size_t bytes)
 {
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32], b4[32];
     const char *size = rtm__arena_bytes_text(p->size, b1, sizeof b1);
     if (p->hugetlb && err == ENOMEM)
         return rtm__arena_huge_fail(a, p, err, "mmap");
     switch (err) {
     case EAGAIN: {
         struct rlimit rl;
-        getrlimit(RLIMIT_MEMLOCK, &rl);
-        return rtm__arena_fail(a, err,
-                               "mmap of %s refused (EAGAIN): mlockall(MCL_FUTURE) is in force, "
-                               "so the mapping would be locked, beyond RLIMIT_MEMLOCK (%s): "
-                               "raise the limit or grant CAP_IPC_LOCK",
-                               size,
-                               rl.rlim_cur == RLIM_INFINITY
-                                   ? "unlimited"
-                                   : rtm__arena_bytes_text((uint64_t)rl.rlim_cur, b2, sizeof b2));
+        struct rtm__arena_status st;
+        rtm__arena_read_status(&st);
+        if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+            rl.rlim_cur = RLIM_INFINITY;
+        return rtm__arena_fail(
+            a, err,
+            "mmap of %s refused (EAGAIN): mlockall(MCL_FUTURE) is in force, so every new "
+            "mapping is locked: %s locked already and %s more (the arena%s) exceed "
+            "RLIMIT_MEMLOCK (%s): raise the limit or grant CAP_IPC_LOCK",
+            size, st.ok ? rtm__arena_bytes_text(st.vmlck, b2, sizeof b2) : "an unknown amount",
+            rtm__arena_bytes_text(bytes, b3, sizeof b3),
+            bytes > p->size ? " with its guard pages, reserved" : "",
+            rl.rlim_cur == RLIM_INFINITY
+                ? "unlimited"
+                : rtm__arena_bytes_text((uint64_t)rl.rlim_cur, b4, sizeof b4));
     }
     case ENODEV: return rtm__arena_fail(a, err, "%s cannot be mapped (ENODEV)", p->what);
     case EACCES:
@@ -52,10 +59,37 @@ static int explain_mmap(struct rtm_arena *a, const struct rtm__arena_plan *p, in
     return rtm__arena_fail(a, err, "mmap of %s of %s failed: %s", size, p->what, strerror(err));
 }
 
-/* Reserves address space for the arena (PROT_NONE, MAP_NORESERVE: no
- * memory) with a guard page on each side, the arena aligned to its page
- * size, and to 2 MiB from 2 MiB on (where THP can back it). Sets *base to
- * the arena's address. */
+/* Address space of `total` bytes (PROT_NONE, MAP_NORESERVE: no memory),
+ * at `hint` if the kernel takes it, unlocked. Under mlockall(MCL_FUTURE) a
+ * new mapping is locked and counted against RLIMIT_MEMLOCK, this one too,
+ * until munlock: only the arena mapped over it should count. */
+static char *reserve_range(void *hint, size_t total)
+{
+    char *r = mmap(hint, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r != MAP_FAILED)
+        munlock(r, total);
+    return r;
+}
+
+/* Under mlockall(MCL_FUTURE), when the room for alignment does not fit
+ * within RLIMIT_MEMLOCK beside the arena: reserves the arena and its guard
+ * pages alone, where the kernel puts them, and then, if that address is not
+ * aligned, tries the aligned one below it (address space grows down).
+ * Returns the reservation, or MAP_FAILED with errno set. */
+static char *reserve_tight(size_t total, size_t guard, size_t align)
+{
+    char *r = reserve_range(NULL, total);
+    if (r == MAP_FAILED || ((uintptr_t)r + guard) % align == 0)
+        return r;
+    char *below = (char *)(((uintptr_t)r + guard) / align * align - guard);
+    munmap(r, total);
+    r = reserve_range(below, total);
+    return r;
+}
+
+/* Reserves address space for the arena with a guard page on each side, the
+ * arena aligned to its page size, and to 2 MiB from 2 MiB on (where THP can
+ * back it). Sets *base to the arena's address. */
 static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **base_out)
 {
     size_t guard = p->base_page;
@@ -66,11 +100,31 @@ static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **
     if (p->size > SIZE_MAX - 2 * guard - slack)
         return rtm__arena_fail(a, EOVERFLOW, "%zu bytes and their guard pages overflow", p->size);
     size_t total = p->size + 2 * guard + slack;
-    char *r = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *r = reserve_range(NULL, total);
+    if (r == MAP_FAILED && errno == EAGAIN && slack) {
+        total -= slack;
+        r = reserve_tight(total, guard, align);
+    }
     if (r == MAP_FAILED)
-        return explain_mmap(a, p, errno);
+        return explain_mmap(a, p, errno, total);
     uintptr_t first = (uintptr_t)r + guard;
     char *base = (char *)((first + align - 1) / align * align);
+    if (base + p->size + guard > r + total) {
+        /* Placed without the room to align (MCL_FUTURE, above). */
+        char b[32];
+        base = (char *)first;
+        if (p->page > p->base_page) {
+            munmap(r, total);
+            return rtm__arena_fail(a, EAGAIN,
+                                   "no address on a %s boundary for %s: mlockall(MCL_FUTURE) is "
+                                   "in force, and RLIMIT_MEMLOCK leaves no room to reserve the "
+                                   "alignment beside the arena",
+                                   rtm__arena_bytes_text(p->page, b, sizeof b), p->what);
+        }
+        rtm__arena_warn(a, "placed not on a 2 MiB boundary (transparent huge pages cannot back its "
+                           "ends): mlockall(MCL_FUTURE) is in force, and RLIMIT_MEMLOCK leaves no "
+                           "room to reserve the alignment beside the arena");
+    }
     char *start = base - guard, *end = base + p->size + guard;
     if (start > r)
         munmap(r, (size_t)(start - r));
@@ -103,7 +157,7 @@ int rtm__arena_map(struct rtm_arena *a, const struct rtm__arena_plan *p)
     if (mmap(base, p->size, prot, flags, a->fd, p->offset) == MAP_FAILED) {
         int err = errno;
         rtm__arena_unmap(a);
-        return explain_mmap(a, p, err);
+        return explain_mmap(a, p, err, p->size);
     }
     a->base = base;
     return 0;

@@ -18,10 +18,15 @@ int rtm__arena_posix_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
                          cfg->mode ? (mode_t)cfg->mode : 0600);
         if (a->fd < 0)
             return rtm__arena_open_fail(a, p, errno);
+        int rc = rtm__arena_note_object(a, p);
+        if (rc) {
+            shm_unlink(cfg->name); /* just created, and its identity unknown */
+            return rc;
+        }
         a->internal.owned = 1;
         a->internal.creator_pid = (int)getpid();
         snprintf(a->internal.name, sizeof a->internal.name, "%s", cfg->name);
-        int rc = rtm__arena_space_check(a, p);
+        rc = rtm__arena_space_check(a, p);
         if (rc)
             return rc;
         if (ftruncate(a->fd, (off_t)p->size) != 0)
@@ -43,18 +48,14 @@ int rtm__arena_posix_shm_remove(struct rtm_arena *a)
     if (!a->internal.owned || a->internal.creator_pid != (int)getpid())
         return 0;
     /* Only the object this arena created: a name that now names another
-     * (removed and created again by someone else) stays. */
-    int fd = shm_open(a->internal.name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd >= 0) {
-        struct stat now, ours;
-        bool same = fstat(fd, &now) == 0 && a->fd >= 0 && fstat(a->fd, &ours) == 0 &&
-                    now.st_dev == ours.st_dev && now.st_ino == ours.st_ino;
-        close(fd);
-        if (!same)
-            return 0;
-    } else if (errno == ENOENT) {
+     * (removed and created again by someone else) stays. Its file in
+     * /dev/shm, where shm_open puts it, is stat'ed: no permission needed. */
+    char path[sizeof "/dev/shm" + RTM_ARENA_NAME_BYTES];
+    struct stat now;
+    snprintf(path, sizeof path, "/dev/shm%s", a->internal.name);
+    if (stat(path, &now) != 0 || (uint64_t)now.st_dev != a->internal.object_dev ||
+        (uint64_t)now.st_ino != a->internal.object_ino)
         return 0;
-    }
     if (shm_unlink(a->internal.name) != 0 && errno != ENOENT)
         return rtm__arena_fail(a, errno, "removing POSIX shm object %s failed: %s",
                                a->internal.name, strerror(errno));

@@ -6,19 +6,21 @@
 
 #include "internal.h"
 
-/* Linux 5.14; older headers lack them (and older kernels refuse them with
- * EINVAL, which prefault_by_hand answers). */
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
+/* Whether the kernel has MADV_POPULATE_READ/_WRITE (Linux 5.14): an unknown
+ * advice is refused (EINVAL) before the range is looked at, and an empty
+ * range is then accepted. */
+static bool have_madv_populate(void)
+{
+    return madvise(NULL, 0, MADV_POPULATE_READ) == 0;
+}
 
 bool rtm__arena_map_populates(const struct rtm__arena_plan *p)
 {
-    return p->cfg->prefault == RTM_ARENA_PREFAULT_POPULATE &&
-           p->cfg->thp == RTM_ARENA_THP_DEFAULT && p->cfg->source != RTM_ARENA_SYSV_SHM;
+    /* MAP_POPULATE ignores a page it cannot fault in: only where the
+     * kernel has nothing better, and then the residency is checked. With
+     * THP advice the population must follow the advice: not at mmap. */
+    return p->cfg->prefault != RTM_ARENA_PREFAULT_NONE && p->cfg->thp == RTM_ARENA_THP_DEFAULT &&
+           p->cfg->source != RTM_ARENA_SYSV_SHM && !have_madv_populate();
 }
 
 int rtm__arena_advise(struct rtm_arena *a, const struct rtm__arena_plan *p)
@@ -51,13 +53,47 @@ static void prefault_by_hand(struct rtm_arena *a, const struct rtm__arena_plan *
     }
 }
 
+/* After MAP_POPULATE (kernels before 5.14), which ignores the pages it
+ * could not fault in: every page must be present (smaps Rss), but where
+ * reading private memory maps the shared zero page, which Rss does not
+ * count. */
+static int check_populated(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    struct rtm__arena_smaps sm;
+    char b1[32], b2[32];
+    rtm__arena_read_smaps(a->base, &sm);
+    if (!sm.found || (!p->writable && !p->shared))
+        return 0;
+    if (sm.io_pfn) {
+        rtm__arena_warn(a,
+                        "prefault skipped: %s is a VM_IO/VM_PFNMAP mapping, which the kernel "
+                        "cannot prefault and its driver maps itself",
+                        p->what);
+        return 0;
+    }
+    if (sm.rss >= p->size)
+        return 0;
+    return rtm__arena_fail(a, EFAULT,
+                           "prefault of %s of %s left %s present (MAP_POPULATE: a page could not "
+                           "be faulted in): part of the range lies past the end of what it maps, "
+                           "or its filesystem (tmpfs, disk) is full",
+                           rtm__arena_bytes_text(p->size, b1, sizeof b1), p->what,
+                           rtm__arena_bytes_text(sm.rss, b2, sizeof b2));
+}
+
 int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p)
 {
     int how = p->cfg->prefault;
-    if (how == RTM_ARENA_PREFAULT_NONE || rtm__arena_map_populates(p))
+    if (how == RTM_ARENA_PREFAULT_NONE)
         return 0;
     /* _POPULATE as MAP_POPULATE does it: writes for private memory only. */
     bool write = p->writable && (how == RTM_ARENA_PREFAULT_TOUCH || !p->shared);
+    if (rtm__arena_map_populates(p)) {
+        int rc = check_populated(a, p);
+        if (!rc && write && p->shared)
+            prefault_by_hand(a, p, true);
+        return rc;
+    }
     if (madvise(a->base, p->size, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
         return 0;
     int err = errno;
@@ -74,6 +110,7 @@ int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p)
                             p->what);
             return 0;
         }
+        /* Before Linux 5.14, with THP advice or a SysV segment: by hand. */
         prefault_by_hand(a, p, write);
         return 0;
     }
@@ -94,18 +131,17 @@ int rtm__arena_prefault(struct rtm_arena *a, const struct rtm__arena_plan *p)
 /* The bracketed choice of a THP setting file ("always [madvise] never"). */
 static void thp_setting(const char *file, char *buf, size_t size)
 {
-    char path[96], line[128];
+    char path[96];
+    struct rtm__arena_lines l;
     snprintf(path, sizeof path, "/sys/kernel/mm/transparent_hugepage/%s", file);
     snprintf(buf, size, "unknown");
-    FILE *f = fopen(path, "re");
-    if (!f)
+    if (!rtm__arena_lines_open(&l, path))
         return;
-    if (fgets(line, sizeof line, f)) {
-        char *l = strchr(line, '['), *r = l ? strchr(l, ']') : NULL;
-        if (l && r)
-            snprintf(buf, size, "%.*s", (int)(r - l - 1), l + 1);
-    }
-    fclose(f);
+    const char *line = rtm__arena_lines_next(&l);
+    const char *left = line ? strchr(line, '[') : NULL, *right = left ? strchr(left, ']') : NULL;
+    if (left && right)
+        snprintf(buf, size, "%.*s", (int)(right - left - 1), left + 1);
+    rtm__arena_lines_close(&l);
 }
 
 void rtm__arena_thp_judge(struct rtm_arena *a, const struct rtm__arena_plan *p,

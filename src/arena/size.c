@@ -11,6 +11,10 @@
 /* The largest value of off_t. */
 #define OFF_MAX ((uint64_t)((((uintmax_t)1 << (sizeof(off_t) * CHAR_BIT - 2)) - 1) * 2 + 1))
 
+/* A created POSIX shm name ("/" and up to NAME_MAX bytes) and a created
+ * file's last component are kept whole for the removal at close. */
+_Static_assert(RTM_ARENA_NAME_BYTES >= NAME_MAX + 2, "a shm name and its NUL fit the arena's copy");
+
 static const char *const source_names[] = { "anon",     "memfd", "posix_shm",
                                             "sysv_shm", "file",  "device" };
 
@@ -130,8 +134,11 @@ int rtm__arena_plan_init(struct rtm_arena *a, struct rtm__arena_plan *p,
                                "RTM_ARENA_READ_ONLY needs RTM_ARENA_EXISTING: a %s arena "
                                "created read-only could only ever hold zeros",
                                src);
-    if (cfg->mode > 07777)
-        return rtm__arena_fail(a, EINVAL, "mode 0%o is not a permission mode", cfg->mode);
+    /* Permission bits only: shmget takes its flags in the same word (04000
+     * is SHM_HUGETLB), and a created file has no use for setuid or sticky. */
+    if (cfg->mode > 0777)
+        return rtm__arena_fail(a, EINVAL, "mode 0%o is not made of permission bits (0777 at most)",
+                               cfg->mode);
     if (cfg->offset && cfg->source != RTM_ARENA_FILE && cfg->source != RTM_ARENA_DEVICE)
         return rtm__arena_fail(a, EINVAL,
                                "an offset applies to files and devices, not to a %s "

@@ -83,6 +83,7 @@ int rtm__arena_sysv_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
             return explain_shmget(a, p, errno);
         a->internal.owned = 1;
         a->internal.creator_pid = (int)getpid();
+        a->internal.sysv_key = (int)key;
         return 0;
     }
     a->shm_id = shmget(key, 0, 0);
@@ -92,6 +93,7 @@ int rtm__arena_sysv_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
     if (shmctl(a->shm_id, IPC_STAT, &ds) != 0)
         return rtm__arena_fail(a, errno, "shmctl(IPC_STAT) of %s failed: %s", p->what,
                                strerror(errno));
+    p->segment_bytes = (uint64_t)ds.shm_segsz;
     return rtm__arena_fit(a, p, (uint64_t)ds.shm_segsz);
 }
 
@@ -121,6 +123,12 @@ int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan
 int rtm__arena_sysv_shm_remove(struct rtm_arena *a)
 {
     if (!a->internal.owned || a->internal.creator_pid != (int)getpid() || a->shm_id < 0)
+        return 0;
+    /* Only the segment this arena created: gone already (removed by
+     * someone else, destroyed at the detach), its id may name another. */
+    struct shmid_ds ds;
+    if (shmctl(a->shm_id, IPC_STAT, &ds) != 0 || ds.shm_cpid != a->internal.creator_pid ||
+        ds.shm_perm.__key != (key_t)a->internal.sysv_key)
         return 0;
     if (shmctl(a->shm_id, IPC_RMID, NULL) != 0 && errno != EINVAL && errno != EIDRM)
         return rtm__arena_fail(a, errno, "removing SysV segment %d failed: %s", a->shm_id,

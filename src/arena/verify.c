@@ -1,5 +1,5 @@
 /* Arenas: reading back what the kernel gave (/proc/self/status, smaps,
- * getrusage). */
+ * getrusage), through lines.c: no stdio. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,24 +11,24 @@
 
 bool rtm__arena_read_u64(const char *path, uint64_t *v)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    struct rtm__arena_lines l;
+    if (!rtm__arena_lines_open(&l, path))
         return false;
-    bool ok = fscanf(f, "%" SCNu64, v) == 1;
-    fclose(f);
+    const char *line = rtm__arena_lines_next(&l);
+    bool ok = line && sscanf(line, "%" SCNu64, v) == 1;
+    rtm__arena_lines_close(&l);
     return ok;
 }
 
 void rtm__arena_read_status(struct rtm__arena_status *st)
 {
     memset(st, 0, sizeof(*st));
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
+    struct rtm__arena_lines l;
+    if (!rtm__arena_lines_open(&l, "/proc/self/status"))
         return;
-    char line[256];
     bool have_lck = false, have_cap = false;
     uint64_t v;
-    while (fgets(line, sizeof line, f)) {
+    for (const char *line; (line = rtm__arena_lines_next(&l)) != NULL;) {
         if (sscanf(line, "VmLck: %" SCNu64, &v) == 1) {
             st->vmlck = v << 10;
             have_lck = true;
@@ -37,22 +37,8 @@ void rtm__arena_read_status(struct rtm__arena_status *st)
             have_cap = true;
         }
     }
-    fclose(f);
+    rtm__arena_lines_close(&l);
     st->ok = have_lck && have_cap;
-}
-
-/* Reads a line into buf; a longer line is cut, the rest skipped. Returns
- * false at the end of the file. */
-static bool read_line(FILE *f, char *buf, size_t size)
-{
-    if (!fgets(buf, (int)size, f))
-        return false;
-    if (!strchr(buf, '\n')) {
-        int c;
-        while ((c = getc(f)) != EOF && c != '\n')
-            ;
-    }
-    return true;
 }
 
 static bool has_flag(const char *flags, const char *flag)
@@ -99,12 +85,11 @@ static void smaps_field(const char *line, struct rtm__arena_smaps *sm)
 void rtm__arena_read_smaps(const void *base, struct rtm__arena_smaps *sm)
 {
     memset(sm, 0, sizeof(*sm));
-    FILE *f = fopen("/proc/self/smaps", "re");
-    if (!f)
+    struct rtm__arena_lines l;
+    if (!rtm__arena_lines_open(&l, "/proc/self/smaps"))
         return;
-    char line[512];
     bool in_entry = false;
-    while (read_line(f, line, sizeof line)) {
+    for (const char *line; (line = rtm__arena_lines_next(&l)) != NULL;) {
         uintptr_t start, end;
         /* An entry starts with "start-end perms ..."; its fields with a
          * capitalised name. */
@@ -120,13 +105,14 @@ void rtm__arena_read_smaps(const void *base, struct rtm__arena_smaps *sm)
             continue;
         if (strncmp(line, "VmFlags:", 8) == 0) {
             sm->locked = has_flag(line + 8, "lo");
+            sm->lock_on_fault = has_flag(line + 8, "lf");
             sm->io_pfn = has_flag(line + 8, "io") || has_flag(line + 8, "pf");
             sm->hugetlb = has_flag(line + 8, "ht");
         } else {
             smaps_field(line, sm);
         }
     }
-    fclose(f);
+    rtm__arena_lines_close(&l);
 }
 
 void rtm__arena_faults(uint64_t *minor, uint64_t *major)
