@@ -9,6 +9,7 @@
 #include "rtmem/xnheap.h"
 #include "rtmem/plugin.h"
 #include "rtmem/arena.h"
+#include "rtmem/shared.h"
 #include "rtmem/version.h"
 
 #endif /* RTMEM_RTMEM_H */

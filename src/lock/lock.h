@@ -101,7 +101,8 @@ void rtm__lock_abandon(struct rtm_lock *l);
 void rtm__lock_stats(const struct rtm_lock *l, struct rtm_heap_lock_stats *out);
 
 /*
- * For tests only (defined in src/heap/heap.c, not exported by librtmem.so):
+ * For tests and the shared heaps' catalog (defined in src/heap/heap.c, not
+ * exported by librtmem.so):
  * takes a locked heap's lock as any rtm_heap_* call would (owner-death
  * policy included) and keeps it until rtm__heap_lock_release. Return 0 or a
  * negative errno, as the heap's calls do; -EINVAL for an unlocked heap.

@@ -1,0 +1,247 @@
+/*
+ * rtmem: named heaps that several processes share.
+ *
+ * A shared heap is a POSIX shared memory object ("/rtmem-<name>", under
+ * /dev/shm) holding a segment header, a small catalog of named objects and
+ * a heap of any kind rtm_heap_kinds() lists, locked RTM_HEAP_LOCK_ROBUST_SHARED
+ * (rtmem/lock.h). One process creates it; others attach to it by name. Each
+ * process maps it wherever its mapping lands: the heap stores offsets, never
+ * addresses, so every rtm_heap_* call (rtm_heap_check included) works on
+ * rtm_shared_heap() in every process, and takes the heap's lock itself.
+ * Pointers into the segment differ between processes: pass offsets
+ * (rtm_shared_to_offset, rtm_shared_from_offset) or catalog names between
+ * them, never addresses.
+ *
+ * Segment layout (layout version RTM_SHARED_LAYOUT_VERSION), from offset 0:
+ *   the header (128 bytes): magic "rtmSHRD\0", layout version, state
+ *     (initialising, then ready), total size in bytes, attach count, the
+ *     catalog's entry count and offset, the heap's offset, the creator's pid,
+ *     the kind's name;
+ *   the catalog: catalog_entries entries of 48 bytes (a name and an offset);
+ *   the heap: its lock area, then the kind's heap, on the rest.
+ * Offset 0 is the header: no block ever lies there, so 0 stands for "no
+ * object" wherever an offset is given.
+ *
+ * Life cycle. rtm_shared_create makes the object (O_CREAT | O_EXCL: a name
+ * that exists is refused with EEXIST, whether or not its creator still
+ * runs, so live data is never wiped), writes the header, builds the heap
+ * and publishes the state "ready" last (a release store). rtm_shared_attach
+ * maps an existing object and checks its header before it trusts it; it
+ * never writes to a segment it refuses and never reinitialises one. A
+ * creator is one attached process like the others: its detach, exit or
+ * death changes nothing for them. rtm_shared_detach unmaps this process's
+ * view; the heap and its blocks live on. rtm_shared_unlink removes the name
+ * (shm_unlink): no process can attach any more, a create under the name
+ * makes a new heap, and the memory is given back when the last process
+ * that maps it unmaps it (detach, exit or death): POSIX semantics, nothing
+ * of rtmem's. A name nobody unlinks lasts until reboot (tmpfs), even with
+ * no process attached.
+ *
+ * Attach count. The header counts the processes attached (create and each
+ * attach add one, each detach takes one away, atomically). A process that
+ * dies or exits without detaching stays counted: the count says how many
+ * attachments were not detached, not how many processes live.
+ *
+ * Crash safety, today. A process killed while it holds the heap's lock
+ * (inside an alloc or a free) is handled as rtmem/lock.h says: the next
+ * caller checks the heap; consistent, it goes on; damaged, the heap fails
+ * every call with ENOTRECOVERABLE for good (no undo log yet). A process
+ * killed during rtm_shared_create leaves a segment in the state
+ * "initialising": attach refuses it (EBUSY) for ever; unlink the name and
+ * create it again. Blocks a dead process had allocated stay allocated.
+ *
+ * The catalog maps names (up to RTM_SHARED_CATALOG_NAME_MAX bytes) to
+ * offsets of objects in the segment, so that processes find each other's
+ * data: rtm_shared_publish, rtm_shared_lookup, rtm_shared_unpublish. Its
+ * size is fixed at create (rtm_shared_config.catalog_entries). Its calls take
+ * the heap's lock, so they wait for, and make wait, heap calls like any
+ * other call (rtmem/lock.h). A process killed inside a catalog call leaves
+ * it consistent by construction: an entry is in use only once its offset,
+ * written last, is non-zero, and an unpublish clears the offset first.
+ *
+ * Handles. struct rtm_shared is this process's attachment: create and
+ * attach allocate it with malloc, detach frees it. A child made by fork
+ * inherits the mapping and may use its parent's handle (the heap's lock is
+ * process-shared); its detach of that handle frees the copy and unmaps the
+ * child's view without changing the attach count, which counts the parent's
+ * attach only. A program whose children must be counted attaches in each.
+ *
+ * Bounds. Create, attach, detach and unlink are start-up calls: they make
+ * system calls, map memory, use malloc, and with a prefault or a lock take
+ * time proportional to the size (rtmem/arena.h). rtm_shared_heap, the
+ * offset conversions and rtm_shared_get_info are O(1) and take no lock; the
+ * catalog calls are O(catalog_entries) plus the heap's lock.
+ *
+ * Threads. Several threads may use one handle at once for heap and catalog
+ * calls; detach must come after every other call on the handle.
+ *
+ * Errors: NULL with errno set, or a negative errno value; nothing prints or
+ * aborts.
+ */
+#ifndef RTMEM_SHARED_H
+#define RTMEM_SHARED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rtmem/export.h"
+#include "rtmem/heap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The layout version this library writes and attaches to. */
+#define RTM_SHARED_LAYOUT_VERSION   1u
+/* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
+#define RTM_SHARED_NAME_MAX         200
+/* Longest catalog name, in bytes (any bytes but NUL). */
+#define RTM_SHARED_CATALOG_NAME_MAX 31
+/* Catalog entries when the config says 0, and the most a config may ask. */
+#define RTM_SHARED_CATALOG_DEFAULT  32u
+#define RTM_SHARED_CATALOG_MAX      4096u
+
+/* One process's attachment to a named shared heap. Opaque. */
+struct rtm_shared;
+
+/* Options of rtm_shared_create_ex and rtm_shared_attach_ex. Zero-initialised
+ * it means the defaults of rtm_shared_create: mode 0600, 32 catalog entries,
+ * RTM_HEAP_HARDEN_O1, no prefault, no lock, no THP advice (base pages: a
+ * POSIX shm object takes no huge page size, rtmem/arena.h). */
+struct rtm_shared_config {
+    /* Create only: permissions of the shm object (0777 at most; 0: 0600). A
+     * process attaches only if they let it read and write. */
+    unsigned mode;
+    /* Create only: catalog entries (0: RTM_SHARED_CATALOG_DEFAULT; at most
+     * RTM_SHARED_CATALOG_MAX). */
+    uint32_t catalog_entries;
+    /* Create only: the heap's hardening (RTM_HEAP_HARDEN_*; 0 is _O1) and
+     * its check_interval (rtmem/heap.h). */
+    int hardening;
+    uint32_t check_interval;
+    /* Both: this process's mapping, as rtmem/arena.h describes them:
+     * RTM_ARENA_PREFAULT_*, RTM_ARENA_LOCK_*, RTM_ARENA_THP_*. */
+    int prefault;
+    int lock;
+    int thp;
+};
+
+/* What a shared heap's header says (rtm_shared_get_info). */
+struct rtm_shared_info {
+    size_t size_bytes;        /* the whole segment, header included */
+    uint64_t heap_offset;     /* where the heap starts in the segment */
+    uint32_t attach_count;    /* attachments not detached (see the top) */
+    uint32_t catalog_entries; /* fixed at create */
+    int creator_pid;          /* the process that created it (it may be gone) */
+    const char *kind;         /* the heap's kind, as rtm_heap_kind says it */
+    void *base;               /* where this process maps the segment */
+};
+
+/*
+ * Creates the shared heap `name` of the given kind, of size bytes in all
+ * (rounded up to the page size; header, catalog and the heap's own overhead
+ * come out of it), and attaches this process to it. Returns the handle, or
+ * NULL with errno set, and then leaves no object behind:
+ *   EINVAL       name, kind NULL; a name empty or with a byte other than a
+ *                letter, digit, '-', '_', '.'; a bad config field
+ *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
+ *   EEXIST       the name exists (whether its creator lives or not)
+ *   ENOENT       no heap kind of that name
+ *   ENOMEM       size too small for header, catalog and one block; memory
+ *                exhausted; a lock refused (rtmem/arena.h)
+ *   ENOSPC       /dev/shm has less room than size
+ *   and the errors of rtm_arena_open and rtm_heap_create_ex.
+ * A start-up call: O(size) with a prefault or a lock, plus the kind's create.
+ */
+RTM_API struct rtm_shared *rtm_shared_create(const char *name, const char *kind, size_t size);
+
+/* rtm_shared_create with options (cfg NULL: the defaults). */
+RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size_t size,
+                                                const struct rtm_shared_config *cfg);
+
+/*
+ * Attaches this process to the existing shared heap `name`, mapped wherever
+ * the kernel places it. Returns the handle, or NULL with errno set; a
+ * segment refused is left untouched (not written, not removed):
+ *   EINVAL       a bad name or config field (as create); or the object is no
+ *                rtmem shared heap: wrong magic, size other than its header
+ *                says, offsets or kind that do not hold together
+ *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
+ *   ENOENT       no such name
+ *   EPROTO       an rtmem shared heap of another layout version
+ *   EBUSY        a heap still being created (empty object, header not yet
+ *                written, or state "initialising"); one whose creator died
+ *                during create stays so: unlink it
+ *   EACCES       the object's permissions refuse read and write
+ *   and the errors of rtm_arena_open.
+ * A start-up call (as create).
+ */
+RTM_API struct rtm_shared *rtm_shared_attach(const char *name);
+
+/* rtm_shared_attach with the mapping options of cfg (prefault, lock, thp;
+ * the create-only fields must be 0). cfg NULL: the defaults. */
+RTM_API struct rtm_shared *rtm_shared_attach_ex(const char *name,
+                                                const struct rtm_shared_config *cfg);
+
+/* The heap, at this process's address: use it with every rtm_heap_* call
+ * (never rtm_heap_destroy: the heap belongs to every process attached).
+ * NULL for a NULL handle. O(1). */
+RTM_API struct rtm_heap *rtm_shared_heap(struct rtm_shared *s);
+
+/*
+ * Detaches: takes this attachment off the count, unmaps this process's view
+ * and frees the handle (s is invalid afterwards, whatever the result). The
+ * heap, its blocks and the name live on. Pointers into the segment are
+ * invalid in this process afterwards. Returns 0, -EINVAL for NULL, or the
+ * error of unmapping (rtm_arena_close). A start-up call.
+ */
+RTM_API int rtm_shared_detach(struct rtm_shared *s);
+
+/*
+ * Removes the name: no process can attach any more. The memory lives until
+ * the last process that maps it detaches, exits or dies. Works on a segment
+ * attach refuses (a stale or damaged one) too: it is how such a name is
+ * cleared. Returns 0, or -EINVAL / -ENAMETOOLONG for a bad name, -ENOENT
+ * for a name that does not exist, -EACCES, or shm_unlink's other errors.
+ */
+RTM_API int rtm_shared_unlink(const char *name);
+
+/* The offset of p in the segment, the same in every process; 0 for NULL, a
+ * NULL handle or an address outside the segment. O(1). */
+RTM_API uint64_t rtm_shared_to_offset(const struct rtm_shared *s, const void *p);
+
+/* The address in this process of the offset off; NULL for 0, a NULL handle
+ * or an offset outside the segment. O(1). */
+RTM_API void *rtm_shared_from_offset(const struct rtm_shared *s, uint64_t off);
+
+/* Copies what the header says into *out. Returns 0 or -EINVAL (NULL
+ * arguments). O(1), no lock: the attach count is read atomically. */
+RTM_API int rtm_shared_get_info(const struct rtm_shared *s, struct rtm_shared_info *out);
+
+/*
+ * Publishes p (an address in the segment, typically a block of the heap)
+ * under name in the catalog. Returns 0, or
+ *   -EINVAL   NULL arguments; a name empty or longer than
+ *             RTM_SHARED_CATALOG_NAME_MAX; p outside the segment
+ *   -EEXIST   the name is published already (unpublish it first)
+ *   -ENOSPC   every entry is in use
+ *   and the heap lock's errors (rtmem/lock.h: -ENOTRECOVERABLE, -EDEADLK).
+ * O(catalog_entries) with the heap's lock held.
+ */
+RTM_API int rtm_shared_publish(struct rtm_shared *s, const char *name, const void *p);
+
+/* The address in this process of the object published under name, or NULL
+ * with errno set: ENOENT (not published), EINVAL (NULL arguments, a bad
+ * name), or the lock's errors. O(catalog_entries) with the lock held. */
+RTM_API void *rtm_shared_lookup(struct rtm_shared *s, const char *name);
+
+/* Removes name from the catalog (the object itself is not freed). Returns
+ * 0, -ENOENT (not published), -EINVAL, or the lock's errors.
+ * O(catalog_entries) with the lock held. */
+RTM_API int rtm_shared_unpublish(struct rtm_shared *s, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RTMEM_SHARED_H */

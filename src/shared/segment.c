@@ -1,0 +1,295 @@
+/* Shared heaps: creating, attaching to, detaching from and unlinking a
+ * named segment, and the offsets that hold in every process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* "/rtmem-" + the name + NUL */
+#define SHM_NAME_BYTES (sizeof "/rtmem-" + RTM_SHARED_NAME_MAX)
+
+/* The heap starts on this boundary after header and catalog. */
+#define HEAP_ALIGN 64u
+
+/* Writes "/rtmem-<name>" into buf: 0, or -EINVAL / -ENAMETOOLONG. */
+static int shm_name_of(const char *name, char buf[SHM_NAME_BYTES])
+{
+    if (!name || !*name)
+        return -EINVAL;
+    size_t n = 0;
+    for (const char *c = name; *c; c++, n++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
+        if (!ok)
+            return -EINVAL;
+    }
+    if (n > RTM_SHARED_NAME_MAX)
+        return -ENAMETOOLONG;
+    snprintf(buf, SHM_NAME_BYTES, "/rtmem-%s", name);
+    return 0;
+}
+
+static void *fail_null(int err)
+{
+    errno = err;
+    return NULL;
+}
+
+/* The handle's arena config: a POSIX shm object with cfg's mapping options. */
+static struct rtm_arena_config arena_config(const char *shm_name, size_t size, unsigned flags,
+                                            const struct rtm_shared_config *cfg)
+{
+    struct rtm_arena_config ac = {
+        .source = RTM_ARENA_POSIX_SHM, .size_bytes = size, .name = shm_name, .flags = flags
+    };
+    if (cfg) {
+        ac.mode = cfg->mode;
+        ac.prefault = cfg->prefault;
+        ac.lock = cfg->lock;
+        ac.thp = cfg->thp;
+    }
+    return ac;
+}
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) & ~(a - 1);
+}
+
+/* Writes the header and the empty catalog, and builds the heap; the state
+ * stays "initialising". 0 or an errno. */
+static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared_config *cfg)
+{
+    uint32_t entries =
+        cfg && cfg->catalog_entries ? cfg->catalog_entries : RTM_SHARED_CATALOG_DEFAULT;
+    char *base = s->arena.base;
+    size_t size = s->arena.size_bytes;
+    size_t catalog = sizeof(struct shared_header);
+    size_t heap_at = align_up(catalog + (size_t)entries * sizeof(struct shared_entry), HEAP_ALIGN);
+    if (heap_at >= size)
+        return ENOMEM;
+    struct shared_header *hd = (struct shared_header *)(void *)base;
+    hd->magic = SHARED_MAGIC;
+    hd->version = RTM_SHARED_LAYOUT_VERSION;
+    hd->size_bytes = size;
+    hd->attach_count = 1;
+    hd->catalog_entries = entries;
+    hd->catalog_offset = catalog;
+    hd->creator_pid = (int32_t)getpid();
+    snprintf(hd->kind, sizeof hd->kind, "%s", kind);
+    /* a new object is all zeros: every catalog entry is free already */
+    struct rtm_heap_config hc = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
+    if (cfg) {
+        hc.hardening = cfg->hardening;
+        hc.check_interval = cfg->check_interval;
+    }
+    struct rtm_heap *h = rtm_heap_create_ex(kind, base + heap_at, size - heap_at, &hc);
+    if (!h)
+        return errno;
+    hd->heap_offset = (uint64_t)((char *)h - base);
+    s->header = hd;
+    s->catalog = (struct shared_entry *)(void *)(base + catalog);
+    s->heap = h;
+    return 0;
+}
+
+/* Why an object too short to map (less than a page) is refused: EBUSY when
+ * it is empty (a creator between shm_open and ftruncate, or one that died
+ * there), else EINVAL (no segment rtmem made: it sizes in one step). */
+static int short_object(const char *shm_name)
+{
+    int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    struct stat st;
+    int rc = fstat(fd, &st);
+    close(fd);
+    return rc == 0 && st.st_size == 0 ? EBUSY : EINVAL;
+}
+
+/* Whether the config asks only what an attach may (mapping options). */
+static bool attach_config_ok(const struct rtm_shared_config *cfg)
+{
+    return !cfg || (!cfg->mode && !cfg->catalog_entries && !cfg->hardening && !cfg->check_interval);
+}
+
+struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size_t size,
+                                        const struct rtm_shared_config *cfg)
+{
+    char shm_name[SHM_NAME_BYTES];
+    int rc = shm_name_of(name, shm_name);
+    if (rc)
+        return fail_null(-rc);
+    if (!kind || (cfg && cfg->catalog_entries > RTM_SHARED_CATALOG_MAX))
+        return fail_null(EINVAL);
+    bool known = false;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        known |= strcmp(*k, kind) == 0;
+    if (!known)
+        return fail_null(ENOENT);
+    if (size == 0)
+        return fail_null(ENOMEM);
+    struct rtm_shared *s = calloc(1, sizeof *s);
+    if (!s)
+        return fail_null(ENOMEM);
+    s->pid = (int)getpid();
+    struct rtm_arena_config ac = arena_config(shm_name, size, 0, cfg);
+    /* O_CREAT | O_EXCL: an existing name, live or stale, is EEXIST */
+    rc = rtm_arena_open(&s->arena, &ac);
+    if (rc) {
+        free(s);
+        return fail_null(-rc);
+    }
+    int err = build(s, kind, cfg);
+    if (err) {
+        rtm_arena_close(&s->arena); /* removes the object it created */
+        free(s);
+        return fail_null(err);
+    }
+    /* From now on the object outlives this attachment: detach unmaps only. */
+    s->arena.internal.owned = 0;
+    __atomic_store_n(&s->header->state, SHARED_READY, __ATOMIC_RELEASE);
+    return s;
+}
+
+struct rtm_shared *rtm_shared_create(const char *name, const char *kind, size_t size)
+{
+    return rtm_shared_create_ex(name, kind, size, NULL);
+}
+
+/* Checks the mapped segment before anything is trusted: 0 or an errno.
+ * Reads only. */
+static int validate(struct rtm_shared *s)
+{
+    char *base = s->arena.base;
+    size_t size = s->arena.size_bytes;
+    if (size < sizeof(struct shared_header))
+        return EINVAL;
+    struct shared_header *hd = (struct shared_header *)(void *)base;
+    uint64_t magic = __atomic_load_n(&hd->magic, __ATOMIC_RELAXED);
+    uint32_t state = __atomic_load_n(&hd->state, __ATOMIC_ACQUIRE);
+    if (magic == 0 && state == SHARED_INITIALISING)
+        return EBUSY; /* the zeros of a new object: its header comes next */
+    if (magic != SHARED_MAGIC)
+        return EINVAL;
+    if (hd->version != RTM_SHARED_LAYOUT_VERSION)
+        return EPROTO;
+    if (state == SHARED_INITIALISING)
+        return EBUSY;
+    if (state != SHARED_READY)
+        return EINVAL;
+    uint64_t catalog_end =
+        hd->catalog_offset + (uint64_t)hd->catalog_entries * sizeof(struct shared_entry);
+    if (hd->size_bytes != size || hd->catalog_offset != sizeof(struct shared_header) ||
+        hd->catalog_entries == 0 || hd->catalog_entries > RTM_SHARED_CATALOG_MAX ||
+        hd->heap_offset < catalog_end || hd->heap_offset >= size ||
+        memchr(hd->kind, 0, sizeof hd->kind) == NULL)
+        return EINVAL;
+    struct rtm_heap *h = (struct rtm_heap *)(void *)(base + hd->heap_offset);
+    const char *kind = rtm_heap_kind(h);
+    if (!kind || strcmp(kind, hd->kind) != 0 ||
+        rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED)
+        return EINVAL;
+    s->header = hd;
+    s->catalog = (struct shared_entry *)(void *)(base + hd->catalog_offset);
+    s->heap = h;
+    return 0;
+}
+
+struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_shared_config *cfg)
+{
+    char shm_name[SHM_NAME_BYTES];
+    int rc = shm_name_of(name, shm_name);
+    if (rc)
+        return fail_null(-rc);
+    if (!attach_config_ok(cfg))
+        return fail_null(EINVAL);
+    struct rtm_shared *s = calloc(1, sizeof *s);
+    if (!s)
+        return fail_null(ENOMEM);
+    s->pid = (int)getpid();
+    struct rtm_arena_config ac = arena_config(shm_name, 0, RTM_ARENA_EXISTING, cfg);
+    rc = rtm_arena_open(&s->arena, &ac);
+    if (rc) {
+        free(s);
+        return fail_null(rc == -ENXIO ? short_object(shm_name) : -rc);
+    }
+    int err = validate(s);
+    if (err) {
+        rtm_arena_close(&s->arena); /* existing: unmapped, never removed */
+        free(s);
+        return fail_null(err);
+    }
+    __atomic_add_fetch(&s->header->attach_count, 1, __ATOMIC_ACQ_REL);
+    return s;
+}
+
+struct rtm_shared *rtm_shared_attach(const char *name)
+{
+    return rtm_shared_attach_ex(name, NULL);
+}
+
+struct rtm_heap *rtm_shared_heap(struct rtm_shared *s)
+{
+    return s ? s->heap : NULL;
+}
+
+int rtm_shared_detach(struct rtm_shared *s)
+{
+    if (!s)
+        return -EINVAL;
+    /* a fork's copy of the handle was never counted */
+    if (s->pid == (int)getpid())
+        __atomic_sub_fetch(&s->header->attach_count, 1, __ATOMIC_ACQ_REL);
+    int rc = rtm_arena_close(&s->arena);
+    free(s);
+    return rc;
+}
+
+int rtm_shared_unlink(const char *name)
+{
+    char shm_name[SHM_NAME_BYTES];
+    int rc = shm_name_of(name, shm_name);
+    if (rc)
+        return rc;
+    return shm_unlink(shm_name) == 0 ? 0 : -errno;
+}
+
+uint64_t rtm_shared_to_offset(const struct rtm_shared *s, const void *p)
+{
+    if (!s || !p)
+        return 0;
+    uintptr_t base = (uintptr_t)s->arena.base, at = (uintptr_t)p;
+    return at > base && at - base < s->arena.size_bytes ? (uint64_t)(at - base) : 0;
+}
+
+void *rtm_shared_from_offset(const struct rtm_shared *s, uint64_t off)
+{
+    if (!s || off == 0 || off >= s->arena.size_bytes)
+        return NULL;
+    return (char *)s->arena.base + off;
+}
+
+int rtm_shared_get_info(const struct rtm_shared *s, struct rtm_shared_info *out)
+{
+    if (!s || !out)
+        return -EINVAL;
+    const struct shared_header *hd = s->header;
+    *out = (struct rtm_shared_info){
+        .size_bytes = (size_t)hd->size_bytes,
+        .heap_offset = hd->heap_offset,
+        .attach_count = __atomic_load_n(&hd->attach_count, __ATOMIC_RELAXED),
+        .catalog_entries = hd->catalog_entries,
+        .creator_pid = hd->creator_pid,
+        .kind = hd->kind,
+        .base = s->arena.base,
+    };
+    return 0;
+}
