@@ -1,0 +1,815 @@
+/*
+ * Shared heaps (rtmem/shared.h), one section per CTest entry (ctest -R
+ * shared):
+ *   lifecycle  create, attach, detach, unlink, and the errno of each refusal
+ *   exists     a name whose creator exited or was killed: EEXIST, and the
+ *              heap still attaches
+ *   address    a child that maps the segment elsewhere: addresses differ,
+ *              offsets agree, each sees the other's data
+ *   concurrent processes allocating, writing, verifying and freeing in one
+ *              heap of every kind; rtm_heap_check passes afterwards
+ *   creator    the creator dies (killed, and killed holding the heap's
+ *              lock) while others stay attached: the heap lives on
+ *   stale      objects that are no valid heap are refused and left as they
+ *              were (byte for byte)
+ *   catalog    publish, lookup, unpublish: bounds, errors, across processes
+ * Every shm object a section makes is named "/rtmem-shtest-<pid>-<n>" and
+ * removed at the end (and at exit), on failure too; the section then
+ * checks that /dev/shm holds nothing of its own.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rtmem/rtmem.h"
+#include "../src/lock/lock.h"
+#include "../src/shared/internal.h"
+
+/* ---- names, and their removal whatever happens ------------------------------------- */
+
+#define MAX_NAMES 64
+static char names[MAX_NAMES][RTM_SHARED_NAME_MAX + 1];
+static int name_count;
+static int owner_pid;
+
+/* A fresh heap name of this process, remembered for the cleanup. */
+static const char *new_name(void)
+{
+    if (name_count == MAX_NAMES)
+        abort();
+    char *n = names[name_count++];
+    snprintf(n, sizeof names[0], "shtest-%d-%d", (int)getpid(), name_count);
+    return n;
+}
+
+static void remove_all(void)
+{
+    if (getpid() != owner_pid)
+        return; /* a child never removes what the test owns */
+    for (int i = 0; i < name_count; i++)
+        rtm_shared_unlink(names[i]); /* most are gone already: ENOENT */
+}
+
+/* Objects of this process left in /dev/shm. */
+static int leftovers(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "rtmem-shtest-%d-", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            fprintf(stderr, "left behind: /dev/shm/%s\n", e->d_name);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+static bool exists(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm/rtmem-%s", name);
+    return access(path, F_OK) == 0;
+}
+
+/* A child's verdict: its exit status, 0 when all went well. */
+static int wait_child(pid_t pid)
+{
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static uint32_t attach_count(const struct rtm_shared *s)
+{
+    struct rtm_shared_info info;
+    return rtm_shared_get_info(s, &info) == 0 ? info.attach_count : UINT32_MAX;
+}
+
+static void *base_of(const struct rtm_shared *s)
+{
+    struct rtm_shared_info info;
+    return rtm_shared_get_info(s, &info) == 0 ? info.base : NULL;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+static void test_lifecycle(void)
+{
+    const char *name = new_name();
+    errno = 0;
+    CHECK(rtm_shared_attach(name) == NULL && errno == ENOENT);
+    struct rtm_shared *a = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(a != NULL, );
+    struct rtm_shared_info info;
+    CHECK_EQ(rtm_shared_get_info(a, &info), 0);
+    CHECK_EQ(info.size_bytes, 1 << 20);
+    CHECK_EQ(info.attach_count, 1);
+    CHECK_EQ(info.catalog_entries, RTM_SHARED_CATALOG_DEFAULT);
+    CHECK_EQ(info.creator_pid, getpid());
+    CHECK(strcmp(info.kind, "tlsf") == 0);
+    CHECK(info.heap_offset >= sizeof(struct shared_header) + 32 * sizeof(struct shared_entry));
+    struct rtm_heap *h = rtm_shared_heap(a);
+    CHECK_EQ(rtm_heap_lock_type(h), RTM_HEAP_LOCK_ROBUST_SHARED);
+    CHECK(strcmp(rtm_heap_kind(h), "tlsf") == 0);
+
+    errno = 0;
+    CHECK(rtm_shared_create(name, "tlsf", 1 << 20) == NULL && errno == EEXIST);
+    errno = 0;
+    CHECK(rtm_shared_create(name, "heapmem", 2 << 20) == NULL && errno == EEXIST);
+
+    /* a second attachment in the same process: another mapping, same heap */
+    struct rtm_shared *b = rtm_shared_attach(name);
+    REQUIRE(b != NULL, );
+    CHECK_EQ(attach_count(a), 2);
+    CHECK(base_of(a) != base_of(b));
+    char *p = rtm_heap_alloc(h, 100);
+    REQUIRE(p != NULL, );
+    strcpy(p, "written through a");
+    uint64_t off = rtm_shared_to_offset(a, p);
+    CHECK(off != 0);
+    char *q = rtm_shared_from_offset(b, off);
+    CHECK(q != NULL && q != p && strcmp(q, "written through a") == 0);
+    CHECK_EQ(rtm_shared_to_offset(b, q), off);
+    CHECK_EQ(rtm_heap_usable_size(rtm_shared_heap(b), q) >= 100, 1);
+    CHECK_EQ(rtm_shared_publish(b, "greeting", q), 0);
+
+    /* offsets: 0 and outside the segment stand for nothing */
+    CHECK_EQ(rtm_shared_to_offset(a, NULL), 0);
+    CHECK_EQ(rtm_shared_to_offset(a, &info), 0);
+    CHECK_EQ(rtm_shared_to_offset(NULL, p), 0);
+    CHECK(rtm_shared_from_offset(a, 0) == NULL);
+    CHECK(rtm_shared_from_offset(a, info.size_bytes) == NULL);
+    CHECK(rtm_shared_from_offset(a, UINT64_MAX) == NULL);
+    CHECK(rtm_shared_from_offset(NULL, off) == NULL);
+    CHECK(rtm_shared_heap(NULL) == NULL);
+
+    CHECK_EQ(rtm_shared_detach(b), 0);
+    CHECK_EQ(attach_count(a), 1);
+    CHECK_EQ(rtm_shared_detach(a), 0);
+    CHECK_EQ(rtm_shared_detach(NULL), -EINVAL);
+
+    /* the heap outlives every attachment until the name goes */
+    CHECK(exists(name));
+    struct rtm_shared *c = rtm_shared_attach(name);
+    REQUIRE(c != NULL, );
+    CHECK_EQ(attach_count(c), 1);
+    char *g = rtm_shared_lookup(c, "greeting");
+    CHECK(g != NULL && strcmp(g, "written through a") == 0);
+    CHECK_EQ(rtm_heap_free(rtm_shared_heap(c), g), 0);
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(c)), 0);
+
+    /* unlink: the name goes, this mapping stays usable */
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+    CHECK(!exists(name));
+    errno = 0;
+    CHECK(rtm_shared_attach(name) == NULL && errno == ENOENT);
+    CHECK_EQ(rtm_shared_unlink(name), -ENOENT);
+    void *r = rtm_heap_alloc(rtm_shared_heap(c), 64);
+    CHECK(r != NULL);
+    CHECK_EQ(rtm_heap_free(rtm_shared_heap(c), r), 0);
+    CHECK_EQ(rtm_shared_detach(c), 0);
+
+    /* names */
+    char longest[RTM_SHARED_NAME_MAX + 2];
+    memset(longest, 'x', RTM_SHARED_NAME_MAX + 1);
+    longest[RTM_SHARED_NAME_MAX + 1] = '\0';
+    errno = 0;
+    CHECK(rtm_shared_create(longest, "tlsf", 1 << 20) == NULL && errno == ENAMETOOLONG);
+    errno = 0;
+    CHECK(rtm_shared_attach(longest) == NULL && errno == ENAMETOOLONG);
+    CHECK_EQ(rtm_shared_unlink(longest), -ENAMETOOLONG);
+    const char *bad[] = { "", "a/b", "a b", "../x", "\xc3\xa9" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        errno = 0;
+        CHECK(rtm_shared_create(bad[i], "tlsf", 1 << 20) == NULL && errno == EINVAL);
+        errno = 0;
+        CHECK(rtm_shared_attach(bad[i]) == NULL && errno == EINVAL);
+        CHECK_EQ(rtm_shared_unlink(bad[i]), -EINVAL);
+    }
+    errno = 0;
+    CHECK(rtm_shared_create(NULL, "tlsf", 1 << 20) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_shared_attach(NULL) == NULL && errno == EINVAL);
+
+    /* refusals leave no object behind */
+    const char *n2 = new_name();
+    errno = 0;
+    CHECK(rtm_shared_create(n2, "no-such-kind", 1 << 20) == NULL && errno == ENOENT);
+    errno = 0;
+    CHECK(rtm_shared_create(n2, NULL, 1 << 20) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_shared_create(n2, "tlsf", 0) == NULL && errno == ENOMEM);
+    struct rtm_shared_config cfg = { .catalog_entries = RTM_SHARED_CATALOG_MAX + 1 };
+    errno = 0;
+    CHECK(rtm_shared_create_ex(n2, "tlsf", 1 << 20, &cfg) == NULL && errno == EINVAL);
+    cfg.catalog_entries = RTM_SHARED_CATALOG_MAX; /* the catalog fills the segment */
+    errno = 0;
+    CHECK(rtm_shared_create_ex(n2, "tlsf", 4096, &cfg) == NULL && errno == ENOMEM);
+    cfg = (struct rtm_shared_config){ .mode = 01777 };
+    errno = 0;
+    CHECK(rtm_shared_create_ex(n2, "tlsf", 1 << 20, &cfg) == NULL && errno == EINVAL);
+    CHECK(!exists(n2));
+
+    /* the longest name; options; attach_ex refuses create-only fields */
+    memcpy(longest, "shtest-", 7);
+    snprintf(longest + 7, sizeof longest - 7, "%d-", (int)getpid());
+    longest[strlen(longest)] = 'x';
+    longest[RTM_SHARED_NAME_MAX] = '\0';
+    snprintf(names[name_count++], sizeof names[0], "%s", longest); /* for the cleanup */
+    cfg = (struct rtm_shared_config){ .mode = 0640,
+                                      .catalog_entries = 4,
+                                      .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                      .hardening = RTM_HEAP_HARDEN_FULL,
+                                      .check_interval = 16 };
+    struct rtm_shared *d = rtm_shared_create_ex(longest, "xnheap", 1 << 20, &cfg);
+    CHECK(d != NULL);
+    if (d) {
+        char path[300];
+        struct stat st;
+        snprintf(path, sizeof path, "/dev/shm/rtmem-%s", longest);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
+        CHECK_EQ(rtm_heap_hardening(rtm_shared_heap(d)), RTM_HEAP_HARDEN_FULL);
+        struct rtm_shared_config only_map = { .lock = RTM_ARENA_LOCK_TRY };
+        struct rtm_shared *e = rtm_shared_attach_ex(longest, &only_map);
+        CHECK(e != NULL);
+        if (e) {
+            CHECK_EQ(attach_count(e), 2);
+            CHECK_EQ(rtm_shared_detach(e), 0);
+        }
+        struct rtm_shared_config create_only = { .catalog_entries = 8 };
+        errno = 0;
+        CHECK(rtm_shared_attach_ex(longest, &create_only) == NULL && errno == EINVAL);
+        CHECK_EQ(rtm_shared_detach(d), 0);
+        CHECK_EQ(rtm_shared_unlink(longest), 0);
+    }
+}
+
+/* ---- exists ------------------------------------------------------------------------- */
+
+/* A child creates name, allocates and publishes one block, tells the parent
+ * (one byte on the pipe) and then exits, or waits to be killed. */
+static pid_t spawn_creator(const char *name, bool wait_for_kill, int *ready_fd)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        struct rtm_shared *s = rtm_shared_create(name, "heapmem", 1 << 20);
+        if (!s)
+            _exit(1);
+        char *p = rtm_heap_alloc(rtm_shared_heap(s), 32);
+        if (!p)
+            _exit(2);
+        strcpy(p, "from the creator");
+        if (rtm_shared_publish(s, "data", p) != 0)
+            _exit(3);
+        if (write(fds[1], "r", 1) != 1)
+            _exit(4);
+        if (wait_for_kill)
+            for (;;)
+                pause();
+        _exit(0); /* no detach, no unlink */
+    }
+    close(fds[1]);
+    *ready_fd = fds[0];
+    return pid;
+}
+
+static bool wait_ready(int fd)
+{
+    char c;
+    bool ok = read(fd, &c, 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* The heap a dead creator left: it attaches, holds its data, works. */
+static void check_survivor(const char *name, uint32_t count_before)
+{
+    struct rtm_shared *s = rtm_shared_attach(name);
+    REQUIRE(s != NULL, );
+    CHECK_EQ(attach_count(s), count_before + 1);
+    char *p = rtm_shared_lookup(s, "data");
+    CHECK(p != NULL && strcmp(p, "from the creator") == 0);
+    void *q = rtm_heap_alloc(rtm_shared_heap(s), 1000);
+    CHECK(q != NULL);
+    CHECK_EQ(rtm_heap_free(rtm_shared_heap(s), q), 0);
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+}
+
+static void test_exists(void)
+{
+    for (int killed = 0; killed < 2; killed++) {
+        test_context = killed ? "creator killed" : "creator exited";
+        const char *name = new_name();
+        int ready;
+        pid_t pid = spawn_creator(name, killed, &ready);
+        REQUIRE(pid > 0, );
+        CHECK(wait_ready(ready));
+        if (killed)
+            kill(pid, SIGKILL);
+        CHECK_EQ(wait_child(pid), killed ? 128 + SIGKILL : 0);
+        errno = 0;
+        CHECK(rtm_shared_create(name, "heapmem", 1 << 20) == NULL && errno == EEXIST);
+        errno = 0;
+        CHECK(rtm_shared_create(name, "tlsf", 4 << 20) == NULL && errno == EEXIST);
+        /* the dead creator never detached: it stays counted */
+        check_survivor(name, 1);
+        CHECK_EQ(rtm_shared_unlink(name), 0);
+    }
+    test_context = NULL;
+}
+
+/* ---- address ------------------------------------------------------------------------ */
+
+static void test_address(void)
+{
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(s != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(s);
+    char *mine = rtm_heap_alloc(h, 64);
+    REQUIRE(mine != NULL, );
+    strcpy(mine, "parent's");
+    uint64_t mine_off = rtm_shared_to_offset(s, mine);
+    void *parent_base = base_of(s);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* take address space first, so that this process maps the segment
+         * elsewhere than its parent did (the parent's mapping is dropped) */
+        munmap(parent_base, 1 << 20);
+        void *filler = mmap(NULL, 64 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (filler == MAP_FAILED)
+            _exit(10);
+        struct rtm_shared *c = rtm_shared_attach(name);
+        if (!c)
+            _exit(11);
+        if (base_of(c) == parent_base)
+            _exit(12);
+        char *p = rtm_shared_from_offset(c, mine_off);
+        if (!p || strcmp(p, "parent's") != 0)
+            _exit(13);
+        struct {
+            void *base;
+            uint64_t self_off;
+            char text[16];
+        } *msg = rtm_heap_alloc(rtm_shared_heap(c), sizeof *msg);
+        if (!msg)
+            _exit(14);
+        msg->base = base_of(c);
+        msg->self_off = rtm_shared_to_offset(c, msg);
+        strcpy(msg->text, "child's");
+        if (rtm_shared_publish(c, "msg", msg) != 0)
+            _exit(15);
+        if (rtm_heap_check(rtm_shared_heap(c)) != 0)
+            _exit(16);
+        _exit(rtm_shared_detach(c) == 0 ? 0 : 17);
+    }
+    REQUIRE(pid > 0, );
+    CHECK_EQ(wait_child(pid), 0);
+    struct {
+        void *base;
+        uint64_t self_off;
+        char text[16];
+    } *msg = rtm_shared_lookup(s, "msg");
+    REQUIRE(msg != NULL, );
+    CHECK(msg->base != parent_base);
+    CHECK_EQ(rtm_shared_to_offset(s, msg), msg->self_off);
+    CHECK(strcmp(msg->text, "child's") == 0);
+    CHECK_EQ(rtm_heap_free(h, msg), 0);
+    CHECK_EQ(rtm_heap_free(h, mine), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(attach_count(s), 1);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* ---- concurrent --------------------------------------------------------------------- */
+
+#define WORKERS 4
+#define LIVE    64
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static unsigned char pattern(uint64_t seed, size_t i)
+{
+    return (unsigned char)(seed * 31 + i * 7);
+}
+
+/* One worker: its own attachment, alloc / write / verify / free until
+ * deadline; exits non-zero at the first thing wrong. */
+static int worker(const char *name, uint64_t seed, uint64_t deadline)
+{
+    struct rtm_shared *s = rtm_shared_attach(name);
+    if (!s)
+        return 1;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    struct {
+        unsigned char *p;
+        size_t size;
+        uint64_t tag;
+    } live[LIVE] = { { 0 } };
+    uint64_t rng = seed, ops = 0;
+    while (now_ns() < deadline || ops < 1000) {
+        ops++;
+        size_t i = rng_next(&rng) % LIVE;
+        if (live[i].p) {
+            for (size_t k = 0; k < live[i].size; k++)
+                if (live[i].p[k] != pattern(live[i].tag, k))
+                    return 2;
+            if (rtm_heap_free(h, live[i].p) != 0)
+                return 3;
+            live[i].p = NULL;
+            continue;
+        }
+        size_t size = (size_t)rng_range(&rng, 1, 2048);
+        unsigned char *p = rtm_heap_alloc(h, size);
+        if (!p)
+            continue; /* full for now: others free */
+        if (rtm_heap_usable_size(h, p) < size)
+            return 4;
+        uint64_t tag = rng_next(&rng);
+        for (size_t k = 0; k < size; k++)
+            p[k] = pattern(tag, k);
+        live[i].p = p;
+        live[i].size = size;
+        live[i].tag = tag;
+    }
+    for (size_t i = 0; i < LIVE; i++) {
+        if (!live[i].p)
+            continue;
+        for (size_t k = 0; k < live[i].size; k++)
+            if (live[i].p[k] != pattern(live[i].tag, k))
+                return 5;
+        if (rtm_heap_free(h, live[i].p) != 0)
+            return 6;
+    }
+    return rtm_shared_detach(s) == 0 ? 0 : 7;
+}
+
+static void test_concurrent(void)
+{
+    for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
+        test_context = *kind;
+        const char *name = new_name();
+        struct rtm_shared *s = rtm_shared_create(name, *kind, 1 << 20);
+        REQUIRE(s != NULL, );
+        struct rtm_heap_stats before;
+        CHECK_EQ(rtm_heap_stats(rtm_shared_heap(s), &before), 0);
+        uint64_t deadline = now_ns() + 300000000u;
+        pid_t pids[WORKERS];
+        for (int w = 0; w < WORKERS; w++) {
+            pids[w] = fork();
+            if (pids[w] == 0)
+                _exit(worker(name, 0x5eed0000u + (uint64_t)w, deadline));
+        }
+        for (int w = 0; w < WORKERS; w++)
+            CHECK_EQ(pids[w] > 0 ? wait_child(pids[w]) : -1, 0);
+        struct rtm_heap *h = rtm_shared_heap(s);
+        CHECK_EQ(rtm_heap_check(h), 0);
+        struct rtm_heap_stats after;
+        CHECK_EQ(rtm_heap_stats(h, &after), 0);
+        CHECK_EQ(after.live_blocks, 0);
+        CHECK_EQ(after.used_bytes, 0);
+        CHECK_EQ(after.largest_free_bytes, before.largest_free_bytes);
+        struct rtm_heap_lock_stats ls;
+        CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
+        CHECK(ls.calls > 1000 * WORKERS);
+        CHECK_EQ(ls.owner_deaths, 0);
+        CHECK_EQ(attach_count(s), 1);
+        CHECK_EQ(rtm_shared_detach(s), 0);
+        CHECK_EQ(rtm_shared_unlink(name), 0);
+    }
+    test_context = NULL;
+}
+
+/* ---- creator ------------------------------------------------------------------------ */
+
+static void test_creator(void)
+{
+    /* killed while others are attached: they go on */
+    const char *name = new_name();
+    int ready;
+    pid_t pid = spawn_creator(name, true, &ready);
+    REQUIRE(pid > 0, );
+    CHECK(wait_ready(ready));
+    struct rtm_shared *s = rtm_shared_attach(name);
+    REQUIRE(s != NULL, );
+    CHECK_EQ(attach_count(s), 2);
+    void *held = rtm_heap_alloc(rtm_shared_heap(s), 500);
+    CHECK(held != NULL);
+    kill(pid, SIGKILL);
+    CHECK_EQ(wait_child(pid), 128 + SIGKILL);
+    char *p = rtm_shared_lookup(s, "data");
+    CHECK(p != NULL && strcmp(p, "from the creator") == 0);
+    CHECK_EQ(rtm_heap_free(rtm_shared_heap(s), held), 0);
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
+    check_survivor(name, 2);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+
+    /* killed holding the heap's lock, between operations: the next caller
+     * checks the heap, finds it consistent and goes on (rtmem/lock.h) */
+    name = new_name();
+    s = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(s != NULL, );
+    int fds[2];
+    REQUIRE(pipe(fds) == 0, );
+    pid = fork();
+    if (pid == 0) {
+        struct rtm_shared *c = rtm_shared_attach(name);
+        if (!c || rtm__heap_lock_hold(rtm_shared_heap(c)) != 0)
+            _exit(1);
+        if (write(fds[1], "h", 1) != 1)
+            _exit(2);
+        for (;;)
+            pause();
+    }
+    REQUIRE(pid > 0, );
+    close(fds[1]);
+    CHECK(wait_ready(fds[0]));
+    kill(pid, SIGKILL);
+    CHECK_EQ(wait_child(pid), 128 + SIGKILL);
+    void *q = rtm_heap_alloc(rtm_shared_heap(s), 100);
+    CHECK(q != NULL);
+    struct rtm_heap_lock_stats ls;
+    CHECK_EQ(rtm_heap_lock_stats(rtm_shared_heap(s), &ls), 0);
+    CHECK_EQ(ls.owner_deaths, 1);
+    CHECK_EQ(ls.recovered, 1);
+    CHECK_EQ(rtm_heap_free(rtm_shared_heap(s), q), 0);
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* ---- stale -------------------------------------------------------------------------- */
+
+/* The object's bytes, to show a refusal left them alone. */
+static size_t read_object(const char *name, unsigned char *buf, size_t cap)
+{
+    char shm[128];
+    snprintf(shm, sizeof shm, "/rtmem-%s", name);
+    int fd = shm_open(shm, O_RDONLY, 0);
+    if (fd < 0)
+        return (size_t)-1;
+    ssize_t n = pread(fd, buf, cap, 0);
+    close(fd);
+    return n < 0 ? (size_t)-1 : (size_t)n;
+}
+
+/* Makes "/rtmem-<name>" by hand, bytes long, filled with fill. */
+static bool make_object(const char *name, size_t bytes, int fill)
+{
+    char shm[128];
+    snprintf(shm, sizeof shm, "/rtmem-%s", name);
+    int fd = shm_open(shm, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return false;
+    bool ok = ftruncate(fd, (off_t)bytes) == 0;
+    if (ok && fill && bytes) {
+        unsigned char *m = mmap(NULL, bytes, PROT_WRITE, MAP_SHARED, fd, 0);
+        ok = m != MAP_FAILED;
+        if (ok) {
+            memset(m, fill, bytes);
+            munmap(m, bytes);
+        }
+    }
+    close(fd);
+    return ok;
+}
+
+#define STALE_BYTES (256 << 10)
+static unsigned char before_bytes[STALE_BYTES], after_bytes[STALE_BYTES];
+
+/* attach refuses name with want, and changes none of its bytes; create
+ * refuses it with EEXIST. */
+static void check_refused(const char *name, int want)
+{
+    size_t n = read_object(name, before_bytes, sizeof before_bytes);
+    errno = 0;
+    struct rtm_shared *s = rtm_shared_attach(name);
+    CHECK(s == NULL);
+    CHECK_EQ(errno, want);
+    if (s)
+        rtm_shared_detach(s);
+    CHECK_EQ(read_object(name, after_bytes, sizeof after_bytes), n);
+    CHECK(n != (size_t)-1 && memcmp(before_bytes, after_bytes, n) == 0);
+    errno = 0;
+    CHECK(rtm_shared_create(name, "tlsf", STALE_BYTES) == NULL && errno == EEXIST);
+}
+
+/* A valid heap whose header is then changed by edit. */
+typedef void (*header_edit)(struct shared_header *hd);
+static void edit_magic(struct shared_header *hd)
+{
+    hd->magic ^= 1;
+}
+static void edit_version(struct shared_header *hd)
+{
+    hd->version = RTM_SHARED_LAYOUT_VERSION + 1;
+}
+static void edit_initialising(struct shared_header *hd)
+{
+    hd->state = SHARED_INITIALISING;
+}
+static void edit_unwritten(struct shared_header *hd)
+{
+    hd->state = SHARED_INITIALISING;
+    hd->magic = 0;
+}
+static void edit_state(struct shared_header *hd)
+{
+    hd->state = 12345;
+}
+static void edit_size(struct shared_header *hd)
+{
+    hd->size_bytes *= 2;
+}
+static void edit_heap_offset(struct shared_header *hd)
+{
+    hd->heap_offset += 64;
+}
+static void edit_kind(struct shared_header *hd)
+{
+    strcpy(hd->kind, "xnheap");
+}
+
+static void test_stale(void)
+{
+    const char *name = new_name();
+    test_context = "empty object";
+    REQUIRE(make_object(name, 0, 0), );
+    check_refused(name, EBUSY);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+
+    test_context = "shorter than a page";
+    REQUIRE(make_object(name, 100, 0x5a), );
+    check_refused(name, EINVAL);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+
+    test_context = "garbage";
+    REQUIRE(make_object(name, STALE_BYTES, 0x5a), );
+    check_refused(name, EINVAL);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+
+    test_context = "zeros";
+    REQUIRE(make_object(name, STALE_BYTES, 0), );
+    check_refused(name, EBUSY);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+
+    static const struct {
+        const char *what;
+        header_edit edit;
+        int want;
+    } cases[] = {
+        { "bad magic", edit_magic, EINVAL },
+        { "other version", edit_version, EPROTO },
+        { "initialising", edit_initialising, EBUSY },
+        { "header not written", edit_unwritten, EBUSY },
+        { "unknown state", edit_state, EINVAL },
+        { "size", edit_size, EINVAL },
+        { "heap offset", edit_heap_offset, EINVAL },
+        { "kind", edit_kind, EINVAL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        test_context = cases[i].what;
+        struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
+        REQUIRE(s != NULL, );
+        cases[i].edit((struct shared_header *)base_of(s));
+        check_refused(name, cases[i].want);
+        CHECK_EQ(rtm_shared_detach(s), 0);
+        CHECK_EQ(rtm_shared_unlink(name), 0);
+    }
+    test_context = NULL;
+}
+
+/* ---- catalog ------------------------------------------------------------------------ */
+
+static void test_catalog(void)
+{
+    const char *name = new_name();
+    struct rtm_shared_config cfg = { .catalog_entries = 4 };
+    struct rtm_shared *s = rtm_shared_create_ex(name, "tlsf", 1 << 20, &cfg);
+    REQUIRE(s != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int *obj[5];
+    for (int i = 0; i < 5; i++) {
+        obj[i] = rtm_heap_alloc(h, sizeof(int));
+        REQUIRE(obj[i] != NULL, );
+        *obj[i] = i;
+    }
+    char longest[RTM_SHARED_CATALOG_NAME_MAX + 2];
+    memset(longest, 'n', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), -EINVAL);
+    CHECK_EQ(rtm_shared_publish(s, "", obj[0]), -EINVAL);
+    CHECK_EQ(rtm_shared_publish(s, NULL, obj[0]), -EINVAL);
+    CHECK_EQ(rtm_shared_publish(NULL, "x", obj[0]), -EINVAL);
+    CHECK_EQ(rtm_shared_publish(s, "x", &cfg), -EINVAL); /* outside the segment */
+    CHECK_EQ(rtm_shared_publish(s, "x", NULL), -EINVAL);
+    longest[RTM_SHARED_CATALOG_NAME_MAX] = '\0'; /* 31 bytes: taken */
+    CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), 0);
+    CHECK_EQ(rtm_shared_publish(s, longest, obj[1]), -EEXIST);
+    CHECK_EQ(rtm_shared_publish(s, "one", obj[1]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "two", obj[2]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "three", obj[3]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), -ENOSPC);
+    CHECK(rtm_shared_lookup(s, longest) == obj[0]);
+    CHECK(rtm_shared_lookup(s, "two") == obj[2]);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "four") == NULL && errno == ENOENT);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "") == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_shared_lookup(NULL, "one") == NULL && errno == EINVAL);
+    CHECK_EQ(rtm_shared_unpublish(s, "four"), -ENOENT);
+    CHECK_EQ(rtm_shared_unpublish(s, "two"), 0);
+    CHECK_EQ(rtm_shared_unpublish(s, "two"), -ENOENT);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "two") == NULL && errno == ENOENT);
+    CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), 0); /* the freed entry */
+
+    /* across processes: a child finds, changes and publishes */
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rtm_shared *c = rtm_shared_attach(name);
+        if (!c)
+            _exit(1);
+        int *four = rtm_shared_lookup(c, "four");
+        if (!four || *four != 4)
+            _exit(2);
+        *four = 40;
+        if (rtm_shared_unpublish(c, "one") != 0)
+            _exit(3);
+        int *mine = rtm_heap_alloc(rtm_shared_heap(c), sizeof(int));
+        if (!mine)
+            _exit(4);
+        *mine = 77;
+        if (rtm_shared_publish(c, "child", mine) != 0)
+            _exit(5);
+        _exit(rtm_shared_detach(c) == 0 ? 0 : 6);
+    }
+    REQUIRE(pid > 0, );
+    CHECK_EQ(wait_child(pid), 0);
+    CHECK_EQ(*obj[4], 40);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "one") == NULL && errno == ENOENT);
+    int *child = rtm_shared_lookup(s, "child");
+    CHECK(child != NULL && *child == 77);
+    if (child)
+        CHECK_EQ(rtm_heap_free(h, child), 0);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(rtm_heap_free(h, obj[i]), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } sections[] = {
+        { "lifecycle", test_lifecycle },   { "exists", test_exists },   { "address", test_address },
+        { "concurrent", test_concurrent }, { "creator", test_creator }, { "stale", test_stale },
+        { "catalog", test_catalog },
+    };
+    const char *what = argc > 1 ? argv[1] : "";
+    owner_pid = (int)getpid();
+    atexit(remove_all);
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+        if (strcmp(what, sections[i].name) != 0)
+            continue;
+        sections[i].run();
+        remove_all();
+        test_context = "cleanup";
+        CHECK_EQ(leftovers(), 0);
+        test_context = NULL;
+        return test_summary("shared_test");
+    }
+    fprintf(stderr, "usage: shared_test lifecycle | exists | address | concurrent | creator | "
+                    "stale | catalog\n");
+    return 2;
+}
