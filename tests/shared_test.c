@@ -29,6 +29,7 @@
 
 #include "check.h"
 #include "rtmem/rtmem.h"
+#include "../src/heap/kind.h"
 #include "../src/lock/lock.h"
 #include "../src/shared/internal.h"
 
@@ -654,6 +655,21 @@ static void edit_kind(struct shared_header *hd)
 {
     strcpy(hd->kind, "xnheap");
 }
+static void edit_heap_end(struct shared_header *hd)
+{
+    hd->heap_offset = hd->size_bytes - 8; /* no room for a heap's header */
+}
+/* A handler address written into the heap: attach must not trust it. */
+static void edit_handler(struct shared_header *hd)
+{
+    struct rtm_heap *h = (struct rtm_heap *)(void *)((char *)hd + hd->heap_offset);
+    h->on_corruption = (rtm_heap_corruption_fn)(uintptr_t)0x1234;
+}
+static void edit_lock_offset(struct shared_header *hd)
+{
+    struct rtm_heap *h = (struct rtm_heap *)(void *)((char *)hd + hd->heap_offset);
+    h->lock_offset = (uint32_t)hd->heap_offset + 4096; /* before the segment */
+}
 
 static void test_stale(void)
 {
@@ -691,6 +707,9 @@ static void test_stale(void)
         { "size", edit_size, EINVAL },
         { "heap offset", edit_heap_offset, EINVAL },
         { "kind", edit_kind, EINVAL },
+        { "heap at the end", edit_heap_end, EINVAL },
+        { "handler address", edit_handler, EINVAL },
+        { "lock offset", edit_lock_offset, EINVAL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         test_context = cases[i].what;

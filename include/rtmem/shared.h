@@ -37,6 +37,14 @@
  * of rtmem's. A name nobody unlinks lasts until reboot (tmpfs), even with
  * no process attached.
  *
+ * What attach checks. The header (magic, version, state, size, offsets,
+ * kind) and the heap's own header (its kind, its robust shared lock, its
+ * lock area inside the segment, no handler address): O(1). Not the blocks:
+ * rtm_heap_check walks them (O(blocks), under the lock). Every process
+ * attached must run the same rtmem build: the layout version guards the
+ * segment, and a heap's kind is recorded as an index into this library's
+ * list of kinds.
+ *
  * Attach count. The header counts the processes attached (create and each
  * attach add one, each detach takes one away, atomically). A process that
  * dies or exits without detaching stays counted: the count says how many

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../heap/kind.h"
 
 /* "/rtmem-" + the name + NUL */
 #define SHM_NAME_BYTES (sizeof "/rtmem-" + RTM_SHARED_NAME_MAX)
@@ -192,7 +193,15 @@ static int validate(struct rtm_shared *s)
         hd->heap_offset < catalog_end || hd->heap_offset >= size ||
         memchr(hd->kind, 0, sizeof hd->kind) == NULL)
         return EINVAL;
+    if (hd->heap_offset > size - sizeof(struct rtm_heap))
+        return EINVAL;
     struct rtm_heap *h = (struct rtm_heap *)(void *)(base + hd->heap_offset);
+    /* Before any call reads through it: the lock area lies inside the
+     * segment, after the catalog, and no handler address is stored (a
+     * robust shared heap takes none: one here would be called). */
+    if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES || h->lock_offset > hd->heap_offset ||
+        hd->heap_offset - h->lock_offset < catalog_end || h->on_corruption || h->on_corruption_arg)
+        return EINVAL;
     const char *kind = rtm_heap_kind(h);
     if (!kind || strcmp(kind, hd->kind) != 0 ||
         rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED)
