@@ -40,6 +40,8 @@ static char names[MAX_NAMES][RTM_SHARED_NAME_MAX + 1];
 static int name_count;
 static int owner_pid;
 
+static void remember_paths(void);
+
 /* A fresh heap name of this process, remembered for the cleanup. */
 static const char *new_name(void)
 {
@@ -47,6 +49,7 @@ static const char *new_name(void)
         abort();
     char *n = names[name_count++];
     snprintf(n, sizeof names[0], "shtest-%d-%d", (int)getpid(), name_count);
+    remember_paths();
     return n;
 }
 
@@ -56,6 +59,26 @@ static void remove_all(void)
         return; /* a child never removes what the test owns */
     for (int i = 0; i < name_count; i++)
         rtm_shared_unlink(names[i]); /* most are gone already: ENOENT */
+}
+
+/* A section that hangs or is stopped (SIGALRM before ctest's timeout,
+ * SIGTERM, SIGINT) removes its objects too: unlink(2) of their files in
+ * /dev/shm, which a signal handler may call, and no stdio. */
+static char paths[MAX_NAMES][sizeof "/dev/shm/rtmem-" + RTM_SHARED_NAME_MAX];
+
+static void remove_on_signal(int sig)
+{
+    (void)sig;
+    if (getpid() == owner_pid)
+        for (int i = 0; i < name_count; i++)
+            unlink(paths[i]);
+    _exit(3);
+}
+
+static void remember_paths(void)
+{
+    for (int i = 0; i < name_count; i++)
+        snprintf(paths[i], sizeof paths[i], "/dev/shm/rtmem-%.200s", names[i]);
 }
 
 /* Objects of this process left in /dev/shm. */
@@ -229,6 +252,7 @@ static void test_lifecycle(void)
     longest[strlen(longest)] = 'x';
     longest[RTM_SHARED_NAME_MAX] = '\0';
     snprintf(names[name_count++], sizeof names[0], "%s", longest); /* for the cleanup */
+    remember_paths();
     cfg = (struct rtm_shared_config){ .mode = 0640,
                                       .catalog_entries = 4,
                                       .prefault = RTM_ARENA_PREFAULT_TOUCH,
@@ -818,6 +842,10 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     owner_pid = (int)getpid();
     atexit(remove_all);
+    signal(SIGALRM, remove_on_signal);
+    signal(SIGTERM, remove_on_signal);
+    signal(SIGINT, remove_on_signal);
+    alarm(50); /* CTest's timeout for these is 60 s */
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         if (strcmp(what, sections[i].name) != 0)
             continue;
