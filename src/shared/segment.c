@@ -174,8 +174,10 @@ static int validate(struct rtm_shared *s)
     if (size < sizeof(struct shared_header))
         return EINVAL;
     struct shared_header *hd = (struct shared_header *)(void *)base;
-    uint64_t magic = __atomic_load_n(&hd->magic, __ATOMIC_RELAXED);
+    /* the state first (acquire): "ready" makes everything written before it
+     * visible, the magic included */
     uint32_t state = __atomic_load_n(&hd->state, __ATOMIC_ACQUIRE);
+    uint64_t magic = __atomic_load_n(&hd->magic, __ATOMIC_RELAXED);
     if (magic == 0 && state == SHARED_INITIALISING)
         return EBUSY; /* the zeros of a new object: its header comes next */
     if (magic != SHARED_MAGIC)
