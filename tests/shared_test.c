@@ -663,6 +663,17 @@ static void edit_unwritten(struct shared_header *hd)
     hd->state = SHARED_INITIALISING;
     hd->magic = 0;
 }
+/* A creator stopped between writing the magic and the version. */
+static void edit_half_written(struct shared_header *hd)
+{
+    hd->state = SHARED_INITIALISING;
+    hd->version = 0;
+}
+static void edit_hardening(struct shared_header *hd)
+{
+    struct rtm_heap *h = (struct rtm_heap *)(void *)((char *)hd + hd->heap_offset);
+    h->hardening = 77;
+}
 static void edit_state(struct shared_header *hd)
 {
     hd->state = 12345;
@@ -727,6 +738,8 @@ static void test_stale(void)
         { "other version", edit_version, EPROTO },
         { "initialising", edit_initialising, EBUSY },
         { "header not written", edit_unwritten, EBUSY },
+        { "header half written", edit_half_written, EBUSY },
+        { "hardening level", edit_hardening, EINVAL },
         { "unknown state", edit_state, EINVAL },
         { "size", edit_size, EINVAL },
         { "heap offset", edit_heap_offset, EINVAL },
@@ -792,6 +805,25 @@ static void test_catalog(void)
     errno = 0;
     CHECK(rtm_shared_lookup(s, "two") == NULL && errno == ENOENT);
     CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), 0); /* the freed entry */
+    /* A freed entry reused by a shorter name holds that name alone. */
+    CHECK_EQ(rtm_shared_unpublish(s, longest), 0);
+    CHECK_EQ(rtm_shared_publish(s, "ab", obj[0]), 0);
+    CHECK(rtm_shared_lookup(s, "ab") == obj[0]);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, longest) == NULL && errno == ENOENT);
+    CHECK_EQ(rtm_shared_unpublish(s, "ab"), 0);
+    CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), 0);
+    /* The lock's errors come back: here from the thread that holds it. */
+    CHECK_EQ(rtm__heap_lock_hold(h), 0);
+    CHECK_EQ(rtm_shared_publish(s, "held", obj[0]), -EDEADLK);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "four") == NULL && errno == EDEADLK);
+    CHECK_EQ(rtm_shared_unpublish(s, "four"), -EDEADLK);
+    CHECK_EQ(rtm__heap_lock_release(h), 0);
+    CHECK(rtm_shared_lookup(s, "four") == obj[4]);
+    /* Offset 0 is the header: the segment's first byte is no object. */
+    CHECK_EQ(rtm_shared_to_offset(s, base_of(s)), 0);
+    CHECK_EQ(rtm_shared_to_offset(s, (char *)base_of(s) + 1), 1);
 
     /* across processes: a child finds, changes and publishes */
     pid_t pid = fork();
@@ -825,6 +857,18 @@ static void test_catalog(void)
     for (int i = 0; i < 5; i++)
         CHECK_EQ(rtm_heap_free(h, obj[i]), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
+    /* A child that detaches the handle it inherited unmaps its own view
+     * only: the parent's attachment still counts, and its view still works. */
+    struct rtm_shared_info before, after;
+    CHECK_EQ(rtm_shared_get_info(s, &before), 0);
+    pid = fork();
+    if (pid == 0)
+        _exit(rtm_shared_detach(s) == 0 ? 0 : 1);
+    REQUIRE(pid > 0, );
+    CHECK_EQ(wait_child(pid), 0);
+    CHECK_EQ(rtm_shared_get_info(s, &after), 0);
+    CHECK_EQ(after.attach_count, before.attach_count);
+    CHECK_EQ(rtm_heap_check(h), 0);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
@@ -842,9 +886,13 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     owner_pid = (int)getpid();
     atexit(remove_all);
-    signal(SIGALRM, remove_on_signal);
-    signal(SIGTERM, remove_on_signal);
-    signal(SIGINT, remove_on_signal);
+    /* A section that crashes (a fault, RTM_ASSERT's trap, an abort) removes
+     * its objects as one that is stopped does. */
+    static const int fatal[] = {
+        SIGALRM, SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE
+    };
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        signal(fatal[i], remove_on_signal);
     alarm(50); /* CTest's timeout for these is 60 s */
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
         if (strcmp(what, sections[i].name) != 0)

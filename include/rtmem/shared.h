@@ -38,9 +38,14 @@
  * no process attached.
  *
  * What attach checks. The header (magic, version, state, size, offsets,
- * kind) and the heap's own header (its kind, its robust shared lock, its
- * lock area inside the segment, no handler address): O(1). Not the blocks:
- * rtm_heap_check walks them (O(blocks), under the lock). Every process
+ * kind) and the heap's own header (its kind, its hardening level, its
+ * robust shared lock, its lock area inside the segment, no handler
+ * address): O(1). Not yet the kind's own control structure (its size
+ * against the segment, its pool list) nor the blocks: a segment that
+ * rtmem wrote is consistent there (or its lock says it is not, rtmem/lock.h),
+ * but one damaged there by something else, or crafted, can make the first
+ * rtm_heap_* call fault. Share a heap only between processes you trust
+ * with its memory. Every process
  * attached must run the same rtmem build: the layout version guards the
  * segment, and a heap's kind is recorded as an index into this library's
  * list of kinds.
@@ -141,7 +146,7 @@ struct rtm_shared_info {
     uint32_t attach_count;    /* attachments not detached (see the top) */
     uint32_t catalog_entries; /* fixed at create */
     int creator_pid;          /* the process that created it (it may be gone) */
-    const char *kind;         /* the heap's kind, as rtm_heap_kind says it */
+    const char *kind;         /* the heap's kind: rtm_heap_kind's (static) string */
     void *base;               /* where this process maps the segment */
 };
 
@@ -178,8 +183,8 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
  *   ENOENT       no such name
  *   EPROTO       an rtmem shared heap of another layout version
  *   EBUSY        a heap still being created (empty object, header not yet
- *                written, or state "initialising"); one whose creator died
- *                during create stays so: unlink it
+ *                or only partly written, state "initialising"); one whose
+ *                creator died during create stays so: unlink it
  *   EACCES       the object's permissions refuse read and write
  *   and the errors of rtm_arena_open.
  * A start-up call (as create).
@@ -215,11 +220,14 @@ RTM_API int rtm_shared_detach(struct rtm_shared *s);
 RTM_API int rtm_shared_unlink(const char *name);
 
 /* The offset of p in the segment, the same in every process; 0 for NULL, a
- * NULL handle or an address outside the segment. O(1). */
+ * NULL handle or an address outside the segment. Offset 0 is the segment's
+ * header, never an object: the segment's first byte also gives 0. O(1). */
 RTM_API uint64_t rtm_shared_to_offset(const struct rtm_shared *s, const void *p);
 
 /* The address in this process of the offset off; NULL for 0, a NULL handle
- * or an offset outside the segment. O(1). */
+ * or an offset outside the segment. Only the first byte is checked: an
+ * object of n bytes there fits when off + n <= rtm_shared_info.size_bytes.
+ * O(1). */
 RTM_API void *rtm_shared_from_offset(const struct rtm_shared *s, uint64_t off);
 
 /* Copies what the header says into *out. Returns 0 or -EINVAL (NULL
@@ -240,7 +248,8 @@ RTM_API int rtm_shared_publish(struct rtm_shared *s, const char *name, const voi
 
 /* The address in this process of the object published under name, or NULL
  * with errno set: ENOENT (not published), EINVAL (NULL arguments, a bad
- * name), or the lock's errors. O(catalog_entries) with the lock held. */
+ * name), EFAULT (an entry that points past the segment: damaged), or the
+ * lock's errors. O(catalog_entries) with the lock held. */
 RTM_API void *rtm_shared_lookup(struct rtm_shared *s, const char *name);
 
 /* Removes name from the catalog (the object itself is not freed). Returns

@@ -80,7 +80,10 @@ void *rtm_shared_lookup(struct rtm_shared *s, const char *name)
         errno = ENOENT;
         return NULL;
     }
-    return rtm_shared_from_offset(s, off);
+    void *p = rtm_shared_from_offset(s, off);
+    if (!p)
+        errno = EFAULT; /* an entry past the segment: not rtmem's writing */
+    return p;
 }
 
 int rtm_shared_unpublish(struct rtm_shared *s, const char *name)

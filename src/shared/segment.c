@@ -178,14 +178,14 @@ static int validate(struct rtm_shared *s)
      * visible, the magic included */
     uint32_t state = __atomic_load_n(&hd->state, __ATOMIC_ACQUIRE);
     uint64_t magic = __atomic_load_n(&hd->magic, __ATOMIC_RELAXED);
-    if (magic == 0 && state == SHARED_INITIALISING)
-        return EBUSY; /* the zeros of a new object: its header comes next */
+    /* Still being written (its creator at work, or killed at it): the
+     * zeros of a new object, or a header part-written, version included. */
+    if ((magic == 0 || magic == SHARED_MAGIC) && state == SHARED_INITIALISING)
+        return EBUSY;
     if (magic != SHARED_MAGIC)
         return EINVAL;
     if (hd->version != RTM_SHARED_LAYOUT_VERSION)
         return EPROTO;
-    if (state == SHARED_INITIALISING)
-        return EBUSY;
     if (state != SHARED_READY)
         return EINVAL;
     uint64_t catalog_end =
@@ -206,7 +206,8 @@ static int validate(struct rtm_shared *s)
         return EINVAL;
     const char *kind = rtm_heap_kind(h);
     if (!kind || strcmp(kind, hd->kind) != 0 ||
-        rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED)
+        rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED ||
+        rtm_heap_hardening(h) < RTM_HEAP_HARDEN_O1 || rtm_heap_hardening(h) > RTM_HEAP_HARDEN_FULL)
         return EINVAL;
     s->header = hd;
     s->catalog = (struct shared_entry *)(void *)(base + hd->catalog_offset);
@@ -299,7 +300,7 @@ int rtm_shared_get_info(const struct rtm_shared *s, struct rtm_shared_info *out)
         .attach_count = __atomic_load_n(&hd->attach_count, __ATOMIC_RELAXED),
         .catalog_entries = hd->catalog_entries,
         .creator_pid = hd->creator_pid,
-        .kind = hd->kind,
+        .kind = rtm_heap_kind(s->heap),
         .base = s->arena.base,
     };
     return 0;
