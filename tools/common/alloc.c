@@ -2,6 +2,7 @@
  * Bench kit: the allocators under test (alloc.h).
  */
 #include "common/alloc.h"
+#include "common/out.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -376,4 +377,14 @@ bool tk_alloc_block_ok(const struct tk_alloc *a, const void *p, size_t size)
         return true;
     uintptr_t lo = (uintptr_t)a->arena->mem, hi = lo + a->cur.mem_bytes, at = (uintptr_t)p;
     return at >= lo && at <= hi && size <= hi - at && at % a->align == 0;
+}
+
+const char *tk_alloc_replay_words(const struct tk_alloc *a, char *buf, size_t size)
+{
+    char name[2 * sizeof(a->name)], plugin[1024] = "";
+    tk_fmt_shell_word(name, sizeof(name), a->name);
+    if (a->plugin_path)
+        tk_fmt_shell_word(plugin, sizeof(plugin), a->plugin_path);
+    snprintf(buf, size, "%s%s --kinds %s", a->plugin_path ? " --plugin " : "", plugin, name);
+    return buf;
 }

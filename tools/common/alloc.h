@@ -170,6 +170,12 @@ void tk_alloc_tlsf_typed(struct tk_alloc *a);
 /* glibc malloc/free, its defaults (no mallopt). */
 void tk_alloc_glibc(struct tk_alloc *a);
 
+/* The words that select a in a replay command, as a shell takes them:
+ * " --kinds NAME", after " --plugin PATH" for a plugin, each quoted where a
+ * shell would not take it as one word (tlsf(typed), a path with a space).
+ * Into buf (2 KiB is enough for any name and plugin path). Returns buf. */
+const char *tk_alloc_replay_words(const struct tk_alloc *a, char *buf, size_t size);
+
 /* ---- allocators loaded at run time (alloc_load.c) ------------------------- */
 
 /* Room for why a peer or plugin was not loaded. */

@@ -251,6 +251,19 @@ static void add_listed(struct tk_kinds *k, const char *list)
     }
 }
 
+void tk_kinds_json_skipped(struct tk_json *j, const struct tk_kinds *k)
+{
+    tk_json_key(j, "skipped");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < k->n_skipped; i++) {
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", k->skipped[i].name);
+        tk_json_kv_string(j, "reason", k->skipped[i].why);
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+}
+
 int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const struct tk_args *cli,
                     const char *kinds_arg, const char *const *plugin_paths, size_t n_plugins,
                     int argc, char **argv)

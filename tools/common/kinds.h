@@ -28,6 +28,7 @@
 
 #include "common/alloc.h"
 #include "common/args.h"
+#include "common/out.h"
 
 /* Allocators a run can hold, plugins it can load, skipped ones it records. */
 #define TK_MAX_ALLOCS  24
@@ -83,6 +84,10 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
  * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), glibc,
  * jemalloc, ...", into buf (truncated to size). Returns buf. */
 const char *tk_kinds_names(char *buf, size_t size);
+
+/* The allocators skipped, as the member "skipped" of an open object: an
+ * array of {"name", "reason"}, the same in every tool's JSON. */
+void tk_kinds_json_skipped(struct tk_json *j, const struct tk_kinds *k);
 
 /* Is name (an item of a comma-separated list) in list? */
 bool tk_list_has(const char *list, const char *name);

@@ -118,17 +118,13 @@ static void print_failed(FILE *f, const struct bench *b)
         char timeout[32] = "";
         if (o->timeout_s != BENCH_DEFAULT_TIMEOUT_S)
             snprintf(timeout, sizeof(timeout), " --timeout %u", o->timeout_s);
-        /* Words a shell takes as they are printed: "tlsf(typed)" quoted. */
-        char name[2 * sizeof(a->def.name)], plugin[1024] = "";
-        tk_fmt_shell_word(name, sizeof(name), a->def.name);
-        if (a->def.plugin_path)
-            tk_fmt_shell_word(plugin, sizeof(plugin), a->def.plugin_path);
+        char words[2048];
         fprintf(f, "FAILED: %s: %s; its figures are left out\n", a->def.name, a->fail.msg);
         fprintf(f,
-                "  replay: rtmem bench%s%s --kinds %s%s --seed %llu --ops %llu --rounds %u "
+                "  replay: rtmem bench%s%s --seed %llu --ops %llu --rounds %u "
                 "--min-size %u --max-size %u --live %u --heap-size %zu --fill %u "
                 "--sweep-ops %llu%s\n",
-                a->def.plugin_path ? " --plugin " : "", plugin, name, replay_phase(&a->fail.where),
+                tk_alloc_replay_words(&a->def, words, sizeof(words)), replay_phase(&a->fail.where),
                 (unsigned long long)o->seed, (unsigned long long)o->ops, o->rounds,
                 o->min_size_bytes, o->max_size_bytes, o->live_cap, o->heap_bytes, o->fill_blocks,
                 (unsigned long long)o->sweep_ops, timeout);
@@ -278,15 +274,7 @@ static void json_failed(struct tk_json *j, const struct bench *b)
     }
     tk_json_end_array(j);
     /* Peers named but not loaded, as memcheck lists them. */
-    tk_json_key(j, "skipped");
-    tk_json_begin_array(j);
-    for (size_t i = 0; i < b->kinds.n_skipped; i++) {
-        tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", b->kinds.skipped[i].name);
-        tk_json_kv_string(j, "reason", b->kinds.skipped[i].why);
-        tk_json_end_object(j);
-    }
-    tk_json_end_array(j);
+    tk_kinds_json_skipped(j, &b->kinds);
 }
 
 void bench_report(const struct tk_session *s, FILE *f)

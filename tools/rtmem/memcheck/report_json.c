@@ -155,14 +155,6 @@ void mc_json(const struct tk_session *s, struct tk_json *j)
         json_target(j, &m->t[i], !m->o->no_json_rows);
     tk_json_end_array(j);
     /* Allocators asked for (or run by default) that did not load. */
-    tk_json_key(j, "skipped");
-    tk_json_begin_array(j);
-    for (size_t i = 0; i < m->kinds.n_skipped; i++) {
-        tk_json_begin_object(j);
-        tk_json_kv_string(j, "name", m->kinds.skipped[i].name);
-        tk_json_kv_string(j, "reason", m->kinds.skipped[i].why);
-        tk_json_end_object(j);
-    }
-    tk_json_end_array(j);
+    tk_kinds_json_skipped(j, &m->kinds);
     tk_json_kv_bool(j, "static_tls_reexec", tk_reexeced());
 }

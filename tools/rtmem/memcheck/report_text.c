@@ -95,18 +95,14 @@ static void print_failures(FILE *f, const struct memcheck *m)
         if (o->churn_sample_every)
             snprintf(every, sizeof(every), " --churn-sample-every %llu",
                      (unsigned long long)o->churn_sample_every);
-        /* Words a shell takes as they are printed: "tlsf(typed)" quoted. */
-        char name[2 * sizeof(t->a.name)], plugin[1024] = "";
-        tk_fmt_shell_word(name, sizeof(name), t->a.name);
-        if (t->a.plugin_path)
-            tk_fmt_shell_word(plugin, sizeof(plugin), t->a.plugin_path);
+        char words[2048];
         fprintf(f, "\nFAILED: %s: %s\n", t->a.name, t->fail.msg);
         fprintf(f,
-                "  replay: rtmem memcheck%s%s --kinds %s --phases %s --seed %llu "
+                "  replay: rtmem memcheck%s --phases %s --seed %llu "
                 "--seq-heap-size %zu --random-alloc-rounds %u --pattern-heap-size %zu "
                 "--pattern-check-rounds %u --churn-ops %llu --churn-heap-size %zu "
                 "--churn-fill %u --churn-max-size %zu%s%s%s\n",
-                t->a.plugin_path ? " --plugin " : "", plugin, name, mc_phase_name(t->fail.phase),
+                tk_alloc_replay_words(&t->a, words, sizeof(words)), mc_phase_name(t->fail.phase),
                 (unsigned long long)o->seed, o->seq_heap_bytes, o->random_rounds,
                 o->pattern_heap_bytes, o->pattern_rounds, (unsigned long long)o->churn_ops,
                 o->churn_heap_bytes, o->churn_fill_pct, o->churn_max_bytes, every,
