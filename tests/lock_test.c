@@ -33,6 +33,7 @@
 #include "check.h"
 #include "rtmem/rtmem.h"
 #include "../src/lock/lock.h"
+#include "../src/heap/undo.h"
 
 #define SKIPPED 77
 
@@ -97,7 +98,15 @@ static void layout_one(const char *kind, int lock, size_t trim)
     unsigned char *mem = arena + trim;
     size_t size = (256u << 10) - trim;
     uintptr_t area = align_up((uintptr_t)mem, RTM_HEAP_LOCK_ALIGN);
-    unsigned char *rest = (unsigned char *)area + RTM_HEAP_LOCK_AREA_BYTES;
+    /* A robust heap keeps its undo log after the lock area, sized for its
+     * kind and memory, and an owner record of 16 bytes in every block. */
+    uint32_t kind_id = 0;
+    while (strcmp(rtm_heap_kinds()[kind_id], kind) != 0)
+        kind_id++;
+    bool robust = lock == RTM_HEAP_LOCK_ROBUST_SHARED;
+    size_t log = robust ? rtm_undo_bytes(rtm__undo_capacity(kind_id, size)) : 0;
+    size_t rec = robust ? 16 : 0;
+    unsigned char *rest = (unsigned char *)area + RTM_HEAP_LOCK_AREA_BYTES + log;
     size_t rest_size = (size_t)(mem + size - rest);
 
     /* The kind's heap on the rest, unlocked: the figures to match. */
@@ -107,7 +116,7 @@ static void layout_one(const char *kind, int lock, size_t trim)
     size_t fills[] = { 0, 16, 100, 300, 1000, 5000 };
     size_t ufill[6];
     for (int i = 0; i < 6; i++)
-        ufill[i] = rtm_heap_fill_count(u, fills[i]);
+        ufill[i] = rtm_heap_fill_count(u, fills[i] + rec);
     ptrdiff_t uoff = (unsigned char *)u - rest;
     rtm_heap_destroy(u);
 
@@ -119,7 +128,8 @@ static void layout_one(const char *kind, int lock, size_t trim)
     CHECK_EQ(st.usable_bytes, us.usable_bytes);
     CHECK_EQ(st.overhead_bytes, us.overhead_bytes + (size_t)(rest - mem));
     CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
-    CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX);
+    CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + log);
+    CHECK_EQ(rtm__heap_undo_bytes(h), log);
     for (int i = 0; i < 6; i++)
         CHECK_EQ(rtm_heap_fill_count(h, fills[i]), ufill[i]);
 

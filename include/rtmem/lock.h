@@ -71,23 +71,45 @@
  * copy, and (with priority inheritance) waits itself for at most one of the
  * loop's operations.
  *
+ * Robust heaps keep more (RTM_HEAP_LOCK_ROBUST_SHARED only; other heaps pay
+ * nothing for it):
+ *  - an undo log, after the lock area: every metadata word a call writes is
+ *    recorded with its old value before it is written, and the log is
+ *    emptied when the call ends. Each call records a bounded number of
+ *    words (TLSF: at most 56 seen, page heaps: O(log r)), so its bound stays
+ *    O(1) / O(log r) with a larger constant (tests/undo_test.c checks
+ *    that the log sees every word, and prints the most one call used). The
+ *    log's size is fixed at create from the kind and the memory size, and
+ *    counted in overhead_bytes: TLSF 2112 bytes; heapmem and xnheap 2624
+ *    bytes + 1024 per doubling of the memory (64 KiB: 9.6 KiB, 1 MiB:
+ *    13.6 KiB, 1 GiB: 23.6 KiB);
+ *  - an owner record of 16 bytes at the end of every block (the process id
+ *    and start time of the process that allocated it): every block costs 16
+ *    bytes more, usable sizes and rtm_heap_fill_count are the kind's for the
+ *    request + 16, largest_free_bytes the kind's - 16. Shared heaps list and
+ *    reclaim the blocks of dead processes from them (rtmem/shared.h).
+ *
  * Owner death (RTM_HEAP_LOCK_ROBUST_SHARED). When the thread or process that
- * holds the lock dies, it may have stopped in the middle of changing the
- * heap. The next caller that takes the lock, before anything else:
- *  1. runs the kind's full check (rtm_heap_check: O(blocks), paid once, by
+ * holds the lock dies, it may have stopped anywhere in the middle of a call.
+ * The next caller that takes the lock, before anything else:
+ *  1. rolls the dead holder's call back from the undo log: every word it
+ *     wrote gets its old value back, last first, so the heap is exactly as
+ *     that call found it (an allocation did not happen, a free did not
+ *     happen: the block is still the dead process's). O(words of one call);
+ *  2. runs the kind's full check (rtm_heap_check: O(blocks), paid once, by
  *     that caller, on top of its own call's bound);
- *  2. if the heap is consistent, makes the lock consistent again
+ *  3. if the heap is consistent, makes the lock consistent again
  *     (pthread_mutex_consistent), counts the death (owner_deaths, recovered)
  *     and goes on with its own call as usual. Blocks the dead holder had
- *     allocated stay allocated: the heap does not know whose they were. An
- *     allocation it was making either did not happen or is such a block;
- *  3. if the heap is damaged, counts a corruption (the heap's corruptions
- *     counter; such a heap has no corruption handler, since a handler is an
- *     address in one process), leaves the lock unrecoverable and
- *     fails its own call with -ENOTRECOVERABLE (an allocation: NULL, errno
- *     ENOTRECOVERABLE). Every later call fails the same way, at once, and
- *     changes nothing; rtm_heap_lock_stats still reads. Nothing is repaired:
- *     the memory is to be given to a new heap.
+ *     allocated stay allocated, with its owner record;
+ *  4. if the heap is damaged (the dead holder had damaged it before its call
+ *     began, or the log itself is damaged), counts a corruption (the heap's
+ *     corruptions counter; such a heap has no corruption handler, since a
+ *     handler is an address in one process), leaves the lock unrecoverable
+ *     and fails its own call with -ENOTRECOVERABLE (an allocation: NULL,
+ *     errno ENOTRECOVERABLE). Every later call fails the same way, at once,
+ *     and changes nothing; rtm_heap_lock_stats still reads. Nothing is
+ *     repaired: the memory is to be given to a new heap.
  * With RTM_HEAP_LOCK_PI, a thread that ends while it holds the lock (only a
  * handler it calls from inside a heap call can make it) leaves it held for
  * ever: later callers wait, as with any mutex.

@@ -55,13 +55,16 @@
  * dies or exits without detaching stays counted: the count says how many
  * attachments were not detached, not how many processes live.
  *
- * Crash safety, today. A process killed while it holds the heap's lock
- * (inside an alloc or a free) is handled as rtmem/lock.h says: the next
- * caller checks the heap; consistent, it goes on; damaged, the heap fails
- * every call with ENOTRECOVERABLE for good (no undo log yet). A process
- * killed during rtm_shared_create leaves a segment in the state
- * "initialising": attach refuses it (EBUSY) for ever; unlink the name and
- * create it again. Blocks a dead process had allocated stay allocated.
+ * Crash safety. A process killed at any instruction while it holds the
+ * heap's lock (inside an alloc, a free, a realloc) is handled as
+ * rtmem/lock.h says ("Owner death"): the next caller rolls the dead call
+ * back from the heap's undo log, so the heap is exactly as that call found
+ * it, checks it and goes on. Every block records the process that
+ * allocated it (16 bytes per block, rtmem/lock.h); blocks a dead process
+ * had allocated stay allocated (a call that lists and reclaims them is
+ * still to come). A process killed during rtm_shared_create leaves a
+ * segment in the state "initialising": attach refuses it (EBUSY) for ever;
+ * unlink the name and create it again.
  *
  * The catalog maps names (up to RTM_SHARED_CATALOG_NAME_MAX bytes) to
  * offsets of objects in the segment, so that processes find each other's

@@ -9,6 +9,9 @@
  * links, so neither recurses nor keeps a path stack.
  */
 #include "tree.h"
+#include "store.h"
+
+#define TSET(base, lv, v) RTM_SET((const struct rtm_heap *)(base), lv, v)
 
 static inline struct rtm_tnode *at(const void *base, size_t off)
 {
@@ -20,10 +23,7 @@ static inline int balance_of(const struct rtm_tnode *n)
     return (int)(ptrdiff_t)n->meta;
 }
 
-static inline void set_balance(struct rtm_tnode *n, int balance)
-{
-    n->meta = (size_t)(ptrdiff_t)balance;
-}
+#define set_balance(n, balance) TSET(base, (n)->meta, (size_t)(ptrdiff_t)(balance))
 
 _Static_assert((ptrdiff_t)(size_t)(ptrdiff_t)-1 == -1, "balance -1 survives the size_t encoding");
 
@@ -31,9 +31,9 @@ _Static_assert((ptrdiff_t)(size_t)(ptrdiff_t)-1 == -1, "balance -1 survives the 
 static void raise_child(void *base, size_t *root, size_t x, int s)
 {
     if (s > 0)
-        rtm__tree_rotate_left(base, root, x);
+        RTM_LOGGED_NAME(rtm__tree_rotate_left)(base, root, x);
     else
-        rtm__tree_rotate_right(base, root, x);
+        RTM_LOGGED_NAME(rtm__tree_rotate_right)(base, root, x);
 }
 
 static inline size_t child_on(const struct rtm_tnode *n, int s)
@@ -74,9 +74,9 @@ static size_t rebalance(void *base, size_t *root, size_t x, int s, int *dropped)
     return z;
 }
 
-void rtm__avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void RTM_LOGGED_NAME(rtm__avl_insert)(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
-    rtm__tree_link_leaf(base, root, node, cmp);
+    RTM_LOGGED_NAME(rtm__tree_link_leaf)(base, root, node, cmp);
     set_balance(at(base, node), 0);
     /* The subtree rooted at child grew by one level. */
     size_t child = node;
@@ -97,10 +97,10 @@ void rtm__avl_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
     }
 }
 
-void rtm__avl_remove(void *base, size_t *root, size_t node)
+void RTM_LOGGED_NAME(rtm__avl_remove)(void *base, size_t *root, size_t node)
 {
     int left;
-    size_t p = rtm__tree_unlink(base, root, node, &left);
+    size_t p = RTM_LOGGED_NAME(rtm__tree_unlink)(base, root, node, &left);
     /* The subtree on side `left` of p lost one level. */
     while (p) {
         struct rtm_tnode *pn = at(base, p);
@@ -125,6 +125,7 @@ void rtm__avl_remove(void *base, size_t *root, size_t node)
     }
 }
 
+#if !RTM_LOGGED /* the check reads only: in the plain copy alone */
 static long avl_rank(const void *base, size_t node, long left, long right)
 {
     ptrdiff_t b = (ptrdiff_t)at(base, node)->meta;
@@ -138,3 +139,4 @@ long rtm__avl_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_node
     long height;
     return rtm__tree_check_walk(base, root, cmp, max_nodes, avl_rank, &height);
 }
+#endif /* !RTM_LOGGED */

@@ -17,6 +17,9 @@
 
 #include "rtmem/heap.h"
 #include "kind.h"
+#include "robust.h"
+#include "store.h"
+#include "undo.h"
 #include "../lock/lock.h"
 
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
@@ -53,10 +56,24 @@ static inline struct rtm_lock *lock_of(const struct rtm_heap *h)
     return (struct rtm_lock *)((uintptr_t)h - h->lock_offset);
 }
 
-/* Bytes before the kind's memory: the lock area and the trim ahead of it. */
+/* Whether a locked heap is robust: an undo log and owner records
+ * (robust.c), read after its lock is taken. */
+static inline bool robust(const struct rtm_lock *l)
+{
+    return l->features != 0;
+}
+
+size_t rtm__heap_undo_bytes(const struct rtm_heap *h)
+{
+    if (!h->lock_offset || !(lock_of(h)->features & RTM_LOCKF_UNDO))
+        return 0;
+    return rtm_undo_bytes(rtm_undo_of(h)->capacity);
+}
+
+/* Bytes before the kind's memory: the trim, the lock area, the undo log. */
 static inline size_t lock_bytes(const struct rtm_heap *h)
 {
-    return lock_of(h)->lead + RTM_HEAP_LOCK_AREA_BYTES;
+    return lock_of(h)->lead + RTM_HEAP_LOCK_AREA_BYTES + rtm__heap_undo_bytes(h);
 }
 
 /*
@@ -68,6 +85,14 @@ static inline size_t lock_bytes(const struct rtm_heap *h)
  */
 static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct rtm_lock *l)
 {
+    /* A robust heap first undoes what the dead holder's call had written:
+     * the heap is then as that call found it (undo.h). A damaged log
+     * writes nothing and leaves the decision to the check. */
+    if ((l->features & RTM_LOCKF_UNDO) && rtm__undo_rollback(rtm_undo_of(h)) < 0) {
+        rtm__heap_corrupt(h, NULL, NULL, "lock holder died; its undo log is damaged");
+        rtm__lock_abandon(l);
+        return -ENOTRECOVERABLE;
+    }
     if (registry[h->kind]->check(h) == 0) {
         rtm__lock_recovered(l);
         return 0;
@@ -124,18 +149,23 @@ static void *lock_failed(int rc)
     return NULL;
 }
 
-/* A locked heap: its lock area at the start of mem, aligned, and the kind's
- * heap created in the rest with kcfg (whose lock is none). */
-static struct rtm_heap *create_locked(const struct rtm_heap_ops *ops, void *mem, size_t size,
+/* A locked heap: its lock area at the start of mem, aligned, a robust
+ * heap's undo log after it, and the kind's heap created in the rest with
+ * kcfg (whose lock is none). */
+static struct rtm_heap *create_locked(uint32_t kind, void *mem, size_t size,
                                       const struct rtm_heap_config *kcfg, int lock)
 {
+    const struct rtm_heap_ops *ops = registry[kind];
+    uint32_t cap = lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm__undo_capacity(kind, size) : 0;
+    size_t log = cap ? rtm_undo_bytes(cap) : 0;
     int err;
-    uintptr_t at = rtm_kind_place(mem, size, RTM_HEAP_LOCK_ALIGN, RTM_HEAP_LOCK_AREA_BYTES, &err);
+    uintptr_t at =
+        rtm_kind_place(mem, size, RTM_HEAP_LOCK_ALIGN, RTM_HEAP_LOCK_AREA_BYTES + log, &err);
     if (!at) {
         errno = err;
         return NULL;
     }
-    uintptr_t rest = at + RTM_HEAP_LOCK_AREA_BYTES;
+    uintptr_t rest = at + RTM_HEAP_LOCK_AREA_BYTES + log;
     struct rtm_heap *h = ops->create((void *)rest, (uintptr_t)mem + size - rest, kcfg);
     if (!h)
         return NULL;
@@ -149,9 +179,16 @@ static struct rtm_heap *create_locked(const struct rtm_heap_ops *ops, void *mem,
         errno = rc;
         return NULL;
     }
+    if (cap) {
+        struct rtm_undo *u = (struct rtm_undo *)(at + RTM_HEAP_LOCK_AREA_BYTES);
+        memset(u, 0, sizeof(*u));
+        u->capacity = cap;
+        u->span = (uint64_t)((uintptr_t)mem + size - (uintptr_t)u);
+        l->features = RTM_LOCKF_UNDO | RTM_LOCKF_OWNERS;
+    }
     /* Kinds place their header at most an alignment and a guard past the
      * memory they are given. */
-    RTM_ASSERT((uintptr_t)h >= rest && (uintptr_t)h - at < 4096);
+    RTM_ASSERT((uintptr_t)h >= rest && (uintptr_t)h - rest < 4096);
     h->lock_offset = (uint32_t)((uintptr_t)h - at);
     __atomic_store_n(&h->magic, magic, __ATOMIC_RELEASE);
     return h;
@@ -188,7 +225,7 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
             continue;
         if (lock == RTM_HEAP_LOCK_NONE)
             return registry[i]->create(mem, size, cfg);
-        return create_locked(registry[i], mem, size, cfg, lock);
+        return create_locked(i, mem, size, cfg, lock);
     }
     errno = ENOENT;
     return NULL;
@@ -242,6 +279,11 @@ int rtm__heap_lock_hold(struct rtm_heap *h)
     if (!ops_of(h) || !h->lock_offset)
         return -EINVAL;
     return heap_lock(h, lock_of(h));
+}
+
+const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h)
+{
+    return ops_of(h);
 }
 
 int rtm__heap_lock_release(struct rtm_heap *h)
@@ -313,32 +355,38 @@ void rtm_heap_destroy(struct rtm_heap *h)
 static __attribute__((noinline)) void *alloc_locked(const struct rtm_heap_ops *ops,
                                                     struct rtm_heap *h, size_t size)
 {
-    WITH_LOCK(h, rc, ops->alloc(h, size), lock_failed(rc));
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_alloc(ops, h, size) : ops->alloc(h, size),
+              lock_failed(rc));
 }
 
 static __attribute__((noinline)) void *aligned_alloc_locked(const struct rtm_heap_ops *ops,
                                                             struct rtm_heap *h, size_t alignment,
                                                             size_t size)
 {
-    WITH_LOCK(h, rc, ops->aligned_alloc(h, alignment, size), lock_failed(rc));
+    WITH_LOCK(h, rc,
+              robust(l_) ? rtm__robust_aligned_alloc(ops, h, alignment, size)
+                         : ops->aligned_alloc(h, alignment, size),
+              lock_failed(rc));
 }
 
 static __attribute__((noinline)) void *realloc_locked(const struct rtm_heap_ops *ops,
                                                       struct rtm_heap *h, void *p, size_t size)
 {
-    WITH_LOCK(h, rc, ops->realloc(h, p, size), lock_failed(rc));
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_realloc(ops, h, p, size) : ops->realloc(h, p, size),
+              lock_failed(rc));
 }
 
 static __attribute__((noinline)) int free_locked(const struct rtm_heap_ops *ops, struct rtm_heap *h,
                                                  void *p)
 {
-    WITH_LOCK(h, rc, ops->free(h, p), rc);
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_free(ops, h, p) : ops->free(h, p), rc);
 }
 
 static __attribute__((noinline)) size_t usable_size_locked(const struct rtm_heap_ops *ops,
                                                            const struct rtm_heap *h, const void *p)
 {
-    WITH_LOCK(h, rc, ops->usable_size(h, p), (size_t)0);
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_usable_size(ops, h, p) : ops->usable_size(h, p),
+              (size_t)0);
 }
 
 void *rtm_heap_alloc(struct rtm_heap *h, size_t size)
@@ -367,6 +415,8 @@ static void *calloc_block(const struct rtm_heap_ops *ops, struct rtm_heap *h, si
         h->failed_allocs++;
         return NULL;
     }
+    if (h->lock_offset && robust(lock_of(h)))
+        return rtm__robust_alloc(ops, h, *total);
     return ops->alloc(h, *total);
 }
 
@@ -429,7 +479,10 @@ int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size)
         return -EINVAL;
     if (h->lock_offset && mem && overlaps_lock(h, mem, size))
         return -EINVAL;
-    DISPATCH(h, rc, ops->add_pool(h, mem, size), rc);
+    if (!h->lock_offset)
+        return ops->add_pool(h, mem, size);
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_add_pool(h, mem, size) : ops->add_pool(h, mem, size),
+              rc);
 }
 
 /* The kind's statistics, with a lock area counted as overhead. */
@@ -437,8 +490,14 @@ static int stats_of(const struct rtm_heap_ops *ops, const struct rtm_heap *h,
                     struct rtm_heap_stats *out)
 {
     int rc = ops->stats(h, out);
-    if (rc == 0 && h->lock_offset)
+    if (rc == 0 && h->lock_offset) {
         out->overhead_bytes += lock_bytes(h);
+        /* a robust heap's caller gets 16 bytes less than the kind's block */
+        if (robust(lock_of(h)))
+            out->largest_free_bytes = out->largest_free_bytes > RTM_OWNER_BYTES
+                                          ? out->largest_free_bytes - RTM_OWNER_BYTES
+                                          : 0;
+    }
     return rc;
 }
 
@@ -469,5 +528,8 @@ size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size)
     const struct rtm_heap_ops *ops = ops_of(h);
     if (!ops)
         return 0;
-    DISPATCH(h, rc, ops->fill_count(h, size), (size_t)0);
+    if (!h->lock_offset)
+        return ops->fill_count(h, size);
+    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_fill_count(ops, h, size) : ops->fill_count(h, size),
+              (size_t)0);
 }

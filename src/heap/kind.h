@@ -69,12 +69,33 @@ struct rtm_heap_ops {
     int (*stats)(const struct rtm_heap *h, struct rtm_heap_stats *out);
     int (*check)(const struct rtm_heap *h);
     size_t (*fill_count)(const struct rtm_heap *h, size_t size);
+    /* Calls fn with the address of every live block (the kind's own
+     * address: what its alloc returned), in address order per pool, until
+     * fn returns nonzero, which walk returns; fn must not change the heap.
+     * -EFAULT when a block's size leaves its pool. O(blocks + pools). */
+    int (*walk)(const struct rtm_heap *h, int (*fn)(void *arg, void *block), void *arg);
 };
 
 /* The kinds, in registry order ("tlsf" first). */
 extern const struct rtm_heap_ops rtm__tlsf_ops;
 extern const struct rtm_heap_ops rtm__heapmem_ops;
 extern const struct rtm_heap_ops rtm__xnheap_ops;
+
+/* The operations that change a heap, as a heap with an undo log runs them:
+ * the kind's code compiled a second time, each metadata store recorded
+ * first (store.h). The dispatcher calls them with the lock held and ends
+ * each call with rtm_undo_commit. */
+struct rtm_heap_wops {
+    void *(*alloc)(struct rtm_heap *h, size_t size);
+    void *(*aligned_alloc)(struct rtm_heap *h, size_t alignment, size_t size);
+    void *(*realloc)(struct rtm_heap *h, void *p, size_t size);
+    int (*free)(struct rtm_heap *h, void *p);
+    int (*add_pool)(struct rtm_heap *h, void *mem, size_t size);
+};
+
+extern const struct rtm_heap_wops rtm__tlsf_logged_ops;
+extern const struct rtm_heap_wops rtm__heapmem_logged_ops;
+extern const struct rtm_heap_wops rtm__xnheap_logged_ops;
 
 /*
  * Finds room for an object of `need` bytes aligned to `align` at the start of

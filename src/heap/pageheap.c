@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "pageheap.h"
+#include "store.h"
 #include "rtmem/pageheap_api.h"
 
 #define PAGE PH_PAGE_SIZE
@@ -167,16 +168,16 @@ static inline struct ph_range *range_at(const struct ph_heap *h, size_t r)
 
 static inline void add_used(struct ph_heap *h, size_t bytes)
 {
-    h->used_bytes += bytes;
+    RTM_SET(&h->base, h->used_bytes, h->used_bytes + (bytes));
     if (h->used_bytes > h->peak_used_bytes)
-        h->peak_used_bytes = h->used_bytes;
+        RTM_SET(&h->base, h->peak_used_bytes, h->used_bytes);
 }
 
 /* A new live block of the given size. */
 static inline void note_used(struct ph_heap *h, size_t bytes)
 {
     add_used(h, bytes);
-    h->live_blocks++;
+    RTM_SET(&h->base, h->live_blocks, h->live_blocks + 1);
 }
 
 /* ---- integrity of free runs --------------------------------------------------- */
@@ -324,22 +325,22 @@ PH_INLINE size_t addr_search(struct ph_heap *h, bool hard, bool floor, uintptr_t
 static void refresh_max(struct ph_heap *h)
 {
     size_t last = rtm__tree_last(h, h->size_root);
-    h->max_free_pages = last ? range_at(h, RANGE_OF_SIZE_NODE(last))->npages : 0;
+    RTM_SET(&h->base, h->max_free_pages, last ? range_at(h, RANGE_OF_SIZE_NODE(last))->npages : 0);
 }
 
 PH_INLINE void range_insert(struct ph_heap *h, ph_tree tree, size_t r, size_t npages, bool hard)
 {
     struct ph_range *g = range_at(h, r);
-    g->npages = npages;
+    RTM_SET(&h->base, g->npages, npages);
     if (hard) {
-        g->guard = range_tag(h, r, npages);
-        g->addr_guard = range_tag(h, r, 0);
+        RTM_SET(&h->base, g->guard, range_tag(h, r, npages));
+        RTM_SET(&h->base, g->addr_guard, range_tag(h, r, 0));
     }
     tree->insert(h, &h->addr_root, ADDR_NODE(r), addr_cmp);
     tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
-    h->free_runs++;
+    RTM_SET(&h->base, h->free_runs, h->free_runs + 1);
     if (npages > h->max_free_pages)
-        h->max_free_pages = npages;
+        RTM_SET(&h->base, h->max_free_pages, npages);
 }
 
 /* The cached maximum needs a tree walk only when the largest run shrinks or
@@ -350,8 +351,11 @@ PH_INLINE void range_remove(struct ph_heap *h, ph_tree tree, size_t r, bool hard
     tree->remove(h, &h->addr_root, ADDR_NODE(r));
     tree->remove(h, &h->size_root, SIZE_NODE(r));
     if (hard) /* its page is no free run's head any more */
-        range_at(h, r)->guard = range_at(h, r)->addr_guard = 0;
-    h->free_runs--;
+    {
+        RTM_SET(&h->base, range_at(h, r)->guard, 0);
+        RTM_SET(&h->base, range_at(h, r)->addr_guard, 0);
+    }
+    RTM_SET(&h->base, h->free_runs, h->free_runs - 1);
     if (npages == h->max_free_pages)
         refresh_max(h);
 }
@@ -365,17 +369,17 @@ PH_INLINE void range_resize(struct ph_heap *h, ph_tree tree, size_t r, size_t np
      * between its neighbours in (pages, address) order, rewriting the count
      * is all it takes, and the tree is not touched. */
     size_t nb = npages < old ? rtm__tree_prev(h, SIZE_NODE(r)) : rtm__tree_next(h, SIZE_NODE(r));
-    g->npages = npages;
+    RTM_SET(&h->base, g->npages, npages);
     if (nb && (size_cmp(h, nb, SIZE_NODE(r)) < 0) != (npages < old)) {
-        g->npages = old; /* out of order: move it */
+        RTM_SET(&h->base, g->npages, old); /* out of order: move it */
         tree->remove(h, &h->size_root, SIZE_NODE(r));
-        g->npages = npages;
+        RTM_SET(&h->base, g->npages, npages);
         tree->insert(h, &h->size_root, SIZE_NODE(r), size_cmp);
     }
     if (hard)
-        g->guard = range_tag(h, r, npages);
+        RTM_SET(&h->base, g->guard, range_tag(h, r, npages));
     if (npages > h->max_free_pages)
-        h->max_free_pages = npages;
+        RTM_SET(&h->base, h->max_free_pages, npages);
     else if (old == h->max_free_pages && npages < old)
         refresh_max(h);
 }
@@ -393,7 +397,7 @@ static void make_fresh_pages_known(struct ph_heap *h, size_t pg)
     size_t i = (pg - d->pages) >> PH_PAGE_SHIFT;
     if (i < d->fresh) {
         memset(entry(h, d, pg), 0, (d->fresh - i) * sizeof(struct ph_pgent));
-        d->fresh = i;
+        RTM_SET(&h->base, d->fresh, i);
     }
 }
 
@@ -531,21 +535,21 @@ static inline uint32_t empty_map(unsigned shift)
 static void bucket_push(struct ph_heap *h, unsigned k, size_t pg, struct ph_pgent *e)
 {
     size_t head = h->buckets[k];
-    e->prev = 0;
-    e->next = head;
+    RTM_SET(&h->base, e->prev, 0);
+    RTM_SET(&h->base, e->next, head);
     if (head)
-        entry_of(h, head)->prev = pg;
-    h->buckets[k] = pg;
+        RTM_SET(&h->base, entry_of(h, head)->prev, pg);
+    RTM_SET(&h->base, h->buckets[k], pg);
 }
 
 static void bucket_unlink(struct ph_heap *h, unsigned k, struct ph_pgent *e)
 {
     if (e->prev)
-        entry_of(h, e->prev)->next = e->next;
+        RTM_SET(&h->base, entry_of(h, e->prev)->next, e->next);
     else
-        h->buckets[k] = e->next;
+        RTM_SET(&h->base, h->buckets[k], e->next);
     if (e->next)
-        entry_of(h, e->next)->prev = e->prev;
+        RTM_SET(&h->base, entry_of(h, e->next)->prev, e->prev);
 }
 
 /* Smallest bucket class (shift) for size bytes, size <= PAGE / 2. */
@@ -568,12 +572,12 @@ PH_INLINE void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift, bo
         if (!pg)
             return NULL;
         e = entry_of(h, pg);
-        e->type = PG_BUCKET | (shift << 8);
-        e->word = empty_map(shift);
+        RTM_SET(&h->base, e->type, PG_BUCKET | (shift << 8));
+        RTM_SET(&h->base, e->word, empty_map(shift));
         bucket_push(h, k, pg, e);
     }
     unsigned slot = (unsigned)__builtin_ctz(~e->word);
-    e->word |= 1u << slot;
+    RTM_SET(&h->base, e->word, e->word | (1u << slot));
     if (e->word == ~0u) /* full: leaves its class list */
         bucket_unlink(h, k, e);
     note_used(h, (size_t)1 << shift);
@@ -643,20 +647,20 @@ PH_INLINE int release(struct ph_heap *h, ph_tree tree, const struct live *lb, bo
     struct merge m = { 0, 0 };
     if (n && merge_find(h, lb->pg, n, hard, block, &m))
         return -EFAULT;
-    h->used_bytes -= lb->bytes;
-    h->live_blocks--;
+    RTM_SET(&h->base, h->used_bytes, h->used_bytes - (lb->bytes));
+    RTM_SET(&h->base, h->live_blocks, h->live_blocks - 1);
     if (type_of(e) == PG_RUN) {
-        e->type = PG_FREE;
+        RTM_SET(&h->base, e->type, PG_FREE);
         merge_apply(h, tree, lb->pg, n, &m, hard);
         return 0;
     }
     unsigned k = shift_of(e) - PH_MIN_SHIFT;
     bool was_full = e->word == ~0u;
-    e->word &= ~(1u << lb->slot);
+    RTM_SET(&h->base, e->word, e->word & (~(1u << lb->slot)));
     if (n) {
         if (!was_full)
             bucket_unlink(h, k, e);
-        e->type = PG_FREE;
+        RTM_SET(&h->base, e->type, PG_FREE);
         merge_apply(h, tree, lb->pg, 1, &m, hard);
     } else if (was_full) {
         bucket_push(h, k, lb->pg, e);
@@ -694,11 +698,12 @@ static int pool_format(struct ph_heap *h, ph_tree tree, struct ph_pool *d, uintp
     d->npages = npages;
     d->fresh = npages; /* the page map is initialised as pages are first used */
     range_insert(h, tree, d->pages, npages, h->base.hardening != RTM_HEAP_HARDEN_NONE);
-    h->usable_bytes += npages * PAGE;
-    h->pool_count++;
+    RTM_SET(&h->base, h->usable_bytes, h->usable_bytes + (npages * PAGE));
+    RTM_SET(&h->base, h->pool_count, h->pool_count + 1);
     return 0;
 }
 
+#if !RTM_LOGGED /* created plain; the logged copy has the operations that change a heap */
 struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tree,
                                const struct rtm_heap_config *cfg)
 {
@@ -729,7 +734,9 @@ struct ph_heap *rtm__ph_create(void *mem, size_t size, uint32_t kind, ph_tree tr
     return h;
 }
 
-int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
+#endif /* !RTM_LOGGED */
+
+int RTM_LOGGED_NAME(rtm__ph_add_pool)(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
 {
     uintptr_t dp;
     /* PH_REACH bytes ahead of the descriptor, as ahead of the control
@@ -752,8 +759,9 @@ int rtm__ph_add_pool(struct ph_heap *h, void *mem, size_t size, ph_tree tree)
     if (rc)
         return rc;
     *d = nd;
-    h->pool0.link.next = off_of(h, d);
-    h->overhead_bytes += size - (h->usable_bytes - usable_before);
+    RTM_SET(&h->base, h->pool0.link.next, off_of(h, d));
+    RTM_SET(&h->base, h->overhead_bytes,
+            h->overhead_bytes + (size - (h->usable_bytes - usable_before)));
     return 0;
 }
 
@@ -769,8 +777,8 @@ PH_INLINE void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree, bool h
     if (!pg)
         return NULL;
     struct ph_pgent *e = entry_of(h, pg);
-    e->type = PG_RUN;
-    e->word = (uint32_t)n;
+    RTM_SET(&h->base, e->type, PG_RUN);
+    RTM_SET(&h->base, e->word, (uint32_t)n);
     note_used(h, n * PAGE);
     return at_off(h, pg);
 }
@@ -788,13 +796,13 @@ static inline bool hardened(const struct ph_heap *h)
     return h->base.hardening != RTM_HEAP_HARDEN_NONE;
 }
 
-void *rtm__ph_alloc(struct ph_heap *h, size_t size, ph_tree tree)
+void *RTM_LOGGED_NAME(rtm__ph_alloc)(struct ph_heap *h, size_t size, ph_tree tree)
 {
     void *p = NULL;
     if (!periodic_refusal(h))
         p = hardened(h) ? alloc_block(h, size, tree, true) : alloc_block(h, size, tree, false);
     if (!p)
-        h->base.failed_allocs++;
+        RTM_SET(&h->base, h->base.failed_allocs, h->base.failed_allocs + 1);
     return p;
 }
 
@@ -819,20 +827,21 @@ PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, 
     size_t lead = (align_up(abs_of(h, tail), alignment) - (size_t)abs_of(h, tail)) / PAGE;
     size_t pg = run_take(h, tree, r, have, have - total + lead, n, hard);
     struct ph_pgent *e = entry_of(h, pg);
-    e->type = PG_RUN;
-    e->word = (uint32_t)n;
+    RTM_SET(&h->base, e->type, PG_RUN);
+    RTM_SET(&h->base, e->word, (uint32_t)n);
     note_used(h, n * PAGE);
     return at_off(h, pg);
 }
 
-void *rtm__ph_aligned_alloc(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree)
+void *RTM_LOGGED_NAME(rtm__ph_aligned_alloc)(struct ph_heap *h, size_t alignment, size_t size,
+                                             ph_tree tree)
 {
     void *p = NULL;
     if (alignment != 0 && (alignment & (alignment - 1)) == 0 && !periodic_refusal(h))
         p = hardened(h) ? aligned_block(h, alignment, size, tree, true)
                         : aligned_block(h, alignment, size, tree, false);
     if (!p)
-        h->base.failed_allocs++;
+        RTM_SET(&h->base, h->base.failed_allocs, h->base.failed_allocs + 1);
     return p;
 }
 
@@ -861,8 +870,8 @@ PH_INLINE int run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *
         if (merge_find(h, lb->pg + n * PAGE, have - n, hard, block, &m))
             return -EFAULT;
         merge_apply(h, tree, lb->pg + n * PAGE, have - n, &m, hard);
-        lb->e->word = (uint32_t)n;
-        h->used_bytes -= (have - n) * PAGE;
+        RTM_SET(&h->base, lb->e->word, (uint32_t)n);
+        RTM_SET(&h->base, h->used_bytes, h->used_bytes - ((have - n) * PAGE));
         return 0;
     }
     uintptr_t end = abs_of(h, lb->pg) + have * PAGE;
@@ -882,7 +891,7 @@ PH_INLINE int run_resize_in_place(struct ph_heap *h, ph_tree tree, struct live *
     range_remove(h, tree, next, hard);
     if (rest)
         range_insert(h, tree, next + (n - have) * PAGE, rest, hard);
-    lb->e->word = (uint32_t)n;
+    RTM_SET(&h->base, lb->e->word, (uint32_t)n);
     add_used(h, (n - have) * PAGE);
     return 0;
 }
@@ -921,6 +930,7 @@ PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree t
         }
         return NULL;
     }
+    RTM_NOTE_BLOCK(&h->base, q, lb.bytes < size ? lb.bytes : size);
     memcpy(q, p, lb.bytes < size ? lb.bytes : size);
     if (release(h, tree, &lb, hard, p) == 0)
         return q;
@@ -932,20 +942,20 @@ PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree t
     return NULL;
 }
 
-void *rtm__ph_realloc(struct ph_heap *h, void *p, size_t size, ph_tree tree)
+void *RTM_LOGGED_NAME(rtm__ph_realloc)(struct ph_heap *h, void *p, size_t size, ph_tree tree)
 {
     if (!p)
-        return rtm__ph_alloc(h, size, tree);
+        return RTM_LOGGED_NAME(rtm__ph_alloc)(h, size, tree);
     void *q = NULL;
     if (!periodic_refusal(h))
         q = hardened(h) ? realloc_block(h, p, size, tree, true)
                         : realloc_block(h, p, size, tree, false);
     if (!q)
-        h->base.failed_allocs++;
+        RTM_SET(&h->base, h->base.failed_allocs, h->base.failed_allocs + 1);
     return q;
 }
 
-int rtm__ph_free(struct ph_heap *h, void *p, ph_tree tree)
+int RTM_LOGGED_NAME(rtm__ph_free)(struct ph_heap *h, void *p, ph_tree tree)
 {
     if (!p)
         return 0;
@@ -956,6 +966,8 @@ int rtm__ph_free(struct ph_heap *h, void *p, ph_tree tree)
         return -EINVAL;
     return hardened(h) ? release(h, tree, &lb, true, p) : release(h, tree, &lb, false, p);
 }
+
+#if !RTM_LOGGED /* the calls that only read: in the plain copy alone */
 
 size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p)
 {
@@ -997,6 +1009,43 @@ size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size)
             break;
     }
     return count;
+}
+
+int rtm__ph_walk(const struct ph_heap *h, int (*fn)(void *arg, void *block), void *arg)
+{
+    size_t pools = 0;
+    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
+        if (++pools > h->pool_count || d->fresh > d->npages)
+            return -EFAULT;
+        for (size_t i = d->fresh; i < d->npages;) {
+            size_t pg = d->pages + i * PAGE;
+            const struct ph_pgent *e = entry(h, d, pg);
+            int rc = 0;
+            switch (type_of(e)) {
+            case PG_RUN:
+                if (e->word == 0 || e->word > d->npages - i)
+                    return -EFAULT;
+                rc = fn(arg, at_off(h, pg));
+                i += e->word;
+                break;
+            case PG_BUCKET: {
+                unsigned shift = shift_of(e);
+                if (shift < PH_MIN_SHIFT || shift > PH_MAX_SHIFT)
+                    return -EFAULT;
+                for (unsigned s = 0; s < (unsigned)(PAGE >> shift) && !rc; s++)
+                    if ((e->word >> s) & 1u)
+                        rc = fn(arg, at_off(h, pg + ((size_t)s << shift)));
+                i++;
+                break;
+            }
+            default: i++; break;
+            }
+            if (rc)
+                return rc;
+        }
+        if (d->link.next == 0)
+            return 0;
+    }
 }
 
 /* ---- consistency walk ------------------------------------------------------------- */
@@ -1169,3 +1218,5 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     }
     return 0;
 }
+
+#endif /* !RTM_LOGGED */

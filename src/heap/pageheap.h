@@ -88,5 +88,15 @@ size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p);
 int rtm__ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out);
 int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree);
 size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size);
+int rtm__ph_walk(const struct ph_heap *h, int (*fn)(void *arg, void *block), void *arg);
+
+/* The same operations compiled with logged stores (pageheap_logged.c,
+ * store.h), for heaps that keep an undo log; their tree must be the logged
+ * one too (the *_logged tree operations). */
+int rtm__ph_add_pool_logged(struct ph_heap *h, void *mem, size_t size, ph_tree tree);
+void *rtm__ph_alloc_logged(struct ph_heap *h, size_t size, ph_tree tree);
+void *rtm__ph_aligned_alloc_logged(struct ph_heap *h, size_t alignment, size_t size, ph_tree tree);
+void *rtm__ph_realloc_logged(struct ph_heap *h, void *p, size_t size, ph_tree tree);
+int rtm__ph_free_logged(struct ph_heap *h, void *p, ph_tree tree);
 
 #endif /* RTMEM_SRC_HEAP_PAGEHEAP_H */

@@ -12,6 +12,9 @@
 #include <stdbool.h>
 
 #include "tree.h"
+#include "store.h"
+
+#define TSET(base, lv, v) RTM_SET((const struct rtm_heap *)(base), lv, v)
 
 #define BLACK ((size_t)0)
 #define RED   ((size_t)1)
@@ -37,15 +40,15 @@ static inline size_t child_on(const struct rtm_tnode *n, bool right)
 static void raise_child(void *base, size_t *root, size_t x, bool right)
 {
     if (right)
-        rtm__tree_rotate_left(base, root, x);
+        RTM_LOGGED_NAME(rtm__tree_rotate_left)(base, root, x);
     else
-        rtm__tree_rotate_right(base, root, x);
+        RTM_LOGGED_NAME(rtm__tree_rotate_right)(base, root, x);
 }
 
-void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void RTM_LOGGED_NAME(rtm__rb_insert)(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
-    rtm__tree_link_leaf(base, root, node, cmp);
-    at(base, node)->meta = RED;
+    RTM_LOGGED_NAME(rtm__tree_link_leaf)(base, root, node, cmp);
+    TSET(base, at(base, node)->meta, RED);
     /* x is red; its parent p may be red too (the only broken rule). */
     size_t x = node, p;
     while ((p = at(base, x)->parent) && is_red(base, p)) {
@@ -53,9 +56,9 @@ void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
         bool p_right = at(base, g)->right == p;
         size_t uncle = child_on(at(base, g), !p_right);
         if (is_red(base, uncle)) { /* push g's blackness down; g may now clash */
-            at(base, p)->meta = BLACK;
-            at(base, uncle)->meta = BLACK;
-            at(base, g)->meta = RED;
+            TSET(base, at(base, p)->meta, BLACK);
+            TSET(base, at(base, uncle)->meta, BLACK);
+            TSET(base, at(base, g)->meta, RED);
             x = g;
             continue;
         }
@@ -63,18 +66,18 @@ void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp)
             raise_child(base, root, p, !p_right);
             p = x;
         }
-        at(base, p)->meta = BLACK;
-        at(base, g)->meta = RED;
+        TSET(base, at(base, p)->meta, BLACK);
+        TSET(base, at(base, g)->meta, RED);
         raise_child(base, root, g, p_right);
         break;
     }
-    at(base, *root)->meta = BLACK;
+    TSET(base, at(base, *root)->meta, BLACK);
 }
 
-void rtm__rb_remove(void *base, size_t *root, size_t node)
+void RTM_LOGGED_NAME(rtm__rb_remove)(void *base, size_t *root, size_t node)
 {
     int left;
-    size_t p = rtm__tree_unlink(base, root, node, &left);
+    size_t p = RTM_LOGGED_NAME(rtm__tree_unlink)(base, root, node, &left);
     if (at(base, node)->meta == RED) /* a red position held no black height */
         return;
     size_t x = p ? child_on(at(base, p), !left) : *root;
@@ -84,39 +87,40 @@ void rtm__rb_remove(void *base, size_t *root, size_t node)
         bool x_right = !left;
         size_t w = child_on(pn, !x_right); /* exists: its side has black height >= 1 */
         if (is_red(base, w)) {             /* make the sibling black; p turns red */
-            at(base, w)->meta = BLACK;
-            pn->meta = RED;
+            TSET(base, at(base, w)->meta, BLACK);
+            TSET(base, pn->meta, RED);
             raise_child(base, root, p, !x_right);
             w = child_on(pn, !x_right);
         }
         struct rtm_tnode *wn = at(base, w);
         size_t near = child_on(wn, x_right), far = child_on(wn, !x_right);
         if (!is_red(base, near) && !is_red(base, far)) { /* shorten w's side too, move up */
-            wn->meta = RED;
+            TSET(base, wn->meta, RED);
             x = p;
             p = pn->parent;
             left = p && at(base, p)->left == x;
             continue;
         }
         if (!is_red(base, far)) { /* make the far nephew the red one */
-            at(base, near)->meta = BLACK;
-            wn->meta = RED;
+            TSET(base, at(base, near)->meta, BLACK);
+            TSET(base, wn->meta, RED);
             raise_child(base, root, w, x_right);
             w = near;
             wn = at(base, w);
             far = child_on(wn, !x_right);
         }
         /* w rises over p; the extra black on x's side completes the path. */
-        wn->meta = pn->meta;
-        pn->meta = BLACK;
-        at(base, far)->meta = BLACK;
+        TSET(base, wn->meta, pn->meta);
+        TSET(base, pn->meta, BLACK);
+        TSET(base, at(base, far)->meta, BLACK);
         raise_child(base, root, p, !x_right);
         return;
     }
     if (x)
-        at(base, x)->meta = BLACK;
+        TSET(base, at(base, x)->meta, BLACK);
 }
 
+#if !RTM_LOGGED /* the check reads only: in the plain copy alone */
 static long rb_rank(const void *base, size_t node, long left, long right)
 {
     const struct rtm_tnode *n = at(base, node);
@@ -135,3 +139,4 @@ long rtm__rb_check(const void *base, size_t root, rtm_tcmp cmp, size_t max_nodes
         return -1;
     return count;
 }
+#endif /* !RTM_LOGGED */

@@ -25,6 +25,7 @@
 
 #include "rtmem/tlsf.h"
 #include "kind.h"
+#include "store.h"
 
 #define W            ((size_t)sizeof(size_t))
 #define GRANULE      RTM_TLSF_GRANULE
@@ -216,20 +217,20 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
 #define HDR(t, b)         (blk((t), (b))[0])
 #define NEXT(t, b)        (blk((t), (b))[1])
 #define PREV_GET(t, b)    (blk((t), (b))[2] & ~F_LINK)
-#define PREV_SET(t, b, v) (blk((t), (b))[2] = (v) | F_LINK)
+#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b))[2], (v) | F_LINK)
 
 /* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
 static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, bool hard)
 {
     size_t v = (HDR(t, b) & ~(TAG_MASK | F_PREV_FREE)) | (prev_free ? F_PREV_FREE : 0);
-    HDR(t, b) = mk_hdr(t, b, v, hard);
+    RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, v, hard));
 }
 
 _Static_assert(GRANULE == 2 * W, "the prev link sits at a header position: it is tagged");
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 {
-    *blk(t, b + size - W) = size;
+    RTM_SET(&t->base, *blk(t, b + size - W), size);
 }
 
 static inline void *payload(const struct rtm_tlsf *t, size_t b)
@@ -299,19 +300,19 @@ static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
     unsigned fl = (unsigned)(idx >> SL_LOG2), sl = (unsigned)idx & (SL_COUNT - 1);
     size_t *headp = blk(t, HEADS + idx * W); /* heads[fl][sl], through the base like all links */
     size_t head = *headp;
-    NEXT(t, b) = head;
+    RTM_SET(&t->base, NEXT(t, b), head);
     PREV_SET(t, b, PSEUDO(idx));
     PREV_SET(t, head, b); /* harmless write to the terminator when empty */
-    *headp = b;
-    t->fl_bitmap |= 1u << fl;
-    t->sl_bitmap[fl] |= 1u << sl;
+    RTM_SET(&t->base, *headp, b);
+    RTM_SET(&t->base, t->fl_bitmap, t->fl_bitmap | 1u << fl);
+    RTM_SET(&t->base, t->sl_bitmap[fl], t->sl_bitmap[fl] | 1u << sl);
 }
 
 /* Clears the bitmap bits of class (fl, sl) when empty is 1; no-op when 0. */
 static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned fl, unsigned sl)
 {
-    t->sl_bitmap[fl] &= ~(empty << sl);
-    t->fl_bitmap &= ~((uint32_t)(t->sl_bitmap[fl] == 0) << fl);
+    RTM_SET(&t->base, t->sl_bitmap[fl], t->sl_bitmap[fl] & ~(empty << sl));
+    RTM_SET(&t->base, t->fl_bitmap, t->fl_bitmap & ~((uint32_t)(t->sl_bitmap[fl] == 0) << fl));
 }
 
 /*
@@ -326,14 +327,14 @@ static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned 
 static inline void list_remove(struct rtm_tlsf *t, size_t b)
 {
     size_t next = NEXT(t, b), prev = PREV_GET(t, b);
-    NEXT(t, prev) = next;
+    RTM_SET(&t->base, NEXT(t, prev), next);
     PREV_SET(t, next, prev);
     size_t idx = (prev - PSEUDO(0)) / W;
     uint32_t empty = (next == NIL) & (idx < CLASS_COUNT);
     unsigned fl = (unsigned)(idx / SL_COUNT) & 31u;
     uint32_t word = t->sl_bitmap[fl] & ~(empty << (idx % SL_COUNT));
-    t->sl_bitmap[fl] = word;
-    t->fl_bitmap &= ~((uint32_t)(word == 0) << fl);
+    RTM_SET(&t->base, t->sl_bitmap[fl], word);
+    RTM_SET(&t->base, t->fl_bitmap, t->fl_bitmap & ~((uint32_t)(word == 0) << fl));
 }
 
 /* ---- integrity checks (hardened heaps) ------------------------------------ */
@@ -441,7 +442,7 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, size
     if (hard && __builtin_expect(!head_ok(t, b, need), 0))
         return alloc_damaged(t, b, "free block at a list head");
     size_t next = NEXT(t, b);
-    t->heads[fl][sl] = next;
+    RTM_SET(&t->base, t->heads[fl][sl], next);
     PREV_SET(t, next, PSEUDO(fl * SL_COUNT + sl));
     bitmap_clear_if(t, next == NIL, fl, sl);
     return b;
@@ -491,7 +492,7 @@ static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t
     size_t rest = bsize - s;
     if (rest >= MIN_BLOCK) {
         size_t r = b + s;
-        HDR(t, r) = mk_hdr(t, r, rest | F_FREE, hard);
+        RTM_SET(&t->base, HDR(t, r), mk_hdr(t, r, rest | F_FREE, hard));
         set_footer(t, r, rest);
         list_insert(t, r, rest);
         /* the block after r already knows its predecessor is free */
@@ -499,11 +500,11 @@ static inline void take_block(struct rtm_tlsf *t, size_t b, size_t bsize, size_t
         s = bsize;
         set_prev_free(t, b + s, false, hard);
     }
-    HDR(t, b) = mk_hdr(t, b, s | prev_flag, hard);
-    t->used_bytes += s;
-    t->live_blocks++;
+    RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, s | prev_flag, hard));
+    RTM_SET(&t->base, t->used_bytes, t->used_bytes + s);
+    RTM_SET(&t->base, t->live_blocks, t->live_blocks + 1);
     if (t->used_bytes > t->peak_used_bytes)
-        t->peak_used_bytes = t->used_bytes;
+        RTM_SET(&t->base, t->peak_used_bytes, t->used_bytes);
 }
 
 /* ---- pools ----------------------------------------------------------------- */
@@ -533,12 +534,12 @@ static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tl
     bool hard = hardened(t);
     d->start = off_of(t, (void *)first);
     d->end = d->start + span;
-    HDR(t, d->start) = mk_hdr(t, d->start, span | F_FREE, hard);
+    RTM_SET(&t->base, HDR(t, d->start), mk_hdr(t, d->start, span | F_FREE, hard));
     set_footer(t, d->start, span);
-    HDR(t, d->end) = mk_hdr(t, d->end, F_FENCE | F_PREV_FREE, hard);
+    RTM_SET(&t->base, HDR(t, d->end), mk_hdr(t, d->end, F_FENCE | F_PREV_FREE, hard));
     list_insert(t, d->start, span);
-    t->usable_bytes += span;
-    t->pool_count++;
+    RTM_SET(&t->base, t->usable_bytes, t->usable_bytes + span);
+    RTM_SET(&t->base, t->pool_count, t->pool_count + 1);
     return 0;
 }
 
@@ -762,23 +763,23 @@ static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t
                                                               const struct free_plan *f, bool hard)
 {
     RTM_ASSERT(t->used_bytes >= f->size && t->live_blocks > 0);
-    t->used_bytes -= f->size;
-    t->live_blocks--;
+    RTM_SET(&t->base, t->used_bytes, t->used_bytes - f->size);
+    RTM_SET(&t->base, t->live_blocks, t->live_blocks - 1);
     /* Mark the headers a merge swallows (this block's, when it joins its
      * predecessor; the successor's, when that is free): a second free of
      * either pointer is then refused as a double free, and no check takes
      * such a header for a block. The successor's mark goes to a scratch word
      * when there is none to swallow. */
-    HDR(t, f->b) = f->hdr | F_GONE;
+    RTM_SET(&t->base, HDR(t, f->b), f->hdr | F_GONE);
     if (hard) /* unhardened, nothing reads the mark: a successor stays as it was */
-        *(f->nmask ? &HDR(t, f->n) : &t->scratch) = f->nh | F_GONE;
+        RTM_SET(&t->base, *(f->nmask ? &HDR(t, f->n) : &t->scratch), f->nh | F_GONE);
     list_remove(t, f->first);
     if (__builtin_expect(f->nmask & f->pmask, 0))
         list_remove(t, f->pb);
     size_t size = f->size + (hdr_size(f->nh) & f->nmask) + f->psize;
     size_t b = f->pb;
     /* The merged block's predecessor is used: free blocks never touch. */
-    HDR(t, b) = mk_hdr(t, b, size | F_FREE, hard);
+    RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, size | F_FREE, hard));
     set_footer(t, b, size);
     set_prev_free(t, b + size, true, hard);
     list_insert(t, b, size);
@@ -806,6 +807,7 @@ static inline size_t live_block(const struct rtm_tlsf *t, const void *p, bool ha
 
 /* ---- public API ---------------------------------------------------------- */
 
+#if !RTM_LOGGED /* the logged copy (tlsf_logged.c) has the operations that change a heap only */
 struct rtm_tlsf *rtm_tlsf_create(void *mem, size_t size)
 {
     return rtm_tlsf_create_ex(mem, size, NULL);
@@ -852,7 +854,9 @@ struct rtm_heap *rtm_tlsf_heap(struct rtm_tlsf *t)
     return t ? &t->base : NULL;
 }
 
-int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
+#endif /* !RTM_LOGGED */
+
+static int add_pool_entry(struct rtm_tlsf *t, void *mem, size_t size)
 {
     if (!t)
         return -EINVAL;
@@ -871,9 +875,10 @@ int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
     rc = pool_format(t, dp + sizeof(*d), hi, &nd);
     if (rc)
         return rc;
-    *d = nd;
-    t->pool0.link.next = off_of(t, d);
-    t->overhead_bytes += size - (t->usable_bytes - usable_before);
+    *d = nd; /* memory the heap did not have: nothing to undo there */
+    RTM_SET(&t->base, t->pool0.link.next, off_of(t, d));
+    RTM_SET(&t->base, t->overhead_bytes,
+            t->overhead_bytes + size - (t->usable_bytes - usable_before));
     return 0;
 }
 
@@ -886,7 +891,7 @@ static inline __attribute__((always_inline)) void *tlsf_alloc(struct rtm_tlsf *t
     size_t b;
     if (__builtin_expect(s == 0, 0) ||
         __builtin_expect((b = find_free(t, s, hard)) <= DAMAGED, 0)) {
-        t->base.failed_allocs++;
+        RTM_SET(&t->base, t->base.failed_allocs, t->base.failed_allocs + 1);
         return NULL;
     }
     take_block(t, b, hdr_size(HDR(t, b)), s, hard);
@@ -896,7 +901,7 @@ static inline __attribute__((always_inline)) void *tlsf_alloc(struct rtm_tlsf *t
 static inline void *tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size, bool hard)
 {
     if (alignment == 0 || (alignment & (alignment - 1))) {
-        t->base.failed_allocs++;
+        RTM_SET(&t->base, t->base.failed_allocs, t->base.failed_allocs + 1);
         return NULL;
     }
     if (alignment <= GRANULE)
@@ -908,7 +913,7 @@ static inline void *tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, siz
     size_t b;
     if (s == 0 || alignment > RTM_TLSF_MAX_BLOCK || s > RTM_TLSF_MAX_BLOCK - slack ||
         (b = find_free(t, s + slack, hard)) <= DAMAGED) {
-        t->base.failed_allocs++;
+        RTM_SET(&t->base, t->base.failed_allocs, t->base.failed_allocs + 1);
         return NULL;
     }
     size_t bsize = hdr_size(HDR(t, b));
@@ -920,12 +925,12 @@ static inline void *tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, siz
         /* The front gap becomes a free block of its own; its predecessor is
          * used (free blocks never touch), so no merge is needed. */
         size_t prev_flag = HDR(t, b) & F_PREV_FREE;
-        HDR(t, b) = mk_hdr(t, b, gap | F_FREE | prev_flag, hard);
+        RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, gap | F_FREE | prev_flag, hard));
         set_footer(t, b, gap);
         list_insert(t, b, gap);
         b += gap;
         bsize -= gap;
-        HDR(t, b) = mk_hdr(t, b, bsize | F_FREE | F_PREV_FREE, hard);
+        RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, bsize | F_FREE | F_PREV_FREE, hard));
     }
     take_block(t, b, bsize, s, hard);
     return payload(t, b);
@@ -946,23 +951,23 @@ static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s, bool har
     if (nh & F_FREE) {
         size_t ns = hdr_size(nh);
         list_remove(t, n);
-        HDR(t, n) = nh | F_GONE;
+        RTM_SET(&t->base, HDR(t, n), nh | F_GONE);
         tail += ns;
     } else if (tail < MIN_BLOCK) {
         return;
     }
     size_t r = b + s;
-    HDR(t, b) = mk_hdr(t, b, s | (hdr & F_PREV_FREE), hard);
-    HDR(t, r) = mk_hdr(t, r, tail | F_FREE, hard);
+    RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, s | (hdr & F_PREV_FREE), hard));
+    RTM_SET(&t->base, HDR(t, r), mk_hdr(t, r, tail | F_FREE, hard));
     set_footer(t, r, tail);
     set_prev_free(t, r + tail, true, hard);
     list_insert(t, r, tail);
-    t->used_bytes -= size - s;
+    RTM_SET(&t->base, t->used_bytes, t->used_bytes - (size - s));
 }
 
 static __attribute__((noinline, cold)) void *realloc_refused(struct rtm_tlsf *t)
 {
-    t->base.failed_allocs++;
+    RTM_SET(&t->base, t->base.failed_allocs, t->base.failed_allocs + 1);
     return NULL;
 }
 
@@ -994,18 +999,19 @@ static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool 
             }
         }
         list_remove(t, f.n);
-        HDR(t, f.n) = f.nh | F_GONE;
-        HDR(t, b) = mk_hdr(t, b, joined | (f.hdr & F_PREV_FREE), hard);
+        RTM_SET(&t->base, HDR(t, f.n), f.nh | F_GONE);
+        RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, joined | (f.hdr & F_PREV_FREE), hard));
         set_prev_free(t, b + joined, false, hard);
-        t->used_bytes += ns;
+        RTM_SET(&t->base, t->used_bytes, t->used_bytes + ns);
         shrink_block(t, b, s, hard); /* gives the surplus back before the peak is taken */
         if (t->used_bytes > t->peak_used_bytes)
-            t->peak_used_bytes = t->used_bytes;
+            RTM_SET(&t->base, t->peak_used_bytes, t->used_bytes);
         return p;
     }
     void *q = tlsf_alloc(t, size, hard);
     if (!q)
         return NULL;
+    RTM_NOTE_BLOCK(&t->base, q, cur - W);
     memcpy(q, p, cur - W);
     tlsf_free(t, p, hard); /* planned above: nothing it trusts has changed but by this heap */
     return q;
@@ -1027,7 +1033,7 @@ static __attribute__((noinline)) void *alloc_full(struct rtm_tlsf *t, size_t siz
     return tlsf_alloc(t, size, true);
 }
 
-void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
+static inline void *alloc_entry(struct rtm_tlsf *t, size_t size)
 {
     if (LEVEL_IS(t, O1))
         return tlsf_alloc(t, size, true);
@@ -1036,7 +1042,7 @@ void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
     return alloc_full(t, size);
 }
 
-void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
+static inline void *aligned_entry(struct rtm_tlsf *t, size_t alignment, size_t size)
 {
     if (LEVEL_IS(t, NONE))
         return tlsf_aligned_alloc(t, alignment, size, false);
@@ -1045,7 +1051,7 @@ void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
     return tlsf_aligned_alloc(t, alignment, size, true);
 }
 
-void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
+static inline void *realloc_entry(struct rtm_tlsf *t, void *p, size_t size)
 {
     if (LEVEL_IS(t, NONE))
         return tlsf_realloc(t, p, size, false);
@@ -1070,6 +1076,63 @@ static inline __attribute__((always_inline)) int free_entry(struct rtm_tlsf *t, 
     if (LEVEL_IS(t, NONE))
         return tlsf_free(t, p, false);
     return free_full(t, p);
+}
+
+#if RTM_LOGGED
+
+/* ---- the logged operations (store.h) ------------------------------------ */
+
+#define T(h) ((struct rtm_tlsf *)(void *)(h))
+
+static void *logged_alloc(struct rtm_heap *h, size_t n)
+{
+    return alloc_entry(T(h), n);
+}
+static void *logged_aligned(struct rtm_heap *h, size_t a, size_t n)
+{
+    return aligned_entry(T(h), a, n);
+}
+static void *logged_realloc(struct rtm_heap *h, void *p, size_t n)
+{
+    return realloc_entry(T(h), p, n);
+}
+static int logged_free(struct rtm_heap *h, void *p)
+{
+    return free_entry(T(h), p);
+}
+static int logged_add_pool(struct rtm_heap *h, void *m, size_t n)
+{
+    return add_pool_entry(T(h), m, n);
+}
+
+const struct rtm_heap_wops rtm__tlsf_logged_ops = {
+    .alloc = logged_alloc,
+    .aligned_alloc = logged_aligned,
+    .realloc = logged_realloc,
+    .free = logged_free,
+    .add_pool = logged_add_pool,
+};
+
+#else /* the plain copy: the typed API, the read-only calls, the kind's entry */
+
+int rtm_tlsf_add_pool(struct rtm_tlsf *t, void *mem, size_t size)
+{
+    return add_pool_entry(t, mem, size);
+}
+
+void *rtm_tlsf_alloc(struct rtm_tlsf *t, size_t size)
+{
+    return alloc_entry(t, size);
+}
+
+void *rtm_tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, size_t size)
+{
+    return aligned_entry(t, alignment, size);
+}
+
+void *rtm_tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size)
+{
+    return realloc_entry(t, p, size);
 }
 
 int rtm_tlsf_free(struct rtm_tlsf *t, void *p)
@@ -1284,6 +1347,29 @@ static size_t ops_fill_count(const struct rtm_heap *h, size_t n)
     return count > lost ? count - lost : 0;
 }
 
+static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block), void *arg)
+{
+    const struct rtm_tlsf *t = CT(h);
+    size_t pools = 0;
+    for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
+        if (++pools > t->pool_count || d->end - d->start >= d->link.raw_len)
+            return -EFAULT;
+        for (size_t b = d->start; b != d->end;) {
+            size_t hdr = HDR(t, b), size = hdr_size(hdr);
+            if (size < MIN_BLOCK || size > d->end - b)
+                return -EFAULT;
+            if (!(hdr & F_FREE)) {
+                int rc = fn(arg, payload(t, b));
+                if (rc)
+                    return rc;
+            }
+            b += size;
+        }
+        if (d->link.next == 0)
+            return 0;
+    }
+}
+
 const struct rtm_heap_ops rtm__tlsf_ops = {
     .name = "tlsf",
     .create = ops_create,
@@ -1296,4 +1382,7 @@ const struct rtm_heap_ops rtm__tlsf_ops = {
     .stats = ops_stats,
     .check = ops_check,
     .fill_count = ops_fill_count,
+    .walk = ops_walk,
 };
+
+#endif /* RTM_LOGGED */

@@ -120,6 +120,14 @@ void rtm__rb_insert(void *base, size_t *root, size_t node, rtm_tcmp cmp);
 void rtm__avl_remove(void *base, size_t *root, size_t node);
 void rtm__rb_remove(void *base, size_t *root, size_t node);
 
+/* The same, for trees in a heap that keeps an undo log (base is the heap):
+ * each link and meta word is recorded in the log before it is written
+ * (store.h). Compiled from the same code (the *_logged.c files). */
+void rtm__avl_insert_logged(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__rb_insert_logged(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__avl_remove_logged(void *base, size_t *root, size_t node);
+void rtm__rb_remove_logged(void *base, size_t *root, size_t node);
+
 /*
  * Navigation, for both kinds. first/last: the smallest/largest node, 0 if the
  * tree is empty. next/prev: the in-order successor/predecessor of node (which
@@ -177,6 +185,12 @@ void rtm__tree_rotate_right(void *base, size_t *root, size_t x);
  * node->meta then holds the meta of the position removed. O(log n).
  */
 size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left);
+
+/* The logged twins of the four above (see rtm__avl_insert_logged). */
+void rtm__tree_link_leaf_logged(void *base, size_t *root, size_t node, rtm_tcmp cmp);
+void rtm__tree_rotate_left_logged(void *base, size_t *root, size_t x);
+void rtm__tree_rotate_right_logged(void *base, size_t *root, size_t x);
+size_t rtm__tree_unlink_logged(void *base, size_t *root, size_t node, int *was_left);
 
 /*
  * Bounded iterative walk behind the checks: verifies structure and order as

@@ -6,6 +6,11 @@
 #include <stdbool.h>
 
 #include "tree.h"
+#include "store.h"
+
+/* A store to a link: recorded first in the logged copy (store.h), whose
+ * base is always a heap. */
+#define TSET(base, lv, v) RTM_SET((const struct rtm_heap *)(base), lv, v)
 
 static inline struct rtm_tnode *at(const void *base, size_t off)
 {
@@ -23,6 +28,8 @@ static size_t *slot_of(void *base, size_t *root, size_t x)
 }
 
 /* ---- navigation and search ----------------------------------------------- */
+
+#if !RTM_LOGGED /* read only: in the plain copy alone */
 
 size_t rtm__tree_first(const void *base, size_t root)
 {
@@ -100,9 +107,11 @@ size_t rtm__tree_floor(const void *base, size_t root, rtm_tprobe probe, const vo
     return best;
 }
 
+#endif /* !RTM_LOGGED */
+
 /* ---- structural changes ---------------------------------------------------- */
 
-void rtm__tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp)
+void RTM_LOGGED_NAME(rtm__tree_link_leaf)(void *base, size_t *root, size_t node, rtm_tcmp cmp)
 {
     size_t parent = 0;
     size_t *link = root;
@@ -112,40 +121,40 @@ void rtm__tree_link_leaf(void *base, size_t *root, size_t node, rtm_tcmp cmp)
         link = cmp(base, node, parent) < 0 ? &p->left : &p->right;
     }
     struct rtm_tnode *n = at(base, node);
-    n->left = 0;
-    n->right = 0;
-    n->parent = parent;
-    *link = node;
+    TSET(base, n->left, 0);
+    TSET(base, n->right, 0);
+    TSET(base, n->parent, parent);
+    TSET(base, *link, node);
 }
 
-void rtm__tree_rotate_left(void *base, size_t *root, size_t x)
+void RTM_LOGGED_NAME(rtm__tree_rotate_left)(void *base, size_t *root, size_t x)
 {
     size_t *slot = slot_of(base, root, x);
     struct rtm_tnode *xn = at(base, x);
     size_t y = xn->right;
     struct rtm_tnode *yn = at(base, y);
-    xn->right = yn->left;
+    TSET(base, xn->right, yn->left);
     if (yn->left)
-        at(base, yn->left)->parent = x;
-    yn->parent = xn->parent;
-    *slot = y;
-    yn->left = x;
-    xn->parent = y;
+        TSET(base, at(base, yn->left)->parent, x);
+    TSET(base, yn->parent, xn->parent);
+    TSET(base, *slot, y);
+    TSET(base, yn->left, x);
+    TSET(base, xn->parent, y);
 }
 
-void rtm__tree_rotate_right(void *base, size_t *root, size_t x)
+void RTM_LOGGED_NAME(rtm__tree_rotate_right)(void *base, size_t *root, size_t x)
 {
     size_t *slot = slot_of(base, root, x);
     struct rtm_tnode *xn = at(base, x);
     size_t y = xn->left;
     struct rtm_tnode *yn = at(base, y);
-    xn->left = yn->right;
+    TSET(base, xn->left, yn->right);
     if (yn->right)
-        at(base, yn->right)->parent = x;
-    yn->parent = xn->parent;
-    *slot = y;
-    yn->right = x;
-    xn->parent = y;
+        TSET(base, at(base, yn->right)->parent, x);
+    TSET(base, yn->parent, xn->parent);
+    TSET(base, *slot, y);
+    TSET(base, yn->right, x);
+    TSET(base, xn->parent, y);
 }
 
 /* Node n has two children; s, the leftmost node of its right subtree, takes
@@ -159,28 +168,28 @@ static void swap_with_successor(void *base, size_t *root, size_t n)
     const struct rtm_tnode was_n = *nn;
     const struct rtm_tnode was_s = *sn; /* was_s.left == 0 */
 
-    *slot_of(base, root, n) = s;
-    sn->parent = was_n.parent;
-    sn->left = was_n.left;
-    sn->meta = was_n.meta;
-    at(base, was_n.left)->parent = s;
+    TSET(base, *slot_of(base, root, n), s);
+    TSET(base, sn->parent, was_n.parent);
+    TSET(base, sn->left, was_n.left);
+    TSET(base, sn->meta, was_n.meta);
+    TSET(base, at(base, was_n.left)->parent, s);
     if (was_s.parent == n) { /* s was n's right child */
-        sn->right = n;
-        nn->parent = s;
+        TSET(base, sn->right, n);
+        TSET(base, nn->parent, s);
     } else {
-        sn->right = was_n.right;
-        at(base, was_n.right)->parent = s;
-        at(base, was_s.parent)->left = n;
-        nn->parent = was_s.parent;
+        TSET(base, sn->right, was_n.right);
+        TSET(base, at(base, was_n.right)->parent, s);
+        TSET(base, at(base, was_s.parent)->left, n);
+        TSET(base, nn->parent, was_s.parent);
     }
-    nn->left = 0;
-    nn->right = was_s.right;
-    nn->meta = was_s.meta;
+    TSET(base, nn->left, 0);
+    TSET(base, nn->right, was_s.right);
+    TSET(base, nn->meta, was_s.meta);
     if (was_s.right)
-        at(base, was_s.right)->parent = n;
+        TSET(base, at(base, was_s.right)->parent, n);
 }
 
-size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left)
+size_t RTM_LOGGED_NAME(rtm__tree_unlink)(void *base, size_t *root, size_t node, int *was_left)
 {
     struct rtm_tnode *n = at(base, node);
     if (n->left && n->right)
@@ -188,13 +197,15 @@ size_t rtm__tree_unlink(void *base, size_t *root, size_t node, int *was_left)
     size_t child = n->left ? n->left : n->right;
     size_t parent = n->parent;
     *was_left = parent && at(base, parent)->left == node;
-    *slot_of(base, root, node) = child;
+    TSET(base, *slot_of(base, root, node), child);
     if (child)
-        at(base, child)->parent = parent;
+        TSET(base, at(base, child)->parent, parent);
     return parent;
 }
 
 /* ---- checking -------------------------------------------------------------- */
+
+#if !RTM_LOGGED
 
 /* Checks made when the walk first reaches node from parent. Once every node
  * reached has been reached from the parent its own link names, and no node has
@@ -264,3 +275,5 @@ long rtm__tree_check_walk(const void *base, size_t root, rtm_tcmp cmp, size_t ma
         }
     }
 }
+
+#endif /* !RTM_LOGGED */

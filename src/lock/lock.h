@@ -28,12 +28,18 @@ struct rtm_lock {
     uint32_t type;        /* RTM_HEAP_LOCK_PI or RTM_HEAP_LOCK_ROBUST_SHARED */
     uint32_t lead;        /* bytes of the creating memory before this area (alignment trim) */
     uint32_t recoverable; /* 1; 0 once abandoned (rtm__lock_abandon) */
-    uint32_t unused;
+    uint32_t features;    /* RTM_LOCKF_*: what else the heap keeps (robust heaps) */
     uint64_t calls;
     uint64_t contended;
     uint64_t owner_deaths;
     uint64_t recovered;
 };
+
+/* lock->features: an undo log right after the lock area (src/heap/undo.h),
+ * and an owner record before every block (src/heap/robust.c). Both are set
+ * for every RTM_HEAP_LOCK_ROBUST_SHARED heap, never for another. */
+#define RTM_LOCKF_UNDO   1u
+#define RTM_LOCKF_OWNERS 2u
 
 _Static_assert(sizeof(struct rtm_lock) <= RTM_HEAP_LOCK_AREA_BYTES, "the lock area holds the lock");
 _Static_assert(_Alignof(struct rtm_lock) <= RTM_HEAP_LOCK_ALIGN, "the area's alignment suits it");
@@ -109,5 +115,12 @@ void rtm__lock_stats(const struct rtm_lock *l, struct rtm_heap_lock_stats *out);
  */
 int rtm__heap_lock_hold(struct rtm_heap *h);
 int rtm__heap_lock_release(struct rtm_heap *h);
+
+/* The operations of a live heap's kind, or NULL (for the shared heaps'
+ * owner calls, which walk and free with the lock held). */
+const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h);
+
+/* Bytes the undo log of a robust heap takes (0 for another heap). */
+size_t rtm__heap_undo_bytes(const struct rtm_heap *h);
 
 #endif /* RTMEM_SRC_LOCK_LOCK_H */

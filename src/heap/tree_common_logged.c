@@ -1,0 +1,4 @@
+/* tree_common.c compiled with logged stores, for heaps that keep an undo log
+ * (store.h, undo.h). */
+#define RTM_LOGGED 1
+#include "tree_common.c"

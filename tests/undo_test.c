@@ -1,0 +1,193 @@
+/*
+ * The undo log of robust heaps (src/heap/undo.h): does it record every
+ * metadata word a call writes, and does rolling it back return the heap to
+ * the state the call found?
+ *
+ * For every kind and hardening level, random calls (alloc, aligned alloc,
+ * realloc, free, calloc) on a robust heap in private memory. Around each
+ * call: the heap's bytes before (S0) and after (S1); the log's entries of
+ * that call (a commit empties the count, not the entries). Then, on a copy:
+ *   - roll the call back (rtm__undo_rollback over its entries): the heap must
+ *     pass rtm_heap_check, and every byte must be as in S0 except those of
+ *     the block the call handed out (its owner record, realloc's copy);
+ *   - call it again on the rolled-back heap: the same result and the same
+ *     bytes as S1. A store the log missed stays changed after the roll
+ *     back, and the call made twice differs from the call made once (a
+ *     counter counted twice, a link written over), or the check fails.
+ * Each call's entries are also checked against the log's capacity.
+ *
+ *   undo_test [OPS]   (default 2000 per kind and level)
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rtmem/rtmem.h"
+#include "../src/heap/kind.h"
+#include "../src/heap/store.h"
+#include "../src/heap/undo.h"
+
+#define HEAP_BYTES ((size_t)128 << 10)
+#define SLOTS      64
+
+static unsigned char mem[HEAP_BYTES] __attribute__((aligned(4096)));
+static unsigned char s0[HEAP_BYTES], s1[HEAP_BYTES], r[HEAP_BYTES];
+
+enum op { OP_ALLOC, OP_ALIGNED, OP_REALLOC, OP_FREE, OP_CALLOC, OP_COUNT };
+static const char *const op_names[OP_COUNT] = { "alloc", "aligned", "realloc", "free", "calloc" };
+
+struct call {
+    enum op op;
+    size_t size, align;
+    void *p;
+};
+
+static void *make_call(struct rtm_heap *h, const struct call *c, int *rc)
+{
+    *rc = 0;
+    switch (c->op) {
+    case OP_ALLOC: return rtm_heap_alloc(h, c->size);
+    case OP_ALIGNED: return rtm_heap_aligned_alloc(h, c->align, c->size);
+    case OP_REALLOC: return rtm_heap_realloc(h, c->p, c->size);
+    case OP_CALLOC: return rtm_heap_calloc(h, 1, c->size);
+    case OP_FREE: *rc = rtm_heap_free(h, c->p); return NULL;
+    default: return NULL;
+    }
+}
+
+static size_t log_lo, log_hi; /* the lock area and the log in mem: not compared */
+/* Nor the countdown to the next periodic check (RTM_HEAP_HARDEN_FULL),
+ * which the dispatcher keeps outside the log: a call rolled back and made
+ * again counts twice, and no check depends on it. */
+static size_t count_lo, count_hi;
+
+static int ignored(size_t i)
+{
+    return (i >= log_lo && i < log_hi) || (i >= count_lo && i < count_hi);
+}
+static uint32_t worst_entries[RTM_KIND_COUNT];
+
+/* Whether byte i of mem may differ from S0 after a roll back: the log
+ * itself, or the block the call handed out. */
+static int may_differ(size_t i, const void *q, size_t qbytes)
+{
+    if (ignored(i))
+        return 1;
+    uintptr_t a = (uintptr_t)mem + i, lo = (uintptr_t)q;
+    return q && a >= lo && a < lo + qbytes;
+}
+
+static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call *c, unsigned kind)
+{
+    CHECK_EQ(rtm_heap_check(h), 0);
+    memcpy(s0, mem, HEAP_BYTES);
+    u->peak = 0;
+    int rc1;
+    void *q1 = make_call(h, c, &rc1);
+    uint32_t n = u->peak;
+    memcpy(s1, mem, HEAP_BYTES);
+    CHECK(u->count == 0);
+    CHECK(n < u->capacity);
+    CHECK(u->overflows == 0);
+    if (n > worst_entries[kind])
+        worst_entries[kind] = n;
+    size_t qbytes = q1 ? rtm_heap_usable_size(h, q1) : 0;
+    /* and the owner record after it */
+    qbytes += q1 ? 16 : 0;
+
+    /* Roll back on the heap itself, as a process taking the lock would. */
+    u->count = n;
+    CHECK_EQ(rtm__undo_rollback(u), 0);
+    memcpy(r, mem, HEAP_BYTES);
+    if (rtm_heap_check(h) != 0)
+        fprintf(stderr, "[%s] %s of %zu (align %zu, p %p): %u entries; check fails after the roll back\n",
+                test_context, op_names[c->op], c->size, c->align, c->p, n);
+    if (getenv("UNDO_DEBUG"))
+        for (uint32_t i = 0; i < n; i++)
+            fprintf(stderr, "  entry %u: at %lld, %u bytes, old %llx\n", i,
+                    (long long)(u->entry[i].where >> 2), 1u << (u->entry[i].where & 3),
+                    (unsigned long long)u->entry[i].old);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < HEAP_BYTES; i++)
+        if (r[i] != s0[i] && !may_differ(i, q1, qbytes) && bad++ == 0)
+            first = i;
+    if (bad)
+        fprintf(stderr, "[%s] %s: %zu bytes not restored, first at offset %zu from the lock\n",
+                test_context, op_names[c->op], bad, first - log_lo);
+    CHECK_EQ(bad, 0);
+
+    /* The same call again: the same answer, the same bytes. */
+    int rc2;
+    void *q2 = make_call(h, c, &rc2);
+    CHECK(q2 == q1);
+    CHECK_EQ(rc2, rc1);
+    size_t diff = 0;
+    for (size_t i = 0; i < HEAP_BYTES; i++)
+        if (mem[i] != s1[i] && !ignored(i))
+            diff++;
+    if (diff)
+        fprintf(stderr, "[%s] %s again: %zu bytes differ\n", test_context, op_names[c->op], diff);
+    CHECK_EQ(diff, 0);
+    return q2;
+}
+
+static void run(const char *kind, unsigned kind_id, int hardening, unsigned long ops, uint64_t seed)
+{
+    char ctx[64];
+    snprintf(ctx, sizeof(ctx), "%s/harden%d", kind, hardening);
+    test_context = ctx;
+    memset(mem, 0, HEAP_BYTES);
+    struct rtm_heap_config cfg = { .hardening = hardening, .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, HEAP_BYTES, &cfg);
+    CHECK(h != NULL);
+    if (!h)
+        return;
+    struct rtm_undo *u = rtm_undo_of(h);
+    /* the lock area (its mutex, its call counters) and the log */
+    log_lo = (size_t)((unsigned char *)u - mem) - RTM_HEAP_LOCK_AREA_BYTES;
+    log_hi = log_lo + rtm_undo_bytes(u->capacity);
+    count_lo = (size_t)((unsigned char *)&h->until_check - mem);
+    count_hi = count_lo + sizeof(h->until_check);
+    void *slot[SLOTS] = { 0 };
+    uint64_t rng = seed;
+    for (unsigned long i = 0; i < ops && !test_checks_failed; i++) {
+        unsigned k = (unsigned)tk_rng_below(&rng, SLOTS);
+        struct call c = { .p = slot[k] };
+        unsigned dice = (unsigned)tk_rng_below(&rng, 10);
+        /* sizes: mostly small, some page runs, now and then large */
+        unsigned band = (unsigned)tk_rng_below(&rng, 8);
+        c.size = band < 5 ? 1 + tk_rng_below(&rng, 256)
+                 : band < 7 ? 256 + tk_rng_below(&rng, 4096)
+                            : 4096 + tk_rng_below(&rng, 24u << 10);
+        if (slot[k] && dice < 4) {
+            c.op = OP_FREE;
+        } else if (slot[k]) {
+            c.op = OP_REALLOC;
+        } else {
+            /* (calloc is an alloc, then a memset after the call: the
+             * memset is the caller's, no call of the heap's to undo) */
+            c.op = dice < 7 ? OP_ALLOC : OP_ALIGNED;
+            c.align = (size_t)1 << (3 + tk_rng_below(&rng, 9));
+        }
+        void *q = one_call(h, u, &c, kind_id);
+        if (c.op == OP_FREE)
+            slot[k] = NULL;
+        else if (q)
+            slot[k] = q;
+    }
+    test_context = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned long ops = argc > 1 ? strtoul(argv[1], NULL, 10) : 2000;
+    const char *const *kinds = rtm_heap_kinds();
+    for (unsigned k = 0; kinds[k]; k++)
+        for (int hard = RTM_HEAP_HARDEN_O1; hard <= RTM_HEAP_HARDEN_FULL; hard++)
+            run(kinds[k], k, hard, ops, 0x5eed0000u + k * 7 + (unsigned)hard);
+    for (unsigned k = 0; kinds[k]; k++)
+        printf("%-8s most log entries one call wrote: %u\n", kinds[k], worst_entries[k]);
+    return test_summary("undo_test");
+}
