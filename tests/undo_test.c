@@ -101,7 +101,8 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
     CHECK_EQ(rtm__undo_rollback(u), 0);
     memcpy(r, mem, HEAP_BYTES);
     if (rtm_heap_check(h) != 0)
-        fprintf(stderr, "[%s] %s of %zu (align %zu, p %p): %u entries; check fails after the roll back\n",
+        fprintf(stderr,
+                "[%s] %s of %zu (align %zu, p %p): %u entries; check fails after the roll back\n",
                 test_context, op_names[c->op], c->size, c->align, c->p, n);
     if (getenv("UNDO_DEBUG"))
         for (uint32_t i = 0; i < n; i++)
@@ -158,7 +159,7 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
         unsigned dice = (unsigned)tk_rng_below(&rng, 10);
         /* sizes: mostly small, some page runs, now and then large */
         unsigned band = (unsigned)tk_rng_below(&rng, 8);
-        c.size = band < 5 ? 1 + tk_rng_below(&rng, 256)
+        c.size = band < 5   ? 1 + tk_rng_below(&rng, 256)
                  : band < 7 ? 256 + tk_rng_below(&rng, 4096)
                             : 4096 + tk_rng_below(&rng, 24u << 10);
         if (slot[k] && dice < 4) {

@@ -61,10 +61,23 @@
  * back from the heap's undo log, so the heap is exactly as that call found
  * it, checks it and goes on. Every block records the process that
  * allocated it (16 bytes per block, rtmem/lock.h); blocks a dead process
- * had allocated stay allocated (a call that lists and reclaims them is
- * still to come). A process killed during rtm_shared_create leaves a
+ * had allocated stay allocated until a process reclaims them ("Owners").
+ * A process killed during rtm_shared_create leaves a
  * segment in the state "initialising": attach refuses it (EBUSY) for ever;
  * unlink the name and create it again.
+ *
+ * Owners. Each block records the process that allocated it: its pid and
+ * its start time, so that a pid the system hands to a new process is not
+ * taken for the old one (all processes must share one pid namespace). A
+ * realloc keeps the owner; rtm_shared_set_owner changes it, to another
+ * running process or to the heap itself (pid 0: never reclaimed, for data
+ * that outlives its creator). rtm_shared_orphans lists the blocks whose
+ * owner no longer runs; rtm_shared_reclaim frees them. Neither ever
+ * touches a block the catalog points into, a block the heap owns, or one
+ * whose record its user overran (its last 16 bytes past the usable size:
+ * no owner known). They are maintenance calls, not for a control loop: each
+ * walks every block (O(blocks)) with the heap's lock held, twice, and reads
+ * /proc between the walks with the lock given back.
  *
  * The catalog maps names (up to RTM_SHARED_CATALOG_NAME_MAX bytes) to
  * offsets of objects in the segment, so that processes find each other's
@@ -259,6 +272,45 @@ RTM_API void *rtm_shared_lookup(struct rtm_shared *s, const char *name);
  * 0, -ENOENT (not published), -EINVAL, or the lock's errors.
  * O(catalog_entries) with the lock held. */
 RTM_API int rtm_shared_unpublish(struct rtm_shared *s, const char *name);
+
+/* A block whose owner no longer runs (rtm_shared_orphans). */
+struct rtm_shared_orphan {
+    uint64_t offset; /* the block, as rtm_shared_to_offset gives it */
+    size_t bytes;    /* its usable size */
+    int pid;         /* the process that allocated it, gone */
+};
+
+/*
+ * Lists the blocks whose owner no longer runs, skipping those the catalog
+ * points into: fills out[0 .. max) and returns how many there are (which
+ * may be more than max; out may be NULL when max is 0), or a negative
+ * errno (-EINVAL, the lock's errors). Looks at up to 256 distinct owners
+ * per call. O(blocks), with the lock held twice ("Owners" above).
+ */
+RTM_API long rtm_shared_orphans(struct rtm_shared *s, struct rtm_shared_orphan *out, size_t max);
+
+/*
+ * Frees the blocks of process pid, which must be gone (-EBUSY while it
+ * runs), or, for pid 0, of every process that is gone; skips blocks the
+ * catalog points into. Returns how many it freed (0: none), or a negative
+ * errno (-EINVAL for a NULL handle or a negative pid, the lock's errors).
+ * Looks at up to 256 distinct owners per call: call again until it
+ * returns 0. O(blocks) per 256 blocks freed, the lock held for each walk.
+ */
+RTM_API long rtm_shared_reclaim(struct rtm_shared *s, int pid);
+
+/*
+ * Makes pid the owner of block p: a running process (-ESRCH otherwise),
+ * or 0 for the heap itself (a block no reclaim ever frees). Returns 0,
+ * -EINVAL (NULL handle, negative pid, p no block of the heap), or the
+ * lock's errors. O(1) with the lock held (a /proc read for another pid).
+ */
+RTM_API int rtm_shared_set_owner(struct rtm_shared *s, void *p, int pid);
+
+/* The owner of block p: its pid, 0 for the heap, -EBADMSG for a record its
+ * user overran (no owner known), -EINVAL for NULL or no block, or the
+ * lock's errors. O(1) with the lock held. */
+RTM_API int rtm_shared_owner(struct rtm_shared *s, const void *p);
 
 #ifdef __cplusplus
 }

@@ -141,6 +141,15 @@ void rtm__owner_self(uint32_t *pid, uint32_t *stamp)
     *stamp = __atomic_load_n(&self_stamp, __ATOMIC_RELAXED);
 }
 
+bool rtm__owner_stamp(uint32_t pid, uint32_t *stamp)
+{
+    uint64_t start = 0;
+    if (pid == 0 || pid > (uint32_t)INT32_MAX || read_stat(pid, &start) != 1)
+        return false;
+    *stamp = (uint32_t)start;
+    return true;
+}
+
 int rtm__owner_alive(uint32_t pid, uint32_t stamp)
 {
     if (pid == 0 || pid > (uint32_t)INT32_MAX)
@@ -207,14 +216,13 @@ void *rtm__robust_aligned_alloc(const struct rtm_heap_ops *ops, struct rtm_heap 
     rtm__owner_self(&pid, &stamp);
     if (size > SIZE_MAX - RTM_OWNER_BYTES)
         return count_failed(h);
-    void *p = own(ops, h, logged[h->kind]->aligned_alloc(h, alignment, size + RTM_OWNER_BYTES),
-                  pid, stamp);
+    void *p = own(ops, h, logged[h->kind]->aligned_alloc(h, alignment, size + RTM_OWNER_BYTES), pid,
+                  stamp);
     rtm_undo_commit(undo(h));
     return p;
 }
 
-void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p,
-                          size_t size)
+void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p, size_t size)
 {
     if (!p)
         return rtm__robust_alloc(ops, h, size);
@@ -249,8 +257,7 @@ size_t rtm__robust_usable_size(const struct rtm_heap_ops *ops, const struct rtm_
     return n > RTM_OWNER_BYTES ? n - RTM_OWNER_BYTES : 0;
 }
 
-size_t rtm__robust_fill_count(const struct rtm_heap_ops *ops, const struct rtm_heap *h,
-                              size_t size)
+size_t rtm__robust_fill_count(const struct rtm_heap_ops *ops, const struct rtm_heap *h, size_t size)
 {
     return size > SIZE_MAX - RTM_OWNER_BYTES ? 0 : ops->fill_count(h, size + RTM_OWNER_BYTES);
 }

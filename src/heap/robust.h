@@ -8,6 +8,7 @@
 #ifndef RTMEM_SRC_HEAP_ROBUST_H
 #define RTMEM_SRC_HEAP_ROBUST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,8 +20,7 @@
 void *rtm__robust_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, size_t size);
 void *rtm__robust_aligned_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h,
                                 size_t alignment, size_t size);
-void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p,
-                          size_t size);
+void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p, size_t size);
 int rtm__robust_free(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p);
 size_t rtm__robust_usable_size(const struct rtm_heap_ops *ops, const struct rtm_heap *h,
                                const void *p);
@@ -38,6 +38,10 @@ void rtm__owner_self(uint32_t *pid, uint32_t *stamp);
  * is no zombie, and has that start time. A system call or three: never on
  * a heap call's path. */
 int rtm__owner_alive(uint32_t pid, uint32_t stamp);
+
+/* The start-time stamp of running process pid: true, or false when it
+ * does not run (or /proc cannot say). */
+bool rtm__owner_stamp(uint32_t pid, uint32_t *stamp);
 
 /* One live block of a robust heap, as rtm__robust_walk reports it. */
 struct rtm_owned {

@@ -29,21 +29,21 @@ static inline struct rtm_undo *rtm_undo_of(const struct rtm_heap *h)
 }
 
 #if RTM_LOGGED
-#define RTM_SET(h, lv, v)                                    \
-    do {                                                     \
-        __typeof__(&(lv)) rtm_p_ = &(lv);                    \
-        __typeof__(*rtm_p_) rtm_v_ = (v);                    \
+#define RTM_SET(h, lv, v)                                       \
+    do {                                                        \
+        __typeof__(&(lv)) rtm_p_ = &(lv);                       \
+        __typeof__(*rtm_p_) rtm_v_ = (v);                       \
         rtm_undo_note(rtm_undo_of(h), rtm_p_, sizeof(*rtm_p_)); \
-        *rtm_p_ = rtm_v_;                                    \
+        *rtm_p_ = rtm_v_;                                       \
     } while (0)
 /* Names a function of the logged copy apart from its plain twin. */
-#define RTM_LOGGED_NAME(name) name##_logged
+#define RTM_LOGGED_NAME(name)       name##_logged
 /* Before data goes into a block the call has just taken (undo.h). */
 #define RTM_NOTE_BLOCK(h, p, bytes) rtm_undo_note_block(rtm_undo_of(h), (p), (bytes))
 #else
 #define RTM_NOTE_BLOCK(h, p, bytes) ((void)0)
-#define RTM_SET(h, lv, v) ((void)((lv) = (v)))
-#define RTM_LOGGED_NAME(name) name
+#define RTM_SET(h, lv, v)           ((void)((lv) = (v)))
+#define RTM_LOGGED_NAME(name)       name
 #endif
 
 #endif /* RTMEM_SRC_HEAP_STORE_H */
