@@ -415,7 +415,7 @@ int bench_parse_locks(const struct tk_args *cli, const char *arg, unsigned *lock
 int bench_threads_open(struct bench *b);
 void bench_shared_begin(struct bench *b);
 void bench_shared_remove(const struct bench *b);
-void bench_shared_end(struct bench *b);
+void bench_shared_end(void);
 void bench_run_threads(struct bench *b);
 void bench_aggregate_threads(struct bench *b);
 void bench_print_threads(FILE *f, const struct bench *b);

@@ -363,7 +363,7 @@ enum tk_run_end bench_run(struct tk_session *s)
     if (status == 0) {
         bench_shared_begin(b);
         status = measure_all(b);
-        bench_shared_end(b);
+        bench_shared_end();
     }
     if (status != 0)
         return TK_RUN_ABORTED;

@@ -241,9 +241,8 @@ void bench_shared_remove(const struct bench *b)
                 strerror(-rc));
 }
 
-void bench_shared_end(struct bench *b)
+void bench_shared_end(void)
 {
-    (void)b;
     tk_cleanup_forget_shm(shm_cleanup_slot);
     shm_cleanup_slot = -1;
 }
@@ -649,6 +648,8 @@ static void print_cost(FILE *f, const struct bench *b)
     char r[TK_FMT_MAX];
     if (b->th.cost_skipped[BENCH_LOCK_SHARED][0])
         fprintf(f, "shared: skipped: %s\n", b->th.cost_skipped[BENCH_LOCK_SHARED]);
+    else if (!isfinite(c->over_unlocked))
+        fprintf(f, "shared: not measured (the phase stopped first)\n");
     else
         fprintf(f,
                 "shared: a call on the shared heap costs %sx the unlocked private heap's; "
