@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +16,10 @@ static const int fatal_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM }
 static char files[TK_CLEANUP_FILES][PATH_MAX];
 static volatile sig_atomic_t file_used[TK_CLEANUP_FILES];
 static volatile sig_atomic_t children[TK_CLEANUP_CHILDREN]; /* pid, 0 when free */
-static volatile sig_atomic_t owner;                         /* pid that registered */
+/* shm_open names: "/" and at most NAME_MAX bytes. */
+static char shms[TK_CLEANUP_SHM][NAME_MAX + 2];
+static volatile sig_atomic_t shm_used[TK_CLEANUP_SHM];
+static volatile sig_atomic_t owner; /* pid that registered */
 static bool installed;
 
 /* Only async-signal-safe calls from here to the raise. */
@@ -35,6 +39,11 @@ static void on_fatal(int sig)
             if (file_used[i]) {
                 (void)unlink(files[i]);
                 file_used[i] = 0;
+            }
+        for (size_t i = 0; i < TK_CLEANUP_SHM; i++)
+            if (shm_used[i]) {
+                (void)shm_unlink(shms[i]);
+                shm_used[i] = 0;
             }
     }
     struct sigaction dfl;
@@ -118,4 +127,25 @@ void tk_cleanup_forget_child(int slot)
 {
     if (slot >= 0 && slot < TK_CLEANUP_CHILDREN)
         children[slot] = 0;
+}
+
+int tk_cleanup_add_shm(const char *shm_name)
+{
+    size_t len = strlen(shm_name);
+    if (len >= sizeof(shms[0]))
+        return -1;
+    for (int i = 0; i < TK_CLEANUP_SHM; i++)
+        if (!shm_used[i]) {
+            memcpy(shms[i], shm_name, len + 1);
+            atomic_signal_fence(memory_order_seq_cst);
+            shm_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void tk_cleanup_forget_shm(int slot)
+{
+    if (slot >= 0 && slot < TK_CLEANUP_SHM)
+        shm_used[slot] = 0;
 }

@@ -3,9 +3,10 @@
  *
  * A tool that is interrupted (Ctrl-C, kill, a closed pipe, a lost terminal)
  * must leave nothing of its own behind and must not touch anything else: the
- * temporary result files it created are unlinked, and the child processes it
+ * temporary result files it created are unlinked, the child processes it
  * started (each the leader of its own process group) are killed with their
- * groups and reaped. Then the signal is raised again with its default
+ * groups and reaped, and then the POSIX shared memory objects they or it
+ * may have made are removed. Then the signal is raised again with its default
  * action, so the tool dies of it as it would have without the handler (a
  * shell sees 130 for SIGINT).
  *
@@ -18,7 +19,8 @@
  * inherits the handler after fork but never cleans up its parent's files.
  *
  * Registration is bounded (TK_CLEANUP_FILES files, TK_CLEANUP_CHILDREN
- * children at once); every entry is a copy, written before it is marked
+ * children, TK_CLEANUP_SHM shm objects at once); every entry is a copy,
+ * written before it is marked
  * used, so the handler never reads half of one. Register and create (or
  * fork) with the signals blocked (tk_cleanup_block), so that no signal
  * falls between the two.
@@ -31,6 +33,7 @@
 
 #define TK_CLEANUP_FILES    4
 #define TK_CLEANUP_CHILDREN 4
+#define TK_CLEANUP_SHM      2
 
 /* Installs the handler (once; later calls do nothing). */
 void tk_cleanup_install(void);
@@ -53,5 +56,16 @@ int tk_cleanup_add_child(pid_t pid);
 /* Forgets a slot from tk_cleanup_add_child (-1: nothing), once the child
  * is reaped. */
 void tk_cleanup_forget_child(int slot);
+
+/* A POSIX shared memory object (its shm_open name, "/..."), which this
+ * process or its children may create, to shm_unlink on a fatal signal once
+ * the children are killed and reaped (so none can make it again). Only
+ * names that belong to this run: whatever holds the name then is removed.
+ * Returns the slot, or -1 if the table is full or the name too long.
+ * (shm_unlink is not on POSIX's list of async-signal-safe calls; glibc's
+ * builds the path on the stack and calls unlink, which is.) */
+int tk_cleanup_add_shm(const char *shm_name);
+/* Forgets a slot from tk_cleanup_add_shm (-1: nothing). */
+void tk_cleanup_forget_shm(int slot);
 
 #endif /* RTMEM_TOOLS_CLEANUP_H */

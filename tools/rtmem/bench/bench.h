@@ -67,10 +67,25 @@
 #define BENCH_DEFAULT_TIMEOUT_S 60u
 #define BENCH_MAX_TIMEOUT_S     86400u
 
-/* Threads phase: the lock types, in the order --locks names them
- * (RTM_HEAP_LOCK_NONE, _PI, _ROBUST_SHARED), and the most threads. */
-#define BENCH_LOCKS       3
-#define BENCH_MAX_THREADS 64
+/* Threads phase: the lock types, in the order --locks names them: a
+ * private heap with RTM_HEAP_LOCK_NONE, _PI or _ROBUST_SHARED, and a shared
+ * heap (rtmem/shared.h: its robust lock in a POSIX shm segment); and the
+ * most threads. */
+enum bench_lock {
+    BENCH_LOCK_NONE,
+    BENCH_LOCK_PI,
+    BENCH_LOCK_ROBUST,
+    BENCH_LOCK_SHARED,
+    BENCH_LOCKS
+};
+#define BENCH_MAX_THREADS   64
+/* The shared row's target: a call on the shared heap (its lock and
+ * whatever makes it recoverable included) at most this many times the
+ * unlocked private heap's, judged on the median ratio over the rounds. */
+#define BENCH_SHARED_TARGET 3.0
+/* The shared heaps' name: "bench-" and the pid of the process that runs
+ * the measuring ones, so unique to the run (the object is "/rtmem-<name>"). */
+#define BENCH_SHM_NAME_MAX  32
 
 struct bench_opts {
     uint64_t ops; /* operations per pass (main phase) */
@@ -144,10 +159,11 @@ struct bench_running {
 
 /* Threads phase, what the lock costs a call, uncontended, per lock type:
  * per round, an alloc or a free (half an alloc+free pair) on an unlocked
- * heap and on a locked one, and one lock+unlock of a bare mutex of the
- * heap lock's type; then (parent) medians over the rounds, with the spread
- * of what the lock adds (locked - unlocked) and of its ratio to the bare
- * pair. NaN where not measured. */
+ * private heap and on a locked one (for shared, the shared heap), and one
+ * lock+unlock of a bare mutex of the heap lock's type; then (parent)
+ * medians over the rounds, with the spread of what the lock adds (locked -
+ * unlocked), of its ratio to the bare pair, and of locked / unlocked. NaN
+ * where not measured. */
 struct bench_lock_cost {
     double unlocked_ns[BENCH_MAX_ROUNDS];
     double locked_ns[BENCH_MAX_ROUNDS];
@@ -155,6 +171,7 @@ struct bench_lock_cost {
     double unlocked, locked, bare;
     double added, added_min, added_max;
     double ratio, ratio_min, ratio_max;
+    double over_unlocked, over_unlocked_min, over_unlocked_max;
 };
 
 /* Threads phase: one thread's latencies on the shared heap, in ns. */
@@ -180,6 +197,10 @@ struct bench_threads {
      * waited; heap checks failed (or blocks left) after a run. */
     uint64_t lock_calls[BENCH_LOCKS], lock_contended[BENCH_LOCKS];
     uint64_t check_failures[BENCH_LOCKS];
+    /* Why a lock type's uncontended or contended part was skipped (its
+     * heap could not be made: only shared's can be); "" when it ran. */
+    char cost_skipped[BENCH_LOCKS][160];
+    char contended_skipped[BENCH_LOCKS][160];
 };
 
 /* An allocator the measuring process died in. */
@@ -286,6 +307,9 @@ struct bench {
     bool header_done; /* printed by the first measuring process */
     int watch_priority;
     struct bench_threads th;
+    /* The threads phase's shared heaps' name (BENCH_SHM_NAME_MAX), set by
+     * the parent before the first measuring process; "" without them. */
+    char shm_name[BENCH_SHM_NAME_MAX];
 };
 
 /* Index of the k-th allocator to run in a round: forward in even rounds,
@@ -380,10 +404,18 @@ void bench_json_sweep(struct tk_json *j, const struct bench *b);
 
 /* threads.c. bench_parse_locks: --locks (NULL: all) into a bit per lock
  * type; 0, or -1 (reported). bench_threads_open: the phase's memory and
- * buffers, before memory is locked; 0, or -1 (reported). */
+ * buffers, before memory is locked; 0, or -1 (reported).
+ * bench_shared_begin (parent, before the first measuring process): names
+ * the phase's shared heaps and has a fatal signal remove that name;
+ * bench_shared_remove (parent, after each measuring process, however it
+ * ended): removes the name if a measuring process died between making a
+ * shared heap and unlinking it; bench_shared_end: forgets the name. */
 extern const char *const bench_lock_names[BENCH_LOCKS];
 int bench_parse_locks(const struct tk_args *cli, const char *arg, unsigned *locks);
 int bench_threads_open(struct bench *b);
+void bench_shared_begin(struct bench *b);
+void bench_shared_remove(const struct bench *b);
+void bench_shared_end(void);
 void bench_run_threads(struct bench *b);
 void bench_aggregate_threads(struct bench *b);
 void bench_print_threads(FILE *f, const struct bench *b);

@@ -102,7 +102,8 @@ static const struct tk_opt options[] = {
       F(thread_ops), .lo = 1, .hi = BENCH_MAX_OPS, .quick = QUICK_THREAD_OPS,
       .flags = TK_OPTF_QUICK },
     { "locks", TK_OPT_STRING, "a,b,...",
-      "lock types of the threads phase: none, pi, robust (default: all three)", F(locks_arg) },
+      "lock types of the threads phase: none, pi, robust, shared (default: all four)",
+      F(locks_arg) },
     { "threads-kind", TK_OPT_STRING, "KIND",
       "the heap kind of the threads phase (default tlsf; rtmem kinds only)", F(threads_kind) },
     { "threads-only", TK_OPT_FLAG, NULL, "run only the threads phase", F(threads_only) },
@@ -142,9 +143,18 @@ static void help_intro(FILE *f)
           "Then the threads phase (short; --threads 0 skips it): one heap of\n"
           "--threads-kind under each lock type of --locks (rtmem/lock.h). First what\n"
           "the lock adds to a call, uncontended, next to a bare lock+unlock of a mutex\n"
-          "of the same type, measured in the same batches; then --threads threads, each\n"
-          "pinned to a CPU in turn, running the main phase's workload on the one heap\n"
-          "at once, with per-thread latency percentiles (lock none: a heap per thread).\n"
+          "of the same type, measured in the same batches, and the locked call over the\n"
+          "unlocked one; then --threads threads, each pinned to a CPU in turn, running\n"
+          "the main phase's workload on the one heap at once, with per-thread latency\n"
+          "percentiles (lock none: a heap per thread). Lock shared is a shared heap\n"
+          "(rtmem/shared.h: its robust lock, in the POSIX shm object rtmem-bench-<pid>,\n"
+          "unlinked as soon as it is made; removed too if the measuring process dies\n"
+          "before, or on Ctrl-C), set against the same unlocked private heap, with its\n",
+          f);
+    fprintf(f, "target (a call at most %.1fx the unlocked one: met or not met); its threads\n",
+            BENCH_SHARED_TARGET);
+    fputs("share that heap. If it cannot be made (no /dev/shm, no room), its rows are\n"
+          "skipped with the reason.\n"
           "\n"
           "Peers (jemalloc, mimalloc, tcmalloc, when installed; named in --kinds) and\n"
           "plugins (--plugin, <rtmem/plugin.h>) run beside them, loaded as memcheck\n"

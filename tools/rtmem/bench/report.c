@@ -77,6 +77,11 @@ void bench_print_header(FILE *f, const struct bench *b)
         fprintf(f, " (%s), %llu ops each per lock type after a warm-up run\n",
                 b->rt.fifo.granted ? "SCHED_FIFO" : "not real-time",
                 (unsigned long long)b->o.thread_ops);
+        if (b->o.locks & (1u << BENCH_LOCK_SHARED))
+            fprintf(f,
+                    "              shared: shared heaps of %s in the POSIX shm object "
+                    "/rtmem-%s, unlinked as soon as made\n",
+                    b->o.threads_kind, b->shm_name);
     }
     if (b->o.threads_only)
         return;

@@ -284,6 +284,7 @@ static int measure_all(struct bench *b)
         struct tk_child_result r;
         reset_results(b);
         tk_child_run(measure, b, &b->beat, &co, &r);
+        bench_shared_remove(b); /* one it died before unlinking */
         switch (r.end) {
         case TK_CHILD_EXITED:
             if (r.code == 0 || r.code == MEASURE_NO_STDOUT)
@@ -359,8 +360,11 @@ enum tk_run_end bench_run(struct tk_session *s)
         fprintf(stderr, "rtmem bench: out of memory for the run's results\n");
         status = 1;
     }
-    if (status == 0)
+    if (status == 0) {
+        bench_shared_begin(b);
         status = measure_all(b);
+        bench_shared_end();
+    }
     if (status != 0)
         return TK_RUN_ABORTED;
     set_aside_failed(b);

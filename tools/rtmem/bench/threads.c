@@ -8,12 +8,13 @@
  *    and on a locked one, and batches of as many lock+unlock pairs of a
  *    bare mutex created as rtmem/lock.h says a heap's lock is (error
  *    checking, priority inheritance; robust and process-shared for the
- *    robust type), interleaved batch by batch so that all three see the
- *    same machine. Per round, the median batch of each; what the lock adds
- *    to a call is (locked - unlocked) / 2 per pair, set against the bare
- *    lock+unlock. The heap call includes the lock's code and the kind's, so
- *    the two overlap in the processor: the lock may add less than its bare
- *    cost.
+ *    robust and shared types), interleaved batch by batch so that all three
+ *    see the same machine. Per round, the median batch of each; what the
+ *    lock adds to a call is (locked - unlocked) / 2 per pair, set against
+ *    the bare lock+unlock, and locked / unlocked is what a call costs
+ *    against the unlocked one (the shared row's target, BENCH_SHARED_TARGET).
+ *    The heap call includes the lock's code and the kind's, so the two
+ *    overlap in the processor: the lock may add less than its bare cost.
  * 2. Contended: the threads, each pinned to a CPU of the process's allowed
  *    set in turn (at SCHED_FIFO --prio when the measuring process has it),
  *    run the main phase's workload (each its own draw, sizes and live cap of
@@ -22,6 +23,17 @@
  *    each thread a heap of its own instead, unlocked: what the threads would
  *    pay without sharing. Threads beyond the CPUs share them, and at
  *    SCHED_FIFO one waits for its CPU as well as for the lock.
+ *
+ * The shared type's heaps are shared heaps (rtmem/shared.h) of the same
+ * kind: one of COST_HEAP_BYTES for the uncontended part, kept over its
+ * rounds (each batch leaves it as empty as it found it), then one of
+ * --heap-size for the threads. Each is unlinked as soon as it is made, so
+ * that no name outlives its mapping, whatever ends the process then. For
+ * the moments before (rtm_shared_create_ex maps and prefaults before it
+ * returns), the parent removes the name after a measuring process ends,
+ * and on a fatal signal (bench_shared_begin): only a SIGKILL of both
+ * processes in those moments leaves it. A shared heap that cannot be made
+ * skips its part with the reason, and the run goes on.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,9 +41,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "common/args.h"
+#include "common/cleanup.h"
 #include "common/out.h"
 
 /* Uncontended cost: batches per round, pairs per batch, request size. */
@@ -45,8 +59,10 @@
 /* Each thread's draw: the option seed xor this xor the thread's index. */
 #define THREAD_SEED_SALT   0x7468726561647321u
 
-const char *const bench_lock_names[BENCH_LOCKS] = { "none", "pi", "robust" };
+const char *const bench_lock_names[BENCH_LOCKS] = { "none", "pi", "robust", "shared" };
+/* The heap lock of each type: a shared heap's is robust and process-shared. */
 static const int lock_types[BENCH_LOCKS] = { RTM_HEAP_LOCK_NONE, RTM_HEAP_LOCK_PI,
+                                             RTM_HEAP_LOCK_ROBUST_SHARED,
                                              RTM_HEAP_LOCK_ROBUST_SHARED };
 
 int bench_parse_locks(const struct tk_args *cli, const char *arg, unsigned *locks)
@@ -66,8 +82,8 @@ int bench_parse_locks(const struct tk_args *cli, const char *arg, unsigned *lock
                !(strlen(bench_lock_names[t]) == n && strncmp(p, bench_lock_names[t], n) == 0))
             t++;
         if (t == BENCH_LOCKS)
-            return tk_args_bad(cli, "--locks: unknown lock type '%.*s' (none, pi, robust)", (int)n,
-                               p);
+            return tk_args_bad(cli, "--locks: unknown lock type '%.*s' (none, pi, robust, shared)",
+                               (int)n, p);
         *locks |= 1u << t;
         if (!p[n])
             return 0;
@@ -196,18 +212,88 @@ static void set_error(struct bench *b, const char *what, int err)
     snprintf(b->th.error, sizeof(b->th.error), "%s: %s", what, strerror(err));
 }
 
-/* One round of lock type t: its three per-call figures in ns. Returns 0, or
- * -1 (b->th.error says why). */
-static int cost_round(struct bench *b, unsigned t, unsigned round)
+/* ---- shared heaps ---------------------------------------------------------------------- */
+
+/* The parent's entry in the fatal-signal cleanup (common/cleanup.h). */
+static int shm_cleanup_slot = -1;
+
+void bench_shared_begin(struct bench *b)
+{
+    if (!b->o.threads || !(b->o.locks & (1u << BENCH_LOCK_SHARED)))
+        return;
+    /* The pid makes the name this run's: whatever holds it is ours to remove. */
+    snprintf(b->shm_name, sizeof(b->shm_name), "bench-%ld", (long)getpid());
+    /* The object's name, as rtmem/shared.h gives it. A full table (never,
+     * with one entry) leaves bench_shared_remove to do it alone. */
+    char object[sizeof("/rtmem-") + BENCH_SHM_NAME_MAX];
+    snprintf(object, sizeof(object), "/rtmem-%s", b->shm_name);
+    tk_cleanup_install();
+    shm_cleanup_slot = tk_cleanup_add_shm(object);
+}
+
+void bench_shared_remove(const struct bench *b)
+{
+    if (!b->shm_name[0])
+        return;
+    int rc = rtm_shared_unlink(b->shm_name);
+    if (rc != 0 && rc != -ENOENT)
+        fprintf(stderr, "rtmem bench: cannot remove the shared heap '%s': %s\n", b->shm_name,
+                strerror(-rc));
+}
+
+void bench_shared_end(void)
+{
+    tk_cleanup_forget_shm(shm_cleanup_slot);
+    shm_cleanup_slot = -1;
+}
+
+/* A shared heap of bytes in all, of the phase's kind, under the run's name,
+ * and the name unlinked at once: the mapping lives until the detach, or
+ * the process's end, whatever it is. Prefaulted; locked if permitted (and
+ * by mlockall's MCL_FUTURE anyway when that was granted). Returns it, or
+ * NULL with the reason in why. */
+static struct rtm_shared *shared_open(const struct bench *b, size_t bytes, char *why,
+                                      size_t why_size)
+{
+    const struct rtm_shared_config cfg = { .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                           .lock = RTM_ARENA_LOCK_TRY };
+    struct rtm_shared *s = rtm_shared_create_ex(b->shm_name, b->o.threads_kind, bytes, &cfg);
+    if (!s) {
+        snprintf(why, why_size, "rtm_shared_create_ex('%s', %zu bytes): %s", b->shm_name, bytes,
+                 strerror(errno));
+        return NULL;
+    }
+    int rc = rtm_shared_unlink(b->shm_name);
+    if (rc != 0) {
+        snprintf(why, why_size, "rtm_shared_unlink('%s'): %s", b->shm_name, strerror(-rc));
+        (void)rtm_shared_detach(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Detaches s (NULL: nothing); a failure stops the phase. */
+static void shared_close(struct bench *b, struct rtm_shared *s)
+{
+    int rc = s ? rtm_shared_detach(s) : 0;
+    if (rc != 0 && !b->th.error[0])
+        set_error(b, "rtm_shared_detach", -rc);
+}
+
+/* One round of lock type t: its three per-call figures in ns. shared: the
+ * shared heap, for type shared. Returns 0, or -1 (b->th.error says why). */
+static int cost_round(struct bench *b, unsigned t, unsigned round, struct rtm_heap *shared)
 {
     static uint64_t heap_u[COST_BATCHES], heap_l[COST_BATCHES], bare[COST_BATCHES];
     unsigned char *mem = b->th.mem.mem;
     bool locked = lock_types[t] != RTM_HEAP_LOCK_NONE; /* none: the unlocked call alone */
+    bool own = locked && t != BENCH_LOCK_SHARED;       /* a locked heap of the round's own */
     struct rtm_heap_config cfg = { .lock = lock_types[t] };
     struct rtm_heap *u = rtm_heap_create(b->o.threads_kind, mem, COST_HEAP_BYTES);
     struct rtm_heap *l =
-        locked ? rtm_heap_create_ex(b->o.threads_kind, mem + COST_HEAP_BYTES, COST_HEAP_BYTES, &cfg)
-               : u;
+        !locked ? u
+        : own ? rtm_heap_create_ex(b->o.threads_kind, mem + COST_HEAP_BYTES, COST_HEAP_BYTES, &cfg)
+              : shared;
     pthread_mutex_t m;
     int rc = locked ? bare_mutex_init(&m, lock_types[t]) : 0;
     if (!u || !l || rc) {
@@ -230,7 +316,8 @@ static int cost_round(struct bench *b, unsigned t, unsigned round)
         c->locked_ns[round] = median_ticks(heap_l, COST_BATCHES) * tick / (2.0 * COST_PAIRS);
         c->bare_ns[round] = median_ticks(bare, COST_BATCHES) * tick / COST_PAIRS;
         pthread_mutex_destroy(&m);
-        rtm_heap_destroy(l);
+        if (own)
+            rtm_heap_destroy(l);
     }
     rtm_heap_destroy(u);
     return 0;
@@ -305,11 +392,26 @@ static int start_worker(struct bench *b, struct worker *w)
     return rc;
 }
 
+/* The shared heap of the contended run of type shared, between open_heaps
+ * and close_heaps. */
+static struct rtm_shared *contended_shm;
+
 /* The heaps of lock type t: one over the phase's memory, or with no lock
- * one per thread on equal parts of it. Returns 0, or -1 (error set). */
+ * one per thread on equal parts of it, or for shared a shared heap of as
+ * much. Returns 0; 1 if the shared heap could not be made (the reason in
+ * contended_skipped); or -1 (error set). */
 static int open_heaps(struct bench *b, unsigned t)
 {
     unsigned n = b->th.n_threads;
+    if (t == BENCH_LOCK_SHARED) {
+        contended_shm = shared_open(b, b->th.mem.bytes, b->th.contended_skipped[t],
+                                    sizeof(b->th.contended_skipped[t]));
+        if (!contended_shm)
+            return 1;
+        for (unsigned i = 0; i < n; i++)
+            workers[i].heap = rtm_shared_heap(contended_shm);
+        return 0;
+    }
     struct rtm_heap_config cfg = { .lock = lock_types[t] };
     size_t part = lock_types[t] == RTM_HEAP_LOCK_NONE ? b->th.mem.bytes / n : b->th.mem.bytes;
     for (unsigned i = 0; i < n; i++) {
@@ -334,9 +436,14 @@ static void close_heaps(struct bench *b, unsigned t)
         if (i == 0 || lock_types[t] == RTM_HEAP_LOCK_NONE) {
             if (rtm_heap_check(h) != 0 || rtm_heap_stats(h, &st) != 0 || st.live_blocks != 0)
                 b->th.check_failures[t]++;
-            rtm_heap_destroy(h);
+            if (t != BENCH_LOCK_SHARED) /* a shared heap goes with its detach */
+                rtm_heap_destroy(h);
         }
         workers[i].heap = NULL;
+    }
+    if (t == BENCH_LOCK_SHARED) {
+        shared_close(b, contended_shm);
+        contended_shm = NULL;
     }
 }
 
@@ -382,11 +489,13 @@ static void record_rows(struct bench *b, unsigned t)
     }
 }
 
-/* Lock type t under contention: a warm-up run, then the recorded one. */
+/* Lock type t under contention: a warm-up run, then the recorded one.
+ * Returns 0 (run, or skipped with the reason), or -1 (error set). */
 static int contended(struct bench *b, unsigned t)
 {
-    if (open_heaps(b, t) != 0)
-        return -1;
+    int open = open_heaps(b, t);
+    if (open != 0)
+        return open < 0 ? -1 : 0;
     struct rtm_heap_lock_stats before, after;
     int rc = contended_run(b);
     rtm_heap_lock_stats(workers[0].heap, &before);
@@ -413,15 +522,22 @@ void bench_run_threads(struct bench *b)
         for (unsigned r = 0; r < BENCH_MAX_ROUNDS; r++)
             th->cost[t].unlocked_ns[r] = th->cost[t].locked_ns[r] = th->cost[t].bare_ns[r] = NAN;
     b->now.set = false; /* a death here is no allocator's */
+    struct rtm_shared *cost_shm = NULL;
+    if (b->o.locks & (1u << BENCH_LOCK_SHARED)) {
+        char *why = th->cost_skipped[BENCH_LOCK_SHARED];
+        tk_child_beat(&b->beat);
+        cost_shm = shared_open(b, COST_HEAP_BYTES, why, sizeof(th->cost_skipped[0]));
+    }
     for (unsigned r = 0; r < b->o.rounds && !th->error[0]; r++)
         for (unsigned k = 0; k < BENCH_LOCKS && !th->error[0]; k++) {
             unsigned t = (unsigned)bench_order_index(k, BENCH_LOCKS, r);
-            if (!(b->o.locks & (1u << t)))
+            if (!(b->o.locks & (1u << t)) || th->cost_skipped[t][0])
                 continue;
             tk_child_beat(&b->beat);
             tk_rt_breather(&b->rt);
-            cost_round(b, t, r);
+            cost_round(b, t, r, rtm_shared_heap(cost_shm));
         }
+    shared_close(b, cost_shm);
     for (unsigned t = 0; t < BENCH_LOCKS && !th->error[0]; t++) {
         if (!(b->o.locks & (1u << t)))
             continue;
@@ -452,6 +568,10 @@ void bench_aggregate_threads(struct bench *b)
         bench_median_min_max(c->bare_ns, n, &c->bare, &lo, &hi);
         bench_median_min_max(added, n, &c->added, &c->added_min, &c->added_max);
         bench_median_min_max(ratio, n, &c->ratio, &c->ratio_min, &c->ratio_max);
+        for (unsigned r = 0; r < n; r++)
+            ratio[r] = bench_ratio(c->locked_ns[r], c->unlocked_ns[r]); /* NaN for none */
+        bench_median_min_max(ratio, n, &c->over_unlocked, &c->over_unlocked_min,
+                             &c->over_unlocked_max);
     }
 }
 
@@ -470,37 +590,72 @@ static const char *spread(char *buf, size_t size, double v, double lo, double hi
     return buf;
 }
 
+/* The shared row's verdict on its target, from the median ratio. */
+static const char *target_verdict(const struct bench_lock_cost *c)
+{
+    if (!isfinite(c->over_unlocked))
+        return "-";
+    return c->over_unlocked <= BENCH_SHARED_TARGET ? "met" : "not met";
+}
+
 static void print_cost(FILE *f, const struct bench *b)
 {
-    static const struct tk_col cols[6] = {
+    char target[32];
+    snprintf(target, sizeof(target), "target <=%.2fx", BENCH_SHARED_TARGET);
+    const struct tk_col cols[8] = {
         { "lock", 7, true },
         { "bare lock+unlock", 16, false },
         { "call unlocked", 13, false },
         { "call locked", 11, false },
         { "added by the lock", 20, false },
         { "added/bare", 19, false },
+        { "locked/unlocked", 19, false },
+        { target, 14, false },
     };
     fprintf(f,
             "\nlock cost, uncontended (one thread), ns per call: median over %u rounds of the "
             "median of %u\nbatches of %u alloc(%u)+free pairs, (round min..max); a bare "
-            "lock+unlock of a mutex\nof the heap lock's type in the same batches\n",
-            b->o.rounds, COST_BATCHES, COST_PAIRS, COST_REQUEST);
-    tk_table_header(f, cols, 6);
+            "lock+unlock of a mutex\nof the heap lock's type in the same batches. shared: the "
+            "locked heap is a shared heap\n(rtmem/shared.h, in a POSIX shm segment), against "
+            "the same unlocked private heap; its\ntarget: a call at most %.2fx the unlocked "
+            "one (locked/unlocked, median over the rounds)\n",
+            b->o.rounds, COST_BATCHES, COST_PAIRS, COST_REQUEST, BENCH_SHARED_TARGET);
+    tk_table_header(f, cols, 8);
     for (unsigned t = 0; t < BENCH_LOCKS; t++) {
         if (!lock_ran(b, t))
             continue;
         const struct bench_lock_cost *c = &b->th.cost[t];
-        char buf[5][48];
-        const char *cells[6] = {
+        const char *verdict = NULL;
+        if (t == BENCH_LOCK_SHARED)
+            verdict = b->th.cost_skipped[t][0] ? "skipped" : target_verdict(c);
+        char buf[6][48];
+        const char *cells[8] = {
             bench_lock_names[t],
             tk_fmt_double(buf[0], sizeof(buf[0]), c->bare, 1),
             tk_fmt_double(buf[1], sizeof(buf[1]), c->unlocked, 1),
             tk_fmt_double(buf[2], sizeof(buf[2]), c->locked, 1),
             spread(buf[3], sizeof(buf[3]), c->added, c->added_min, c->added_max, 1),
             spread(buf[4], sizeof(buf[4]), c->ratio, c->ratio_min, c->ratio_max, 2),
+            spread(buf[5], sizeof(buf[5]), c->over_unlocked, c->over_unlocked_min,
+                   c->over_unlocked_max, 2),
+            verdict,
         };
-        tk_table_row(f, cols, 6, cells);
+        tk_table_row(f, cols, 8, cells);
     }
+    if (!lock_ran(b, BENCH_LOCK_SHARED))
+        return;
+    const struct bench_lock_cost *c = &b->th.cost[BENCH_LOCK_SHARED];
+    char r[TK_FMT_MAX];
+    if (b->th.cost_skipped[BENCH_LOCK_SHARED][0])
+        fprintf(f, "shared: skipped: %s\n", b->th.cost_skipped[BENCH_LOCK_SHARED]);
+    else if (!isfinite(c->over_unlocked))
+        fprintf(f, "shared: not measured (the phase stopped first)\n");
+    else
+        fprintf(f,
+                "shared: a call on the shared heap costs %sx the unlocked private heap's; "
+                "target <= %.2fx: %s\n",
+                tk_fmt_double(r, sizeof(r), c->over_unlocked, 2), BENCH_SHARED_TARGET,
+                target_verdict(c));
 }
 
 static void print_contended(FILE *f, const struct bench *b)
@@ -529,12 +684,12 @@ static void print_contended(FILE *f, const struct bench *b)
         [C_FMAX] = { "max", 9, false }, [C_FAILED] = { "failed", 6, false },
     };
     fprintf(f,
-            "\n%u threads on one %s heap (none: a heap per thread, unlocked), %llu operations "
-            "each,\nlatency in ns (timer overhead included)\n",
+            "\n%u threads on one %s heap (none: a heap per thread, unlocked; shared: a shared "
+            "heap),\n%llu operations each, latency in ns (timer overhead included)\n",
             b->th.n_threads, b->o.threads_kind, (unsigned long long)b->o.thread_ops);
     tk_table_header(f, cols, N);
     for (unsigned t = 0; t < BENCH_LOCKS; t++) {
-        if (!lock_ran(b, t))
+        if (!lock_ran(b, t) || b->th.contended_skipped[t][0])
             continue;
         for (unsigned i = 0; i < b->th.n_threads; i++) {
             const struct bench_thread_row *r = &b->th.rows[t][i];
@@ -562,6 +717,9 @@ static void print_contended(FILE *f, const struct bench *b)
                     bench_lock_names[t], (unsigned long long)b->th.lock_contended[t],
                     (unsigned long long)b->th.lock_calls[t],
                     100.0 * (double)b->th.lock_contended[t] / (double)b->th.lock_calls[t]);
+    for (unsigned t = 0; t < BENCH_LOCKS; t++)
+        if (lock_ran(b, t) && b->th.contended_skipped[t][0])
+            fprintf(f, "%s: skipped: %s\n", bench_lock_names[t], b->th.contended_skipped[t]);
 }
 
 void bench_print_threads(FILE *f, const struct bench *b)
@@ -642,6 +800,7 @@ void bench_json_threads(struct tk_json *j, const struct bench *b)
         const struct bench_lock_cost *c = &th->cost[t];
         tk_json_begin_object(j);
         tk_json_kv_string(j, "lock", bench_lock_names[t]);
+        tk_json_kv_string(j, "skipped", th->cost_skipped[t][0] ? th->cost_skipped[t] : NULL);
         tk_json_kv_double(j, "bare_lock_unlock_ns", c->bare);
         tk_json_kv_double(j, "call_unlocked_ns", c->unlocked);
         tk_json_kv_double(j, "call_locked_ns", c->locked);
@@ -651,6 +810,19 @@ void bench_json_threads(struct tk_json *j, const struct bench *b)
         tk_json_kv_double(j, "added_over_bare", c->ratio);
         tk_json_kv_double(j, "added_over_bare_round_min", c->ratio_min);
         tk_json_kv_double(j, "added_over_bare_round_max", c->ratio_max);
+        tk_json_kv_double(j, "call_locked_over_unlocked", c->over_unlocked);
+        tk_json_kv_double(j, "call_locked_over_unlocked_round_min", c->over_unlocked_min);
+        tk_json_kv_double(j, "call_locked_over_unlocked_round_max", c->over_unlocked_max);
+        if (tk_json_key_or_null(j, "target", t == BENCH_LOCK_SHARED)) {
+            tk_json_begin_object(j);
+            tk_json_kv_double(j, "call_locked_over_unlocked_max", BENCH_SHARED_TARGET);
+            tk_json_key(j, "met");
+            if (isfinite(c->over_unlocked))
+                tk_json_bool(j, c->over_unlocked <= BENCH_SHARED_TARGET);
+            else
+                tk_json_null(j);
+            tk_json_end_object(j);
+        }
         json_rounds(j, "rounds_bare_lock_unlock_ns", c->bare_ns, b->o.rounds);
         json_rounds(j, "rounds_call_unlocked_ns", c->unlocked_ns, b->o.rounds);
         json_rounds(j, "rounds_call_locked_ns", c->locked_ns, b->o.rounds);
@@ -666,13 +838,15 @@ void bench_json_threads(struct tk_json *j, const struct bench *b)
             continue;
         tk_json_begin_object(j);
         tk_json_kv_string(j, "lock", bench_lock_names[t]);
-        tk_json_kv_string(j, "heap", t == 0 ? "one per thread" : "shared");
+        tk_json_kv_string(j, "heap", t == BENCH_LOCK_NONE ? "one per thread" : "shared");
+        const char *skipped = th->contended_skipped[t][0] ? th->contended_skipped[t] : NULL;
+        tk_json_kv_string(j, "skipped", skipped);
         tk_json_kv_uint(j, "lock_calls", th->lock_calls[t]);
         tk_json_kv_uint(j, "lock_contended", th->lock_contended[t]);
         tk_json_kv_uint(j, "heap_check_failures", th->check_failures[t]);
         tk_json_key(j, "threads");
         tk_json_begin_array(j);
-        for (unsigned i = 0; i < th->n_threads; i++) {
+        for (unsigned i = 0; i < (skipped ? 0 : th->n_threads); i++) {
             const struct bench_thread_row *r = &th->rows[t][i];
             tk_json_begin_object(j);
             tk_json_kv_uint(j, "thread", i);
