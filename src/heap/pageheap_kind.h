@@ -104,6 +104,10 @@
     {                                                                                       \
         return rtm__ph_fill_count(PH_CT(h), n);                                             \
     }                                                                                       \
+    static int kname##_ops_validate(const struct rtm_heap *h, size_t bytes)                 \
+    {                                                                                       \
+        return rtm__ph_validate(PH_CT(h), bytes);                                           \
+    }                                                                                       \
     const struct rtm_heap_ops rtm__##kname##_ops = {                                        \
         .name = #kname,                                                                     \
         .create = kname##_ops_create,                                                       \
@@ -116,6 +120,7 @@
         .stats = kname##_ops_stats,                                                         \
         .check = kname##_ops_check,                                                         \
         .fill_count = kname##_ops_fill_count,                                               \
+        .validate = kname##_ops_validate,                                                   \
     }
 
 #endif /* RTMEM_SRC_HEAP_PAGEHEAP_KIND_H */
