@@ -1205,7 +1205,8 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
             while (b != NIL) {
                 CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
                 const struct tlsf_pool *d = pool_of(t, b);
-                CHECK(d != NULL);
+                /* a header position with room for a block, before its words are read */
+                CHECK(d && ((b - d->start) & (GRANULE - 1)) == 0 && d->end - b >= MIN_BLOCK);
                 size_t hdr = HDR(t, b);
                 size_t size = hdr_size(hdr);
                 CHECK((hdr & F_FREE) && size <= d->end - b);
