@@ -336,8 +336,8 @@ static void test_kill(const char *kind, unsigned long kills)
     if (!s)
         return;
     struct rtm_heap *h = rtm_shared_heap(s);
-    struct control *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                             -1, 0);
+    struct control *c =
+        mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(c != MAP_FAILED);
     if (c == MAP_FAILED)
         return;
@@ -417,8 +417,7 @@ static void test_kill(const char *kind, unsigned long kills)
            kind, killed, (unsigned long long)deaths, (unsigned long long)rolled,
            (unsigned long long)recovered, (unsigned long long)(deaths - recovered),
            (unsigned long long)c->verified, (unsigned long long)c->reallocs,
-           hst == 0 ? "nothing damaged" : "FAILED", reclaimed,
-           empty ? "empty" : "NOT empty");
+           hst == 0 ? "nothing damaged" : "FAILED", reclaimed, empty ? "empty" : "NOT empty");
     munmap(c, sizeof *c);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);

@@ -13,6 +13,9 @@
  *   stale      objects that are no valid heap are refused and left as they
  *              were (byte for byte)
  *   catalog    publish, lookup, unpublish: bounds, errors, across processes
+ *   crafted    segments whose headers hold and whose kind's layout does not
+ *              (a heap at the very end, pools outside or in a cycle, garbage
+ *              control words): every kind's refused (EINVAL), untouched
  * Every shm object a section makes is named "/rtmem-shtest-<pid>-<n>" and
  * removed at the end (and at exit), on failure too; the section then
  * checks that /dev/shm holds nothing of its own.
@@ -32,6 +35,7 @@
 #include "../src/heap/kind.h"
 #include "../src/lock/lock.h"
 #include "../src/shared/internal.h"
+#include "heap_layout.h"
 
 /* ---- names, and their removal whatever happens ------------------------------------- */
 
@@ -760,6 +764,177 @@ static void test_stale(void)
     test_context = NULL;
 }
 
+/* ---- crafted ------------------------------------------------------------------------ */
+
+/*
+ * Segments whose header and heap header pass every check attach makes of
+ * them, and whose kind's layout (src/heap/kind.h, validate) does not hold:
+ * the first call would read outside the segment. Each edit gets the heap
+ * (its header at this process's address), its layout fields and the bytes
+ * from it to the end of the segment.
+ */
+typedef void (*layout_edit)(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                            size_t bytes);
+
+/* Moves the heap's first `len` bytes to `at` in the segment, its lock area
+ * left where it is. */
+static void move_heap(struct shared_header *hd, struct rtm_heap *h, size_t len, size_t at)
+{
+    size_t lock_area = hd->heap_offset - h->lock_offset;
+    struct rtm_heap *moved = (struct rtm_heap *)(void *)((char *)hd + at);
+    memmove(moved, h, len);
+    moved->lock_offset = (uint32_t)(at - lock_area);
+    hd->heap_offset = at;
+}
+
+static void craft_header_at_end(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                                size_t bytes)
+{
+    (void)l, (void)bytes;
+    move_heap(hd, h, sizeof *h, hd->size_bytes - sizeof *h);
+}
+static void craft_control_at_end(struct shared_header *hd, struct rtm_heap *h,
+                                 struct heap_layout *l, size_t bytes)
+{
+    (void)bytes;
+    move_heap(hd, h, l->control_bytes, (hd->size_bytes - l->control_bytes) & ~(size_t)63);
+}
+static void craft_next_past_end(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                                size_t bytes)
+{
+    (void)hd, (void)h;
+    *l->pool_count = 2;
+    *l->next = bytes;
+}
+static void craft_next_on_header(struct shared_header *hd, struct rtm_heap *h,
+                                 struct heap_layout *l, size_t bytes)
+{
+    (void)h, (void)bytes;
+    *l->pool_count = 2;
+    *l->next = (size_t)0 - hd->heap_offset; /* the segment's header: mapped, no pool */
+}
+static void craft_next_before_segment(struct shared_header *hd, struct rtm_heap *h,
+                                      struct heap_layout *l, size_t bytes)
+{
+    (void)h, (void)bytes;
+    *l->pool_count = 2;
+    *l->next = (size_t)0 - hd->heap_offset - 4096;
+}
+static void craft_pools_cycle(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                              size_t bytes)
+{
+    (void)hd, (void)h, (void)bytes;
+    *l->pool_count = 2;
+    *l->next = l->pool0;
+}
+static void craft_pools_cycle_uncounted(struct shared_header *hd, struct rtm_heap *h,
+                                        struct heap_layout *l, size_t bytes)
+{
+    (void)hd, (void)h, (void)bytes;
+    *l->pool_count = SIZE_MAX;
+    *l->next = l->pool0;
+}
+/* The pool one granule or eight pages longer, counts agreeing: its end
+ * (TLSF's sentinel, the page heaps' last pages) crosses the segment's. */
+static void craft_pool_past_end(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                                size_t bytes)
+{
+    (void)hd, (void)h, (void)bytes;
+    size_t grow = l->end ? RTM_TLSF_GRANULE : 8 * RTM_PAGEHEAP_PAGE_SIZE;
+    if (l->end)
+        *l->end += grow;
+    else
+        *l->npages += 8;
+    *l->usable += grow;
+    *l->overhead -= grow;
+}
+/* The first block, or the page map, in the segment's last bytes. */
+static void craft_first_at_end(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                               size_t bytes)
+{
+    (void)hd, (void)h;
+    if (l->start)
+        *l->start = bytes - RTM_TLSF_GRANULE - sizeof(size_t);
+    else
+        *l->map = bytes - RTM_PAGEHEAP_PAGEMAP_BYTES;
+}
+static void craft_pages_below(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                              size_t bytes)
+{
+    (void)h, (void)bytes;
+    size_t *at = l->start ? l->start : l->pages;
+    *at = (size_t)0 - hd->heap_offset; /* the segment's first byte */
+}
+static void craft_usable_huge(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,
+                              size_t bytes)
+{
+    (void)hd, (void)h, (void)bytes;
+    *l->usable = SIZE_MAX;
+}
+static void craft_control_garbage(struct shared_header *hd, struct rtm_heap *h,
+                                  struct heap_layout *l, size_t bytes)
+{
+    (void)hd, (void)bytes;
+    memset(h + 1, 0x5a, l->control_bytes - sizeof *h);
+}
+static void craft_control_random(struct shared_header *hd, struct rtm_heap *h,
+                                 struct heap_layout *l, size_t bytes)
+{
+    (void)hd, (void)bytes;
+    uint64_t rng = 0xc0ffee;
+    unsigned char *c = (unsigned char *)(h + 1);
+    for (size_t i = 0; i < l->control_bytes - sizeof *h; i++)
+        c[i] = (unsigned char)rng_next(&rng);
+}
+
+static void test_crafted(void)
+{
+    static const struct {
+        const char *what;
+        layout_edit edit;
+    } cases[] = {
+        { "heap header at the very end", craft_header_at_end },
+        { "control structure at the end", craft_control_at_end },
+        { "pool descriptor past the end", craft_next_past_end },
+        { "pool descriptor on the segment header", craft_next_on_header },
+        { "pool descriptor before the segment", craft_next_before_segment },
+        { "pool list cycles", craft_pools_cycle },
+        { "pool list cycles, count no bound", craft_pools_cycle_uncounted },
+        { "pool past the end, counts agreeing", craft_pool_past_end },
+        { "first block or page map at the end", craft_first_at_end },
+        { "blocks or pages below the heap", craft_pages_below },
+        { "usable bytes huge", craft_usable_huge },
+        { "control words 0x5a", craft_control_garbage },
+        { "control words random", craft_control_random },
+    };
+    const char *name = new_name();
+    for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char context[128];
+            snprintf(context, sizeof context, "%s: %s", *kind, cases[i].what);
+            test_context = context;
+            struct rtm_shared *s = rtm_shared_create(name, *kind, STALE_BYTES);
+            REQUIRE(s != NULL, );
+            struct rtm_heap *h = rtm_shared_heap(s);
+            struct heap_layout l;
+            CHECK(heap_layout_find(h, &l));
+            struct shared_header *hd = base_of(s);
+            size_t bytes = hd->size_bytes - hd->heap_offset;
+            /* intact, it attaches */
+            struct rtm_shared *a = rtm_shared_attach(name);
+            CHECK(a != NULL);
+            if (a)
+                CHECK_EQ(rtm_shared_detach(a), 0);
+            if (l.usable)
+                cases[i].edit(hd, h, &l, bytes);
+            check_refused(name, EINVAL);
+            CHECK_EQ(rtm_shared_detach(s), 0);
+            CHECK_EQ(rtm_shared_unlink(name), 0);
+        }
+    }
+    test_context = NULL;
+}
+
 /* ---- catalog ------------------------------------------------------------------------ */
 
 static void test_catalog(void)
@@ -881,7 +1056,7 @@ int main(int argc, char **argv)
     } sections[] = {
         { "lifecycle", test_lifecycle },   { "exists", test_exists },   { "address", test_address },
         { "concurrent", test_concurrent }, { "creator", test_creator }, { "stale", test_stale },
-        { "catalog", test_catalog },
+        { "catalog", test_catalog },       { "crafted", test_crafted },
     };
     const char *what = argc > 1 ? argv[1] : "";
     owner_pid = (int)getpid();
@@ -905,6 +1080,6 @@ int main(int argc, char **argv)
         return test_summary("shared_test");
     }
     fprintf(stderr, "usage: shared_test lifecycle | exists | address | concurrent | creator | "
-                    "stale | catalog\n");
+                    "stale | catalog | crafted\n");
     return 2;
 }

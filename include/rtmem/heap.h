@@ -285,7 +285,12 @@ RTM_API int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out)
  * a NULL or destroyed heap, -EFAULT if the heap is corrupt. O(number of
  * blocks + number of free lists): not for a control loop, nor, on a locked
  * heap, for any thread sharing the heap with one (it holds the lock for the
- * whole walk). */
+ * whole walk). Every link, offset and count it follows is first checked to
+ * lead inside one of the heap's pools: whatever the blocks, free lists,
+ * trees and page maps hold, it reads nothing outside the control structure
+ * and the pools, as long as the pool list and each pool's bounds (written
+ * by create and add_pool only) are intact, which attaching to a shared heap
+ * verifies (rtmem/shared.h). */
 RTM_API int rtm_heap_check(const struct rtm_heap *h);
 
 /* Name of the heap's kind, as listed by rtm_heap_kinds(). O(1). */

@@ -38,14 +38,27 @@
  * no process attached.
  *
  * What attach checks. The header (magic, version, state, size, offsets,
- * kind) and the heap's own header (its kind, its hardening level, its
- * robust shared lock, its lock area inside the segment, no handler
- * address): O(1). Not yet the kind's own control structure (its size
- * against the segment, its pool list) nor the blocks: a segment that
- * rtmem wrote is consistent there (or its lock says it is not, rtmem/lock.h),
- * but one damaged there by something else, or crafted, can make the first
- * rtm_heap_* call fault. Share a heap only between processes you trust
- * with its memory. Every process
+ * kind); the heap's own header (its kind, its hardening level, its robust
+ * shared lock, its lock area inside the segment, no handler address); and
+ * the kind's layout: its control structure and every pool descriptor lie
+ * inside the segment, and so does every range they name (TLSF: a pool's
+ * blocks and its sentinel; heapmem and xnheap: a pool's page map and
+ * pages), aligned and in order, their sizes adding up to the heap's counts,
+ * the pool list ending after as many pools as the heap counts (a cycle is
+ * refused). O(pools), reading nothing outside the segment, whatever it
+ * holds. A heap with a pool added outside the segment (rtm_heap_add_pool
+ * of this process's own memory) is refused too: other processes could not
+ * reach that pool. What attach does not check is what every operation
+ * changes (free lists, trees, page maps, block headers) and the lock's
+ * mutex: a segment that rtmem wrote is consistent there (or its lock says
+ * it is not, rtmem/lock.h), but one damaged there by something else, or
+ * crafted, can still make an rtm_heap_* call fault. rtm_heap_check is the
+ * exception: on a heap attach accepted it reads nothing outside the
+ * segment, whatever those hold, and reports their damage (-EFAULT); a
+ * process that cannot trust what it attached to calls it first (a damaged
+ * mutex can still make it fail or wait, as any call that takes the lock).
+ * Share a heap only between processes you trust with its memory: each can
+ * change it at any time. Every process
  * attached must run the same rtmem build: the layout version guards the
  * segment, and a heap's kind is recorded as an index into this library's
  * list of kinds.
@@ -194,7 +207,9 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
  * segment refused is left untouched (not written, not removed):
  *   EINVAL       a bad name or config field (as create); or the object is no
  *                rtmem shared heap: wrong magic, size other than its header
- *                says, offsets or kind that do not hold together
+ *                says, offsets or kind that do not hold together, a heap
+ *                whose control structure or pools do not lie inside the
+ *                segment (see "What attach checks" above)
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
  *   ENOENT       no such name
  *   EPROTO       an rtmem shared heap of another layout version

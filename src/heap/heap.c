@@ -517,6 +517,15 @@ int rtm_heap_check(const struct rtm_heap *h)
     DISPATCH(h, rc, ops->check(h), rc);
 }
 
+int rtm__heap_validate(const struct rtm_heap *h, size_t bytes)
+{
+    if (!h || (uintptr_t)h % _Alignof(struct rtm_heap) != 0 || bytes < sizeof *h)
+        return -EINVAL;
+    if (!ops_of(h) || h->hardening > RTM_HEAP_HARDEN_FULL)
+        return -EINVAL;
+    return registry[h->kind]->validate(h, bytes);
+}
+
 const char *rtm_heap_kind(const struct rtm_heap *h)
 {
     const struct rtm_heap_ops *ops = ops_of(h);

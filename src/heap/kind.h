@@ -74,6 +74,20 @@ struct rtm_heap_ops {
      * fn returns nonzero, which walk returns; fn must not change the heap.
      * -EFAULT when a block's size leaves its pool. O(blocks + pools). */
     int (*walk)(const struct rtm_heap *h, int (*fn)(void *arg, void *block), void *arg);
+    /*
+     * Whether the kind's layout can be trusted in memory the caller knows
+     * only the extent of (a segment another process wrote): h's common
+     * header has been accepted (rtm__heap_validate), and bytes >=
+     * sizeof(struct rtm_heap) bytes from h on are mapped. Returns 0 when
+     * the control structure and every pool descriptor lie in [h, h + bytes),
+     * and so does every range they name, aligned and in order, with counts
+     * that agree with sizes and a pool list that ends after pool_count
+     * descriptors; else -EFAULT. Looks at what only create and add_pool
+     * write (and at fields that hold their bounds at every instant), so it
+     * needs no lock. Reads nothing outside [h, h + bytes), whatever those
+     * bytes hold, and writes nothing. O(pools).
+     */
+    int (*validate)(const struct rtm_heap *h, size_t bytes);
 };
 
 /* The kinds, in registry order ("tlsf" first). */
@@ -215,6 +229,18 @@ void rtm__heap_corrupt(struct rtm_heap *h, const void *block, const void *where,
  * level.
  */
 int rtm__heap_periodic_check(struct rtm_heap *h);
+
+/*
+ * The layout of a heap found in memory the caller knows only the extent of:
+ * h must be the start of a heap (aligned, its common header: magic, kind,
+ * hardening level) with its kind's control structure and pools inside the
+ * bytes from h on (the kind's validate op). Returns 0, -EINVAL for no heap
+ * (NULL, misaligned, fewer bytes than a header, a bad header), or -EFAULT
+ * for a kind's layout that does not hold. A locked heap's lock area, which
+ * lies before h, is the caller's to check. Reads nothing outside
+ * [h, h + bytes), writes nothing, takes no lock. O(pools).
+ */
+int rtm__heap_validate(const struct rtm_heap *h, size_t bytes);
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
 enum rtm_heap_kind_id { RTM_KIND_TLSF = 0, RTM_KIND_HEAPMEM, RTM_KIND_XNHEAP, RTM_KIND_COUNT };

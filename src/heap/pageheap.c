@@ -1219,4 +1219,69 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
     return 0;
 }
 
+/* ---- layout, for memory another process wrote ---------------------------------------- */
+
+/*
+ * Whether the pool whose descriptor d lies at a placed offset holds
+ * together inside [0, bytes): its page map starts at or after lo (the end
+ * of the structure that holds d), aligned, and holds npages entries before
+ * the first page; the pages are page-aligned and end inside bytes; the
+ * memory given for the pool covers d, map and pages; the fresh mark is at
+ * most npages. Its page count goes to *npages. Reads d only. Bounds by
+ * subtraction and division: nothing overflows.
+ */
+static int validate_pool(const struct ph_heap *h, const struct ph_pool *d, size_t lo, size_t bytes,
+                         size_t *npages)
+{
+    size_t map = d->map, pages = d->pages, n = d->npages;
+    /* Lowered by allocations, which may run in other processes meanwhile:
+     * read whole (it stays at most npages at every instant). */
+    size_t fresh = __atomic_load_n(&d->fresh, __ATOMIC_RELAXED);
+    CHECK(n >= 1 && n <= PH_MAX_PAGES && fresh <= n);
+    CHECK(map >= lo && map <= pages && pages < bytes);
+    CHECK(abs_of(h, map) % _Alignof(struct ph_pgent) == 0 && abs_of(h, pages) % PAGE == 0);
+    CHECK(n <= (pages - map) / sizeof(struct ph_pgent) && n <= (bytes - pages) / PAGE);
+    /* descriptor, page map and pages, in that order in the raw memory (whose
+     * start may lie below the heap base: offsets modulo 2^N) */
+    size_t raw = d->link.raw_start, end = pages + n * PAGE;
+    CHECK(off_of(h, d) - raw <= end - raw && end - raw <= d->link.raw_len);
+    *npages = n;
+    return 0;
+}
+
+/*
+ * The kinds' validate op (kind.h): the control structure inside bytes, and
+ * every pool, as validate_pool says; pool_count descriptors, whose pages
+ * add up to usable_bytes and whose memory to usable_bytes + overhead_bytes.
+ * Each pool holds a page at least, so the walk ends after min(pool_count,
+ * bytes / PH_PAGE_SIZE) + 1 descriptors, a cyclic list included. O(pools).
+ */
+int rtm__ph_validate(const struct ph_heap *h, size_t bytes)
+{
+    CHECK((uintptr_t)h % _Alignof(struct ph_heap) == 0 && bytes >= sizeof(*h));
+    CHECK(h->usable_bytes <= bytes);
+    size_t pools = 0, usable = 0, raw = 0, lo = sizeof(*h);
+    for (const struct ph_pool *d = &h->pool0;;) {
+        size_t n;
+        CHECK(++pools <= h->pool_count);
+        int rc = validate_pool(h, d, lo, bytes, &n);
+        if (rc)
+            return rc;
+        CHECK(n <= (h->usable_bytes - usable) / PAGE);
+        usable += n * PAGE;
+        CHECK(!__builtin_add_overflow(raw, d->link.raw_len, &raw));
+        size_t next = d->link.next;
+        if (next == 0)
+            break;
+        CHECK(next < bytes && bytes - next >= sizeof(*d));
+        CHECK(abs_of(h, next) % _Alignof(struct ph_pool) == 0);
+        d = pool_at(h, next);
+        lo = next + sizeof(*d);
+    }
+    size_t total;
+    CHECK(pools == h->pool_count && usable == h->usable_bytes);
+    CHECK(!__builtin_add_overflow(usable, h->overhead_bytes, &total) && total == raw);
+    return 0;
+}
+
 #endif /* !RTM_LOGGED */

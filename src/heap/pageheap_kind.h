@@ -108,6 +108,10 @@
     {                                                                                         \
         return rtm__ph_walk(PH_CT(h), fn, a);                                                 \
     }                                                                                         \
+    static int kname##_ops_validate(const struct rtm_heap *h, size_t bytes)                   \
+    {                                                                                         \
+        return rtm__ph_validate(PH_CT(h), bytes);                                             \
+    }                                                                                         \
     const struct rtm_heap_ops rtm__##kname##_ops = {                                          \
         .name = #kname,                                                                       \
         .create = kname##_ops_create,                                                         \
@@ -121,6 +125,7 @@
         .check = kname##_ops_check,                                                           \
         .fill_count = kname##_ops_fill_count,                                                 \
         .walk = kname##_ops_walk,                                                             \
+        .validate = kname##_ops_validate,                                                     \
     };                                                                                        \
     static void *kname##_logged_alloc(struct rtm_heap *h, size_t n)                           \
     {                                                                                         \

@@ -1268,7 +1268,8 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
             while (b != NIL) {
                 CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
                 const struct tlsf_pool *d = pool_of(t, b);
-                CHECK(d != NULL);
+                /* a header position with room for a block, before its words are read */
+                CHECK(d && ((b - d->start) & (GRANULE - 1)) == 0 && d->end - b >= MIN_BLOCK);
                 size_t hdr = HDR(t, b);
                 size_t size = hdr_size(hdr);
                 CHECK((hdr & F_FREE) && size <= d->end - b);
@@ -1282,6 +1283,68 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
         }
     }
     CHECK(listed == free_blocks && list_sig == walk_sig); /* the lists hold the real free blocks */
+    return 0;
+}
+
+/* ---- layout, for memory another process wrote -------------------------------- */
+
+/*
+ * Whether the pool whose descriptor d lies at a placed offset holds
+ * together inside [0, bytes): its blocks start at or after lo (the end of
+ * the structure that holds d), on a header position, and end with the
+ * sentinel's header and slack (GRANULE bytes) inside bytes; the memory
+ * given for the pool covers d and all of that. Its block area's size goes
+ * to *span. Reads d only. Bounds by subtraction: nothing overflows.
+ */
+static int validate_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t lo,
+                         size_t bytes, size_t *span)
+{
+    size_t start = d->start, end = d->end;
+    CHECK(start >= lo && start < end && end < bytes && bytes - end >= GRANULE);
+    CHECK(((uintptr_t)t + start + W) % GRANULE == 0 && (end - start) % GRANULE == 0);
+    CHECK(end - start >= MIN_BLOCK && end - start <= RTM_TLSF_MAX_BLOCK);
+    /* descriptor, blocks, sentinel and slack, in that order in the raw memory
+     * (whose start may lie below the heap base: offsets modulo 2^N) */
+    size_t raw = d->link.raw_start;
+    CHECK(off_of(t, d) - raw <= end + GRANULE - raw && end + GRANULE - raw <= d->link.raw_len);
+    *span = end - start;
+    return 0;
+}
+
+/*
+ * The kind's validate op (kind.h): the control structure inside bytes, and
+ * every pool, as validate_pool says; pool_count descriptors, whose block
+ * areas add up to usable_bytes and whose memory to usable_bytes +
+ * overhead_bytes. Each pool holds at least MIN_BLOCK usable bytes, so the
+ * walk ends after min(pool_count, bytes / MIN_BLOCK) + 1 descriptors, a
+ * cyclic list included. O(pools).
+ */
+static int tlsf_validate(const struct rtm_heap *h, size_t bytes)
+{
+    const struct rtm_tlsf *t = (const struct rtm_tlsf *)(const void *)h;
+    CHECK((uintptr_t)t % _Alignof(struct rtm_tlsf) == 0 && bytes >= sizeof(*t));
+    CHECK(t->base.kind == RTM_KIND_TLSF && t->usable_bytes <= bytes);
+    size_t pools = 0, usable = 0, raw = 0, lo = sizeof(*t);
+    for (const struct tlsf_pool *d = &t->pool0;;) {
+        size_t span;
+        CHECK(++pools <= t->pool_count);
+        int rc = validate_pool(t, d, lo, bytes, &span);
+        if (rc)
+            return rc;
+        CHECK(span <= t->usable_bytes - usable);
+        usable += span;
+        CHECK(!__builtin_add_overflow(raw, d->link.raw_len, &raw));
+        size_t next = d->link.next;
+        if (next == 0)
+            break;
+        CHECK(next < bytes && bytes - next >= sizeof(*d));
+        CHECK(((uintptr_t)t + next) % _Alignof(struct tlsf_pool) == 0);
+        d = pool_at(t, next);
+        lo = next + sizeof(*d);
+    }
+    size_t total;
+    CHECK(pools == t->pool_count && usable == t->usable_bytes);
+    CHECK(!__builtin_add_overflow(usable, t->overhead_bytes, &total) && total == raw);
     return 0;
 }
 
@@ -1383,6 +1446,7 @@ const struct rtm_heap_ops rtm__tlsf_ops = {
     .check = ops_check,
     .fill_count = ops_fill_count,
     .walk = ops_walk,
+    .validate = tlsf_validate,
 };
 
 #endif /* RTM_LOGGED */

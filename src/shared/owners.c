@@ -115,8 +115,8 @@ static int list_one(void *arg, const struct rtm_owned *b)
     if (!orphan(k, b))
         return 0;
     if ((size_t)k->count < k->max)
-        k->out[k->count] = (struct rtm_shared_orphan){ rtm_shared_to_offset(k->s, b->p), b->bytes,
-                                                       (int)b->pid };
+        k->out[k->count] =
+            (struct rtm_shared_orphan){ rtm_shared_to_offset(k->s, b->p), b->bytes, (int)b->pid };
     k->count++;
     return 0;
 }

@@ -94,6 +94,8 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     struct rtm_heap *h = rtm_heap_create_ex(kind, base + heap_at, size - heap_at, &hc);
     if (!h)
         return errno;
+    /* What attach will ask of it. */
+    RTM_ASSERT(rtm__heap_validate(h, size - (size_t)((char *)h - base)) == 0);
     hd->heap_offset = (uint64_t)((char *)h - base);
     s->header = hd;
     s->catalog = (struct shared_entry *)(void *)(base + catalog);
@@ -195,7 +197,8 @@ static int validate(struct rtm_shared *s)
         hd->heap_offset < catalog_end || hd->heap_offset >= size ||
         memchr(hd->kind, 0, sizeof hd->kind) == NULL)
         return EINVAL;
-    if (hd->heap_offset > size - sizeof(struct rtm_heap))
+    if (hd->heap_offset > size - sizeof(struct rtm_heap) ||
+        hd->heap_offset % _Alignof(struct rtm_heap) != 0)
         return EINVAL;
     struct rtm_heap *h = (struct rtm_heap *)(void *)(base + hd->heap_offset);
     /* Before any call reads through it: the lock area lies inside the
@@ -208,6 +211,11 @@ static int validate(struct rtm_shared *s)
     if (!kind || strcmp(kind, hd->kind) != 0 ||
         rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED ||
         rtm_heap_hardening(h) < RTM_HEAP_HARDEN_O1 || rtm_heap_hardening(h) > RTM_HEAP_HARDEN_FULL)
+        return EINVAL;
+    /* The kind's layout: its control structure, its pools and the ranges
+     * they name lie inside the segment (what lies in the pools is
+     * rtm_heap_check's to verify, rtmem/shared.h). */
+    if (rtm__heap_validate(h, size - hd->heap_offset) != 0)
         return EINVAL;
     s->header = hd;
     s->catalog = (struct shared_entry *)(void *)(base + hd->catalog_offset);

@@ -1,0 +1,399 @@
+/*
+ * A heap found in memory someone else wrote (src/heap/kind.h,
+ * rtm__heap_validate), one section per CTest entry (ctest -R validate):
+ *   layout  every kind's fresh heap passes, locked or not, with a pool
+ *           added; each field of the layout changed alone is refused, and
+ *           so is a heap whose memory ends one byte early
+ *   check   a heap between two PROT_NONE guard pages, its words changed at
+ *           random: whenever validate accepts it, rtm_heap_check reads
+ *           nothing outside the heap (a read there faults) and reports the
+ *           damage it is sure to see
+ */
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "heap_layout.h"
+
+#define PAGE RTM_PAGEHEAP_PAGE_SIZE
+
+/* ---- layout ------------------------------------------------------------------------- */
+
+static unsigned char arena[256u << 10] __attribute__((aligned(4096)));
+
+/* Bytes from h to the end of the arena. */
+static size_t bytes_after(const struct rtm_heap *h, const unsigned char *end)
+{
+    return (size_t)(end - (const unsigned char *)h);
+}
+
+/* One word of the layout changed to value: validate refuses with want, and
+ * takes it again once the word is back. */
+static void refused_with(struct rtm_heap *h, size_t bytes, const char *what, size_t *word,
+                         size_t value, int want)
+{
+    test_context = what;
+    size_t old = *word;
+    *word = value;
+    CHECK_EQ(rtm__heap_validate(h, bytes), want);
+    *word = old;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+}
+
+/* The fields every kind has: counts, the first pool's link, the header. */
+static void common_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l, size_t unit)
+{
+    refused_with(h, bytes, "usable + one unit", l->usable, *l->usable + unit, -EFAULT);
+    refused_with(h, bytes, "usable past the memory", l->usable, bytes + unit, -EFAULT);
+    refused_with(h, bytes, "overhead", l->overhead, *l->overhead + 1, -EFAULT);
+    refused_with(h, bytes, "no pool", l->pool_count, 0, -EFAULT);
+    refused_with(h, bytes, "two pools", l->pool_count, 2, -EFAULT);
+    refused_with(h, bytes, "pool count huge", l->pool_count, SIZE_MAX, -EFAULT);
+    refused_with(h, bytes, "next past the end", l->next, bytes, -EFAULT);
+    refused_with(h, bytes, "next descriptor across the end", l->next, bytes - 8, -EFAULT);
+    refused_with(h, bytes, "next below the heap", l->next, (size_t)-4096, -EFAULT);
+    refused_with(h, bytes, "next misaligned", l->next, l->pool0 + 4, -EFAULT);
+    refused_with(h, bytes, "next in the header", l->next, 8, -EFAULT);
+    refused_with(h, bytes, "pool list cycles", l->next, l->pool0, -EFAULT);
+    test_context = "pool list cycles, count huge"; /* the count is no bound then */
+    *l->pool_count = SIZE_MAX;
+    *l->next = l->pool0;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *l->next = 0;
+    *l->pool_count = 1;
+    refused_with(h, bytes, "raw start after the pool", l->raw_start, *l->raw_start + *l->raw_len,
+                 -EFAULT);
+    refused_with(h, bytes, "raw length short", l->raw_len, *l->raw_len - unit, -EFAULT);
+    refused_with(h, bytes, "raw length 0", l->raw_len, 0, -EFAULT);
+
+    uint32_t *kind = &h->kind, *hard = &h->hardening, *magic = &h->magic;
+    uint32_t old = *magic;
+    test_context = "magic";
+    *magic = 0;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EINVAL);
+    *magic = old;
+    old = *kind;
+    test_context = "kind unknown";
+    *kind = 77;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EINVAL);
+    /* TLSF's validate reading a page heap's structure as its own, and the
+     * other way round (heapmem and xnheap share theirs) */
+    test_context = "kind swapped";
+    *kind = old == 0 ? 1 : 0;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *kind = old == 0 ? 2 : 0;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *kind = old;
+    old = *hard;
+    test_context = "hardening level";
+    *hard = RTM_HEAP_HARDEN_FULL + 1;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EINVAL);
+    *hard = old;
+}
+
+static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
+{
+    size_t start = *l->start, end = *l->end;
+    refused_with(h, bytes, "start at end", l->start, end, -EFAULT);
+    refused_with(h, bytes, "start past end", l->start, end + 16, -EFAULT);
+    refused_with(h, bytes, "start misaligned", l->start, start + 8, -EFAULT);
+    refused_with(h, bytes, "start in the control structure", l->start, start - 4096, -EFAULT);
+    refused_with(h, bytes, "start below the heap", l->start, (size_t)-4096, -EFAULT);
+    refused_with(h, bytes, "end off the granule", l->end, end - 8, -EFAULT);
+    refused_with(h, bytes, "end past the memory", l->end, bytes, -EFAULT);
+    refused_with(h, bytes, "end before start", l->end, start - 16, -EFAULT);
+    /* counts that agree, and a sentinel whose slack crosses the end (the
+     * pool ends less than two granules before the memory does) */
+    test_context = "sentinel past the end";
+    size_t grow = RTM_TLSF_GRANULE;
+    *l->end += grow;
+    *l->usable += grow;
+    *l->overhead -= grow;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *l->end = end;
+    *l->usable -= grow;
+    *l->overhead += grow;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+}
+
+static void ph_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
+{
+    size_t map = *l->map, pages = *l->pages, n = *l->npages;
+    refused_with(h, bytes, "map misaligned", l->map, map + 4, -EFAULT);
+    refused_with(h, bytes, "map in the control structure", l->map, map - 8, -EFAULT);
+    refused_with(h, bytes, "map after the pages", l->map, pages + PAGE, -EFAULT);
+    refused_with(h, bytes, "map past the end", l->map, bytes + PAGE, -EFAULT);
+    refused_with(h, bytes, "map without room", l->map, pages - 8, -EFAULT);
+    refused_with(h, bytes, "pages misaligned", l->pages, pages + 8, -EFAULT);
+    refused_with(h, bytes, "pages past the end", l->pages, bytes, -EFAULT);
+    refused_with(h, bytes, "pages below the heap", l->pages, (size_t)0 - 64 * PAGE, -EFAULT);
+    refused_with(h, bytes, "no pages", l->npages, 0, -EFAULT);
+    refused_with(h, bytes, "a page more", l->npages, n + 1, -EFAULT);
+    refused_with(h, bytes, "pages beyond the limit", l->npages, RTM_PAGEHEAP_MAX_PAGES + 1,
+                 -EFAULT);
+    refused_with(h, bytes, "fresh past npages", l->fresh, n + 1, -EFAULT);
+    /* counts that agree, and pages past the end */
+    test_context = "pages past the end, counts agreeing";
+    *l->npages += 8;
+    *l->usable += 8 * PAGE;
+    *l->overhead -= 8 * PAGE;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *l->npages = n;
+    *l->usable -= 8 * PAGE;
+    *l->overhead += 8 * PAGE;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+}
+
+static void test_layout_kind(const char *kind)
+{
+    unsigned char *end = arena + sizeof arena;
+    memset(arena, 0xa5, sizeof arena);
+    struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof arena);
+    REQUIRE(h != NULL, );
+    size_t bytes = bytes_after(h, end);
+    test_context = "fresh";
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    struct heap_layout l;
+    REQUIRE(heap_layout_find(h, &l), );
+    /* exactly the memory the pools use, and not a byte less */
+    CHECK(l.needed <= bytes);
+    CHECK_EQ(rtm__heap_validate(h, l.needed), 0);
+    CHECK_EQ(rtm__heap_validate(h, l.needed - 1), -EFAULT);
+    test_context = "no room for the header";
+    CHECK_EQ(rtm__heap_validate(h, sizeof(struct rtm_heap)), -EFAULT);
+    CHECK_EQ(rtm__heap_validate(h, sizeof(struct rtm_heap) - 1), -EINVAL);
+    CHECK_EQ(rtm__heap_validate(NULL, bytes), -EINVAL);
+    CHECK_EQ(rtm__heap_validate((struct rtm_heap *)(void *)((char *)h + 4), bytes), -EINVAL);
+    /* A heap's header alone, at the end of the memory (the pool's last
+     * bytes, put back afterwards). */
+    test_context = "header at the end";
+    struct rtm_heap *last = (struct rtm_heap *)(void *)(end - sizeof(struct rtm_heap));
+    struct rtm_heap was = *last;
+    memcpy(last, h, sizeof *last);
+    CHECK_EQ(rtm__heap_validate(last, sizeof *last), -EFAULT);
+    *last = was;
+
+    /* a heap in use: what allocations change is not the layout */
+    test_context = "in use";
+    void *p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = rtm_heap_alloc(h, (size_t)(i * 97 % 3000) + 1);
+    for (int i = 0; i < 64; i += 2)
+        rtm_heap_free(h, p[i]);
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    CHECK_EQ(rtm__heap_validate(h, l.needed), 0);
+
+    common_refusals(h, bytes, &l, strcmp(kind, "tlsf") == 0 ? RTM_TLSF_GRANULE : PAGE);
+    if (strcmp(kind, "tlsf") == 0)
+        tlsf_refusals(h, bytes, &l);
+    else
+        ph_refusals(h, bytes, &l);
+    test_context = "after the refusals";
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+
+    /* A pool added above the heap: inside; two pools that cycle: refused. */
+    test_context = "second pool";
+    size_t half = sizeof arena / 2;
+    memset(arena, 0xa5, sizeof arena);
+    h = rtm_heap_create(kind, arena, half);
+    REQUIRE(h != NULL, );
+    REQUIRE(heap_layout_find(h, &l), );
+    bytes = bytes_after(h, end);
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    CHECK_EQ(rtm_heap_add_pool(h, arena + half, half), 0);
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    CHECK_EQ(rtm__heap_validate(h, bytes - 4096), -EFAULT); /* the second pool crosses the end */
+    size_t *second_next = (size_t *)(void *)((char *)h + *l.next);
+    refused_with(h, bytes, "two pools that cycle", second_next, l.pool0, -EFAULT);
+    refused_with(h, bytes, "second pool links itself", second_next, *l.next, -EFAULT);
+
+    /* A pool below the heap lies outside what the caller says is mapped. */
+    test_context = "pool below the heap";
+    memset(arena, 0xa5, sizeof arena);
+    h = rtm_heap_create(kind, arena + half, half);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm_heap_add_pool(h, arena, half), 0);
+    CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), -EFAULT);
+
+    /* Locked: the kind's heap follows the lock area, its raw memory starts
+     * before it. */
+    test_context = "locked";
+    memset(arena, 0xa5, sizeof arena);
+    struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_PI };
+    h = rtm_heap_create_ex(kind, arena + 3, sizeof arena - 3, &cfg);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), 0);
+    rtm_heap_destroy(h);
+    test_context = "destroyed";
+    CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), -EINVAL);
+    test_context = NULL;
+}
+
+static void test_layout(void)
+{
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        test_layout_kind(*k);
+}
+
+/* ---- check ---------------------------------------------------------------------------- */
+
+#define GUARD      ((size_t)4096)
+#define HEAP_BYTES ((size_t)64 << 10)
+#define TRIALS     20000
+#define LIVE       160
+
+/* A value for a damaged word: random bits, one bit flipped, a neighbour's
+ * offset, 0, or offsets that lead just past either end of the heap or to a
+ * page start (where the page heaps keep their free-run nodes). */
+static size_t wild_value(uint64_t *rng, size_t old, uintptr_t h, uintptr_t lo, uintptr_t hi)
+{
+    static const size_t in_page[] = { 0, 8, 16, 24, 64, 72 };
+    switch (rng_next(rng) % 8) {
+    case 0: return (size_t)rng_next(rng);
+    case 1: return old ^ ((size_t)1 << (rng_next(rng) % (sizeof(size_t) * 8)));
+    case 2: return old + (size_t)(rng_range(rng, 0, 32) * 8) - 128;
+    case 3: return 0;
+    case 4: return (size_t)(hi - h) + (size_t)(rng_range(rng, 0, 64) * 8) - 256;
+    case 5: return (size_t)(lo - h) - (size_t)(rng_range(rng, 0, 64) * 8);
+    case 6: {
+        uintptr_t page = ((lo & ~(uintptr_t)(PAGE - 1)) - 2 * PAGE) +
+                         (uintptr_t)rng_range(rng, 0, (hi - lo) / PAGE + 4) * PAGE;
+        return (size_t)(page - h) + in_page[rng_next(rng) % 6];
+    }
+    default: return (size_t)(lo - h) + (size_t)(rng_range(rng, 0, (hi - lo) / 8 - 1) * 8);
+    }
+}
+
+/* Words whose every change rtm_heap_check reports, whatever the heap's
+ * key (tags and guards are keyed at random: a header changed at random
+ * keeps a valid tag once in 2^24 runs): the counts it recounts, and the
+ * roots of the page heaps' trees, whose nodes it counts. */
+static size_t sure_words(struct rtm_heap *h, size_t **out)
+{
+    size_t n = 0;
+    if (strcmp(rtm_heap_kind(h), "tlsf") == 0) {
+        struct heap_layout l;
+        if (!heap_layout_find(h, &l))
+            return 0;
+        /* used_bytes, peak, live_blocks come right before usable_bytes */
+        out[n++] = l.usable - 3;
+        out[n++] = l.usable - 1;
+    } else {
+        struct ph_heap *ph = (struct ph_heap *)(void *)h;
+        out[n++] = &ph->used_bytes;
+        out[n++] = &ph->live_blocks;
+        out[n++] = &ph->free_runs;
+        out[n++] = &ph->addr_root;
+        out[n++] = &ph->size_root;
+    }
+    return n;
+}
+
+static void test_check_kind(const char *kind, int hardening)
+{
+    size_t map_bytes = GUARD + HEAP_BYTES + GUARD;
+    unsigned char *map =
+        mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED, );
+    REQUIRE(mprotect(map, GUARD, PROT_NONE) == 0 &&
+                mprotect(map + GUARD + HEAP_BYTES, GUARD, PROT_NONE) == 0, );
+    unsigned char *mem = map + GUARD, *end = mem + HEAP_BYTES;
+    struct rtm_heap_config cfg = { .hardening = hardening };
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, HEAP_BYTES, &cfg);
+    REQUIRE(h != NULL, );
+    size_t bytes = bytes_after(h, end);
+
+    /* Blocks of every size class, half of them freed again: free runs,
+     * bucket pages, free lists of several classes. */
+    uint64_t rng = 0x5eedc0deu + (uint64_t)hardening;
+    void *live[LIVE] = { 0 };
+    for (int i = 0; i < 4 * LIVE; i++) {
+        size_t k = (size_t)(rng_next(&rng) % LIVE);
+        if (live[k]) {
+            rtm_heap_free(h, live[k]);
+            live[k] = NULL;
+        } else {
+            size_t top = (size_t)1 << rng_range(&rng, 4, 12);
+            live[k] = rtm_heap_alloc(h, (size_t)rng_range(&rng, 1, top));
+        }
+    }
+    REQUIRE(rtm_heap_check(h) == 0 && rtm__heap_validate(h, bytes) == 0, );
+
+    size_t *sure[8];
+    size_t nsure = sure_words(h, sure);
+    CHECK(nsure >= 2);
+    uintptr_t lo = (uintptr_t)mem, hi = (uintptr_t)end, base = (uintptr_t)h;
+    size_t words = (size_t)(hi - base) / sizeof(size_t);
+    size_t checked = 0, found = 0, refused = 0;
+    size_t *lock_word =
+        (size_t *)(void *)h + offsetof(struct rtm_heap, lock_offset) / sizeof(size_t);
+    for (int trial = 0; trial < TRIALS; trial++) {
+        /* One to three words: a sure one, one of the control structure, or
+         * any of the heap's (the lock offset aside: a lock area is the
+         * caller's to check, as attach does). */
+        size_t *at[3], old[3];
+        int n = (int)rng_range(&rng, 1, 3), sure_only = 1;
+        for (int i = 0; i < n; i++) {
+            size_t pick = (size_t)(rng_next(&rng) % 3);
+            if (pick == 0 && nsure) {
+                at[i] = sure[rng_next(&rng) % nsure];
+            } else {
+                size_t span = pick == 1 ? 512 / sizeof(size_t) : words;
+                at[i] = (size_t *)(void *)h + rng_next(&rng) % span;
+                sure_only = 0;
+            }
+            if (at[i] == lock_word)
+                at[i] = lock_word + 1;
+            old[i] = *at[i];
+        }
+        for (int i = 0; i < n; i++)
+            *at[i] = wild_value(&rng, *at[i], base, lo, hi);
+        bool changed = false;
+        for (int i = 0; i < n; i++)
+            changed |= *at[i] != old[i];
+        if (rtm__heap_validate(h, bytes) != 0) {
+            refused++;
+        } else {
+            int rc = rtm_heap_check(h);
+            checked++;
+            found += rc != 0;
+            if (sure_only && changed)
+                CHECK(rc != 0);
+        }
+        for (int i = n - 1; i >= 0; i--)
+            *at[i] = old[i];
+    }
+    test_context = kind;
+    CHECK_EQ(rtm_heap_check(h), 0); /* every word back as it was */
+    CHECK(checked > TRIALS / 2 && found > checked / 4 && refused > 0);
+    printf("%s, hardening %d: %zu checked (%zu found damage), %zu refused by validate\n", kind,
+           hardening, checked, found, refused);
+    munmap(map, map_bytes);
+}
+
+static void test_check(void)
+{
+    static const int levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE };
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+            test_context = *k;
+            test_check_kind(*k, levels[i]);
+        }
+    test_context = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "";
+    if (strcmp(what, "layout") == 0)
+        test_layout();
+    else if (strcmp(what, "check") == 0)
+        test_check();
+    else {
+        fprintf(stderr, "usage: validate_test layout | check\n");
+        return 2;
+    }
+    return test_summary("validate_test");
+}
