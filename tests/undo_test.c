@@ -151,6 +151,22 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     log_hi = log_lo + rtm_undo_bytes(u->capacity);
     count_lo = (size_t)((unsigned char *)&h->until_check - mem);
     count_hi = count_lo + sizeof(h->until_check);
+    /* What attach checks of the log (rtm__heap_validate): it must span
+     * exactly to the end of the memory, fit before the heap, and count no
+     * more than it holds; a roll back trusts all three. */
+    size_t to_end = HEAP_BYTES - (size_t)((unsigned char *)h - mem);
+    CHECK_EQ(rtm__heap_validate(h, to_end), 0);
+    u->span++;
+    CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
+    u->span--;
+    u->capacity += 1000;
+    CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
+    u->capacity -= 1000;
+    u->count = u->capacity + 1;
+    CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
+    CHECK_EQ(rtm__undo_rollback(u), -1); /* and a roll back writes nothing */
+    u->count = 0;
+    CHECK_EQ(rtm__heap_validate(h, to_end), 0);
     void *slot[SLOTS] = { 0 };
     uint64_t rng = seed;
     for (unsigned long i = 0; i < ops && !test_checks_failed; i++) {

@@ -523,6 +523,23 @@ int rtm__heap_validate(const struct rtm_heap *h, size_t bytes)
         return -EINVAL;
     if (!ops_of(h) || h->hardening > RTM_HEAP_HARDEN_FULL)
         return -EINVAL;
+    /* A robust heap's undo log (the caller has checked that the lock area
+     * lies in the memory it knows): between the lock area and the heap, and
+     * spanning exactly to the end of the memory, or a roll back could write
+     * outside it. The count may be non-zero: a call may be in progress. */
+    if (h->lock_offset) {
+        const struct rtm_lock *l = lock_of(h);
+        if (l->features & ~(RTM_LOCKF_UNDO | RTM_LOCKF_OWNERS))
+            return -EINVAL;
+        if (l->features & RTM_LOCKF_UNDO) {
+            const struct rtm_undo *u = rtm_undo_of(h);
+            size_t room = h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES;
+            if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES + sizeof(*u) ||
+                u->capacity > (room - sizeof(*u)) / sizeof(u->entry[0]) || u->count > u->capacity ||
+                u->span != room + bytes)
+                return -EFAULT;
+        }
+    }
     return registry[h->kind]->validate(h, bytes);
 }
 
