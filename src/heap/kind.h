@@ -105,6 +105,9 @@ struct rtm_heap_wops {
     void *(*realloc)(struct rtm_heap *h, void *p, size_t size);
     int (*free)(struct rtm_heap *h, void *p);
     int (*add_pool)(struct rtm_heap *h, void *mem, size_t size);
+    /* The usable size of p, a block this call has just taken: O(1), its
+     * validity not checked again (usable_size does that). */
+    size_t (*taken_size)(const struct rtm_heap *h, const void *p);
 };
 
 extern const struct rtm_heap_wops rtm__tlsf_logged_ops;

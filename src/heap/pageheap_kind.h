@@ -153,6 +153,7 @@
         .realloc = kname##_logged_realloc,                                                    \
         .free = kname##_logged_free,                                                          \
         .add_pool = kname##_logged_add_pool,                                                  \
+        .taken_size = kname##_ops_usable,                                                     \
     }
 
 #endif /* RTMEM_SRC_HEAP_PAGEHEAP_KIND_H */

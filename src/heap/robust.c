@@ -184,7 +184,8 @@ static void *own(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p, ui
 {
     if (!p)
         return NULL;
-    char *at = rec_at(p, ops->usable_size(h, p));
+    (void)ops;
+    char *at = rec_at(p, logged[h->kind]->taken_size(h, p));
     rtm_undo_note_block(undo(h), at, RTM_OWNER_BYTES);
     rec_write(at, pid, stamp);
     return p;

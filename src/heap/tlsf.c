@@ -1105,12 +1105,19 @@ static int logged_add_pool(struct rtm_heap *h, void *m, size_t n)
     return add_pool_entry(T(h), m, n);
 }
 
+static size_t logged_taken_size(const struct rtm_heap *h, const void *p)
+{
+    const struct rtm_tlsf *t = (const struct rtm_tlsf *)(const void *)h;
+    return hdr_size(HDR(t, off_of(t, p) - W)) - W;
+}
+
 const struct rtm_heap_wops rtm__tlsf_logged_ops = {
     .alloc = logged_alloc,
     .aligned_alloc = logged_aligned,
     .realloc = logged_realloc,
     .free = logged_free,
     .add_pool = logged_add_pool,
+    .taken_size = logged_taken_size,
 };
 
 #else /* the plain copy: the typed API, the read-only calls, the kind's entry */
