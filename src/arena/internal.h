@@ -81,6 +81,27 @@ int rtm__arena_huge_bits(size_t page_bytes);
 int rtm__arena_huge_fail(struct rtm_arena *a, const struct rtm__arena_plan *p, int err,
                          const char *call);
 
+/* ---- hugetlbfs mounts (hugepages.c; shared heaps use them too) ---------------- */
+
+/* Room for a mount's directory: NAME_MAX-long file names must fit under it
+ * within PATH_MAX (4096). */
+#define RTM__ARENA_MOUNT_BYTES 3584
+
+/* Called for each hugetlbfs mount with its directory and page size; a
+ * non-zero return stops the walk and is returned by it. */
+typedef int (*rtm__arena_mount_fn)(const char *dir, size_t page_bytes, void *arg);
+/* Walks the hugetlbfs mounts of /proc/self/mounts in its order (this
+ * process's mount namespace), each with the page size of its pagesize=
+ * option (the default huge page size, Hugepagesize of /proc/meminfo,
+ * without one). Returns 0 or what fn returned; 0 without /proc. */
+int rtm__arena_hugetlbfs_each(rtm__arena_mount_fn fn, void *arg);
+/* Writes into dir the first hugetlbfs mount of page_bytes pages in which
+ * this process may create files (faccessat W_OK | X_OK, effective ids).
+ * Returns 0; -EOPNOTSUPP when the kernel has no huge pages of that size;
+ * -ENODEV when none is mounted; or the refusal of the first mount of that
+ * size (-EACCES, -EROFS, -ENAMETOOLONG for a directory longer than size). */
+int rtm__arena_hugetlbfs_dir(size_t page_bytes, char *dir, size_t size);
+
 /* ---- the sources: obtain the object (fd, segment) and set the plan -------- */
 
 int rtm__arena_anon_obtain(struct rtm_arena *a, struct rtm__arena_plan *p);
