@@ -1,16 +1,44 @@
 /*
  * rtmem: named heaps that several processes share.
  *
- * A shared heap is a POSIX shared memory object ("/rtmem-<name>", under
- * /dev/shm) holding a segment header, a small catalog of named objects and
- * a heap of any kind rtm_heap_kinds() lists, locked RTM_HEAP_LOCK_ROBUST_SHARED
- * (rtmem/lock.h). One process creates it; others attach to it by name. Each
- * process maps it wherever its mapping lands: the heap stores offsets, never
- * addresses, so every rtm_heap_* call (rtm_heap_check included) works on
- * rtm_shared_heap() in every process, and takes the heap's lock itself.
+ * A shared heap is a named segment holding a header, a small catalog of
+ * named objects and a heap of any kind rtm_heap_kinds() lists, locked
+ * RTM_HEAP_LOCK_ROBUST_SHARED (rtmem/lock.h). One process creates it;
+ * others attach to it by name. Each process maps it wherever its mapping
+ * lands: the heap stores offsets, never addresses, so every rtm_heap_*
+ * call (rtm_heap_check included) works on rtm_shared_heap() in every
+ * process, and takes the heap's lock itself.
  * Pointers into the segment differ between processes: pass offsets
  * (rtm_shared_to_offset, rtm_shared_from_offset) or catalog names between
  * them, never addresses.
+ *
+ * Where it lives. A heap of base pages is a POSIX shared memory object
+ * ("/rtmem-<name>", the file /dev/shm/rtmem-<name>). A heap of huge pages
+ * (rtm_shared_config.page_bytes) is the file "rtmem-<name>" on a hugetlbfs
+ * mount of that page size (the first in /proc/self/mounts, whose pagesize=
+ * option gives its page size, that this process may create files in; the
+ * usual mount is /dev/hugepages, of the default huge page size): a POSIX
+ * shm object cannot take huge pages. Its size is rounded up to the huge
+ * page size, and all its pages are reserved from the hugetlb pool when it
+ * is created, touched or not (a pool too small fails the create with
+ * ENOMEM, never a page fault with SIGBUS later): reserve them first, for
+ * 2 MiB pages on x86-64 with
+ *   echo N > /proc/sys/vm/nr_hugepages
+ * (or /sys/kernel/mm/hugepages/hugepages-<size>kB/nr_hugepages for another
+ * size), and mount hugetlbfs if no mount of that size exists
+ * (mount -t hugetlbfs -o pagesize=2M none /dev/hugepages). They are never
+ * swapped out, and go back to the pool when the name is unlinked and the
+ * last process unmaps them.
+ *
+ * The names form one space: a name exists if either place holds it.
+ * Create refuses with EEXIST a name that /dev/shm or any hugetlbfs mount
+ * holds (two creates of one name in two places at the same time may both
+ * fail so; one at most succeeds). Attach looks in /dev/shm first, then on
+ * every hugetlbfs mount in /proc/self/mounts' order, and maps a heap of
+ * huge pages with its mount's page size; unlink removes the name from
+ * every place that holds it. A hugetlbfs mount this process cannot search
+ * is not looked in. rtm_shared_get_info says the page size in use, as the
+ * kernel reports it.
  *
  * Segment layout (layout version RTM_SHARED_LAYOUT_VERSION), from offset 0:
  *   the header (128 bytes): magic "rtmSHRD\0", layout version, state
@@ -34,8 +62,9 @@
  * (shm_unlink): no process can attach any more, a create under the name
  * makes a new heap, and the memory is given back when the last process
  * that maps it unmaps it (detach, exit or death): POSIX semantics, nothing
- * of rtmem's. A name nobody unlinks lasts until reboot (tmpfs), even with
- * no process attached.
+ * of rtmem's. A name nobody unlinks lasts until reboot (tmpfs; on
+ * hugetlbfs, until the mount goes), even with no process attached, and a
+ * heap of huge pages keeps its pages from the pool as long.
  *
  * What attach checks. The header (magic, version, state, size, offsets,
  * kind); the heap's own header (its kind, its hardening level, its robust
@@ -109,10 +138,12 @@
  * attach only. A program whose children must be counted attaches in each.
  *
  * Bounds. Create, attach, detach and unlink are start-up calls: they make
- * system calls, map memory, use malloc, and with a prefault or a lock take
- * time proportional to the size (rtmem/arena.h). rtm_shared_heap, the
- * offset conversions and rtm_shared_get_info are O(1) and take no lock; the
- * catalog calls are O(catalog_entries) plus the heap's lock.
+ * system calls, read /proc/self/mounts (create and unlink always, attach
+ * when /dev/shm does not hold the name), map memory, use malloc, and with
+ * a prefault or a lock take time proportional to the size
+ * (rtmem/arena.h). rtm_shared_heap, the offset conversions and
+ * rtm_shared_get_info are O(1) and take no lock; the catalog calls are
+ * O(catalog_entries) plus the heap's lock.
  *
  * Threads. Several threads may use one handle at once for heap and catalog
  * calls; detach must come after every other call on the handle.
@@ -148,11 +179,11 @@ struct rtm_shared;
 
 /* Options of rtm_shared_create_ex and rtm_shared_attach_ex. Zero-initialised
  * it means the defaults of rtm_shared_create: mode 0600, 32 catalog entries,
- * RTM_HEAP_HARDEN_O1, no prefault, no lock, no THP advice (base pages: a
- * POSIX shm object takes no huge page size, rtmem/arena.h). */
+ * RTM_HEAP_HARDEN_O1, base pages, no prefault, no lock, no THP advice. */
 struct rtm_shared_config {
-    /* Create only: permissions of the shm object (0777 at most; 0: 0600). A
-     * process attaches only if they let it read and write. */
+    /* Create only: permissions of the shm object or hugetlbfs file (0777 at
+     * most; 0: 0600). A process attaches only if they let it read and
+     * write. */
     unsigned mode;
     /* Create only: catalog entries (0: RTM_SHARED_CATALOG_DEFAULT; at most
      * RTM_SHARED_CATALOG_MAX). */
@@ -161,8 +192,18 @@ struct rtm_shared_config {
      * its check_interval (rtmem/heap.h). */
     int hardening;
     uint32_t check_interval;
+    /* Create only: 0 for base pages (a POSIX shm object in /dev/shm; the
+     * base page size means the same), or a huge page size
+     * (RTM_ARENA_PAGE_2M, RTM_ARENA_PAGE_1G: a power of two the kernel lists
+     * under /sys/kernel/mm/hugepages): the segment is then the file
+     * "rtmem-<name>" on the first hugetlbfs mount of that page size in
+     * /proc/self/mounts that this process may create files in, its pages
+     * reserved from the hugetlb pool when it is created (see the top). An
+     * attach takes the page size from the file's mount. */
+    size_t page_bytes;
     /* Both: this process's mapping, as rtmem/arena.h describes them:
-     * RTM_ARENA_PREFAULT_*, RTM_ARENA_LOCK_*, RTM_ARENA_THP_*. */
+     * RTM_ARENA_PREFAULT_*, RTM_ARENA_LOCK_*, RTM_ARENA_THP_* (THP advice
+     * is for heaps of base pages: on one of huge pages it is EINVAL). */
     int prefault;
     int lock;
     int thp;
@@ -171,6 +212,9 @@ struct rtm_shared_config {
 /* What a shared heap's header says (rtm_shared_get_info). */
 struct rtm_shared_info {
     size_t size_bytes;        /* the whole segment, header included */
+    size_t page_bytes;        /* the page size this process maps it with: smaps'
+                                 KernelPageSize (4 KiB, 2 MiB, 1 GiB), read when it
+                                 attached (without /proc: the size it asked) */
     uint64_t heap_offset;     /* where the heap starts in the segment */
     uint32_t attach_count;    /* attachments not detached (see the top) */
     uint32_t catalog_entries; /* fixed at create */
@@ -181,17 +225,27 @@ struct rtm_shared_info {
 
 /*
  * Creates the shared heap `name` of the given kind, of size bytes in all
- * (rounded up to the page size; header, catalog and the heap's own overhead
- * come out of it), and attaches this process to it. Returns the handle, or
- * NULL with errno set, and then leaves no object behind:
+ * (rounded up to the page size in use, base or huge; header, catalog and
+ * the heap's own overhead come out of it), and attaches this process to
+ * it. Returns the handle, or NULL with errno set, and then leaves no
+ * object behind (no shm object, no hugetlbfs file, no huge page taken):
  *   EINVAL       name, kind NULL; a name empty or with a byte other than a
- *                letter, digit, '-', '_', '.'; a bad config field
+ *                letter, digit, '-', '_', '.'; a bad config field; a
+ *                page_bytes that is no power of two above the base page
+ *                size; THP advice with huge pages
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
- *   EEXIST       the name exists (whether its creator lives or not)
+ *   EEXIST       the name exists, in /dev/shm or on a hugetlbfs mount
+ *                (whether its creator lives or not)
  *   ENOENT       no heap kind of that name
  *   ENOMEM       size too small for header, catalog and one block; memory
- *                exhausted; a lock refused (rtmem/arena.h)
+ *                exhausted; a lock refused (rtmem/arena.h); with huge
+ *                pages, fewer free in the pool than the size needs (or
+ *                a hugetlbfs size= limit, a cgroup's hugetlb limit)
  *   ENOSPC       /dev/shm has less room than size
+ *   EOPNOTSUPP   page_bytes is a huge page size this kernel does not have
+ *   ENODEV       no hugetlbfs is mounted with pages of page_bytes
+ *   EACCES, EROFS  hugetlbfs mounts of that page size exist, and this
+ *                process may create files in none (the first one's refusal)
  *   and the errors of rtm_arena_open and rtm_heap_create_ex.
  * A start-up call: O(size) with a prefault or a lock, plus the kind's create.
  */
@@ -203,15 +257,19 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
 
 /*
  * Attaches this process to the existing shared heap `name`, mapped wherever
- * the kernel places it. Returns the handle, or NULL with errno set; a
- * segment refused is left untouched (not written, not removed):
- *   EINVAL       a bad name or config field (as create); or the object is no
+ * the kernel places it: the POSIX shm object if /dev/shm holds the name,
+ * else the first hugetlbfs file of that name (mapped with its mount's page
+ * size; it takes no further page from the pool). Returns the handle, or
+ * NULL with errno set; a segment refused is left untouched (not written,
+ * not removed):
+ *   EINVAL       a bad name or config field (as create; THP advice for a
+ *                heap of huge pages); or the object is no
  *                rtmem shared heap: wrong magic, size other than its header
  *                says, offsets or kind that do not hold together, a heap
  *                whose control structure or pools do not lie inside the
  *                segment (see "What attach checks" above)
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
- *   ENOENT       no such name
+ *   ENOENT       no such name, in /dev/shm or on a hugetlbfs mount
  *   EPROTO       an rtmem shared heap of another layout version
  *   EBUSY        a heap still being created (empty object, header not yet
  *                or only partly written, state "initialising"); one whose
@@ -223,7 +281,8 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
 RTM_API struct rtm_shared *rtm_shared_attach(const char *name);
 
 /* rtm_shared_attach with the mapping options of cfg (prefault, lock, thp;
- * the create-only fields must be 0). cfg NULL: the defaults. */
+ * the create-only fields, page_bytes included, must be 0). cfg NULL: the
+ * defaults. */
 RTM_API struct rtm_shared *rtm_shared_attach_ex(const char *name,
                                                 const struct rtm_shared_config *cfg);
 
@@ -242,11 +301,14 @@ RTM_API struct rtm_heap *rtm_shared_heap(struct rtm_shared *s);
 RTM_API int rtm_shared_detach(struct rtm_shared *s);
 
 /*
- * Removes the name: no process can attach any more. The memory lives until
- * the last process that maps it detaches, exits or dies. Works on a segment
- * attach refuses (a stale or damaged one) too: it is how such a name is
- * cleared. Returns 0, or -EINVAL / -ENAMETOOLONG for a bad name, -ENOENT
- * for a name that does not exist, -EACCES, or shm_unlink's other errors.
+ * Removes the name from every place that holds it (/dev/shm and each
+ * hugetlbfs mount): no process can attach any more. The memory (and a
+ * heap's huge pages) lives until the last process that maps it detaches,
+ * exits or dies. Works on a segment attach refuses (a stale or damaged one)
+ * too: it is how such a name is cleared. Returns 0, or -EINVAL /
+ * -ENAMETOOLONG for a bad name, -ENOENT for a name that no place holds, or
+ * the first refusal of a place that holds it (-EACCES, or the other errors
+ * of shm_unlink and unlink; the other places are cleared still).
  */
 RTM_API int rtm_shared_unlink(const char *name);
 

@@ -2,6 +2,8 @@
 #ifndef RTMEM_SRC_SHARED_INTERNAL_H
 #define RTMEM_SRC_SHARED_INTERNAL_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rtmem/arena.h"
@@ -43,6 +45,33 @@ struct shared_entry {
 
 _Static_assert(sizeof(struct shared_header) == 128, "rtmem/shared.h gives the header's size");
 _Static_assert(sizeof(struct shared_entry) == 48, "rtmem/shared.h gives the entry's size");
+
+/* Where a heap's segment lives (names.c). */
+struct shared_place {
+    int source;          /* RTM_ARENA_POSIX_SHM (base pages) or RTM_ARENA_FILE (a hugetlbfs file) */
+    char path[PATH_MAX]; /* "/rtmem-<name>" (shm_open's name), or "<mount>/rtmem-<name>" */
+};
+
+/* 0 for a valid heap name; -EINVAL (NULL, empty, a byte other than a
+ * letter, digit, '-', '_', '.'), -ENAMETOOLONG. */
+int rtm__shared_check_name(const char *name);
+/* The POSIX shm object of a (valid) name. */
+void rtm__shared_shm_place(const char *name, struct shared_place *pl);
+/* Where a heap of page_bytes huge pages is created: on the first hugetlbfs
+ * mount of that page size this process may create files in. 0, or the
+ * errors of rtm__arena_hugetlbfs_dir (-EOPNOTSUPP, -ENODEV, -EACCES,
+ * -EROFS...), -ENAMETOOLONG. */
+int rtm__shared_huge_place(const char *name, size_t page_bytes, struct shared_place *pl);
+/* The first hugetlbfs mount that holds the name: 0, or -ENOENT. */
+int rtm__shared_find_huge(const char *name, struct shared_place *pl);
+/* Whether the name exists in /dev/shm or on a hugetlbfs mount as another
+ * file than mine_fd's (-1: any file). A place this process cannot search
+ * is not looked in. */
+bool rtm__shared_taken(const char *name, int mine_fd);
+/* Removes the name from /dev/shm and from every hugetlbfs mount that holds
+ * it: 0; the first refusal of a place that holds it (-EACCES...), the
+ * others removed still; or -ENOENT when no place holds it. */
+int rtm__shared_remove(const char *name);
 
 /* One process's attachment. malloc'd: the arena inside knows its address. */
 struct rtm_shared {

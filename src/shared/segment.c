@@ -13,29 +13,8 @@
 #include "internal.h"
 #include "../heap/kind.h"
 
-/* "/rtmem-" + the name + NUL */
-#define SHM_NAME_BYTES (sizeof "/rtmem-" + RTM_SHARED_NAME_MAX)
-
 /* The heap starts on this boundary after header and catalog. */
 #define HEAP_ALIGN 64u
-
-/* Writes "/rtmem-<name>" into buf: 0, or -EINVAL / -ENAMETOOLONG. */
-static int shm_name_of(const char *name, char buf[SHM_NAME_BYTES])
-{
-    if (!name || !*name)
-        return -EINVAL;
-    size_t n = 0;
-    for (const char *c = name; *c; c++, n++) {
-        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                  (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
-        if (!ok)
-            return -EINVAL;
-    }
-    if (n > RTM_SHARED_NAME_MAX)
-        return -ENAMETOOLONG;
-    snprintf(buf, SHM_NAME_BYTES, "/rtmem-%s", name);
-    return 0;
-}
 
 static void *fail_null(int err)
 {
@@ -43,18 +22,21 @@ static void *fail_null(int err)
     return NULL;
 }
 
-/* The handle's arena config: a POSIX shm object with cfg's mapping options. */
-static struct rtm_arena_config arena_config(const char *shm_name, size_t size, unsigned flags,
-                                            const struct rtm_shared_config *cfg)
+/* The handle's arena config: the segment's place with cfg's mapping
+ * options (and, creating a heap of huge pages, its page size). */
+static struct rtm_arena_config arena_config(const struct shared_place *pl, size_t size,
+                                            unsigned flags, const struct rtm_shared_config *cfg)
 {
     struct rtm_arena_config ac = {
-        .source = RTM_ARENA_POSIX_SHM, .size_bytes = size, .name = shm_name, .flags = flags
+        .source = pl->source, .size_bytes = size, .name = pl->path, .flags = flags
     };
     if (cfg) {
         ac.mode = cfg->mode;
         ac.prefault = cfg->prefault;
         ac.lock = cfg->lock;
         ac.thp = cfg->thp;
+        if (!(flags & RTM_ARENA_EXISTING) && pl->source == RTM_ARENA_FILE)
+            ac.page_bytes = cfg->page_bytes;
     }
     return ac;
 }
@@ -104,11 +86,12 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
 }
 
 /* Why an object too short to map (less than a page) is refused: EBUSY when
- * it is empty (a creator between shm_open and ftruncate, or one that died
+ * it is empty (a creator between creating and sizing it, or one that died
  * there), else EINVAL (no segment rtmem made: it sizes in one step). */
-static int short_object(const char *shm_name)
+static int short_object(const struct shared_place *pl)
 {
-    int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+    int fd = pl->source == RTM_ARENA_POSIX_SHM ? shm_open(pl->path, O_RDONLY | O_CLOEXEC, 0)
+                                               : open(pl->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno;
     struct stat st;
@@ -120,14 +103,28 @@ static int short_object(const char *shm_name)
 /* Whether the config asks only what an attach may (mapping options). */
 static bool attach_config_ok(const struct rtm_shared_config *cfg)
 {
-    return !cfg || (!cfg->mode && !cfg->catalog_entries && !cfg->hardening && !cfg->check_interval);
+    return !cfg || (!cfg->mode && !cfg->catalog_entries && !cfg->hardening &&
+                    !cfg->check_interval && !cfg->page_bytes);
+}
+
+/* Where a new heap goes: /dev/shm for base pages (page_bytes 0 or the base
+ * page size), else a hugetlbfs mount of that page size. 0 or an errno. */
+static int create_place(const char *name, size_t page_bytes, struct shared_place *pl)
+{
+    long base = sysconf(_SC_PAGESIZE);
+    if (page_bytes == 0 || (base > 0 && page_bytes == (size_t)base)) {
+        rtm__shared_shm_place(name, pl);
+        return 0;
+    }
+    if ((page_bytes & (page_bytes - 1)) != 0 || (base > 0 && page_bytes < (size_t)base))
+        return EINVAL;
+    return -rtm__shared_huge_place(name, page_bytes, pl);
 }
 
 struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size_t size,
                                         const struct rtm_shared_config *cfg)
 {
-    char shm_name[SHM_NAME_BYTES];
-    int rc = shm_name_of(name, shm_name);
+    int rc = rtm__shared_check_name(name);
     if (rc)
         return fail_null(-rc);
     if (!kind || (cfg && cfg->catalog_entries > RTM_SHARED_CATALOG_MAX))
@@ -139,18 +136,29 @@ struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size
         return fail_null(ENOENT);
     if (size == 0)
         return fail_null(ENOMEM);
+    struct shared_place pl;
+    int err = create_place(name, cfg ? cfg->page_bytes : 0, &pl);
+    if (err)
+        return fail_null(err);
+    /* The name is one space over /dev/shm and the hugetlbfs mounts: taken
+     * in another place than the one to create in, it is EEXIST too. */
+    if (rtm__shared_taken(name, -1))
+        return fail_null(EEXIST);
     struct rtm_shared *s = calloc(1, sizeof *s);
     if (!s)
         return fail_null(ENOMEM);
     s->pid = (int)getpid();
-    struct rtm_arena_config ac = arena_config(shm_name, size, 0, cfg);
+    struct rtm_arena_config ac = arena_config(&pl, size, 0, cfg);
     /* O_CREAT | O_EXCL: an existing name, live or stale, is EEXIST */
     rc = rtm_arena_open(&s->arena, &ac);
     if (rc) {
         free(s);
         return fail_null(-rc);
     }
-    int err = build(s, kind, cfg);
+    /* Looked for again now that this segment exists: of two creates of one
+     * name in two places at once, at least one finds the other's here (each
+     * looks after its own file exists), and gives its own up. */
+    err = rtm__shared_taken(name, s->arena.fd) ? EEXIST : build(s, kind, cfg);
     if (err) {
         rtm_arena_close(&s->arena); /* removes the object it created */
         free(s);
@@ -225,8 +233,7 @@ static int validate(struct rtm_shared *s)
 
 struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_shared_config *cfg)
 {
-    char shm_name[SHM_NAME_BYTES];
-    int rc = shm_name_of(name, shm_name);
+    int rc = rtm__shared_check_name(name);
     if (rc)
         return fail_null(-rc);
     if (!attach_config_ok(cfg))
@@ -235,11 +242,19 @@ struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_share
     if (!s)
         return fail_null(ENOMEM);
     s->pid = (int)getpid();
-    struct rtm_arena_config ac = arena_config(shm_name, 0, RTM_ARENA_EXISTING, cfg);
+    /* /dev/shm first, then the hugetlbfs mounts; a file there is mapped with
+     * its mount's page size. */
+    struct shared_place pl;
+    rtm__shared_shm_place(name, &pl);
+    struct rtm_arena_config ac = arena_config(&pl, 0, RTM_ARENA_EXISTING, cfg);
     rc = rtm_arena_open(&s->arena, &ac);
+    if (rc == -ENOENT && rtm__shared_find_huge(name, &pl) == 0) {
+        ac = arena_config(&pl, 0, RTM_ARENA_EXISTING, cfg);
+        rc = rtm_arena_open(&s->arena, &ac);
+    }
     if (rc) {
         free(s);
-        return fail_null(rc == -ENXIO ? short_object(shm_name) : -rc);
+        return fail_null(rc == -ENXIO ? short_object(&pl) : -rc);
     }
     int err = validate(s);
     if (err) {
@@ -275,11 +290,8 @@ int rtm_shared_detach(struct rtm_shared *s)
 
 int rtm_shared_unlink(const char *name)
 {
-    char shm_name[SHM_NAME_BYTES];
-    int rc = shm_name_of(name, shm_name);
-    if (rc)
-        return rc;
-    return shm_unlink(shm_name) == 0 ? 0 : -errno;
+    int rc = rtm__shared_check_name(name);
+    return rc ? rc : rtm__shared_remove(name);
 }
 
 uint64_t rtm_shared_to_offset(const struct rtm_shared *s, const void *p)
@@ -304,6 +316,8 @@ int rtm_shared_get_info(const struct rtm_shared *s, struct rtm_shared_info *out)
     const struct shared_header *hd = s->header;
     *out = (struct rtm_shared_info){
         .size_bytes = (size_t)hd->size_bytes,
+        /* what smaps says (KernelPageSize), or as mapped without /proc */
+        .page_bytes = s->arena.report.page_bytes ? s->arena.report.page_bytes : s->arena.page_bytes,
         .heap_offset = hd->heap_offset,
         .attach_count = __atomic_load_n(&hd->attach_count, __ATOMIC_RELAXED),
         .catalog_entries = hd->catalog_entries,
