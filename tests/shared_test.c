@@ -16,6 +16,9 @@
  *   crafted    segments whose headers hold and whose kind's layout does not
  *              (a heap at the very end, pools outside or in a cycle, garbage
  *              control words): every kind's refused (EINVAL), untouched
+ *   threads    threads sharing one handle for heap and catalog calls while
+ *              each attaches and detaches handles of its own (make
+ *              test-tsan runs every section under ThreadSanitizer)
  *   huge       a heap of 2 MiB huge pages on hugetlbfs: create, attach from
  *              a child at another address, processes sharing it, the page
  *              size reported, one name space with /dev/shm (EEXIST both
@@ -39,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <mntent.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -1185,6 +1189,84 @@ static void test_catalog(void)
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
 
+/* ---- threads ---------------------------------------------------------------------- */
+
+#define THREADS 4
+
+struct thread_arg {
+    const char *name;
+    struct rtm_shared *shared; /* the handle every thread uses */
+    int index;
+    int result; /* 0 when all went well */
+};
+
+/* One thread: blocks allocated, published, looked up, checked, unpublished
+ * and freed through the one handle, while it attaches and detaches
+ * handles of its own and reads the header (rtmem/shared.h: "Threads"). */
+static void *thread_main(void *p)
+{
+    struct thread_arg *t = p;
+    struct rtm_shared *s = t->shared;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    char entry[16];
+    snprintf(entry, sizeof entry, "thread-%d", t->index);
+    for (int i = 0; i < 2000 && !t->result; i++) {
+        if (i % 250 == 0) {
+            struct rtm_shared *own = rtm_shared_attach(t->name);
+            struct rtm_shared_info info;
+            if (!own || rtm_shared_get_info(own, &info) != 0 || info.attach_count < 2 ||
+                info.attach_count > 1 + THREADS || rtm_shared_detach(own) != 0)
+                t->result = 1;
+        }
+        size_t size = 16 + (size_t)(i * 37 + t->index) % 300;
+        unsigned char *b = rtm_heap_alloc(h, size);
+        if (!b)
+            continue; /* full for now: the others free */
+        memset(b, t->index, size);
+        if (rtm_shared_publish(s, entry, b) != 0) {
+            t->result = 2;
+            break;
+        }
+        unsigned char *found = rtm_shared_lookup(s, entry);
+        if (found != b)
+            t->result = 3;
+        for (size_t k = 0; found && k < size; k++)
+            if (found[k] != (unsigned char)t->index)
+                t->result = 4;
+        if (rtm_shared_unpublish(s, entry) != 0 || rtm_heap_free(h, b) != 0)
+            t->result = 5;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(s != NULL, );
+    pthread_t tid[THREADS];
+    struct thread_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (struct thread_arg){ .name = name, .shared = s, .index = i + 1 };
+        CHECK_EQ(pthread_create(&tid[i], NULL, thread_main, &args[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        CHECK_EQ(pthread_join(tid[i], NULL), 0);
+        test_context = "a thread's verdict";
+        CHECK_EQ(args[i].result, 0);
+        test_context = NULL;
+    }
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
+    CHECK_EQ(rtm_heap_stats(rtm_shared_heap(s), &st), 0);
+    CHECK_EQ(st.live_blocks, 0);
+    CHECK_EQ(attach_count(s), 1);
+    errno = 0;
+    CHECK(rtm_shared_lookup(s, "thread-1") == NULL && errno == ENOENT);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
 /* ---- huge ---------------------------------------------------------------------------- */
 
 static bool skipped; /* the section could not run here: exit 77 */
@@ -1550,9 +1632,11 @@ int main(int argc, char **argv)
         const char *name;
         void (*run)(void);
     } sections[] = {
-        { "lifecycle", test_lifecycle },   { "exists", test_exists },   { "address", test_address },
-        { "concurrent", test_concurrent }, { "creator", test_creator }, { "stale", test_stale },
-        { "catalog", test_catalog },       { "crafted", test_crafted }, { "huge", test_huge },
+        { "lifecycle", test_lifecycle }, { "exists", test_exists },
+        { "address", test_address },     { "concurrent", test_concurrent },
+        { "creator", test_creator },     { "stale", test_stale },
+        { "catalog", test_catalog },     { "crafted", test_crafted },
+        { "threads", test_threads },     { "huge", test_huge },
     };
     const char *what = argc > 1 ? argv[1] : "";
     owner_pid = (int)getpid();
@@ -1580,6 +1664,6 @@ int main(int argc, char **argv)
         return test_summary("shared_test");
     }
     fprintf(stderr, "usage: shared_test lifecycle | exists | address | concurrent | creator | "
-                    "stale | catalog | crafted | huge\n");
+                    "stale | catalog | crafted | threads | huge\n");
     return 2;
 }
