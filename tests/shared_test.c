@@ -178,6 +178,12 @@ static void unmount_dir(void)
     made_dir[0] = '\0';
 }
 
+/* A sanitizer's report that halts the process ends it in the runtime,
+ * which runs no atexit function and raises no signal: it calls this
+ * instead, when the program is built with a sanitizer (weak: NULL without
+ * one; sanitizer/common_interface_defs.h declares it). */
+void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
 static void remove_all(void)
 {
     if (getpid() != owner_pid)
@@ -189,9 +195,10 @@ static void remove_all(void)
 }
 
 /* A section that hangs or is stopped (SIGALRM before ctest's timeout,
- * SIGTERM, SIGINT) removes its objects too: unlink(2) of their files in
- * /dev/shm and on the hugetlbfs mount, which a signal handler may call,
- * and no stdio; then it gives the huge pages back and unmounts. */
+ * SIGTERM, SIGINT, SIGHUP, SIGPIPE from a reader that went away) removes
+ * its objects too: unlink(2) of their files in /dev/shm and on the
+ * hugetlbfs mount, which a signal handler may call, and no stdio; then it
+ * gives the huge pages back and unmounts. */
 static char paths[MAX_NAMES][sizeof "/dev/shm/rtmem-" + RTM_SHARED_NAME_MAX];
 static char huge_paths[MAX_NAMES][sizeof huge_dir + sizeof "/rtmem-" + RTM_SHARED_NAME_MAX];
 
@@ -1641,11 +1648,12 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "";
     owner_pid = (int)getpid();
     atexit(remove_all);
-    /* A section that crashes (a fault, RTM_ASSERT's trap, an abort) removes
-     * its objects as one that is stopped does. */
-    static const int fatal[] = {
-        SIGALRM, SIGTERM, SIGINT, SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE
-    };
+    if (__sanitizer_set_death_callback)
+        __sanitizer_set_death_callback(remove_all);
+    /* A section that crashes (a fault, RTM_ASSERT's trap, an abort) or that
+     * a sanitizer halts removes its objects as one that is stopped does. */
+    static const int fatal[] = { SIGALRM, SIGTERM, SIGINT,  SIGHUP, SIGPIPE,
+                                 SIGSEGV, SIGBUS,  SIGABRT, SIGILL, SIGFPE };
     struct sigaction sa = { .sa_handler = remove_on_signal };
     sigfillset(&sa.sa_mask); /* the cleanup runs once, whole */
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
