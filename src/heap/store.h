@@ -34,7 +34,7 @@ static inline struct rtm_undo *rtm_undo_of(const struct rtm_heap *h)
         __typeof__(&(lv)) rtm_p_ = &(lv);                       \
         __typeof__(*rtm_p_) rtm_v_ = (v);                       \
         rtm_undo_note(rtm_undo_of(h), rtm_p_, sizeof(*rtm_p_)); \
-        *rtm_p_ = rtm_v_;                                       \
+        *(volatile __typeof__(*rtm_p_) *)rtm_p_ = rtm_v_;       \
     } while (0)
 /* Names a function of the logged copy apart from its plain twin. */
 #define RTM_LOGGED_NAME(name)       name##_logged

@@ -23,9 +23,11 @@
  * counted (its word not yet written) or a counted entry (its word written or
  * not: writing the old value back is right either way). A SIGKILL stops a
  * thread between two instructions and never loses a store it made, so only
- * the compiler's order matters here (signal fences); the recovering process
- * reads the log after taking the lock, which orders it after every store of
- * the dead holder.
+ * the compiler's order matters here: the entry, the count and the word
+ * (store.h) are volatile stores, which keep their order, and a block's
+ * words noted before data goes in are followed by a compiler barrier. The
+ * recovering process reads the log after taking the lock, which orders it
+ * after every store of the dead holder.
  *
  * Bounds. An entry holds where the word is, as a distance from the log (so
  * that the log means the same at every address), its width (1, 2, 4 or 8
@@ -76,15 +78,15 @@ static inline void rtm_undo_note(struct rtm_undo *u, const void *p, size_t width
         u->overflow = 1;
         return;
     }
-    struct rtm_undo_entry *e = &u->entry[n];
+    volatile struct rtm_undo_entry *e = &u->entry[n];
     uint64_t lg = width == 8 ? 3 : width == 4 ? 2 : width == 2 ? 1 : 0;
-    e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
     uint64_t old = 0;
     memcpy(&old, p, width);
+    /* Volatile: the entry, then the count, then (store.h) the word, in this
+     * order, while the compiler keeps what it knows of everything else. */
+    e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
     e->old = old;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the entry, then the count */
-    __atomic_store_n(&u->count, n + 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the count, then the word */
+    *(volatile uint32_t *)&u->count = n + 1;
 }
 
 /*
@@ -107,6 +109,7 @@ static inline void rtm_undo_note_block(struct rtm_undo *u, void *p, size_t bytes
         rtm_undo_note(u, (char *)p + i, 8);
     if (n > head)
         rtm_undo_note(u, (char *)p + n - 8, 8);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the notes, then the data */
 }
 
 /* The call completed: its entries no longer count. O(1). */
