@@ -130,6 +130,8 @@ static void layout_one(const char *kind, int lock, size_t trim)
     CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
     CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + log);
     CHECK_EQ(rtm__heap_undo_bytes(h), log);
+    CHECK_EQ(rtm_heap_lock_bytes(kind, lock, size), RTM_HEAP_LOCK_OVERHEAD_MAX + log);
+    CHECK(rtm_heap_lock_bytes(kind, lock, size) >= st.overhead_bytes - us.overhead_bytes);
     for (int i = 0; i < 6; i++)
         CHECK_EQ(rtm_heap_fill_count(h, fills[i]), ufill[i]);
 
@@ -614,9 +616,15 @@ static void robust_kills(const char *kind)
 {
     unsigned char *mem = map_shared(ROBUST_HEAP);
     REQUIRE(mem != NULL, );
+    /* each child says when it has started: a kill that lands before the
+     * child's first call proves nothing */
+    int *started =
+        mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(started != MAP_FAILED, );
     uint64_t rng = 0x6b111;
     unsigned deaths = 0, recovered = 0, damaged = 0;
     for (int round = 0; round < 40; round++) {
+        __atomic_store_n(started, 0, __ATOMIC_RELAXED);
         struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
         REQUIRE(h != NULL, );
         fflush(NULL);
@@ -625,6 +633,7 @@ static void robust_kills(const char *kind)
         if (pid == 0) {
             void *live[32] = { 0 };
             uint64_t s = (uint64_t)round;
+            __atomic_store_n(started, 1, __ATOMIC_RELEASE);
             for (;;) {
                 uint64_t r = rng_next(&s);
                 void **slot = &live[r % 32];
@@ -633,7 +642,11 @@ static void robust_kills(const char *kind)
                 *slot = rtm_heap_alloc(h, (size_t)(r >> 16) % 2000);
             }
         }
-        struct timespec d = { 0, (long)rng_range(&rng, 200000, 3000000) };
+        for (int wait = 0; !__atomic_load_n(started, __ATOMIC_ACQUIRE) && wait < 20000; wait++) {
+            struct timespec w = { 0, 100000 };
+            nanosleep(&w, NULL);
+        }
+        struct timespec d = { 0, (long)rng_range(&rng, 20000, 2000000) };
         nanosleep(&d, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -661,6 +674,8 @@ static void robust_kills(const char *kind)
            "intact after %u, damaged after %u\n",
            kind, deaths, recovered, damaged);
     CHECK(deaths > 0);
+    CHECK_EQ(damaged, 0); /* the undo log rolls every death back */
+    munmap(started, sizeof(int));
     munmap(mem, ROBUST_HEAP);
 }
 

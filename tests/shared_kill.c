@@ -192,11 +192,71 @@ static void owners_of(const char *kind, int n)
     test_context = NULL;
 }
 
+/* Many owners: 300 processes that run and hold a block each, then one
+ * that exits holding five. Reclaiming that one finds its five however many
+ * others own blocks. */
+#define MANY 300
+
+static void many_owners(void)
+{
+    test_context = "owners many";
+    new_name(50);
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1u << 20);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int go[2];
+    CHECK_EQ(pipe(go), 0);
+    static pid_t kid[MANY];
+    int started = 0;
+    for (int i = 0; i < MANY; i++) {
+        kid[i] = fork();
+        if (kid[i] == 0) {
+            close(go[1]);
+            if (!rtm_heap_alloc(h, 32))
+                _exit(1);
+            char c;
+            (void)!read(go[0], &c, 1); /* until the parent closes the pipe */
+            _exit(0);
+        }
+        started += kid[i] > 0;
+    }
+    CHECK_EQ(started, MANY);
+    /* wait until all 300 hold their block */
+    for (int wait = 0; stats(h).live_blocks < (size_t)started && wait < 20000; wait++)
+        usleep(100);
+    CHECK_EQ(stats(h).live_blocks, (size_t)started);
+    pid_t last = fork();
+    if (last == 0) {
+        for (int i = 0; i < 5; i++)
+            if (!rtm_heap_alloc(h, 100))
+                _exit(1);
+        _exit(0);
+    }
+    CHECK_EQ(reap(last, NULL), 0);
+    CHECK_EQ(rtm_shared_orphans(s, NULL, 0), 5);
+    CHECK_EQ(rtm_shared_reclaim(s, last), 5);
+    CHECK_EQ(rtm_shared_reclaim(s, kid[0]), -EBUSY);
+    close(go[0]);
+    close(go[1]); /* the 300 exit */
+    for (int i = 0; i < MANY; i++)
+        if (kid[i] > 0)
+            CHECK_EQ(reap(kid[i], NULL), 0);
+    CHECK_EQ(rtm_shared_orphans(s, NULL, 0), started);
+    CHECK_EQ(rtm_shared_reclaim(s, 0), started);
+    CHECK_EQ(stats(h).live_blocks, 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+    test_context = NULL;
+}
+
 static void test_owners(void)
 {
     const char *const *kinds = rtm_heap_kinds();
     for (int k = 0; kinds[k]; k++)
         owners_of(kinds[k], k);
+    many_owners();
 }
 
 /* ---- kill -------------------------------------------------------------------------- */

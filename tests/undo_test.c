@@ -9,7 +9,9 @@
  * that call (a commit empties the count, not the entries). Then, on a copy:
  *   - roll the call back (rtm__undo_rollback over its entries): the heap must
  *     pass rtm_heap_check, and every byte must be as in S0 except those of
- *     the block the call handed out (its owner record, realloc's copy);
+ *     the block the call handed out (its owner record, realloc's copy) and,
+ *     for an add_pool (made once, half way), the memory of the pool, which
+ *     is no heap's after the roll back;
  *   - call it again on the rolled-back heap: the same result and the same
  *     bytes as S1. A store the log missed stays changed after the roll
  *     back, and the call made twice differs from the call made once (a
@@ -28,14 +30,16 @@
 #include "../src/heap/store.h"
 #include "../src/heap/undo.h"
 
-#define HEAP_BYTES ((size_t)128 << 10)
+#define HEAP_BYTES ((size_t)192 << 10) /* the heap in the first 128 KiB, a pool added later */
+#define POOL_AT    ((size_t)128 << 10)
 #define SLOTS      64
 
 static unsigned char mem[HEAP_BYTES] __attribute__((aligned(4096)));
 static unsigned char s0[HEAP_BYTES], s1[HEAP_BYTES], r[HEAP_BYTES];
 
-enum op { OP_ALLOC, OP_ALIGNED, OP_REALLOC, OP_FREE, OP_CALLOC, OP_COUNT };
-static const char *const op_names[OP_COUNT] = { "alloc", "aligned", "realloc", "free", "calloc" };
+enum op { OP_ALLOC, OP_ALIGNED, OP_REALLOC, OP_FREE, OP_CALLOC, OP_POOL, OP_COUNT };
+static const char *const op_names[OP_COUNT] = { "alloc", "aligned", "realloc",
+                                                "free",  "calloc",  "add_pool" };
 
 struct call {
     enum op op;
@@ -52,6 +56,7 @@ static void *make_call(struct rtm_heap *h, const struct call *c, int *rc)
     case OP_REALLOC: return rtm_heap_realloc(h, c->p, c->size);
     case OP_CALLOC: return rtm_heap_calloc(h, 1, c->size);
     case OP_FREE: *rc = rtm_heap_free(h, c->p); return NULL;
+    case OP_POOL: *rc = rtm_heap_add_pool(h, mem + POOL_AT, HEAP_BYTES - POOL_AT); return NULL;
     default: return NULL;
     }
 }
@@ -98,7 +103,7 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
 
     /* Roll back on the heap itself, as a process taking the lock would. */
     u->count = n;
-    CHECK_EQ(rtm__undo_rollback(u), 0);
+    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u)), 0);
     memcpy(r, mem, HEAP_BYTES);
     if (rtm_heap_check(h) != 0)
         fprintf(stderr,
@@ -112,7 +117,8 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
     CHECK_EQ(rtm_heap_check(h), 0);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < HEAP_BYTES; i++)
-        if (r[i] != s0[i] && !may_differ(i, q1, qbytes) && bad++ == 0)
+        if (r[i] != s0[i] && !may_differ(i, q1, qbytes) && !(c->op == OP_POOL && i >= POOL_AT) &&
+            bad++ == 0)
             first = i;
     if (bad)
         fprintf(stderr, "[%s] %s: %zu bytes not restored, first at offset %zu from the lock\n",
@@ -141,7 +147,7 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     test_context = ctx;
     memset(mem, 0, HEAP_BYTES);
     struct rtm_heap_config cfg = { .hardening = hardening, .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
-    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, HEAP_BYTES, &cfg);
+    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, POOL_AT, &cfg);
     CHECK(h != NULL);
     if (!h)
         return;
@@ -154,7 +160,7 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     /* What attach checks of the log (rtm__heap_validate): it must span
      * exactly to the end of the memory, fit before the heap, and count no
      * more than it holds; a roll back trusts all three. */
-    size_t to_end = HEAP_BYTES - (size_t)((unsigned char *)h - mem);
+    size_t to_end = POOL_AT - (size_t)((unsigned char *)h - mem);
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
     u->span++;
     CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
@@ -164,7 +170,7 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     u->capacity -= 1000;
     u->count = u->capacity + 1;
     CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
-    CHECK_EQ(rtm__undo_rollback(u), -1); /* and a roll back writes nothing */
+    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u)), -1); /* writes nothing */
     u->count = 0;
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
     void *slot[SLOTS] = { 0 };
@@ -187,6 +193,13 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
              * memset is the caller's, no call of the heap's to undo) */
             c.op = dice < 7 ? OP_ALLOC : OP_ALIGNED;
             c.align = (size_t)1 << (3 + tk_rng_below(&rng, 9));
+            if (tk_rng_below(&rng, 50) == 0)
+                c.align = tk_rng_below(&rng, 2) ? 0 : 48; /* refused: counted, logged */
+        }
+        if (i == ops / 3) { /* the second pool, once, half way through */
+            struct call pool = { .op = OP_POOL };
+            one_call(h, u, &pool, kind_id);
+            CHECK_EQ(u->pools, 1);
         }
         void *q = one_call(h, u, &c, kind_id);
         if (c.op == OP_FREE)
@@ -206,5 +219,14 @@ int main(int argc, char **argv)
             run(kinds[k], k, hard, ops, 0x5eed0000u + k * 7 + (unsigned)hard);
     for (unsigned k = 0; kinds[k]; k++)
         printf("%-8s most log entries one call wrote: %u\n", kinds[k], worst_entries[k]);
+    /* A robust heap's log names at most RTM_UNDO_POOLS added pools. */
+    test_context = "pools";
+    struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
+    struct rtm_heap *h = rtm_heap_create_ex("tlsf", mem, 64u << 10, &cfg);
+    CHECK(h != NULL);
+    for (unsigned i = 0; h && i <= RTM_UNDO_POOLS; i++)
+        CHECK_EQ(rtm_heap_add_pool(h, mem + (64u << 10) + i * 8192u, 8192),
+                 i < RTM_UNDO_POOLS ? 0 : -ENOSPC);
+    CHECK(h && rtm_heap_check(h) == 0);
     return test_summary("undo_test");
 }

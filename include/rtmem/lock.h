@@ -76,18 +76,22 @@
  *  - an undo log, after the lock area: every metadata word a call writes is
  *    recorded with its old value before it is written, and the log is
  *    emptied when the call ends. Each call records a bounded number of
- *    words (TLSF: at most 56 seen, page heaps: O(log r)), so its bound stays
- *    O(1) / O(log r) with a larger constant (tests/undo_test.c checks
- *    that the log sees every word, and prints the most one call used). The
- *    log's size is fixed at create from the kind and the memory size, and
- *    counted in overhead_bytes: TLSF 2112 bytes; heapmem and xnheap 2624
- *    bytes + 1024 per doubling of the memory (64 KiB: 9.6 KiB, 1 MiB:
- *    13.6 KiB, 1 GiB: 23.6 KiB);
+ *    words (TLSF: a constant; heapmem and xnheap: O(log r)), so its bound
+ *    stays O(1) / O(log r) with a larger constant (README, "Heaps that
+ *    processes share", has the measured cost). The log's size is fixed at
+ *    create from the kind and the memory size (rtm_heap_lock_bytes), and
+ *    counted in overhead_bytes: TLSF 2240 bytes; heapmem and xnheap 2752
+ *    bytes + 1024 per doubling of the memory (64 KiB: 9.7 KiB, 1 MiB:
+ *    13.7 KiB, 1 GiB: 23.7 KiB). It names up to 8 pools added after
+ *    create: rtm_heap_add_pool refuses a ninth with -ENOSPC;
  *  - an owner record of 16 bytes at the end of every block (the process id
  *    and start time of the process that allocated it): every block costs 16
  *    bytes more, usable sizes and rtm_heap_fill_count are the kind's for the
  *    request + 16, largest_free_bytes the kind's - 16. Shared heaps list and
- *    reclaim the blocks of dead processes from them (rtmem/shared.h).
+ *    reclaim the blocks of dead processes from them (rtmem/shared.h). An
+ *    overrun of up to 16 bytes past a block's usable size lands in its
+ *    record: the hardened checks, which would see it on a heap without
+ *    records, do not; the block only loses its owner (never reclaimed).
  *
  * Owner death (RTM_HEAP_LOCK_ROBUST_SHARED). When the thread or process that
  * holds the lock dies, it may have stopped anywhere in the middle of a call.
@@ -103,7 +107,8 @@
  *     and goes on with its own call as usual. Blocks the dead holder had
  *     allocated stay allocated, with its owner record;
  *  4. if the heap is damaged (the dead holder had damaged it before its call
- *     began, or the log itself is damaged), counts a corruption (the heap's
+ *     began, the log itself is damaged, or the call had outgrown the log:
+ *     none ever has), counts a corruption (the heap's
  *     corruptions counter; such a heap has no corruption handler, since a
  *     handler is an address in one process), leaves the lock unrecoverable
  *     and fails its own call with -ENOTRECOVERABLE (an allocation: NULL,
@@ -183,6 +188,13 @@ struct rtm_heap_lock_stats {
 /* The heap's lock type (RTM_HEAP_LOCK_*), or -EINVAL for a NULL or destroyed
  * heap. O(1); takes no lock. */
 RTM_API int rtm_heap_lock_type(const struct rtm_heap *h);
+
+/* The most bytes a heap of kind with lock (RTM_HEAP_LOCK_*) keeps ahead of
+ * the kind's memory when created in size bytes: the lock area and its
+ * alignment trim (RTM_HEAP_LOCK_OVERHEAD_MAX), plus a robust heap's undo
+ * log; 0 for no lock. For sizing a shared segment. 0 for an unknown kind or
+ * lock. O(1). */
+RTM_API size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size);
 
 /* Copies what the heap's lock has seen into *out (an unlocked heap: type
  * RTM_HEAP_LOCK_NONE, recoverable 1, counters 0). Returns 0, or -EINVAL for

@@ -46,7 +46,10 @@
  *     catalog's entry count and offset, the heap's offset, the creator's pid,
  *     the kind's name;
  *   the catalog: catalog_entries entries of 48 bytes (a name and an offset);
- *   the heap: its lock area, then the kind's heap, on the rest.
+ *   the heap: its lock area, its undo log, then the kind's heap, on the
+ *     rest; every block ends with a 16-byte owner record (rtmem/lock.h).
+ * Version 2 added the undo log and the owner records: a segment of
+ * version 1 is refused (EPROTO).
  * Offset 0 is the header: no block ever lies there, so 0 stands for "no
  * object" wherever an offset is given.
  *
@@ -117,9 +120,16 @@
  * owner no longer runs; rtm_shared_reclaim frees them. Neither ever
  * touches a block the catalog points into, a block the heap owns, or one
  * whose record its user overran (its last 16 bytes past the usable size:
- * no owner known). They are maintenance calls, not for a control loop: each
- * walks every block (O(blocks)) with the heap's lock held, twice, and reads
- * /proc between the walks with the lock given back.
+ * no owner known). They go by owner alone: a block a live process still
+ * uses, because it reached it from a published object (a queue's node) or
+ * kept a dead process's realloc'd block, is reclaimed with its dead owner's
+ * others. Give such blocks to the heap or to their user first
+ * (rtm_shared_set_owner). They are maintenance calls, not for a control
+ * loop: each walks every block (O(blocks)) with the heap's lock held,
+ * twice, reads /proc between the walks with the lock given back, and
+ * mallocs a set of the owners it met. Where /proc does not show a process
+ * (not mounted, or mounted hidepid= and the process another user's), a pid
+ * that kill(2) finds counts as running, reused or not.
  *
  * The catalog maps names (up to RTM_SHARED_CATALOG_NAME_MAX bytes) to
  * offsets of objects in the segment, so that processes find each other's
@@ -165,7 +175,7 @@ extern "C" {
 #endif
 
 /* The layout version this library writes and attaches to. */
-#define RTM_SHARED_LAYOUT_VERSION   1u
+#define RTM_SHARED_LAYOUT_VERSION   2u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */
@@ -361,18 +371,18 @@ struct rtm_shared_orphan {
  * Lists the blocks whose owner no longer runs, skipping those the catalog
  * points into: fills out[0 .. max) and returns how many there are (which
  * may be more than max; out may be NULL when max is 0), or a negative
- * errno (-EINVAL, the lock's errors). Looks at up to 256 distinct owners
- * per call. O(blocks), with the lock held twice ("Owners" above).
+ * errno (-EINVAL, -ENOMEM, the lock's errors). O(blocks), with the lock
+ * held twice ("Owners" above).
  */
 RTM_API long rtm_shared_orphans(struct rtm_shared *s, struct rtm_shared_orphan *out, size_t max);
 
 /*
  * Frees the blocks of process pid, which must be gone (-EBUSY while it
- * runs), or, for pid 0, of every process that is gone; skips blocks the
- * catalog points into. Returns how many it freed (0: none), or a negative
- * errno (-EINVAL for a NULL handle or a negative pid, the lock's errors).
- * Looks at up to 256 distinct owners per call: call again until it
- * returns 0. O(blocks) per 256 blocks freed, the lock held for each walk.
+ * runs and owns a block), or, for pid 0, of every process that is gone;
+ * skips blocks the catalog points into. Returns how many it freed (0:
+ * none), or a negative errno (-EINVAL for a NULL handle or a negative pid,
+ * -ENOMEM, the lock's errors). O(blocks) per 256 blocks freed, the lock
+ * held for each walk ("Owners" above).
  */
 RTM_API long rtm_shared_reclaim(struct rtm_shared *s, int pid);
 

@@ -88,7 +88,8 @@ static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct
     /* A robust heap first undoes what the dead holder's call had written:
      * the heap is then as that call found it (undo.h). A damaged log
      * writes nothing and leaves the decision to the check. */
-    if ((l->features & RTM_LOCKF_UNDO) && rtm__undo_rollback(rtm_undo_of(h)) < 0) {
+    if ((l->features & RTM_LOCKF_UNDO) &&
+        rtm__undo_rollback(rtm_undo_of(h), h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES) < 0) {
         rtm__heap_corrupt(h, NULL, NULL, "lock holder died; its undo log is damaged");
         rtm__lock_abandon(l);
         return -ENOTRECOVERABLE;
@@ -180,6 +181,8 @@ static struct rtm_heap *create_locked(uint32_t kind, void *mem, size_t size,
         return NULL;
     }
     if (cap) {
+        uint32_t self, stamp; /* learnt now, not in a call under the lock */
+        rtm__owner_self(&self, &stamp);
         struct rtm_undo *u = (struct rtm_undo *)(at + RTM_HEAP_LOCK_AREA_BYTES);
         memset(u, 0, sizeof(*u));
         u->capacity = cap;
@@ -279,6 +282,22 @@ int rtm__heap_lock_hold(struct rtm_heap *h)
     if (!ops_of(h) || !h->lock_offset)
         return -EINVAL;
     return heap_lock(h, lock_of(h));
+}
+
+size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
+{
+    if (!kind || lock < RTM_HEAP_LOCK_NONE || lock > RTM_HEAP_LOCK_ROBUST_SHARED)
+        return 0;
+    for (uint32_t i = 0; i < RTM_KIND_COUNT; i++) {
+        if (strcmp(kind, registry[i]->name) != 0)
+            continue;
+        if (lock == RTM_HEAP_LOCK_NONE)
+            return 0;
+        size_t log =
+            lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm_undo_bytes(rtm__undo_capacity(i, size)) : 0;
+        return RTM_HEAP_LOCK_OVERHEAD_MAX + log;
+    }
+    return 0;
 }
 
 const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h)
@@ -534,8 +553,7 @@ int rtm__heap_validate(const struct rtm_heap *h, size_t bytes)
         if (l->features & RTM_LOCKF_UNDO) {
             const struct rtm_undo *u = rtm_undo_of(h);
             size_t room = h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES;
-            if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES + sizeof(*u) ||
-                u->capacity > (room - sizeof(*u)) / sizeof(u->entry[0]) || u->count > u->capacity ||
+            if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES || !rtm__undo_valid(u, room) ||
                 u->span != room + bytes)
                 return -EFAULT;
         }

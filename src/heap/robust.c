@@ -1,7 +1,7 @@
 /*
  * The calls of a robust heap (RTM_HEAP_LOCK_ROBUST_SHARED), lock held: the
  * kind's logged operations (store.h), the undo log emptied at the end of
- * each (undo.h), and an owner record before every block.
+ * each (undo.h), and an owner record at the end of every block.
  *
  * Owner records. Every block a robust heap hands out ends with 16 bytes
  * the caller never sees: the owner's pid and start-time stamp
@@ -69,8 +69,10 @@ static uint32_t self_pid, self_stamp; /* atomics; 0: not learnt yet */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* Field 22 of /proc/<pid>/stat (starttime), and whether the process is a
- * zombie or dead: 1 alive, 0 gone, -1 unknown (no /proc). No malloc, no
- * stdio: async-signal-safe, for the fork handler. */
+ * zombie or dead: 1 running (*start set), 0 a zombie, -1 unknown (no such
+ * file, which is also what a /proc mounted hidepid= shows for another
+ * user's live process; or unreadable). No malloc, no stdio:
+ * async-signal-safe, for the fork handler. */
 static int read_stat(uint32_t pid, uint64_t *start)
 {
     char path[32] = "/proc/";
@@ -87,12 +89,12 @@ static int read_stat(uint32_t pid, uint64_t *start)
     memcpy(path + at, "/stat", 6);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+        return -1;
     char buf[1024];
     ssize_t len = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (len <= 0)
-        return 0;
+        return -1;
     buf[len] = 0;
     char *p = strrchr(buf, ')'); /* the command may hold spaces and ')' */
     if (!p || p[1] != ' ')
@@ -144,10 +146,16 @@ void rtm__owner_self(uint32_t *pid, uint32_t *stamp)
 bool rtm__owner_stamp(uint32_t pid, uint32_t *stamp)
 {
     uint64_t start = 0;
-    if (pid == 0 || pid > (uint32_t)INT32_MAX || read_stat(pid, &start) != 1)
+    if (pid == 0 || pid > (uint32_t)INT32_MAX)
         return false;
-    *stamp = (uint32_t)start;
-    return true;
+    int st = read_stat(pid, &start);
+    if (st == 1) {
+        *stamp = (uint32_t)start;
+        return true;
+    }
+    /* /proc cannot say: a pid kill(2) finds runs, start time unknown (0) */
+    *stamp = 0;
+    return st < 0 && !(kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
 int rtm__owner_alive(uint32_t pid, uint32_t stamp)
@@ -156,12 +164,13 @@ int rtm__owner_alive(uint32_t pid, uint32_t stamp)
         return 0;
     uint64_t start = 0;
     int st = read_stat(pid, &start);
-    if (st == 1)
+    if (st == 1) /* running: the same process if it started when the record says */
         return stamp == 0 || (uint32_t)start == stamp;
     if (st == 0)
-        return 0;
-    /* No /proc: kill(pid, 0) tells a pid in use (perhaps reused) from none. */
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+        return 0; /* a zombie: gone */
+    /* /proc cannot say (not mounted, or hidepid=): only ESRCH means gone; a
+     * pid in use counts as alive, reused or not (its blocks stay). */
+    return !(kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
 static inline struct rtm_undo *undo(const struct rtm_heap *h)
@@ -263,10 +272,28 @@ size_t rtm__robust_fill_count(const struct rtm_heap_ops *ops, const struct rtm_h
     return size > SIZE_MAX - RTM_OWNER_BYTES ? 0 : ops->fill_count(h, size + RTM_OWNER_BYTES);
 }
 
+/* The pool's memory is named in the log first (logged itself), so that a
+ * roll back may write there, and unnamed again when the kind refuses it. */
 int rtm__robust_add_pool(struct rtm_heap *h, void *mem, size_t size)
 {
+    struct rtm_undo *u = undo(h);
+    uint32_t i = u->pools;
+    if (i >= RTM_UNDO_POOLS)
+        return -ENOSPC;
+    if (!mem || size == 0 || (uintptr_t)mem + size - 1 < (uintptr_t)mem)
+        return -EINVAL;
+    uint64_t at = (uint64_t)((uintptr_t)mem - (uintptr_t)u), len = size;
+    rtm_undo_note(u, &u->pool[i].at, sizeof(u->pool[i].at));
+    rtm_undo_note(u, &u->pool[i].len, sizeof(u->pool[i].len));
+    rtm_undo_note(u, &u->pools, sizeof(u->pools));
+    *(volatile uint64_t *)&u->pool[i].at = at;
+    *(volatile uint64_t *)&u->pool[i].len = len;
+    *(volatile uint32_t *)&u->pools = i + 1;
     int rc = logged[h->kind]->add_pool(h, mem, size);
-    rtm_undo_commit(undo(h));
+    if (rc != 0)
+        (void)rtm__undo_rollback(u, h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES);
+    else
+        rtm_undo_commit(u);
     return rc;
 }
 
@@ -278,7 +305,13 @@ int rtm__robust_set_owner(const struct rtm_heap_ops *ops, const struct rtm_heap 
     size_t n = p ? ops->usable_size(h, p) : 0;
     if (n < RTM_OWNER_BYTES)
         return -EINVAL;
-    rec_write(rec_at(p, n), pid, stamp);
+    /* logged, so that a death inside the write leaves the old record, not
+     * a torn one */
+    struct rtm_heap *w = (struct rtm_heap *)(uintptr_t)h;
+    char *at = rec_at(p, n);
+    rtm_undo_note_block(undo(w), at, RTM_OWNER_BYTES);
+    rec_write(at, pid, stamp);
+    rtm_undo_commit(undo(w));
     return 0;
 }
 

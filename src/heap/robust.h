@@ -2,7 +2,7 @@
  * Internal: the calls of a robust heap (RTM_HEAP_LOCK_ROBUST_SHARED), made
  * by the dispatcher (heap.c) with the heap's lock held. Each runs the kind's
  * logged operation (store.h) and empties the undo log before it returns
- * (undo.h), and keeps an owner record before every block (robust.c says
+ * (undo.h), and keeps an owner record at the end of every block (robust.c says
  * how). ops is the kind's (plain) table, for the calls that only read.
  */
 #ifndef RTMEM_SRC_HEAP_ROBUST_H
@@ -35,12 +35,15 @@ int rtm__robust_add_pool(struct rtm_heap *h, void *mem, size_t size);
 void rtm__owner_self(uint32_t *pid, uint32_t *stamp);
 
 /* Whether the process (pid, stamp) still runs: /proc/<pid>/stat exists,
- * is no zombie, and has that start time. A system call or three: never on
- * a heap call's path. */
+ * is no zombie, and has that start time; where /proc cannot say (not
+ * mounted, or hiding other users' processes), whether kill(pid, 0) finds
+ * the pid (then a reused pid counts as alive). A system call or three:
+ * never on a heap call's path. */
 int rtm__owner_alive(uint32_t pid, uint32_t stamp);
 
 /* The start-time stamp of running process pid: true, or false when it
- * does not run (or /proc cannot say). */
+ * does not run. Where /proc cannot say, true with a stamp of 0 (unknown)
+ * for a pid kill(2) finds. */
 bool rtm__owner_stamp(uint32_t pid, uint32_t *stamp);
 
 /* One live block of a robust heap, as rtm__robust_walk reports it. */

@@ -1,27 +1,60 @@
 /* The undo log of robust heaps: roll back and sizing (undo.h). */
 #include "undo.h"
 
+#include <stddef.h>
+
 #include "kind.h"
 
-int rtm__undo_rollback(struct rtm_undo *u)
+int rtm__undo_valid(const struct rtm_undo *u, size_t room)
+{
+    if (room < sizeof(*u) || u->capacity > (room - sizeof(*u)) / sizeof(u->entry[0]) ||
+        u->count > u->capacity || u->span < room || u->pools > RTM_UNDO_POOLS)
+        return 0;
+    for (uint32_t i = 0; i < u->pools; i++)
+        if (u->pool[i].len == 0 || u->pool[i].at + u->pool[i].len - 1 < u->pool[i].at)
+            return 0; /* empty, or wrapping around */
+    return 1;
+}
+
+/* Whether the width bytes at distance dist from the log are heap memory:
+ * past the log and before the end of the memory given at create, in the
+ * log's table of added pools, or in an added pool. */
+static int in_heap(const struct rtm_undo *u, uint64_t dist, uint64_t width)
+{
+    if (dist >= rtm_undo_bytes(u->capacity) && dist <= u->span && u->span - dist >= width)
+        return 1;
+    /* the log's own table of added pools (rtm_heap_add_pool names a pool) */
+    if (dist >= offsetof(struct rtm_undo, pools) && dist <= offsetof(struct rtm_undo, entry) &&
+        offsetof(struct rtm_undo, entry) - dist >= width)
+        return 1;
+    for (uint32_t i = 0; i < u->pools; i++) {
+        uint64_t rel = dist - u->pool[i].at; /* modulo 2^64, as the distances */
+        if (rel < u->pool[i].len && u->pool[i].len - rel >= width)
+            return 1;
+    }
+    return 0;
+}
+
+int rtm__undo_rollback(struct rtm_undo *u, size_t room)
 {
     uint32_t n = __atomic_load_n(&u->count, __ATOMIC_RELAXED);
-    if (n == 0)
+    if (n == 0) {
+        u->overflow = 0; /* a death inside a commit, after its count */
         return 0;
+    }
+    if (!rtm__undo_valid(u, room))
+        return -1;
     if (u->overflow) {
         u->count = 0;
         u->overflow = 0;
         u->overflows++;
         return 1;
     }
-    if (n > u->capacity)
-        return -1;
     /* Every entry first: a damaged log writes nothing. */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t where = u->entry[i].where, width = (uint64_t)1 << (where & 3);
         uint64_t dist = where >> 2;
-        if (dist < rtm_undo_bytes(u->capacity) || dist > u->span || u->span - dist < width ||
-            ((uintptr_t)u + dist) % width != 0)
+        if (!in_heap(u, dist, width) || ((uintptr_t)u + dist) % width != 0)
             return -1;
     }
     for (uint32_t i = n; i-- > 0;) {
@@ -46,6 +79,23 @@ static uint32_t tree_levels(size_t n)
     return 2 * lg + 1;
 }
 
+/*
+ * The capacity is sized for the most words a call can write, with a wide
+ * margin over the most ever seen (tests/undo_test.c prints it):
+ *  - TLSF: a constant. The longest call is a realloc that moves: an
+ *    allocation (about 18 words), its copy's first 128 bytes and last word
+ *    (17), the free of the old block (at most 21), and the owner record
+ *    (2): under 60; 128 entries. Seen: 56.
+ *  - heapmem, xnheap: a call updates the two trees of free runs a few
+ *    times (a moving realloc: at most 5 removals and 4 insertions), each
+ *    a few words per level it climbs, plus a bounded rest. 128 entries and
+ *    32 per level of the deeper tree (red-black: 2 log2(runs + 1)) cover
+ *    the calls seen six times over (a 16 MiB heap: 184 seen, 1120 room).
+ *    An AVL removal may rotate at every level, and five of them at every
+ *    level in one call would need more: a call that outgrows the log is
+ *    counted (overflows) and finishes, and a death during it is left to
+ *    the full check (rtmem/lock.h). None has been seen.
+ */
 uint32_t rtm__undo_capacity(uint32_t kind, size_t bytes)
 {
     if (kind == RTM_KIND_TLSF)

@@ -44,6 +44,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Pools a robust heap takes after create (rtm_heap_add_pool: -ENOSPC past
+ * them). */
+#define RTM_UNDO_POOLS 8u
+
 struct rtm_undo_entry {
     uint64_t where; /* distance from the log << 2 | log2(width) */
     uint64_t old;   /* the word's value before the call, in its low bytes */
@@ -57,11 +61,19 @@ struct rtm_undo {
     uint64_t span;     /* bytes from the log to the end of the heap's memory */
     uint64_t rollbacks;
     uint64_t overflows;
-    uint64_t reserved[3];
+    uint32_t pools; /* pools added after create (rtm_heap_add_pool) */
+    uint32_t reserved0;
+    uint64_t reserved[2];
+    /* The memory of each added pool, as a distance from the log (modulo
+     * 2^64: a pool may lie below it) and a length: a roll back writes
+     * there too, and nowhere else outside [log, log + span). */
+    struct {
+        uint64_t at, len;
+    } pool[RTM_UNDO_POOLS];
     struct rtm_undo_entry entry[];
 };
 
-_Static_assert(sizeof(struct rtm_undo) == 64, "the log's header is one cache line");
+_Static_assert(sizeof(struct rtm_undo) == 64 + 16 * RTM_UNDO_POOLS, "the header's size");
 
 /* Bytes a log of n entries takes. */
 static inline size_t rtm_undo_bytes(uint32_t n)
@@ -121,21 +133,27 @@ static inline void rtm_undo_commit(struct rtm_undo *u)
     if (__builtin_expect(n > u->peak, 0))
         u->peak = n;
     if (__builtin_expect(u->overflow, 0)) {
-        u->overflows++;
         u->overflow = 0;
+        u->overflows++;
     }
 }
 
 /*
  * After the holder died: writes back the old value of every entry, last
- * first, then empties the log. Returns 0 (nothing to undo, or undone), 1
- * when the call overflowed the log (the caller must decide from the heap's
- * full check), -1 when the log itself is damaged (a count past its
- * capacity, or an entry outside the heap's memory or misaligned): nothing
- * is written then. Idempotent: a process killed while rolling back leaves
- * the log for the next one to roll back again. O(entries).
+ * first, then empties the log. room is the bytes from the log to the heap
+ * (the most a log there can take). Returns 0 (nothing to undo, or undone),
+ * 1 when the call overflowed the log (the caller must decide from the
+ * heap's full check), -1 when the log itself is damaged (a capacity past
+ * room, a count past the capacity, an entry outside the heap's memory and
+ * its added pools, or misaligned): nothing is written then. Idempotent: a
+ * process killed while rolling back leaves the log for the next one to
+ * roll back again. O(entries x added pools).
  */
-int rtm__undo_rollback(struct rtm_undo *u);
+int rtm__undo_rollback(struct rtm_undo *u, size_t room);
+
+/* Whether the log names only memory it may: its header and capacity fit in
+ * room, its span and added pools hold together. For attach. O(1). */
+int rtm__undo_valid(const struct rtm_undo *u, size_t room);
 
 /* Entries the log of a heap of the given kind in `bytes` of memory needs. */
 uint32_t rtm__undo_capacity(uint32_t kind, size_t bytes);

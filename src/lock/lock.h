@@ -36,8 +36,8 @@ struct rtm_lock {
 };
 
 /* lock->features: an undo log right after the lock area (src/heap/undo.h),
- * and an owner record before every block (src/heap/robust.c). Both are set
- * for every RTM_HEAP_LOCK_ROBUST_SHARED heap, never for another. */
+ * and an owner record at the end of every block (src/heap/robust.c). Both
+ * are set for every RTM_HEAP_LOCK_ROBUST_SHARED heap, never for another. */
 #define RTM_LOCKF_UNDO   1u
 #define RTM_LOCKF_OWNERS 2u
 

@@ -3,38 +3,77 @@
  * gone (rtmem/shared.h, "Owners"). Built on the owner records of robust
  * heaps (src/heap/robust.c). Liveness is looked up in /proc with the heap's
  * lock given back: each call walks the heap once with the lock held to
- * learn the owners, then once more, per batch, to act.
+ * learn the owners (every distinct one, in a set it mallocs), then once
+ * more, per batch of BATCH blocks, to act.
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "../heap/robust.h"
 #include "../lock/lock.h"
 
-/* Distinct owners one call looks at; more are left to the next call. */
-#define OWNERS_MAX 256
 /* Blocks freed per hold of the lock. */
-#define BATCH      256
+#define BATCH 256
 
 struct owner {
     uint32_t pid, stamp;
     bool gone;
 };
 
+/* The distinct owners of the blocks a walk met: an open-addressing set,
+ * malloc'd, grown as needed (a maintenance call: not on a control loop's
+ * path). */
 struct owners {
-    struct owner o[OWNERS_MAX];
-    unsigned n;
-    bool more; /* owners were left out */
+    struct owner *o;
+    size_t cap, n;   /* slots (a power of two), owners in them */
+    uint32_t filter; /* only this pid (0: every one) */
+    bool nomem;
 };
 
-static struct owner *owner_find(struct owners *w, uint32_t pid, uint32_t stamp)
+static size_t slot_of(const struct owners *w, uint32_t pid, uint32_t stamp)
 {
-    for (unsigned i = 0; i < w->n; i++)
-        if (w->o[i].pid == pid && w->o[i].stamp == stamp)
-            return &w->o[i];
-    return NULL;
+    uint64_t x = ((uint64_t)pid << 32 | stamp) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 32) & (w->cap - 1);
+}
+
+static struct owner *owner_find(const struct owners *w, uint32_t pid, uint32_t stamp)
+{
+    if (!w->cap)
+        return NULL;
+    for (size_t i = slot_of(w, pid, stamp);; i = (i + 1) & (w->cap - 1)) {
+        struct owner *o = &w->o[i];
+        if (o->pid == 0)
+            return NULL;
+        if (o->pid == pid && o->stamp == stamp)
+            return o;
+    }
+}
+
+static bool owner_add(struct owners *w, uint32_t pid, uint32_t stamp)
+{
+    if (2 * (w->n + 1) > w->cap) { /* at most half full */
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        struct owner *old = w->o, *o = calloc(cap, sizeof(*o));
+        if (!o)
+            return false;
+        size_t old_cap = w->cap;
+        w->o = o;
+        w->cap = cap;
+        w->n = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i].pid)
+                owner_add(w, old[i].pid, old[i].stamp);
+        free(old);
+    }
+    size_t i = slot_of(w, pid, stamp);
+    while (w->o[i].pid)
+        i = (i + 1) & (w->cap - 1);
+    w->o[i] = (struct owner){ pid, stamp, false };
+    w->n++;
+    return true;
 }
 
 /* Blocks of no known process: the heap's own (pid 0), or an overrun record. */
@@ -46,31 +85,35 @@ static bool ownerless(uint32_t pid)
 static int learn_one(void *arg, const struct rtm_owned *b)
 {
     struct owners *w = arg;
-    if (ownerless(b->pid) || owner_find(w, b->pid, b->stamp))
+    if (ownerless(b->pid) || (w->filter && b->pid != w->filter) || owner_find(w, b->pid, b->stamp))
         return 0;
-    if (w->n == OWNERS_MAX) {
-        w->more = true;
-        return 0;
+    if (!owner_add(w, b->pid, b->stamp)) {
+        w->nomem = true;
+        return 1;
     }
-    w->o[w->n++] = (struct owner){ b->pid, b->stamp, false };
     return 0;
 }
 
-/* Every owner of a live block (up to OWNERS_MAX), and whether it is gone. */
-static int learn_owners(struct rtm_shared *s, struct owners *w)
+/* Every owner of a live block (of pid only, unless 0), and whether it is
+ * gone: 0, -ENOMEM, or the lock's or the walk's errors. */
+static int learn_owners(struct rtm_shared *s, struct owners *w, uint32_t pid)
 {
     const struct rtm_heap_ops *ops = rtm__heap_ops(s->heap);
-    w->n = 0;
-    w->more = false;
+    *w = (struct owners){ .filter = pid };
     int rc = rtm__heap_lock_hold(s->heap);
     if (rc)
         return rc;
     rc = rtm__robust_walk(ops, s->heap, learn_one, w);
     rtm__heap_lock_release(s->heap);
-    if (rc)
+    if (w->nomem)
+        rc = -ENOMEM;
+    if (rc < 0) {
+        free(w->o);
         return rc;
-    for (unsigned i = 0; i < w->n; i++)
-        w->o[i].gone = !rtm__owner_alive(w->o[i].pid, w->o[i].stamp);
+    }
+    for (size_t i = 0; i < w->cap; i++)
+        if (w->o[i].pid)
+            w->o[i].gone = !rtm__owner_alive(w->o[i].pid, w->o[i].stamp);
     return 0;
 }
 
@@ -135,15 +178,16 @@ long rtm_shared_orphans(struct rtm_shared *s, struct rtm_shared_orphan *out, siz
     if (!s || (!out && max))
         return -EINVAL;
     struct owners w;
-    int rc = learn_owners(s, &w);
+    int rc = learn_owners(s, &w, 0);
     if (rc)
         return rc;
     struct pick k = { .s = s, .w = &w, .out = out, .max = max };
     rc = rtm__heap_lock_hold(s->heap);
-    if (rc)
-        return rc;
-    rc = rtm__robust_walk(rtm__heap_ops(s->heap), s->heap, list_one, &k);
-    rtm__heap_lock_release(s->heap);
+    if (rc == 0) {
+        rc = rtm__robust_walk(rtm__heap_ops(s->heap), s->heap, list_one, &k);
+        rtm__heap_lock_release(s->heap);
+    }
+    free(w.o);
     return rc ? rc : k.count;
 }
 
@@ -152,40 +196,40 @@ long rtm_shared_reclaim(struct rtm_shared *s, int pid)
     if (!s || pid < 0)
         return -EINVAL;
     struct owners w;
-    int rc = learn_owners(s, &w);
+    int rc = learn_owners(s, &w, (uint32_t)pid);
     if (rc)
         return rc;
     if (pid > 0) {
-        bool any = false, running = false;
-        for (unsigned i = 0; i < w.n; i++)
-            if (w.o[i].pid == (uint32_t)pid) {
-                any = true;
-                running |= !w.o[i].gone;
+        for (size_t i = 0; i < w.cap; i++)
+            if (w.o[i].pid && !w.o[i].gone) {
+                free(w.o);
+                return -EBUSY; /* it runs: its blocks stay */
             }
-        if (running)
-            return -EBUSY;
-        if (!any && !w.more)
-            return 0;
     }
     const struct rtm_heap_ops *ops = rtm__heap_ops(s->heap);
     struct pick k = { .s = s, .w = &w, .pid = (uint32_t)pid };
     long freed = 0;
-    do {
+    for (;;) {
         k.n = 0;
         rc = rtm__heap_lock_hold(s->heap);
         if (rc)
-            return freed ? freed : rc;
+            break;
         rc = rtm__robust_walk(ops, s->heap, batch_one, &k);
+        long before = freed;
         for (unsigned i = 0; i < k.n; i++)
             if (rtm__robust_free(ops, s->heap, k.batch[i]) == 0)
                 freed++;
         rtm__heap_lock_release(s->heap);
-        if (rc < 0)
-            return freed ? freed : rc;
-    } while (k.n == BATCH);
+        /* a full batch: walk again; stop when one frees nothing (blocks the
+         * heap refuses to free would fill every batch) */
+        if (rc < 0 || k.n < BATCH || freed == before)
+            break;
+    }
+    free(w.o);
+    if (rc < 0 && freed == 0)
+        return rc;
     return freed;
 }
-
 int rtm_shared_set_owner(struct rtm_shared *s, void *p, int pid)
 {
     if (!s || pid < 0)

@@ -12,6 +12,7 @@
 
 #include "internal.h"
 #include "../heap/kind.h"
+#include "../heap/robust.h"
 
 /* The heap starts on this boundary after header and catalog. */
 #define HEAP_ALIGN 64u
@@ -127,6 +128,8 @@ struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size
     int rc = rtm__shared_check_name(name);
     if (rc)
         return fail_null(-rc);
+    uint32_t self, stamp; /* this process's owner identity: learnt now, not under the lock */
+    rtm__owner_self(&self, &stamp);
     if (!kind || (cfg && cfg->catalog_entries > RTM_SHARED_CATALOG_MAX))
         return fail_null(EINVAL);
     bool known = false;
@@ -238,6 +241,8 @@ struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_share
         return fail_null(-rc);
     if (!attach_config_ok(cfg))
         return fail_null(EINVAL);
+    uint32_t self, stamp; /* this process's owner identity: learnt now, not under the lock */
+    rtm__owner_self(&self, &stamp);
     struct rtm_shared *s = calloc(1, sizeof *s);
     if (!s)
         return fail_null(ENOMEM);
