@@ -28,12 +28,20 @@ static inline struct rtm_undo *rtm_undo_of(const struct rtm_heap *h)
     return (struct rtm_undo *)((uintptr_t)h - h->lock_offset + RTM_HEAP_LOCK_AREA_BYTES);
 }
 
+/* A kind whose calls provably fit its log's capacity defines
+ * RTM_UNDO_FITS before including this file: its notes skip the test. */
+#if defined(RTM_UNDO_FITS) && RTM_UNDO_FITS
+#define RTM_UNDO_NOTE rtm_undo_note_fits
+#else
+#define RTM_UNDO_NOTE rtm_undo_note
+#endif
+
 #if RTM_LOGGED
 #define RTM_SET(h, lv, v)                                       \
     do {                                                        \
         __typeof__(&(lv)) rtm_p_ = &(lv);                       \
         __typeof__(*rtm_p_) rtm_v_ = (v);                       \
-        rtm_undo_note(rtm_undo_of(h), rtm_p_, sizeof(*rtm_p_)); \
+        RTM_UNDO_NOTE(rtm_undo_of(h), rtm_p_, sizeof(*rtm_p_)); \
         *(volatile __typeof__(*rtm_p_) *)rtm_p_ = rtm_v_;       \
     } while (0)
 /* Names a function of the logged copy apart from its plain twin. */

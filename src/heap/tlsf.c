@@ -25,6 +25,8 @@
 
 #include "rtmem/tlsf.h"
 #include "kind.h"
+/* Every call writes at most 56 words, and its log holds 128 (undo.c). */
+#define RTM_UNDO_FITS 1
 #include "store.h"
 
 #define W            ((size_t)sizeof(size_t))

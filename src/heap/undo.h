@@ -81,6 +81,25 @@ static inline size_t rtm_undo_bytes(uint32_t n)
     return sizeof(struct rtm_undo) + (size_t)n * sizeof(struct rtm_undo_entry);
 }
 
+/* rtm_undo_note for a kind that has proved its calls fit the capacity it
+ * gets (TLSF: see rtm__undo_capacity): no test of room but in a debug
+ * build. */
+static inline void rtm_undo_note_fits(struct rtm_undo *u, const void *p, size_t width)
+{
+    uint32_t n = u->count;
+#if defined(RTM_DEBUG) && RTM_DEBUG
+    if (n >= u->capacity)
+        __builtin_trap();
+#endif
+    volatile struct rtm_undo_entry *e = &u->entry[n];
+    uint64_t lg = width == 8 ? 3 : width == 4 ? 2 : width == 2 ? 1 : 0;
+    uint64_t old = 0;
+    memcpy(&old, p, width);
+    e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
+    e->old = old;
+    *(volatile uint32_t *)&u->count = n + 1;
+}
+
 /* Records the old value of the width bytes at p (1, 2, 4 or 8, naturally
  * aligned) as the call's next entry. O(1), no branch taken but when full. */
 static inline void rtm_undo_note(struct rtm_undo *u, const void *p, size_t width)
