@@ -177,6 +177,8 @@ static void owners_of(const char *kind, int n)
     CHECK_EQ(rtm_heap_check(h), 0);
 
     /* refusals */
+    static unsigned char elsewhere[64u << 10] __attribute__((aligned(64)));
+    CHECK_EQ(rtm_heap_add_pool(h, elsewhere, sizeof elsewhere), -ENOTSUP); /* all its memory */
     CHECK_EQ(rtm_shared_orphans(NULL, NULL, 0), -EINVAL);
     CHECK_EQ(rtm_shared_orphans(s, NULL, 1), -EINVAL);
     CHECK_EQ(rtm_shared_reclaim(NULL, 0), -EINVAL);

@@ -271,7 +271,9 @@ RTM_API size_t rtm_heap_usable_size(const struct rtm_heap *h, const void *p);
 /* Adds [mem, mem + size) to the heap as one more pool. It must not overlap
  * any existing pool. Returns 0, -EINVAL (NULL, wrap-around, overlap with a
  * pool of this heap), -ENOMEM (too small to hold one block), -E2BIG (too large
- * for the kind), or -ENOTSUP (the kind takes one pool only). Time: O(1) plus
+ * for the kind), -ENOTSUP (the kind takes one pool only, or the heap is a
+ * shared heap, rtmem/shared.h, whose segment is all its memory) or -ENOSPC
+ * (a robust heap has taken its 8 pools, rtmem/lock.h). Time: O(1) plus
  * O(number of pools) for the overlap check. */
 RTM_API int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
 

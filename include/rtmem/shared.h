@@ -114,6 +114,8 @@
  * Owners. Each block records the process that allocated it: its pid and
  * its start time, so that a pid the system hands to a new process is not
  * taken for the old one (all processes must share one pid namespace). A
+ * child made by fork learns its own identity (pthread_atfork); one made by
+ * a raw clone(2), which skips fork's handlers, records its parent's. A
  * realloc keeps the owner; rtm_shared_set_owner changes it, to another
  * running process or to the heap itself (pid 0: never reclaimed, for data
  * that outlives its creator). rtm_shared_orphans lists the blocks whose
@@ -297,7 +299,8 @@ RTM_API struct rtm_shared *rtm_shared_attach_ex(const char *name,
                                                 const struct rtm_shared_config *cfg);
 
 /* The heap, at this process's address: use it with every rtm_heap_* call
- * (never rtm_heap_destroy: the heap belongs to every process attached).
+ * (never rtm_heap_destroy: the heap belongs to every process attached;
+ * rtm_heap_add_pool refuses with -ENOTSUP: the segment is all its memory).
  * NULL for a NULL handle. O(1). */
 RTM_API struct rtm_heap *rtm_shared_heap(struct rtm_shared *s);
 

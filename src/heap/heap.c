@@ -300,6 +300,12 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
     return 0;
 }
 
+void rtm__heap_fix(struct rtm_heap *h)
+{
+    if (ops_of(h) && h->lock_offset && robust(lock_of(h)))
+        lock_of(h)->features |= RTM_LOCKF_FIXED;
+}
+
 const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h)
 {
     return ops_of(h);
@@ -500,7 +506,10 @@ int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size)
         return -EINVAL;
     if (!h->lock_offset)
         return ops->add_pool(h, mem, size);
-    WITH_LOCK(h, rc, robust(l_) ? rtm__robust_add_pool(h, mem, size) : ops->add_pool(h, mem, size),
+    WITH_LOCK(h, rc,
+              (l_->features & RTM_LOCKF_FIXED) ? -ENOTSUP
+              : robust(l_)                     ? rtm__robust_add_pool(h, mem, size)
+                                               : ops->add_pool(h, mem, size),
               rc);
 }
 
@@ -548,7 +557,7 @@ int rtm__heap_validate(const struct rtm_heap *h, size_t bytes)
      * outside it. The count may be non-zero: a call may be in progress. */
     if (h->lock_offset) {
         const struct rtm_lock *l = lock_of(h);
-        if (l->features & ~(RTM_LOCKF_UNDO | RTM_LOCKF_OWNERS))
+        if (l->features & ~(RTM_LOCKF_UNDO | RTM_LOCKF_OWNERS | RTM_LOCKF_FIXED))
             return -EINVAL;
         if (l->features & RTM_LOCKF_UNDO) {
             const struct rtm_undo *u = rtm_undo_of(h);

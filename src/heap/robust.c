@@ -214,6 +214,8 @@ void *rtm__robust_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, size
     rtm__owner_self(&pid, &stamp);
     if (size > SIZE_MAX - RTM_OWNER_BYTES)
         return count_failed(h);
+    /* alloc(0) too gets a usable byte: a usable size of 0 means "no block" */
+    size += size == 0;
     void *p = own(ops, h, logged[h->kind]->alloc(h, size + RTM_OWNER_BYTES), pid, stamp);
     rtm_undo_commit(undo(h));
     return p;
@@ -226,6 +228,7 @@ void *rtm__robust_aligned_alloc(const struct rtm_heap_ops *ops, struct rtm_heap 
     rtm__owner_self(&pid, &stamp);
     if (size > SIZE_MAX - RTM_OWNER_BYTES)
         return count_failed(h);
+    size += size == 0;
     void *p = own(ops, h, logged[h->kind]->aligned_alloc(h, alignment, size + RTM_OWNER_BYTES), pid,
                   stamp);
     rtm_undo_commit(undo(h));
@@ -243,6 +246,7 @@ void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, vo
         rtm_undo_commit(undo(h));
         return q;
     }
+    size += size == 0;
     /* The owner stays: read before the kind moves or grows the block. */
     struct owner_rec r;
     if (!rec_read(rec_at(p, n), &r))

@@ -40,6 +40,11 @@ struct rtm_lock {
  * are set for every RTM_HEAP_LOCK_ROBUST_SHARED heap, never for another. */
 #define RTM_LOCKF_UNDO   1u
 #define RTM_LOCKF_OWNERS 2u
+/* The heap has all the memory it will ever have: add_pool is refused
+ * (-ENOTSUP). Set on a shared heap (src/shared), whose segment is all
+ * its memory: a pool from one process's memory would be garbage, or
+ * nothing, at the same offset in every other process. */
+#define RTM_LOCKF_FIXED  4u
 
 _Static_assert(sizeof(struct rtm_lock) <= RTM_HEAP_LOCK_AREA_BYTES, "the lock area holds the lock");
 _Static_assert(_Alignof(struct rtm_lock) <= RTM_HEAP_LOCK_ALIGN, "the area's alignment suits it");
@@ -119,6 +124,10 @@ int rtm__heap_lock_release(struct rtm_heap *h);
 /* The operations of a live heap's kind, or NULL (for the shared heaps'
  * owner calls, which walk and free with the lock held). */
 const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h);
+
+/* Marks a robust heap RTM_LOCKF_FIXED, before any other process can see
+ * it. */
+void rtm__heap_fix(struct rtm_heap *h);
 
 /* Bytes the undo log of a robust heap takes (0 for another heap). */
 size_t rtm__heap_undo_bytes(const struct rtm_heap *h);

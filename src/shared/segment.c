@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "../heap/kind.h"
 #include "../heap/robust.h"
+#include "../lock/lock.h"
 
 /* The heap starts on this boundary after header and catalog. */
 #define HEAP_ALIGN 64u
@@ -77,6 +78,7 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     struct rtm_heap *h = rtm_heap_create_ex(kind, base + heap_at, size - heap_at, &hc);
     if (!h)
         return errno;
+    rtm__heap_fix(h); /* the segment is all its memory: no add_pool */
     /* What attach will ask of it. */
     RTM_ASSERT(rtm__heap_validate(h, size - (size_t)((char *)h - base)) == 0);
     hd->heap_offset = (uint64_t)((char *)h - base);
