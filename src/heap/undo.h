@@ -95,6 +95,8 @@ static inline void rtm_undo_note_fits(struct rtm_undo *u, const void *p, size_t 
     uint64_t lg = width == 8 ? 3 : width == 4 ? 2 : width == 2 ? 1 : 0;
     uint64_t old = 0;
     memcpy(&old, p, width);
+    /* Volatile: the entry, then the count, then (store.h) the word, in this
+     * order, while the compiler keeps what it knows of everything else. */
     e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
     e->old = old;
     *(volatile uint32_t *)&u->count = n + 1;
@@ -104,20 +106,11 @@ static inline void rtm_undo_note_fits(struct rtm_undo *u, const void *p, size_t 
  * aligned) as the call's next entry. O(1), no branch taken but when full. */
 static inline void rtm_undo_note(struct rtm_undo *u, const void *p, size_t width)
 {
-    uint32_t n = u->count;
-    if (__builtin_expect(n >= u->capacity, 0)) {
+    if (__builtin_expect(u->count >= u->capacity, 0)) {
         u->overflow = 1;
         return;
     }
-    volatile struct rtm_undo_entry *e = &u->entry[n];
-    uint64_t lg = width == 8 ? 3 : width == 4 ? 2 : width == 2 ? 1 : 0;
-    uint64_t old = 0;
-    memcpy(&old, p, width);
-    /* Volatile: the entry, then the count, then (store.h) the word, in this
-     * order, while the compiler keeps what it knows of everything else. */
-    e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
-    e->old = old;
-    *(volatile uint32_t *)&u->count = n + 1;
+    rtm_undo_note_fits(u, p, width);
 }
 
 /*
