@@ -24,6 +24,7 @@
  * child is killed and reaped.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -146,6 +147,22 @@ static void owners_of(const char *kind, int n)
     CHECK(rtm_shared_lookup(s, "kept") != NULL);
     CHECK_EQ(rtm_heap_check(h), 0);
 
+    /* A realloc by another process keeps the owner; so does one that
+     * moves the block. alloc(0) has a usable byte (0 would mean no block). */
+    child = fork();
+    if (child == 0) {
+        char *q = rtm_heap_realloc(h, mine, 20000); /* grows past its neighbours: moves */
+        _exit(q && rtm_shared_owner(s, q) == me && rtm_shared_publish(s, "moved", q) == 0 ? 0 : 1);
+    }
+    CHECK_EQ(reap(child, NULL), 0);
+    mine = rtm_shared_lookup(s, "moved");
+    CHECK(mine != NULL);
+    CHECK_EQ(rtm_shared_owner(s, mine), me);
+    CHECK_EQ(rtm_shared_unpublish(s, "moved"), 0);
+    void *zero = rtm_heap_alloc(h, 0);
+    CHECK(zero && rtm_heap_usable_size(h, zero) >= 1);
+    CHECK_EQ(rtm_heap_free(h, zero), 0);
+
     /* set_owner: to the heap, to a process that is gone (refused) */
     CHECK_EQ(rtm_shared_set_owner(s, mine, 0), 0);
     CHECK_EQ(rtm_shared_owner(s, mine), 0);
@@ -253,12 +270,97 @@ static void many_owners(void)
     test_context = NULL;
 }
 
+/* A process whose main thread has exited while another thread runs shows
+ * as a zombie in /proc: it is alive, and its blocks are not reclaimed. */
+static void *leader_gone_worker(void *arg)
+{
+    void **args = arg;
+    struct rtm_heap *h = args[0];
+    int *go = args[1];
+    char *p = rtm_heap_alloc(h, 64);
+    if (!p)
+        _exit(1);
+    char c;
+    (void)!write(go[1], "r", 1); /* allocated */
+    (void)!read(go[2], &c, 1);   /* until the parent has tried to reclaim */
+    memset(p, 0x77, 64);         /* still its block */
+    _exit(rtm_heap_free(h, p) == 0 ? 0 : 2);
+}
+
+static void leader_gone(void)
+{
+    test_context = "owners zombie leader";
+    new_name(60);
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1u << 20);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int up[2], down[2];
+    CHECK_EQ(pipe(up), 0);
+    CHECK_EQ(pipe(down), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        static int go[3];
+        go[1] = up[1];
+        go[2] = down[0];
+        static void *args[2];
+        args[0] = h;
+        args[1] = go;
+        pthread_t t;
+        if (pthread_create(&t, NULL, leader_gone_worker, args) != 0)
+            _exit(3);
+        pthread_exit(NULL); /* the leader goes; the worker runs on */
+    }
+    char c = 0;
+    CHECK_EQ(read(up[0], &c, 1), 1);
+    usleep(20000); /* the leader's exit shows in /proc */
+    CHECK_EQ(rtm_shared_reclaim(s, child), -EBUSY);
+    CHECK_EQ(rtm_shared_orphans(s, NULL, 0), 0);
+    CHECK_EQ(write(down[1], "g", 1), 1);
+    CHECK_EQ(reap(child, NULL), 0);
+    CHECK_EQ(stats(h).live_blocks, 0);
+    close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+    test_context = NULL;
+}
+
+/* A segment whose log names an added pool: a shared heap takes none, so
+ * attach refuses it, untouched. */
+static void crafted_pool(void)
+{
+    test_context = "owners crafted pool";
+    new_name(70);
+    struct rtm_shared *s = rtm_shared_create(name, "heapmem", 1u << 20);
+    CHECK(s != NULL);
+    if (!s)
+        return;
+    struct rtm_undo *u = rtm_undo_of(rtm_shared_heap(s));
+    u->pools = 1;
+    u->pool[0].at = 1u << 20;
+    u->pool[0].len = 4096;
+    errno = 0;
+    CHECK(rtm_shared_attach(name) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    u->pools = 0;
+    struct rtm_shared *again = rtm_shared_attach(name);
+    CHECK(again != NULL);
+    if (again)
+        CHECK_EQ(rtm_shared_detach(again), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+    test_context = NULL;
+}
+
 static void test_owners(void)
 {
     const char *const *kinds = rtm_heap_kinds();
     for (int k = 0; kinds[k]; k++)
         owners_of(kinds[k], k);
     many_owners();
+    leader_gone();
+    crafted_pool();
 }
 
 /* ---- kill -------------------------------------------------------------------------- */

@@ -41,6 +41,8 @@ enum op { OP_ALLOC, OP_ALIGNED, OP_REALLOC, OP_FREE, OP_CALLOC, OP_POOL, OP_COUN
 static const char *const op_names[OP_COUNT] = { "alloc", "aligned", "realloc",
                                                 "free",  "calloc",  "add_pool" };
 
+static int below; /* this run's pool lies below the heap */
+
 struct call {
     enum op op;
     size_t size, align;
@@ -56,11 +58,14 @@ static void *make_call(struct rtm_heap *h, const struct call *c, int *rc)
     case OP_REALLOC: return rtm_heap_realloc(h, c->p, c->size);
     case OP_CALLOC: return rtm_heap_calloc(h, 1, c->size);
     case OP_FREE: *rc = rtm_heap_free(h, c->p); return NULL;
-    case OP_POOL: *rc = rtm_heap_add_pool(h, mem + POOL_AT, HEAP_BYTES - POOL_AT); return NULL;
+    case OP_POOL:
+        *rc = rtm_heap_add_pool(h, below ? mem : mem + POOL_AT, HEAP_BYTES - POOL_AT);
+        return NULL;
     default: return NULL;
     }
 }
 
+static int below;             /* this run's pool lies below the heap */
 static size_t log_lo, log_hi; /* the lock area and the log in mem: not compared */
 /* Nor the countdown to the next periodic check (RTM_HEAP_HARDEN_FULL),
  * which the dispatcher keeps outside the log: a call rolled back and made
@@ -103,7 +108,7 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
 
     /* Roll back on the heap itself, as a process taking the lock would. */
     u->count = n;
-    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u)), 0);
+    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u), 0), 0);
     memcpy(r, mem, HEAP_BYTES);
     if (rtm_heap_check(h) != 0)
         fprintf(stderr,
@@ -117,8 +122,8 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
     CHECK_EQ(rtm_heap_check(h), 0);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < HEAP_BYTES; i++)
-        if (r[i] != s0[i] && !may_differ(i, q1, qbytes) && !(c->op == OP_POOL && i >= POOL_AT) &&
-            bad++ == 0)
+        if (r[i] != s0[i] && !may_differ(i, q1, qbytes) &&
+            !(c->op == OP_POOL && (below ? i < HEAP_BYTES - POOL_AT : i >= POOL_AT)) && bad++ == 0)
             first = i;
     if (bad)
         fprintf(stderr, "[%s] %s: %zu bytes not restored, first at offset %zu from the lock\n",
@@ -147,7 +152,11 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     test_context = ctx;
     memset(mem, 0, HEAP_BYTES);
     struct rtm_heap_config cfg = { .hardening = hardening, .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
-    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, POOL_AT, &cfg);
+    /* the heap above its added pool (the pool below the log: its entries'
+     * distances are negative) or below it, by turns */
+    below = (kind_id + (unsigned)hardening) % 2 == 0;
+    unsigned char *heap_at = below ? mem + (HEAP_BYTES - POOL_AT) : mem;
+    struct rtm_heap *h = rtm_heap_create_ex(kind, heap_at, POOL_AT, &cfg);
     CHECK(h != NULL);
     if (!h)
         return;
@@ -160,7 +169,7 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     /* What attach checks of the log (rtm__heap_validate): it must span
      * exactly to the end of the memory, fit before the heap, and count no
      * more than it holds; a roll back trusts all three. */
-    size_t to_end = POOL_AT - (size_t)((unsigned char *)h - mem);
+    size_t to_end = (size_t)(heap_at + POOL_AT - (unsigned char *)h);
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
     u->span++;
     CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
@@ -170,9 +179,42 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     u->capacity -= 1000;
     u->count = u->capacity + 1;
     CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
-    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u)), -1); /* writes nothing */
+    CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u), 0), -1); /* writes nothing */
     u->count = 0;
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
+    /* A crafted log may not write the heap's header but failed_allocs (a
+     * handler address, a kind, a key), nor name pools in a fixed heap. */
+    size_t room = (size_t)((char *)h - (char *)u);
+    uint64_t fa = h->failed_allocs;
+    const struct {
+        size_t off, width;
+        int want;
+    } header_entries[] = {
+        { offsetof(struct rtm_heap, on_corruption), sizeof(void *), -1 },
+        { offsetof(struct rtm_heap, tag_key), 8, -1 },
+        { offsetof(struct rtm_heap, kind), 4, -1 },
+        { offsetof(struct rtm_heap, failed_allocs) - 4, 8, -1 }, /* straddles into it */
+        { offsetof(struct rtm_heap, failed_allocs), 8, 0 },
+    };
+    for (size_t i = 0; i < sizeof header_entries / sizeof header_entries[0]; i++) {
+        size_t w = header_entries[i].width;
+        u->entry[0].where = (uint64_t)(room + header_entries[i].off) << 2 | (w == 8 ? 3 : 2);
+        u->entry[0].old = fa;
+        u->count = 1;
+        CHECK_EQ(rtm__undo_rollback(u, room, 0), header_entries[i].want);
+        u->count = 0;
+    }
+    CHECK_EQ(h->failed_allocs, fa);
+    u->pools = 1;
+    u->pool[0].at = (uint64_t)POOL_AT;
+    u->pool[0].len = 4096;
+    u->entry[0].where = (uint64_t)(room + offsetof(struct rtm_heap, failed_allocs)) << 2 | 3;
+    u->entry[0].old = fa;
+    u->count = 1;
+    CHECK_EQ(rtm__undo_rollback(u, room, 1), -1); /* fixed: no pool */
+    u->pools = 0;
+    CHECK_EQ(rtm__undo_rollback(u, room, 1), 0);
+    CHECK_EQ(h->failed_allocs, fa);
     void *slot[SLOTS] = { 0 };
     uint64_t rng = seed;
     for (unsigned long i = 0; i < ops && !test_checks_failed; i++) {

@@ -99,7 +99,9 @@
  *  1. rolls the dead holder's call back from the undo log: every word it
  *     wrote gets its old value back, last first, so the heap is exactly as
  *     that call found it (an allocation did not happen, a free did not
- *     happen: the block is still the dead process's). O(words of one call);
+ *     happen: the block is still the dead process's). O(words of one call).
+ *     A call that outgrew the log (none ever has) is not rolled back: the
+ *     check below decides;
  *  2. runs the kind's full check (rtm_heap_check: O(blocks), paid once, by
  *     that caller, on top of its own call's bound);
  *  3. if the heap is consistent, makes the lock consistent again
@@ -107,8 +109,7 @@
  *     and goes on with its own call as usual. Blocks the dead holder had
  *     allocated stay allocated, with its owner record;
  *  4. if the heap is damaged (the dead holder had damaged it before its call
- *     began, the log itself is damaged, or the call had outgrown the log:
- *     none ever has), counts a corruption (the heap's
+ *     began, or the log itself is damaged), counts a corruption (the heap's
  *     corruptions counter; such a heap has no corruption handler, since a
  *     handler is an address in one process), leaves the lock unrecoverable
  *     and fails its own call with -ENOTRECOVERABLE (an allocation: NULL,
@@ -160,8 +161,10 @@ extern "C" {
 /* clang-format on */
 
 /* The lock area at the start of a locked heap's memory, and its alignment:
- * a locked heap spends at most RTM_HEAP_LOCK_OVERHEAD_MAX bytes more than an
- * unlocked one. */
+ * at most RTM_HEAP_LOCK_OVERHEAD_MAX bytes come before the kind's memory (a
+ * robust heap's undo log comes on top), and the kind's heap in what is
+ * left may have less usable room than by that much (a page heap rounds to
+ * its pages): rtm_heap_lock_bytes gives the whole difference. */
 #define RTM_HEAP_LOCK_AREA_BYTES   ((size_t)128)
 #define RTM_HEAP_LOCK_ALIGN        ((size_t)64)
 #define RTM_HEAP_LOCK_OVERHEAD_MAX (RTM_HEAP_LOCK_AREA_BYTES + RTM_HEAP_LOCK_ALIGN - 1)
@@ -189,11 +192,13 @@ struct rtm_heap_lock_stats {
  * heap. O(1); takes no lock. */
 RTM_API int rtm_heap_lock_type(const struct rtm_heap *h);
 
-/* The most bytes a heap of kind with lock (RTM_HEAP_LOCK_*) keeps ahead of
- * the kind's memory when created in size bytes: the lock area and its
- * alignment trim (RTM_HEAP_LOCK_OVERHEAD_MAX), plus a robust heap's undo
- * log; 0 for no lock. For sizing a shared segment. 0 for an unknown kind or
- * lock. O(1). */
+/* How many usable bytes a heap of kind created in size bytes loses to lock
+ * (RTM_HEAP_LOCK_*), at most: the lock area and its alignment trim
+ * (RTM_HEAP_LOCK_OVERHEAD_MAX), a robust heap's undo log, and for heapmem
+ * and xnheap one page (RTM_PAGEHEAP_PAGE_SIZE) lost to rounding; 0 for no
+ * lock, an unknown kind or lock. Give a locked heap this much more memory
+ * than an unlocked one would need (a shared segment: its header and catalog
+ * too, rtmem/shared.h). O(1). */
 RTM_API size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size);
 
 /* Copies what the heap's lock has seen into *out (an unlocked heap: type

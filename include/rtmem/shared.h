@@ -382,10 +382,13 @@ RTM_API long rtm_shared_orphans(struct rtm_shared *s, struct rtm_shared_orphan *
 /*
  * Frees the blocks of process pid, which must be gone (-EBUSY while it
  * runs and owns a block), or, for pid 0, of every process that is gone;
- * skips blocks the catalog points into. Returns how many it freed (0:
- * none), or a negative errno (-EINVAL for a NULL handle or a negative pid,
- * -ENOMEM, the lock's errors). O(blocks) per 256 blocks freed, the lock
- * held for each walk ("Owners" above).
+ * skips blocks the catalog points into. A pid the system has given to a
+ * new process that owns blocks too answers -EBUSY: reclaim with pid 0
+ * then, which tells the two apart by start time. Returns how many it freed
+ * (0: none), or a negative errno (-EINVAL for a NULL handle or a negative
+ * pid, -ENOMEM, the lock's errors; a lock error after some blocks were
+ * freed ends the call, which returns their count). O(blocks) per 256
+ * blocks freed, the lock held for each walk ("Owners" above).
  */
 RTM_API long rtm_shared_reclaim(struct rtm_shared *s, int pid);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "rtmem/heap.h"
+#include "rtmem/pageheap_api.h"
 #include "kind.h"
 #include "robust.h"
 #include "store.h"
@@ -87,12 +88,19 @@ static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct
 {
     /* A robust heap first undoes what the dead holder's call had written:
      * the heap is then as that call found it (undo.h). A damaged log
-     * writes nothing and leaves the decision to the check. */
-    if ((l->features & RTM_LOCKF_UNDO) &&
-        rtm__undo_rollback(rtm_undo_of(h), h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES) < 0) {
-        rtm__heap_corrupt(h, NULL, NULL, "lock holder died; its undo log is damaged");
-        rtm__lock_abandon(l);
-        return -ENOTRECOVERABLE;
+     * writes nothing, and the heap is given up. A fixed heap (a shared
+     * one, whose memory another process may have written) must then still
+     * hold its layout inside that memory before its check walks it. */
+    if (l->features & RTM_LOCKF_UNDO) {
+        struct rtm_undo *u = rtm_undo_of(h);
+        size_t room = h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES;
+        bool fixed = (l->features & RTM_LOCKF_FIXED) != 0;
+        if (rtm__undo_rollback(u, room, fixed) < 0 ||
+            (fixed && registry[h->kind]->validate(h, (size_t)(u->span - room)) != 0)) {
+            rtm__heap_corrupt(h, NULL, NULL, "lock holder died; its undo log is damaged");
+            rtm__lock_abandon(l);
+            return -ENOTRECOVERABLE;
+        }
     }
     if (registry[h->kind]->check(h) == 0) {
         rtm__lock_recovered(l);
@@ -295,9 +303,15 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
             return 0;
         size_t log =
             lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm_undo_bytes(rtm__undo_capacity(i, size)) : 0;
-        return RTM_HEAP_LOCK_OVERHEAD_MAX + log;
+        size_t rounding = i == RTM_KIND_TLSF ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+        return RTM_HEAP_LOCK_OVERHEAD_MAX + log + rounding;
     }
     return 0;
+}
+
+uint32_t rtm__heap_features(const struct rtm_heap *h)
+{
+    return ops_of(h) && h->lock_offset ? lock_of(h)->features : 0;
 }
 
 void rtm__heap_fix(struct rtm_heap *h)
@@ -337,7 +351,10 @@ __attribute__((noinline, cold)) void rtm__heap_corrupt(struct rtm_heap *h, const
                                                        const void *where, const char *what)
 {
     h->corruptions++;
-    if (h->on_corruption) {
+    /* Never on a robust heap, whose memory other processes write: create
+     * and attach refuse a handler there, and an address found there
+     * anyway is none of this process's. */
+    if (h->on_corruption && !(h->lock_offset && robust(lock_of(h)))) {
         struct rtm_heap_corruption c = { h, block, where, what };
         h->on_corruption(&c, h->on_corruption_arg);
     }
@@ -562,8 +579,14 @@ int rtm__heap_validate(const struct rtm_heap *h, size_t bytes)
         if (l->features & RTM_LOCKF_UNDO) {
             const struct rtm_undo *u = rtm_undo_of(h);
             size_t room = h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES;
+            /* the capacity create gave it (a smaller one would let TLSF's
+             * unchecked notes run past it), and no added pool in a fixed
+             * heap */
             if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES || !rtm__undo_valid(u, room) ||
-                u->span != room + bytes)
+                u->span != room + bytes ||
+                u->capacity != rtm__undo_capacity(h->kind, l->lead + RTM_HEAP_LOCK_AREA_BYTES +
+                                                               (size_t)u->span) ||
+                ((l->features & RTM_LOCKF_FIXED) && u->pools != 0))
                 return -EFAULT;
         }
     }

@@ -69,7 +69,8 @@ static uint32_t self_pid, self_stamp; /* atomics; 0: not learnt yet */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* Field 22 of /proc/<pid>/stat (starttime), and whether the process is a
- * zombie or dead: 1 running (*start set), 0 a zombie, -1 unknown (no such
+ * zombie or dead: 1 running (*start set), 0 a zombie (with no thread left
+ * running), -1 unknown (no such
  * file, which is also what a /proc mounted hidepid= shows for another
  * user's live process; or unreadable). No malloc, no stdio:
  * async-signal-safe, for the fork handler. */
@@ -100,16 +101,22 @@ static int read_stat(uint32_t pid, uint64_t *start)
     if (!p || p[1] != ' ')
         return -1;
     char state = p[2];
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return 0;
-    /* fields 3 (state) .. 22 (starttime): 19 spaces after the state */
+    /* fields 3 (state) .. 22 (starttime), 20 (num_threads) on the way */
     p += 2;
+    uint64_t threads = 0;
     for (int field = 3; field < 22; field++) {
         p = strchr(p, ' ');
         if (!p)
             return -1;
         p++;
+        if (field + 1 == 20)
+            for (const char *q = p; *q >= '0' && *q <= '9'; q++)
+                threads = threads * 10 + (uint64_t)(*q - '0');
     }
+    /* A zombie is gone, unless it is a leader that called pthread_exit
+     * while its other threads run (it shows Z with their count). */
+    if ((state == 'Z' || state == 'X' || state == 'x') && threads <= 1)
+        return 0;
     uint64_t s = 0;
     while (*p >= '0' && *p <= '9')
         s = s * 10 + (uint64_t)(*p++ - '0');
@@ -287,15 +294,17 @@ int rtm__robust_add_pool(struct rtm_heap *h, void *mem, size_t size)
     if (!mem || size == 0 || (uintptr_t)mem + size - 1 < (uintptr_t)mem)
         return -EINVAL;
     uint64_t at = (uint64_t)((uintptr_t)mem - (uintptr_t)u), len = size;
+    /* the count first, so that a roll back gives it back last: the pool's
+     * entries stay valid until every one of them is undone */
+    rtm_undo_note(u, &u->pools, sizeof(u->pools));
     rtm_undo_note(u, &u->pool[i].at, sizeof(u->pool[i].at));
     rtm_undo_note(u, &u->pool[i].len, sizeof(u->pool[i].len));
-    rtm_undo_note(u, &u->pools, sizeof(u->pools));
     *(volatile uint64_t *)&u->pool[i].at = at;
     *(volatile uint64_t *)&u->pool[i].len = len;
     *(volatile uint32_t *)&u->pools = i + 1;
     int rc = logged[h->kind]->add_pool(h, mem, size);
     if (rc != 0)
-        (void)rtm__undo_rollback(u, h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES);
+        (void)rtm__undo_rollback(u, h->lock_offset - RTM_HEAP_LOCK_AREA_BYTES, 0);
     else
         rtm_undo_commit(u);
     return rc;

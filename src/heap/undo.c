@@ -5,6 +5,13 @@
 
 #include "kind.h"
 
+/* An entry's distance from the log: signed, kept in the entry's top 62
+ * bits (an added pool may lie below the log). */
+static inline uint64_t entry_dist(uint64_t where)
+{
+    return (uint64_t)((int64_t)where >> 2);
+}
+
 int rtm__undo_valid(const struct rtm_undo *u, size_t room)
 {
     if (room < sizeof(*u) || u->capacity > (room - sizeof(*u)) / sizeof(u->entry[0]) ||
@@ -16,13 +23,23 @@ int rtm__undo_valid(const struct rtm_undo *u, size_t room)
     return 1;
 }
 
-/* Whether the width bytes at distance dist from the log are heap memory:
- * past the log and before the end of the memory given at create, in the
- * log's table of added pools, or in an added pool. */
-static int in_heap(const struct rtm_undo *u, uint64_t dist, uint64_t width)
+/* Whether the width bytes at distance dist from the log are memory a roll
+ * back may write: the heap's memory past the log, up to the end of what
+ * create was given, but for the heap's common header (at room), whose only
+ * field a call changes is failed_allocs (a crafted log must not write a
+ * handler address, a kind or a key there); the log's table of added pools;
+ * an added pool (none in a fixed heap: a shared one). */
+static int in_heap(const struct rtm_undo *u, size_t room, int fixed, uint64_t dist, uint64_t width)
 {
-    if (dist >= rtm_undo_bytes(u->capacity) && dist <= u->span && u->span - dist >= width)
-        return 1;
+    if (dist >= rtm_undo_bytes(u->capacity) && dist <= u->span && u->span - dist >= width) {
+        uint64_t hdr = sizeof(struct rtm_heap), rel = dist - room;
+        if (rel >= hdr && rel + width - 1 >= hdr) /* wholly outside the header */
+            return 1;
+        return rel == offsetof(struct rtm_heap, failed_allocs) &&
+               width == sizeof(((struct rtm_heap *)0)->failed_allocs);
+    }
+    if (fixed)
+        return 0;
     /* the log's own table of added pools (rtm_heap_add_pool names a pool) */
     if (dist >= offsetof(struct rtm_undo, pools) && dist <= offsetof(struct rtm_undo, entry) &&
         offsetof(struct rtm_undo, entry) - dist >= width)
@@ -35,14 +52,14 @@ static int in_heap(const struct rtm_undo *u, uint64_t dist, uint64_t width)
     return 0;
 }
 
-int rtm__undo_rollback(struct rtm_undo *u, size_t room)
+int rtm__undo_rollback(struct rtm_undo *u, size_t room, int fixed)
 {
     uint32_t n = __atomic_load_n(&u->count, __ATOMIC_RELAXED);
     if (n == 0) {
         u->overflow = 0; /* a death inside a commit, after its count */
         return 0;
     }
-    if (!rtm__undo_valid(u, room))
+    if (!rtm__undo_valid(u, room) || (fixed && u->pools != 0))
         return -1;
     if (u->overflow) {
         u->count = 0;
@@ -53,13 +70,13 @@ int rtm__undo_rollback(struct rtm_undo *u, size_t room)
     /* Every entry first: a damaged log writes nothing. */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t where = u->entry[i].where, width = (uint64_t)1 << (where & 3);
-        uint64_t dist = where >> 2;
-        if (!in_heap(u, dist, width) || ((uintptr_t)u + dist) % width != 0)
+        uint64_t dist = entry_dist(where);
+        if (!in_heap(u, room, fixed, dist, width) || ((uintptr_t)u + dist) % width != 0)
             return -1;
     }
     for (uint32_t i = n; i-- > 0;) {
         const struct rtm_undo_entry *e = &u->entry[i];
-        memcpy((void *)((uintptr_t)u + (e->where >> 2)), &e->old, (size_t)1 << (e->where & 3));
+        memcpy((void *)((uintptr_t)u + entry_dist(e->where)), &e->old, (size_t)1 << (e->where & 3));
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the words, then the count */
     __atomic_store_n(&u->count, 0, __ATOMIC_RELAXED);

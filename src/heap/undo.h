@@ -153,15 +153,17 @@ static inline void rtm_undo_commit(struct rtm_undo *u)
 /*
  * After the holder died: writes back the old value of every entry, last
  * first, then empties the log. room is the bytes from the log to the heap
- * (the most a log there can take). Returns 0 (nothing to undo, or undone),
+ * (the most a log there can take); fixed, that the heap takes no added pool
+ * (a shared heap: a log that names one is damaged). Returns 0 (nothing to undo, or undone),
  * 1 when the call overflowed the log (the caller must decide from the
  * heap's full check), -1 when the log itself is damaged (a capacity past
  * room, a count past the capacity, an entry outside the heap's memory and
- * its added pools, or misaligned): nothing is written then. Idempotent: a
+ * its added pools, on the heap's header but for failed_allocs, or
+ * misaligned): nothing is written then. Idempotent: a
  * process killed while rolling back leaves the log for the next one to
  * roll back again. O(entries x added pools).
  */
-int rtm__undo_rollback(struct rtm_undo *u, size_t room);
+int rtm__undo_rollback(struct rtm_undo *u, size_t room, int fixed);
 
 /* Whether the log names only memory it may: its header and capacity fit in
  * room, its span and added pools hold together. For attach. O(1). */

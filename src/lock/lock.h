@@ -129,6 +129,9 @@ const struct rtm_heap_ops *rtm__heap_ops(const struct rtm_heap *h);
  * it. */
 void rtm__heap_fix(struct rtm_heap *h);
 
+/* A locked heap's RTM_LOCKF_* (0 for another heap). */
+uint32_t rtm__heap_features(const struct rtm_heap *h);
+
 /* Bytes the undo log of a robust heap takes (0 for another heap). */
 size_t rtm__heap_undo_bytes(const struct rtm_heap *h);
 

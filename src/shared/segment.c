@@ -223,6 +223,7 @@ static int validate(struct rtm_shared *s)
     const char *kind = rtm_heap_kind(h);
     if (!kind || strcmp(kind, hd->kind) != 0 ||
         rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED ||
+        rtm__heap_features(h) != (RTM_LOCKF_UNDO | RTM_LOCKF_OWNERS | RTM_LOCKF_FIXED) ||
         rtm_heap_hardening(h) < RTM_HEAP_HARDEN_O1 || rtm_heap_hardening(h) > RTM_HEAP_HARDEN_FULL)
         return EINVAL;
     /* The kind's layout: its control structure, its pools and the ranges
