@@ -195,12 +195,10 @@ static inline char *rec_at(const void *p, size_t n)
 
 /* Writes the record of p, a block the call has just taken or moved (after
  * logging the words it covers), and returns p; NULL for NULL. */
-static void *own(const struct rtm_heap_ops *ops, struct rtm_heap *h, void *p, uint32_t pid,
-                 uint32_t stamp)
+static void *own(struct rtm_heap *h, void *p, uint32_t pid, uint32_t stamp)
 {
     if (!p)
         return NULL;
-    (void)ops;
     char *at = rec_at(p, logged[h->kind]->taken_size(h, p));
     rtm_undo_note_block(undo(h), at, RTM_OWNER_BYTES);
     rec_write(at, pid, stamp);
@@ -217,13 +215,14 @@ static void *count_failed(struct rtm_heap *h)
 
 void *rtm__robust_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, size_t size)
 {
+    (void)ops; /* the same arguments as every call of this file */
     uint32_t pid, stamp;
     rtm__owner_self(&pid, &stamp);
     if (size > SIZE_MAX - RTM_OWNER_BYTES)
         return count_failed(h);
     /* alloc(0) too gets a usable byte: a usable size of 0 means "no block" */
     size += size == 0;
-    void *p = own(ops, h, logged[h->kind]->alloc(h, size + RTM_OWNER_BYTES), pid, stamp);
+    void *p = own(h, logged[h->kind]->alloc(h, size + RTM_OWNER_BYTES), pid, stamp);
     rtm_undo_commit(undo(h));
     return p;
 }
@@ -231,13 +230,14 @@ void *rtm__robust_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, size
 void *rtm__robust_aligned_alloc(const struct rtm_heap_ops *ops, struct rtm_heap *h,
                                 size_t alignment, size_t size)
 {
+    (void)ops;
     uint32_t pid, stamp;
     rtm__owner_self(&pid, &stamp);
     if (size > SIZE_MAX - RTM_OWNER_BYTES)
         return count_failed(h);
     size += size == 0;
-    void *p = own(ops, h, logged[h->kind]->aligned_alloc(h, alignment, size + RTM_OWNER_BYTES), pid,
-                  stamp);
+    void *p =
+        own(h, logged[h->kind]->aligned_alloc(h, alignment, size + RTM_OWNER_BYTES), pid, stamp);
     rtm_undo_commit(undo(h));
     return p;
 }
@@ -258,7 +258,7 @@ void *rtm__robust_realloc(const struct rtm_heap_ops *ops, struct rtm_heap *h, vo
     struct owner_rec r;
     if (!rec_read(rec_at(p, n), &r))
         r = (struct owner_rec){ UINT32_MAX, 0, 0, 0 }; /* overrun: owner unknown */
-    void *q = own(ops, h, logged[h->kind]->realloc(h, p, size + RTM_OWNER_BYTES), r.pid, r.stamp);
+    void *q = own(h, logged[h->kind]->realloc(h, p, size + RTM_OWNER_BYTES), r.pid, r.stamp);
     rtm_undo_commit(undo(h));
     return q;
 }
