@@ -323,10 +323,10 @@ static void test_hist_out(void)
     REQUIRE(f, );
     tk_hist_print(f, &h, 1e-3, 3, "us");
     fclose(f);
-    const char *want = "         1.024 ..        2.048 us            2  "
-                       "########################################\n"
-                       "         2.048 ..        4.096 us            0  \n"
-                       "         4.096 ..        8.192 us            1  ####################\n";
+    const char *want =
+        "       1.024 ..      2.048 us         2  ####################################\n"
+        "       2.048 ..      4.096 us         0  \n"
+        "       4.096 ..      8.192 us         1  ##################\n";
     CHECK(buf && strcmp(buf, want) == 0);
     if (buf && strcmp(buf, want) != 0)
         fprintf(stderr, "got:\n%s", buf);

@@ -126,7 +126,7 @@ with TempDir() as tmp:
         summary_ok("latency", d)
     checks.ok(r.stdout.count("\nRTD|") == 1 and "\nRTS|" in r.stdout,
               "latency: a line per second and the summary line", r)
-    for text in ("percentiles: p50 ", "later than : 10us ", "histogram  : ", "page faults: ",
+    for text in ("percentiles:        p50 ", "later than :    10us ", "histogram  : ", "page faults: ",
                  "real-time setup (requested -> in force)", "results written to " + path):
         checks.ok(text in r.stdout, "latency: the report has '%s'" % text, r)
     checks.ok(("NOT REAL-TIME" in r.stdout) == (d is not None and not d["real_time_granted"]),
@@ -239,7 +239,7 @@ with TempDir() as tmp:
                       "noise: machine stalls when a SCHED_FIFO spin lost 1ms or more", n)
             checks.ok(("THE MACHINE ITSELF STALLS" in r.stdout) == stalls,
                       "noise: the summary says so, and only then", r)
-    checks.ok("\nNTD|" in r.stdout and "\nNTS|" in r.stdout and "gaps       : " in r.stdout,
+    checks.ok("\nNTD|" in r.stdout and "\nNTS|" in r.stdout and "gaps       : " in r.stdout and "measured   : " in r.stdout,
               "noise: per-second lines and the summary", r)
 
     # Without privileges: says so, and still measures. As nobody, when this

@@ -170,7 +170,7 @@ void tk_hist_json(struct tk_json *j, const struct tk_hist *h, const char *unit)
     tk_json_end_array(j);
 }
 
-#define HIST_BAR 40
+#define HIST_BAR 36
 
 void tk_hist_print(FILE *f, const struct tk_hist *h, double scale, int decimals, const char *unit)
 {
@@ -192,7 +192,7 @@ void tk_hist_print(FILE *f, const struct tk_hist *h, double scale, int decimals,
         tk_fmt_uint(count, sizeof(count), h->count[b]);
         /* Rounded up: a bucket with anything in it shows. */
         unsigned bar = (unsigned)ceil((double)h->count[b] * HIST_BAR / (double)most);
-        fprintf(f, "  %12s .. %12s %s %12s  %.*s\n", lo, hi, unit, count, (int)bar,
-                "########################################");
+        fprintf(f, "  %10s .. %10s %s %9s  %.*s\n", lo, hi, unit, count, (int)bar,
+                "####################################");
     }
 }

@@ -126,8 +126,9 @@ void tk_hist_json(struct tk_json *j, const struct tk_hist *h, const char *unit);
 
 /* The same buckets as text, a row each: "  lo .. hi unit  count  ###",
  * the bounds multiplied by scale (1e-3: ns shown in us) with that many
- * decimals, a bar of up to 40 '#' in proportion to the count (one at
- * least for a count above 0). "  (empty)" if every bucket is. */
+ * decimals, a bar of up to 36 '#' in proportion to the count (one at
+ * least for a count above 0), within 80 columns for bounds of up to 10
+ * characters. "  (empty)" if every bucket is. */
 void tk_hist_print(FILE *f, const struct tk_hist *h, double scale, int decimals, const char *unit);
 
 #endif /* RTMEM_TOOLS_SAMPLES_H */

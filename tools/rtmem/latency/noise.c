@@ -14,6 +14,7 @@
 #include <math.h>
 #include <sched.h>
 
+#include "common/opt.h"
 #include "latency.h"
 
 /* How often the loop looks up from spinning: the stop flag, the rests. */
@@ -88,14 +89,14 @@ void lat_noise_print_head(FILE *f, const struct lat *l)
             tk_args_fmt_time(duration, sizeof(duration), l->o.duration_ns),
             tk_args_fmt_time(thr, sizeof(thr), l->o.noise_threshold_ns));
     fprintf(f, "== all figures in microseconds\n");
-    fprintf(f, "NTH|-----gaps|----noise|--max gap|-spun ms|-gaps total|--gap worst\n");
+    fprintf(f, "NTH|-----gaps|-------noise|--max gap|-spun ms|-gaps total|--gap worst\n");
 }
 
 void lat_noise_print_second(FILE *f, const struct lat *l, size_t i)
 {
     const struct noise_second *c = &l->seconds[i].noise;
     char noise[TK_FMT_MAX], mx[TK_FMT_MAX], spun[TK_FMT_MAX], worst[TK_FMT_MAX];
-    fprintf(f, "NTD|%9llu|%9s|%9s|%8s|%11llu|%11s\n", (unsigned long long)c->gaps,
+    fprintf(f, "NTD|%9llu|%12s|%9s|%8s|%11llu|%11s\n", (unsigned long long)c->gaps,
             lat_fmt_us(noise, sizeof(noise), c->noise_ns),
             c->gaps ? lat_fmt_us(mx, sizeof(mx), c->max_gap_ns) : "-",
             tk_fmt_double(spun, sizeof(spun), (double)c->spun_ns / NS_PER_MS, 0),
@@ -114,41 +115,45 @@ void lat_noise_report(const struct lat *l, FILE *f)
 {
     const struct noise_result *r = &l->noise;
     char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX], thr[24];
-    fprintf(f, "---|---------|---------|---------|--------|-----------|-----------\n");
-    fprintf(f, "NTS|%9llu|%9s|%9s|%8s|\n", (unsigned long long)r->gaps,
+    fprintf(f, "---|---------|------------|---------|--------|-----------|-----------\n");
+    fprintf(f, "NTS|%9llu|%12s|%9s|%8s|\n", (unsigned long long)r->gaps,
             lat_fmt_us(a, sizeof(a), r->noise_ns),
             r->gaps ? lat_fmt_us(b, sizeof(b), r->max_gap_ns) : "-",
             tk_fmt_double(c, sizeof(c), (double)r->spun_ns / NS_PER_MS, 0));
     fprintf(f, "\n");
     lat_print_stopped(f, l);
-    fprintf(f,
-            "measured   : %s s spinning, %s s rested (so that RT throttling never stops "
-            "the spin), %llu clock readings\n",
-            tk_fmt_double(a, sizeof(a), (double)r->spun_ns / 1e9, 3),
-            tk_fmt_double(b, sizeof(b), (double)r->rested_ns / 1e9, 3),
-            (unsigned long long)r->reads);
-    fprintf(f, "gaps       : %llu above %s, %s us in all (%s%% of the time spun), longest %s us\n",
-            (unsigned long long)r->gaps,
-            tk_args_fmt_time(thr, sizeof(thr), l->o.noise_threshold_ns),
-            lat_fmt_us(a, sizeof(a), r->noise_ns),
-            tk_fmt_double(b, sizeof(b),
-                          r->spun_ns ? 100.0 * (double)r->noise_ns / (double)r->spun_ns : NAN, 4),
-            r->gaps ? lat_fmt_us(c, sizeof(c), r->max_gap_ns) : "-");
+    fprintf(f, "measured   : %s s spinning (%llu clock readings), %s s resting from it\n",
+            tk_fmt_double(a, sizeof(a), (double)r->spun_ns / 1e9, 3), (unsigned long long)r->reads,
+            tk_fmt_double(b, sizeof(b), (double)r->rested_ns / 1e9, 3));
+    char text[640];
+    snprintf(text, sizeof(text),
+             "%llu above %s, %s us in all (%s%% of the time), "
+             "longest %s us",
+             (unsigned long long)r->gaps,
+             tk_args_fmt_time(thr, sizeof(thr), l->o.noise_threshold_ns),
+             lat_fmt_us(a, sizeof(a), r->noise_ns),
+             tk_fmt_double(b, sizeof(b),
+                           r->spun_ns ? 100.0 * (double)r->noise_ns / (double)r->spun_ns : NAN, 4),
+             r->gaps ? lat_fmt_us(c, sizeof(c), r->max_gap_ns) : "-");
+    /* Wrapped under itself: the wrap would collapse the label's spaces. */
+    fprintf(f, "gaps       : ");
+    tk_opt_wrap(f, text, 13, 13);
     fprintf(f, "stalls     : %llu (gaps of %s or more)\n", (unsigned long long)r->stalls,
             tk_args_fmt_time(thr, sizeof(thr), LAT_STALL_NS));
     fprintf(f, "histogram  : gaps in us, buckets [2^(b-1), 2^b) ns\n");
     tk_hist_print(f, &r->hist, 1e-3, 3, "us");
     lat_print_faults(f, l);
     lat_print_setup_verdict(f, l);
-    if (machine_stalls(l))
-        fprintf(f,
-                "THE MACHINE ITSELF STALLS: a SCHED_FIFO thread spinning on cpu %d lost its CPU\n"
-                "for up to %s ms at once. Interrupts and kernel threads take microseconds;\n"
-                "stalls of milliseconds come from under the kernel (virtual-machine exits,\n"
-                "SMIs, firmware)%s. Whatever the workload, expect latencies of that order.\n",
-                l->rt.cpu_now, tk_fmt_double(a, sizeof(a), (double)r->max_gap_ns / 1e6, 3),
-                l->virtual_machine ? ": this is a virtual machine" : "");
-    else if (!l->rt.fifo.granted)
+    if (machine_stalls(l)) {
+        snprintf(text, sizeof(text),
+                 "THE MACHINE ITSELF STALLS: a SCHED_FIFO thread spinning on cpu %d lost its CPU "
+                 "for up to %s ms at once. Interrupts and kernel threads take microseconds; "
+                 "stalls of milliseconds come from under the kernel (virtual-machine exits, "
+                 "SMIs, firmware)%s. Whatever the workload, expect latencies of that order.",
+                 l->rt.cpu_now, tk_fmt_double(a, sizeof(a), (double)r->max_gap_ns / 1e6, 3),
+                 l->virtual_machine ? ": this is a virtual machine" : "");
+        tk_opt_wrap(f, text, 0, 0);
+    } else if (!l->rt.fifo.granted)
         fprintf(f, "Without SCHED_FIFO the gaps include the other tasks the CPU ran: machine\n"
                    "stalls cannot be told from them.\n");
     else

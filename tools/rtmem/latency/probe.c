@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/opt.h"
 #include "latency.h"
 
 static struct timespec ts_of(uint64_t ns)
@@ -158,16 +159,28 @@ static void print_rts(FILE *f, const struct lat *l)
             fmt_hms(asked, sizeof(asked), l->o.duration_ns));
 }
 
+/* A line per threshold: "later than :  10us   9299 wake-ups (92.990%)". */
 static void print_thresholds(FILE *f, const struct lat *l)
 {
-    fprintf(f, "later than :");
     for (size_t i = 0; i < l->o.thresholds.n; i++) {
         char t[24], pct[TK_FMT_MAX];
         double share =
             l->summary.count ? 100.0 * (double)l->above[i] / (double)l->summary.count : NAN;
-        fprintf(f, "%s %s %llu (%s%%)", i ? "," : "",
+        fprintf(f, "%s %7s %10llu wake-ups (%s%%)\n", i ? "            " : "later than :",
                 tk_args_fmt_time(t, sizeof(t), l->o.thresholds.ns[i]),
                 (unsigned long long)l->above[i], tk_fmt_double(pct, sizeof(pct), share, 3));
+    }
+}
+
+/* The spread as a small table, in us. */
+static void print_percentiles(FILE *f, const struct tk_summary *m)
+{
+    const double v[] = { m->p50, m->p99, m->p999, m->p9999, m->max };
+    fprintf(f, "percentiles:        p50        p99      p99.9     p99.99        max\n");
+    fprintf(f, "          us");
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        char buf[TK_FMT_MAX];
+        fprintf(f, " %10s", tk_fmt_double(buf, sizeof(buf), v[i] / 1e3, 3));
     }
     fprintf(f, "\n");
 }
@@ -175,36 +188,32 @@ static void print_thresholds(FILE *f, const struct lat *l)
 void lat_probe_report(const struct lat *l, FILE *f)
 {
     const struct tk_summary *m = &l->summary;
-    char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX], d[TK_FMT_MAX], e[TK_FMT_MAX];
+    char a[TK_FMT_MAX];
     print_rts(f, l);
     fprintf(f, "\n");
     lat_print_stopped(f, l);
-    fprintf(f,
-            "wake-ups   : %llu, overruns %llu (deadlines passed without a wake-up), of %llu "
-            "deadlines%s\n",
-            (unsigned long long)m->count, (unsigned long long)l->overruns,
-            (unsigned long long)l->deadlines, l->stopped ? " planned" : "");
+    fprintf(f, "deadlines  : %llu%s: %llu wake-ups, %llu overruns (passed without a wake-up)\n",
+            (unsigned long long)l->deadlines, l->stopped ? " planned" : "",
+            (unsigned long long)m->count, (unsigned long long)l->overruns);
     if (l->early)
         fprintf(f,
                 "early      : %llu wake-ups read the clock before their deadline (recorded "
                 "as 0)\n",
                 (unsigned long long)l->early);
-    fprintf(f, "percentiles: p50 %s  p99 %s  p99.9 %s  p99.99 %s  max %s us\n",
-            tk_fmt_double(a, sizeof(a), m->p50 / 1e3, 3),
-            tk_fmt_double(b, sizeof(b), m->p99 / 1e3, 3),
-            tk_fmt_double(c, sizeof(c), m->p999 / 1e3, 3),
-            tk_fmt_double(d, sizeof(d), m->p9999 / 1e3, 3),
-            tk_fmt_double(e, sizeof(e), m->max / 1e3, 3));
+    print_percentiles(f, m);
     print_thresholds(f, l);
     fprintf(f, "histogram  : latency in us, buckets [2^(b-1), 2^b) ns\n");
     tk_hist_print(f, &l->hist, 1e-3, 3, "us");
     lat_print_faults(f, l);
     lat_print_setup_verdict(f, l);
-    if (lat_real_time(l) && m->count && m->max >= (double)LAT_STALL_NS)
-        fprintf(f,
-                "worst case %s ms: to see whether the machine itself stalls (a VM exit, an SMI),\n"
-                "run 'rtmem latency --noise' on the same CPU\n",
-                tk_fmt_double(a, sizeof(a), m->max / 1e6, 3));
+    if (lat_real_time(l) && m->count && m->max >= (double)LAT_STALL_NS) {
+        char text[256];
+        snprintf(text, sizeof(text),
+                 "Worst case %s ms: to see whether the machine itself stalls (a VM exit, an "
+                 "SMI), run 'rtmem latency --noise' on the same CPU.",
+                 tk_fmt_double(a, sizeof(a), m->max / 1e6, 3));
+        tk_opt_wrap(f, text, 0, 0);
+    }
 }
 
 void lat_probe_json(const struct lat *l, struct tk_json *j)
