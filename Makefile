@@ -1,6 +1,7 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything, run the benchmark report and memcheck (results/),
-#                with jemalloc, mimalloc and tcmalloc beside rtmem's heaps when installable
+#   make bench   build everything, run the benchmark report, memcheck and latency
+#                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
+#                when installable
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
@@ -46,7 +47,14 @@ bench: build
 	@# functional failure (exit status 1) still fails the target.
 	$(BUILD)/tools/rtmem memcheck --json $(RESULTS)/memcheck.json > $(RESULTS)/memcheck.txt; \
 	    status=$$?; sed -n '/^== summary/,$$p' $(RESULTS)/memcheck.txt; exit $$status
+	@# latency on its defaults (10 s), then the machine's noise on the same CPU (10 s):
+	@# each report to its file, then to the terminal, with rtmem's exit status.
+	$(BUILD)/tools/rtmem latency --json $(RESULTS)/latency.json > $(RESULTS)/latency.txt; \
+	    status=$$?; cat $(RESULTS)/latency.txt; exit $$status
+	$(BUILD)/tools/rtmem latency --noise --json $(RESULTS)/latency-noise.json \
+	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
+	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps

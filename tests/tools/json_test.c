@@ -289,6 +289,14 @@ static void test_layout(void)
     tk_json_key(j, "compact empty");
     tk_json_begin_array_compact(j);
     tk_json_end_array(j);
+    tk_json_key(j, "line");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "second", 1);
+    tk_json_key(j, "in");
+    tk_json_begin_array(j); /* inside a compact object: compact too */
+    tk_json_int(j, 8);
+    tk_json_end_array(j);
+    tk_json_end_object(j);
     if (tk_json_key_or_null(j, "skipped", false))
         tk_json_int(j, 99);
     if (tk_json_key_or_null(j, "present", true))
@@ -317,6 +325,7 @@ static void test_layout(void)
                        "  },\n"
                        "  \"row\": [1, 2, {\"x\": 0.25, \"y\": 7}, [], [3, 4]],\n"
                        "  \"compact empty\": [],\n"
+                       "  \"line\": {\"second\": 1, \"in\": [8]},\n"
                        "  \"skipped\": null,\n"
                        "  \"present\": 5\n"
                        "}\n";

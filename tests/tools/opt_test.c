@@ -28,6 +28,8 @@ struct topts {
     int cpu;
     int prio;
     int signed_value;
+    uint64_t period_ns;
+    uint64_t wait_ns;
 };
 
 static const char *const formats[] = { "ns", "smokey", NULL };
@@ -71,6 +73,11 @@ static const struct tk_opt table[] = {
       "-1 or 0..99, with 100%% of a long help line that must be "
       "wrapped at eighty columns under the help column, word by word, never cut inside a word",
       TK_FIELD(struct topts, signed_value), .parse = parse_signed },
+    { "period", TK_OPT_TIME, "T", "period (default %D; --quick %Q)",
+      TK_FIELD(struct topts, period_ns), .lo = 10000, .hi = 1000000000, .quick = 5000000,
+      .flags = TK_OPTF_QUICK, .unit_ns = 1000 },
+    { "wait", TK_OPT_TIME, "T", "a time, its unit required (default %D)",
+      TK_FIELD(struct topts, wait_ns), .lo = 0, .hi = UINT64_MAX },
 };
 
 #define N_OPTS (sizeof(table) / sizeof(table[0]))
@@ -82,6 +89,8 @@ static const struct topts defaults = {
     .format = 0,
     .cpu = -1,
     .prio = 80,
+    .period_ns = 1000000,
+    .wait_ns = 1500000,
 };
 
 static const struct tk_args cli = { "rtmem t", "4096, 64K" };
@@ -153,6 +162,16 @@ static void test_values(void)
     CHECK(parse("--signed 42 --cpu 0") == 0);
     CHECK_EQ(o.signed_value, 42);
     CHECK_EQ(o.cpu, 0);
+    /* Times: a unit, or the option's own for a bare number. */
+    CHECK(parse("--period 250us --wait 2s") == 0);
+    CHECK_EQ(o.period_ns, 250000);
+    CHECK_EQ(o.wait_ns, 2000000000);
+    CHECK(parse("--period 250 --wait 0ns") == 0);
+    CHECK_EQ(o.period_ns, 250000);
+    CHECK_EQ(o.wait_ns, 0);
+    CHECK(parse("--period 1s --wait 7ms") == 0);
+    CHECK_EQ(o.period_ns, 1000000000);
+    CHECK_EQ(o.wait_ns, 7000000);
     /* -h and --help stop the parse. */
     CHECK(parse("--ops 5 --help --ops 0") == 0);
     CHECK(parsed.help);
@@ -176,6 +195,15 @@ static void test_refusals(void)
     refused("--prio 0", "--prio: '0' is out of range [1, 99]");
     refused("--cpu 100000", "--cpu");
     refused("--signed -2", "--signed needs a whole number");
+    refused("--period 9us", "--period: '9us' is out of range [10us, 1s]");
+    refused("--period 5", "--period: '5' (5us) is out of range [10us, 1s]");
+    refused("--period 2s", "--period: '2s' is out of range [10us, 1s]");
+    refused("--period 1h", "--period: '1h' is not a time (a whole number and ns, us, ms or s");
+    refused("--period 1.5ms", "--period: '1.5ms' is not a time");
+    refused("--period -1ms", "--period needs a time (e.g. 250us, 1ms, 10s), not '-1ms'");
+    refused("--wait 5", "--wait: '5' is not a time");
+    refused("--wait 99999999999999999999s", "--wait: '99999999999999999999s' is out of range");
+    refused("--wait 18446744073709552s", "is out of range [0ns, ");
     refused("--nosuch", "unknown option '--nosuch'");
     refused("-x", "unknown option '-x'");
     refused("--ops", "option '--ops' needs a value");
@@ -188,6 +216,7 @@ static void test_quick(void)
 {
     CHECK(parse("--quick") == 0);
     CHECK_EQ(o.ops, 20);
+    CHECK_EQ(o.period_ns, 5000000);
     CHECK_EQ(o.live, 7);
     CHECK(parse("--quick --ops 7") == 0);
     CHECK_EQ(o.ops, 7);
@@ -227,6 +256,8 @@ static void test_help(void)
     CHECK(strstr(text, "memory of each heap (default 64K)\n") != NULL);
     CHECK(strstr(text, "layout (default ns)\n") != NULL);
     CHECK(strstr(text, "SCHED_FIFO priority, 1..99 (default 80)\n") != NULL);
+    CHECK(strstr(text, "period (default 1ms; --quick 5ms)\n") != NULL);
+    CHECK(strstr(text, "a time, its unit required (default 1500us)\n") != NULL);
     CHECK(strstr(text, "  --flag ") != NULL);
     CHECK(strstr(text, "  --plugin FILE.so ") != NULL);
     CHECK(strstr(text, "with 100% of a long help line") != NULL);
@@ -343,6 +374,13 @@ static void m_flag_with_value(struct tk_opt *t, struct topts *d)
     t[4].arg = "X";
 }
 
+static void m_time_field(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[11].type = TK_OPT_TIME; /* --prio: an int field */
+    t[11].arg = "T";
+}
+
 static void test_check(void)
 {
     char why[160] = "";
@@ -361,6 +399,7 @@ static void test_check(void)
     refuse_table("help", m_help_name, "the driver's own");
     refuse_table("range", m_empty_range, "--ops: its range is empty");
     refuse_table("flag value", m_flag_with_value, "--flag: a flag has no value name");
+    refuse_table("time field", m_time_field, "--prio: a time's field is a uint64_t");
 }
 
 /* %D shows an int field's default as a signed number. */
@@ -379,6 +418,17 @@ static void test_signed_default(void)
     fclose(f);
     CHECK(strstr(text, "-1 or 0..99 (default -1)\n") != NULL);
     free(text);
+}
+
+static void test_fmt_time(void)
+{
+    char buf[32];
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 0), "0ns") == 0);
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 999), "999ns") == 0);
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 1000), "1us") == 0);
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 1500000), "1500us") == 0);
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 10000000000u), "10s") == 0);
+    CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 86400000000000u), "86400s") == 0);
 }
 
 static void test_fmt_bytes(void)
@@ -402,6 +452,7 @@ int main(void)
     test_quick();
     test_help();
     test_fmt_bytes();
+    test_fmt_time();
     test_check();
     test_signed_default();
     return test_summary("tools.opt");

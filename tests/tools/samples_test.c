@@ -255,6 +255,84 @@ static void test_hist(void)
     tk_samples_destroy(&s);
 }
 
+/* Values above a threshold, strictly, at every edge. */
+static void test_count_above(void)
+{
+    test_context = "count above";
+    uint64_t v[] = { 5, 1, 3, 3, 9, 0 };
+    struct tk_samples s = store_of(v, 6, 6);
+    CHECK_EQ(tk_samples_count_above(&s, 0), 5);
+    CHECK_EQ(tk_samples_count_above(&s, 2), 4);
+    CHECK_EQ(tk_samples_count_above(&s, 3), 2);
+    CHECK_EQ(tk_samples_count_above(&s, 8), 1);
+    CHECK_EQ(tk_samples_count_above(&s, 9), 0);
+    CHECK_EQ(tk_samples_count_above(&s, UINT64_MAX), 0);
+    tk_samples_destroy(&s);
+    struct tk_samples empty = store_of(v, 0, 1);
+    CHECK_EQ(tk_samples_count_above(&empty, 0), 0);
+    tk_samples_destroy(&empty);
+}
+
+/* The histogram's JSON and text: the span of non-empty buckets only. */
+static void test_hist_out(void)
+{
+    test_context = "histogram out";
+    struct tk_hist h;
+    memset(&h, 0, sizeof h);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    REQUIRE(f, );
+    struct tk_json j;
+    tk_json_init(&j, f);
+    tk_hist_json(&j, &h, "ns");
+    CHECK_EQ(tk_json_finish(&j), 0);
+    tk_hist_print(f, &h, 1.0, 0, "ns");
+    fclose(f);
+    CHECK(buf && strcmp(buf, "[]\n  (empty)\n") == 0);
+    free(buf);
+
+    tk_hist_add(&h, 1500); /* bucket 11: [1024, 2048) */
+    tk_hist_add(&h, 1500);
+    tk_hist_add(&h, 5000); /* bucket 13: [4096, 8192) */
+    tk_hist_add(&h, UINT64_MAX);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    REQUIRE(f, );
+    tk_json_init(&j, f);
+    tk_hist_json(&j, &h, "ns");
+    CHECK_EQ(tk_json_finish(&j), 0);
+    fclose(f);
+    const char *head = "[\n"
+                       "  {\"lo_ns\": 1024, \"hi_ns\": 2048, \"count\": 2},\n"
+                       "  {\"lo_ns\": 2048, \"hi_ns\": 4096, \"count\": 0},\n"
+                       "  {\"lo_ns\": 4096, \"hi_ns\": 8192, \"count\": 1},\n";
+    CHECK(buf && strncmp(buf, head, strlen(head)) == 0);
+    CHECK(buf && strstr(buf, "{\"lo_ns\": 9223372036854775808, \"hi_ns\": null, "
+                             "\"count\": 1}\n]\n") != NULL);
+    if (buf && strncmp(buf, head, strlen(head)) != 0)
+        fprintf(stderr, "got:\n%s", buf);
+    free(buf);
+
+    memset(&h, 0, sizeof h);
+    tk_hist_add(&h, 1500);
+    tk_hist_add(&h, 1500);
+    tk_hist_add(&h, 5000);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    REQUIRE(f, );
+    tk_hist_print(f, &h, 1e-3, 3, "us");
+    fclose(f);
+    const char *want =
+        "       1.024 ..      2.048 us         2  ####################################\n"
+        "       2.048 ..      4.096 us         0  \n"
+        "       4.096 ..      8.192 us         1  ##################\n";
+    CHECK(buf && strcmp(buf, want) == 0);
+    if (buf && strcmp(buf, want) != 0)
+        fprintf(stderr, "got:\n%s", buf);
+    free(buf);
+}
+
 /* The spread's members, null where the summary has NaN. */
 static void test_spread_json(void)
 {
@@ -315,6 +393,8 @@ int main(void)
     test_ties();
     test_tail_rule();
     test_hist();
+    test_count_above();
+    test_hist_out();
     test_spread_json();
     return test_summary("tools.samples");
 }

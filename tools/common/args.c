@@ -117,6 +117,61 @@ int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint6
     return 0;
 }
 
+/* Nanoseconds per unit of the suffix at s ("ns", "us", "ms", "s"), or 0. */
+static uint64_t time_unit_ns(const char *s)
+{
+    static const struct {
+        const char *name;
+        uint64_t ns;
+    } units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcmp(s, units[i].name) == 0)
+            return units[i].ns;
+    return 0;
+}
+
+const char *tk_args_fmt_time(char *buf, size_t size, uint64_t ns)
+{
+    static const struct {
+        const char *name;
+        uint64_t ns;
+    } units[] = { { "s", 1000000000 }, { "ms", 1000000 }, { "us", 1000 } };
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (ns != 0 && ns % units[i].ns == 0) {
+            snprintf(buf, size, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].name);
+            return buf;
+        }
+    snprintf(buf, size, "%lluns", (unsigned long long)ns);
+    return buf;
+}
+
+int tk_args_time_ns(const struct tk_args *a, const char *opt, const char *s, uint64_t unit_ns,
+                    uint64_t lo_ns, uint64_t hi_ns, uint64_t *out_ns)
+{
+    if (!starts_with_digit(s))
+        return tk_args_bad(a, "%s needs a time (e.g. 250us, 1ms, 10s), not '%s'", opt, shown(s));
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    uint64_t unit = *end ? time_unit_ns(end) : unit_ns;
+    if (unit == 0)
+        return tk_args_bad(a,
+                           "%s: '%s' is not a time (a whole number and ns, us, ms or s: "
+                           "250us, 1ms, 10s)",
+                           opt, s);
+    if (errno == ERANGE || v > UINT64_MAX / unit || v * unit < lo_ns || v * unit > hi_ns) {
+        /* A bare number is shown with the unit it was taken in. */
+        char lo[24], hi[24], as[40] = "";
+        if (!*end && errno != ERANGE && v <= UINT64_MAX / unit)
+            snprintf(as, sizeof(as), " (%s)", tk_args_fmt_time(lo, sizeof(lo), v * unit));
+        return tk_args_bad(a, "%s: '%s'%s is out of range [%s, %s]", opt, s, as,
+                           tk_args_fmt_time(lo, sizeof(lo), lo_ns),
+                           tk_args_fmt_time(hi, sizeof(hi), hi_ns));
+    }
+    *out_ns = (uint64_t)v * unit;
+    return 0;
+}
+
 int tk_args_file(const struct tk_args *a, const char *opt, const char *s, const char **out)
 {
     if (!s || !*s)

@@ -21,12 +21,14 @@
  * Numbers are decimal digits only: no sign, no space, no base prefix, so
  * "-1" and " 5" are refused rather than wrapped or skipped. Byte counts take
  * a binary K, M, G or T suffix (1K = 1024), optionally followed by "B" or "iB";
- * a bare number may end in "B".
+ * a bare number may end in "B". Times are a whole number and a unit, ns, us,
+ * ms or s ("250us", "10s"); a bare number is in the unit the option states.
  */
 #ifndef RTMEM_TOOLS_ARGS_H
 #define RTMEM_TOOLS_ARGS_H
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The exit status of every rtmem command. */
@@ -70,6 +72,19 @@ int tk_args_u64(const struct tk_args *a, const char *opt, const char *s, uint64_
  * Returns 0, or -1 (reported; *out untouched). */
 int tk_args_bytes(const struct tk_args *a, const char *opt, const char *s, uint64_t lo, uint64_t hi,
                   uint64_t *out);
+
+/* A time s (a whole number and a unit: ns, us, ms or s) within [lo_ns,
+ * hi_ns] nanoseconds into *out_ns. A bare number is in units of unit_ns
+ * (1000 for microseconds, 1000000000 for seconds); unit_ns 0 refuses it
+ * (the unit is then required). Returns 0, or -1 (reported, the range in
+ * the same units as --help writes them; *out_ns untouched). */
+int tk_args_time_ns(const struct tk_args *a, const char *opt, const char *s, uint64_t unit_ns,
+                    uint64_t lo_ns, uint64_t hi_ns, uint64_t *out_ns);
+
+/* A time in nanoseconds as the options write it: in the largest of s, ms,
+ * us and ns that divides it ("1ms", "1500us", "10s", "0ns"). Into buf (>=
+ * 24 bytes); returns buf. */
+const char *tk_args_fmt_time(char *buf, size_t size, uint64_t ns);
 
 /* A file name s for opt: anything but NULL or empty, into *out. Returns 0, or
  * -1 (reported). */

@@ -60,6 +60,11 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
             return -1;
         set_uint(opts, o, v);
         return 0;
+    case TK_OPT_TIME:
+        if (tk_args_time_ns(cli, opt, value, o->unit_ns, o->lo, hi, &v) != 0)
+            return -1;
+        set_uint(opts, o, v);
+        return 0;
     case TK_OPT_FILE: return tk_args_file(cli, opt, value, (const char **)field_at(opts, o));
     case TK_OPT_STRING: *(const char **)field_at(opts, o) = value; return 0;
     case TK_OPT_FILES: {
@@ -186,6 +191,7 @@ static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, int
 {
     switch (o->type) {
     case TK_OPT_BYTES: return tk_opt_fmt_bytes(buf, size, (uint64_t)v);
+    case TK_OPT_TIME: return tk_args_fmt_time(buf, size, (uint64_t)v);
     case TK_OPT_CHOICE:
         snprintf(buf, size, "%s", o->choices[v]); /* v checked by tk_opt_check */
         return buf;
@@ -223,7 +229,8 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
     }
     for (size_t i = 0; i < n; i++) {
         const struct tk_opt *o = &table[i];
-        bool uint_type = o->type == TK_OPT_UINT || o->type == TK_OPT_BYTES;
+        bool uint_type =
+            o->type == TK_OPT_UINT || o->type == TK_OPT_BYTES || o->type == TK_OPT_TIME;
         if (!o->name || !o->name[0] || strcmp(o->name, "help") == 0)
             return table_bad(why, why_len, o, "no name, or the driver's own");
         for (size_t k = 0; k < i; k++)
@@ -239,6 +246,8 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
             return table_bad(why, why_len, o, "its field is an int");
         if (uint_type && o->size != 1 && o->size != 2 && o->size != 4 && o->size != 8)
             return table_bad(why, why_len, o, "its field is an unsigned integer");
+        if (o->type == TK_OPT_TIME && o->size != sizeof(uint64_t))
+            return table_bad(why, why_len, o, "a time's field is a uint64_t (nanoseconds)");
         if (uint_type && o->lo > o->hi)
             return table_bad(why, why_len, o, "its range is empty");
         if (o->type == TK_OPT_FILES && (o->hi == 0 || o->hi > o->size / sizeof(char *)))

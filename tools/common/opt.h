@@ -20,7 +20,7 @@
  *
  * In a help line, %D stands for the option's default (read from the
  * defaults: a byte count written as 64M when it is a whole number of K, M,
- * G or T), %Q for its --quick value, %% for %. --help prints each option as
+ * G or T, a time as 1ms), %Q for its --quick value, %% for %. --help prints each option as
  * "  --name ARG" and its help line wrapped to 80 columns under one column;
  * a '\n' in a help line starts a new line there.
  */
@@ -50,6 +50,9 @@ enum tk_opt_type {
     TK_OPT_CHOICE, /* one of choices (NULL-terminated) into an int field, its index */
     TK_OPT_CPU,    /* a CPU this process may run on (tk_args_cpu) into an int field */
     TK_OPT_PRIO,   /* a SCHED_FIFO priority (tk_args_priority) into an int field */
+    TK_OPT_TIME,   /* a time (tk_args_time_ns: "250us", "10s"; a bare number in units of
+                    * unit_ns) in [lo, hi] nanoseconds into a uint64_t field, in ns;
+                    * --help writes it as "1ms" */
     TK_OPT_CUSTOM, /* parse(cli, value, field) does it */
 };
 
@@ -65,13 +68,14 @@ struct tk_opt {
     const char *arg;            /* the value's name in --help ("N", "B", "FILE"); NULL for flags */
     const char *help;           /* %D default, %Q quick value, '\n' a new line */
     size_t offset, size;        /* the field in the options struct (TK_FIELD) */
-    uint64_t lo, hi;            /* range (TK_OPT_UINT, TK_OPT_BYTES); TK_OPT_FILES: hi = capacity */
+    uint64_t lo, hi;            /* range (TK_OPT_UINT, _BYTES, _TIME); TK_OPT_FILES: capacity */
     uint64_t quick;             /* the value under --quick (TK_OPTF_QUICK) */
     unsigned flags;             /* TK_OPTF_* */
     size_t count_offset;        /* TK_OPT_FILES: the size_t count field */
     const char *const *choices; /* TK_OPT_CHOICE */
     /* TK_OPT_CUSTOM: value into field (reported on failure: 0 or -1). */
     int (*parse)(const struct tk_args *cli, const char *value, void *field);
+    uint64_t unit_ns; /* TK_OPT_TIME: the unit of a bare number (1000: us); 0: none */
 };
 
 #define TK_FIELD(type, field) .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)

@@ -97,6 +97,10 @@ void tk_json_begin_array_compact(struct tk_json *j)
 {
     begin(j, false, true);
 }
+void tk_json_begin_object_compact(struct tk_json *j)
+{
+    begin(j, true, true);
+}
 void tk_json_end_array(struct tk_json *j)
 {
     end(j, false);

@@ -66,6 +66,9 @@ void tk_json_end_array(struct tk_json *j);
 /* An array written on one line ("[1, 2, 3]"), and everything nested in it:
  * for tables of many short rows. Ended with tk_json_end_array. */
 void tk_json_begin_array_compact(struct tk_json *j);
+/* The same for an object ({"a": 1, "b": 2} on one line): a row of named
+ * figures. Ended with tk_json_end_object. */
+void tk_json_begin_object_compact(struct tk_json *j);
 
 /* Member name inside an object; the next call writes its value. */
 void tk_json_key(struct tk_json *j, const char *key);

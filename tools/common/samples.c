@@ -67,6 +67,21 @@ uint64_t tk_samples_percentile(struct tk_samples *s, double q)
     return s->v[rank_index(s->n, q)];
 }
 
+size_t tk_samples_count_above(struct tk_samples *s, uint64_t v)
+{
+    sort_store(s);
+    /* The first index holding a value above v. */
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->v[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return s->n - lo;
+}
+
 uint64_t tk_samples_sum(const struct tk_samples *s)
 {
     uint64_t sum = 0;
@@ -117,4 +132,67 @@ void tk_summary_json_spread(struct tk_json *j, const struct tk_summary *s)
     tk_json_kv_double(j, "p99_9_ns", s->p999);
     tk_json_kv_double(j, "p99_99_ns", s->p9999);
     tk_json_kv_double(j, "max_ns", s->max);
+}
+
+/* The first and last non-empty buckets of h into *first, *last; false if
+ * every bucket is empty. */
+static bool hist_span(const struct tk_hist *h, unsigned *first, unsigned *last)
+{
+    unsigned b = 0;
+    while (b < TK_HIST_BUCKETS && h->count[b] == 0)
+        b++;
+    if (b == TK_HIST_BUCKETS)
+        return false;
+    *first = b;
+    for (b = TK_HIST_BUCKETS - 1; h->count[b] == 0; b--)
+        ;
+    *last = b;
+    return true;
+}
+
+void tk_hist_json(struct tk_json *j, const struct tk_hist *h, const char *unit)
+{
+    char lo_key[32], hi_key[32];
+    snprintf(lo_key, sizeof(lo_key), "lo_%s", unit);
+    snprintf(hi_key, sizeof(hi_key), "hi_%s", unit);
+    tk_json_begin_array(j);
+    unsigned first, last;
+    if (hist_span(h, &first, &last)) {
+        for (unsigned b = first; b <= last; b++) {
+            tk_json_begin_object_compact(j);
+            tk_json_kv_uint(j, lo_key, tk_hist_bucket_lo(b));
+            if (tk_json_key_or_null(j, hi_key, b + 1 < TK_HIST_BUCKETS))
+                tk_json_uint(j, tk_hist_bucket_lo(b + 1));
+            tk_json_kv_uint(j, "count", h->count[b]);
+            tk_json_end_object(j);
+        }
+    }
+    tk_json_end_array(j);
+}
+
+#define HIST_BAR 36
+
+void tk_hist_print(FILE *f, const struct tk_hist *h, double scale, int decimals, const char *unit)
+{
+    unsigned first, last;
+    if (!hist_span(h, &first, &last)) {
+        fprintf(f, "  (empty)\n");
+        return;
+    }
+    uint64_t most = 0;
+    for (unsigned b = first; b <= last; b++)
+        most = h->count[b] > most ? h->count[b] : most;
+    for (unsigned b = first; b <= last; b++) {
+        char lo[TK_FMT_MAX], hi[TK_FMT_MAX], count[TK_FMT_MAX];
+        tk_fmt_double(lo, sizeof(lo), (double)tk_hist_bucket_lo(b) * scale, decimals);
+        if (b + 1 < TK_HIST_BUCKETS)
+            tk_fmt_double(hi, sizeof(hi), (double)tk_hist_bucket_lo(b + 1) * scale, decimals);
+        else
+            snprintf(hi, sizeof(hi), "inf");
+        tk_fmt_uint(count, sizeof(count), h->count[b]);
+        /* Rounded up: a bucket with anything in it shows. */
+        unsigned bar = (unsigned)ceil((double)h->count[b] * HIST_BAR / (double)most);
+        fprintf(f, "  %10s .. %10s %s %9s  %.*s\n", lo, hi, unit, count, (int)bar,
+                "####################################");
+    }
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct tk_samples {
     uint64_t *v;    /* the values, v[0 .. n) */
@@ -75,6 +76,10 @@ void tk_samples_summarize(struct tk_samples *s, double scale, struct tk_summary 
  * after. */
 uint64_t tk_samples_percentile(struct tk_samples *s, double q);
 
+/* How many values are above v (strictly). Sorts the store on demand, then
+ * O(log n). */
+size_t tk_samples_count_above(struct tk_samples *s, uint64_t v);
+
 /* Sum of all values, exact (no rounding) unless it overflows 64 bits. O(n). */
 uint64_t tk_samples_sum(const struct tk_samples *s);
 
@@ -112,5 +117,18 @@ static inline void tk_hist_add(struct tk_hist *h, uint64_t value)
 
 /* Clears h, then counts every value of s into it. O(n). */
 void tk_hist_fill(struct tk_hist *h, const struct tk_samples *s);
+
+/* The buckets from the first non-empty one to the last, as a JSON array
+ * value of one-line objects {"lo_<unit>", "hi_<unit>", "count"} (values in
+ * [lo, hi); hi is null for bucket 64, whose bound no uint64 holds); [] if
+ * every bucket is empty. unit names the values' unit in the keys ("ns"). */
+void tk_hist_json(struct tk_json *j, const struct tk_hist *h, const char *unit);
+
+/* The same buckets as text, a row each: "  lo .. hi unit  count  ###",
+ * the bounds multiplied by scale (1e-3: ns shown in us) with that many
+ * decimals, a bar of up to 36 '#' in proportion to the count (one at
+ * least for a count above 0), within 80 columns for bounds of up to 10
+ * characters. "  (empty)" if every bucket is. */
+void tk_hist_print(FILE *f, const struct tk_hist *h, double scale, int decimals, const char *unit);
 
 #endif /* RTMEM_TOOLS_SAMPLES_H */

@@ -106,6 +106,20 @@ static int calibrate_tsc(struct tk_timer *t, unsigned calibration_ms)
 }
 #endif
 
+/* The overhead figures of t from a store of back-to-back pairs' ticks;
+ * releases the store. */
+static void overhead_from(struct tk_timer *t, struct tk_samples *s)
+{
+    t->overhead_samples = s->n;
+    t->overhead_p50_ticks = tk_samples_percentile(s, 0.50);
+    t->overhead_p99_ticks = tk_samples_percentile(s, 0.99);
+    t->overhead_min_ticks = tk_samples_percentile(s, 0.0);
+    t->overhead_p50_ns = tk_timer_ns(t, t->overhead_p50_ticks);
+    t->overhead_p99_ns = tk_timer_ns(t, t->overhead_p99_ticks);
+    t->overhead_min_ns = tk_timer_ns(t, t->overhead_min_ticks);
+    tk_samples_destroy(s);
+}
+
 static int measure_overhead(struct tk_timer *t)
 {
     struct tk_samples s;
@@ -117,21 +131,29 @@ static int measure_overhead(struct tk_timer *t)
         uint64_t t1 = tk_timer_end();
         tk_samples_add(&s, t1 - t0);
     }
-    t->overhead_samples = s.n;
-    t->overhead_p50_ticks = tk_samples_percentile(&s, 0.50);
-    t->overhead_p99_ticks = tk_samples_percentile(&s, 0.99);
-    t->overhead_min_ticks = tk_samples_percentile(&s, 0.0);
-    t->overhead_p50_ns = tk_timer_ns(t, t->overhead_p50_ticks);
-    t->overhead_p99_ns = tk_timer_ns(t, t->overhead_p99_ticks);
-    t->overhead_min_ns = tk_timer_ns(t, t->overhead_min_ticks);
-    tk_samples_destroy(&s);
+    overhead_from(t, &s);
     return 0;
 }
 
-/* The cheapest reading of the same counter (no fences), so that the step
- * between two readings shows the counter's grain, not the reading's cost. */
-static uint64_t unfenced_read(void)
+/* Nanoseconds of clock now, or 0 if it cannot be read. */
+static uint64_t clock_read_ns(clockid_t clock)
 {
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* measure_resolution's clock for the timer's own counter. */
+#define OWN_COUNTER ((clockid_t) - 1)
+
+/* The cheapest reading of the counter (no fences), so that the step
+ * between two readings shows the counter's grain, not the reading's cost:
+ * the timer's own (OWN_COUNTER) or clock_gettime(clock). */
+static uint64_t unfenced_read(clockid_t clock)
+{
+    if (clock != OWN_COUNTER)
+        return clock_read_ns(clock);
 #if defined(__x86_64__)
     if (tk_timer_use_tsc) {
         uint32_t lo, hi;
@@ -144,13 +166,13 @@ static uint64_t unfenced_read(void)
 
 /* Smallest step between consecutive readings, over a bounded number of
  * readings (the counter may be stuck only if it is broken). */
-static void measure_resolution(struct tk_timer *t)
+static void measure_resolution(struct tk_timer *t, clockid_t clock)
 {
     uint64_t best = UINT64_MAX;
     unsigned steps = 0;
-    uint64_t prev = unfenced_read();
+    uint64_t prev = unfenced_read(clock);
     for (unsigned i = 0; i < 1000000u && steps < 2000u; i++) {
-        uint64_t now = unfenced_read();
+        uint64_t now = unfenced_read(clock);
         if (now != prev) {
             if (now > prev && now - prev < best)
                 best = now - prev;
@@ -193,6 +215,28 @@ int tk_timer_init(struct tk_timer *t, unsigned calibration_ms)
         }
     }
 #endif
-    measure_resolution(t);
+    measure_resolution(t, OWN_COUNTER);
     return measure_overhead(t);
+}
+
+int tk_timer_init_clock(struct tk_timer *t, clockid_t clock, const char *source)
+{
+    memset(t, 0, sizeof(*t));
+    t->source = source;
+    t->ns_per_tick = 1.0;
+    t->tick_hz = 1e9;
+    if (clock_read_ns(clock) == 0)
+        return -errno;
+    measure_resolution(t, clock);
+    struct tk_samples s;
+    int rc = tk_samples_init(&s, TK_TIMER_OVERHEAD_SAMPLES);
+    if (rc)
+        return rc;
+    for (unsigned i = 0; i < TK_TIMER_OVERHEAD_SAMPLES; i++) {
+        uint64_t t0 = clock_read_ns(clock);
+        uint64_t t1 = clock_read_ns(clock);
+        tk_samples_add(&s, t1 - t0);
+    }
+    overhead_from(t, &s);
+    return 0;
 }

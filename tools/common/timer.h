@@ -82,6 +82,19 @@ struct tk_timer {
  */
 int tk_timer_init(struct tk_timer *t, unsigned calibration_ms);
 
+/*
+ * Describes a POSIX clock read with clock_gettime, for a tool that measures
+ * with that clock rather than with tk_timer_start/end (rtmem latency sleeps
+ * to CLOCK_MONOTONIC deadlines and reads the same clock on waking): source
+ * is set to source, one tick is 1 ns, no calibration; the overhead is that
+ * of TK_TIMER_OVERHEAD_SAMPLES back-to-back clock_gettime pairs, the
+ * resolution the smallest step seen between consecutive readings. What
+ * tk_timer_start and tk_timer_end read is unchanged. Takes a few
+ * milliseconds. Returns 0, or a negative errno (clock_gettime or an
+ * allocation failed; *t is then unusable).
+ */
+int tk_timer_init_clock(struct tk_timer *t, clockid_t clock, const char *source);
+
 /* Nanoseconds of CLOCK_MONOTONIC_RAW now (the fallback source, also handy for
  * coarse wall-clock budgets). Returns 0 if clock_gettime fails. */
 static inline uint64_t tk_clock_ns(void)

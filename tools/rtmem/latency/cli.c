@@ -1,0 +1,225 @@
+/*
+ * `rtmem latency`: its options table, --help, the combinations of options
+ * the table cannot check, and latency_tool, what the bench kit's driver
+ * runs (common/tool.h).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../cmd.h"
+#include "common/opt.h"
+#include "common/tool.h"
+#include "latency.h"
+
+#define DEFAULT_PERIOD_NS   ((uint64_t)NS_PER_MS)
+#define DEFAULT_DURATION_NS ((uint64_t)10 * NS_PER_S)
+#define QUICK_DURATION_NS   ((uint64_t)2 * NS_PER_S)
+#define DEFAULT_NOISE_NS    ((uint64_t)10 * NS_PER_US)
+/* The longest --threshold: a latency beyond it is an overrun of any period. */
+#define MAX_THRESHOLD_NS    ((uint64_t)3600 * NS_PER_S)
+
+/* A number in a help line, spelled where the help is a literal. */
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+static const struct lat_opts defaults = {
+    .period_ns = DEFAULT_PERIOD_NS,
+    .duration_ns = DEFAULT_DURATION_NS,
+    .cpu = -1,
+    .priority = TK_RT_DEFAULT_PRIORITY,
+    .thresholds = { .ns = { 10 * NS_PER_US, 50 * NS_PER_US, 100 * NS_PER_US, NS_PER_MS }, .n = 4 },
+    .noise_threshold_ns = DEFAULT_NOISE_NS,
+};
+#define DEFAULT_THRESHOLDS "10us,50us,100us,1ms"
+
+/* Inserts v into t, ascending, once. Returns false if t is full. */
+static bool threshold_insert(struct lat_thresholds *t, uint64_t v)
+{
+    size_t i = 0;
+    while (i < t->n && t->ns[i] < v)
+        i++;
+    if (i < t->n && t->ns[i] == v)
+        return true;
+    if (t->n == LAT_MAX_THRESHOLDS)
+        return false;
+    memmove(&t->ns[i + 1], &t->ns[i], (t->n - i) * sizeof(t->ns[0]));
+    t->ns[i] = v;
+    t->n++;
+    return true;
+}
+
+/* --threshold T[,T...]: the first one given replaces the defaults, the
+ * others add to it. 0, or -1 (reported). */
+static int parse_thresholds(const struct tk_args *cli, const char *value, void *field)
+{
+    struct lat_thresholds *t = field;
+    if (!t->given) {
+        t->n = 0;
+        t->given = true;
+    }
+    const char *p = value;
+    do {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len >= sizeof(item))
+            return tk_args_bad(cli, "--threshold: '%.*s' is not a time (e.g. 50us, 1ms)", (int)len,
+                               p);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        uint64_t v;
+        if (tk_args_time_ns(cli, "--threshold", item, NS_PER_US, 1, MAX_THRESHOLD_NS, &v) != 0)
+            return -1;
+        if (!threshold_insert(t, v))
+            return tk_args_bad(cli, "--threshold: at most %d thresholds; '%s' is one more",
+                               LAT_MAX_THRESHOLDS, item);
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}
+
+#define F(field) TK_FIELD(struct lat_opts, field)
+
+static const struct tk_opt options[] = {
+    { "period", TK_OPT_TIME, "T", "the wake-up period (default %D; a bare number is in us)",
+      F(period_ns), .lo = LAT_MIN_PERIOD_NS, .hi = LAT_MAX_PERIOD_NS, .unit_ns = NS_PER_US },
+    { "duration", TK_OPT_TIME, "T",
+      "how long the run measures (default %D; --quick %Q; a bare number is in seconds)",
+      F(duration_ns), .lo = LAT_MIN_DURATION_NS, .hi = LAT_MAX_DURATION_NS,
+      .quick = QUICK_DURATION_NS, .flags = TK_OPTF_QUICK, .unit_ns = NS_PER_S },
+    { "cpu", TK_OPT_CPU, "N",
+      "the CPU the measuring thread is pinned to (default: the last allowed)", F(cpu) },
+    { "prio", TK_OPT_PRIO, "N", "its SCHED_FIFO priority, 1..99 (default %D)", F(priority) },
+    { "no-rt", TK_OPT_FLAG, NULL, "no CPU pinning, no SCHED_FIFO (mlockall is still tried)",
+      F(no_rt) },
+    { "threshold", TK_OPT_CUSTOM, "T[,T...]",
+      "count the wake-ups later than each T (repeatable, up to " STR(
+          LAT_MAX_THRESHOLDS) "; default " DEFAULT_THRESHOLDS "; a bare number is in us)",
+      F(thresholds), .parse = parse_thresholds },
+    { "noise", TK_OPT_FLAG, NULL,
+      "measure the machine's noise instead: spin on the clock on the CPU, recording every gap "
+      "above --noise-threshold",
+      F(noise) },
+    { "noise-threshold", TK_OPT_TIME, "T",
+      "with --noise: the shortest gap recorded (default %D; a bare number is in us)",
+      F(noise_threshold_ns), .lo = LAT_MIN_NOISE_NS, .hi = LAT_MAX_NOISE_NS, .unit_ns = NS_PER_US },
+    { "json", TK_OPT_FILE, "FILE",
+      "also write the results as JSON (schema " LAT_SCHEMA "): to a new file beside FILE, "
+      "renamed over it only when the run completes (a run ended by SIGINT or SIGTERM "
+      "completes); a failed run leaves FILE as it was. A FIFO or device (/dev/stdout, "
+      "/dev/null) is written directly",
+      F(json_path) },
+    { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--duration reduced)", F(quick),
+      .flags = TK_OPTF_QUICK_SWITCH },
+};
+
+#undef F
+
+static void help_intro(FILE *f)
+{
+    fputs("usage: rtmem latency [options]\n"
+          "       rtmem latency --noise [options]\n"
+          "\n"
+          "How late a periodic real-time thread wakes up. A measuring thread, pinned to\n"
+          "one CPU under SCHED_FIFO with all memory locked (mlockall) and its stack\n"
+          "prefaulted, sleeps to absolute deadlines one period apart\n"
+          "(clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)) and records, on each\n"
+          "wake-up, how long after its deadline it runs. A wake-up later than whole\n"
+          "periods counts each deadline it passed as an overrun, none silently dropped,\n"
+          "and sleeps to the next deadline still ahead.\n"
+          "\n"
+          "As Xenomai's latency does, it prints a line per second (RTD: min, avg and\n"
+          "max of that second, overruns so far, best and worst so far) and a summary\n"
+          "(RTS); then percentiles (p50, p99, p99.9, p99.99), the wake-ups later than\n"
+          "each --threshold, a histogram of log2 buckets, the page faults the measuring\n"
+          "thread took, the steal time of its CPU, and the real-time setup it was\n"
+          "really granted (policy, priority, CPU, VmLck, RT throttling).\n"
+          "\n"
+          "--noise measures the machine instead of the scheduler: the thread, under the\n"
+          "same setup, reads the clock back to back for --duration and records every\n"
+          "gap between two readings longer than --noise-threshold (count, total,\n"
+          "longest, histogram, per second). Nothing in the thread sleeps, so a gap is\n"
+          "time the CPU spent elsewhere: interrupts, higher-priority kernel threads, or\n"
+          "the machine itself (virtual-machine exits, SMIs, firmware). Gaps of a\n"
+          "millisecond or more are the machine's: the summary says so. Under SCHED_FIFO\n"
+          "the spin rests about 0.1 s every 0.5 s, unmeasured, so that RT throttling\n"
+          "never stops it. --noise runs on its own, not beside a latency run: a spinning\n"
+          "real-time thread on another CPU would take that CPU from the rest of the\n"
+          "system and change the latencies measured; run one after the other on the same\n"
+          "CPU.\n",
+          f);
+}
+
+static void help_notes(FILE *f)
+{
+    fputs("Times take a unit: ns, us, ms or s (250us, 10s). Every run is bounded by\n"
+          "--duration; SIGINT (Ctrl-C) or SIGTERM ends it sooner, as a complete run: the\n"
+          "summary is printed, --json written, and the exit status is 0.\n"
+          "\n"
+          "Requires root (or CAP_SYS_NICE and CAP_IPC_LOCK) for SCHED_FIFO and locked\n"
+          "memory. Without them it says plainly that it runs without real-time priority\n"
+          "or locked memory, and still measures: the figures then include ordinary\n"
+          "scheduling delays.\n"
+          "\n"
+          "It generates no load of its own: to see what memory activity does to the\n"
+          "latency, run that activity beside it.\n"
+          "\n"
+          "Exit status: 0 the run completed (or was ended by SIGINT or SIGTERM), 1 a\n"
+          "run-time failure (the clock failed, the report or --json could not be\n"
+          "written), 2 bad usage.\n",
+          f);
+}
+
+/* What the table cannot check. 0, or -1 (reported). */
+static int check(struct tk_session *s)
+{
+    struct lat_opts *o = s->opts;
+    const struct tk_opt_parse *p = &s->parsed;
+    size_t n = sizeof(options) / sizeof(options[0]);
+    char a[24], b[24];
+    if (o->noise) {
+        if (tk_opt_given(options, n, p, "period"))
+            return tk_args_bad(&s->cli, "--period is the latency run's; --noise does not sleep");
+        if (tk_opt_given(options, n, p, "threshold"))
+            return tk_args_bad(&s->cli, "--threshold is the latency run's; --noise records the "
+                                        "gaps above --noise-threshold");
+        return 0;
+    }
+    if (tk_opt_given(options, n, p, "noise-threshold"))
+        return tk_args_bad(&s->cli, "--noise-threshold needs --noise");
+    if (o->duration_ns < o->period_ns)
+        return tk_args_bad(&s->cli, "--duration (%s) is shorter than --period (%s)",
+                           tk_args_fmt_time(a, sizeof(a), o->duration_ns),
+                           tk_args_fmt_time(b, sizeof(b), o->period_ns));
+    if (o->duration_ns / o->period_ns > LAT_MAX_WAKEUPS)
+        return tk_args_bad(&s->cli,
+                           "--duration %s at --period %s is %llu wake-ups; at most %llu (each "
+                           "latency is kept in locked memory for exact percentiles): shorten "
+                           "--duration or lengthen --period",
+                           tk_args_fmt_time(a, sizeof(a), o->duration_ns),
+                           tk_args_fmt_time(b, sizeof(b), o->period_ns),
+                           (unsigned long long)(o->duration_ns / o->period_ns),
+                           (unsigned long long)LAT_MAX_WAKEUPS);
+    return 0;
+}
+
+const struct tk_tool latency_tool = {
+    .name = "latency",
+    .summary = "how late a periodic SCHED_FIFO thread wakes up; --noise: machine stalls",
+    .schema = LAT_SCHEMA,
+    .bytes_example = "4096, 64K, 64M",
+    .opts = options,
+    .n_opts = sizeof(options) / sizeof(options[0]),
+    .opts_size = sizeof(struct lat_opts),
+    .defaults = &defaults,
+    .json_path_offset = offsetof(struct lat_opts, json_path),
+    .help_intro = help_intro,
+    .help_notes = help_notes,
+    .check = check,
+    .setup = lat_setup,
+    .run = lat_run,
+    .report = lat_report,
+    .facts = lat_facts,
+    .json = lat_json,
+    .teardown = lat_teardown,
+};

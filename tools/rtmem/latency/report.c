@@ -1,0 +1,178 @@
+/*
+ * `rtmem latency`: what both modes print and write: the header (machine,
+ * clock, real-time setup), whether the run was real-time, the page faults
+ * and steal time, the report and JSON of the mode that ran, the envelope's
+ * facts.
+ */
+#include <signal.h>
+#include <string.h>
+
+#include "common/opt.h"
+#include "common/tool.h"
+#include "latency.h"
+
+bool lat_real_time(const struct lat *l)
+{
+    return l->rt.fifo.granted && l->rt.lock.granted;
+}
+
+/* Why a step of the setup is not in force, for the plain statement. */
+static const char *why_not(const struct lat *l, const struct tk_rt_step *s)
+{
+    if (!s->requested)
+        return l->o.no_rt ? "--no-rt" : "not requested";
+    return s->err ? strerror(s->err) : "not in force when read back";
+}
+
+void lat_print_setup_verdict(FILE *f, const struct lat *l)
+{
+    const struct tk_rt_state *rt = &l->rt;
+    if (lat_real_time(l)) {
+        fprintf(f, "real-time  : SCHED_FIFO %d on cpu %d, memory locked (VmLck %ld kB)\n",
+                rt->priority_now, rt->cpu_now, rt->vmlck_kb);
+        return;
+    }
+    char text[512];
+    size_t len = 0;
+    len += (size_t)snprintf(text, sizeof(text), "NOT REAL-TIME: this run has");
+    if (!rt->fifo.granted && len < sizeof(text))
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                " no real-time priority (SCHED_FIFO: %s; it runs %s)",
+                                why_not(l, &rt->fifo), tk_rt_policy_name(rt->policy));
+    if (!rt->fifo.granted && !rt->lock.granted && len < sizeof(text))
+        len += (size_t)snprintf(text + len, sizeof(text) - len, " and");
+    if (!rt->lock.granted && len < sizeof(text))
+        len += (size_t)snprintf(text + len, sizeof(text) - len, " no locked memory (mlockall: %s)",
+                                why_not(l, &rt->lock));
+    if (len < sizeof(text))
+        snprintf(text + len, sizeof(text) - len,
+                 ". It still measures, but the figures include ordinary scheduling delays%s. %s",
+                 rt->lock.granted ? "" : " and page faults",
+                 l->o.no_rt ? "Leave out --no-rt (and run as root) for real-time figures."
+                            : "Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK) for real-time "
+                              "figures.");
+    tk_opt_wrap(f, text, 0, 2);
+}
+
+void lat_print_header(FILE *f, const struct lat *l)
+{
+    fprintf(f, "rtmem latency: %s\n",
+            l->o.noise ? "machine noise, a thread spinning on the clock"
+                       : "wake-up latency of a periodic thread");
+    tk_machine_print(f, &l->mf);
+    tk_timer_print(f, "clock: ", &l->clock, TK_DETAIL_BRIEF);
+    tk_rt_print(f, &l->rt);
+    fprintf(f, "  timer slack  : %ld ns (PR_SET_TIMERSLACK)\n", l->timer_slack_ns);
+    if (l->rt.affinity.granted && l->cpu_isolated_known)
+        fprintf(f, "  isolation    : cpu %d is %s\n", l->rt.cpu_now,
+                l->cpu_isolated ? "isolated (isolcpus)"
+                                : "not isolated: other tasks and interrupts may run on it");
+    if (l->virtual_machine)
+        fprintf(f, "  machine      : a virtual machine (hypervisor flag in /proc/cpuinfo)\n");
+    lat_print_setup_verdict(f, l);
+    fprintf(f, "\n");
+}
+
+void lat_print_faults(FILE *f, const struct lat *l)
+{
+    fprintf(f, "page faults: minor %llu, major %llu (the measuring thread, during the run)\n",
+            (unsigned long long)l->minflt, (unsigned long long)l->majflt);
+    if (l->steal_ms < 0)
+        fprintf(f, "steal time : unknown (/proc/stat)\n");
+    else if (l->rt.affinity.granted)
+        fprintf(
+            f,
+            "steal time : %ld ms on cpu %d during the run (time the hypervisor gave elsewhere)\n",
+            l->steal_ms, l->rt.cpu_now);
+    else
+        fprintf(f, "steal time : %ld ms over all CPUs during the run (not pinned)\n", l->steal_ms);
+}
+
+const char *lat_stop_name(const struct lat *l)
+{
+    return l->stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+void lat_print_stopped(FILE *f, const struct lat *l)
+{
+    char s[TK_FMT_MAX];
+    if (l->stopped)
+        fprintf(f, "stopped by %s after %s s, as a complete run: its figures follow\n",
+                lat_stop_name(l), tk_fmt_double(s, sizeof(s), (double)l->measured_ns / 1e9, 3));
+}
+
+void lat_report(const struct tk_session *s, FILE *f)
+{
+    const struct lat *l = s->state;
+    if (l->o.noise)
+        lat_noise_report(l, f);
+    else
+        lat_probe_report(l, f);
+}
+
+void lat_facts(const struct tk_session *s, struct tk_facts *out)
+{
+    const struct lat *l = s->state;
+    out->machine = &l->mf;
+    out->timer = &l->clock;
+    out->rt = &l->rt;
+}
+
+static void params_json(const struct lat *l, struct tk_json *j)
+{
+    tk_json_key(j, "params");
+    tk_json_begin_object(j);
+    if (tk_json_key_or_null(j, "period_ns", !l->o.noise))
+        tk_json_uint(j, l->o.period_ns);
+    tk_json_kv_uint(j, "duration_ns", l->o.duration_ns);
+    tk_json_kv_int(j, "cpu", l->o.cpu);
+    tk_json_kv_int(j, "priority", l->o.priority);
+    tk_json_kv_bool(j, "no_rt", l->o.no_rt);
+    tk_json_kv_bool(j, "quick", l->o.quick);
+    if (tk_json_key_or_null(j, "thresholds_ns", !l->o.noise)) {
+        tk_json_begin_array_compact(j);
+        for (size_t i = 0; i < l->o.thresholds.n; i++)
+            tk_json_uint(j, l->o.thresholds.ns[i]);
+        tk_json_end_array(j);
+    }
+    if (tk_json_key_or_null(j, "noise_threshold_ns", l->o.noise))
+        tk_json_uint(j, l->o.noise_threshold_ns);
+    if (tk_json_key_or_null(j, "test_stall_periods", l->stall_periods > 0))
+        tk_json_uint(j, l->stall_periods);
+    tk_json_end_object(j);
+}
+
+/* The latency members, null in a noise run. */
+static const char *const latency_members[] = { "summary", "deadlines", "early",     "dropped",
+                                               "above",   "histogram", "per_second" };
+
+void lat_json(const struct tk_session *s, struct tk_json *j)
+{
+    const struct lat *l = s->state;
+    tk_json_kv_string(j, "mode", l->o.noise ? "noise" : "latency");
+    params_json(l, j);
+    tk_json_kv_string(j, "clock", "CLOCK_MONOTONIC");
+    tk_json_kv_int(j, "timer_slack_ns", l->timer_slack_ns);
+    tk_json_kv_bool(j, "real_time_granted", lat_real_time(l));
+    if (tk_json_key_or_null(j, "cpu_isolated", l->rt.affinity.granted && l->cpu_isolated_known))
+        tk_json_bool(j, l->cpu_isolated);
+    tk_json_kv_bool(j, "virtual_machine", l->virtual_machine);
+    if (tk_json_key_or_null(j, "stopped_by", l->stopped))
+        tk_json_string(j, lat_stop_name(l));
+    tk_json_kv_uint(j, "measured_ns", l->measured_ns);
+    tk_json_key(j, "page_faults");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "minor", l->minflt);
+    tk_json_kv_uint(j, "major", l->majflt);
+    tk_json_end_object(j);
+    if (tk_json_key_or_null(j, "steal_ms", l->steal_ms >= 0))
+        tk_json_int(j, l->steal_ms);
+    if (l->o.noise) {
+        for (size_t i = 0; i < sizeof(latency_members) / sizeof(latency_members[0]); i++)
+            tk_json_key_or_null(j, latency_members[i], false);
+        lat_noise_json(l, j);
+    } else {
+        lat_probe_json(l, j);
+        tk_json_key_or_null(j, "noise", false);
+    }
+}

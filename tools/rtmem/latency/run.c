@@ -1,0 +1,300 @@
+/*
+ * `rtmem latency`: the run. Setup sizes and touches the result storage and
+ * describes the clock; the run starts the measuring thread, which takes
+ * the real-time setup and measures, while the main thread prints the
+ * per-second lines and turns SIGINT and SIGTERM into a stop; once the
+ * thread is joined, the summaries for the report.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "common/cleanup.h"
+#include "common/tool.h"
+#include "latency.h"
+
+atomic_bool lat_stop;
+static volatile sig_atomic_t stop_signal;
+
+uint64_t lat_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+void lat_publish(struct lat *l, size_t i, const struct lat_second *rec)
+{
+    /* Always true: the records were sized for every second the duration
+     * can start (lat_setup). */
+    if (i < l->n_seconds_cap) {
+        l->seconds[i] = *rec;
+        atomic_store_explicit(&l->published, i + 1, memory_order_release);
+        sem_post(&l->tick);
+    }
+}
+
+/* The test hook's K from the environment; 0 when unset or not a number in
+ * [1, LAT_TEST_STALL_MAX]. */
+static unsigned test_stall_periods(void)
+{
+    const char *v = getenv(LAT_TEST_STALL_ENV);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    unsigned long k = strtoul(v, &end, 10);
+    return *end == '\0' && k >= 1 && k <= LAT_TEST_STALL_MAX ? (unsigned)k : 0;
+}
+
+/* Calloc'd and touched: the loop writes it without a page fault. */
+static void *touched_array(size_t n, size_t size)
+{
+    volatile char *p = calloc(n, size);
+    if (p)
+        for (size_t i = 0; i < n * size; i += 4096)
+            p[i] = 0;
+    return (void *)p;
+}
+
+int lat_setup(struct tk_session *s)
+{
+    struct lat *l = calloc(1, sizeof(*l));
+    if (!l) {
+        fprintf(stderr, "%s: out of memory\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    s->state = l;
+    l->o = *(const struct lat_opts *)s->opts;
+    l->prog = s->cli.prog;
+    l->stall_periods = l->o.noise ? 0 : test_stall_periods();
+    l->steal_ms = -1;
+    s->comment = "\n";
+
+    /* One malloc arena: what the measuring thread's setup allocates (stdio
+     * reading /proc) comes from the main one, not from a reservation of
+     * its own that mlockall would lock too. */
+    mallopt(M_ARENA_MAX, 1);
+
+    /* A second that starts is a record: one more than whole seconds. */
+    l->n_seconds_cap = (size_t)(l->o.duration_ns / NS_PER_S) + 2;
+    l->seconds = touched_array(l->n_seconds_cap, sizeof(*l->seconds));
+    if (l->seconds && !l->o.noise) {
+        l->deadlines = l->o.duration_ns / l->o.period_ns;
+        if (tk_samples_init(&l->samples, (size_t)l->deadlines) != 0) {
+            free(l->seconds);
+            l->seconds = NULL;
+        }
+    }
+    if (!l->seconds) {
+        fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    tk_machine_collect(&l->mf);
+    l->virtual_machine = lat_virtual_machine();
+    int rc = tk_timer_init_clock(&l->clock, CLOCK_MONOTONIC, "clock_gettime(CLOCK_MONOTONIC)");
+    if (rc != 0) {
+        fprintf(stderr, "%s: CLOCK_MONOTONIC cannot be read: %s\n", s->cli.prog, strerror(-rc));
+        return TK_EXIT_FAILED;
+    }
+    return 0;
+}
+
+void lat_teardown(struct tk_session *s)
+{
+    struct lat *l = s->state;
+    if (!l)
+        return;
+    tk_samples_destroy(&l->samples);
+    free(l->seconds);
+    free(l);
+    s->state = NULL;
+}
+
+/* Touches a stack's worth of pages below the caller, so that the loop's
+ * calls never fault one in (mlockall locks only what is mapped). */
+static void __attribute__((noinline)) prefault_stack(void)
+{
+    volatile char pages[64 * 1024];
+    for (size_t i = 0; i < sizeof(pages); i += 4096)
+        pages[i] = 0;
+}
+
+static void thread_faults(uint64_t *minflt, uint64_t *majflt)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *minflt = (uint64_t)ru.ru_minflt;
+        *majflt = (uint64_t)ru.ru_majflt;
+    }
+}
+
+/* The measuring thread: the setup, then waits for the main thread's go
+ * (the header printed), measures, and gives the setup back. */
+static void *measure(void *arg)
+{
+    struct lat *l = arg;
+    struct tk_rt_request req = {
+        .pin = !l->o.no_rt,
+        .cpu = l->o.cpu,
+        .fifo = !l->o.no_rt,
+        .priority = l->o.priority,
+        .lock = false, /* below: the results are mapped */
+    };
+    struct tk_rt_state rt;
+    tk_rt_setup(&req, &rt);
+    tk_rt_lock_memory(&rt);
+    /* A SCHED_OTHER thread's timers are late by up to its timer slack
+     * (50 us by default), which would be measured as latency. */
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    l->timer_slack_ns = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+    prefault_stack();
+    tk_rt_refresh(&rt);
+    l->rt = rt;
+    int cpu = rt.affinity.granted ? rt.req.cpu : -1;
+    l->cpu_isolated = cpu >= 0 && lat_cpu_isolated(cpu, &l->cpu_isolated_known);
+    long steal0 = lat_steal_ms(cpu);
+    uint64_t minflt0 = 0, majflt0 = 0, minflt1 = 0, majflt1 = 0;
+
+    sem_post(&l->ready);
+    while (sem_wait(&l->go) != 0 && errno == EINTR)
+        ;
+    thread_faults(&minflt0, &majflt0);
+    if (l->o.noise)
+        lat_noise_loop(l, &rt);
+    else
+        lat_probe_loop(l);
+    thread_faults(&minflt1, &majflt1);
+    long steal1 = lat_steal_ms(cpu);
+    l->minflt = minflt1 - minflt0;
+    l->majflt = majflt1 - majflt0;
+    l->steal_ms = steal0 >= 0 && steal1 >= steal0 ? steal1 - steal0 : -1;
+    l->rt.rests = rt.rests;
+    tk_rt_undo(&rt);
+    atomic_store(&l->done, true);
+    sem_post(&l->tick);
+    return NULL;
+}
+
+static void on_stop(int sig)
+{
+    stop_signal = sig;
+    atomic_store(&lat_stop, true);
+}
+
+/* SIGINT and SIGTERM ask the loop to stop, saving the handlers in force
+ * (the kit's cleanup, or the default) into old[]. */
+static const int stop_signals[] = { SIGINT, SIGTERM };
+#define N_STOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+static void catch_stop(struct sigaction old[N_STOP])
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_STOP; i++) {
+        sigaction(stop_signals[i], NULL, &old[i]);
+        /* Ignored when the tool started (nohup, a background job): kept so. */
+        if (old[i].sa_handler != SIG_IGN)
+            sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
+static void release_stop(const struct sigaction old[N_STOP])
+{
+    for (size_t i = 0; i < N_STOP; i++)
+        sigaction(stop_signals[i], &old[i], NULL);
+}
+
+/* Prints the per-second records published since *printed. */
+static void print_published(const struct lat *l, size_t *printed)
+{
+    size_t n = atomic_load_explicit(&l->published, memory_order_acquire);
+    for (; *printed < n; (*printed)++) {
+        if (l->o.noise)
+            lat_noise_print_second(stdout, l, *printed);
+        else
+            lat_probe_print_second(stdout, l, *printed);
+    }
+    fflush(stdout);
+}
+
+/* The figures the report and the JSON show, once the thread is joined. */
+static void summarize(struct lat *l)
+{
+    if (l->o.noise)
+        return;
+    tk_samples_summarize(&l->samples, 1.0, &l->summary);
+    for (size_t i = 0; i < l->o.thresholds.n; i++)
+        l->above[i] = tk_samples_count_above(&l->samples, l->o.thresholds.ns[i]);
+}
+
+/* The main thread while the measuring thread runs: once its setup is
+ * done, the header, then each second as it is published, until it ends;
+ * then joined. */
+static void follow(struct lat *l)
+{
+    while (sem_wait(&l->ready) != 0 && errno == EINTR)
+        ;
+    lat_print_header(stdout, l);
+    if (l->o.noise)
+        lat_noise_print_head(stdout, l);
+    else
+        lat_probe_print_head(stdout, l);
+    fflush(stdout);
+    sem_post(&l->go);
+
+    size_t printed = 0;
+    while (!atomic_load(&l->done)) {
+        /* A signal (EINTR) ends the wait too: look again. */
+        (void)sem_wait(&l->tick);
+        print_published(l, &printed);
+    }
+    pthread_join(l->thread, NULL);
+    print_published(l, &printed);
+    l->stop_signal = stop_signal;
+}
+
+enum tk_run_end lat_run(struct tk_session *s)
+{
+    struct lat *l = s->state;
+    atomic_store(&lat_stop, false);
+    stop_signal = 0;
+    struct sigaction old[N_STOP];
+    catch_stop(old);
+    sem_init(&l->ready, 0, 0);
+    sem_init(&l->go, 0, 0);
+    sem_init(&l->tick, 0, 0);
+
+    /* The measuring thread: a small stack (mlockall locks all of it), and
+     * none of the signals the main thread handles. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    sigset_t mask;
+    tk_cleanup_block(&mask);
+    int rc = pthread_create(&l->thread, &attr, measure, l);
+    tk_cleanup_restore(&mask);
+    pthread_attr_destroy(&attr);
+    if (rc == 0)
+        follow(l);
+    release_stop(old);
+    sem_destroy(&l->ready);
+    sem_destroy(&l->go);
+    sem_destroy(&l->tick);
+    if (rc != 0) {
+        fprintf(stderr, "%s: cannot start the measuring thread: %s\n", l->prog, strerror(rc));
+        return TK_RUN_ABORTED;
+    }
+    if (l->loop_err) {
+        fprintf(stderr, "%s: the measuring loop failed: %s\n", l->prog, strerror(l->loop_err));
+        return TK_RUN_ABORTED;
+    }
+    summarize(l);
+    return TK_RUN_PASSED;
+}
