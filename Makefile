@@ -42,7 +42,11 @@ format-check:
 bench: build
 	@sh scripts/ensure-deps.sh peers
 	@mkdir -p $(RESULTS)
-	$(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json | tee $(RESULTS)/bench.txt
+	@# bench's report as it runs, to the terminal and its file, with rtmem's exit
+	@# status (a pipe's is tee's; sh has no pipefail)
+	@st=$$(mktemp); trap 'rm -f "$$st"' EXIT; trap 'exit 130' INT TERM; \
+	    { $(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json; echo $$? > "$$st"; } \
+	    | tee $(RESULTS)/bench.txt; exit $$(cat "$$st")
 	@# memcheck's report is long: all of it to the file, its summary to the terminal; a
 	@# functional failure (exit status 1) still fails the target.
 	$(BUILD)/tools/rtmem memcheck --json $(RESULTS)/memcheck.json > $(RESULTS)/memcheck.txt; \

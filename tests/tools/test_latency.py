@@ -214,8 +214,12 @@ with TempDir() as tmp:
         checks.ok(d["mode"] == "noise" and d["summary"] is None and d["histogram"] is None and
                   d["per_second"] is None, "noise: the latency members are null", d.get("mode"))
         want = ["threshold_ns", "spun_ns", "rested_ns", "reads", "gaps", "total_ns", "max_ns",
-                "stall_threshold_ns", "stalls", "machine_stalls", "histogram", "per_second"]
+                "stall_threshold_ns", "stalls", "preempted", "machine_stalls", "histogram",
+                "per_second"]
         checks.ok(list(n.keys()) == want, "noise: its members", list(n.keys()))
+        checks.ok(not n.get("machine_stalls") or (n.get("stalls", 0) > 0 and
+                                                   n.get("preempted") == 0),
+                  "noise: the machine is blamed only for stalls of a thread nobody preempted", n)
         if list(n.keys()) == want:
             checks.ok(n["threshold_ns"] == 10000, "noise: the default threshold is 10us", n)
             checks.ok(n["spun_ns"] + n["rested_ns"] == d["measured_ns"] and n["reads"] > 0,
@@ -287,6 +291,9 @@ for args, want in (
         (["--noise-threshold", "5us"], "--noise-threshold needs --noise"),
         (["--noise", "--noise-threshold", "0"], "--noise-threshold: '0' (0ns) is out of range"),
         (["--prio", "100"], "--prio: '100' is out of range [1, 99]"),
+        (["--noise", "--noise-threshold", "2ms"], "--noise-threshold: '2ms' is out of range"),
+        (["--no-rt", "--cpu", "0"], "--no-rt runs unpinned under SCHED_OTHER"),
+        (["--no-rt", "--prio", "50"], "--no-rt runs unpinned under SCHED_OTHER"),
         (["--nosuch"], "unknown option '--nosuch'"),
         (["operand"], "unexpected argument 'operand'")):
     r = run(rtmem, "latency", *args)

@@ -101,7 +101,8 @@ static const struct tk_opt options[] = {
       "above --noise-threshold",
       F(noise) },
     { "noise-threshold", TK_OPT_TIME, "T",
-      "with --noise: the shortest gap recorded (default %D; a bare number is in us)",
+      "with --noise: the shortest gap recorded, at most 1ms, so that every stall is (default "
+      "%D; a bare number is in us)",
       F(noise_threshold_ns), .lo = LAT_MIN_NOISE_NS, .hi = LAT_MAX_NOISE_NS, .unit_ns = NS_PER_US },
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " LAT_SCHEMA "): to a new file beside FILE, "
@@ -177,6 +178,9 @@ static int check(struct tk_session *s)
     const struct tk_opt_parse *p = &s->parsed;
     size_t n = sizeof(options) / sizeof(options[0]);
     char a[24], b[24];
+    if (o->no_rt && (tk_opt_given(options, n, p, "cpu") || tk_opt_given(options, n, p, "prio")))
+        return tk_args_bad(&s->cli, "--no-rt runs unpinned under SCHED_OTHER: --cpu and --prio "
+                                    "would not be used");
     if (o->noise) {
         if (tk_opt_given(options, n, p, "period"))
             return tk_args_bad(&s->cli, "--period is the latency run's; --noise does not sleep");

@@ -54,7 +54,7 @@
 #define LAT_MIN_DURATION_NS (100u * NS_PER_MS)
 #define LAT_MAX_DURATION_NS ((uint64_t)86400 * NS_PER_S)
 #define LAT_MIN_NOISE_NS    ((uint64_t)NS_PER_US)
-#define LAT_MAX_NOISE_NS    ((uint64_t)NS_PER_S)
+#define LAT_MAX_NOISE_NS    ((uint64_t)NS_PER_MS) /* a stall (LAT_STALL_NS) is always a gap */
 /* Every wake-up's latency is kept, in locked memory, for exact
  * percentiles: 8 bytes each, 128 MiB at this bound. */
 #define LAT_MAX_WAKEUPS     ((uint64_t)1 << 24)
@@ -125,6 +125,10 @@ struct noise_result {
     uint64_t reads;     /* clock readings */
     uint64_t gaps, noise_ns, max_gap_ns;
     uint64_t stalls; /* gaps of LAT_STALL_NS or more */
+    /* involuntary context switches of the spinning thread: another task
+     * took its CPU (a higher priority, RT throttling), which a stall of
+     * the machine under the kernel (a VM exit, an SMI) never shows as */
+    uint64_t preempted;
     struct tk_hist hist;
 };
 

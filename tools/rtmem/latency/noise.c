@@ -13,6 +13,7 @@
  */
 #include <math.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include "common/opt.h"
 #include "latency.h"
@@ -41,6 +42,8 @@ void lat_noise_loop(struct lat *l, struct tk_rt_state *rt)
     uint64_t prev = begin;
     /* The throttle's count starts with the spinning. */
     rt->busy_since_ns = tk_clock_ns();
+    struct rusage ru0, ru1;
+    bool ru = getrusage(RUSAGE_THREAD, &ru0) == 0;
     for (;;) {
         uint64_t t = lat_now_ns();
         uint64_t gap = t - prev;
@@ -75,6 +78,8 @@ void lat_noise_loop(struct lat *l, struct tk_rt_state *rt)
         }
         slice_end = prev + LAT_NOISE_SLICE_NS;
     }
+    if (ru && getrusage(RUSAGE_THREAD, &ru1) == 0)
+        r->preempted = (uint64_t)(ru1.ru_nivcsw - ru0.ru_nivcsw);
     if (cur->spun_ns || cur->gaps)
         close_second(l, &sec, second);
     l->measured_ns = prev - begin;
@@ -105,10 +110,11 @@ void lat_noise_print_second(FILE *f, const struct lat *l, size_t i)
 }
 
 /* Is what the loop found the machine's own stalls? Only a real-time
- * thread's gaps can tell: others' include the tasks run in its place. */
+ * thread that no other task preempted can tell: otherwise its gaps include
+ * the tasks run in its place. */
 static bool machine_stalls(const struct lat *l)
 {
-    return l->noise.stalls > 0 && l->rt.fifo.granted;
+    return l->noise.stalls > 0 && l->rt.fifo.granted && l->noise.preempted == 0;
 }
 
 void lat_noise_report(const struct lat *l, FILE *f)
@@ -140,6 +146,8 @@ void lat_noise_report(const struct lat *l, FILE *f)
     tk_opt_wrap(f, text, 13, 13);
     fprintf(f, "stalls     : %llu (gaps of %s or more)\n", (unsigned long long)r->stalls,
             tk_args_fmt_time(thr, sizeof(thr), LAT_STALL_NS));
+    fprintf(f, "preempted  : %llu (involuntary context switches of the spinning thread)\n",
+            (unsigned long long)r->preempted);
     fprintf(f, "histogram  : gaps in us, buckets [2^(b-1), 2^b) ns\n");
     tk_hist_print(f, &r->hist, 1e-3, 3, "us");
     lat_print_faults(f, l);
@@ -152,6 +160,15 @@ void lat_noise_report(const struct lat *l, FILE *f)
                  "SMIs, firmware)%s. Whatever the workload, expect latencies of that order.",
                  l->rt.cpu_now, tk_fmt_double(a, sizeof(a), (double)r->max_gap_ns / 1e6, 3),
                  l->virtual_machine ? ": this is a virtual machine" : "");
+        tk_opt_wrap(f, text, 0, 0);
+    } else if (l->rt.fifo.granted && r->stalls > 0) { /* and preempted */
+        snprintf(text, sizeof(text),
+                 "%llu gaps of %s or more, but the spinning thread was also preempted %llu "
+                 "times (a task of higher priority, or RT throttling, took its CPU): those "
+                 "gaps may be that task's, and stalls of the machine cannot be told from "
+                 "them. Run again with that task stopped.",
+                 (unsigned long long)r->stalls, tk_args_fmt_time(thr, sizeof(thr), LAT_STALL_NS),
+                 (unsigned long long)r->preempted);
         tk_opt_wrap(f, text, 0, 0);
     } else if (!l->rt.fifo.granted)
         fprintf(f, "Without SCHED_FIFO the gaps include the other tasks the CPU ran: machine\n"
@@ -178,6 +195,7 @@ void lat_noise_json(const struct lat *l, struct tk_json *j)
         tk_json_uint(j, r->max_gap_ns);
     tk_json_kv_uint(j, "stall_threshold_ns", LAT_STALL_NS);
     tk_json_kv_uint(j, "stalls", r->stalls);
+    tk_json_kv_uint(j, "preempted", r->preempted);
     tk_json_kv_bool(j, "machine_stalls", machine_stalls(l));
     tk_json_key(j, "histogram");
     tk_hist_json(j, &r->hist, "ns");
