@@ -77,6 +77,15 @@ def summary_ok(what, d, stopped=False):
               "%s: a line per second, in order" % what, lines)
     checks.ok(all(x["min_ns"] <= x["avg_ns"] <= x["max_ns"] for x in lines if x["samples"]),
               "%s: each second's min <= avg <= max" % what, lines)
+    # A wake-up less than a period late passed no deadline: a second whose
+    # latest wake-up was that early has no overrun (floor(late / period)).
+    period = d["params"]["period_ns"]
+    checks.ok(all(x["overruns"] == 0 for x in lines
+                  if x["samples"] and x["max_ns"] is not None and x["max_ns"] < period),
+              "%s: no overrun in a second whose every wake-up was less than a period late"
+              % what, lines)
+    checks.ok(s["overruns"] == 0 or s["max_ns"] >= period,
+              "%s: overruns only with a wake-up a period late or more" % what, s)
     if lines:
         checks.ok(lines[-1]["best_ns"] == s["min_ns"] and lines[-1]["worst_ns"] == s["max_ns"],
                   "%s: best and worst so far end at the run's min and max" % what, lines[-1])

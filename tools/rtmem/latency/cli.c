@@ -144,10 +144,11 @@ static void help_intro(FILE *f)
           "the machine itself (virtual-machine exits, SMIs, firmware). Gaps of a\n"
           "millisecond or more are the machine's: the summary says so. Under SCHED_FIFO\n"
           "the spin rests about 0.1 s every 0.5 s, unmeasured, so that RT throttling\n"
-          "never stops it. --noise runs on its own, not beside a latency run: a spinning\n"
-          "real-time thread on another CPU would take that CPU from the rest of the\n"
-          "system and change the latencies measured; run one after the other on the same\n"
-          "CPU.\n",
+          "never stops it (and, where throttling is off, so that the CPU's kernel\n"
+          "threads still run). --noise runs on its own, not beside a latency run: a\n"
+          "spinning real-time thread on another CPU would take that CPU from the rest\n"
+          "of the system and change the latencies measured; run one after the other on\n"
+          "the same CPU.\n",
           f);
 }
 

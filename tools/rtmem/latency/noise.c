@@ -21,6 +21,31 @@
 /* How often the loop looks up from spinning: the stop flag, the rests. */
 #define LAT_NOISE_SLICE_NS (10u * NS_PER_MS)
 
+/* A rest from spinning, unmeasured: the one RT throttling calls for
+ * (tk_rt_breather), or, where throttling is off or unknown and would never
+ * stop a real-time thread, one of the tool's own (LAT_NOISE_REST_NS every
+ * LAT_NOISE_BUSY_NS), so that the CPU's kernel threads still run. */
+#define LAT_NOISE_BUSY_NS (500u * NS_PER_MS)
+#define LAT_NOISE_REST_NS (100u * NS_PER_MS)
+
+static bool noise_rest(struct tk_rt_state *rt)
+{
+    if (tk_rt_breather(rt))
+        return true;
+    if (rt->policy != SCHED_FIFO && rt->policy != SCHED_RR)
+        return false;
+    if (!rt->throttle_unknown && rt->rt_runtime_us >= 0 && rt->rt_period_us > 0 &&
+        rt->rt_runtime_us < rt->rt_period_us)
+        return false; /* throttling is on: the breather's rests are the ones */
+    if (tk_clock_ns() - rt->busy_since_ns < LAT_NOISE_BUSY_NS)
+        return false;
+    struct timespec ts = { 0, (long)LAT_NOISE_REST_NS };
+    (void)nanosleep(&ts, NULL);
+    rt->busy_since_ns = tk_clock_ns();
+    rt->rests++;
+    return true;
+}
+
 /* Closes second i with *sec; it starts the next second. */
 static void close_second(struct lat *l, struct lat_second *sec, size_t i)
 {
@@ -72,7 +97,7 @@ void lat_noise_loop(struct lat *l, struct tk_rt_state *rt)
             continue;
         if (atomic_load_explicit(&lat_stop, memory_order_relaxed))
             break;
-        if (tk_rt_breather(rt)) {
+        if (noise_rest(rt)) {
             prev = lat_now_ns();
             r->rested_ns += prev - t;
         }

@@ -237,10 +237,26 @@ static void summarize(struct lat *l)
 /* The main thread while the measuring thread runs: once its setup is
  * done, the header, then each second as it is published, until it ends;
  * then joined. */
+/* The main thread away from the measured CPU when there is another: the
+ * measuring thread wakes it every second, and its writes to the terminal
+ * would otherwise run where the measuring is. */
+static void step_aside(const struct lat *l)
+{
+    if (!l->rt.affinity.granted)
+        return;
+    cpu_set_t set;
+    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+        return;
+    CPU_CLR(l->rt.req.cpu, &set);
+    if (CPU_COUNT(&set) > 0)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 static void follow(struct lat *l)
 {
     while (sem_wait(&l->ready) != 0 && errno == EINTR)
         ;
+    step_aside(l);
     lat_print_header(stdout, l);
     if (l->o.noise)
         lat_noise_print_head(stdout, l);
