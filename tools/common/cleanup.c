@@ -31,8 +31,14 @@ static void on_fatal(int sig)
             if (pid <= 0)
                 continue;
             (void)kill(-pid, SIGKILL);
-            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+            /* Every child of ours in the group, the leader and the others
+             * (a group of workers, pressure.h), until none is left. */
+            for (;;) {
+                if (waitpid(-pid, NULL, 0) > 0)
+                    continue;
+                if (errno != EINTR)
+                    break;
+            }
             children[i] = 0;
         }
         for (size_t i = 0; i < TK_CLEANUP_FILES; i++)

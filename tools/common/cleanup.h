@@ -50,8 +50,10 @@ int tk_cleanup_add_file(const char *path);
 void tk_cleanup_forget_file(int slot);
 
 /* A child of this process that leads its own process group, to kill
- * (SIGKILL to the group) and reap on a fatal signal. Returns the slot, or
- * -1 if the table is full. */
+ * (SIGKILL to the group) and reap on a fatal signal, with every other child
+ * of this process in that group (a group of workers: pressure.h). Forget it
+ * once every child in the group is reaped: the group's id is then free for
+ * another. Returns the slot, or -1 if the table is full. */
 int tk_cleanup_add_child(pid_t pid);
 /* Forgets a slot from tk_cleanup_add_child (-1: nothing), once the child
  * is reaped. */

@@ -177,9 +177,6 @@ struct lat {
     uint64_t above[LAT_MAX_THRESHOLDS];
 };
 
-/* Set by SIGINT or SIGTERM during the run (run.c): the loops stop. */
-extern atomic_bool lat_stop;
-
 /* run.c: the driver's phases. */
 struct tk_session;
 enum tk_run_end;

@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 
 #include "common/opt.h"
+#include "common/stop.h"
 #include "latency.h"
 
 /* How often the loop looks up from spinning: the stop flag, the rests. */
@@ -95,7 +96,7 @@ void lat_noise_loop(struct lat *l, struct tk_rt_state *rt)
         }
         if (t < slice_end)
             continue;
-        if (atomic_load_explicit(&lat_stop, memory_order_relaxed))
+        if (tk_stop_requested())
             break;
         if (noise_rest(rt)) {
             prev = lat_now_ns();

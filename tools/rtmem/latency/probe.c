@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/opt.h"
+#include "common/stop.h"
 #include "latency.h"
 
 static struct timespec ts_of(uint64_t ns)
@@ -53,7 +54,7 @@ void lat_probe_loop(struct lat *l)
     uint64_t begin = lat_now_ns();
     uint64_t start = begin + period;
     uint64_t k = 0; /* the next deadline */
-    while (k < n && !atomic_load_explicit(&lat_stop, memory_order_relaxed)) {
+    while (k < n && !tk_stop_requested()) {
         uint64_t deadline = start + k * period;
         int rc = sleep_until(deadline);
         if (rc != 0) {

@@ -15,11 +15,9 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/stop.h"
 #include "common/tool.h"
 #include "latency.h"
-
-atomic_bool lat_stop;
-static volatile sig_atomic_t stop_signal;
 
 uint64_t lat_now_ns(void)
 {
@@ -180,37 +178,6 @@ static void *measure(void *arg)
     return NULL;
 }
 
-static void on_stop(int sig)
-{
-    stop_signal = sig;
-    atomic_store(&lat_stop, true);
-}
-
-/* SIGINT and SIGTERM ask the loop to stop, saving the handlers in force
- * (the kit's cleanup, or the default) into old[]. */
-static const int stop_signals[] = { SIGINT, SIGTERM };
-#define N_STOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
-
-static void catch_stop(struct sigaction old[N_STOP])
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < N_STOP; i++) {
-        sigaction(stop_signals[i], NULL, &old[i]);
-        /* Ignored when the tool started (nohup, a background job): kept so. */
-        if (old[i].sa_handler != SIG_IGN)
-            sigaction(stop_signals[i], &sa, NULL);
-    }
-}
-
-static void release_stop(const struct sigaction old[N_STOP])
-{
-    for (size_t i = 0; i < N_STOP; i++)
-        sigaction(stop_signals[i], &old[i], NULL);
-}
-
 /* Prints the per-second records published since *printed. */
 static void print_published(const struct lat *l, size_t *printed)
 {
@@ -273,16 +240,14 @@ static void follow(struct lat *l)
     }
     pthread_join(l->thread, NULL);
     print_published(l, &printed);
-    l->stop_signal = stop_signal;
+    l->stop_signal = tk_stop_signal();
 }
 
 enum tk_run_end lat_run(struct tk_session *s)
 {
     struct lat *l = s->state;
-    atomic_store(&lat_stop, false);
-    stop_signal = 0;
-    struct sigaction old[N_STOP];
-    catch_stop(old);
+    struct tk_stop_saved saved;
+    tk_stop_catch(&saved);
     sem_init(&l->ready, 0, 0);
     sem_init(&l->go, 0, 0);
     sem_init(&l->tick, 0, 0);
@@ -299,7 +264,7 @@ enum tk_run_end lat_run(struct tk_session *s)
     pthread_attr_destroy(&attr);
     if (rc == 0)
         follow(l);
-    release_stop(old);
+    tk_stop_release(&saved);
     sem_destroy(&l->ready);
     sem_destroy(&l->go);
     sem_destroy(&l->tick);

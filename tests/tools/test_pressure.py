@@ -1,0 +1,225 @@
+"""rtmem pressure: a short run's JSON has the envelope, the load as asked
+and counters that add up; no worker outlives the run, whether it ends on
+its own, on SIGINT or SIGTERM, or with the tool killed by SIGKILL (the
+workers die with it); the disk writers' files are never seen and never
+left behind; a worker that cannot allocate fails the run (exit 1) with the
+cause; memory above half of MemAvailable is refused unless --force; bad
+usage exits 2.
+
+To see every worker that outlives its parent, this test makes itself a
+child subreaper (PR_SET_CHILD_SUBREAPER): an orphaned worker becomes its
+child, and waitpid finds it.
+
+usage: test_pressure.py RTMEM_BINARY
+"""
+import ctypes
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+from rtmemtest import Checks, TempDir, envelope_ok, load_json, run
+
+rtmem = sys.argv[1]
+checks = Checks("tools.pressure")
+PR_SET_CHILD_SUBREAPER = 36
+libc = ctypes.CDLL(None, use_errno=True)
+checks.ok(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "this test is a child subreaper")
+
+
+def orphans():
+    """Pids of the processes reparented to this test and ended (reaped
+    now), plus those still running whose parent is this test."""
+    found = []
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        found.append(pid)
+    return found + children_of(os.getpid())
+
+
+def children_of(ppid):
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
+            out.append(int(name))
+    return out
+
+
+def wait_children(pid, n, timeout=20):
+    """The pids of pid's children once there are n of them (or what there
+    is at the timeout)."""
+    end = time.monotonic() + timeout
+    kids = []
+    while time.monotonic() < end:
+        kids = children_of(pid)
+        if len(kids) >= n:
+            break
+        time.sleep(0.05)
+    return kids
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def start(*args):
+    return subprocess.Popen([rtmem, "pressure"] + [str(a) for a in args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
+                                                for s in (signal.SIGINT, signal.SIGTERM)])
+
+
+with TempDir() as tmp:
+    # A short run of every kind of worker: the envelope, the load as given,
+    # counters that add up, nothing left in the disk writers' directory.
+    path = os.path.join(tmp, "p.json")
+    wdir = os.path.join(tmp, "w")
+    os.mkdir(wdir)
+    args = ["--vm", 2, "--bytes", "8M", "--stride", 64, "--spin", 1, "--sync", 1, "--hdd", 1,
+            "--hdd-bytes", "4M", "--dir", wdir, "--duration", 1, "--json", path]
+    r = run(rtmem, "pressure", *args, timeout=60)
+    checks.ok(r.returncode == 0, "pressure --duration 1", r)
+    d = load_json(path)
+    envelope_ok(checks, d, "pressure", "rtmem-pressure/1", args)
+    if d:
+        load, tot = d["load"], d["totals"]
+        checks.ok((load["vm"], load["bytes"], load["stride"], load["spin"], load["sync"],
+                   load["hdd"], load["hdd_bytes"], load["mode"], load["alloc"]) ==
+                  (2, 8 << 20, 64, 1, 1, 1, 4 << 20, "plain", "malloc"),
+                  "the load as asked", load)
+        checks.ok(tot["vm_rounds"] > 0 and tot["sync_calls"] > 0 and tot["spin_loops"] > 0 and
+                  tot["hdd_bytes_written"] > 0, "every kind of worker worked", tot)
+        # Each round writes bytes / stride bytes: at least that many per
+        # completed round, at most one round more.
+        per_round = (8 << 20) // 64
+        checks.ok(tot["vm_rounds"] * per_round <= tot["vm_bytes_written"] <=
+                  (tot["vm_rounds"] + 2) * per_round,
+                  "bytes written = rounds x bytes / stride (rounds in progress aside)", tot)
+        checks.ok(tot["vm_bytes_swept"] == tot["vm_bytes_written"] * 64, "swept = written x stride",
+                  tot)
+        checks.ok(tot["ended_early"] == [] and tot["ended_early_count"] == 0 and d["passed"],
+                  "no worker ended early", tot)
+        lines = d["per_second"]
+        checks.ok(len(lines) == 1 and lines[-1]["vm_rounds"] <= tot["vm_rounds"],
+                  "a line for the one second", lines)
+        checks.ok(d["stopped_by"] is None, "not stopped", d["stopped_by"])
+    checks.ok(os.listdir(wdir) == [], "the disk writers left nothing in --dir", os.listdir(wdir))
+    checks.ok(orphans() == [], "no worker outlived the run")
+
+    # SIGINT and SIGTERM: the run ends early, completely, every worker reaped.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        name = signal.Signals(sig).name
+        path = os.path.join(tmp, "s.json")
+        p = start("--vm", 2, "--bytes", "4M", "--hdd", 1, "--hdd-bytes", "4M", "--dir", wdir,
+                  "--duration", 60, "--json", path)
+        kids = wait_children(p.pid, 3)
+        checks.ok(len(kids) == 3, "%s: three workers running" % name, kids)
+        checks.ok(os.listdir(wdir) == [], "%s: the disk writer's file has no name" % name,
+                  os.listdir(wdir))
+        time.sleep(0.5)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=30)
+        checks.ok(p.returncode == 0, "%s: a complete run, exit 0" % name, (p.returncode, err))
+        checks.ok("stopped by %s" % name in out, "%s: the report says so" % name, out)
+        d = load_json(path)
+        checks.ok(d is not None and d["stopped_by"] == name, "%s: the JSON says so" % name,
+                  d and d.get("stopped_by"))
+        checks.ok(not any(alive(k) for k in kids) and orphans() == [],
+                  "%s: every worker reaped" % name, kids)
+        checks.ok(os.listdir(wdir) == [], "%s: nothing left in --dir" % name, os.listdir(wdir))
+
+    # SIGKILL of the tool: its workers die with it (they become this test's
+    # children here, which is how the test sees them end).
+    p = start("--vm", 2, "--bytes", "4M", "--spin", 1, "--duration", 60)
+    kids = wait_children(p.pid, 3)
+    checks.ok(len(kids) == 3, "SIGKILL: three workers running", kids)
+    p.kill()
+    p.communicate(timeout=30)
+    ends = {}
+    deadline = time.monotonic() + 10
+    while len(ends) < len(kids) and time.monotonic() < deadline:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            time.sleep(0.02)
+        else:
+            ends[pid] = status
+    checks.ok(sorted(ends) == sorted(kids), "SIGKILL: every worker ended with the tool",
+              (kids, ends, [k for k in kids if alive(k)]))
+    checks.ok(all(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ends.values()),
+              "SIGKILL: each died of SIGKILL (PR_SET_PDEATHSIG)", ends)
+    for k in kids:
+        if alive(k):
+            os.kill(k, signal.SIGKILL)
+    orphans()
+
+    # A worker that cannot allocate: the run fails (exit 1) and says why;
+    # an existing result file is left as it was.
+    path = os.path.join(tmp, "f.json")
+    with open(path, "w") as f:
+        f.write('{"a previous": "good result"}\n')
+    limit = 256 << 20
+
+    def small_address_space():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    r = subprocess.run([rtmem, "pressure", "--vm", "1", "--bytes", "1G", "--duration", "5",
+                        "--json", path], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=60, preexec_fn=small_address_space)
+    checks.ok(r.returncode == 1, "a worker that cannot allocate fails the run", r)
+    checks.ok("WORKER ENDED EARLY" in r.stdout and "Cannot allocate memory" in r.stdout,
+              "the report names the worker and the cause", r)
+    d = load_json(path)
+    checks.ok(d is not None and d.get("passed") is False and
+              d["totals"]["ended_early_count"] == 1,
+              "the result file says the run failed", d)
+    checks.ok(orphans() == [], "no worker outlived the failed run")
+
+    # Memory above half of MemAvailable: refused, unless --force (the
+    # forced run maps that much but writes one page of it per round).
+    with open("/proc/meminfo") as f:
+        avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+    big = "%dM" % ((avail * 6 // 10) >> 20)
+    r = run(rtmem, "pressure", "--vm", 1, "--bytes", big, "--duration", 1, timeout=60)
+    checks.ok(r.returncode == 2 and "MemAvailable" in r.stderr and "--force" in r.stderr,
+              "--bytes %s (60%% of MemAvailable) refused, naming --force" % big, r)
+    checks.ok(r.stdout == "", "nothing ran", r)
+    r = run(rtmem, "pressure", "--vm", 1, "--bytes", big, "--stride", big, "--alloc", "mmap",
+            "--force", "--duration", 1, timeout=60)
+    checks.ok(r.returncode == 0, "the same with --force runs", r)
+    checks.ok(orphans() == [], "no worker outlived the forced run")
+
+    # Bad usage: exit 2, a message, nothing run.
+    for bad, why in [(["--vm", 0], "no workers"),
+                     (["--bytes", "4K", "--stride", "8K"], "larger than the bytes"),
+                     (["--cpus", "4096"], "not a range of CPUs"),
+                     (["--cpus", "0-"], "not a CPU list"),
+                     (["--hdd", 1, "--dir", os.path.join(tmp, "none")], "directory"),
+                     (["--alloc", "brk"], "--alloc"),
+                     (["--duration", "0"], "--duration")]:
+        r = run(rtmem, "pressure", *bad, timeout=30)
+        checks.ok(r.returncode == 2 and why in r.stderr and "Try 'rtmem pressure --help'" in
+                  r.stderr and r.stdout == "", "bad usage %s: exit 2, '%s'" % (bad, why), r)
+
+checks.done()
