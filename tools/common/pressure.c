@@ -20,9 +20,9 @@
 #include "common/cleanup.h"
 #include "common/opt.h"
 
-#define NS_PER_S 1000000000ull
+#define NS_PER_S       1000000000ull
 /* A disk writer writes in pieces of this size. */
-#define HDD_CHUNK ((size_t)1 << 20)
+#define HDD_CHUNK      ((size_t)1 << 20)
 /* A vm worker looks at its deadline every this many bytes of a pass. */
 #define VM_CHECK_BYTES ((uint64_t)1 << 26)
 
@@ -84,12 +84,10 @@ int tk_pressure_parse_cpus(const struct tk_args *cli, const char *opt, const cha
         if (*end != ',' && *end != '\0')
             return tk_args_bad(cli, "%s: '%s' is not a CPU list (e.g. 0-2,5)", opt, text);
         if (hi < lo || hi >= CPU_SETSIZE)
-            return tk_args_bad(cli, "%s: '%.*s' is not a range of CPUs", opt, (int)(end - p),
-                               p);
+            return tk_args_bad(cli, "%s: '%.*s' is not a range of CPUs", opt, (int)(end - p), p);
         for (unsigned long c = lo; c <= hi; c++) {
             if (!CPU_ISSET(c, &allowed))
-                return tk_args_bad(cli, "%s: cpu %lu is not one this process may run on", opt,
-                                   c);
+                return tk_args_bad(cli, "%s: cpu %lu is not one this process may run on", opt, c);
             CPU_SET(c, set);
         }
         p = end;
@@ -128,7 +126,7 @@ int tk_pressure_parse(const struct tk_args *cli, const char *opt, const char *te
                    strcmp(item, "sync") == 0 || strcmp(item, "hdd") == 0) {
             if (tk_args_u64(cli, what, value, 0, TK_PRESSURE_MAX_WORKERS, &v) != 0)
                 return -1;
-            unsigned *field = item[0] == 'v' ? &s->vm
+            unsigned *field = item[0] == 'v'   ? &s->vm
                               : item[1] == 'p' ? &s->spin
                               : item[1] == 'y' ? &s->sync
                                                : &s->hdd;
@@ -156,8 +154,9 @@ int tk_pressure_parse(const struct tk_args *cli, const char *opt, const char *te
             /* Points into text, which lives as long as argv. */
             s->dir = p + (size_t)(value - item);
             if (strchr(s->dir, ','))
-                return tk_args_bad(cli, "%s: a directory with ',' in its name cannot be given "
-                                        "here",
+                return tk_args_bad(cli,
+                                   "%s: a directory with ',' in its name cannot be given "
+                                   "here",
                                    what);
             return 0; /* the rest of text is the name */
         } else {
@@ -212,8 +211,9 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
         uint64_t total = (uint64_t)s->vm * s->bytes;
         uint64_t avail = tk_pressure_mem_available();
         if (!force && avail == 0)
-            return tk_args_bad(cli, "MemAvailable cannot be read from /proc/meminfo, so %s of "
-                                    "memory cannot be checked against it; %s runs anyway",
+            return tk_args_bad(cli,
+                               "MemAvailable cannot be read from /proc/meminfo, so %s of "
+                               "memory cannot be checked against it; %s runs anyway",
                                tk_opt_fmt_bytes(a, sizeof(a), total), force_opt);
         if (!force && total > avail / TK_PRESSURE_SHARE_DIV)
             return tk_args_bad(cli,
@@ -230,11 +230,10 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
             return tk_args_bad(cli, "the disk writers' directory '%s': %s", s->dir,
                                strerror(errno));
         if (!S_ISDIR(st.st_mode))
-            return tk_args_bad(cli, "the disk writers' directory '%s' is not a directory",
-                               s->dir);
+            return tk_args_bad(cli, "the disk writers' directory '%s' is not a directory", s->dir);
         if (access(s->dir, W_OK | X_OK) != 0)
-            return tk_args_bad(cli, "the disk writers' directory '%s' is not writable: %s",
-                               s->dir, strerror(errno));
+            return tk_args_bad(cli, "the disk writers' directory '%s' is not writable: %s", s->dir,
+                               strerror(errno));
         struct statvfs vfs;
         uint64_t total = (uint64_t)s->hdd * s->hdd_bytes;
         if (statvfs(s->dir, &vfs) == 0 && !force) {
@@ -435,14 +434,10 @@ static _Noreturn void worker_main(struct tk_pressure *p, size_t i, pid_t parent,
             (void)close(p->fds[k]);
     atomic_store(&w->state, TK_PW_RUNNING);
     switch (w->kind) {
-    case TK_PW_VM:
-        vm_worker(&p->spec, w, deadline);
-    case TK_PW_SPIN:
-        spin_worker(w, deadline);
-    case TK_PW_SYNC:
-        sync_worker(w, deadline);
-    default:
-        hdd_worker(&p->spec, w, p->fds[i], deadline);
+    case TK_PW_VM: vm_worker(&p->spec, w, deadline);
+    case TK_PW_SPIN: spin_worker(w, deadline);
+    case TK_PW_SYNC: sync_worker(w, deadline);
+    default: hdd_worker(&p->spec, w, p->fds[i], deadline);
     }
 }
 
@@ -502,10 +497,10 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
     }
     for (size_t i = 0; i < n; i++) {
         p->fds[i] = -1;
-        p->w[i].kind = i < s->vm                     ? TK_PW_VM
-                       : i < (size_t)s->vm + s->spin ? TK_PW_SPIN
+        p->w[i].kind = i < s->vm                               ? TK_PW_VM
+                       : i < (size_t)s->vm + s->spin           ? TK_PW_SPIN
                        : i < (size_t)s->vm + s->spin + s->sync ? TK_PW_SYNC
-                                                                : TK_PW_HDD;
+                                                               : TK_PW_HDD;
     }
     tk_cleanup_install();
     sigset_t old;
@@ -737,7 +732,8 @@ static void describe_end(char *buf, size_t size, const struct tk_pressure *p,
     else if (WIFEXITED(e->status))
         snprintf(buf, size, "exited with status %d", WEXITSTATUS(e->status));
     else if (WIFSIGNALED(e->status))
-        snprintf(buf, size, "died of %s%s", tk_signal_describe(WTERMSIG(e->status), sig, sizeof(sig)),
+        snprintf(buf, size, "died of %s%s",
+                 tk_signal_describe(WTERMSIG(e->status), sig, sizeof(sig)),
                  WTERMSIG(e->status) == SIGKILL ? " (the OOM killer?)" : "");
     else
         snprintf(buf, size, "ended (status 0x%x)", (unsigned)e->status);

@@ -59,7 +59,7 @@
 #define TK_PRESSURE_MAX_BYTES   ((uint64_t)1 << 40)
 /* What a run may take without force, as a share of MemAvailable and of the
  * free space of dir: 1 / TK_PRESSURE_SHARE_DIV. */
-#define TK_PRESSURE_SHARE_DIV 2u
+#define TK_PRESSURE_SHARE_DIV   2u
 
 enum tk_pressure_alloc { TK_PRESSURE_MALLOC, TK_PRESSURE_MMAP };
 
@@ -82,11 +82,13 @@ struct tk_pressure_spec {
 };
 
 /* An initializer of the defaults, for a tool's constant defaults. */
-#define TK_PRESSURE_SPEC_DEFAULTS                                                                 \
-    {                                                                                             \
-        .vm = 2, .bytes = (uint64_t)128 << 20, .stride = 4096, .alloc = TK_PRESSURE_MALLOC,       \
-        .hdd_bytes = (uint64_t)1 << 30, .dir = "."                                                \
-    }
+#define TK_PRESSURE_SPEC_DEFAULTS     \
+    { .vm = 2,                        \
+      .bytes = (uint64_t)128 << 20,   \
+      .stride = 4096,                 \
+      .alloc = TK_PRESSURE_MALLOC,    \
+      .hdd_bytes = (uint64_t)1 << 30, \
+      .dir = "." }
 
 /* The defaults: 2 vm workers of 128M at stride 4096 (the load of the study
  * rtmem reproduces), malloc, nothing else; hdd_bytes 1G in ".". */
@@ -140,7 +142,7 @@ enum { TK_PW_STARTING, TK_PW_RUNNING, TK_PW_FAILED, TK_PW_DONE };
 /* How a worker ended, for one that ended before tk_pressure_stop. */
 struct tk_pressure_end {
     size_t worker;
-    int status; /* of waitpid */
+    int status;  /* of waitpid */
     double at_s; /* after the start */
 };
 

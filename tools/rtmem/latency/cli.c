@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/pressure.h"
+
 #include "../cmd.h"
 #include "common/opt.h"
 #include "common/tool.h"
@@ -30,7 +32,21 @@ static const struct lat_opts defaults = {
     .priority = TK_RT_DEFAULT_PRIORITY,
     .thresholds = { .ns = { 10 * NS_PER_US, 50 * NS_PER_US, 100 * NS_PER_US, NS_PER_MS }, .n = 4 },
     .noise_threshold_ns = DEFAULT_NOISE_NS,
+    .sizes = { .v = { 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20, 128 << 20, 256 << 20,
+                      512 << 20, 1 << 30 },
+               .n = 9 },
+    .strides = { .v = { 1, 16, 64, 256, 4096 }, .n = 5 },
+    .modes = { .on = { true, true, true } },
 };
+#define DEFAULT_SIZES   "4M,8M,...,1G (doubling)"
+#define DEFAULT_STRIDES "1,16,64,256,4096"
+/* Under --sweep --quick, the lists not given. */
+static const struct lat_list quick_sizes = { .v = { 4 << 20, 32 << 20, 256 << 20 }, .n = 3 };
+static const struct lat_list quick_strides = { .v = { 1, 4096 }, .n = 2 };
+#define SWEEP_RUN_NS       ((uint64_t)4 * NS_PER_S)
+#define SWEEP_QUICK_RUN_NS ((uint64_t)2 * NS_PER_S)
+/* A sweep's hang mode holds the memory this long unless --pressure says. */
+#define SWEEP_HANG_NS      ((uint64_t)NS_PER_S)
 #define DEFAULT_THRESHOLDS "10us,50us,100us,1ms"
 
 /* Inserts v into t, ascending, once. Returns false if t is full. */
@@ -78,6 +94,92 @@ static int parse_thresholds(const struct tk_args *cli, const char *value, void *
     return 0;
 }
 
+/* --pressure SPEC: the first starts from no worker, later ones add. */
+static int parse_pressure(const struct tk_args *cli, const char *value, void *field)
+{
+    struct lat_load *load = field;
+    if (!load->given) {
+        tk_pressure_empty(&load->spec);
+        load->given = true;
+    }
+    return tk_pressure_parse(cli, "--pressure", value, &load->spec);
+}
+
+static int parse_pressure_cpus(const struct tk_args *cli, const char *value, void *field)
+{
+    struct lat_cpus *c = field;
+    c->given = true;
+    return tk_pressure_parse_cpus(cli, "--pressure-cpus", value, &c->set);
+}
+
+/* Byte counts B[,B...] into a list, ascending, once each. */
+static int parse_list(const struct tk_args *cli, const char *opt, const char *value,
+                      struct lat_list *list)
+{
+    if (!list->given) {
+        list->n = 0;
+        list->given = true;
+    }
+    const char *p = value;
+    do {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len == 0 || len >= sizeof(item))
+            return tk_args_bad(cli, "%s: '%s' is not a list of byte counts (e.g. 4M,64M)", opt,
+                               value);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        uint64_t v;
+        if (tk_args_bytes(cli, opt, item, 1, TK_PRESSURE_MAX_BYTES, &v) != 0)
+            return -1;
+        size_t i = 0;
+        while (i < list->n && list->v[i] < v)
+            i++;
+        if (i == list->n || list->v[i] != v) {
+            if (list->n == LAT_MAX_LIST)
+                return tk_args_bad(cli, "%s: at most %d values; '%s' is one more", opt,
+                                   LAT_MAX_LIST, item);
+            memmove(&list->v[i + 1], &list->v[i], (list->n - i) * sizeof(list->v[0]));
+            list->v[i] = v;
+            list->n++;
+        }
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}
+
+static int parse_sizes(const struct tk_args *cli, const char *value, void *field)
+{
+    return parse_list(cli, "--sizes", value, field);
+}
+
+static int parse_strides(const struct tk_args *cli, const char *value, void *field)
+{
+    return parse_list(cli, "--strides", value, field);
+}
+
+static int parse_modes(const struct tk_args *cli, const char *value, void *field)
+{
+    struct lat_modes *m = field;
+    if (!m->given) {
+        memset(m->on, 0, sizeof(m->on));
+        m->given = true;
+    }
+    const char *p = value;
+    do {
+        size_t len = strcspn(p, ",");
+        int k = 0;
+        while (k < LAT_MODES &&
+               !(strlen(lat_mode_names[k]) == len && strncmp(p, lat_mode_names[k], len) == 0))
+            k++;
+        if (k == LAT_MODES)
+            return tk_args_bad(cli, "--modes: '%.*s' is not plain, keep or hang", (int)len, p);
+        m->on[k] = true;
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}
+
 #define F(field) TK_FIELD(struct lat_opts, field)
 
 static const struct tk_opt options[] = {
@@ -104,6 +206,36 @@ static const struct tk_opt options[] = {
       "with --noise: the shortest gap recorded, at most 1ms, so that every stall is (default "
       "%D; a bare number is in us)",
       F(noise_threshold_ns), .lo = LAT_MIN_NOISE_NS, .hi = LAT_MAX_NOISE_NS, .unit_ns = NS_PER_US },
+    { "pressure", TK_OPT_CUSTOM, "SPEC",
+      "run a load beside the measuring thread, started before the run and stopped (every "
+      "worker reaped) after it: SPEC is name=value items, as rtmem pressure's options: vm=N, "
+      "bytes=B, stride=B, hang=T, keep, alloc=malloc|mmap, spin=N, sync=N, hdd=N, hdd-bytes=B, "
+      "dir=DIR (last); e.g. vm=2,bytes=128M,stride=4096 (bytes 128M and stride 4096 unless "
+      "given, no worker of a kind not named)",
+      F(pressure), .parse = parse_pressure },
+    { "pressure-cpus", TK_OPT_CUSTOM, "LIST",
+      "the CPUs the load's workers run on, e.g. 0-2 (default: every CPU allowed but the one "
+      "measured)",
+      F(pressure_cpus), .parse = parse_pressure_cpus },
+    { "force", TK_OPT_FLAG, NULL,
+      "run a load above half of MemAvailable (or of the free space of its dir)", F(force) },
+    { "sweep", TK_OPT_FLAG, NULL,
+      "the study of latency under memory pressure: one run of --duration (default under "
+      "--sweep 4s, --quick 2s) per vm mode x stride x size, 2 vm workers "
+      "(or --pressure's), after an idle baseline; the default takes about 10 minutes, --quick "
+      "about 30 seconds",
+      F(sweep) },
+    { "sizes", TK_OPT_CUSTOM, "B[,B...]",
+      "--sweep: the vm workers' allocation sizes (default " DEFAULT_SIZES "; --quick 4M,32M,256M)",
+      F(sizes), .parse = parse_sizes },
+    { "strides", TK_OPT_CUSTOM, "B[,B...]",
+      "--sweep: their strides (default " DEFAULT_STRIDES "; --quick 1,4096)", F(strides),
+      .parse = parse_strides },
+    { "modes", TK_OPT_CUSTOM, "M[,M...]",
+      "--sweep: plain (allocate, write, free), keep (allocate once, write again and again), "
+      "hang (allocate, write, hold for hang=T of --pressure, 1s by default, free); default "
+      "all three, --quick plain,keep",
+      F(modes), .parse = parse_modes },
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " LAT_SCHEMA "): to a new file beside FILE, "
       "renamed over it only when the run completes (a run ended by SIGINT or SIGTERM "
@@ -182,6 +314,40 @@ static int check(struct tk_session *s)
     if (o->no_rt && (tk_opt_given(options, n, p, "cpu") || tk_opt_given(options, n, p, "prio")))
         return tk_args_bad(&s->cli, "--no-rt runs unpinned under SCHED_OTHER: --cpu and --prio "
                                     "would not be used");
+    bool any_sweep_opt = tk_opt_given(options, n, p, "sizes") ||
+                         tk_opt_given(options, n, p, "strides") ||
+                         tk_opt_given(options, n, p, "modes");
+    if (any_sweep_opt && !o->sweep)
+        return tk_args_bad(&s->cli, "--sizes, --strides and --modes need --sweep");
+    if (tk_opt_given(options, n, p, "pressure-cpus") && !o->pressure.given && !o->sweep)
+        return tk_args_bad(&s->cli, "--pressure-cpus needs --pressure or --sweep");
+    if (o->force && !o->pressure.given && !o->sweep)
+        return tk_args_bad(&s->cli, "--force needs --pressure or --sweep");
+    if (o->noise && (o->pressure.given || o->sweep))
+        return tk_args_bad(&s->cli, "--noise runs on its own: --pressure and --sweep are the "
+                                    "latency run's");
+    if (o->sweep) {
+        if (!tk_opt_given(options, n, p, "duration"))
+            o->duration_ns = o->quick ? SWEEP_QUICK_RUN_NS : SWEEP_RUN_NS;
+        if (o->quick && !o->sizes.given)
+            o->sizes = quick_sizes;
+        if (o->quick && !o->strides.given)
+            o->strides = quick_strides;
+        if (o->quick && !o->modes.given)
+            o->modes.on[LAT_MODE_HANG] = false;
+        if (!o->pressure.given) {
+            tk_pressure_defaults(&o->pressure.spec);
+        } else if (o->pressure.spec.vm == 0) {
+            return tk_args_bad(&s->cli, "--sweep varies the vm workers: --pressure needs vm=N");
+        }
+        if (o->pressure.spec.hang_ns == 0)
+            o->pressure.spec.hang_ns = SWEEP_HANG_NS;
+        /* Each size, stride and mode is checked as it runs (the memory
+         * share, stride <= size), and skipped with the reason. */
+    } else if (o->pressure.given) {
+        if (tk_pressure_check(&s->cli, &o->pressure.spec, o->force, "--force") != 0)
+            return -1;
+    }
     if (o->noise) {
         if (tk_opt_given(options, n, p, "period"))
             return tk_args_bad(&s->cli, "--period is the latency run's; --noise does not sleep");

@@ -38,6 +38,7 @@
 #include "common/args.h"
 #include "common/describe.h"
 #include "common/out.h"
+#include "common/pressure.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
@@ -78,6 +79,33 @@ struct lat_thresholds {
     bool given; /* set by the first --threshold: it replaces the defaults */
 };
 
+/* --pressure SPEC: the load beside the run (common/pressure.h). */
+struct lat_load {
+    bool given;
+    struct tk_pressure_spec spec;
+};
+
+/* --pressure-cpus LIST. */
+struct lat_cpus {
+    bool given;
+    cpu_set_t set;
+};
+
+/* --sizes, --strides: byte counts, ascending, no repeats. */
+#define LAT_MAX_LIST 16
+struct lat_list {
+    uint64_t v[LAT_MAX_LIST];
+    size_t n;
+    bool given;
+};
+
+/* --modes: the vm workers' modes of a sweep. */
+enum { LAT_MODE_PLAIN, LAT_MODE_KEEP, LAT_MODE_HANG, LAT_MODES };
+struct lat_modes {
+    bool on[LAT_MODES];
+    bool given;
+};
+
 struct lat_opts {
     uint64_t period_ns;
     uint64_t duration_ns;
@@ -89,6 +117,28 @@ struct lat_opts {
     uint64_t noise_threshold_ns;
     const char *json_path;
     bool quick;
+    struct lat_load pressure;
+    struct lat_cpus pressure_cpus;
+    bool force;
+    bool sweep;
+    struct lat_list sizes, strides;
+    struct lat_modes modes;
+};
+
+/* One run of a sweep: its load, and what it measured. */
+struct lat_sweep_run {
+    bool idle; /* the baseline: no load */
+    int mode;  /* LAT_MODE_* */
+    uint64_t bytes, stride;
+    char skipped[160]; /* why it did not run; "" if it ran */
+    struct tk_summary summary;
+    uint64_t deadlines, overruns;
+    uint64_t minflt, majflt; /* the measuring thread's */
+    long steal_ms;
+    bool stopped;
+    struct tk_pressure_totals load;
+    size_t ended; /* workers that ended early */
+    char ended_how[160];
 };
 
 /* One second of a latency run: the wake-ups whose deadline fell in it. */
@@ -172,6 +222,17 @@ struct lat {
     sem_t ready, go, tick;
     atomic_bool done;
 
+    /* The load beside the run (--pressure, or each run of --sweep). */
+    struct tk_pressure_spec load;
+    bool load_on; /* workers started for the run in progress or just ended */
+    struct tk_pressure pressure;
+    struct tk_pressure_totals load_totals;
+
+    /* --sweep: its runs, the baseline first (sweep.c). */
+    struct lat_sweep_run *runs;
+    size_t n_runs;
+    size_t runs_done;
+
     /* Computed once the thread is joined (run.c), for the report. */
     struct tk_summary summary;
     uint64_t above[LAT_MAX_THRESHOLDS];
@@ -183,6 +244,24 @@ enum tk_run_end;
 int lat_setup(struct tk_session *s);
 enum tk_run_end lat_run(struct tk_session *s);
 void lat_teardown(struct tk_session *s);
+
+/* run.c: one measured run, the thread started and joined; quiet: no
+ * header, no per-second lines. 0, or the errno of pthread_create. */
+int lat_measure(struct lat *l, bool quiet);
+/* run.c: the workers of spec started for the run beside the measuring
+ * thread (single-threaded: before lat_measure). 0, or -1 (reported). */
+int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec);
+/* run.c: the workers stopped and reaped, their totals in l->load_totals. */
+void lat_load_stop(struct lat *l);
+/* run.c: the summaries of a run once its thread is joined. */
+void lat_summarize(struct lat *l);
+
+/* sweep.c: the runs of --sweep, and their report and JSON. */
+int lat_sweep_setup(struct lat *l);
+enum tk_run_end lat_sweep(struct lat *l);
+void lat_sweep_report(const struct lat *l, FILE *f);
+void lat_sweep_json(const struct lat *l, struct tk_json *j);
+extern const char *const lat_mode_names[LAT_MODES];
 
 /* Nanoseconds of CLOCK_MONOTONIC, the clock the loops sleep and read. */
 uint64_t lat_now_ns(void);
@@ -209,6 +288,7 @@ void lat_print_header(FILE *f, const struct lat *l);
 void lat_print_setup_verdict(FILE *f, const struct lat *l);
 void lat_print_faults(FILE *f, const struct lat *l);
 void lat_print_stopped(FILE *f, const struct lat *l);
+void lat_print_load(FILE *f, const struct lat *l);
 const char *lat_stop_name(const struct lat *l);
 bool lat_real_time(const struct lat *l);
 void lat_report(const struct tk_session *s, FILE *f);

@@ -206,6 +206,7 @@ void lat_probe_report(const struct lat *l, FILE *f)
     fprintf(f, "histogram  : latency in us, buckets [2^(b-1), 2^b) ns\n");
     tk_hist_print(f, &l->hist, 1e-3, 3, "us");
     lat_print_faults(f, l);
+    lat_print_load(f, l);
     lat_print_setup_verdict(f, l);
     if (lat_real_time(l) && m->count && m->max >= (double)LAT_STALL_NS) {
         char text[256];

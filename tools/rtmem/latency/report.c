@@ -69,8 +69,25 @@ void lat_print_header(FILE *f, const struct lat *l)
                                 : "not isolated: other tasks and interrupts may run on it");
     if (l->virtual_machine)
         fprintf(f, "  machine      : a virtual machine (hypervisor flag in /proc/cpuinfo)\n");
+    if (l->o.pressure.given && !l->o.sweep) {
+        fprintf(f, "pressure   : beside the run, started before it and stopped after it:\n");
+        tk_pressure_print_spec(f, "  ", &l->load);
+    }
     lat_print_setup_verdict(f, l);
     fprintf(f, "\n");
+}
+
+void lat_print_load(FILE *f, const struct lat *l)
+{
+    if (!l->load_on)
+        return;
+    char t[TK_FMT_MAX];
+    fprintf(f, "pressure   : over %s s, every worker reaped:\n",
+            tk_fmt_double(t, sizeof(t), l->load_totals.seconds, 1));
+    tk_pressure_print_rates(f, "  ", &l->load, &l->load_totals);
+    tk_pressure_print_ended(f, "  ", &l->pressure);
+    if (l->pressure.n_ended)
+        fprintf(f, "  The load did not run as asked: the run fails.\n");
 }
 
 void lat_print_faults(FILE *f, const struct lat *l)
@@ -104,7 +121,9 @@ void lat_print_stopped(FILE *f, const struct lat *l)
 void lat_report(const struct tk_session *s, FILE *f)
 {
     const struct lat *l = s->state;
-    if (l->o.noise)
+    if (l->o.sweep)
+        lat_sweep_report(l, f);
+    else if (l->o.noise)
         lat_noise_report(l, f);
     else
         lat_probe_report(l, f);
@@ -149,7 +168,7 @@ static const char *const latency_members[] = { "summary", "deadlines", "early", 
 void lat_json(const struct tk_session *s, struct tk_json *j)
 {
     const struct lat *l = s->state;
-    tk_json_kv_string(j, "mode", l->o.noise ? "noise" : "latency");
+    tk_json_kv_string(j, "mode", l->o.sweep ? "sweep" : l->o.noise ? "noise" : "latency");
     params_json(l, j);
     tk_json_kv_string(j, "clock", "CLOCK_MONOTONIC");
     tk_json_kv_int(j, "timer_slack_ns", l->timer_slack_ns);
@@ -167,12 +186,25 @@ void lat_json(const struct tk_session *s, struct tk_json *j)
     tk_json_end_object(j);
     if (tk_json_key_or_null(j, "steal_ms", l->steal_ms >= 0))
         tk_json_int(j, l->steal_ms);
-    if (l->o.noise) {
+    if (l->o.noise || l->o.sweep) {
         for (size_t i = 0; i < sizeof(latency_members) / sizeof(latency_members[0]); i++)
             tk_json_key_or_null(j, latency_members[i], false);
-        lat_noise_json(l, j);
+        if (l->o.noise)
+            lat_noise_json(l, j);
+        else
+            tk_json_key_or_null(j, "noise", false);
     } else {
         lat_probe_json(l, j);
         tk_json_key_or_null(j, "noise", false);
     }
+    if (tk_json_key_or_null(j, "pressure", l->load_on && !l->o.sweep)) {
+        tk_json_begin_object(j);
+        tk_json_key(j, "load");
+        tk_pressure_spec_json(j, &l->load);
+        tk_json_key(j, "totals");
+        tk_pressure_totals_json(j, &l->load_totals, &l->pressure, l->load.stride);
+        tk_json_end_object(j);
+    }
+    if (tk_json_key_or_null(j, "sweep", l->o.sweep))
+        lat_sweep_json(l, j);
 }

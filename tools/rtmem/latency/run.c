@@ -59,6 +59,28 @@ static void *touched_array(size_t n, size_t size)
     return (void *)p;
 }
 
+/* The workers' CPUs by default: those this process may use but the one
+ * measured, when the measuring thread is pinned and another is left. */
+static void load_cpus_default(struct lat *l)
+{
+    if (l->o.no_rt)
+        return;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return;
+    int cpu = l->o.cpu;
+    for (int c = CPU_SETSIZE - 1; cpu < 0 && c >= 0; c--)
+        if (CPU_ISSET(c, &set))
+            cpu = c; /* the last allowed, as the real-time setup takes */
+    if (cpu < 0)
+        return;
+    CPU_CLR(cpu, &set);
+    if (CPU_COUNT(&set) == 0)
+        return;
+    l->load.cpus_given = true;
+    l->load.cpus = set;
+}
+
 int lat_setup(struct tk_session *s)
 {
     struct lat *l = calloc(1, sizeof(*l));
@@ -92,6 +114,20 @@ int lat_setup(struct tk_session *s)
         fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
         return TK_EXIT_FAILED;
     }
+    if (l->o.pressure.given || l->o.sweep)
+        l->load = l->o.pressure.spec; /* a sweep's base: cli.c filled it */
+    else
+        tk_pressure_defaults(&l->load);
+    if (l->o.pressure_cpus.given) {
+        l->load.cpus_given = true;
+        l->load.cpus = l->o.pressure_cpus.set;
+    } else {
+        load_cpus_default(l);
+    }
+    if (l->o.sweep && lat_sweep_setup(l) != 0) {
+        fprintf(stderr, "%s: out of memory for the sweep's results\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
     tk_machine_collect(&l->mf);
     l->virtual_machine = lat_virtual_machine();
     int rc = tk_timer_init_clock(&l->clock, CLOCK_MONOTONIC, "clock_gettime(CLOCK_MONOTONIC)");
@@ -107,8 +143,10 @@ void lat_teardown(struct tk_session *s)
     struct lat *l = s->state;
     if (!l)
         return;
+    tk_pressure_release(&l->pressure);
     tk_samples_destroy(&l->samples);
     free(l->seconds);
+    free(l->runs);
     free(l);
     s->state = NULL;
 }
@@ -192,7 +230,7 @@ static void print_published(const struct lat *l, size_t *printed)
 }
 
 /* The figures the report and the JSON show, once the thread is joined. */
-static void summarize(struct lat *l)
+void lat_summarize(struct lat *l)
 {
     if (l->o.noise)
         return;
@@ -219,35 +257,56 @@ static void step_aside(const struct lat *l)
         (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-static void follow(struct lat *l)
+static void follow(struct lat *l, bool quiet)
 {
     while (sem_wait(&l->ready) != 0 && errno == EINTR)
         ;
     step_aside(l);
-    lat_print_header(stdout, l);
-    if (l->o.noise)
-        lat_noise_print_head(stdout, l);
-    else
-        lat_probe_print_head(stdout, l);
-    fflush(stdout);
+    if (!quiet) {
+        lat_print_header(stdout, l);
+        if (l->o.noise)
+            lat_noise_print_head(stdout, l);
+        else
+            lat_probe_print_head(stdout, l);
+        fflush(stdout);
+    }
     sem_post(&l->go);
 
     size_t printed = 0;
     while (!atomic_load(&l->done)) {
         /* A signal (EINTR) ends the wait too: look again. */
         (void)sem_wait(&l->tick);
-        print_published(l, &printed);
+        if (!quiet)
+            print_published(l, &printed);
     }
     pthread_join(l->thread, NULL);
-    print_published(l, &printed);
+    if (!quiet)
+        print_published(l, &printed);
     l->stop_signal = tk_stop_signal();
 }
 
-enum tk_run_end lat_run(struct tk_session *s)
+/* What a run records, forgotten before the next one. */
+static void reset_run(struct lat *l)
 {
-    struct lat *l = s->state;
-    struct tk_stop_saved saved;
-    tk_stop_catch(&saved);
+    tk_samples_reset(&l->samples);
+    memset(&l->hist, 0, sizeof(l->hist));
+    memset(&l->noise, 0, sizeof(l->noise));
+    l->overruns = l->early = l->measured_ns = l->minflt = l->majflt = 0;
+    l->steal_ms = -1;
+    l->loop_err = 0;
+    l->stopped = false;
+    atomic_store(&l->published, 0);
+    atomic_store(&l->done, false);
+}
+
+int lat_measure(struct lat *l, bool quiet)
+{
+    reset_run(l);
+    /* The main thread steps aside from the measured CPU during the run
+     * (follow): given back after it, so that the next run (a sweep's)
+     * starts from the same CPUs, and its workers too. */
+    cpu_set_t mine;
+    bool have_mine = pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) == 0;
     sem_init(&l->ready, 0, 0);
     sem_init(&l->go, 0, 0);
     sem_init(&l->tick, 0, 0);
@@ -263,11 +322,60 @@ enum tk_run_end lat_run(struct tk_session *s)
     tk_cleanup_restore(&mask);
     pthread_attr_destroy(&attr);
     if (rc == 0)
-        follow(l);
-    tk_stop_release(&saved);
+        follow(l, quiet);
+    if (have_mine)
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine);
     sem_destroy(&l->ready);
     sem_destroy(&l->go);
     sem_destroy(&l->tick);
+    return rc;
+}
+
+/* The workers get this long past the run to end by themselves. */
+#define LOAD_GRACE_NS ((uint64_t)10 * NS_PER_S)
+/* And this long to start. */
+#define LOAD_START_NS ((uint64_t)2 * NS_PER_S)
+
+int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec)
+{
+    char why[256];
+    int rc =
+        tk_pressure_start(&l->pressure, spec, l->o.duration_ns + LOAD_GRACE_NS, why, sizeof(why));
+    if (rc != 0) {
+        fprintf(stderr, "%s: the load cannot start: %s\n", l->prog, why);
+        return -1;
+    }
+    l->load_on = true;
+    (void)tk_pressure_wait_running(&l->pressure, LOAD_START_NS);
+    return 0;
+}
+
+void lat_load_stop(struct lat *l)
+{
+    tk_pressure_stop(&l->pressure);
+    tk_pressure_totals(&l->pressure, &l->load_totals);
+}
+
+enum tk_run_end lat_run(struct tk_session *s)
+{
+    struct lat *l = s->state;
+    struct tk_stop_saved saved;
+    tk_stop_catch(&saved);
+    if (l->o.sweep) {
+        enum tk_run_end end = lat_sweep(l);
+        tk_stop_release(&saved);
+        return end;
+    }
+    /* The load first: its workers are forked while this process has one
+     * thread. */
+    if (l->o.pressure.given && lat_load_start(l, &l->load) != 0) {
+        tk_stop_release(&saved);
+        return TK_RUN_ABORTED;
+    }
+    int rc = lat_measure(l, false);
+    if (l->load_on)
+        lat_load_stop(l);
+    tk_stop_release(&saved);
     if (rc != 0) {
         fprintf(stderr, "%s: cannot start the measuring thread: %s\n", l->prog, strerror(rc));
         return TK_RUN_ABORTED;
@@ -276,6 +384,7 @@ enum tk_run_end lat_run(struct tk_session *s)
         fprintf(stderr, "%s: the measuring loop failed: %s\n", l->prog, strerror(l->loop_err));
         return TK_RUN_ABORTED;
     }
-    summarize(l);
-    return TK_RUN_PASSED;
+    lat_summarize(l);
+    /* The load did not run as asked: the figures are not what they claim. */
+    return l->load_on && l->pressure.n_ended ? TK_RUN_FAILED : TK_RUN_PASSED;
 }

@@ -43,8 +43,7 @@ static const struct tk_opt options[] = {
       "stress --vm-hang)",
       F(spec.hang_ns), .lo = 0, .hi = 3600 * NS_PER_S, .unit_ns = NS_PER_S },
     { "keep", TK_OPT_FLAG, NULL,
-      "allocates once and writes the same bytes again and again (stress --vm-keep)",
-      F(spec.keep) },
+      "allocates once and writes the same bytes again and again (stress --vm-keep)", F(spec.keep) },
     { "alloc", TK_OPT_CHOICE, "HOW",
       "malloc (as stress; the default) or mmap (fresh pages every round)", F(spec.alloc),
       .choices = alloc_choices },
@@ -59,8 +58,9 @@ static const struct tk_opt options[] = {
       .lo = 1, .hi = TK_PRESSURE_MAX_BYTES },
     { "dir", TK_OPT_FILE, "DIR",
       "where the disk writers write (default: the current directory, as stress)", F(spec.dir) },
-    { "cpus", TK_OPT_CUSTOM, "LIST", "pin the workers to these CPUs, e.g. 0-2,5 (default: where "
-                                     "this process may run)",
+    { "cpus", TK_OPT_CUSTOM, "LIST",
+      "pin the workers to these CPUs, e.g. 0-2,5 (default: where "
+      "this process may run)",
       F(spec), .parse = parse_cpus },
     { "force", TK_OPT_FLAG, NULL,
       "run even above half of MemAvailable (vm) or of the free space of --dir (hdd)", F(force) },

@@ -14,7 +14,7 @@
 #include "common/tool.h"
 #include "pressure.h"
 
-#define NS_PER_S ((uint64_t)1000000000)
+#define NS_PER_S       ((uint64_t)1000000000)
 /* The workers end by themselves this long after --duration. */
 #define BOUND_GRACE_NS (5 * NS_PER_S)
 
@@ -100,16 +100,16 @@ static void print_second(FILE *f, const struct pr *r, size_t i)
                 fmt_rate(z, sizeof(z), c->at.minflt + c->at.majflt - b->at.minflt - b->at.majflt,
                          dt, 1, 0));
     if (s->spin)
-        fprintf(f, " %12s",
-                fmt_rate(x, sizeof(x), c->at.ops[TK_PW_SPIN] - b->at.ops[TK_PW_SPIN], dt, 1.048576,
-                         1));
+        fprintf(
+            f, " %12s",
+            fmt_rate(x, sizeof(x), c->at.ops[TK_PW_SPIN] - b->at.ops[TK_PW_SPIN], dt, 1.048576, 1));
     if (s->sync)
         fprintf(f, " %9s",
                 fmt_rate(x, sizeof(x), c->at.ops[TK_PW_SYNC] - b->at.ops[TK_PW_SYNC], dt, 1, 1));
     if (s->hdd)
-        fprintf(f, " %9s",
-                fmt_rate(x, sizeof(x), c->at.bytes[TK_PW_HDD] - b->at.bytes[TK_PW_HDD], dt, 1e-6,
-                         1));
+        fprintf(
+            f, " %9s",
+            fmt_rate(x, sizeof(x), c->at.bytes[TK_PW_HDD] - b->at.bytes[TK_PW_HDD], dt, 1e-6, 1));
     fprintf(f, " %7zu\n", c->ended);
     fflush(f);
 }
@@ -139,8 +139,8 @@ enum tk_run_end pr_run(struct tk_session *s)
     char why[256];
     print_header(stdout, r);
     fflush(stdout);
-    int rc = tk_pressure_start(&r->p, &r->o.spec, r->o.duration_ns + BOUND_GRACE_NS, why,
-                               sizeof(why));
+    int rc =
+        tk_pressure_start(&r->p, &r->o.spec, r->o.duration_ns + BOUND_GRACE_NS, why, sizeof(why));
     if (rc != 0) {
         tk_stop_release(&saved);
         fprintf(stderr, "%s: %s\n", r->prog, why);
