@@ -125,3 +125,68 @@ def envelope_ok(checks, doc, tool, schema, args):
     checks.ok(isinstance(doc.get("machine"), dict) and "cpu_model" in doc["machine"],
               "%s: machine" % tool, doc.get("machine"))
     checks.ok(isinstance(doc.get("timer"), dict), "%s: timer" % tool, doc.get("timer"))
+
+
+# Processes a tool starts: to see every one that outlives its parent, a
+# test makes itself a child subreaper (PR_SET_CHILD_SUBREAPER): an orphaned
+# worker becomes the test's child, and waitpid finds it.
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def children_of(ppid):
+    """Pids of the processes whose parent is ppid."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
+            out.append(int(name))
+    return out
+
+
+def orphans():
+    """Pids of the processes reparented to this (subreaper) test and ended,
+    reaped now, plus those still running whose parent is this test."""
+    found = []
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        found.append(pid)
+    return found + children_of(os.getpid())
+
+
+def wait_children(pid, n, timeout=20):
+    """The pids of pid's children once there are n of them (or what there
+    is at the timeout)."""
+    import time
+    end = time.monotonic() + timeout
+    kids = []
+    while time.monotonic() < end:
+        kids = children_of(pid)
+        if len(kids) >= n:
+            break
+        time.sleep(0.05)
+    return kids
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -12,7 +12,6 @@ child, and waitpid finds it.
 
 usage: test_pressure.py RTMEM_BINARY
 """
-import ctypes
 import os
 import resource
 import signal
@@ -20,64 +19,12 @@ import subprocess
 import sys
 import time
 
-from rtmemtest import Checks, TempDir, envelope_ok, load_json, run
+from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
+                       run, wait_children)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.pressure")
-PR_SET_CHILD_SUBREAPER = 36
-libc = ctypes.CDLL(None, use_errno=True)
-checks.ok(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "this test is a child subreaper")
-
-
-def orphans():
-    """Pids of the processes reparented to this test and ended (reaped
-    now), plus those still running whose parent is this test."""
-    found = []
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        found.append(pid)
-    return found + children_of(os.getpid())
-
-
-def children_of(ppid):
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
-            out.append(int(name))
-    return out
-
-
-def wait_children(pid, n, timeout=20):
-    """The pids of pid's children once there are n of them (or what there
-    is at the timeout)."""
-    end = time.monotonic() + timeout
-    kids = []
-    while time.monotonic() < end:
-        kids = children_of(pid)
-        if len(kids) >= n:
-            break
-        time.sleep(0.05)
-    return kids
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+checks.ok(become_subreaper(), "this test is a child subreaper")
 
 
 def start(*args):

@@ -106,7 +106,9 @@ static void print_row(FILE *f, const struct lat_sweep_run *r)
         tk_fmt_double(fl, sizeof(fl), (double)(r->load.minflt + r->load.majflt) / secs, 0);
     fprintf(f, "%8llu %8llu %9s %9s %9s %9s %11s%s\n", (unsigned long long)r->summary.count,
             (unsigned long long)r->overruns, c[0], c[1], c[2], c[3], fl,
-            r->ended ? "  WORKER ENDED EARLY" : r->stopped ? "  (stopped)" : "");
+            r->ended     ? "  WORKER ENDED EARLY"
+            : r->stopped ? "  (stopped)"
+                         : "");
 }
 
 /* Runs r: its workers, the measuring thread, the record. 0, or -1 if the
@@ -172,8 +174,9 @@ static void print_sweep_head(FILE *f, const struct lat *l)
     struct tk_pressure_spec base = l->load;
     base.hang_ns = 0;
     tk_pressure_print_spec(f, "  ", &base);
-    fprintf(f, "  (size, stride and mode varied: plain frees, keep writes again, hang holds %s "
-               "before the free; about %llu s in all)\n\n",
+    fprintf(f,
+            "  (size, stride and mode varied: plain frees, keep writes again, hang holds %s "
+            "before the free; about %llu s in all)\n\n",
             tk_args_fmt_time(h, sizeof(h), l->load.hang_ns),
             (unsigned long long)((l->o.duration_ns + NS_PER_S / 2) / NS_PER_S *
                                  (unsigned long long)l->n_runs));
