@@ -1,7 +1,8 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything, run the benchmark report, memcheck and latency
-#                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
-#                when installable
+#   make bench   build everything, run the benchmark report, memcheck, latency (idle,
+#                noise, a quick sweep under memory pressure) and pressure (results/),
+#                with jemalloc, mimalloc and tcmalloc beside rtmem's heaps when installable
+#   make sweep   the full study of latency under memory pressure (about 10 minutes)
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
@@ -12,7 +13,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
+.PHONY: all deps build test bench sweep test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
         format format-check
 
@@ -57,8 +58,24 @@ bench: build
 	    status=$$?; cat $(RESULTS)/latency.txt; exit $$status
 	$(BUILD)/tools/rtmem latency --noise --json $(RESULTS)/latency-noise.json \
 	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
+	@# the load alone on its defaults (10 s: what it does, its page faults), then a quick
+	@# sweep of latency under it (about 30 s); make sweep runs the full one
+	$(BUILD)/tools/rtmem pressure --json $(RESULTS)/pressure.json > $(RESULTS)/pressure.txt; \
+	    status=$$?; cat $(RESULTS)/pressure.txt; exit $$status
+	$(BUILD)/tools/rtmem latency --sweep --quick --json $(RESULTS)/latency-sweep.json \
+	    > $(RESULTS)/latency-sweep.txt; status=$$?; cat $(RESULTS)/latency-sweep.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
+	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
+
+# The study of latency under memory pressure on its defaults: an idle baseline, then
+# 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,
+# hang), 4 s each: about 10 minutes, one JSON.
+sweep: build
+	@mkdir -p $(RESULTS)
+	$(BUILD)/tools/rtmem latency --sweep --json $(RESULTS)/latency-sweep-full.json \
+	    > $(RESULTS)/latency-sweep-full.txt; status=$$?; cat $(RESULTS)/latency-sweep-full.txt; \
+	    exit $$status
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps

@@ -250,7 +250,8 @@ static const struct tk_opt options[] = {
 
 static void help_intro(FILE *f)
 {
-    fputs("usage: rtmem latency [options]\n"
+    fputs("usage: rtmem latency [--pressure SPEC] [options]\n"
+          "       rtmem latency --sweep [--sizes B,..] [--strides B,..] [options]\n"
           "       rtmem latency --noise [options]\n"
           "\n"
           "How late a periodic real-time thread wakes up. A measuring thread, pinned to\n"
@@ -295,12 +296,18 @@ static void help_notes(FILE *f)
           "or locked memory, and still measures: the figures then include ordinary\n"
           "scheduling delays.\n"
           "\n"
-          "It generates no load of its own: to see what memory activity does to the\n"
-          "latency, run that activity beside it.\n"
+          "Under a load: --pressure starts rtmem pressure's workers (docs/pressure.md)\n"
+          "before the run, on every CPU but the one measured, and reaps them after it;\n"
+          "the report adds what they did (rounds, page faults), and a worker that ends\n"
+          "early (the OOM killer) fails the run. --sweep is the study of latency under\n"
+          "memory pressure: an idle baseline, then one run of --duration per mode x\n"
+          "stride x size (--modes, --strides, --sizes), a row each, and the worst of\n"
+          "each curve at the end; a size above half of MemAvailable is skipped (with\n"
+          "the reason) unless --force.\n"
           "\n"
           "Exit status: 0 the run completed (or was ended by SIGINT or SIGTERM), 1 a\n"
-          "run-time failure (the clock failed, the report or --json could not be\n"
-          "written), 2 bad usage.\n",
+          "run-time failure (the clock failed, a load's worker ended early, the report\n"
+          "or --json could not be written), 2 bad usage.\n",
           f);
 }
 
