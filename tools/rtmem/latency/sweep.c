@@ -167,19 +167,24 @@ static void print_sweep_head(FILE *f, const struct lat *l)
     char d[24], p[24], h[24];
     size_t runs = l->n_runs - 1;
     fprintf(f,
-            "rtmem latency --sweep: %zu runs of %s at a %s period, an idle baseline first, then "
+            "rtmem latency --sweep: %zu run%s of %s at a %s period after an idle baseline,\n"
             "each with:\n",
-            runs, tk_args_fmt_time(d, sizeof(d), l->o.duration_ns),
+            runs, runs == 1 ? "" : "s", tk_args_fmt_time(d, sizeof(d), l->o.duration_ns),
             tk_args_fmt_time(p, sizeof(p), l->o.period_ns));
-    struct tk_pressure_spec base = l->load;
-    base.hang_ns = 0;
-    tk_pressure_print_spec(f, "  ", &base);
     fprintf(f,
-            "  (size, stride and mode varied: plain frees, keep writes again, hang holds %s "
-            "before the free; about %llu s in all)\n\n",
-            tk_args_fmt_time(h, sizeof(h), l->load.hang_ns),
-            (unsigned long long)((l->o.duration_ns + NS_PER_S / 2) / NS_PER_S *
-                                 (unsigned long long)l->n_runs));
+            "  %u vm worker%s, %s, at each size, stride and mode below\n"
+            "  (plain frees, keep writes again, hang holds %s before the free)\n",
+            l->load.vm, l->load.vm == 1 ? "" : "s",
+            l->load.alloc == TK_PRESSURE_MMAP ? "mmap'd" : "malloc'd",
+            tk_args_fmt_time(h, sizeof(h), l->load.hang_ns));
+    /* The other workers, and where they all run. */
+    struct tk_pressure_spec others = l->load;
+    others.vm = 0;
+    tk_pressure_print_spec(f, "  ", &others);
+    char total[TK_FMT_MAX];
+    fprintf(
+        f, "  about %s s in all\n\n",
+        tk_fmt_double(total, sizeof(total), (double)l->o.duration_ns / 1e9 * (double)l->n_runs, 1));
     fflush(f);
 }
 
