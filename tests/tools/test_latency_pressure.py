@@ -75,12 +75,56 @@ with TempDir() as tmp:
                       "the workers on every CPU but the one measured", (cpu, load["cpus"]))
     checks.ok(orphans() == [], "no worker outlived the run")
 
-    # --pressure-cpus places them.
-    r = run(rtmem, "latency", "--duration", 1, "--pressure", "vm=1,bytes=1M",
-            "--pressure-cpus", "0", "--json", path, timeout=120)
+    # Where the workers really run (their Cpus_allowed_list): by default
+    # every CPU but the one measured, or --pressure-cpus.
+    def worker_cpus(pid):
+        out = {}
+        for k in wait_children(pid, 1):
+            try:
+                with open("/proc/%d/status" % k) as f:
+                    out[k] = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
+            except OSError:
+                pass
+        return out
+
+    allowed = sorted(os.sched_getaffinity(0))
+    for extra, want in [([], ",".join(map(str, allowed[:-1])) if len(allowed) > 1 else None),
+                        (["--pressure-cpus", str(allowed[0])], str(allowed[0]))]:
+        p = start("--duration", 60, "--pressure", "vm=1,bytes=1M", *extra)
+        time.sleep(0.5)
+        cpus = worker_cpus(p.pid)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        if want is not None and "-" not in want:
+            checks.ok(list(cpus.values()) == [want],
+                      "%s: the worker runs on cpus %s" % (extra or "default", want), cpus)
+        checks.ok(p.returncode == 0 and orphans() == [], "%s: ended, reaped" % extra, err)
+
+    # A worker that dies during the run (the OOM killer, here kill -9): the
+    # run reports it and fails; its result file says so.
+    p = start("--duration", 3, "--pressure", "vm=2,bytes=4M", "--json", path)
+    kids = wait_children(p.pid, 2)
+    time.sleep(1)
+    if kids:
+        os.kill(kids[0], signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
     d = load_json(path)
-    checks.ok(r.returncode == 0 and d and d["pressure"]["load"]["cpus"] == [0],
-              "--pressure-cpus 0", r)
+    checks.ok(p.returncode == 1 and "WORKER ENDED EARLY" in out and "SIGKILL" in out,
+              "a worker killed during the run fails it, named", (p.returncode, out, err))
+    checks.ok(d is not None and d["passed"] is False and
+              d["pressure"]["totals"]["ended_early_count"] == 1,
+              "the result file says the load did not run as asked", d and d.get("pressure"))
+    checks.ok(orphans() == [], "the other worker reaped")
+
+    # SIGINT without --json: a complete run too.
+    p = start("--duration", 60, "--pressure", "vm=1,bytes=1M")
+    wait_children(p.pid, 1)
+    time.sleep(1)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    checks.ok(p.returncode == 0 and "stopped by SIGINT" in out,
+              "SIGINT without --json: a complete run", (p.returncode, err))
+    checks.ok(orphans() == [], "SIGINT without --json: every worker reaped")
 
     # SIGINT: a complete run, the workers reaped; SIGKILL: they die with it.
     p = start("--duration", 60, "--pressure", "vm=1,bytes=4M,spin=1", "--json", path)
@@ -159,7 +203,7 @@ with TempDir() as tmp:
                           x["summary"] is None, "%s: skipped, above the memory share" % what, x)
             else:
                 checks.ok(x["skipped"] is None and x["load"]["vm_rounds"] > 0 and
-                          x["load"]["ended_early"] == 0, "%s: ran, its load worked" % what, x)
+                          x["load"]["ended_early_count"] == 0, "%s: ran, its load worked" % what, x)
                 summary_ok(what, x["summary"], x["deadlines"])
         checks.ok("the worst of each curve" in r.stdout, "the report ends with the worst", r)
     checks.ok(orphans() == [], "no worker outlived the sweep")

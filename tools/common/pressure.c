@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "common/child.h"
 #include "common/cleanup.h"
 #include "common/opt.h"
+#include "common/timer.h"
 
 #define NS_PER_S       1000000000ull
 /* A disk writer writes in pieces of this size. */
@@ -27,13 +30,6 @@
 #define VM_CHECK_BYTES ((uint64_t)1 << 26)
 
 static const char *const kind_names[TK_PW_KINDS] = { "vm", "spin", "sync", "hdd" };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 void tk_pressure_defaults(struct tk_pressure_spec *s)
 {
@@ -179,6 +175,47 @@ const char *tk_pressure_fmt_mem(char *buf, size_t size, uint64_t bytes)
     return buf;
 }
 
+/* One number from a file, or false. */
+static bool read_u64(const char *path, uint64_t *v)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    unsigned long long x;
+    bool ok = fscanf(f, "%llu", &x) == 1;
+    fclose(f);
+    *v = x;
+    return ok;
+}
+
+/* What the cgroup (v2) this process is in still allows it: memory.max less
+ * memory.current, or UINT64_MAX if there is no limit or none can be read. */
+static uint64_t cgroup_room(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f)
+        return UINT64_MAX;
+    char line[PATH_MAX], dir[PATH_MAX + 32] = "";
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, "0::", 3) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", line + 3);
+            break;
+        }
+    fclose(f);
+    if (!dir[0])
+        return UINT64_MAX;
+    char path[sizeof(dir) + 32];
+    uint64_t max, cur;
+    snprintf(path, sizeof(path), "%s/memory.max", dir);
+    if (!read_u64(path, &max)) /* "max", or no memory controller */
+        return UINT64_MAX;
+    snprintf(path, sizeof(path), "%s/memory.current", dir);
+    if (!read_u64(path, &cur))
+        return UINT64_MAX;
+    return max > cur ? max - cur : 0;
+}
+
 uint64_t tk_pressure_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -190,7 +227,8 @@ uint64_t tk_pressure_mem_available(void)
         if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
             break;
     fclose(f);
-    return (uint64_t)kb * 1024;
+    uint64_t avail = (uint64_t)kb * 1024, room = cgroup_room();
+    return room < avail ? room : avail;
 }
 
 int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *s, bool force,
@@ -218,7 +256,8 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
         if (!force && total > avail / TK_PRESSURE_SHARE_DIV)
             return tk_args_bad(cli,
                                "%u vm workers of %s take %s, more than half of what the machine "
-                               "has available (MemAvailable %s): the OOM killer could end "
+                               "has available (MemAvailable, or the cgroup's memory.max, %s): the "
+                               "OOM killer could end "
                                "other processes. Give fewer or smaller, or %s",
                                s->vm, tk_opt_fmt_bytes(a, sizeof(a), s->bytes),
                                tk_opt_fmt_bytes(b, sizeof(b), total),
@@ -234,8 +273,21 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
         if (access(s->dir, W_OK | X_OK) != 0)
             return tk_args_bad(cli, "the disk writers' directory '%s' is not writable: %s", s->dir,
                                strerror(errno));
-        struct statvfs vfs;
         uint64_t total = (uint64_t)s->hdd * s->hdd_bytes;
+        struct statfs fs;
+        if (statfs(s->dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC && !force) {
+            uint64_t avail = tk_pressure_mem_available();
+            uint64_t vm = (uint64_t)s->vm * s->bytes;
+            if (vm + total > avail / TK_PRESSURE_SHARE_DIV)
+                return tk_args_bad(cli,
+                                   "'%s' is a tmpfs, whose files are memory: %s of disk writes "
+                                   "and %s for vm workers take more than half of what the "
+                                   "machine has available (%s). Give fewer or smaller, or %s",
+                                   s->dir, tk_opt_fmt_bytes(a, sizeof(a), total),
+                                   tk_opt_fmt_bytes(b, sizeof(b), vm),
+                                   tk_pressure_fmt_mem((char[24]){ 0 }, 24, avail), force_opt);
+        }
+        struct statvfs vfs;
         if (statvfs(s->dir, &vfs) == 0 && !force) {
             uint64_t free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
             if (total > free_bytes / TK_PRESSURE_SHARE_DIV)
@@ -252,6 +304,15 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
 
 /* ---- the workers ---- */
 
+/* What a worker is given: its record, the shared page, its deadline. */
+struct worker_ctx {
+    const struct tk_pressure_spec *spec;
+    struct tk_pressure_shared *sh;
+    struct tk_pressure_worker *w;
+    uint64_t deadline;
+    int fd; /* a disk writer's file */
+};
+
 static void note_faults(struct tk_pressure_worker *w)
 {
     struct rusage ru;
@@ -261,46 +322,62 @@ static void note_faults(struct tk_pressure_worker *w)
     }
 }
 
-static _Noreturn void fail(struct tk_pressure_worker *w, int err)
+static _Noreturn void end_as(struct tk_pressure_worker *w, int state, int err)
 {
     atomic_store(&w->err, err);
-    atomic_store(&w->state, TK_PW_FAILED);
-    _exit(3);
+    atomic_store(&w->ended_ns, tk_monotonic_ns());
+    atomic_store(&w->state, state);
+    _exit(state == TK_PW_DONE ? 0 : 3);
 }
 
-static _Noreturn void done(struct tk_pressure_worker *w)
+/* Time to end: the run's deadline passed (done), or the tool stopped
+ * renewing its lease: stopped, hung or gone (orphaned, an early end). */
+static void check_time(const struct worker_ctx *c)
 {
-    atomic_store(&w->state, TK_PW_DONE);
-    _exit(0);
+    uint64_t now = tk_monotonic_ns();
+    if (now >= c->deadline)
+        end_as(c->w, TK_PW_DONE, 0);
+    uint64_t lease = atomic_load_explicit(&c->sh->lease_ns, memory_order_relaxed);
+    if (now > lease + TK_PRESSURE_LEASE_NS)
+        end_as(c->w, TK_PW_ORPHANED, 0);
 }
 
-/* Sleeps until t (CLOCK_MONOTONIC ns). */
-static void sleep_until(uint64_t t)
+/* Sleeps for ns, a second at a time, minding the deadline and the lease. */
+static void hold(const struct worker_ctx *c, uint64_t ns)
 {
-    struct timespec ts = { .tv_sec = (time_t)(t / NS_PER_S), .tv_nsec = (long)(t % NS_PER_S) };
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
+    uint64_t until = tk_monotonic_ns() + ns;
+    for (;;) {
+        check_time(c);
+        uint64_t now = tk_monotonic_ns();
+        if (now >= until)
+            return;
+        uint64_t t = until - now < NS_PER_S ? until : now + NS_PER_S;
+        struct timespec ts = { .tv_sec = (time_t)(t / NS_PER_S), .tv_nsec = (long)(t % NS_PER_S) };
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
 }
 
-/* Writes a byte every stride bytes of p[0, bytes), as stress does; false
- * if the deadline passed on the way. */
-static bool touch(volatile char *p, uint64_t bytes, uint64_t stride, uint64_t deadline,
-                  struct tk_pressure_worker *w)
+/* Writes a byte every stride bytes of p[0, bytes), as stress does,
+ * counting the bytes written and the range they cover as it goes. */
+static void touch(volatile char *p, const struct worker_ctx *c)
 {
-    uint64_t next_check = VM_CHECK_BYTES, written = 0;
+    const uint64_t bytes = c->spec->bytes, stride = c->spec->stride;
+    uint64_t next_check = VM_CHECK_BYTES, written = 0, from = 0;
     for (uint64_t off = 0; off < bytes; off += stride) {
         p[off] = 'Z';
         written++;
         if (off >= next_check) {
-            atomic_fetch_add_explicit(&w->bytes, written, memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->w->bytes, written, memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->w->swept, off - from, memory_order_relaxed);
             written = 0;
+            from = off;
             next_check = off + VM_CHECK_BYTES;
-            if (now_ns() >= deadline)
-                return false;
+            check_time(c);
         }
     }
-    atomic_fetch_add_explicit(&w->bytes, written, memory_order_relaxed);
-    return true;
+    atomic_fetch_add_explicit(&c->w->bytes, written, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->w->swept, bytes - from, memory_order_relaxed);
 }
 
 static void *vm_alloc(const struct tk_pressure_spec *s)
@@ -321,132 +398,144 @@ static void vm_free(const struct tk_pressure_spec *s, void *p)
         free(p);
 }
 
-static _Noreturn void vm_worker(const struct tk_pressure_spec *s, struct tk_pressure_worker *w,
-                                uint64_t deadline)
+static _Noreturn void vm_worker(const struct worker_ctx *c)
 {
-    if ((uint64_t)(size_t)s->bytes != s->bytes)
-        fail(w, ENOMEM);
+    const struct tk_pressure_spec *s = c->spec;
     void *kept = NULL;
     for (;;) {
         void *p = kept ? kept : vm_alloc(s);
         if (!p)
-            fail(w, ENOMEM);
-        bool in_time = touch(p, s->bytes, s->stride, deadline, w);
-        note_faults(w);
-        if (in_time && s->hang_ns) {
-            uint64_t until = now_ns() + s->hang_ns;
-            sleep_until(until < deadline ? until : deadline);
-        }
+            end_as(c->w, TK_PW_FAILED, ENOMEM);
+        touch(p, c);
+        note_faults(c->w);
+        if (s->hang_ns)
+            hold(c, s->hang_ns);
         if (s->keep)
             kept = p;
         else
             vm_free(s, p);
-        note_faults(w);
-        atomic_fetch_add_explicit(&w->ops, 1, memory_order_relaxed);
-        if (!in_time || now_ns() >= deadline)
-            done(w);
+        note_faults(c->w);
+        atomic_fetch_add_explicit(&c->w->ops, 1, memory_order_relaxed);
+        check_time(c);
     }
 }
 
-static _Noreturn void spin_worker(struct tk_pressure_worker *w, uint64_t deadline)
+static _Noreturn void spin_worker(const struct worker_ctx *c)
 {
     volatile uint64_t x = 1;
     for (;;) {
         for (unsigned i = 0; i < (1u << 20); i++)
             x = x * 6364136223846793005ull + 1442695040888963407ull;
-        atomic_fetch_add_explicit(&w->ops, 1, memory_order_relaxed);
-        if (now_ns() >= deadline)
-            done(w);
+        atomic_fetch_add_explicit(&c->w->ops, 1, memory_order_relaxed);
+        check_time(c);
     }
 }
 
-static _Noreturn void sync_worker(struct tk_pressure_worker *w, uint64_t deadline)
+static _Noreturn void sync_worker(const struct worker_ctx *c)
 {
     for (;;) {
         sync();
-        atomic_fetch_add_explicit(&w->ops, 1, memory_order_relaxed);
-        if (now_ns() >= deadline)
-            done(w);
+        atomic_fetch_add_explicit(&c->w->ops, 1, memory_order_relaxed);
+        check_time(c);
     }
 }
 
-static _Noreturn void hdd_worker(const struct tk_pressure_spec *s, struct tk_pressure_worker *w,
-                                 int fd, uint64_t deadline)
+static _Noreturn void hdd_worker(const struct worker_ctx *c)
 {
     char *buf = malloc(HDD_CHUNK);
     if (!buf)
-        fail(w, ENOMEM);
+        end_as(c->w, TK_PW_FAILED, ENOMEM);
     memset(buf, 'Z', HDD_CHUNK);
     for (;;) {
-        if (lseek(fd, 0, SEEK_SET) != 0)
-            fail(w, errno);
-        for (uint64_t left = s->hdd_bytes; left > 0;) {
+        if (lseek(c->fd, 0, SEEK_SET) != 0)
+            end_as(c->w, TK_PW_FAILED, errno);
+        for (uint64_t left = c->spec->hdd_bytes; left > 0;) {
             size_t n = left < HDD_CHUNK ? (size_t)left : HDD_CHUNK;
-            ssize_t r = write(fd, buf, n);
+            ssize_t r = write(c->fd, buf, n);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
-                fail(w, r < 0 ? errno : ENOSPC);
+                end_as(c->w, TK_PW_FAILED, r < 0 ? errno : ENOSPC);
             left -= (uint64_t)r;
-            atomic_fetch_add_explicit(&w->bytes, (uint64_t)r, memory_order_relaxed);
-            if (now_ns() >= deadline)
-                done(w);
+            atomic_fetch_add_explicit(&c->w->bytes, (uint64_t)r, memory_order_relaxed);
+            check_time(c);
         }
         /* Gives the blocks back, as stress's unlink does. */
-        if (ftruncate(fd, 0) != 0)
-            fail(w, errno);
-        atomic_fetch_add_explicit(&w->ops, 1, memory_order_relaxed);
+        if (ftruncate(c->fd, 0) != 0)
+            end_as(c->w, TK_PW_FAILED, errno);
+        atomic_fetch_add_explicit(&c->w->ops, 1, memory_order_relaxed);
     }
 }
 
-/* In the child, right after the fork: dies with the parent, default
- * signals, SCHED_OTHER, pinned; then works until the deadline. */
+static const int handled_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM };
+#define N_HANDLED (sizeof(handled_signals) / sizeof(handled_signals[0]))
+
+/* In the child, right after the fork (signals blocked): dies with the
+ * parent; takes no signal meant for the tool; SCHED_OTHER, the first the
+ * OOM killer takes, pinned; nothing open but its own file; then works. */
 static _Noreturn void worker_main(struct tk_pressure *p, size_t i, pid_t parent, uint64_t deadline,
                                   const sigset_t *mask)
 {
-    struct tk_pressure_worker *w = &p->w[i];
+    struct tk_pressure_worker *w = &p->sh->w[i];
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(4);
-    static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM };
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
-        (void)sigaction(sigs[k], &dfl, NULL);
+    /* A signal sent to the tool's group (a Ctrl-C) before this worker left
+     * it is pending here: ignoring discards it, then the defaults. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < N_HANDLED; k++) {
+        sa.sa_handler = SIG_IGN;
+        (void)sigaction(handled_signals[k], &sa, NULL);
+        sa.sa_handler = SIG_DFL;
+        (void)sigaction(handled_signals[k], &sa, NULL);
+    }
     sigprocmask(SIG_SETMASK, mask, NULL);
+    static const char *const names[TK_PW_KINDS] = { "rtmem-vm", "rtmem-spin", "rtmem-sync",
+                                                    "rtmem-hdd" };
+    (void)prctl(PR_SET_NAME, names[w->kind], 0, 0, 0);
     struct sched_param sp = { .sched_priority = 0 };
     (void)sched_setscheduler(0, SCHED_OTHER, &sp);
+    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (adj >= 0) {
+        (void)!write(adj, "1000", 4);
+        (void)close(adj);
+    }
     if (p->spec.cpus_given && sched_setaffinity(0, sizeof(p->spec.cpus), &p->spec.cpus) != 0)
-        fail(w, errno);
-    /* A worker never writes to the tool's output: a pipe the tool writes
-     * to closes when the tool ends, not when its workers do. */
+        end_as(w, TK_PW_FAILED, errno);
+    /* Standard input and output on /dev/null (a pipe the tool writes to
+     * closes when the tool ends, not when its workers do); its own file as
+     * descriptor 3; nothing else the tool had open. */
+    int fd = -1;
+    if (p->fds[i] >= 0 && (fd = dup2(p->fds[i], 3)) < 0)
+        end_as(w, TK_PW_FAILED, errno);
+    if (close_range(fd >= 0 ? 4 : 3, ~0u, 0) != 0)
+        for (int k = fd >= 0 ? 4 : 3; k < 1024; k++)
+            (void)close(k);
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
-        for (int fd = 0; fd <= 2; fd++)
-            (void)dup2(null, fd);
-        if (null > 2)
+        for (int k = 0; k <= 2; k++)
+            (void)dup2(null, k);
+        if (null > 2 && null != fd)
             (void)close(null);
     }
-    /* The other workers' files are not this one's. */
-    for (size_t k = 0; k < tk_pressure_workers(&p->spec); k++)
-        if (p->fds[k] >= 0 && k != i)
-            (void)close(p->fds[k]);
+    struct worker_ctx c = { .spec = &p->spec, .sh = p->sh, .w = w, .deadline = deadline, .fd = fd };
     atomic_store(&w->state, TK_PW_RUNNING);
     switch (w->kind) {
-    case TK_PW_VM: vm_worker(&p->spec, w, deadline);
-    case TK_PW_SPIN: spin_worker(w, deadline);
-    case TK_PW_SYNC: sync_worker(w, deadline);
-    default: hdd_worker(&p->spec, w, p->fds[i], deadline);
+    case TK_PW_VM: vm_worker(&c);
+    case TK_PW_SPIN: spin_worker(&c);
+    case TK_PW_SYNC: sync_worker(&c);
+    default: hdd_worker(&c);
     }
 }
 
-/* A file in dir that no name points to: O_TMPFILE, or made and unlinked
- * at once (signals are blocked: nothing comes between). */
+/* A file in dir that no name points to: O_TMPFILE (O_EXCL: never to be
+ * linked), or, where the file system has no O_TMPFILE, made and unlinked
+ * at once (signals are blocked: nothing of ours comes between). */
 static int unnamed_file(const char *dir)
 {
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0)
+    int fd = open(dir, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
         return fd;
     char path[PATH_MAX];
     if (snprintf(path, sizeof(path), "%s/.rtmem-pressure-XXXXXX", dir) >= (int)sizeof(path)) {
@@ -468,15 +557,21 @@ static int unnamed_file(const char *dir)
 static void release(struct tk_pressure *p)
 {
     if (p->fds)
-        for (size_t i = 0; i < p->n; i++)
+        for (size_t i = 0; i < p->n_fds; i++)
             if (p->fds[i] >= 0)
                 close(p->fds[i]);
     free(p->fds);
     free(p->reaped);
-    tk_shared_free(p->w, p->w_bytes);
+    tk_shared_free(p->sh, p->sh_bytes);
     p->fds = NULL;
     p->reaped = NULL;
-    p->w = NULL;
+    p->sh = NULL;
+}
+
+void tk_pressure_beat(struct tk_pressure *p)
+{
+    if (p->sh)
+        atomic_store_explicit(&p->sh->lease_ns, tk_monotonic_ns(), memory_order_relaxed);
 }
 
 int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, uint64_t bound_ns,
@@ -486,40 +581,49 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
     p->spec = *s;
     p->slot = -1;
     size_t n = tk_pressure_workers(s);
-    p->w_bytes = n * sizeof(*p->w);
-    p->w = tk_shared_alloc(p->w_bytes);
+    p->sh_bytes = sizeof(*p->sh) + n * sizeof(p->sh->w[0]);
+    p->sh = tk_shared_alloc(p->sh_bytes);
     p->fds = malloc(n * sizeof(*p->fds));
     p->reaped = calloc(n, sizeof(*p->reaped));
-    if (!p->w || !p->fds || !p->reaped) {
+    if (!p->sh || !p->fds || !p->reaped) {
         release(p);
         snprintf(why, why_len, "out of memory for the workers' records");
         return -ENOMEM;
     }
+    p->n_fds = n;
     for (size_t i = 0; i < n; i++) {
         p->fds[i] = -1;
-        p->w[i].kind = i < s->vm                               ? TK_PW_VM
-                       : i < (size_t)s->vm + s->spin           ? TK_PW_SPIN
-                       : i < (size_t)s->vm + s->spin + s->sync ? TK_PW_SYNC
-                                                               : TK_PW_HDD;
+        p->sh->w[i].kind = i < s->vm                               ? TK_PW_VM
+                           : i < (size_t)s->vm + s->spin           ? TK_PW_SPIN
+                           : i < (size_t)s->vm + s->spin + s->sync ? TK_PW_SYNC
+                                                                   : TK_PW_HDD;
     }
     tk_cleanup_install();
+    /* An ignored SIGCHLD would reap the workers behind our back, and free
+     * their group's id while we may still kill it. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    (void)sigaction(SIGCHLD, &dfl, NULL);
     sigset_t old;
     tk_cleanup_block(&old);
     int err = 0;
     for (size_t i = 0; i < n && !err; i++)
-        if (p->w[i].kind == TK_PW_HDD && (p->fds[i] = unnamed_file(s->dir)) < 0) {
+        if (p->sh->w[i].kind == TK_PW_HDD && (p->fds[i] = unnamed_file(s->dir)) < 0) {
             err = errno;
             snprintf(why, why_len, "cannot make a file in '%s' for the disk writers: %s", s->dir,
                      strerror(err));
         }
-    p->start_ns = now_ns();
+    p->start_ns = tk_monotonic_ns();
+    tk_pressure_beat(p);
     uint64_t deadline = p->start_ns + bound_ns;
     pid_t parent = getpid();
     fflush(NULL);
     for (size_t i = 0; i < n && !err; i++) {
         pid_t pid = fork();
         if (pid == 0) {
-            (void)setpgid(0, p->pgid ? p->pgid : 0);
+            (void)setpgid(0, p->pgid);
             worker_main(p, i, parent, deadline, &old);
         }
         if (pid < 0) {
@@ -530,7 +634,7 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
         }
         /* Both sides set the group, so it is set whichever runs first. */
         (void)setpgid(pid, p->pgid ? p->pgid : pid);
-        p->w[i].pid = pid;
+        p->sh->w[i].pid = pid;
         p->n = i + 1;
         if (i == 0) {
             p->pgid = pid;
@@ -541,26 +645,24 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
             }
         }
     }
+    tk_cleanup_restore(&old);
     if (err) {
         /* The workers started so far (p->n) are stopped. */
         tk_pressure_release(p);
-        tk_cleanup_restore(&old);
         return -err;
     }
-    p->n = n;
-    tk_cleanup_restore(&old);
     return 0;
 }
 
 bool tk_pressure_wait_running(struct tk_pressure *p, uint64_t timeout_ns)
 {
-    uint64_t until = now_ns() + timeout_ns;
+    uint64_t until = tk_monotonic_ns() + timeout_ns;
     for (;;) {
         bool all = true;
         for (size_t i = 0; i < p->n; i++)
-            if (atomic_load(&p->w[i].state) == TK_PW_STARTING)
+            if (atomic_load(&p->sh->w[i].state) != TK_PW_RUNNING)
                 all = false;
-        if (all || now_ns() >= until || tk_pressure_poll(p) > 0)
+        if (all || tk_monotonic_ns() >= until || tk_pressure_poll(p) > 0)
             return all;
         struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
@@ -571,17 +673,31 @@ bool tk_pressure_wait_running(struct tk_pressure *p, uint64_t timeout_ns)
 static void record_end(struct tk_pressure *p, size_t i, int status)
 {
     p->reaped[i] = true;
+    uint64_t at = atomic_load(&p->sh->w[i].ended_ns);
+    if (!at)
+        at = tk_monotonic_ns(); /* killed: when it was found */
     if (p->n_ended < TK_PRESSURE_MAX_ENDS)
         p->ended[p->n_ended] = (struct tk_pressure_end){
             .worker = i,
             .status = status,
-            .at_s = (double)(now_ns() - p->start_ns) / 1e9,
+            .at_s = (double)(at - p->start_ns) / 1e9,
         };
     p->n_ended++;
 }
 
+/* Worker i reaped with status: an end of its own before the stop, unless
+ * it reached its deadline (done as asked). */
+static void reaped(struct tk_pressure *p, size_t i, int status)
+{
+    if (atomic_load(&p->sh->w[i].state) == TK_PW_DONE)
+        p->reaped[i] = true;
+    else
+        record_end(p, i, status);
+}
+
 /* Once every worker is reaped the group is gone and its id free for
- * another: no kill may name it again. */
+ * another: no kill may name it again. Called with the handled signals
+ * blocked, so that the cleanup handler never runs in between. */
 static void forget_if_reaped(struct tk_pressure *p)
 {
     for (size_t i = 0; i < p->n; i++)
@@ -594,45 +710,56 @@ static void forget_if_reaped(struct tk_pressure *p)
 
 size_t tk_pressure_poll(struct tk_pressure *p)
 {
+    if (!p->sh)
+        return p->n_ended;
+    sigset_t old;
+    tk_cleanup_block(&old);
     for (size_t i = 0; i < p->n; i++) {
         if (p->reaped[i])
             continue;
-        int status;
-        pid_t r = waitpid(p->w[i].pid, &status, WNOHANG);
-        if (r != p->w[i].pid)
-            continue;
-        /* One that reached its own deadline ended as asked. */
-        if (atomic_load(&p->w[i].state) == TK_PW_DONE)
-            p->reaped[i] = true;
-        else
-            record_end(p, i, status);
+        int status = 0;
+        if (waitpid(p->sh->w[i].pid, &status, WNOHANG) == p->sh->w[i].pid)
+            reaped(p, i, status);
     }
     forget_if_reaped(p);
+    tk_cleanup_restore(&old);
     return p->n_ended;
 }
 
 void tk_pressure_stop(struct tk_pressure *p)
 {
-    if (!p->w || p->stop_ns)
+    if (!p->sh || p->stop_ns)
         return;
-    p->stop_ns = now_ns();
+    /* The ends before the stop first: a worker the OOM killer took dies of
+     * the same SIGKILL as ours. */
+    tk_pressure_poll(p);
+    p->stop_ns = tk_monotonic_ns();
+    sigset_t old;
+    tk_cleanup_block(&old);
     /* A worker not reaped keeps the group, so the id is still its. */
     if (p->pgid > 0)
         (void)kill(-p->pgid, SIGKILL);
     for (size_t i = 0; i < p->n; i++) {
         if (p->reaped[i])
             continue;
-        int status;
-        while (waitpid(p->w[i].pid, &status, 0) < 0 && errno == EINTR)
+        int status = 0;
+        pid_t r;
+        while ((r = waitpid(p->sh->w[i].pid, &status, 0)) < 0 && errno == EINTR)
             ;
-        p->reaped[i] = true;
-        /* Anything but our SIGKILL is an end of its own before the stop. */
-        if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) &&
-            atomic_load(&p->w[i].state) != TK_PW_DONE)
-            record_end(p, i, status);
+        if (r != p->sh->w[i].pid) {
+            p->reaped[i] = true; /* not ours to wait for: nothing to know */
+            continue;
+        }
+        int state = atomic_load(&p->sh->w[i].state);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+            (state == TK_PW_RUNNING || state == TK_PW_STARTING))
+            p->reaped[i] = true; /* ours */
+        else
+            reaped(p, i, status);
     }
     forget_if_reaped(p);
-    for (size_t i = 0; i < p->n; i++)
+    tk_cleanup_restore(&old);
+    for (size_t i = 0; i < p->n_fds; i++)
         if (p->fds[i] >= 0) {
             close(p->fds[i]);
             p->fds[i] = -1;
@@ -648,14 +775,15 @@ void tk_pressure_release(struct tk_pressure *p)
 void tk_pressure_totals(const struct tk_pressure *p, struct tk_pressure_totals *t)
 {
     memset(t, 0, sizeof(*t));
-    uint64_t end = p->stop_ns ? p->stop_ns : now_ns();
+    uint64_t end = p->stop_ns ? p->stop_ns : tk_monotonic_ns();
     t->seconds = p->start_ns ? (double)(end - p->start_ns) / 1e9 : 0;
-    for (size_t i = 0; p->w && i < p->n; i++) {
-        const struct tk_pressure_worker *w = &p->w[i];
+    for (size_t i = 0; p->sh && i < p->n; i++) {
+        const struct tk_pressure_worker *w = &p->sh->w[i];
         int k = w->kind;
         t->ops[k] += atomic_load_explicit(&w->ops, memory_order_relaxed);
         t->bytes[k] += atomic_load_explicit(&w->bytes, memory_order_relaxed);
         if (k == TK_PW_VM) {
+            t->swept += atomic_load_explicit(&w->swept, memory_order_relaxed);
             t->minflt += atomic_load_explicit(&w->minflt, memory_order_relaxed);
             t->majflt += atomic_load_explicit(&w->majflt, memory_order_relaxed);
         }
@@ -705,9 +833,9 @@ void tk_pressure_print_rates(FILE *f, const char *indent, const struct tk_pressu
     char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX];
     double sec = t->seconds;
     if (s->vm)
-        fprintf(f, "%svm: %s rounds/s, %s MB swept/s, %s page faults/s (major %llu)\n", indent,
+        fprintf(f, "%svm: %s rounds/s, %s MiB/s swept, %s page faults/s (major %llu)\n", indent,
                 tk_fmt_double(a, sizeof(a), rate(t->ops[TK_PW_VM], sec), 1),
-                tk_fmt_double(b, sizeof(b), rate(t->bytes[TK_PW_VM] * s->stride, sec) / 1e6, 1),
+                tk_fmt_double(b, sizeof(b), rate(t->swept, sec) / (1 << 20), 1),
                 tk_fmt_double(c, sizeof(c), rate(t->minflt + t->majflt, sec), 0),
                 (unsigned long long)t->majflt);
     if (s->spin)
@@ -717,18 +845,21 @@ void tk_pressure_print_rates(FILE *f, const char *indent, const struct tk_pressu
         fprintf(f, "%ssync: %s calls/s\n", indent,
                 tk_fmt_double(a, sizeof(a), rate(t->ops[TK_PW_SYNC], sec), 1));
     if (s->hdd)
-        fprintf(f, "%shdd: %s MB/s written\n", indent,
-                tk_fmt_double(a, sizeof(a), rate(t->bytes[TK_PW_HDD], sec) / 1e6, 1));
+        fprintf(f, "%shdd: %s MiB/s written (to the page cache)\n", indent,
+                tk_fmt_double(a, sizeof(a), rate(t->bytes[TK_PW_HDD], sec) / (1 << 20), 1));
 }
 
 static void describe_end(char *buf, size_t size, const struct tk_pressure *p,
                          const struct tk_pressure_end *e)
 {
     char sig[96];
-    const struct tk_pressure_worker *w = &p->w[e->worker];
+    const struct tk_pressure_worker *w = &p->sh->w[e->worker];
     int err = atomic_load(&w->err);
     if (WIFEXITED(e->status) && atomic_load(&w->state) == TK_PW_FAILED)
         snprintf(buf, size, "failed: %s", strerror(err));
+    else if (WIFEXITED(e->status) && atomic_load(&w->state) == TK_PW_ORPHANED)
+        snprintf(buf, size,
+                 "ended: the tool stopped renewing its lease (it was stopped or did not run)");
     else if (WIFEXITED(e->status))
         snprintf(buf, size, "exited with status %d", WEXITSTATUS(e->status));
     else if (WIFSIGNALED(e->status))
@@ -747,21 +878,23 @@ void tk_pressure_print_ended(FILE *f, const char *indent, const struct tk_pressu
         const struct tk_pressure_end *e = &p->ended[i];
         describe_end(how, sizeof(how), p, e);
         fprintf(f, "%sWORKER ENDED EARLY: worker %zu (%s, pid %d) %s after %s s\n", indent,
-                e->worker + 1, kind_names[p->w[e->worker].kind], (int)p->w[e->worker].pid, how,
-                tk_fmt_double(at, sizeof(at), e->at_s, 1));
+                e->worker + 1, kind_names[p->sh->w[e->worker].kind], (int)p->sh->w[e->worker].pid,
+                how, tk_fmt_double(at, sizeof(at), e->at_s, 1));
     }
     if (p->n_ended > shown)
         fprintf(f, "%s... and %zu more\n", indent, p->n_ended - shown);
 }
 
-void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s)
+void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s, bool shape)
 {
     tk_json_begin_object(j);
     tk_json_kv_uint(j, "vm", s->vm);
-    tk_json_kv_uint(j, "bytes", s->bytes);
-    tk_json_kv_uint(j, "stride", s->stride);
-    tk_json_kv_string(j, "mode", tk_pressure_mode_name(s));
-    tk_json_kv_bool(j, "keep", s->keep);
+    if (shape) {
+        tk_json_kv_uint(j, "bytes", s->bytes);
+        tk_json_kv_uint(j, "stride", s->stride);
+        tk_json_kv_string(j, "mode", tk_pressure_mode_name(s));
+        tk_json_kv_bool(j, "keep", s->keep);
+    }
     tk_json_kv_uint(j, "hang_ns", s->hang_ns);
     tk_json_kv_string(j, "alloc", s->alloc == TK_PRESSURE_MMAP ? "mmap" : "malloc");
     tk_json_kv_uint(j, "spin", s->spin);
@@ -780,13 +913,13 @@ void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s)
 }
 
 void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals *t,
-                             const struct tk_pressure *p, uint64_t stride)
+                             const struct tk_pressure *p)
 {
     tk_json_begin_object(j);
     tk_json_kv_double(j, "seconds", t->seconds);
     tk_json_kv_uint(j, "vm_rounds", t->ops[TK_PW_VM]);
     tk_json_kv_uint(j, "vm_bytes_written", t->bytes[TK_PW_VM]);
-    tk_json_kv_uint(j, "vm_bytes_swept", t->bytes[TK_PW_VM] * stride);
+    tk_json_kv_uint(j, "vm_bytes_swept", t->swept);
     tk_json_kv_uint(j, "vm_minor_faults", t->minflt);
     tk_json_kv_uint(j, "vm_major_faults", t->majflt);
     tk_json_kv_uint(j, "spin_loops", t->ops[TK_PW_SPIN] << 20);
@@ -801,7 +934,7 @@ void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals 
         describe_end(how, sizeof(how), p, e);
         tk_json_begin_object_compact(j);
         tk_json_kv_uint(j, "worker", e->worker + 1);
-        tk_json_kv_string(j, "kind", kind_names[p->w[e->worker].kind]);
+        tk_json_kv_string(j, "kind", kind_names[p->sh->w[e->worker].kind]);
         tk_json_kv_string(j, "how", how);
         tk_json_kv_double(j, "at_s", e->at_s);
         tk_json_end_object(j);

@@ -10,8 +10,9 @@
  *         writes the same bytes again, pass after pass. Allocation is by
  *         malloc, as stress does (glibc serves large blocks from fresh
  *         mappings, but after the first free raises its mmap threshold to
- *         the freed size, up to 32 MiB: smaller blocks are then served
- *         again from the heap, their pages already present), or by
+ *         the freed size, up to 32 MiB, 16 MiB on 32-bit systems: smaller
+ *         blocks are then served again from the heap, their pages already
+ *         present), or by
  *         mmap/munmap (`alloc mmap`: every round faults in fresh pages);
  *   spin  computes in a loop (stress -c);
  *   sync  calls sync() in a loop (stress -i);
@@ -26,14 +27,19 @@
  *   - each worker dies with the tool (PR_SET_PDEATHSIG, SIGKILL), so even a
  *     SIGKILL of the tool leaves none running;
  *   - each worker ends on its own at a deadline (tk_pressure_start's
- *     bound), so that a stopped or hung tool cannot leave load behind;
+ *     bound), and as soon as the tool stops renewing its lease (a tool
+ *     that is stopped, Ctrl-Z, or hung leaves no load running for more
+ *     than TK_PRESSURE_LEASE_NS);
  *   - tk_pressure_stop kills the group and reaps every worker; the disk
  *     writers' files are unlinked before any byte is written;
  *   - tk_pressure_check refuses, unless forced, memory above half of
- *     MemAvailable and disk writes above half of the free space.
+ *     MemAvailable (or of what the cgroup's memory.max leaves) and disk
+ *     writes above half of the free space (on a tmpfs, of the memory).
  *
  * Workers run under SCHED_OTHER whatever their parent runs, pinned to the
- * spec's CPUs when given. They count what they do in memory shared with
+ * spec's CPUs when given, named rtmem-vm, rtmem-spin, rtmem-sync and
+ * rtmem-hdd, first in line for the OOM killer (oom_score_adj 1000), with
+ * nothing of the tool's open and standard input and output on /dev/null. They count what they do in memory shared with
  * the parent (struct tk_pressure_worker), so the load actually produced is
  * reported beside the figures it disturbed.
  *
@@ -122,7 +128,8 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
 /* "23.1 GiB", "512.0 MiB" into buf (>= 24 bytes); returns buf. */
 const char *tk_pressure_fmt_mem(char *buf, size_t size, uint64_t bytes);
 
-/* MemAvailable of /proc/meminfo in bytes, or 0 if unknown. */
+/* MemAvailable of /proc/meminfo in bytes, or what this process's cgroup
+ * (v2 memory.max less memory.current) still allows if less; 0 if unknown. */
 uint64_t tk_pressure_mem_available(void);
 
 /* One worker's counters, in memory shared with the parent. */
@@ -130,14 +137,31 @@ struct tk_pressure_worker {
     _Alignas(64) _Atomic uint64_t ops; /* vm: rounds (keep: passes); spin: 2^20 loops;
                                         * sync: calls; hdd: files filled */
     _Atomic uint64_t bytes;            /* vm: bytes written (one per stride); hdd: written */
+    _Atomic uint64_t swept;            /* vm: the range the strides covered */
     _Atomic uint64_t minflt, majflt;   /* the worker's page faults so far */
-    _Atomic int state;                 /* TK_PW_STARTING, _RUNNING, _FAILED, _DONE */
+    _Atomic uint64_t ended_ns;         /* when it ended by itself (CLOCK_MONOTONIC), or 0 */
+    _Atomic int state;                 /* TK_PW_STARTING, ... */
     _Atomic int err;                   /* errno of a failure */
     int kind;                          /* enum tk_pressure_kind */
     pid_t pid;
 };
 
-enum { TK_PW_STARTING, TK_PW_RUNNING, TK_PW_FAILED, TK_PW_DONE };
+enum {
+    TK_PW_STARTING, /* forked, setting up */
+    TK_PW_RUNNING,
+    TK_PW_FAILED,   /* ended on an error (err) */
+    TK_PW_DONE,     /* ended at its deadline, as asked */
+    TK_PW_ORPHANED, /* ended because the tool stopped renewing its lease */
+};
+
+/* The memory the tool and its workers share: the tool renews its lease at
+ * least every second (tk_pressure_beat); a worker that finds it older than
+ * TK_PRESSURE_LEASE_NS ends (the tool is stopped, hung or gone). */
+#define TK_PRESSURE_LEASE_NS ((uint64_t)3000000000)
+struct tk_pressure_shared {
+    _Alignas(64) _Atomic uint64_t lease_ns;
+    struct tk_pressure_worker w[];
+};
 
 /* How a worker ended, for one that ended before tk_pressure_stop. */
 struct tk_pressure_end {
@@ -150,10 +174,11 @@ struct tk_pressure_end {
 
 struct tk_pressure {
     struct tk_pressure_spec spec;
-    size_t n;                     /* workers started */
-    struct tk_pressure_worker *w; /* n of them, shared */
-    size_t w_bytes;
-    int *fds; /* the disk writers' files, -1 when closed */
+    size_t n;                      /* workers started */
+    struct tk_pressure_shared *sh; /* the lease and n records */
+    size_t sh_bytes;
+    int *fds; /* per worker: a disk writer's file, else -1 */
+    size_t n_fds;
     pid_t pgid;
     int slot; /* the group's cleanup registration, -1 none */
     bool *reaped;
@@ -171,8 +196,11 @@ struct tk_pressure {
 int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, uint64_t bound_ns,
                       char *why, size_t why_len);
 
+/* Renews the lease (above): at least once a second while the load runs. */
+void tk_pressure_beat(struct tk_pressure *p);
+
 /* Waits, at most timeout_ns, until every worker runs (its setup done).
- * Returns true if all do. */
+ * Returns true if all do (false at once if one ended). */
 bool tk_pressure_wait_running(struct tk_pressure *p, uint64_t timeout_ns);
 
 /* Reaps the workers that ended (without waiting): ended and n_ended.
@@ -188,6 +216,7 @@ void tk_pressure_release(struct tk_pressure *p);
 /* What the workers did, summed per kind. */
 struct tk_pressure_totals {
     uint64_t ops[TK_PW_KINDS], bytes[TK_PW_KINDS];
+    uint64_t swept;          /* of the vm workers: the range their strides covered */
     uint64_t minflt, majflt; /* of the vm workers */
     double seconds;          /* since the start */
 };
@@ -203,12 +232,13 @@ void tk_pressure_print_rates(FILE *f, const char *indent, const struct tk_pressu
  * p's ended workers. */
 void tk_pressure_print_ended(FILE *f, const char *indent, const struct tk_pressure *p);
 
-/* The spec as a JSON object value. */
-void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s);
+/* The spec as a JSON object value; without shape, no bytes, stride, mode
+ * or keep (a sweep's base load, whose runs each have their own). */
+void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s, bool shape);
 /* The totals as a JSON object value, with the workers that ended early
- * (p may be NULL: none recorded); stride: the vm workers'. */
+ * (p may be NULL: none recorded). */
 void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals *t,
-                             const struct tk_pressure *p, uint64_t stride);
+                             const struct tk_pressure *p);
 
 /* "plain", "keep", "hang" or "keep+hang". */
 const char *tk_pressure_mode_name(const struct tk_pressure_spec *s);

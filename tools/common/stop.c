@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "common/cleanup.h"
+
 static const int stop_signals[] = { SIGINT, SIGTERM };
 #define N_STOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
 
@@ -17,6 +19,9 @@ static void on_stop(int sig)
 
 void tk_stop_catch(struct tk_stop_saved *saved)
 {
+    /* The kit's cleanup in place first: installed later (by a result file,
+     * a child, a load), it would take SIGINT and SIGTERM from this one. */
+    tk_cleanup_install();
     atomic_store(&tk_stop_flag, false);
     requested_by = 0;
     struct sigaction sa;

@@ -4,9 +4,10 @@
  *
  * A tool that measures for a given time (latency, pressure) takes Ctrl-C
  * as "enough": the run stops where it is, and its report and result file
- * are written with what it measured. tk_stop_catch puts this handler in
- * place of the kit's cleanup (cleanup.h) for SIGINT and SIGTERM for the
- * length of the run; the other fatal signals still clean up and die. A
+ * are written with what it measured. tk_stop_catch installs the kit's
+ * cleanup (cleanup.h), then puts this handler in its place for SIGINT and
+ * SIGTERM for the length of the run; the other fatal signals still clean
+ * up and die, and tk_stop_release gives SIGINT and SIGTERM back to it. A
  * signal ignored when the tool started (nohup, a background job) stays
  * ignored.
  */

@@ -95,6 +95,16 @@ int tk_timer_init(struct tk_timer *t, unsigned calibration_ms);
  */
 int tk_timer_init_clock(struct tk_timer *t, clockid_t clock, const char *source);
 
+/* Nanoseconds of CLOCK_MONOTONIC now, the clock clock_nanosleep sleeps on
+ * (TIMER_ABSTIME deadlines are in it). 0 if clock_gettime fails. */
+static inline uint64_t tk_monotonic_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Nanoseconds of CLOCK_MONOTONIC_RAW now (the fallback source, also handy for
  * coarse wall-clock budgets). Returns 0 if clock_gettime fails. */
 static inline uint64_t tk_clock_ns(void)

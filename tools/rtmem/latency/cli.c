@@ -239,8 +239,9 @@ static const struct tk_opt options[] = {
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " LAT_SCHEMA "): to a new file beside FILE, "
       "renamed over it only when the run completes (a run ended by SIGINT or SIGTERM "
-      "completes); a failed run leaves FILE as it was. A FIFO or device (/dev/stdout, "
-      "/dev/null) is written directly",
+      "completes; so does one whose load failed, with \"passed\": false); a run that "
+      "cannot complete (an error, a fatal signal) leaves FILE as it was. A FIFO or device "
+      "(/dev/stdout, /dev/null) is written directly",
       F(json_path) },
     { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--duration reduced)", F(quick),
       .flags = TK_OPTF_QUICK_SWITCH },
@@ -349,6 +350,14 @@ static int check(struct tk_session *s)
         }
         if (o->pressure.spec.hang_ns == 0)
             o->pressure.spec.hang_ns = SWEEP_HANG_NS;
+        /* The base load's other workers, the dir, the totals, checked as a
+         * single run's would be, with the smallest size and the smallest
+         * stride; the memory share of each size is checked as it runs. */
+        struct tk_pressure_spec base = o->pressure.spec;
+        base.bytes = o->sizes.v[0];
+        base.stride = 1;
+        if (tk_pressure_check(&s->cli, &base, o->force, "--force") != 0)
+            return -1;
         /* Each size, stride and mode is checked as it runs (the memory
          * share, stride <= size), and skipped with the reason. */
     } else if (o->pressure.given) {

@@ -249,8 +249,9 @@ void lat_teardown(struct tk_session *s);
  * header, no per-second lines. 0, or the errno of pthread_create. */
 int lat_measure(struct lat *l, bool quiet);
 /* run.c: the workers of spec started for the run beside the measuring
- * thread (single-threaded: before lat_measure). 0, or -1 (reported). */
-int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec);
+ * thread (single-threaded: before lat_measure), every one running; set
+ * l->load_on then. 0, or -1 with the cause in why (nothing left running). */
+int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec, char *why, size_t why_len);
 /* run.c: the workers stopped and reaped, their totals in l->load_totals. */
 void lat_load_stop(struct lat *l);
 /* run.c: the summaries of a run once its thread is joined. */

@@ -73,6 +73,11 @@ void lat_print_header(FILE *f, const struct lat *l)
         fprintf(f, "pressure   : beside the run, started before it and stopped after it:\n");
         tk_pressure_print_spec(f, "  ", &l->load);
     }
+    if ((l->o.pressure.given || l->o.sweep) && l->rt.affinity.granted &&
+        (!l->load.cpus_given || CPU_ISSET(l->rt.req.cpu, &l->load.cpus)))
+        fprintf(f, "  NOTE: the load's workers may run on cpu %d, the one measured%s\n",
+                l->rt.req.cpu,
+                l->o.pressure_cpus.given ? " (--pressure-cpus)" : ": it is the only one allowed");
     lat_print_setup_verdict(f, l);
     fprintf(f, "\n");
 }
@@ -178,13 +183,17 @@ void lat_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_bool(j, "virtual_machine", l->virtual_machine);
     if (tk_json_key_or_null(j, "stopped_by", l->stopped))
         tk_json_string(j, lat_stop_name(l));
-    tk_json_kv_uint(j, "measured_ns", l->measured_ns);
-    tk_json_key(j, "page_faults");
-    tk_json_begin_object_compact(j);
-    tk_json_kv_uint(j, "minor", l->minflt);
-    tk_json_kv_uint(j, "major", l->majflt);
-    tk_json_end_object(j);
-    if (tk_json_key_or_null(j, "steal_ms", l->steal_ms >= 0))
+    /* A sweep has these per run (sweep.runs). */
+    bool one = !l->o.sweep;
+    if (tk_json_key_or_null(j, "measured_ns", one))
+        tk_json_uint(j, l->measured_ns);
+    if (tk_json_key_or_null(j, "page_faults", one)) {
+        tk_json_begin_object_compact(j);
+        tk_json_kv_uint(j, "minor", l->minflt);
+        tk_json_kv_uint(j, "major", l->majflt);
+        tk_json_end_object(j);
+    }
+    if (tk_json_key_or_null(j, "steal_ms", one && l->steal_ms >= 0))
         tk_json_int(j, l->steal_ms);
     if (l->o.noise || l->o.sweep) {
         for (size_t i = 0; i < sizeof(latency_members) / sizeof(latency_members[0]); i++)
@@ -200,9 +209,9 @@ void lat_json(const struct tk_session *s, struct tk_json *j)
     if (tk_json_key_or_null(j, "pressure", l->load_on && !l->o.sweep)) {
         tk_json_begin_object(j);
         tk_json_key(j, "load");
-        tk_pressure_spec_json(j, &l->load);
+        tk_pressure_spec_json(j, &l->load, true);
         tk_json_key(j, "totals");
-        tk_pressure_totals_json(j, &l->load_totals, &l->pressure, l->load.stride);
+        tk_pressure_totals_json(j, &l->load_totals, &l->pressure);
         tk_json_end_object(j);
     }
     if (tk_json_key_or_null(j, "sweep", l->o.sweep))

@@ -16,14 +16,13 @@
 
 #include "common/cleanup.h"
 #include "common/stop.h"
+#include "common/timer.h"
 #include "common/tool.h"
 #include "latency.h"
 
 uint64_t lat_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+    return tk_monotonic_ns();
 }
 
 void lat_publish(struct lat *l, size_t i, const struct lat_second *rec)
@@ -274,8 +273,21 @@ static void follow(struct lat *l, bool quiet)
 
     size_t printed = 0;
     while (!atomic_load(&l->done)) {
-        /* A signal (EINTR) ends the wait too: look again. */
-        (void)sem_wait(&l->tick);
+        /* Woken by each second's record, a signal (EINTR) or, at the
+         * latest, half a second on: the load's lease is renewed and its
+         * workers looked at whatever the measuring thread does. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        (void)sem_timedwait(&l->tick, &ts);
+        if (l->load_on) {
+            tk_pressure_beat(&l->pressure);
+            (void)tk_pressure_poll(&l->pressure);
+        }
         if (!quiet)
             print_published(l, &printed);
     }
@@ -336,18 +348,30 @@ int lat_measure(struct lat *l, bool quiet)
 /* And this long to start. */
 #define LOAD_START_NS ((uint64_t)2 * NS_PER_S)
 
-int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec)
+int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec, char *why, size_t why_len)
 {
-    char why[256];
-    int rc =
-        tk_pressure_start(&l->pressure, spec, l->o.duration_ns + LOAD_GRACE_NS, why, sizeof(why));
-    if (rc != 0) {
-        fprintf(stderr, "%s: the load cannot start: %s\n", l->prog, why);
+    int rc = tk_pressure_start(&l->pressure, spec, l->o.duration_ns + LOAD_GRACE_NS, why, why_len);
+    if (rc != 0)
         return -1;
+    if (tk_pressure_wait_running(&l->pressure, LOAD_START_NS)) {
+        l->load_on = true;
+        return 0;
     }
-    l->load_on = true;
-    (void)tk_pressure_wait_running(&l->pressure, LOAD_START_NS);
-    return 0;
+    /* A worker that failed in its setup (a CPU refused) or died already:
+     * no run under a load that is not there. */
+    tk_pressure_stop(&l->pressure);
+    FILE *m = fmemopen(why, why_len, "w");
+    if (m) {
+        if (l->pressure.n_ended)
+            tk_pressure_print_ended(m, "", &l->pressure);
+        else
+            fprintf(m, "the workers did not start within %llu s",
+                    (unsigned long long)(LOAD_START_NS / NS_PER_S));
+        fclose(m);
+    }
+    why[strcspn(why, "\n")] = '\0';
+    tk_pressure_release(&l->pressure);
+    return -1;
 }
 
 void lat_load_stop(struct lat *l)
@@ -368,9 +392,13 @@ enum tk_run_end lat_run(struct tk_session *s)
     }
     /* The load first: its workers are forked while this process has one
      * thread. */
-    if (l->o.pressure.given && lat_load_start(l, &l->load) != 0) {
-        tk_stop_release(&saved);
-        return TK_RUN_ABORTED;
+    if (l->o.pressure.given) {
+        char why[256];
+        if (lat_load_start(l, &l->load, why, sizeof(why)) != 0) {
+            tk_stop_release(&saved);
+            fprintf(stderr, "%s: the load cannot start: %s\n", l->prog, why);
+            return TK_RUN_ABORTED;
+        }
     }
     int rc = lat_measure(l, false);
     if (l->load_on)

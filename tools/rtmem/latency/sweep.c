@@ -20,6 +20,10 @@
 
 const char *const lat_mode_names[LAT_MODES] = { "plain", "keep", "hang" };
 
+/* What a run costs beyond its duration (the workers started and reaped,
+ * the measuring thread's setup): about a third of a second here. */
+#define SWEEP_RUN_OVERHEAD_S 0.35
+
 int lat_sweep_setup(struct lat *l)
 {
     size_t modes = 0;
@@ -120,8 +124,13 @@ static int run_one(struct lat *l, struct lat_sweep_run *r, bool first)
         load_of(l, r, &spec);
         if (skip(l, r, &spec))
             return 0;
-        if (lat_load_start(l, &spec) != 0)
-            return -1;
+        char why[sizeof(r->skipped) - 32];
+        if (lat_load_start(l, &spec, why, sizeof(why)) != 0) {
+            snprintf(r->skipped, sizeof(r->skipped), "the load did not start: %s", why);
+            snprintf(r->ended_how, sizeof(r->ended_how), "%s", why);
+            r->ended = 1;
+            return 0;
+        }
     }
     int rc = lat_measure(l, true);
     if (l->load_on) {
@@ -201,7 +210,7 @@ enum tk_run_end lat_sweep(struct lat *l)
         fflush(stdout);
         failed |= r->ended > 0;
     }
-    l->stopped = l->runs_done < l->n_runs;
+    l->stopped = tk_stop_requested();
     l->stop_signal = tk_stop_signal();
     return failed ? TK_RUN_FAILED : TK_RUN_PASSED;
 }
@@ -210,8 +219,10 @@ void lat_sweep_report(const struct lat *l, FILE *f)
 {
     fprintf(f, "\n");
     if (l->stopped)
-        fprintf(f, "stopped by %s after %zu of %zu runs: the runs done follow\n", lat_stop_name(l),
-                l->runs_done, l->n_runs);
+        fprintf(f,
+                "stopped by %s after %zu of %zu runs (the baseline included): the runs done "
+                "follow\n",
+                lat_stop_name(l), l->runs_done, l->n_runs);
     if (l->runs_done == 0)
         return;
     const struct lat_sweep_run *idle = &l->runs[0];
@@ -304,7 +315,7 @@ static void run_json(struct tk_json *j, const struct lat_sweep_run *r)
         tk_json_kv_uint(j, "vm_bytes_written", r->load.bytes[TK_PW_VM]);
         tk_json_kv_uint(j, "vm_minor_faults", r->load.minflt);
         tk_json_kv_uint(j, "vm_major_faults", r->load.majflt);
-        tk_json_kv_uint(j, "ended_early", r->ended);
+        tk_json_kv_uint(j, "ended_early_count", r->ended);
         if (tk_json_key_or_null(j, "ended_how", r->ended > 0))
             tk_json_string(j, r->ended_how);
         tk_json_end_object(j);
@@ -336,7 +347,7 @@ void lat_sweep_json(const struct lat *l, struct tk_json *j)
     struct tk_pressure_spec base = l->load;
     base.hang_ns = 0;
     tk_json_key(j, "load");
-    tk_pressure_spec_json(j, &base);
+    tk_pressure_spec_json(j, &base, false);
     tk_json_kv_uint(j, "hang_ns", l->load.hang_ns);
     tk_json_kv_uint(j, "runs_planned", l->n_runs);
     tk_json_kv_uint(j, "runs_done", l->runs_done);

@@ -70,7 +70,9 @@ static const struct tk_opt options[] = {
       .flags = TK_OPTF_QUICK, .unit_ns = NS_PER_S },
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " PR_SCHEMA "): to a new file beside FILE, "
-      "renamed over it only when the run completes; a failed run leaves FILE as it was",
+      "renamed over it only when the run completes (a run ended by SIGINT or SIGTERM "
+      "completes; so does one whose worker ended early, with \"passed\": false); a run that "
+      "cannot complete (an error, a fatal signal) leaves FILE as it was",
       F(json_path) },
     { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--duration reduced)", F(quick),
       .flags = TK_OPTF_QUICK_SWITCH },
@@ -106,19 +108,22 @@ static void help_notes(FILE *f)
           "    also reads the bytes back under --vm-keep, which is not done here;\n"
           "  - --hang holds the memory for a time, never forever (stress's 0);\n"
           "  - with malloc (the default, as stress), glibc raises its mmap threshold to\n"
-          "    the size of the first block freed, up to 32 MiB: blocks below that are\n"
-          "    then served again from the heap, whose pages stay present, and the\n"
-          "    workers stop faulting; blocks of 32 MiB and more are fresh mappings every\n"
-          "    round. The page faults per second show which case ran; --alloc mmap\n"
-          "    gives fresh pages at every size;\n"
+          "    the size of the first block freed, up to 32 MiB (16 MiB on 32-bit\n"
+          "    systems): blocks below that are then served again from the heap, whose\n"
+          "    pages stay present, and the workers stop faulting; larger blocks are\n"
+          "    fresh mappings every round. The page faults per second show which case\n"
+          "    ran; --alloc mmap gives fresh pages at every size;\n"
           "  - the disk writers write to a file that no name points to (it vanishes\n"
           "    with the run) and truncate it where stress unlinks it.\n"
           "\n"
           "Safety: the workers are one process group, killed and reaped when the run\n"
           "ends, on an error, on SIGINT or SIGTERM; each also dies with this process\n"
-          "(even on SIGKILL) and ends by itself shortly after --duration. Memory above\n"
-          "half of MemAvailable, or disk writes above half of --dir's free space, are\n"
-          "refused unless --force.\n"
+          "(even on SIGKILL), ends within 3 s when this process stops renewing its\n"
+          "lease (stopped with Ctrl-Z, or hung), and ends by itself shortly after\n"
+          "--duration. They are named rtmem-vm, rtmem-spin, rtmem-sync and rtmem-hdd,\n"
+          "and are the first the OOM killer takes. Memory above half of MemAvailable\n"
+          "(or of what the cgroup's memory.max leaves), or disk writes above half of\n"
+          "--dir's free space (of the memory, on a tmpfs), are refused unless --force.\n"
           "\n"
           "Sizes take K, M, G or T (binary); times a unit: ms or s. SIGINT (Ctrl-C) or\n"
           "SIGTERM ends the run early as a complete one (summary and --json written).\n"

@@ -11,19 +11,13 @@
 
 #include "common/opt.h"
 #include "common/stop.h"
+#include "common/timer.h"
 #include "common/tool.h"
 #include "pressure.h"
 
 #define NS_PER_S       ((uint64_t)1000000000)
 /* The workers end by themselves this long after --duration. */
 #define BOUND_GRACE_NS (5 * NS_PER_S)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 int pr_setup(struct tk_session *s)
 {
@@ -72,13 +66,13 @@ static void print_head(FILE *f, const struct tk_pressure_spec *s)
 {
     fprintf(f, "%6s", "time");
     if (s->vm)
-        fprintf(f, " %10s %12s %12s", "vm rnd/s", "swept MB/s", "faults/s");
+        fprintf(f, " %10s %13s %12s", "vm rnd/s", "swept MiB/s", "faults/s");
     if (s->spin)
         fprintf(f, " %12s", "spin Mloop/s");
     if (s->sync)
         fprintf(f, " %9s", "syncs/s");
     if (s->hdd)
-        fprintf(f, " %9s", "hdd MB/s");
+        fprintf(f, " %9s", "hdd MiB/s");
     fprintf(f, " %7s\n", "ended");
 }
 
@@ -93,10 +87,9 @@ static void print_second(FILE *f, const struct pr *r, size_t i)
     char x[TK_FMT_MAX], y[TK_FMT_MAX], z[TK_FMT_MAX], t[TK_FMT_MAX];
     fprintf(f, "%6s", tk_fmt_double(t, sizeof(t), c->t, 1));
     if (s->vm)
-        fprintf(f, " %10s %12s %12s",
+        fprintf(f, " %10s %13s %12s",
                 fmt_rate(x, sizeof(x), c->at.ops[TK_PW_VM] - b->at.ops[TK_PW_VM], dt, 1, 1),
-                fmt_rate(y, sizeof(y), (c->at.bytes[TK_PW_VM] - b->at.bytes[TK_PW_VM]) * s->stride,
-                         dt, 1e-6, 1),
+                fmt_rate(y, sizeof(y), c->at.swept - b->at.swept, dt, 1.0 / (1 << 20), 1),
                 fmt_rate(z, sizeof(z), c->at.minflt + c->at.majflt - b->at.minflt - b->at.majflt,
                          dt, 1, 0));
     if (s->spin)
@@ -117,7 +110,8 @@ static void print_second(FILE *f, const struct pr *r, size_t i)
 static void print_header(FILE *f, const struct pr *r)
 {
     char d[24];
-    fprintf(f, "rtmem pressure: %u workers for %s\n", tk_pressure_workers(&r->o.spec),
+    unsigned n = tk_pressure_workers(&r->o.spec);
+    fprintf(f, "rtmem pressure: %u worker%s for %s\n", n, n == 1 ? "" : "s",
             tk_args_fmt_time(d, sizeof(d), r->o.duration_ns));
     tk_machine_print(f, &r->mf);
     tk_pressure_print_spec(f, "  ", &r->o.spec);
@@ -158,12 +152,13 @@ enum tk_run_end pr_run(struct tk_session *s)
         /* A signal (EINTR) ends the wait early: the second is recorded as
          * far as it got. */
         (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        tk_pressure_beat(&r->p);
         struct pr_second *c = &r->seconds[r->n_seconds++];
         tk_pressure_totals(&r->p, &c->at);
         c->t = c->at.seconds;
         c->ended = tk_pressure_poll(&r->p);
         print_second(stdout, r, r->n_seconds - 1);
-        if (tk_stop_requested() || c->ended > 0 || now_ns() >= end)
+        if (tk_stop_requested() || c->ended > 0 || tk_monotonic_ns() >= end)
             break;
     }
     tk_pressure_stop(&r->p);
@@ -205,24 +200,29 @@ void pr_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_bool(j, "quick", r->o.quick);
     tk_json_end_object(j);
     tk_json_key(j, "load");
-    tk_pressure_spec_json(j, &r->o.spec);
+    tk_pressure_spec_json(j, &r->o.spec, true);
     if (tk_json_key_or_null(j, "stopped_by", r->stopped))
         tk_json_string(j, r->stop_name);
     tk_json_key(j, "totals");
-    tk_pressure_totals_json(j, &r->total, &r->p, r->o.spec.stride);
+    tk_pressure_totals_json(j, &r->total, &r->p);
+    /* What the workers did in each second (the last may be shorter). */
     tk_json_key(j, "per_second");
     tk_json_begin_array(j);
     for (size_t i = 0; i < r->n_seconds; i++) {
         const struct pr_second *c = &r->seconds[i];
+        static const struct pr_second zero;
+        const struct pr_second *b = i ? &r->seconds[i - 1] : &zero;
         tk_json_begin_object_compact(j);
         tk_json_kv_double(j, "t_s", c->t);
-        tk_json_kv_uint(j, "vm_rounds", c->at.ops[TK_PW_VM]);
-        tk_json_kv_uint(j, "vm_bytes_written", c->at.bytes[TK_PW_VM]);
-        tk_json_kv_uint(j, "vm_faults", c->at.minflt + c->at.majflt);
-        tk_json_kv_uint(j, "spin_loops", c->at.ops[TK_PW_SPIN] << 20);
-        tk_json_kv_uint(j, "sync_calls", c->at.ops[TK_PW_SYNC]);
-        tk_json_kv_uint(j, "hdd_bytes_written", c->at.bytes[TK_PW_HDD]);
-        tk_json_kv_uint(j, "ended_early", c->ended);
+        tk_json_kv_double(j, "dt_s", c->t - b->t);
+        tk_json_kv_uint(j, "vm_rounds", c->at.ops[TK_PW_VM] - b->at.ops[TK_PW_VM]);
+        tk_json_kv_uint(j, "vm_bytes_written", c->at.bytes[TK_PW_VM] - b->at.bytes[TK_PW_VM]);
+        tk_json_kv_uint(j, "vm_bytes_swept", c->at.swept - b->at.swept);
+        tk_json_kv_uint(j, "vm_faults", c->at.minflt + c->at.majflt - b->at.minflt - b->at.majflt);
+        tk_json_kv_uint(j, "spin_loops", (c->at.ops[TK_PW_SPIN] - b->at.ops[TK_PW_SPIN]) << 20);
+        tk_json_kv_uint(j, "sync_calls", c->at.ops[TK_PW_SYNC] - b->at.ops[TK_PW_SYNC]);
+        tk_json_kv_uint(j, "hdd_bytes_written", c->at.bytes[TK_PW_HDD] - b->at.bytes[TK_PW_HDD]);
+        tk_json_kv_uint(j, "workers_ended", c->ended);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);
