@@ -118,7 +118,7 @@ static void print_header(FILE *f, const struct pr *r)
     uint64_t avail = tk_pressure_mem_available();
     if (r->o.spec.vm && avail) {
         char a[24], b[24];
-        fprintf(f, "  memory: %s for the vm workers, MemAvailable %s%s\n",
+        fprintf(f, "  memory: %s for the vm workers, %s available (MemAvailable, cgroup)%s\n",
                 tk_opt_fmt_bytes(a, sizeof(a), (uint64_t)r->o.spec.vm * r->o.spec.bytes),
                 tk_pressure_fmt_mem(b, sizeof(b), avail), r->o.force ? " (--force)" : "");
     }
