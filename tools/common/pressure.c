@@ -68,6 +68,7 @@ int tk_pressure_parse_cpus(const struct tk_args *cli, const char *opt, const cha
     const char *p = text;
     do {
         char *end;
+        const char *item = p;
         if (*p < '0' || *p > '9')
             return tk_args_bad(cli, "%s: '%s' is not a CPU list (e.g. 0-2,5)", opt, text);
         unsigned long lo = strtoul(p, &end, 10), hi = lo;
@@ -80,7 +81,8 @@ int tk_pressure_parse_cpus(const struct tk_args *cli, const char *opt, const cha
         if (*end != ',' && *end != '\0')
             return tk_args_bad(cli, "%s: '%s' is not a CPU list (e.g. 0-2,5)", opt, text);
         if (hi < lo || hi >= CPU_SETSIZE)
-            return tk_args_bad(cli, "%s: '%.*s' is not a range of CPUs", opt, (int)(end - p), p);
+            return tk_args_bad(cli, "%s: '%.*s' is not a range of CPUs", opt, (int)(end - item),
+                               item);
         for (unsigned long c = lo; c <= hi; c++) {
             if (!CPU_ISSET(c, &allowed))
                 return tk_args_bad(cli, "%s: cpu %lu is not one this process may run on", opt, c);
@@ -792,6 +794,22 @@ void tk_pressure_totals(const struct tk_pressure *p, struct tk_pressure_totals *
 
 /* ---- what the load was and did ---- */
 
+const char *tk_pressure_thp(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return buf;
+    char line[128];
+    if (fgets(line, sizeof(line), f)) {
+        char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b)
+            snprintf(buf, size, "%.*s", (int)(b - a - 1), a + 1);
+    }
+    fclose(f);
+    return buf;
+}
+
 void tk_pressure_print_spec(FILE *f, const char *indent, const struct tk_pressure_spec *s)
 {
     char a[24], b[24], c[24];
@@ -804,7 +822,9 @@ void tk_pressure_print_spec(FILE *f, const char *indent, const struct tk_pressur
         if (s->hang_ns)
             fprintf(f, ", held %s before %s", tk_args_fmt_time(c, sizeof(c), s->hang_ns),
                     s->keep ? "the next pass" : "the free");
-        fprintf(f, " (%s)\n", tk_pressure_mode_name(s));
+        char thp[32];
+        fprintf(f, " (%s)\n%s  (transparent huge pages: %s)\n", tk_pressure_mode_name(s), indent,
+                tk_pressure_thp(thp, sizeof(thp)));
     }
     if (s->spin)
         fprintf(f, "%s%u CPU spinner%s\n", indent, s->spin, s->spin == 1 ? "" : "s");
@@ -902,6 +922,8 @@ void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s, 
     tk_json_kv_uint(j, "hdd", s->hdd);
     tk_json_kv_uint(j, "hdd_bytes", s->hdd_bytes);
     tk_json_kv_string(j, "dir", s->dir);
+    char thp[32];
+    tk_json_kv_string(j, "transparent_hugepages", tk_pressure_thp(thp, sizeof(thp)));
     if (tk_json_key_or_null(j, "cpus", s->cpus_given)) {
         tk_json_begin_array_compact(j);
         for (int c = 0; c < CPU_SETSIZE; c++)

@@ -240,6 +240,11 @@ void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s, 
 void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals *t,
                              const struct tk_pressure *p);
 
+/* The kernel's transparent huge page mode ("always", "madvise", "never")
+ * into buf, "unknown" if unreadable: under "always" a stride of 4096 may
+ * touch one 2 MiB page many times. Returns buf. */
+const char *tk_pressure_thp(char *buf, size_t size);
+
 /* "plain", "keep", "hang" or "keep+hang". */
 const char *tk_pressure_mode_name(const struct tk_pressure_spec *s);
 

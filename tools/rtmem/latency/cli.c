@@ -222,7 +222,8 @@ static const struct tk_opt options[] = {
     { "sweep", TK_OPT_FLAG, NULL,
       "the study of latency under memory pressure: one run of --duration (default under "
       "--sweep 4s, --quick 2s) per vm mode x stride x size, 2 vm workers "
-      "(or --pressure's), after an idle baseline; the default takes about 10 minutes, --quick "
+      "(or --pressure's count, with its other workers; the size, stride and mode are the "
+      "sweep's), after an idle baseline; the default takes about 10 minutes, --quick "
       "about 30 seconds",
       F(sweep) },
     { "sizes", TK_OPT_CUSTOM, "B[,B...]",
