@@ -5,6 +5,8 @@
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
+#   make compare-cyclictest  rtmem latency beside cyclictest, idle and under
+#                pressure (scripts/compare-cyclictest.sh; not part of bench)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
 BUILD   ?= build
@@ -14,7 +16,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
-        format format-check
+        format format-check compare-cyclictest
 
 all: build
 
@@ -59,6 +61,15 @@ bench: build
 	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
+
+# rtmem latency and cyclictest (rt-tests, installed if missing) run alternately
+# on the same CPU, period and priority, idle and under the same pressure; a
+# table of both and whether their medians agree. About 90 s; root.
+# COMPARE_FLAGS goes to the script (--duration, --period, --prio, --cpu,
+# --runs, --bytes).
+COMPARE_FLAGS ?=
+compare-cyclictest: build
+	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
