@@ -6,6 +6,8 @@
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
+#   make compare-cyclictest  rtmem latency beside cyclictest, idle and under
+#                pressure (scripts/compare-cyclictest.sh; not part of bench)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
 BUILD   ?= build
@@ -15,7 +17,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench sweep test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
-        format format-check
+        format format-check compare-cyclictest
 
 all: build
 
@@ -76,6 +78,15 @@ sweep: build
 	$(BUILD)/tools/rtmem latency --sweep --json $(RESULTS)/latency-sweep-full.json \
 	    > $(RESULTS)/latency-sweep-full.txt; status=$$?; cat $(RESULTS)/latency-sweep-full.txt; \
 	    exit $$status
+
+# rtmem latency and cyclictest (rt-tests, installed if missing) run alternately
+# on the same CPU, period and priority, idle and under the same pressure; a
+# table of both and whether their medians agree. About 90 s; root.
+# COMPARE_FLAGS goes to the script (--duration, --period, --prio, --cpu,
+# --runs, --bytes).
+COMPARE_FLAGS ?=
+compare-cyclictest: build
+	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [format] [fuzz] [peers]
+#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -14,6 +14,9 @@
 #            installed (no apt-get, neither root nor sudo without a password,
 #            no network) it says so and succeeds; memcheck then runs without
 #            them and says which it skipped.
+#     rt-tests cyclictest, which scripts/compare-cyclictest.sh measures
+#            `rtmem latency` against (make compare-cyclictest): Debian's
+#            rt-tests
 set -eu
 need=""
 want=""
@@ -45,6 +48,7 @@ for arg in "$@"; do
         command -v clang >/dev/null 2>&1 || need="$need clang"
         check_fuzz=yes
         ;;
+    rt-tests) command -v cyclictest >/dev/null 2>&1 || need="$need rt-tests" ;;
     peers)
         # Debian package : the library memcheck loads
         for p in libjemalloc2:libjemalloc.so.2 libmimalloc2.0:libmimalloc.so.2 \
