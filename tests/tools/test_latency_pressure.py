@@ -208,6 +208,28 @@ with TempDir() as tmp:
         checks.ok("the worst of each curve" in r.stdout, "the report ends with the worst", r)
     checks.ok(orphans() == [], "no worker outlived the sweep")
 
+    # Another real-time task that may run on the measured CPU is named (one
+    # of the same priority delays the thread unseen). Root only: chrt.
+    cpu = max(os.sched_getaffinity(0))
+    try:
+        other = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", str(cpu), "sleep", "30"],
+                                 stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        other = None
+    time.sleep(0.3)
+    if other is None or other.poll() is not None:
+        print("  (no real-time neighbour test: chrt -f refused here)")
+    else:
+        r = run(rtmem, "latency", "--duration", "200ms", "--cpu", cpu, "--json", path, timeout=60)
+        other.kill()
+        other.wait()
+        d = load_json(path)
+        words = " ".join(r.stdout.split())
+        checks.ok(r.returncode == 0 and d is not None and
+                  (d["rt_neighbours"] or 0) >= 1 and "other real-time task" in words and
+                  "(sleep) SCHED_FIFO 10" in words,
+                  "a SCHED_FIFO neighbour on the measured CPU is named", r)
+
     # Bad combinations.
     for bad, why in [(["--sizes", "4M"], "need --sweep"),
                      (["--noise", "--pressure", "vm=1"], "--noise runs on its own"),

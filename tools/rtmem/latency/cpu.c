@@ -1,8 +1,9 @@
 /*
  * `rtmem latency`: what the kernel says about the measured CPU: its steal
- * time (/proc/stat), whether it is isolated (isolcpus), and whether the
- * machine is a virtual one. Read before and after the loops, never in them.
+ * time (/proc/stat), whether it is isolated (isolcpus), whether other
+ * real-time tasks may run on it, and whether the machine is a virtual one. Read before and after the loops, never in them.
  */
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +84,96 @@ bool lat_virtual_machine(void)
             vm = strstr(line, " hypervisor") != NULL;
     fclose(f);
     return vm;
+}
+
+/* Cpus_allowed_list of /proc/PID/task/TID/status holds cpu? */
+static bool allowed_on(const char *dir, int cpu)
+{
+    char path[352], line[512];
+    snprintf(path, sizeof(path), "%s/status", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool on = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "Cpus_allowed_list:", 18) != 0)
+            continue;
+        for (char *p = line + 18; *p && *p != '\n';) {
+            char *end;
+            long lo = strtol(p, &end, 10), hi = lo;
+            if (end == p)
+                break;
+            if (*end == '-')
+                hi = strtol(end + 1, &end, 10);
+            on |= cpu >= lo && cpu <= hi;
+            p = *end == ',' ? end + 1 : end;
+        }
+        break;
+    }
+    fclose(f);
+    return on;
+}
+
+size_t lat_rt_neighbours(int cpu, pid_t self, char *first, size_t first_len)
+{
+    /* A task of the same real-time priority makes the measuring thread
+     * wait without preempting it: no count of the run can show it. */
+    size_t n = 0;
+    first[0] = '\0';
+    DIR *procs = opendir("/proc");
+    if (!procs)
+        return 0;
+    struct dirent *pe;
+    while ((pe = readdir(procs))) {
+        char *end;
+        long pid = strtol(pe->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == self)
+            continue;
+        char tdir[64];
+        snprintf(tdir, sizeof(tdir), "/proc/%ld/task", pid);
+        DIR *tasks = opendir(tdir);
+        if (!tasks)
+            continue;
+        struct dirent *te;
+        while ((te = readdir(tasks))) {
+            if (te->d_name[0] == '.')
+                continue;
+            char dir[320], path[352], stat[1024];
+            snprintf(dir, sizeof(dir), "%s/%s", tdir, te->d_name);
+            snprintf(path, sizeof(path), "%s/stat", dir);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                continue;
+            size_t len = fread(stat, 1, sizeof(stat) - 1, f);
+            fclose(f);
+            stat[len] = '\0';
+            char *close = strrchr(stat, ')'), *open = strchr(stat, '(');
+            if (!close || !open)
+                continue;
+            /* After the name: state (field 3) ... flags (9) ... rt_priority
+             * (40), policy (41). */
+            unsigned long long v[40] = { 0 };
+            char *p = close + 2;
+            size_t k = 0;
+            for (; k < 40 && *p; k++) {
+                while (*p == ' ')
+                    p++;
+                if (k == 0) { /* the state, a letter */
+                    p++;
+                    continue;
+                }
+                v[k] = strtoull(p, &p, 10);
+            }
+            bool kthread = v[6] & 0x00200000u; /* PF_KTHREAD */
+            unsigned long long prio = v[37], policy = v[38];
+            if (kthread || k < 39 || (policy != 1 && policy != 2) || !allowed_on(dir, cpu))
+                continue;
+            if (n++ == 0)
+                snprintf(first, first_len, "pid %ld %.*s %s %llu", pid, (int)(close - open + 1),
+                         open, policy == 1 ? "SCHED_FIFO" : "SCHED_RR", prio);
+        }
+        closedir(tasks);
+    }
+    closedir(procs);
+    return n;
 }

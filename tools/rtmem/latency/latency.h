@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "common/args.h"
 #include "common/describe.h"
@@ -196,6 +197,8 @@ struct lat {
     long timer_slack_ns;
     bool cpu_isolated_known, cpu_isolated;
     bool virtual_machine; /* /proc/cpuinfo has the hypervisor flag */
+    size_t rt_neighbours; /* other real-time tasks that may run on the CPU */
+    char rt_neighbour[96];
 
     /* Results. */
     struct tk_samples samples; /* latency: every wake-up's latency in ns */
@@ -304,6 +307,10 @@ long lat_steal_ms(int cpu);
 /* Is cpu in /sys/devices/system/cpu/isolated? false with *known false if
  * that cannot be read. */
 bool lat_cpu_isolated(int cpu, bool *known);
+/* User-space tasks (threads) other than those of process self under
+ * SCHED_FIFO or SCHED_RR that may run on cpu, from /proc; the first one
+ * described in first ("pid 1234 (rtmem) SCHED_FIFO 80"). */
+size_t lat_rt_neighbours(int cpu, pid_t self, char *first, size_t first_len);
 /* Does /proc/cpuinfo list the hypervisor flag (a virtual machine)? */
 bool lat_virtual_machine(void);
 

@@ -67,6 +67,16 @@ void lat_print_header(FILE *f, const struct lat *l)
         fprintf(f, "  isolation    : cpu %d is %s\n", l->rt.cpu_now,
                 l->cpu_isolated ? "isolated (isolcpus)"
                                 : "not isolated: other tasks and interrupts may run on it");
+    if (l->rt.affinity.granted && l->rt_neighbours) {
+        char text[320];
+        snprintf(text, sizeof(text),
+                 "NOTE: %zu other real-time task%s may run on cpu %d (%s%s): one of the same "
+                 "priority makes the measuring thread wait, unseen by any count of this run",
+                 l->rt_neighbours, l->rt_neighbours == 1 ? "" : "s", l->rt.cpu_now, l->rt_neighbour,
+                 l->rt_neighbours > 1 ? ", ..." : "");
+        fputs("  ", f);
+        tk_opt_wrap(f, text, 2, 8);
+    }
     if (l->virtual_machine)
         fprintf(f, "  machine      : a virtual machine (hypervisor flag in /proc/cpuinfo)\n");
     if (l->o.pressure.given && !l->o.sweep) {
@@ -181,6 +191,8 @@ void lat_json(const struct tk_session *s, struct tk_json *j)
     if (tk_json_key_or_null(j, "cpu_isolated", l->rt.affinity.granted && l->cpu_isolated_known))
         tk_json_bool(j, l->cpu_isolated);
     tk_json_kv_bool(j, "virtual_machine", l->virtual_machine);
+    if (tk_json_key_or_null(j, "rt_neighbours", l->rt.affinity.granted))
+        tk_json_uint(j, l->rt_neighbours);
     if (tk_json_key_or_null(j, "stopped_by", l->stopped))
         tk_json_string(j, lat_stop_name(l));
     /* A sweep has these per run (sweep.runs). */

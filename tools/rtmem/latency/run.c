@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/stop.h"
@@ -192,6 +193,9 @@ static void *measure(void *arg)
     l->rt = rt;
     int cpu = rt.affinity.granted ? rt.req.cpu : -1;
     l->cpu_isolated = cpu >= 0 && lat_cpu_isolated(cpu, &l->cpu_isolated_known);
+    if (cpu >= 0)
+        l->rt_neighbours =
+            lat_rt_neighbours(cpu, getpid(), l->rt_neighbour, sizeof(l->rt_neighbour));
     long steal0 = lat_steal_ms(cpu);
     uint64_t minflt0 = 0, majflt0 = 0, minflt1 = 0, majflt1 = 0;
 
