@@ -11,5 +11,6 @@ struct tk_tool;
 extern const struct tk_tool bench_tool;    /* bench/cli.c */
 extern const struct tk_tool memcheck_tool; /* memcheck/cli.c */
 extern const struct tk_tool latency_tool;  /* latency/cli.c */
+extern const struct tk_tool stride_tool;   /* stride/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -16,6 +16,7 @@ static const struct tk_tool *const tools[] = {
     &bench_tool,
     &memcheck_tool,
     &latency_tool,
+    &stride_tool,
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
