@@ -33,8 +33,8 @@ GOOD = '{"a previous": "good result"}\n'
 KIB, MIB = 1024, 1024 * 1024
 # The CPU a run measures by default: the last this process may use.
 CPU = max(os.sched_getaffinity(0))
-# The shortest runs: one repetition of 100 us per point.
-FAST = ["--reps", "1", "--rep-time", "100us"]
+# The shortest runs: one round, one repetition of 100 us per point.
+FAST = ["--reps", "1", "--rounds", "1", "--rep-time", "100us"]
 
 
 def level_of(caches, size):
@@ -157,7 +157,8 @@ with TempDir() as tmp:
     envelope_ok(checks, d, "stride", "rtmem-stride/1", args)
     if d:
         checks.ok(d["passed"] is True and d["params"]["quick"] is True and
-                  d["params"]["reps"] == 3, "quick: passed, 3 repetitions", d["params"])
+                  d["params"]["reps"] == 3 and d["params"]["rounds"] == 1,
+                  "quick: passed, 3 repetitions in one round", d["params"])
         checks.ok(d["seed"] == d["params"]["seed"] == 1, "quick: the chase's seed", d["seed"])
         checks.ok(d["real_time"]["affinity"]["granted"] is True and
                   d["real_time"]["cpu_now"] == d["cpu"], "quick: pinned to the CPU measured",
@@ -182,6 +183,7 @@ with TempDir() as tmp:
                  "where each pattern's cost per access jumps", "page faults: 0 during",
                  "results written to " + path):
         checks.ok(text in r.stdout, "quick: the report has '%s'" % text, r)
+    checks.ok("round 1 of 1: every size measured" in r.stdout, "quick: one round", r)
     if d:
         rows = [ln for ln in r.stdout.splitlines() if ln.endswith(tuple("0123456789-"))
                 and (" KiB  " in ln or " MiB  " in ln or " GiB  " in ln)]
@@ -196,8 +198,8 @@ with TempDir() as tmp:
     envelope_ok(checks, d, "stride", "rtmem-stride/1", args)
     if d:
         doc_ok("--sizes", d, sizes=[4 * KIB, 64 * KIB, MIB], reps=5)
-        checks.ok(d["params"]["sizes"] == [4 * KIB, 64 * KIB, MIB],
-                  "--sizes: on record", d["params"])
+        checks.ok(d["params"]["sizes"] == [4 * KIB, 64 * KIB, MIB] and
+                  d["params"]["rounds"] == 3, "--sizes: on record, 3 rounds", d["params"])
 
     # A made-up sysfs: a 48K L1d, a 1280K L2, a 3M L3 with 128-byte lines.
     fake = os.path.join(tmp, "sys")
@@ -332,6 +334,8 @@ for args, want in (
         (["--sizes", "4K", "--max-size", "1M"], "--max-size bounds the default sizes"),
         (["--no-rt", "--prio", "50"], "--no-rt runs under SCHED_OTHER: --prio would not be used"),
         (["--reps", "0"], "--reps: '0' is out of range [1, 1000]"),
+        (["--rounds", "0"], "--rounds: '0' is out of range [1, 100]"),
+        (["--reps", "2"], "--rounds (3) is more than --reps (2)"),
         (["--rep-time", "10us"], "--rep-time: '10us' is out of range [100us, 1s]"),
         (["--thp", "maybe"], "--thp: 'maybe' is not one of default, on, off"),
         (["--prio", "100"], "--prio: '100' is out of range [1, 99]"),
@@ -345,7 +349,8 @@ for args, want in (
 r = run(rtmem, "stride", "--help")
 words = " ".join(r.stdout.split())
 checks.ok(r.returncode == 0 and "usage: rtmem stride" in r.stdout and
-          "(default 11; --quick 3)" in words and "(default 1ms;" in words and
+          "(default 11; --quick 3)" in words and "(default 3; --quick 1)" in words and
+          "(default 1ms;" in words and
           "--sizes B[,B...]" in r.stdout and "--max-size B" in r.stdout,
           "stride --help: the options and their defaults", r)
 r = run(rtmem, "--help")

@@ -15,6 +15,9 @@
 #define DEFAULT_REPS        11u
 #define QUICK_REPS          3u
 #define MAX_REPS            1000u
+#define DEFAULT_ROUNDS      3u
+#define QUICK_ROUNDS        1u
+#define MAX_ROUNDS          100u
 #define DEFAULT_REP_TIME_NS ((uint64_t)NS_PER_MS)
 #define MIN_REP_TIME_NS     ((uint64_t)100 * NS_PER_US)
 #define MAX_REP_TIME_NS     ((uint64_t)1000 * NS_PER_MS)
@@ -40,6 +43,7 @@ const char *const stride_thp_choices[] = { "default", "on", "off", NULL };
 
 static const struct stride_opts defaults = {
     .reps = DEFAULT_REPS,
+    .rounds = DEFAULT_ROUNDS,
     .rep_time_ns = DEFAULT_REP_TIME_NS,
     .cpu = -1,
     .priority = TK_RT_DEFAULT_PRIORITY,
@@ -112,6 +116,10 @@ static const struct tk_opt options[] = {
       "timed repetitions per size and pattern: the report gives their median and spread (p10 "
       "to p90), the JSON their min and max too (default %D; --quick %Q)",
       F(reps), .lo = 1, .hi = MAX_REPS, .quick = QUICK_REPS, .flags = TK_OPTF_QUICK },
+    { "rounds", TK_OPT_UINT, "N",
+      "sweep the sizes N times, each point's repetitions shared among the sweeps, so that a "
+      "slowdown of the machine touches only some of them (default %D; --quick %Q)",
+      F(rounds), .lo = 1, .hi = MAX_ROUNDS, .quick = QUICK_ROUNDS, .flags = TK_OPTF_QUICK },
     { "rep-time", TK_OPT_TIME, "T",
       "how long a repetition lasts at least, sized from trials: whole passes over the size, or "
       "a slice of the walk when one pass is longer; the shortest measured is reported (default "
@@ -137,8 +145,8 @@ static const struct tk_opt options[] = {
       "renamed over it only when the run completes; a failed or interrupted run leaves FILE as "
       "it was. A FIFO or device (/dev/stdout, /dev/null) is written directly",
       F(json_path) },
-    { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--reps reduced)", F(quick),
-      .flags = TK_OPTF_QUICK_SWITCH },
+    { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--reps and --rounds reduced)",
+      F(quick), .flags = TK_OPTF_QUICK_SWITCH },
 };
 
 #undef F
@@ -160,11 +168,12 @@ static void help_intro(FILE *f)
           "\n"
           "The ints are volatile: one load and one store per access, never vectorised or\n"
           "dropped. Each walk wraps at the end of the size and goes on where it stopped.\n"
-          "A size and pattern is a warm-up, then --reps repetitions, each timed as a\n"
-          "whole and sized to last at least --rep-time; the report gives ns per access,\n"
-          "the median over the repetitions with their spread, and the ratio of stride 16\n"
-          "to stride 1. Then, for each pattern, the sizes at which its cost jumps,\n"
-          "computed from the figures and set against the caches' sizes.\n"
+          "A size and pattern is a warm-up, then repetitions, each timed as a whole and\n"
+          "sized to last at least --rep-time; the sizes are swept --rounds times, the\n"
+          "--reps repetitions of each shared among the sweeps. The report gives ns per\n"
+          "access, the median over the repetitions with their spread, and the ratio of\n"
+          "stride 16 to stride 1. Then, for each pattern, the sizes at which its cost\n"
+          "jumps, computed from the figures and set against the caches' sizes.\n"
           "\n"
           "The caches are those sysfs lists for the measured CPU\n"
           "(/sys/devices/system/cpu/cpuN/cache); where they are missing the report says\n"
@@ -201,6 +210,11 @@ static int check(struct tk_session *s)
     size_t n = sizeof(options) / sizeof(options[0]);
     if (o->no_rt && tk_opt_given(options, n, p, "prio"))
         return tk_args_bad(&s->cli, "--no-rt runs under SCHED_OTHER: --prio would not be used");
+    if (o->rounds > o->reps)
+        return tk_args_bad(&s->cli,
+                           "--rounds (%u) is more than --reps (%u): each round times a "
+                           "repetition at least",
+                           o->rounds, o->reps);
     if (tk_opt_given(options, n, p, "sizes") && tk_opt_given(options, n, p, "max-size"))
         return tk_args_bad(&s->cli, "--max-size bounds the default sizes; --sizes names them: "
                                     "give one or the other");

@@ -154,9 +154,11 @@ void stride_print_header(FILE *f, const struct stride *st)
          "order (seed %" PRIu64 ")",
          stride_pattern_names[PAT_CHASE], st->caches.line_bytes, st->o.seed);
     item(f, "repetitions",
-         "%u per size and pattern after a warm-up, each sized to last %s or more; the median ns "
-         "per access, and the spread (p90 - p10) / median",
-         st->o.reps, tk_args_fmt_time(t, sizeof(t), st->o.rep_time_ns));
+         "%u per size and pattern, shared among %u round%s over the sizes, each after a "
+         "warm-up and sized to last %s or more; the median ns per access, and the spread "
+         "(p90 - p10) / median",
+         st->o.reps, st->o.rounds, st->o.rounds == 1 ? "" : "s",
+         tk_args_fmt_time(t, sizeof(t), st->o.rep_time_ns));
     if (not_real_time(st))
         item(f, "NOT RT",
              "%s: other tasks may take the CPU during a repetition (the medians resist that, "
@@ -165,9 +167,8 @@ void stride_print_header(FILE *f, const struct stride *st)
     fprintf(f, "\n");
 }
 
-void stride_print_table_head(FILE *f, const struct stride *st)
+static void print_table_head(FILE *f)
 {
-    (void)st;
     fprintf(f, "%10s  %-7s %18s %18s %18s\n", "", "", "stride 1 int", "stride 16 ints",
             "random chase");
     fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s\n", "size", "fits", "ns", "spread", "ns",
@@ -176,7 +177,7 @@ void stride_print_table_head(FILE *f, const struct stride *st)
             "-------", "----------", "-------", "----------", "-------", "------");
 }
 
-void stride_print_row(FILE *f, const struct stride *st, size_t i)
+static void print_row(FILE *f, const struct stride *st, size_t i)
 {
     const struct stride_point *p = &st->points[i];
     char size[32], ns[N_PATTERNS][TK_FMT_MAX], sp[N_PATTERNS][TK_FMT_MAX], ratio[TK_FMT_MAX];
@@ -309,6 +310,10 @@ void stride_report(const struct tk_session *s, FILE *f)
 {
     const struct stride *st = s->state;
     char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX];
+    fprintf(f, "\n");
+    print_table_head(f);
+    for (size_t i = 0; i < st->n_points; i++)
+        print_row(f, st, i);
     fprintf(f,
             "\nwhere each pattern's cost per access jumps, x%.1f or more (a size's figure: the "
             "lowest\np10 of it and of every larger size, so that one slow size is no jump):\n",
@@ -355,6 +360,7 @@ static void params_json(const struct stride *st, struct tk_json *j)
     if (tk_json_key_or_null(j, "max_size_bytes", st->o.max_size > 0))
         tk_json_uint(j, st->o.max_size);
     tk_json_kv_uint(j, "reps", st->o.reps);
+    tk_json_kv_uint(j, "rounds", st->o.rounds);
     tk_json_kv_uint(j, "rep_time_ns", st->o.rep_time_ns);
     tk_json_kv_int(j, "cpu", st->o.cpu);
     tk_json_kv_int(j, "priority", st->o.priority);

@@ -166,9 +166,15 @@ int stride_setup(struct tk_session *s)
         st->sizes_capped = true;
     }
     st->top_bytes = st->sizes.bytes[st->sizes.n - 1];
-    if (tk_samples_init(&st->ticks, st->o.reps) != 0) {
-        fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
-        return TK_EXIT_FAILED;
+    st->n_points = st->sizes.n;
+    for (size_t i = 0; i < st->n_points; i++) {
+        st->points[i].bytes = st->sizes.bytes[i];
+        st->points[i].level = stride_level_of(&st->caches, st->sizes.bytes[i]);
+        for (int p = 0; p < N_PATTERNS; p++)
+            if (tk_samples_init(&st->points[i].r[p].ticks, st->o.reps) != 0) {
+                fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
+                return TK_EXIT_FAILED;
+            }
     }
     tk_machine_collect(&st->mf);
     return 0;
@@ -182,7 +188,9 @@ void stride_teardown(struct tk_session *s)
     if (st->buf_open)
         rtm_arena_close(&st->buf);
     free(st->order);
-    tk_samples_destroy(&st->ticks);
+    for (size_t i = 0; i < st->n_points; i++)
+        for (int p = 0; p < N_PATTERNS; p++)
+            tk_samples_destroy(&st->points[i].r[p].ticks);
     free(st);
     s->state = NULL;
 }
@@ -238,45 +246,55 @@ static uint64_t calibrate(struct stride *st, struct walk *w)
     return k;
 }
 
-/* One point: warm-up, calibration, the timed repetitions, into *r. */
-static void measure_point(struct stride *st, struct walk *w, struct stride_result *r)
+/* Repetitions of round `round` of each point: --reps shared among the
+ * rounds, the first ones taking one more when they do not divide. */
+static unsigned reps_in_round(const struct stride *st, unsigned round)
+{
+    return st->o.reps / st->o.rounds + (round < st->o.reps % st->o.rounds);
+}
+
+/* One round of a point: warm-up, the size of its repetitions (first round),
+ * the repetitions, into *r. */
+static void measure_point(struct stride *st, struct walk *w, struct stride_result *r,
+                          unsigned round)
 {
     warm_up(st, w);
-    uint64_t k = calibrate(st, w);
-    tk_samples_reset(&st->ticks);
-    uint64_t faults = 0;
-    for (unsigned i = 0; i < st->o.reps; i++) {
+    if (!r->accesses)
+        r->accesses = calibrate(st, w);
+    for (unsigned i = reps_in_round(st, round); i > 0; i--) {
         tk_rt_breather(&st->rt);
         uint64_t f0 = thread_minor_faults();
         uint64_t t0 = tk_timer_start();
-        walk_run(w, k);
+        walk_run(w, r->accesses);
         uint64_t t1 = tk_timer_end();
-        faults += thread_minor_faults() - f0;
-        tk_samples_add(&st->ticks, t1 - t0);
+        r->minor_faults += thread_minor_faults() - f0;
+        tk_samples_add(&r->ticks, t1 - t0);
     }
-    double per = st->timer.ns_per_tick / (double)k;
-    r->accesses = k;
-    r->reps = (unsigned)st->ticks.n;
-    r->median = (double)tk_samples_percentile(&st->ticks, 0.5) * per;
-    r->p10 = (double)tk_samples_percentile(&st->ticks, 0.1) * per;
-    r->p90 = (double)tk_samples_percentile(&st->ticks, 0.9) * per;
-    r->min = (double)st->ticks.v[0] * per;
-    r->max = (double)st->ticks.v[st->ticks.n - 1] * per;
-    r->rep_ns_min = (double)st->ticks.v[0] * st->timer.ns_per_tick;
-    r->minor_faults = faults;
-    if (st->rep_ns_min == 0 || r->rep_ns_min < st->rep_ns_min)
-        st->rep_ns_min = r->rep_ns_min;
     st->checksum =
         st->checksum * 31 + (uint64_t)w->pos + (uint64_t)((char *)w->at - (char *)st->buf.base);
 }
 
-/* Every pattern over the first bytes of the buffer: point i. */
-static void measure_size(struct stride *st, size_t i)
+/* A point's figures from all its repetitions. */
+static void summarize(struct stride *st, struct stride_result *r)
+{
+    struct tk_samples *t = &r->ticks;
+    double per = st->timer.ns_per_tick / (double)r->accesses;
+    r->reps = (unsigned)t->n;
+    r->median = (double)tk_samples_percentile(t, 0.5) * per;
+    r->p10 = (double)tk_samples_percentile(t, 0.1) * per;
+    r->p90 = (double)tk_samples_percentile(t, 0.9) * per;
+    r->min = (double)t->v[0] * per;
+    r->max = (double)t->v[t->n - 1] * per;
+    r->rep_ns_min = (double)t->v[0] * st->timer.ns_per_tick;
+    if (st->rep_ns_min == 0 || r->rep_ns_min < st->rep_ns_min)
+        st->rep_ns_min = r->rep_ns_min;
+}
+
+/* One round of every pattern over the first bytes of the buffer: point i. */
+static void measure_size(struct stride *st, size_t i, unsigned round)
 {
     struct stride_point *pt = &st->points[i];
-    uint64_t bytes = st->sizes.bytes[i];
-    pt->bytes = bytes;
-    pt->level = stride_level_of(&st->caches, bytes);
+    uint64_t bytes = pt->bytes;
     char *base = st->buf.base;
     static const size_t stride_ints[] = { [PAT_STRIDE_1] = 1, [PAT_STRIDE_16] = STRIDE_WIDE_INTS };
     for (enum stride_pattern p = PAT_STRIDE_1; p <= PAT_STRIDE_16; p++) {
@@ -289,15 +307,15 @@ static void measure_size(struct stride *st, size_t i)
             .bytes_per_access = stride_ints[p] * sizeof(uint32_t),
         };
         w.per_pass = w.n_ints / w.stride_ints;
-        measure_point(st, &w, &pt->r[p]);
+        measure_point(st, &w, &pt->r[p], round);
     }
-    /* The chase last: its pointers overwrite the ints the others change. */
+    /* The chase last: its pointers overwrite the ints the others change.
+     * Each round links the lines in another random order. */
     size_t line = st->caches.line_bytes, lines = (size_t)(bytes / line);
     stride_chase_build(base, line, lines, st->order, &st->rng, &st->rt);
     tk_rt_breather(&st->rt);
     struct walk w = { .p = PAT_CHASE, .at = base, .per_pass = lines, .bytes_per_access = line };
-    measure_point(st, &w, &pt->r[PAT_CHASE]);
-    st->n_points = i + 1;
+    measure_point(st, &w, &pt->r[PAT_CHASE], round);
 }
 
 /* The buffer, after the pinning so that its pages are the measured CPU's
@@ -355,15 +373,20 @@ enum tk_run_end stride_run(struct tk_session *s)
     st->timer_ok = true;
     st->rng = st->o.seed;
     stride_print_header(stdout, st);
-    stride_print_table_head(stdout, st);
     /* A report that cannot be written is not worth measuring. */
     if (tk_stdout_check(st->prog) != 0)
         goto out;
-    for (size_t i = 0; i < st->sizes.n; i++) {
-        measure_size(st, i);
-        stride_print_row(stdout, st, i);
+    uint64_t t0 = tk_clock_ns();
+    for (unsigned round = 0; round < st->o.rounds; round++) {
+        for (size_t i = 0; i < st->n_points; i++)
+            measure_size(st, i, round);
+        printf("round %u of %u: every size measured (%.1f s)\n", round + 1, st->o.rounds,
+               (double)(tk_clock_ns() - t0) / 1e9);
         fflush(stdout);
     }
+    for (size_t i = 0; i < st->n_points; i++)
+        for (int p = 0; p < N_PATTERNS; p++)
+            summarize(st, &st->points[i].r[p]);
     end = TK_RUN_PASSED;
 out:
     tk_rt_refresh(&st->rt);

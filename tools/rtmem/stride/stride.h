@@ -19,10 +19,16 @@
  * the previous repetition stopped. A point (one size, one pattern) is a
  * warm-up (one pass, or at most twice the last-level cache's worth of the
  * walk), then repetitions of a fixed number of accesses, each timed as a
- * whole and lasting at least --rep-time: whole passes over the size while a
- * pass is shorter than that, a slice of the walk otherwise. ns per access is
- * a repetition's time over its accesses; a point reports the median over
- * its repetitions (nearest rank) with the min and the max.
+ * whole and sized from trials to last at least --rep-time: whole passes
+ * over the size while a pass is shorter than that, a slice of the walk
+ * otherwise. ns per access is a repetition's time over its accesses.
+ *
+ * The sizes are swept --rounds times, a point's repetitions shared among
+ * the rounds (each round warms the point up again; the first sizes its
+ * repetitions): a slowdown of the whole machine lasting a second or so
+ * (another job, the host of a virtual machine) then touches only some of a
+ * point's repetitions, not all of them. A point reports the median over
+ * all its repetitions (nearest rank), p10, p90, min and max.
  *
  * One thread, the main one, measures: pinned to one CPU (the caches are
  * that CPU's, read from sysfs by cache.c), under SCHED_FIFO unless --no-rt,
@@ -138,6 +144,7 @@ struct stride_opts {
     struct stride_sizes sizes; /* --sizes; n 0: the default sizes */
     uint64_t max_size;         /* --max-size; 0: the default top */
     unsigned reps;
+    unsigned rounds;
     uint64_t rep_time_ns;
     int cpu; /* -1: the highest-numbered allowed */
     int priority;
@@ -150,8 +157,9 @@ struct stride_opts {
 
 /* One point: one size, one pattern. Times in ns per access. */
 struct stride_result {
-    uint64_t accesses; /* per repetition */
-    unsigned reps;     /* repetitions timed */
+    struct tk_samples ticks; /* each repetition's, timer ticks */
+    uint64_t accesses;       /* per repetition, 0 until the first round sizes them */
+    unsigned reps;           /* repetitions timed */
     double median, min, max;
     double p10, p90;       /* nearest rank, as the median */
     double rep_ns_min;     /* the shortest repetition, in ns */
@@ -188,8 +196,7 @@ struct stride {
     bool timer_ok;
     struct rtm_arena buf;
     bool buf_open;
-    uint32_t *order;         /* the chase's line order, room for the largest size */
-    struct tk_samples ticks; /* one point's repetitions */
+    uint32_t *order; /* the chase's line order, room for the largest size */
     uint64_t rng;
 
     /* Results. */
@@ -238,8 +245,6 @@ void stride_teardown(struct tk_session *s);
 
 /* report.c */
 void stride_print_header(FILE *f, const struct stride *st);
-void stride_print_table_head(FILE *f, const struct stride *st);
-void stride_print_row(FILE *f, const struct stride *st, size_t i);
 void stride_report(const struct tk_session *s, FILE *f);
 void stride_json(const struct tk_session *s, struct tk_json *j);
 struct tk_facts;
