@@ -5,7 +5,8 @@
  * measures; the compiler must not change it:
  *
  *   stride_rmw_walk  reads an int, adds 1 and writes it back, then moves
- *                    `stride` ints on. The ints are volatile: the compiler
+ *                    `stride` ints on, back to the first at the end of a
+ *                    pass. The ints are volatile: the compiler
  *                    must emit one 4-byte load and one 4-byte store per
  *                    access, in program order, so it can neither vectorise
  *                    the loop (several ints per instruction would be fewer
@@ -24,6 +25,9 @@
  *
  * Both are noinline and in a file of their own: the timer readings around
  * a call (asm volatile with a memory clobber, timer.h) see one opaque call.
+ * The file is built with its loops aligned to 64 bytes (tools/CMakeLists.txt):
+ * a loop that happens to cross a fetch block boundary runs slower, which
+ * moved the cost of an access in L1 by half from one build to the next.
  */
 #include "common/rng.h"
 #include "stride.h"
@@ -31,23 +35,26 @@
 /* Lines linked between two rests (tk_rt_breather) when building a chase. */
 #define BUILD_SLICE ((size_t)1 << 20)
 
-__attribute__((noinline)) size_t stride_rmw_walk(volatile uint32_t *ints, size_t n, size_t stride,
-                                                 size_t pos, uint64_t count)
+__attribute__((noinline)) size_t stride_rmw_walk(volatile uint32_t *ints, size_t per_pass,
+                                                 size_t stride, size_t at, uint64_t count)
 {
     while (count > 0) {
-        /* The accesses left before the walk wraps. */
-        uint64_t k = (n - pos) / stride;
+        /* The accesses left before the walk wraps: no division in the walk,
+         * whose turns at the end of short passes are part of what it costs. */
+        uint64_t k = per_pass - at;
         if (k > count)
             k = count;
         count -= k;
+        volatile uint32_t *p = ints + at * stride;
+        at += (size_t)k;
         for (; k > 0; k--) {
-            ints[pos] = ints[pos] + 1u;
-            pos += stride;
+            *p = *p + 1u;
+            p += stride;
         }
-        if (pos >= n)
-            pos = 0;
+        if (at == per_pass)
+            at = 0;
     }
-    return pos;
+    return at;
 }
 
 __attribute__((noinline)) void *stride_chase_walk(void *p, uint64_t count)

@@ -25,10 +25,10 @@
 struct walk {
     enum stride_pattern p;
     volatile uint32_t *ints;
-    size_t n_ints, stride_ints, pos; /* stride patterns */
-    void *at;                        /* the chase */
-    uint64_t per_pass;               /* accesses in one pass over the size */
-    uint64_t bytes_per_access;       /* bytes of the size one access stands for */
+    size_t stride_ints, pos;   /* stride patterns: pos counts accesses in a pass */
+    void *at;                  /* the chase */
+    uint64_t per_pass;         /* accesses in one pass over the size */
+    uint64_t bytes_per_access; /* bytes of the size one access stands for */
 };
 
 static void walk_run(struct walk *w, uint64_t count)
@@ -36,7 +36,7 @@ static void walk_run(struct walk *w, uint64_t count)
     if (w->p == PAT_CHASE)
         w->at = stride_chase_walk(w->at, count);
     else
-        w->pos = stride_rmw_walk(w->ints, w->n_ints, w->stride_ints, w->pos, count);
+        w->pos = stride_rmw_walk(w->ints, (size_t)w->per_pass, w->stride_ints, w->pos, count);
 }
 
 static uint64_t thread_minor_faults(void)
@@ -301,12 +301,11 @@ static void measure_size(struct stride *st, size_t i, unsigned round)
         struct walk w = {
             .p = p,
             .ints = (volatile uint32_t *)base,
-            .n_ints = (size_t)(bytes / sizeof(uint32_t)),
             .stride_ints = stride_ints[p],
             .at = base,
+            .per_pass = bytes / sizeof(uint32_t) / stride_ints[p],
             .bytes_per_access = stride_ints[p] * sizeof(uint32_t),
         };
-        w.per_pass = w.n_ints / w.stride_ints;
         measure_point(st, &w, &pt->r[p], round);
     }
     /* The chase last: its pointers overwrite the ints the others change.

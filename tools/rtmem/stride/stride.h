@@ -223,9 +223,9 @@ const struct stride_cache *stride_l1d(const struct stride_caches *c);
 const char *stride_level_of(const struct stride_caches *c, uint64_t bytes);
 
 /* pattern.c: the measured loops, and the chase's layout. */
-/* Read-modify-write of ints[pos], ints[pos + stride], ... count times,
- * wrapping from n (a multiple of stride) back to 0. Returns the next pos. */
-size_t stride_rmw_walk(volatile uint32_t *ints, size_t n, size_t stride, size_t pos,
+/* count read-modify-writes of ints[at * stride], ints[(at + 1) * stride],
+ * ..., access per_pass - 1 followed by access 0. Returns the next access. */
+size_t stride_rmw_walk(volatile uint32_t *ints, size_t per_pass, size_t stride, size_t at,
                        uint64_t count);
 /* count dependent loads from p, each the address of the next line.
  * Returns where it stopped. */
