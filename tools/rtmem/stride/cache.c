@@ -70,6 +70,11 @@ static bool holds_data(const struct stride_cache *c)
     return strcmp(c->type, "Instruction") != 0;
 }
 
+bool stride_data_cache(const struct stride_cache *c)
+{
+    return holds_data(c) && c->bytes > 0;
+}
+
 /* One indexI directory into *c; false if it has no level. */
 static bool read_index(const char *dir, struct stride_cache *c)
 {
@@ -132,8 +137,7 @@ const struct stride_cache *stride_llc(const struct stride_caches *c)
 {
     const struct stride_cache *llc = NULL;
     for (size_t i = 0; i < c->n; i++)
-        if (holds_data(&c->caches[i]) && c->caches[i].bytes &&
-            (!llc || c->caches[i].bytes >= llc->bytes))
+        if (stride_data_cache(&c->caches[i]) && (!llc || c->caches[i].bytes >= llc->bytes))
             llc = &c->caches[i];
     return llc;
 }
@@ -151,7 +155,7 @@ const char *stride_level_of(const struct stride_caches *c, uint64_t bytes)
     bool any = false;
     for (size_t i = 0; i < c->n; i++) {
         const struct stride_cache *k = &c->caches[i];
-        if (!holds_data(k) || !k->bytes)
+        if (!stride_data_cache(k))
             continue;
         any = true;
         if (bytes <= k->bytes)

@@ -222,7 +222,7 @@ size_t stride_jumps(const struct stride *st, enum stride_pattern pat, struct str
  * it, to does not? */
 static bool passes(const struct stride_cache *c, uint64_t from, uint64_t to)
 {
-    return c->bytes && strcmp(c->type, "Instruction") != 0 && from <= c->bytes && to > c->bytes;
+    return stride_data_cache(c) && from <= c->bytes && to > c->bytes;
 }
 
 /* Where a jump lies against the caches, into buf: the caches it passes,
@@ -257,7 +257,7 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
         return buf;
     for (size_t i = 0; i < st->caches.n; i++) {
         const struct stride_cache *c = &st->caches.caches[i];
-        if (c->bytes && strcmp(c->type, "Instruction") != 0 && to <= c->bytes) {
+        if (stride_data_cache(c) && to <= c->bytes) {
             snprintf(buf, size, "%s %s (%s)", to == c->bytes ? "reaching" : "within", c->name,
                      stride_fmt_bytes(b, sizeof(b), c->bytes));
             return buf;
@@ -286,14 +286,13 @@ static void print_jumps(FILE *f, const struct stride *st, enum stride_pattern pa
     }
     for (size_t k = 0; k < n; k++) {
         const struct stride_jump *jp = &jumps[k];
-        char x[TK_FMT_MAX], a[32], an[TK_FMT_MAX], b[32], bn[TK_FMT_MAX], where[160], text[320];
-        snprintf(text, sizeof(text), "x%s from %s (%s ns) to %s (%s ns), %s",
-                 tk_fmt_double(x, sizeof(x), jp->to_ns / jp->from_ns, 1),
-                 stride_fmt_bytes(a, sizeof(a), st->points[jp->from].bytes),
-                 fmt_ns(an, sizeof(an), jp->from_ns),
-                 stride_fmt_bytes(b, sizeof(b), st->points[jp->to].bytes),
-                 fmt_ns(bn, sizeof(bn), jp->to_ns), jump_place(where, sizeof(where), st, jp));
-        fprintf(f, "    %s\n", text);
+        char x[TK_FMT_MAX], a[32], an[TK_FMT_MAX], b[32], bn[TK_FMT_MAX], where[160];
+        fprintf(f, "    x%s from %s (%s ns) to %s (%s ns), %s\n",
+                tk_fmt_double(x, sizeof(x), jp->to_ns / jp->from_ns, 1),
+                stride_fmt_bytes(a, sizeof(a), st->points[jp->from].bytes),
+                fmt_ns(an, sizeof(an), jp->from_ns),
+                stride_fmt_bytes(b, sizeof(b), st->points[jp->to].bytes),
+                fmt_ns(bn, sizeof(bn), jp->to_ns), jump_place(where, sizeof(where), st, jp));
     }
 }
 

@@ -214,6 +214,8 @@ extern const char *const stride_thp_choices[];
 /* cache.c: the caches of cpu from sysfs (dir: the hook's, or the default).
  * Never fails: what cannot be read is unknown. */
 void stride_caches_read(struct stride_caches *c, int cpu);
+/* Is c a data or unified cache of known size (one a size can fit in)? */
+bool stride_data_cache(const struct stride_cache *c);
 /* The largest data or unified cache, NULL if none is known. */
 const struct stride_cache *stride_llc(const struct stride_caches *c);
 /* The L1 data cache, NULL if unknown. */
