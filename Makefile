@@ -1,7 +1,7 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything, run the benchmark report, memcheck and latency
-#                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
-#                when installable
+#   make bench   build everything, run the benchmark report, memcheck, latency and
+#                stride (results/), with jemalloc, mimalloc and tcmalloc beside
+#                rtmem's heaps when installable
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
@@ -57,8 +57,12 @@ bench: build
 	    status=$$?; cat $(RESULTS)/latency.txt; exit $$status
 	$(BUILD)/tools/rtmem latency --noise --json $(RESULTS)/latency-noise.json \
 	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
+	@# stride on its defaults (a few seconds): its report to its file, then to the terminal.
+	$(BUILD)/tools/rtmem stride --json $(RESULTS)/stride.json > $(RESULTS)/stride.txt; \
+	    status=$$?; cat $(RESULTS)/stride.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
+	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json"
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
