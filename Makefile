@@ -1,7 +1,8 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, latency (idle,
-#                noise, a quick sweep under memory pressure) and pressure (results/),
-#                with jemalloc, mimalloc and tcmalloc beside rtmem's heaps when installable
+#                noise, a quick sweep under memory pressure), pressure and stride
+#                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
+#                when installable
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
@@ -66,9 +67,13 @@ bench: build
 	    status=$$?; cat $(RESULTS)/pressure.txt; exit $$status
 	$(BUILD)/tools/rtmem latency --sweep --quick --json $(RESULTS)/latency-sweep.json \
 	    > $(RESULTS)/latency-sweep.txt; status=$$?; cat $(RESULTS)/latency-sweep.txt; exit $$status
+	@# stride on its defaults (a few seconds): its report to its file, then to the terminal.
+	$(BUILD)/tools/rtmem stride --json $(RESULTS)/stride.json > $(RESULTS)/stride.txt; \
+	    status=$$?; cat $(RESULTS)/stride.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
+	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json"
 
 # The study of latency under memory pressure on its defaults: an idle baseline, then
 # 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,

@@ -17,6 +17,7 @@ static const struct tk_tool *const tools[] = {
     &memcheck_tool,
     &latency_tool,
     &pressure_tool,
+    &stride_tool,
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))

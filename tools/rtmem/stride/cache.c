@@ -1,0 +1,165 @@
+/*
+ * `rtmem stride`: the caches of the measured CPU, as the kernel lists them
+ * in /sys/devices/system/cpu/cpuN/cache/indexI/ (level, type, size,
+ * coherency_line_size, shared_cpu_list). A file that is missing or does not
+ * parse leaves its figure unknown; a machine without these files (some ARM
+ * boards, some containers) has no known cache, and the report says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stride.h"
+
+/* Directories index0, index1, ... looked at: more than any CPU has. */
+#define MAX_INDEX 16
+
+/* The first line of dir/name into buf, without its newline; false if it
+ * cannot be read. */
+static bool read_line(const char *dir, const char *name, char *buf, size_t size)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, (int)size, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+/* "32K", "1M", "512": bytes, 0 if it does not parse. */
+static uint64_t parse_size(const char *s)
+{
+    static const char suffixes[] = "KMG";
+    if (*s < '0' || *s > '9')
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    const char *u = *end ? strchr(suffixes, *end) : NULL;
+    unsigned shift = u ? 10u * (unsigned)(u - suffixes + 1) : 0;
+    if (u)
+        end++;
+    if (*end != '\0' || v > (UINT64_MAX >> shift))
+        return 0;
+    return (uint64_t)v << shift;
+}
+
+static unsigned parse_uint(const char *s)
+{
+    if (*s < '0' || *s > '9')
+        return 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *end == '\0' && v <= 1u << 20 ? (unsigned)v : 0;
+}
+
+static int type_rank(const char *type)
+{
+    if (strcmp(type, "Data") == 0)
+        return 0;
+    if (strcmp(type, "Instruction") == 0)
+        return 1;
+    return 2;
+}
+
+static bool holds_data(const struct stride_cache *c)
+{
+    return strcmp(c->type, "Instruction") != 0;
+}
+
+bool stride_data_cache(const struct stride_cache *c)
+{
+    return holds_data(c) && c->bytes > 0;
+}
+
+/* One indexI directory into *c; false if it has no level. */
+static bool read_index(const char *dir, struct stride_cache *c)
+{
+    char v[128];
+    memset(c, 0, sizeof(*c));
+    if (!read_line(dir, "level", v, sizeof(v)) || (c->level = parse_uint(v)) == 0)
+        return false;
+    if (!read_line(dir, "type", c->type, sizeof(c->type)))
+        snprintf(c->type, sizeof(c->type), "Unknown");
+    if (read_line(dir, "size", v, sizeof(v)))
+        c->bytes = parse_size(v);
+    if (read_line(dir, "coherency_line_size", v, sizeof(v)))
+        c->line_bytes = parse_uint(v);
+    if (!read_line(dir, "shared_cpu_list", c->shared, sizeof(c->shared)))
+        c->shared[0] = '\0';
+    const char *suffix = strcmp(c->type, "Data") == 0          ? "d"
+                         : strcmp(c->type, "Instruction") == 0 ? "i"
+                                                               : "";
+    snprintf(c->name, sizeof(c->name), "L%u%s", c->level, suffix);
+    return true;
+}
+
+static int compare_caches(const void *a, const void *b)
+{
+    const struct stride_cache *x = a, *y = b;
+    if (x->level != y->level)
+        return x->level < y->level ? -1 : 1;
+    return type_rank(x->type) - type_rank(y->type);
+}
+
+void stride_caches_read(struct stride_caches *c, int cpu)
+{
+    memset(c, 0, sizeof(*c));
+    c->cpu = cpu;
+    const char *root = getenv(STRIDE_SYSFS_ENV);
+    snprintf(c->dir, sizeof(c->dir), "%s", root && *root ? root : STRIDE_SYSFS_DEFAULT);
+    for (int i = 0; i < MAX_INDEX && c->n < STRIDE_MAX_CACHES; i++) {
+        char dir[400];
+        snprintf(dir, sizeof(dir), "%s/cpu%d/cache/index%d", c->dir, cpu, i);
+        if (read_index(dir, &c->caches[c->n]))
+            c->n++;
+    }
+    qsort(c->caches, c->n, sizeof(c->caches[0]), compare_caches);
+    c->read = c->n > 0;
+
+    const struct stride_cache *l1d = stride_l1d(c);
+    c->line_bytes = l1d ? l1d->line_bytes : 0;
+    for (size_t i = 0; i < c->n && !c->line_bytes; i++)
+        if (holds_data(&c->caches[i]))
+            c->line_bytes = c->caches[i].line_bytes;
+    /* A line the chase can use: a power of two from a pointer to a grain. */
+    unsigned l = c->line_bytes;
+    if (l < sizeof(void *) || l > STRIDE_SIZE_GRAIN || (l & (l - 1)) != 0) {
+        c->line_bytes = STRIDE_DEFAULT_LINE;
+        c->line_assumed = true;
+    }
+}
+
+const struct stride_cache *stride_llc(const struct stride_caches *c)
+{
+    const struct stride_cache *llc = NULL;
+    for (size_t i = 0; i < c->n; i++)
+        if (stride_data_cache(&c->caches[i]) && (!llc || c->caches[i].bytes >= llc->bytes))
+            llc = &c->caches[i];
+    return llc;
+}
+
+const struct stride_cache *stride_l1d(const struct stride_caches *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->caches[i].level == 1 && holds_data(&c->caches[i]))
+            return &c->caches[i];
+    return NULL;
+}
+
+const char *stride_level_of(const struct stride_caches *c, uint64_t bytes)
+{
+    bool any = false;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct stride_cache *k = &c->caches[i];
+        if (!stride_data_cache(k))
+            continue;
+        any = true;
+        if (bytes <= k->bytes)
+            return k->name;
+    }
+    return any ? "memory" : "unknown";
+}

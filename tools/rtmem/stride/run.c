@@ -1,0 +1,396 @@
+/*
+ * `rtmem stride`: the run. Setup reads the measured CPU's caches and
+ * decides the sizes (checked against MemAvailable); the run takes the
+ * real-time setup, maps the buffer, calibrates the timer, and measures
+ * every size, printing its row as soon as it is measured.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/result.h"
+#include "common/tool.h"
+#include "stride.h"
+
+/* tk_timer_init's calibration window. */
+#define TIMER_CALIBRATION_MS 50
+/* Accesses between two rests during a warm-up. */
+#define WARM_SLICE           ((uint64_t)1 << 20)
+/* A calibration trial shorter than the repetition time is grown by the
+ * factor it fell short, and this margin. */
+#define CALIBRATION_MARGIN   1.1
+
+/* One walk of a pattern over a size: where it is. */
+struct walk {
+    enum stride_pattern p;
+    volatile uint32_t *ints;
+    size_t stride_ints, pos;   /* stride patterns: pos counts accesses in a pass */
+    void *at;                  /* the chase */
+    uint64_t per_pass;         /* accesses in one pass over the size */
+    uint64_t bytes_per_access; /* bytes of the size one access stands for */
+};
+
+static void walk_run(struct walk *w, uint64_t count)
+{
+    if (w->p == PAT_CHASE)
+        w->at = stride_chase_walk(w->at, count);
+    else
+        w->pos = stride_rmw_walk(w->ints, (size_t)w->per_pass, w->stride_ints, w->pos, count);
+}
+
+static uint64_t thread_minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_minflt : 0;
+}
+
+/* Bytes of MemAvailable in /proc/meminfo, 0 if unreadable. */
+static uint64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * KIB;
+}
+
+/* The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
+ * ("always [madvise] never") into buf, "" if unreadable. */
+static void read_thp_mode(char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return;
+    char line[128];
+    if (fgets(line, sizeof(line), f)) {
+        char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
+        if (close)
+            snprintf(buf, size, "%.*s", (int)(close - open - 1), open + 1);
+    }
+    fclose(f);
+}
+
+/* The CPU the run will be pinned to: --cpu, else the highest-numbered
+ * allowed (as tk_rt_setup chooses it), else the one it runs on. */
+static int measured_cpu(int asked)
+{
+    if (asked >= 0)
+        return asked;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+            if (CPU_ISSET(c, &set))
+                return c;
+    int c = sched_getcpu();
+    return c >= 0 ? c : 0;
+}
+
+/* What the buffer and the chase's order take for a largest size of bytes. */
+static uint64_t memory_needed(const struct stride *st, uint64_t bytes)
+{
+    return bytes + bytes / st->caches.line_bytes * sizeof(uint32_t);
+}
+
+static bool fits_memory(const struct stride *st, uint64_t bytes)
+{
+    return !st->mem_available || memory_needed(st, bytes) <= st->mem_available / STRIDE_MEM_SHARE;
+}
+
+/* The default sizes: doubling from the start up to the top, the top
+ * included. */
+static void default_sizes(struct stride *st)
+{
+    const struct stride_cache *l1d = stride_l1d(&st->caches), *llc = stride_llc(&st->caches);
+    uint64_t start = STRIDE_START_BYTES;
+    if (l1d && l1d->bytes && l1d->bytes / 2 < start)
+        start = l1d->bytes / 2 / STRIDE_SIZE_GRAIN * STRIDE_SIZE_GRAIN;
+    if (start < STRIDE_SIZE_GRAIN)
+        start = STRIDE_SIZE_GRAIN;
+    uint64_t top = st->o.max_size;
+    if (!top)
+        top = llc ? STRIDE_LLC_FACTOR * llc->bytes : STRIDE_UNKNOWN_TOP;
+    if (top > STRIDE_MAX_BYTES)
+        top = STRIDE_MAX_BYTES;
+    top = top / STRIDE_SIZE_GRAIN * STRIDE_SIZE_GRAIN;
+    struct stride_sizes *s = &st->sizes;
+    s->n = 0;
+    for (uint64_t b = start; b < top && s->n < STRIDE_MAX_SIZES - 1; b *= 2)
+        s->bytes[s->n++] = b;
+    s->bytes[s->n++] = top;
+}
+
+int stride_setup(struct tk_session *s)
+{
+    struct stride *st = calloc(1, sizeof(*st));
+    if (!st) {
+        fprintf(stderr, "%s: out of memory\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    s->state = st;
+    st->o = *(const struct stride_opts *)s->opts;
+    st->prog = s->cli.prog;
+    s->comment = "\n";
+    st->cpu = measured_cpu(st->o.cpu);
+    stride_caches_read(&st->caches, st->cpu);
+    st->mem_available = mem_available();
+    read_thp_mode(st->thp_mode, sizeof(st->thp_mode));
+
+    bool given = st->o.sizes.n > 0 || st->o.max_size > 0;
+    if (st->o.sizes.n)
+        st->sizes = st->o.sizes;
+    else
+        default_sizes(st);
+    /* The largest size must fit: one the user named is refused, the default
+     * sizes stop below. */
+    while (!fits_memory(st, st->sizes.bytes[st->sizes.n - 1])) {
+        char size[32], need[32], have[32];
+        uint64_t top = st->sizes.bytes[st->sizes.n - 1];
+        if (given || st->sizes.n == 1) {
+            tk_args_bad(&s->cli,
+                        "a buffer of %s (and the chase's order) needs %s: more than half of "
+                        "MemAvailable (%s)",
+                        stride_fmt_bytes(size, sizeof(size), top),
+                        stride_fmt_bytes(need, sizeof(need), memory_needed(st, top)),
+                        stride_fmt_bytes(have, sizeof(have), st->mem_available));
+            return TK_EXIT_USAGE;
+        }
+        st->sizes.n--;
+        st->sizes_capped = true;
+    }
+    st->top_bytes = st->sizes.bytes[st->sizes.n - 1];
+    st->n_points = st->sizes.n;
+    for (size_t i = 0; i < st->n_points; i++) {
+        st->points[i].bytes = st->sizes.bytes[i];
+        st->points[i].level = stride_level_of(&st->caches, st->sizes.bytes[i]);
+        for (int p = 0; p < N_PATTERNS; p++)
+            if (tk_samples_init(&st->points[i].r[p].ticks, st->o.reps) != 0) {
+                fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
+                return TK_EXIT_FAILED;
+            }
+    }
+    tk_machine_collect(&st->mf);
+    return 0;
+}
+
+void stride_teardown(struct tk_session *s)
+{
+    struct stride *st = s->state;
+    if (!st)
+        return;
+    if (st->buf_open)
+        rtm_arena_close(&st->buf);
+    free(st->order);
+    for (size_t i = 0; i < st->n_points; i++)
+        for (int p = 0; p < N_PATTERNS; p++)
+            tk_samples_destroy(&st->points[i].r[p].ticks);
+    free(st);
+    s->state = NULL;
+}
+
+/* The warm-up: a pass, or the last-level cache's worth twice if a pass is
+ * more (the cache then holds what it holds in the steady state), in slices
+ * with rests between. */
+static void warm_up(struct stride *st, struct walk *w)
+{
+    const struct stride_cache *llc = stride_llc(&st->caches);
+    uint64_t cover = 2 * (llc ? llc->bytes : STRIDE_UNKNOWN_TOP);
+    uint64_t left = (cover + w->bytes_per_access - 1) / w->bytes_per_access;
+    if (left > w->per_pass)
+        left = w->per_pass;
+    while (left > 0) {
+        uint64_t k = left < WARM_SLICE ? left : WARM_SLICE;
+        walk_run(w, k);
+        left -= k;
+        tk_rt_breather(&st->rt);
+    }
+}
+
+/* The ticks of k accesses of w: the shorter of two trials, so that one
+ * interrupted trial does not size the repetitions. */
+static uint64_t trial(struct stride *st, struct walk *w, uint64_t k)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 2; i++) {
+        tk_rt_breather(&st->rt);
+        uint64_t t0 = tk_timer_start();
+        walk_run(w, k);
+        uint64_t ticks = tk_timer_end() - t0;
+        best = ticks < best ? ticks : best;
+    }
+    return best;
+}
+
+/* Accesses per repetition: grown until trials last the repetition time,
+ * then rounded up to whole passes when it holds one or more. */
+static uint64_t calibrate(struct stride *st, struct walk *w)
+{
+    const double want_ticks = (double)st->o.rep_time_ns / st->timer.ns_per_tick;
+    uint64_t k = w->per_pass < 1024 ? w->per_pass : 1024;
+    for (;;) {
+        uint64_t ticks = trial(st, w, k);
+        if ((double)ticks >= want_ticks)
+            break;
+        double grow = ticks ? want_ticks / (double)ticks * CALIBRATION_MARGIN : 16.0;
+        k = grow < 1.25 ? k + k / 4 : (uint64_t)((double)k * grow) + 1;
+    }
+    if (k >= w->per_pass)
+        k = (k + w->per_pass - 1) / w->per_pass * w->per_pass;
+    return k;
+}
+
+/* Repetitions of round `round` of each point: --reps shared among the
+ * rounds, the first ones taking one more when they do not divide. */
+static unsigned reps_in_round(const struct stride *st, unsigned round)
+{
+    return st->o.reps / st->o.rounds + (round < st->o.reps % st->o.rounds);
+}
+
+/* One round of a point: warm-up, the size of its repetitions (first round),
+ * the repetitions, into *r. */
+static void measure_point(struct stride *st, struct walk *w, struct stride_result *r,
+                          unsigned round)
+{
+    warm_up(st, w);
+    if (!r->accesses)
+        r->accesses = calibrate(st, w);
+    for (unsigned i = reps_in_round(st, round); i > 0; i--) {
+        tk_rt_breather(&st->rt);
+        uint64_t f0 = thread_minor_faults();
+        uint64_t t0 = tk_timer_start();
+        walk_run(w, r->accesses);
+        uint64_t t1 = tk_timer_end();
+        r->minor_faults += thread_minor_faults() - f0;
+        tk_samples_add(&r->ticks, t1 - t0);
+    }
+    st->checksum =
+        st->checksum * 31 + (uint64_t)w->pos + (uint64_t)((char *)w->at - (char *)st->buf.base);
+}
+
+/* A point's figures from all its repetitions. */
+static void summarize(struct stride *st, struct stride_result *r)
+{
+    struct tk_samples *t = &r->ticks;
+    double per = st->timer.ns_per_tick / (double)r->accesses;
+    r->reps = (unsigned)t->n;
+    r->median = (double)tk_samples_percentile(t, 0.5) * per;
+    r->p10 = (double)tk_samples_percentile(t, 0.1) * per;
+    r->p90 = (double)tk_samples_percentile(t, 0.9) * per;
+    r->min = (double)t->v[0] * per;
+    r->max = (double)t->v[t->n - 1] * per;
+    r->rep_ns_min = (double)t->v[0] * st->timer.ns_per_tick;
+    if (st->rep_ns_min == 0 || r->rep_ns_min < st->rep_ns_min)
+        st->rep_ns_min = r->rep_ns_min;
+}
+
+/* One round of every pattern over the first bytes of the buffer: point i. */
+static void measure_size(struct stride *st, size_t i, unsigned round)
+{
+    struct stride_point *pt = &st->points[i];
+    uint64_t bytes = pt->bytes;
+    char *base = st->buf.base;
+    static const size_t stride_ints[] = { [PAT_STRIDE_1] = 1, [PAT_STRIDE_16] = STRIDE_WIDE_INTS };
+    for (enum stride_pattern p = PAT_STRIDE_1; p <= PAT_STRIDE_16; p++) {
+        struct walk w = {
+            .p = p,
+            .ints = (volatile uint32_t *)base,
+            .stride_ints = stride_ints[p],
+            .at = base,
+            .per_pass = bytes / sizeof(uint32_t) / stride_ints[p],
+            .bytes_per_access = stride_ints[p] * sizeof(uint32_t),
+        };
+        measure_point(st, &w, &pt->r[p], round);
+    }
+    /* The chase last: its pointers overwrite the ints the others change.
+     * Each round links the lines in another random order. */
+    size_t line = st->caches.line_bytes, lines = (size_t)(bytes / line);
+    stride_chase_build(base, line, lines, st->order, &st->rng, &st->rt);
+    tk_rt_breather(&st->rt);
+    struct walk w = { .p = PAT_CHASE, .at = base, .per_pass = lines, .bytes_per_access = line };
+    measure_point(st, &w, &pt->r[PAT_CHASE], round);
+}
+
+/* The buffer, after the pinning so that its pages are the measured CPU's
+ * memory. 0, or -1 (reported). */
+static int map_buffer(struct stride *st)
+{
+    static const int thp[] = { [THP_DEFAULT] = RTM_ARENA_THP_DEFAULT,
+                               [THP_ON] = RTM_ARENA_THP_ON,
+                               [THP_OFF] = RTM_ARENA_THP_OFF };
+    struct rtm_arena_config cfg = {
+        .source = RTM_ARENA_ANON,
+        .size_bytes = (size_t)st->top_bytes,
+        .prefault = RTM_ARENA_PREFAULT_TOUCH,
+        .lock = RTM_ARENA_LOCK_TRY,
+        .thp = thp[st->o.thp],
+    };
+    int rc = rtm_arena_open(&st->buf, &cfg);
+    if (rc != 0) {
+        fprintf(stderr, "%s: cannot map the buffer: %s\n", st->prog,
+                st->buf.message[0] ? st->buf.message : strerror(-rc));
+        return -1;
+    }
+    st->buf_open = true;
+    size_t lines = (size_t)(st->top_bytes / st->caches.line_bytes);
+    st->order = calloc(lines, sizeof(st->order[0]));
+    if (!st->order) {
+        fprintf(stderr, "%s: out of memory for the chase's order\n", st->prog);
+        return -1;
+    }
+    return 0;
+}
+
+enum tk_run_end stride_run(struct tk_session *s)
+{
+    struct stride *st = s->state;
+    struct tk_rt_request req = {
+        .pin = true,
+        .cpu = st->cpu,
+        .fifo = !st->o.no_rt,
+        .priority = st->o.priority,
+        .lock = false, /* once mapped, below */
+    };
+    struct tk_rt_state rt;
+    tk_rt_setup(&req, &rt);
+    st->rt = rt;
+    enum tk_run_end end = TK_RUN_ABORTED;
+    if (map_buffer(st) != 0)
+        goto out;
+    tk_rt_lock_memory(&st->rt);
+    int rc = tk_timer_init(&st->timer, TIMER_CALIBRATION_MS);
+    if (rc != 0) {
+        fprintf(stderr, "%s: the timer cannot be calibrated: %s\n", st->prog, strerror(-rc));
+        goto out;
+    }
+    st->timer_ok = true;
+    st->rng = st->o.seed;
+    stride_print_header(stdout, st);
+    /* A report that cannot be written is not worth measuring. */
+    if (tk_stdout_check(st->prog) != 0)
+        goto out;
+    uint64_t t0 = tk_clock_ns();
+    for (unsigned round = 0; round < st->o.rounds; round++) {
+        for (size_t i = 0; i < st->n_points; i++)
+            measure_size(st, i, round);
+        printf("round %u of %u: every size measured (%.1f s)\n", round + 1, st->o.rounds,
+               (double)(tk_clock_ns() - t0) / 1e9);
+        fflush(stdout);
+    }
+    for (size_t i = 0; i < st->n_points; i++)
+        for (int p = 0; p < N_PATTERNS; p++)
+            summarize(st, &st->points[i].r[p]);
+    end = TK_RUN_PASSED;
+out:
+    tk_rt_refresh(&st->rt);
+    /* Given back on a copy: the report shows what the run had. */
+    rt = st->rt;
+    tk_rt_undo(&rt);
+    return end;
+}
