@@ -375,6 +375,7 @@ static void touch(volatile char *p, const struct worker_ctx *c)
             written = 0;
             from = off;
             next_check = off + VM_CHECK_BYTES;
+            note_faults(c->w); /* a pass of a large block may outlast the run */
             check_time(c);
         }
     }
