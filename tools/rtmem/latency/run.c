@@ -260,9 +260,27 @@ static void step_aside(const struct lat *l)
         (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* Waits on sem for at most half a second; then renews the load's lease
+ * and looks at its workers. Returns true if sem was taken. */
+static bool wait_tending(struct lat *l, sem_t *sem)
+{
+    /* On CLOCK_MONOTONIC: a wall clock set back would not stretch it. */
+    uint64_t until = tk_monotonic_ns() + NS_PER_S / 2;
+    struct timespec ts = { .tv_sec = (time_t)(until / NS_PER_S),
+                           .tv_nsec = (long)(until % NS_PER_S) };
+    bool taken = sem_clockwait(sem, CLOCK_MONOTONIC, &ts) == 0;
+    if (l->load_on) {
+        tk_pressure_beat(&l->pressure);
+        (void)tk_pressure_poll(&l->pressure);
+    }
+    return taken;
+}
+
 static void follow(struct lat *l, bool quiet)
 {
-    while (sem_wait(&l->ready) != 0 && errno == EINTR)
+    /* The measuring thread's setup (mlockall of every sample's room) may
+     * take seconds: the load's lease is renewed meanwhile. */
+    while (!wait_tending(l, &l->ready))
         ;
     step_aside(l);
     if (!quiet) {
@@ -280,18 +298,7 @@ static void follow(struct lat *l, bool quiet)
         /* Woken by each second's record, a signal (EINTR) or, at the
          * latest, half a second on: the load's lease is renewed and its
          * workers looked at whatever the measuring thread does. */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 500000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        (void)sem_timedwait(&l->tick, &ts);
-        if (l->load_on) {
-            tk_pressure_beat(&l->pressure);
-            (void)tk_pressure_poll(&l->pressure);
-        }
+        (void)wait_tending(l, &l->tick);
         if (!quiet)
             print_published(l, &printed);
     }
