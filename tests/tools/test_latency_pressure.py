@@ -87,17 +87,25 @@ with TempDir() as tmp:
                 pass
         return out
 
+    def cpu_set(text):
+        """"0-2,5" as {0, 1, 2, 5}."""
+        out = set()
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+        return out
+
     allowed = sorted(os.sched_getaffinity(0))
-    for extra, want in [([], ",".join(map(str, allowed[:-1])) if len(allowed) > 1 else None),
-                        (["--pressure-cpus", str(allowed[0])], str(allowed[0]))]:
+    for extra, want in [([], set(allowed[:-1]) if len(allowed) > 1 else None),
+                        (["--pressure-cpus", str(allowed[0])], {allowed[0]})]:
         p = start("--duration", 60, "--pressure", "vm=1,bytes=1M", *extra)
         time.sleep(0.5)
         cpus = worker_cpus(p.pid)
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
-        if want is not None and "-" not in want:
-            checks.ok(list(cpus.values()) == [want],
-                      "%s: the worker runs on cpus %s" % (extra or "default", want), cpus)
+        if want is not None:
+            checks.ok([cpu_set(c) for c in cpus.values()] == [want],
+                      "%s: the worker runs on cpus %s" % (extra or "default", sorted(want)), cpus)
         checks.ok(p.returncode == 0 and orphans() == [], "%s: ended, reaped" % extra, err)
 
     # A worker that dies during the run (the OOM killer, here kill -9): the
@@ -199,7 +207,7 @@ with TempDir() as tmp:
                 checks.ok(x["skipped"] and "stride" in x["skipped"] and x["summary"] is None,
                           "%s: skipped, the stride larger than the size" % what, x)
             elif x["bytes"] == sizes[-1]:
-                checks.ok(x["skipped"] and "MemAvailable" in x["skipped"] and
+                checks.ok(x["skipped"] and "memory available" in x["skipped"] and
                           x["summary"] is None, "%s: skipped, above the memory share" % what, x)
             else:
                 checks.ok(x["skipped"] is None and x["load"]["vm_rounds"] > 0 and
@@ -225,9 +233,10 @@ with TempDir() as tmp:
         other.wait()
         d = load_json(path)
         words = " ".join(r.stdout.split())
+        # Only the first one is named: another test's task may come first.
         checks.ok(r.returncode == 0 and d is not None and
                   (d["rt_neighbours"] or 0) >= 1 and "other real-time task" in words and
-                  "(sleep) SCHED_FIFO 10" in words,
+                  ((d["rt_neighbours"] or 0) > 1 or "(sleep) SCHED_FIFO 10" in words),
                   "a SCHED_FIFO neighbour on the measured CPU is named", r)
 
     # Bad combinations.
@@ -238,6 +247,8 @@ with TempDir() as tmp:
                      (["--pressure-cpus", "0"], "needs --pressure"),
                      (["--force"], "needs --pressure"),
                      (["--sweep", "--pressure", "spin=1"], "needs vm=N"),
+                     (["--sweep", "--pressure", "vm=1,hdd=1,dir=/nonexistent/rtmem"],
+                      "the disk writers' directory"),
                      (["--sweep", "--modes", "plain,fast"], "not plain, keep or hang"),
                      (["--pressure", "vm=1,bytes=4K,stride=8K"], "larger than the bytes")]:
         r = run(rtmem, "latency", *bad, timeout=30)

@@ -112,9 +112,9 @@ with TempDir() as tmp:
     p = start("--vm", 1, "--bytes", "4M", "--spin", 1, "--hdd", 1, "--hdd-bytes", "1M", "--dir",
               wdir, "--cpus", cpu, "--duration", 60, "--json", os.path.join(tmp, "w.json"))
     kids = wait_children(p.pid, 3)
-    time.sleep(0.3)
-    seen = {}
-    for k in kids:
+
+    def describe(k):
+        """A worker's name, CPUs, OOM score and open fds; None if unreadable."""
         try:
             with open("/proc/%d/comm" % k) as f:
                 comm = f.read().strip()
@@ -122,15 +122,25 @@ with TempDir() as tmp:
                 cpus = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
             with open("/proc/%d/oom_score_adj" % k) as f:
                 adj = f.read().strip()
-            fds = sorted(int(x) for x in os.listdir("/proc/%d/fd" % k))
-            seen[comm] = (cpus, adj, fds)
-        except OSError as e:
-            seen[k] = str(e)
+            return comm, (cpus, adj, sorted(int(x) for x in os.listdir("/proc/%d/fd" % k)))
+        except OSError:
+            return None
+
+    # Until every worker has set itself up (it renames itself last).
+    seen = {}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        found = [describe(k) for k in kids]
+        seen = dict(x for x in found if x)
+        if sorted(seen) == ["rtmem-hdd", "rtmem-spin", "rtmem-vm"] and \
+                seen["rtmem-hdd"][2][-1:] == [3] and len(seen["rtmem-vm"][2]) == 3:
+            break
+        time.sleep(0.05)
     p.send_signal(signal.SIGTERM)
     p.communicate(timeout=30)
     checks.ok(sorted(seen) == ["rtmem-hdd", "rtmem-spin", "rtmem-vm"],
               "the workers are named for what they do", seen)
-    checks.ok(all(v[0] == str(cpu) and v[1] == "1000" for v in seen.values() if type(v) is tuple),
+    checks.ok(seen and all(v[0] == str(cpu) and v[1] == "1000" for v in seen.values()),
               "each pinned to --cpus %d, oom_score_adj 1000" % cpu, seen)
     checks.ok(seen.get("rtmem-vm", (0, 0, None))[2] == [0, 1, 2] and
               seen.get("rtmem-spin", (0, 0, None))[2] == [0, 1, 2] and

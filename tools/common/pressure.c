@@ -242,6 +242,9 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
     if (tk_pressure_workers(s) > TK_PRESSURE_MAX_WORKERS)
         return tk_args_bad(cli, "%u workers; at most %u", tk_pressure_workers(s),
                            TK_PRESSURE_MAX_WORKERS);
+    if (s->vm && s->bytes > SIZE_MAX)
+        return tk_args_bad(cli, "%s is more than this machine can address",
+                           tk_opt_fmt_bytes(a, sizeof(a), s->bytes));
     if (s->vm && s->stride > s->bytes)
         return tk_args_bad(cli, "the stride (%s) is larger than the bytes allocated (%s)",
                            tk_opt_fmt_bytes(a, sizeof(a), s->stride),
@@ -602,6 +605,7 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
                                                                    : TK_PW_HDD;
     }
     tk_cleanup_install();
+    fflush(NULL); /* before the signals are blocked: a blocked stdout stays killable */
     /* An ignored SIGCHLD would reap the workers behind our back, and free
      * their group's id while we may still kill it. */
     struct sigaction dfl;
@@ -622,8 +626,8 @@ int tk_pressure_start(struct tk_pressure *p, const struct tk_pressure_spec *s, u
     tk_pressure_beat(p);
     uint64_t deadline = p->start_ns + bound_ns;
     pid_t parent = getpid();
-    fflush(NULL);
     for (size_t i = 0; i < n && !err; i++) {
+        tk_pressure_beat(p); /* each fork copies the tool's page tables: time */
         pid_t pid = fork();
         if (pid == 0) {
             (void)setpgid(0, p->pgid);
@@ -667,6 +671,7 @@ bool tk_pressure_wait_running(struct tk_pressure *p, uint64_t timeout_ns)
                 all = false;
         if (all || tk_monotonic_ns() >= until || tk_pressure_poll(p) > 0)
             return all;
+        tk_pressure_beat(p);
         struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
     }
@@ -876,11 +881,15 @@ static void describe_end(char *buf, size_t size, const struct tk_pressure *p,
     char sig[96];
     const struct tk_pressure_worker *w = &p->sh->w[e->worker];
     int err = atomic_load(&w->err);
-    if (WIFEXITED(e->status) && atomic_load(&w->state) == TK_PW_FAILED)
+    int state = atomic_load(&w->state);
+    /* Its own record first: one that failed or lost its lease may have been
+     * caught by the stop's SIGKILL before its _exit. */
+    if (state == TK_PW_FAILED)
         snprintf(buf, size, "failed: %s", strerror(err));
-    else if (WIFEXITED(e->status) && atomic_load(&w->state) == TK_PW_ORPHANED)
+    else if (state == TK_PW_ORPHANED)
         snprintf(buf, size,
-                 "ended: the tool stopped renewing its lease (it was stopped or did not run)");
+                 "ended: the tool stopped renewing its lease (it was stopped, or blocked, "
+                 "e.g. writing to a paused terminal)");
     else if (WIFEXITED(e->status))
         snprintf(buf, size, "exited with status %d", WEXITSTATUS(e->status));
     else if (WIFSIGNALED(e->status))

@@ -34,6 +34,10 @@ void lat_publish(struct lat *l, size_t i, const struct lat_second *rec)
         l->seconds[i] = *rec;
         atomic_store_explicit(&l->published, i + 1, memory_order_release);
         sem_post(&l->tick);
+        /* The lease too, from here as well: the main thread may be blocked
+         * writing to a paused terminal. One store a second. */
+        if (l->load_on)
+            tk_pressure_beat(&l->pressure);
     }
 }
 
@@ -355,12 +359,14 @@ int lat_measure(struct lat *l, bool quiet)
 }
 
 /* The workers get this long past the run to end by themselves. */
-#define LOAD_GRACE_NS ((uint64_t)10 * NS_PER_S)
+#define LOAD_GRACE_NS ((uint64_t)60 * NS_PER_S)
 /* And this long to start. */
 #define LOAD_START_NS ((uint64_t)2 * NS_PER_S)
 
 int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec, char *why, size_t why_len)
 {
+    if (why_len)
+        why[0] = '\0';
     int rc = tk_pressure_start(&l->pressure, spec, l->o.duration_ns + LOAD_GRACE_NS, why, why_len);
     if (rc != 0)
         return -1;

@@ -71,9 +71,10 @@ static bool skip(const struct lat *l, struct lat_sweep_run *r, const struct tk_p
     uint64_t avail = tk_pressure_mem_available();
     if (!l->o.force && total > avail / TK_PRESSURE_SHARE_DIV) {
         snprintf(r->skipped, sizeof(r->skipped),
-                 "%u workers of %s take more than half of MemAvailable (%s); --force runs it",
-                 spec->vm, tk_opt_fmt_bytes(a, sizeof(a), spec->bytes),
-                 tk_pressure_fmt_mem(b, sizeof(b), avail));
+                 "%u worker%s of %s take%s more than half of the memory available (%s); --force "
+                 "runs it",
+                 spec->vm, spec->vm == 1 ? "" : "s", tk_opt_fmt_bytes(a, sizeof(a), spec->bytes),
+                 spec->vm == 1 ? "s" : "", tk_pressure_fmt_mem(b, sizeof(b), avail));
         return true;
     }
     return false;
@@ -191,9 +192,10 @@ static void print_sweep_head(FILE *f, const struct lat *l)
     others.vm = 0;
     tk_pressure_print_spec(f, "  ", &others);
     char total[TK_FMT_MAX];
-    fprintf(
-        f, "  about %s s in all\n\n",
-        tk_fmt_double(total, sizeof(total), (double)l->o.duration_ns / 1e9 * (double)l->n_runs, 1));
+    fprintf(f, "  about %s s in all\n\n",
+            tk_fmt_double(
+                total, sizeof(total),
+                ((double)l->o.duration_ns / 1e9 + SWEEP_RUN_OVERHEAD_S) * (double)l->n_runs, 0));
     fflush(f);
 }
 
@@ -308,7 +310,7 @@ static void run_json(struct tk_json *j, const struct lat_sweep_run *r)
     }
     if (tk_json_key_or_null(j, "steal_ms", ran && r->steal_ms >= 0))
         tk_json_int(j, r->steal_ms);
-    if (tk_json_key_or_null(j, "load", ran && !r->idle)) {
+    if (tk_json_key_or_null(j, "load", (ran && !r->idle) || r->ended)) {
         tk_json_begin_object_compact(j);
         tk_json_kv_double(j, "seconds", r->load.seconds);
         tk_json_kv_uint(j, "vm_rounds", r->load.ops[TK_PW_VM]);
