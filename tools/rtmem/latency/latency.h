@@ -279,6 +279,10 @@ void lat_probe_print_head(FILE *f, const struct lat *l);
 void lat_probe_print_second(FILE *f, const struct lat *l, size_t i);
 void lat_probe_report(const struct lat *l, FILE *f);
 void lat_probe_json(const struct lat *l, struct tk_json *j);
+/* The summary object of the JSON, exactly its nine fields (docs/json.md),
+ * a value after a key; compact: on one line. */
+void lat_summary_json(struct tk_json *j, const struct tk_summary *m, uint64_t overruns,
+                      bool compact);
 
 /* noise.c: the same for the noise loop. The loop rests on rt (tk_rt_breather). */
 void lat_noise_loop(struct lat *l, struct tk_rt_state *rt);

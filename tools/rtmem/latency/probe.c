@@ -218,13 +218,15 @@ void lat_probe_report(const struct lat *l, FILE *f)
     }
 }
 
-void lat_probe_json(const struct lat *l, struct tk_json *j)
+void lat_summary_json(struct tk_json *j, const struct tk_summary *m, uint64_t overruns,
+                      bool compact)
 {
-    const struct tk_summary *m = &l->summary;
-    tk_json_key(j, "summary");
-    tk_json_begin_object(j);
+    if (compact)
+        tk_json_begin_object_compact(j);
+    else
+        tk_json_begin_object(j);
     tk_json_kv_uint(j, "samples", m->count);
-    tk_json_kv_uint(j, "overruns", l->overruns);
+    tk_json_kv_uint(j, "overruns", overruns);
     tk_json_kv_double(j, "min_ns", m->min);
     tk_json_kv_double(j, "avg_ns", m->mean);
     tk_json_kv_double(j, "p50_ns", m->p50);
@@ -233,6 +235,12 @@ void lat_probe_json(const struct lat *l, struct tk_json *j)
     tk_json_kv_double(j, "p9999_ns", m->p9999);
     tk_json_kv_double(j, "max_ns", m->max);
     tk_json_end_object(j);
+}
+
+void lat_probe_json(const struct lat *l, struct tk_json *j)
+{
+    tk_json_key(j, "summary");
+    lat_summary_json(j, &l->summary, l->overruns, false);
 
     tk_json_kv_uint(j, "deadlines", l->deadlines);
     tk_json_kv_uint(j, "early", l->early);

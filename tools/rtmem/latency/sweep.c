@@ -269,22 +269,6 @@ void lat_sweep_report(const struct lat *l, FILE *f)
     lat_print_setup_verdict(f, l);
 }
 
-static void summary_json(struct tk_json *j, const struct lat_sweep_run *r)
-{
-    const struct tk_summary *m = &r->summary;
-    tk_json_begin_object_compact(j);
-    tk_json_kv_uint(j, "samples", m->count);
-    tk_json_kv_uint(j, "overruns", r->overruns);
-    tk_json_kv_double(j, "min_ns", m->min);
-    tk_json_kv_double(j, "avg_ns", m->mean);
-    tk_json_kv_double(j, "p50_ns", m->p50);
-    tk_json_kv_double(j, "p99_ns", m->p99);
-    tk_json_kv_double(j, "p999_ns", m->p999);
-    tk_json_kv_double(j, "p9999_ns", m->p9999);
-    tk_json_kv_double(j, "max_ns", m->max);
-    tk_json_end_object(j);
-}
-
 static void run_json(struct tk_json *j, const struct lat_sweep_run *r)
 {
     bool ran = !r->skipped[0];
@@ -297,7 +281,7 @@ static void run_json(struct tk_json *j, const struct lat_sweep_run *r)
     if (tk_json_key_or_null(j, "skipped", !ran))
         tk_json_string(j, r->skipped);
     if (tk_json_key_or_null(j, "summary", ran))
-        summary_json(j, r);
+        lat_summary_json(j, &r->summary, r->overruns, true);
     if (tk_json_key_or_null(j, "deadlines", ran))
         tk_json_uint(j, r->deadlines);
     if (tk_json_key_or_null(j, "stopped", ran))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "common/pressure.h"
 #include "common/result.h"
 #include "common/tool.h"
 #include "stride.h"
@@ -43,38 +44,6 @@ static uint64_t thread_minor_faults(void)
 {
     struct rusage ru;
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_minflt : 0;
-}
-
-/* Bytes of MemAvailable in /proc/meminfo, 0 if unreadable. */
-static uint64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    fclose(f);
-    return (uint64_t)kb * KIB;
-}
-
-/* The bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
- * ("always [madvise] never") into buf, "" if unreadable. */
-static void read_thp_mode(char *buf, size_t size)
-{
-    buf[0] = '\0';
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f)
-        return;
-    char line[128];
-    if (fgets(line, sizeof(line), f)) {
-        char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
-        if (close)
-            snprintf(buf, size, "%.*s", (int)(close - open - 1), open + 1);
-    }
-    fclose(f);
 }
 
 /* The CPU the run will be pinned to: --cpu, else the highest-numbered
@@ -140,8 +109,10 @@ int stride_setup(struct tk_session *s)
     s->comment = "\n";
     st->cpu = measured_cpu(st->o.cpu);
     stride_caches_read(&st->caches, st->cpu);
-    st->mem_available = mem_available();
-    read_thp_mode(st->thp_mode, sizeof(st->thp_mode));
+    st->mem_available = tk_pressure_mem_available();
+    tk_pressure_thp(st->thp_mode, sizeof(st->thp_mode));
+    if (strcmp(st->thp_mode, "unknown") == 0)
+        st->thp_mode[0] = '\0';
 
     bool given = st->o.sizes.n > 0 || st->o.max_size > 0;
     if (st->o.sizes.n)
