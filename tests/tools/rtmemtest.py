@@ -190,3 +190,43 @@ def alive(pid):
         return True
     except ProcessLookupError:
         return False
+
+
+def reap_ends(kids, timeout=10):
+    """Waits (this test a subreaper) for the orphaned pids kids to end;
+    returns {pid: wait status} of those reaped, then kills and reaps any
+    left, so that none outlives the test."""
+    import signal
+    import time
+    ends = {}
+    deadline = time.monotonic() + timeout
+    while len(ends) < len(kids) and time.monotonic() < deadline:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            time.sleep(0.02)
+        else:
+            ends[pid] = status
+    for k in kids:
+        if alive(k):
+            os.kill(k, signal.SIGKILL)
+    orphans()
+    return ends
+
+
+def as_nobody(test, rtmem):
+    """The command prefix that runs rtmem as nobody with no capabilities,
+    [] when this test is unprivileged already, or None (said) when root
+    cannot switch to nobody here."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return []
+    unpriv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
+              "--inh-caps=-all", "--bounding-set=-all"]
+    probe = run(*unpriv, rtmem, "--version")
+    if probe.returncode != 0:
+        print("%s: cannot run rtmem as nobody (%s): the privileged run stands for the "
+              "unprivileged one" % (test, probe.stderr.strip()))
+        return None
+    return unpriv

@@ -17,7 +17,7 @@ import sys
 import time
 
 from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
-                       run, wait_children)
+                       reap_ends, run, wait_children)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.latency_pressure")
@@ -151,23 +151,9 @@ with TempDir() as tmp:
     checks.ok(len(kids) == 2, "SIGKILL: two workers beside the run", kids)
     p.kill()
     p.communicate(timeout=60)
-    ends = {}
-    deadline = time.monotonic() + 10
-    while len(ends) < len(kids) and time.monotonic() < deadline:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            time.sleep(0.02)
-        else:
-            ends[pid] = status
+    ends = reap_ends(kids)
     checks.ok(sorted(ends) == sorted(kids), "SIGKILL: every worker ended with the tool",
               (kids, ends))
-    for k in kids:
-        if alive(k):
-            os.kill(k, signal.SIGKILL)
-    orphans()
 
     # The memory share.
     big = "%dM" % ((avail * 6 // 10) >> 20)

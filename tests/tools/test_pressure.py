@@ -19,7 +19,7 @@ import sys
 import time
 
 from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
-                       run, wait_children)
+                       reap_ends, run, wait_children)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.pressure")
@@ -183,25 +183,11 @@ with TempDir() as tmp:
     checks.ok(len(kids) == 3, "SIGKILL: three workers running", kids)
     p.kill()
     p.communicate(timeout=30)
-    ends = {}
-    deadline = time.monotonic() + 10
-    while len(ends) < len(kids) and time.monotonic() < deadline:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            time.sleep(0.02)
-        else:
-            ends[pid] = status
+    ends = reap_ends(kids)
     checks.ok(sorted(ends) == sorted(kids), "SIGKILL: every worker ended with the tool",
               (kids, ends, [k for k in kids if alive(k)]))
     checks.ok(all(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ends.values()),
               "SIGKILL: each died of SIGKILL (PR_SET_PDEATHSIG)", ends)
-    for k in kids:
-        if alive(k):
-            os.kill(k, signal.SIGKILL)
-    orphans()
 
     # A worker that cannot allocate: the run fails (exit 1) and says why; it
     # completes, so its result file says so ("passed": false). The kernel

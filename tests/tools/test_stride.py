@@ -20,12 +20,11 @@ usage: test_stride.py RTMEM_BINARY
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 
-from rtmemtest import Checks, TempDir, envelope_ok, load_json, run
+from rtmemtest import Checks, TempDir, as_nobody, envelope_ok, load_json, run
 
 rtmem = sys.argv[1]
 checks = Checks("tools.stride")
@@ -301,15 +300,7 @@ with TempDir() as tmp:
 
     # Without privileges: says so, and still measures. As nobody, when this
     # test may switch to it; otherwise this test is unprivileged already.
-    unpriv = []
-    if os.geteuid() == 0 and shutil.which("setpriv"):
-        unpriv = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups",
-                  "--inh-caps=-all", "--bounding-set=-all"]
-        probe = run(*unpriv, rtmem, "--version")
-        if probe.returncode != 0:
-            print("test_stride: cannot run rtmem as nobody (%s): the privileged run stands "
-                  "for the unprivileged one" % probe.stderr.strip())
-            unpriv = None
+    unpriv = as_nobody("test_stride", rtmem)
     if unpriv is not None:
         n_dir = os.path.join(tmp, "nobody")
         os.mkdir(n_dir)

@@ -49,19 +49,20 @@ static const struct lat_list quick_strides = { .v = { 1, 4096 }, .n = 2 };
 #define SWEEP_HANG_NS      ((uint64_t)NS_PER_S)
 #define DEFAULT_THRESHOLDS "10us,50us,100us,1ms"
 
-/* Inserts v into t, ascending, once. Returns false if t is full. */
-static bool threshold_insert(struct lat_thresholds *t, uint64_t v)
+/* Inserts x into v[0, *n), ascending, once. Returns false if it is full
+ * (cap values) and x not in it. */
+static bool sorted_insert(uint64_t *v, size_t *n, size_t cap, uint64_t x)
 {
     size_t i = 0;
-    while (i < t->n && t->ns[i] < v)
+    while (i < *n && v[i] < x)
         i++;
-    if (i < t->n && t->ns[i] == v)
+    if (i < *n && v[i] == x)
         return true;
-    if (t->n == LAT_MAX_THRESHOLDS)
+    if (*n == cap)
         return false;
-    memmove(&t->ns[i + 1], &t->ns[i], (t->n - i) * sizeof(t->ns[0]));
-    t->ns[i] = v;
-    t->n++;
+    memmove(&v[i + 1], &v[i], (*n - i) * sizeof(v[0]));
+    v[i] = x;
+    (*n)++;
     return true;
 }
 
@@ -86,7 +87,7 @@ static int parse_thresholds(const struct tk_args *cli, const char *value, void *
         uint64_t v;
         if (tk_args_time_ns(cli, "--threshold", item, NS_PER_US, 1, MAX_THRESHOLD_NS, &v) != 0)
             return -1;
-        if (!threshold_insert(t, v))
+        if (!sorted_insert(t->ns, &t->n, LAT_MAX_THRESHOLDS, v))
             return tk_args_bad(cli, "--threshold: at most %d thresholds; '%s' is one more",
                                LAT_MAX_THRESHOLDS, item);
         p += len;
@@ -132,17 +133,9 @@ static int parse_list(const struct tk_args *cli, const char *opt, const char *va
         uint64_t v;
         if (tk_args_bytes(cli, opt, item, 1, TK_PRESSURE_MAX_BYTES, &v) != 0)
             return -1;
-        size_t i = 0;
-        while (i < list->n && list->v[i] < v)
-            i++;
-        if (i == list->n || list->v[i] != v) {
-            if (list->n == LAT_MAX_LIST)
-                return tk_args_bad(cli, "%s: at most %d values; '%s' is one more", opt,
-                                   LAT_MAX_LIST, item);
-            memmove(&list->v[i + 1], &list->v[i], (list->n - i) * sizeof(list->v[0]));
-            list->v[i] = v;
-            list->n++;
-        }
+        if (!sorted_insert(list->v, &list->n, LAT_MAX_LIST, v))
+            return tk_args_bad(cli, "%s: at most %d values; '%s' is one more", opt, LAT_MAX_LIST,
+                               item);
         p += len;
     } while (*p++ == ',');
     return 0;
