@@ -69,13 +69,13 @@ static void item(FILE *f, const char *label, const char *fmt, ...)
 
 static void print_caches(FILE *f, const struct stride *st)
 {
-    const struct stride_caches *c = &st->caches;
+    const struct tk_caches *c = &st->caches;
     char b[32];
     fprintf(f, "%-11s: cpu %d: ", "caches", c->cpu);
     if (!c->read)
         fprintf(f, "UNKNOWN: no cache is listed in %s/cpu%d/cache", c->dir, c->cpu);
     for (size_t i = 0; i < c->n; i++) {
-        const struct stride_cache *k = &c->caches[i];
+        const struct tk_cache *k = &c->caches[i];
         fprintf(f, "%s%s %s", i ? ", " : "", k->name,
                 k->bytes ? stride_fmt_bytes(b, sizeof(b), k->bytes) : "(size unknown)");
         /* A cache shared with other CPUs is shared with their work too. */
@@ -109,7 +109,7 @@ static void print_sizes(FILE *f, const struct stride *st)
 {
     char a[32], b[32], how[64];
     const struct stride_sizes *s = &st->sizes;
-    const struct stride_cache *llc = stride_llc(&st->caches);
+    const struct tk_cache *llc = tk_caches_llc(&st->caches);
     if (st->o.sizes.n)
         snprintf(how, sizeof(how), " (--sizes)");
     else if (st->o.max_size)
@@ -220,9 +220,9 @@ size_t stride_jumps(const struct stride *st, enum stride_pattern pat, struct str
 
 /* Is cache c one a jump from `from` to `to` bytes passes: from fits in
  * it, to does not? */
-static bool passes(const struct stride_cache *c, uint64_t from, uint64_t to)
+static bool passes(const struct tk_cache *c, uint64_t from, uint64_t to)
 {
-    return stride_data_cache(c) && from <= c->bytes && to > c->bytes;
+    return tk_cache_sized_data(c) && from <= c->bytes && to > c->bytes;
 }
 
 /* Where a jump lies against the caches, into buf: the caches it passes,
@@ -233,7 +233,7 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
 {
     char b[32];
     uint64_t from = st->points[jp->from].bytes, to = st->points[jp->to].bytes;
-    const struct stride_cache *llc = stride_llc(&st->caches);
+    const struct tk_cache *llc = tk_caches_llc(&st->caches);
     if (!llc) {
         snprintf(buf, size, "no cache size known");
         return buf;
@@ -242,7 +242,7 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
     for (size_t i = 0; i < st->caches.n; i++)
         n += passes(&st->caches.caches[i], from, to);
     for (size_t i = 0, k = 0; i < st->caches.n && len < size; i++) {
-        const struct stride_cache *c = &st->caches.caches[i];
+        const struct tk_cache *c = &st->caches.caches[i];
         if (!passes(c, from, to))
             continue;
         k++;
@@ -256,8 +256,8 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
     if (n)
         return buf;
     for (size_t i = 0; i < st->caches.n; i++) {
-        const struct stride_cache *c = &st->caches.caches[i];
-        if (stride_data_cache(c) && to <= c->bytes) {
+        const struct tk_cache *c = &st->caches.caches[i];
+        if (tk_cache_sized_data(c) && to <= c->bytes) {
             snprintf(buf, size, "%s %s (%s)", to == c->bytes ? "reaching" : "within", c->name,
                      stride_fmt_bytes(b, sizeof(b), c->bytes));
             return buf;
@@ -372,13 +372,13 @@ static void params_json(const struct stride *st, struct tk_json *j)
 
 static void caches_json(const struct stride *st, struct tk_json *j)
 {
-    const struct stride_caches *c = &st->caches;
+    const struct tk_caches *c = &st->caches;
     tk_json_kv_int(j, "cpu", st->cpu);
     tk_json_kv_string(j, "caches_dir", c->dir);
     tk_json_key(j, "caches");
     tk_json_begin_array(j);
     for (size_t i = 0; i < c->n; i++) {
-        const struct stride_cache *k = &c->caches[i];
+        const struct tk_cache *k = &c->caches[i];
         tk_json_begin_object_compact(j);
         tk_json_kv_uint(j, "level", k->level);
         tk_json_kv_string(j, "type", k->type);

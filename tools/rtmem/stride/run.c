@@ -77,7 +77,7 @@ static bool fits_memory(const struct stride *st, uint64_t bytes)
  * included. */
 static void default_sizes(struct stride *st)
 {
-    const struct stride_cache *l1d = stride_l1d(&st->caches), *llc = stride_llc(&st->caches);
+    const struct tk_cache *l1d = tk_caches_l1d(&st->caches), *llc = tk_caches_llc(&st->caches);
     uint64_t start = STRIDE_START_BYTES;
     if (l1d && l1d->bytes && l1d->bytes / 2 < start)
         start = l1d->bytes / 2 / STRIDE_SIZE_GRAIN * STRIDE_SIZE_GRAIN;
@@ -108,7 +108,7 @@ int stride_setup(struct tk_session *s)
     st->prog = s->cli.prog;
     s->comment = "\n";
     st->cpu = measured_cpu(st->o.cpu);
-    stride_caches_read(&st->caches, st->cpu);
+    tk_caches_read(&st->caches, st->cpu);
     st->mem_available = tk_pressure_mem_available();
     tk_pressure_thp(st->thp_mode, sizeof(st->thp_mode));
     if (strcmp(st->thp_mode, "unknown") == 0)
@@ -140,7 +140,7 @@ int stride_setup(struct tk_session *s)
     st->n_points = st->sizes.n;
     for (size_t i = 0; i < st->n_points; i++) {
         st->points[i].bytes = st->sizes.bytes[i];
-        st->points[i].level = stride_level_of(&st->caches, st->sizes.bytes[i]);
+        st->points[i].level = tk_caches_level_of(&st->caches, st->sizes.bytes[i]);
         for (int p = 0; p < N_PATTERNS; p++)
             if (tk_samples_init(&st->points[i].r[p].ticks, st->o.reps) != 0) {
                 fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
@@ -171,7 +171,7 @@ void stride_teardown(struct tk_session *s)
  * with rests between. */
 static void warm_up(struct stride *st, struct walk *w)
 {
-    const struct stride_cache *llc = stride_llc(&st->caches);
+    const struct tk_cache *llc = tk_caches_llc(&st->caches);
     uint64_t cover = 2 * (llc ? llc->bytes : STRIDE_UNKNOWN_TOP);
     uint64_t left = (cover + w->bytes_per_access - 1) / w->bytes_per_access;
     if (left > w->per_pass)

@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/caches.h"
 #include "common/describe.h"
 #include "common/out.h"
 #include "common/rt.h"
@@ -82,10 +83,8 @@
 #define STRIDE_LLC_FACTOR  4u
 #define STRIDE_UNKNOWN_TOP (256 * MIB)
 
-/* The cache line assumed when sysfs does not give one. */
-#define STRIDE_DEFAULT_LINE 64u
 /* The study's stride, in ints. */
-#define STRIDE_WIDE_INTS    16u
+#define STRIDE_WIDE_INTS 16u
 
 /* A jump of a pattern's cost (report.c): from one size to the next, the
  * cheapest cost at that size or any larger one rises by STRIDE_RISE or
@@ -94,35 +93,6 @@
  * so that one noisy size is no jump. */
 #define STRIDE_RISE 1.25
 #define STRIDE_JUMP 1.5
-
-/* The test hook (docs/stride.md): the directory read instead of
- * /sys/devices/system/cpu, for a machine without (or with made-up) sysfs
- * cache files. */
-#define STRIDE_SYSFS_ENV     "RTMEM_STRIDE_SYSFS"
-#define STRIDE_SYSFS_DEFAULT "/sys/devices/system/cpu"
-
-/* The caches of one CPU, as sysfs lists them. */
-#define STRIDE_MAX_CACHES 8
-
-struct stride_cache {
-    unsigned level;      /* 1, 2, 3... */
-    char type[16];       /* "Data", "Instruction", "Unified" */
-    uint64_t bytes;      /* 0: unknown */
-    unsigned line_bytes; /* coherency_line_size, 0: unknown */
-    char shared[64];     /* shared_cpu_list, "" if unknown */
-    char name[8];        /* "L1d", "L1i", "L2": how the report names it */
-};
-
-struct stride_caches {
-    int cpu;       /* whose caches */
-    char dir[256]; /* the directory read (STRIDE_SYSFS_ENV or the default) */
-    bool read;     /* some cache was found */
-    size_t n;      /* caches[0 .. n), by level, then Data, Instruction, Unified */
-    struct stride_cache caches[STRIDE_MAX_CACHES];
-    unsigned line_bytes; /* the line the chase uses: L1d's (else the first
-                          * known), else STRIDE_DEFAULT_LINE */
-    bool line_assumed;   /* line_bytes is STRIDE_DEFAULT_LINE, not read */
-};
 
 /* The patterns, in the order of the report's columns and the JSON. */
 enum stride_pattern {
@@ -182,7 +152,7 @@ struct stride {
     struct stride_opts o;
     const char *prog;
     struct tk_machine mf;
-    struct stride_caches caches;
+    struct tk_caches caches;
     int cpu;                   /* the CPU measured */
     struct stride_sizes sizes; /* measured, ascending */
     bool sizes_capped;         /* the default top was lowered to fit memory */
@@ -210,19 +180,6 @@ struct stride {
 extern const char *const stride_pattern_names[N_PATTERNS]; /* "stride 1 int (4 B)" */
 extern const char *const stride_pattern_ids[N_PATTERNS];   /* JSON: "stride_1" */
 extern const char *const stride_thp_choices[];
-
-/* cache.c: the caches of cpu from sysfs (dir: the hook's, or the default).
- * Never fails: what cannot be read is unknown. */
-void stride_caches_read(struct stride_caches *c, int cpu);
-/* Is c a data or unified cache of known size (one a size can fit in)? */
-bool stride_data_cache(const struct stride_cache *c);
-/* The largest data or unified cache, NULL if none is known. */
-const struct stride_cache *stride_llc(const struct stride_caches *c);
-/* The L1 data cache, NULL if unknown. */
-const struct stride_cache *stride_l1d(const struct stride_caches *c);
-/* The name of the smallest data or unified cache bytes fits in, "memory"
- * beyond the largest, "unknown" without caches. */
-const char *stride_level_of(const struct stride_caches *c, uint64_t bytes);
 
 /* pattern.c: the measured loops, and the chase's layout. */
 /* count read-modify-writes of ints[at * stride], ints[(at + 1) * stride],

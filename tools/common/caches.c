@@ -1,18 +1,16 @@
 /*
- * `rtmem stride`: the caches of the measured CPU, as the kernel lists them
- * in /sys/devices/system/cpu/cpuN/cache/indexI/ (level, type, size,
- * coherency_line_size, shared_cpu_list). A file that is missing or does not
- * parse leaves its figure unknown; a machine without these files (some ARM
- * boards, some containers) has no known cache, and the report says so.
+ * Bench kit: the caches of one CPU from sysfs (caches.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "stride.h"
+#include "common/caches.h"
 
 /* Directories index0, index1, ... looked at: more than any CPU has. */
 #define MAX_INDEX 16
+/* The longest line taken from sysfs. */
+#define MAX_LINE  1024u
 
 /* The first line of dir/name into buf, without its newline; false if it
  * cannot be read. */
@@ -65,18 +63,18 @@ static int type_rank(const char *type)
     return 2;
 }
 
-static bool holds_data(const struct stride_cache *c)
+static bool holds_data(const struct tk_cache *c)
 {
     return strcmp(c->type, "Instruction") != 0;
 }
 
-bool stride_data_cache(const struct stride_cache *c)
+bool tk_cache_sized_data(const struct tk_cache *c)
 {
     return holds_data(c) && c->bytes > 0;
 }
 
 /* One indexI directory into *c; false if it has no level. */
-static bool read_index(const char *dir, struct stride_cache *c)
+static bool read_index(const char *dir, struct tk_cache *c)
 {
     char v[128];
     memset(c, 0, sizeof(*c));
@@ -99,19 +97,19 @@ static bool read_index(const char *dir, struct stride_cache *c)
 
 static int compare_caches(const void *a, const void *b)
 {
-    const struct stride_cache *x = a, *y = b;
+    const struct tk_cache *x = a, *y = b;
     if (x->level != y->level)
         return x->level < y->level ? -1 : 1;
     return type_rank(x->type) - type_rank(y->type);
 }
 
-void stride_caches_read(struct stride_caches *c, int cpu)
+void tk_caches_read(struct tk_caches *c, int cpu)
 {
     memset(c, 0, sizeof(*c));
     c->cpu = cpu;
-    const char *root = getenv(STRIDE_SYSFS_ENV);
-    snprintf(c->dir, sizeof(c->dir), "%s", root && *root ? root : STRIDE_SYSFS_DEFAULT);
-    for (int i = 0; i < MAX_INDEX && c->n < STRIDE_MAX_CACHES; i++) {
+    const char *root = getenv(TK_CACHES_SYSFS_ENV);
+    snprintf(c->dir, sizeof(c->dir), "%s", root && *root ? root : TK_CACHES_SYSFS_DEFAULT);
+    for (int i = 0; i < MAX_INDEX && c->n < TK_CACHES_MAX; i++) {
         char dir[400];
         snprintf(dir, sizeof(dir), "%s/cpu%d/cache/index%d", c->dir, cpu, i);
         if (read_index(dir, &c->caches[c->n]))
@@ -120,29 +118,29 @@ void stride_caches_read(struct stride_caches *c, int cpu)
     qsort(c->caches, c->n, sizeof(c->caches[0]), compare_caches);
     c->read = c->n > 0;
 
-    const struct stride_cache *l1d = stride_l1d(c);
+    const struct tk_cache *l1d = tk_caches_l1d(c);
     c->line_bytes = l1d ? l1d->line_bytes : 0;
     for (size_t i = 0; i < c->n && !c->line_bytes; i++)
         if (holds_data(&c->caches[i]))
             c->line_bytes = c->caches[i].line_bytes;
-    /* A line the chase can use: a power of two from a pointer to a grain. */
+    /* A line a walk can use: a power of two from a pointer to MAX_LINE. */
     unsigned l = c->line_bytes;
-    if (l < sizeof(void *) || l > STRIDE_SIZE_GRAIN || (l & (l - 1)) != 0) {
-        c->line_bytes = STRIDE_DEFAULT_LINE;
+    if (l < sizeof(void *) || l > MAX_LINE || (l & (l - 1)) != 0) {
+        c->line_bytes = TK_CACHE_DEFAULT_LINE;
         c->line_assumed = true;
     }
 }
 
-const struct stride_cache *stride_llc(const struct stride_caches *c)
+const struct tk_cache *tk_caches_llc(const struct tk_caches *c)
 {
-    const struct stride_cache *llc = NULL;
+    const struct tk_cache *llc = NULL;
     for (size_t i = 0; i < c->n; i++)
-        if (stride_data_cache(&c->caches[i]) && (!llc || c->caches[i].bytes >= llc->bytes))
+        if (tk_cache_sized_data(&c->caches[i]) && (!llc || c->caches[i].bytes >= llc->bytes))
             llc = &c->caches[i];
     return llc;
 }
 
-const struct stride_cache *stride_l1d(const struct stride_caches *c)
+const struct tk_cache *tk_caches_l1d(const struct tk_caches *c)
 {
     for (size_t i = 0; i < c->n; i++)
         if (c->caches[i].level == 1 && holds_data(&c->caches[i]))
@@ -150,16 +148,24 @@ const struct stride_cache *stride_l1d(const struct stride_caches *c)
     return NULL;
 }
 
-const char *stride_level_of(const struct stride_caches *c, uint64_t bytes)
+const char *tk_caches_level_of(const struct tk_caches *c, uint64_t bytes)
 {
     bool any = false;
     for (size_t i = 0; i < c->n; i++) {
-        const struct stride_cache *k = &c->caches[i];
-        if (!stride_data_cache(k))
+        const struct tk_cache *k = &c->caches[i];
+        if (!tk_cache_sized_data(k))
             continue;
         any = true;
         if (bytes <= k->bytes)
             return k->name;
     }
     return any ? "memory" : "unknown";
+}
+
+const struct tk_cache *tk_caches_level(const struct tk_caches *c, unsigned level)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->caches[i].level == level && holds_data(&c->caches[i]))
+            return &c->caches[i];
+    return NULL;
 }
