@@ -19,16 +19,11 @@
 const char *tk_flush_method_name(enum tk_flush_method m)
 {
     switch (m) {
-    case TK_FLUSH_CLFLUSHOPT:
-        return "clflushopt";
-    case TK_FLUSH_CLFLUSH:
-        return "clflush";
-    case TK_FLUSH_DC_CIVAC:
-        return "dc civac";
-    case TK_FLUSH_EVICT:
-        return "eviction buffer walk";
-    case TK_FLUSH_NONE:
-        break;
+    case TK_FLUSH_CLFLUSHOPT: return "clflushopt";
+    case TK_FLUSH_CLFLUSH: return "clflush";
+    case TK_FLUSH_DC_CIVAC: return "dc civac";
+    case TK_FLUSH_EVICT: return "eviction buffer walk";
+    case TK_FLUSH_NONE: break;
     }
     return "none";
 }
@@ -119,9 +114,7 @@ void tk_cache_flush(const struct tk_cacheops *c, const void *p, size_t bytes)
         __asm__ __volatile__("dsb sy" ::: "memory");
         return;
 #endif
-    case TK_FLUSH_EVICT:
-        evict_walk(c);
-        return;
+    case TK_FLUSH_EVICT: evict_walk(c); return;
     default:
         (void)at;
         (void)end;
@@ -156,8 +149,7 @@ int tk_copy_nt(const struct tk_cacheops *c, void *dst, const void *src, size_t b
         _mm_stream_si128((__m128i *)(void *)(d + 48), x3);
     }
     for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
-        _mm_stream_si128((__m128i *)(void *)d,
-                         _mm_loadu_si128((const __m128i *)(const void *)s));
+        _mm_stream_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)s));
     _mm_sfence();
     memcpy(d, s, bytes);
     return 0;

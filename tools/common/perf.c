@@ -94,9 +94,14 @@ static bool exists(const char *path)
  * "armv7_*" on ARM. */
 static bool has_cpu_pmu(void)
 {
-    static const char *const names[] = { "cpu",           "cpu_core",          "armv8_pmuv3",
-                                         "armv8_pmuv3_0", "armv8_cortex_a53",  "armv8_cortex_a72",
-                                         "armv7_cortex_a9", "armv7_cortex_a15" };
+    static const char *const names[] = { "cpu",
+                                         "cpu_core",
+                                         "armv8_pmuv3",
+                                         "armv8_pmuv3_0",
+                                         "armv8_cortex_a53",
+                                         "armv8_cortex_a72",
+                                         "armv7_cortex_a9",
+                                         "armv7_cortex_a15" };
     char path[128];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         snprintf(path, sizeof(path), "%s/%s", PMU_DIR, names[i]);

@@ -49,21 +49,21 @@ enum tk_perf_event {
 };
 
 struct tk_perf_counter {
-    int fd;            /* -1: unavailable */
-    bool hardware;     /* a PMU event */
-    bool user_only;    /* the kernel is not counted (paranoid level) */
-    bool multiplexed;  /* some stop found it ran only part of the time */
-    uint64_t delta;    /* counted between the last start and stop (scaled) */
-    uint64_t total;    /* sum of the deltas since open */
-    char why[160];     /* unavailable: why, in words */
+    int fd;           /* -1: unavailable */
+    bool hardware;    /* a PMU event */
+    bool user_only;   /* the kernel is not counted (paranoid level) */
+    bool multiplexed; /* some stop found it ran only part of the time */
+    uint64_t delta;   /* counted between the last start and stop (scaled) */
+    uint64_t total;   /* sum of the deltas since open */
+    char why[160];    /* unavailable: why, in words */
 };
 
 struct tk_perf {
     struct tk_perf_counter ev[TK_PERF_N_EVENTS];
-    bool any_hardware;  /* some hardware event is counting */
-    bool grouped;       /* the hardware events form one group */
-    int paranoid;       /* /proc/sys/kernel/perf_event_paranoid, -99 unknown */
-    bool cpu_pmu;       /* /sys/bus/event_source/devices/cpu (or armv8_*) exists */
+    bool any_hardware;      /* some hardware event is counting */
+    bool grouped;           /* the hardware events form one group */
+    int paranoid;           /* /proc/sys/kernel/perf_event_paranoid, -99 unknown */
+    bool cpu_pmu;           /* /sys/bus/event_source/devices/cpu (or armv8_*) exists */
     char hardware_why[200]; /* no hardware event: why (the first event's reason) */
 };
 

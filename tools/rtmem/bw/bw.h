@@ -25,9 +25,10 @@
  *                   VmLck read back: the lock state, and how far VmLck
  *                   moved, every repetition;
  *         memset    the destination written with memset first.
- *   cache (caching.c)  a memcpy of --size bytes with the cache warm, after
- *       cleaning source and destination from the caches (cacheops.h), and
- *       with non-temporal stores (x86-64).
+ *   cache (caching.c)  a memcpy of --size bytes, and of a size whose
+ *       source and destination fit the last-level cache together, with the
+ *       cache warm, after cleaning source and destination from the caches
+ *       (cacheops.h), and with non-temporal stores (x86-64).
  *
  * Every source and destination is an arena (rtm_arena_open): anonymous
  * memory by default, or a device or kernel node at an offset (--src,
@@ -111,6 +112,11 @@ enum bw_cache {
     BW_N_CACHES,
 };
 
+/* The cache phase measures at most this many sizes; the smaller fits the
+ * last-level cache: its source and destination take half of it. */
+#define BW_MAX_CACHE_POINTS 2
+#define BW_CACHE_LLC_SHARE  4u
+
 /* --only: the phases run. */
 enum { BW_ONLY_ALL, BW_ONLY_METHODS, BW_ONLY_PREP, BW_ONLY_CACHE };
 
@@ -158,9 +164,9 @@ struct bw_glibc {
 
 /* One measured configuration: its repetitions and counters. */
 struct bw_stat {
-    struct tk_samples ticks; /* each repetition's, timer ticks */
-    uint64_t bytes;          /* copied by one copy */
-    uint64_t copies;         /* per repetition */
+    struct tk_samples ticks;             /* each repetition's, timer ticks */
+    uint64_t bytes;                      /* copied by one copy */
+    uint64_t copies;                     /* per repetition */
     uint64_t minor_faults, major_faults; /* during the timed copies (getrusage) */
     uint64_t counters[TK_PERF_N_EVENTS]; /* during the timed copies (perf) */
     bool measured;
@@ -172,13 +178,13 @@ struct bw_stat {
 
 /* The prep phase's record of one preparation. */
 struct bw_prep_result {
-    struct bw_stat copy;           /* the copy */
-    struct tk_samples prep_ns;     /* each repetition's preparation, ns */
+    struct bw_stat copy;             /* the copy */
+    struct tk_samples prep_ns;       /* each repetition's preparation, ns */
     uint64_t prep_minor, prep_major; /* page faults during preparation (getrusage) */
-    int lock_state;                /* RTM_ARENA_*, the last repetition's */
+    int lock_state;                  /* RTM_ARENA_*, the last repetition's */
     int lock_errno;
-    int64_t locked_min, locked_max; /* VmLck delta over the repetitions, bytes */
-    uint64_t resident_min;          /* bytes present after preparation, least */
+    int64_t locked_min, locked_max;        /* VmLck delta over the repetitions, bytes */
+    uint64_t resident_min;                 /* bytes present after preparation, least */
     char message[RTM_ARENA_MESSAGE_BYTES]; /* the arena's, first repetition */
     double prep_median_ns, prep_p10_ns, prep_p90_ns;
 };
@@ -214,16 +220,21 @@ struct bw {
     /* Results. */
     struct bw_stat methods[BW_MAX_SIZES][BW_N_METHODS];
     struct bw_prep_result prep[BW_N_PREPS];
-    struct bw_stat cache[BW_N_CACHES];
+    /* The cache phase's sizes: one whose source and destination fit the
+     * last-level cache together (BW_CACHE_LLC_SHARE of it), when smaller
+     * than --size, then --size. */
+    uint64_t cache_bytes[BW_MAX_CACHE_POINTS];
+    size_t n_cache;
+    struct bw_stat cache[BW_MAX_CACHE_POINTS][BW_N_CACHES];
     bool verified; /* every copy's destination matched its source */
     char mismatch[160];
     uint64_t checksum;
 };
 
 /* cli.c */
-extern const char *const bw_method_ids[BW_N_METHODS];  /* "memcpy", ... */
-extern const char *const bw_prep_ids[BW_N_PREPS];      /* "none", ... */
-extern const char *const bw_cache_ids[BW_N_CACHES];    /* "warm", ... */
+extern const char *const bw_method_ids[BW_N_METHODS]; /* "memcpy", ... */
+extern const char *const bw_prep_ids[BW_N_PREPS];     /* "none", ... */
+extern const char *const bw_cache_ids[BW_N_CACHES];   /* "warm", ... */
 
 /* copy.c: the methods. Each copies bytes (a multiple of BW_GRAIN) from src
  * to dst, block bytes at a time where it has blocks. */

@@ -181,8 +181,8 @@ static const struct tk_opt options[] = {
       "(sized from a trial); a copy longer than T is one repetition (default %D; a bare "
       "number is in us)",
       F(rep_time_ns), .lo = MIN_REP_TIME_NS, .hi = MAX_REP_TIME_NS, .unit_ns = US },
-    { "only", TK_OPT_CHOICE, "PHASE",
-      "run one phase: methods, prep or cache (default: all)", F(only), .choices = only_choices },
+    { "only", TK_OPT_CHOICE, "PHASE", "run one phase: methods, prep or cache (default: all)",
+      F(only), .choices = only_choices },
     { "src", TK_OPT_CUSTOM, "PATH[:OFF]",
       "copy from this device or kernel node at byte offset OFF (a byte count or 0x...; "
       "default 0), mapped read-only, instead of anonymous memory: e.g. memory reserved from "
@@ -193,8 +193,7 @@ static const struct tk_opt options[] = {
       "OVERWRITTEN (with the source's bytes). Not a regular file: a file's contents are not "
       "rtmem's to overwrite",
       F(dst), .parse = parse_dst },
-    { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)",
-      F(cpu) },
+    { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)", F(cpu) },
     { "prio", TK_OPT_PRIO, "N", "its SCHED_FIFO priority, 1..99 (default %D)", F(priority) },
     { "no-rt", TK_OPT_FLAG, NULL, "no SCHED_FIFO (the run stays pinned)", F(no_rt) },
     { "force", TK_OPT_FLAG, NULL,
@@ -285,8 +284,9 @@ static int check(struct tk_session *s)
         return -1;
     if (o->only != BW_ONLY_ALL && o->only != BW_ONLY_METHODS &&
         (tk_opt_given(options, n, p, "sizes") || tk_opt_given(options, n, p, "block")))
-        return tk_args_bad(&s->cli, "--sizes and --block are the methods phase's: --only %s "
-                                    "does not run it",
+        return tk_args_bad(&s->cli,
+                           "--sizes and --block are the methods phase's: --only %s "
+                           "does not run it",
                            only_choices[o->only]);
     if (o->only == BW_ONLY_METHODS && tk_opt_given(options, n, p, "size"))
         return tk_args_bad(&s->cli, "--size is the prep and cache phases': --only methods "

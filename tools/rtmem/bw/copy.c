@@ -59,18 +59,10 @@ static void copy_same_block(char *d, const char *s, size_t bytes, size_t block)
 void bw_copy(enum bw_method m, void *dst, const void *src, size_t bytes, size_t block)
 {
     switch (m) {
-    case BW_MEMCPY:
-        memcpy(dst, src, bytes);
-        break;
-    case BW_DUMB:
-        bw_copy_dumb(dst, src, bytes);
-        break;
-    case BW_MCBLOCK:
-        copy_blocks(dst, src, bytes, block);
-        break;
-    default:
-        copy_same_block(dst, src, bytes, block);
-        break;
+    case BW_MEMCPY: memcpy(dst, src, bytes); break;
+    case BW_DUMB: bw_copy_dumb(dst, src, bytes); break;
+    case BW_MCBLOCK: copy_blocks(dst, src, bytes, block); break;
+    default: copy_same_block(dst, src, bytes, block); break;
     }
     BARRIER();
 }

@@ -173,8 +173,7 @@ void bw_glibc_read(struct bw_glibc *g, const struct tk_caches *c)
         g->data_cache = tunable(text, "glibc.cpu.x86_data_cache_size");
         g->read = g->non_temporal > 0;
         if (!g->read)
-            snprintf(g->why, sizeof(g->why), "%s --list-tunables lists no x86 threshold",
-                     g->ldso);
+            snprintf(g->why, sizeof(g->why), "%s --list-tunables lists no x86 threshold", g->ldso);
     }
     free(text);
     if (!g->read)
@@ -185,6 +184,7 @@ void bw_glibc_read(struct bw_glibc *g, const struct tk_caches *c)
         g->stop_basis = "the L2 size, where glibc 2.33+ stops it on AMD: derived, not a tunable";
     } else if (!amd_cpu()) {
         g->movsb_stop = g->non_temporal;
-        g->stop_basis = "the non-temporal threshold, where glibc 2.33+ stops it: derived, not a tunable";
+        g->stop_basis =
+            "the non-temporal threshold, where glibc 2.33+ stops it: derived, not a tunable";
     }
 }

@@ -135,10 +135,12 @@ void bw_methods_print(FILE *f, const struct bw *b)
                 lo->median > 0 ? hi->median / lo->median : 0);
     }
     size_t top = b->sizes.n - 1;
-    const struct bw_stat *mc = &b->methods[top][BW_MCBLOCK], *same = &b->methods[top][BW_MCBLOCK_SAME];
+    const struct bw_stat *mc = &b->methods[top][BW_MCBLOCK],
+                         *same = &b->methods[top][BW_MCBLOCK_SAME];
     const struct bw_stat *mem = &b->methods[top][BW_MEMCPY], *dumb = &b->methods[top][BW_DUMB];
-    fprintf(f, "at %s: mcblock-same (Debian mbw's MCBLOCK) reports x%.2f the bandwidth of "
-               "mcblock; dumb runs at x%.2f of memcpy\n",
+    fprintf(f,
+            "at %s: mcblock-same (Debian mbw's MCBLOCK) reports x%.2f the bandwidth of "
+            "mcblock; dumb runs at x%.2f of memcpy\n",
             bw_fmt_bytes(a, sizeof(a), b->sizes.bytes[top]),
             mc->median > 0 ? same->median / mc->median : 0,
             mem->median > 0 ? dumb->median / mem->median : 0);

@@ -83,16 +83,11 @@ static int one(struct bw *b, enum bw_prep p, unsigned rep)
 static const char *lock_name(int state)
 {
     switch (state) {
-    case RTM_ARENA_LOCKED:
-        return "locked";
-    case RTM_ARENA_LOCKED_HUGETLB:
-        return "locked (hugetlb)";
-    case RTM_ARENA_LOCK_IGNORED:
-        return "IGNORED";
-    case RTM_ARENA_LOCKED_ON_FAULT:
-        return "locked on fault";
-    default:
-        return "not locked";
+    case RTM_ARENA_LOCKED: return "locked";
+    case RTM_ARENA_LOCKED_HUGETLB: return "locked (hugetlb)";
+    case RTM_ARENA_LOCK_IGNORED: return "IGNORED";
+    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
+    default: return "not locked";
     }
 }
 
@@ -135,11 +130,12 @@ void bw_prep_print(FILE *f, const struct bw *b)
 {
     char sz[32];
     unsigned reps = b->o.reps;
-    fprintf(f, "prep: a memcpy of %s into a fresh destination each repetition (%u each); "
-               "medians, faults per repetition\n",
+    fprintf(f,
+            "prep: a memcpy of %s into a fresh destination each repetition (%u each); "
+            "medians, faults per repetition\n",
             bw_fmt_bytes(sz, sizeof(sz), b->o.size), reps);
-    fprintf(f, "%-9s %10s %8s %10s %8s %10s %10s  %s\n", "prepare", "prep ms", "faults",
-            "copy ms", "faults", "total ms", "copy MiB/s", "lock");
+    fprintf(f, "%-9s %10s %8s %10s %8s %10s %10s  %s\n", "prepare", "prep ms", "faults", "copy ms",
+            "faults", "total ms", "copy MiB/s", "lock");
     fprintf(f, "%-9s %10s %8s %10s %8s %10s %10s  %s\n", "---------", "----------", "--------",
             "----------", "--------", "----------", "----------", "----");
     for (int p = 0; p < BW_N_PREPS; p++) {

@@ -176,14 +176,10 @@ static const char *lock_word(int state)
 {
     switch (state) {
     case RTM_ARENA_LOCKED:
-    case RTM_ARENA_LOCKED_HUGETLB:
-        return "locked";
-    case RTM_ARENA_LOCK_IGNORED:
-        return "lock IGNORED (VmLck did not move)";
-    case RTM_ARENA_LOCKED_ON_FAULT:
-        return "locked on fault";
-    default:
-        return "NOT locked";
+    case RTM_ARENA_LOCKED_HUGETLB: return "locked";
+    case RTM_ARENA_LOCK_IGNORED: return "lock IGNORED (VmLck did not move)";
+    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
+    default: return "NOT locked";
     }
 }
 
@@ -197,8 +193,8 @@ static void print_end(FILE *f, const char *label, const struct bw_end *e)
              e->a.internal.read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
              r->locked_bytes / 1024);
     else
-        item(f, label, "anonymous, %s, prefaulted, %s", bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes),
-             lock_word(r->lock_state));
+        item(f, label, "anonymous, %s, prefaulted, %s",
+             bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
     if (e->a.message[0])
         item(f, "", "%s", e->a.message);
 }
@@ -218,7 +214,8 @@ static void print_counters(FILE *f, const struct bw *b)
         item(f, "counters",
              "no hardware counters (%s): the figures go without them; page faults counted by "
              "getrusage%s",
-             p->hardware_why, tk_perf_has(p, TK_PERF_MINOR_FAULTS) ? " and perf's software events" : "");
+             p->hardware_why,
+             tk_perf_has(p, TK_PERF_MINOR_FAULTS) ? " and perf's software events" : "");
     }
 }
 
@@ -247,15 +244,17 @@ void bw_print_header(FILE *f, const struct bw *b)
          tk_flush_method_name(b->cops.method), b->cops.line_bytes,
          b->cops.nt_copy ? "SSE2 movntdq, then sfence" : "not available on this architecture");
     if (b->run_methods)
-        item(f, "methods", "%zu sizes, %s to %s; mcblock's block %s; %u repetitions, each at "
-                           "least %s",
+        item(f, "methods",
+             "%zu sizes, %s to %s; mcblock's block %s; %u repetitions, each at "
+             "least %s",
              b->sizes.n, bw_fmt_bytes(sz, sizeof(sz), b->sizes.bytes[0]),
              bw_fmt_bytes(t, sizeof(t), b->sizes.bytes[b->sizes.n - 1]),
              tk_opt_fmt_bytes((char[32]){ 0 }, 32, b->o.block), b->o.reps,
              tk_args_fmt_time((char[24]){ 0 }, 24, b->o.rep_time_ns));
     if (not_real_time(b))
-        item(f, "NOT RT", "%s: other tasks may take the CPU during a repetition (the medians "
-                          "resist that, the spread shows it)",
+        item(f, "NOT RT",
+             "%s: other tasks may take the CPU during a repetition (the medians "
+             "resist that, the spread shows it)",
              not_real_time(b));
     fprintf(f, "\n");
 }
@@ -267,21 +266,24 @@ void bw_report(const struct tk_session *s, FILE *f)
     if (b->run_methods && b->sizes.n)
         bw_methods_print(f, b);
     if (b->run_prep) {
-        const struct bw_prep_result *none = &b->prep[BW_PREP_NONE],
-                                    *lock = &b->prep[BW_PREP_MLOCK];
+        const struct bw_prep_result *none = &b->prep[BW_PREP_NONE], *lock = &b->prep[BW_PREP_MLOCK];
         double n_ms = (none->prep_median_ns + none->copy.median_ns) / 1e6;
         double l_copy = lock->copy.median_ns / 1e6, l_prep = lock->prep_median_ns / 1e6;
-        fprintf(f, "prep: the copy into a locked destination takes x%.2f the time of one into "
-                   "fresh pages; with its mlock, x%.2f: locking moves the page faults to "
-                   "start-up\n",
+        fprintf(f,
+                "prep: the copy into a locked destination takes x%.2f the time of one into "
+                "fresh pages; with its mlock, x%.2f: locking moves the page faults to "
+                "start-up\n",
                 none->copy.median_ns > 0 ? lock->copy.median_ns / none->copy.median_ns : 0,
                 n_ms > 0 ? (l_copy + l_prep) / n_ms : 0);
     }
-    if (b->run_cache && b->cache[BW_CACHE_WARM].measured) {
-        const struct bw_stat *w = &b->cache[BW_CACHE_WARM];
-        fprintf(f, "cache: flushed first x%.2f of warm, non-temporal x%.2f (MiB/s)\n",
-                b->cache[BW_CACHE_FLUSHED].median / w->median,
-                b->cache[BW_CACHE_NT].measured ? b->cache[BW_CACHE_NT].median / w->median : 0);
+    for (size_t i = 0; b->run_cache && i < b->n_cache; i++) {
+        const struct bw_stat *w = &b->cache[i][BW_CACHE_WARM], *fl = &b->cache[i][BW_CACHE_FLUSHED],
+                             *nt = &b->cache[i][BW_CACHE_NT];
+        char sz[32];
+        fprintf(f, "cache, %s: flushed first x%.2f of warm, non-temporal x%.2f (MiB/s)\n",
+                bw_fmt_bytes(sz, sizeof(sz), b->cache_bytes[i]),
+                fl->measured ? fl->median / w->median : 0,
+                nt->measured ? nt->median / w->median : 0);
     }
     if (b->verified)
         fprintf(f, "every copy checked: the destination held the source's bytes\n");

@@ -67,8 +67,7 @@ void bw_verify(struct bw *b, const char *what, const void *dst, const void *src,
         at++;
     if (b->verified)
         snprintf(b->mismatch, sizeof(b->mismatch),
-                 "%s: the destination differs from the source at byte %zu of %zu", what, at,
-                 bytes);
+                 "%s: the destination differs from the source at byte %zu of %zu", what, at, bytes);
     b->verified = false;
 }
 
@@ -233,7 +232,8 @@ int bw_setup(struct tk_session *s)
      * sizes stop below. */
     while (!fits(b, largest(b))) {
         uint64_t top = largest(b);
-        bool methods_top = b->run_methods && b->sizes.n > 1 && b->sizes.bytes[b->sizes.n - 1] == top;
+        bool methods_top =
+            b->run_methods && b->sizes.n > 1 && b->sizes.bytes[b->sizes.n - 1] == top;
         if (given || !methods_top) {
             char sz[32], need[32], have[32];
             tk_args_bad(&s->cli,
@@ -256,9 +256,17 @@ int bw_setup(struct tk_session *s)
         if (bw_stat_init(&b->prep[p].copy, reps, b->o.size) != 0 ||
             tk_samples_init(&b->prep[p].prep_ns, reps) != 0)
             goto oom;
-    for (int c = 0; b->run_cache && c < BW_N_CACHES; c++)
-        if (bw_stat_init(&b->cache[c], reps, b->o.size) != 0)
-            goto oom;
+    if (b->run_cache) {
+        const struct tk_cache *llc = tk_caches_llc(&b->caches);
+        uint64_t fit = llc ? llc->bytes / BW_CACHE_LLC_SHARE / BW_GRAIN * BW_GRAIN : 0;
+        if (fit >= BW_GRAIN && fit < b->o.size)
+            b->cache_bytes[b->n_cache++] = fit;
+        b->cache_bytes[b->n_cache++] = b->o.size;
+    }
+    for (size_t i = 0; i < b->n_cache; i++)
+        for (int c = 0; c < BW_N_CACHES; c++)
+            if (bw_stat_init(&b->cache[i][c], reps, b->cache_bytes[i]) != 0)
+                goto oom;
     tk_machine_collect(&b->mf);
     return 0;
 oom:
@@ -285,8 +293,9 @@ void bw_teardown(struct tk_session *s)
         bw_stat_destroy(&b->prep[p].copy);
         tk_samples_destroy(&b->prep[p].prep_ns);
     }
-    for (int c = 0; c < BW_N_CACHES; c++)
-        bw_stat_destroy(&b->cache[c]);
+    for (size_t i = 0; i < BW_MAX_CACHE_POINTS; i++)
+        for (int c = 0; c < BW_N_CACHES; c++)
+            bw_stat_destroy(&b->cache[i][c]);
     free(b);
     s->state = NULL;
 }
@@ -347,8 +356,9 @@ enum tk_run_end bw_run(struct tk_session *s)
     const struct tk_cache *llc = tk_caches_llc(&b->caches);
     size_t evict = (size_t)(EVICT_LLC_FACTOR * (llc ? llc->bytes : BW_MIN_TOP));
     if (tk_cacheops_init(&b->cops, evict) != 0)
-        fprintf(stderr, "%s: no memory for the eviction buffer: the cache phase cannot clean "
-                        "the caches\n",
+        fprintf(stderr,
+                "%s: no memory for the eviction buffer: the cache phase cannot clean "
+                "the caches\n",
                 b->prog);
     if (open_ends(b) != 0)
         goto out;
