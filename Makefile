@@ -1,6 +1,6 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, latency (idle,
-#                noise, a quick sweep under memory pressure), pressure and stride
+#                noise, a quick sweep under memory pressure), pressure, stride and bw
 #                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
 #                when installable
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
@@ -70,10 +70,13 @@ bench: build
 	@# stride on its defaults (a few seconds): its report to its file, then to the terminal.
 	$(BUILD)/tools/rtmem stride --json $(RESULTS)/stride.json > $(RESULTS)/stride.txt; \
 	    status=$$?; cat $(RESULTS)/stride.txt; exit $$status
+	@# bw on its defaults (under a minute): its report to its file, then to the terminal.
+	$(BUILD)/tools/rtmem bw --json $(RESULTS)/bw.json > $(RESULTS)/bw.txt; \
+	    status=$$?; cat $(RESULTS)/bw.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
-	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json"
+	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
 
 # The study of latency under memory pressure on its defaults: an idle baseline, then
 # 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,

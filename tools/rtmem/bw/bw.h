@@ -11,9 +11,9 @@
  *                       cannot turn into a memcpy call (copy.c says how);
  *         mcblock       memcpy in blocks of --block bytes, advancing
  *                       through the whole array;
- *         mcblock-same  memcpy of the first block, again and again, as
- *                       many times as mcblock copies blocks: Debian mbw's
- *                       MCBLOCK, which measures one cached block.
+ *         mcblock-same  memcpy of the source's first block to each block
+ *                       of the destination in turn: Debian mbw's MCBLOCK,
+ *                       whose reads all hit one cached block.
  *   prep (prep.c)  a copy of --size bytes into a destination prepared four
  *       ways, a fresh destination every repetition, the preparation timed
  *       and its page faults counted apart from the copy's:

@@ -13,8 +13,7 @@
  * call or jump to memcpy or memmove.
  *
  * The block methods put the same barrier after each block's memcpy, so
- * that mcblock-same's identical copies, which change nothing after the
- * first, cannot be merged into one.
+ * that mcblock-same's reads of one block cannot be merged.
  */
 #include <stdint.h>
 #include <string.h>
@@ -45,13 +44,15 @@ static void copy_blocks(char *d, const char *s, size_t bytes, size_t block)
     }
 }
 
-/* Debian mbw's MCBLOCK: as many memcpy calls as copy_blocks makes, each of
- * the first block, which then stays in the L1 or L2 cache. */
+/* Debian mbw's MCBLOCK (mbw 1.2.2-1.1, as its disassembly shows:
+ * docs/bw.md): as many memcpy calls as copy_blocks makes, each from the
+ * first block of the source, which then stays in the L1 or L2 cache, to
+ * the next block of the destination. Half the traffic of a copy. */
 static void copy_same_block(char *d, const char *s, size_t bytes, size_t block)
 {
-    size_t k = bytes < block ? bytes : block;
     for (size_t at = 0; at < bytes; at += block) {
-        memcpy(d, s, k);
+        size_t k = bytes - at < block ? bytes - at : block;
+        memcpy(d + at, s, k);
         BARRIER();
     }
 }
