@@ -169,7 +169,9 @@ with TempDir() as tmp:
     if d:
         doc_ok("quick", d, sizes=[4 * KIB, 64 * KIB, MIB])
         prep_ok("quick", d)
-        checks.ok(d["src"]["source"] == "anon" and d["dst"]["bytes"] >= MIB,
+        checks.ok(d["src"]["source"] == "anon" and d["dst"]["bytes"] >= MIB and
+                  d["src"]["lock_state"] in ("locked", "not locked") and
+                  (d["src"]["lock_state"] == "locked") == (d["src"]["locked_bytes"] > 0),
                   "quick: anonymous source and destination", (d["src"], d["dst"]))
         if not d["counters"]["hardware"]:
             checks.ok(r.stdout.count("no hardware counters") == 1 and "FAILED" not in r.stdout,

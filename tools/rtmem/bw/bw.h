@@ -269,6 +269,8 @@ int bw_stat_init(struct bw_stat *st, unsigned reps, uint64_t bytes);
 void bw_stat_destroy(struct bw_stat *st);
 void bw_stat_summarize(const struct bw *b, struct bw_stat *st);
 void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *st);
+/* An arena's lock state in words: "locked", "IGNORED", "not locked"... */
+const char *bw_lock_name(int state);
 /* "12345.6" MiB/s, "-" when not measured */
 const char *bw_fmt_mibs(char *buf, size_t size, double v);
 const char *bw_fmt_bytes(char *buf, size_t size, uint64_t bytes);

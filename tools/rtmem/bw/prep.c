@@ -80,29 +80,18 @@ static int one(struct bw *b, enum bw_prep p, unsigned rep)
     return 0;
 }
 
-static const char *lock_name(int state)
-{
-    switch (state) {
-    case RTM_ARENA_LOCKED: return "locked";
-    case RTM_ARENA_LOCKED_HUGETLB: return "locked (hugetlb)";
-    case RTM_ARENA_LOCK_IGNORED: return "IGNORED";
-    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
-    default: return "not locked";
-    }
-}
-
 /* "VmLck +32 MiB every repetition", or what differed. */
 static const char *vmlck_text(char *buf, size_t size, const struct bw_prep_result *r)
 {
     char a[32], c[32];
     if (r->locked_min == r->locked_max)
-        snprintf(buf, size, "%s, VmLck %s%s each time", lock_name(r->lock_state),
+        snprintf(buf, size, "%s, VmLck %s%s each time", bw_lock_name(r->lock_state),
                  r->locked_min >= 0 ? "+" : "-",
                  bw_fmt_bytes(a, sizeof(a),
                               (uint64_t)(r->locked_min >= 0 ? r->locked_min : -r->locked_min)));
     else
         snprintf(buf, size, "%s, VmLck moved by %" PRId64 " to %" PRId64 " bytes (%s, %s)",
-                 lock_name(r->lock_state), r->locked_min, r->locked_max,
+                 bw_lock_name(r->lock_state), r->locked_min, r->locked_max,
                  bw_fmt_bytes(a, sizeof(a), (uint64_t)(r->locked_min > 0 ? r->locked_min : 0)),
                  bw_fmt_bytes(c, sizeof(c), (uint64_t)(r->locked_max > 0 ? r->locked_max : 0)));
     return buf;
@@ -179,7 +168,7 @@ void bw_prep_json(struct tk_json *j, const struct bw *b)
         tk_json_kv_double(j, "prep_p90_ns", r->prep_p90_ns);
         tk_json_kv_uint(j, "prep_minor_faults", r->prep_minor);
         tk_json_kv_uint(j, "prep_major_faults", r->prep_major);
-        tk_json_kv_string(j, "lock_state", lock_name(r->lock_state));
+        tk_json_kv_string(j, "lock_state", bw_lock_name(r->lock_state));
         tk_json_kv_int(j, "lock_errno", r->lock_errno);
         tk_json_kv_int(j, "locked_bytes_min", r->locked_min);
         tk_json_kv_int(j, "locked_bytes_max", r->locked_max);

@@ -172,6 +172,17 @@ static void print_glibc(FILE *f, const struct bw *b)
          again, bw_fmt_bytes(d, sizeof(d), g->non_temporal), g->ldso);
 }
 
+const char *bw_lock_name(int state)
+{
+    switch (state) {
+    case RTM_ARENA_LOCKED: return "locked";
+    case RTM_ARENA_LOCKED_HUGETLB: return "locked (hugetlb)";
+    case RTM_ARENA_LOCK_IGNORED: return "IGNORED";
+    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
+    default: return "not locked";
+    }
+}
+
 static const char *lock_word(int state)
 {
     switch (state) {
@@ -183,14 +194,14 @@ static const char *lock_word(int state)
     }
 }
 
-static void print_end(FILE *f, const char *label, const struct bw_end *e)
+static void print_end(FILE *f, const char *label, const struct bw_end *e, bool read_only)
 {
     char sz[32];
     const struct rtm_arena_report *r = &e->a.report;
     if (e->place->path)
         item(f, label, "%s at offset 0x%" PRIx64 ", %s, %s, %s; VmLck %+" PRId64 " kB",
              e->place->path, e->place->offset, bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes),
-             e->a.internal.read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
+             read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
              r->locked_bytes / 1024);
     else
         item(f, label, "anonymous, %s, prefaulted, %s",
@@ -237,8 +248,8 @@ void bw_print_header(FILE *f, const struct bw *b)
     tk_rt_print(f, &b->rt);
     print_caches(f, b);
     print_glibc(f, b);
-    print_end(f, "source", &b->src);
-    print_end(f, "destination", &b->dst);
+    print_end(f, "source", &b->src, b->o.src.path != NULL);
+    print_end(f, "destination", &b->dst, false);
     print_counters(f, b);
     item(f, "cache ops", "flush: %s (%zu B lines); non-temporal copy: %s",
          tk_flush_method_name(b->cops.method), b->cops.line_bytes,
@@ -302,7 +313,7 @@ static void place_json(struct tk_json *j, const char *key, const struct bw_end *
     tk_json_kv_uint(j, "offset", e->place->offset);
     tk_json_kv_uint(j, "bytes", e->a.size_bytes);
     tk_json_kv_uint(j, "page_bytes", r->page_bytes);
-    tk_json_kv_int(j, "lock_state", r->lock_state);
+    tk_json_kv_string(j, "lock_state", bw_lock_name(r->lock_state));
     tk_json_kv_int(j, "locked_bytes", r->locked_bytes);
     tk_json_kv_uint(j, "minor_faults", r->minor_faults);
     tk_json_kv_string(j, "message", e->a.message);
