@@ -164,7 +164,8 @@ with TempDir() as tmp:
     args = ["--quick", "--json", path]
     r = run(rtmem, "bw", *args, timeout=300)
     d = load_json(path)
-    checks.ok(r.returncode == 0 and "every copy checked" in r.stdout, "bw --quick", r)
+    checks.ok(r.returncode == 0 and "every copy checked" in r.stdout and
+              "as mbw gives them, at 1 MiB" in r.stdout, "bw --quick", r)
     envelope_ok(checks, d, "bw", "rtmem-bw/1", args)
     if d:
         doc_ok("quick", d, sizes=[4 * KIB, 64 * KIB, MIB])

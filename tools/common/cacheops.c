@@ -110,7 +110,7 @@ void tk_cache_flush(const struct tk_cacheops *c, const void *p, size_t bytes)
 #elif defined(__aarch64__)
     case TK_FLUSH_DC_CIVAC:
         for (; at < end; at += line)
-            __asm__ __volatile__("dc civac, %0" : : "r"(at) : "memory");
+            __asm__ __volatile__("dc civac, %0" : : "r"((uint64_t)at) : "memory");
         __asm__ __volatile__("dsb sy" ::: "memory");
         return;
 #endif

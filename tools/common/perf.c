@@ -132,6 +132,8 @@ static void open_one(struct tk_perf *p, enum tk_perf_event e, int leader)
     struct tk_perf_counter *c = &p->ev[e];
     struct perf_event_attr a;
     attr_of(e, &a);
+    /* A group member counts while its leader does: enabled with it. */
+    a.disabled = leader < 0;
     c->hardware = a.type != PERF_TYPE_SOFTWARE;
     c->fd = perf_open(&a, leader);
     if (c->fd < 0 && (errno == EACCES || errno == EPERM)) {
@@ -147,6 +149,7 @@ static void open_one(struct tk_perf *p, enum tk_perf_event e, int leader)
 void tk_perf_open(struct tk_perf *p, bool group)
 {
     memset(p, 0, sizeof(*p));
+    p->leader = -1;
     for (int e = 0; e < TK_PERF_N_EVENTS; e++)
         p->ev[e].fd = -1;
     p->paranoid = read_paranoid();
@@ -169,6 +172,9 @@ void tk_perf_open(struct tk_perf *p, bool group)
             snprintf(p->hardware_why, sizeof(p->hardware_why), "%s", p->ev[e].why);
     }
     p->grouped = group && leader >= 0;
+    p->leader = leader;
+    for (int e = TK_PERF_CACHE_REFS; e <= TK_PERF_LLC_MISSES; e++)
+        p->ev[e].in_group = p->grouped && p->ev[e].fd >= 0 && !p->ev[e].why[0];
     open_one(p, TK_PERF_MINOR_FAULTS, -1);
     open_one(p, TK_PERF_MAJOR_FAULTS, -1);
 }
@@ -188,24 +194,30 @@ static bool read_counter(int fd, struct reading *r)
     return read(fd, r, sizeof(*r)) == (ssize_t)sizeof(*r);
 }
 
+/* The group as one (its members count over the same instants), then the
+ * counters alone. */
+static void control(struct tk_perf *p, unsigned long op)
+{
+    if (p->grouped)
+        ioctl(p->leader, op, PERF_IOC_FLAG_GROUP);
+    for (int e = 0; e < TK_PERF_N_EVENTS; e++)
+        if (p->ev[e].fd >= 0 && !p->ev[e].in_group)
+            ioctl(p->ev[e].fd, op, 0);
+}
+
 void tk_perf_start(struct tk_perf *p)
 {
-    for (int e = 0; e < TK_PERF_N_EVENTS; e++) {
-        struct tk_perf_counter *c = &p->ev[e];
-        if (c->fd < 0)
-            continue;
-        ioctl(c->fd, PERF_EVENT_IOC_RESET, 0);
-        ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0);
-    }
+    control(p, PERF_EVENT_IOC_RESET);
+    control(p, PERF_EVENT_IOC_ENABLE);
 }
 
 void tk_perf_stop(struct tk_perf *p)
 {
+    control(p, PERF_EVENT_IOC_DISABLE);
     for (int e = 0; e < TK_PERF_N_EVENTS; e++) {
         struct tk_perf_counter *c = &p->ev[e];
         if (c->fd < 0)
             continue;
-        ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0);
         struct reading r;
         c->delta = 0;
         if (!read_counter(c->fd, &r))

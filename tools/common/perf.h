@@ -30,7 +30,9 @@
  * of the time) is scaled by time enabled / time running, and flagged.
  *
  * Bounds: open is a start-up call (a few system calls per event); start
- * and stop are one ioctl per event, and stop one read(2) per event.
+ * is two ioctls for the group and two per counter outside it, stop one
+ * ioctl for the group and one per counter outside it, then one read(2)
+ * per counter.
  */
 #ifndef RTMEM_TOOLS_PERF_H
 #define RTMEM_TOOLS_PERF_H
@@ -53,6 +55,7 @@ struct tk_perf_counter {
     bool hardware;    /* a PMU event */
     bool user_only;   /* the kernel is not counted (paranoid level) */
     bool multiplexed; /* some stop found it ran only part of the time */
+    bool in_group;    /* started and stopped with the group's leader */
     uint64_t delta;   /* counted between the last start and stop (scaled) */
     uint64_t total;   /* sum of the deltas since open */
     char why[160];    /* unavailable: why, in words */
@@ -62,6 +65,7 @@ struct tk_perf {
     struct tk_perf_counter ev[TK_PERF_N_EVENTS];
     bool any_hardware;      /* some hardware event is counting */
     bool grouped;           /* the hardware events form one group */
+    int leader;             /* the group leader's fd, -1 without a group */
     int paranoid;           /* /proc/sys/kernel/perf_event_paranoid, -99 unknown */
     bool cpu_pmu;           /* /sys/bus/event_source/devices/cpu (or armv8_*) exists */
     char hardware_why[200]; /* no hardware event: why (the first event's reason) */

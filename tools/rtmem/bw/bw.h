@@ -261,8 +261,8 @@ void bw_time_end(struct bw *b, struct bw_stat *st, uint64_t ticks, uint64_t f0mi
 void bw_verify(struct bw *b, const char *what, const void *dst, const void *src, size_t bytes);
 /* Opens a destination or source arena of bytes as place says, prefault and
  * lock as given. 0, or a negative errno (message in a->message). */
-int bw_open_end(struct bw *b, struct rtm_arena *a, const struct bw_place *place, uint64_t bytes,
-                bool read_only, int prefault, int lock);
+int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t bytes, bool read_only,
+                int prefault, int lock);
 
 /* stat helpers (report.c) */
 int bw_stat_init(struct bw_stat *st, unsigned reps, uint64_t bytes);

@@ -139,7 +139,22 @@ void bw_methods_print(FILE *f, const struct bw *b)
                 bw_fmt_mibs(y, sizeof(y), hi->median), bw_fmt_bytes(a, sizeof(a), thr[t]),
                 lo->median > 0 ? hi->median / lo->median : 0);
     }
-    size_t top = b->sizes.n - 1;
+    /* mbw's own lines, at --size if measured (the study's 32 MiB), else at
+     * the largest size. */
+    size_t top = b->sizes.n - 1, at = top;
+    for (size_t i = 0; i < b->sizes.n; i++)
+        if (b->sizes.bytes[i] == b->o.size)
+            at = i;
+    fprintf(f,
+            "as mbw gives them, at %s (MiB/s: all bytes over all time, slowest and fastest "
+            "repetition):\n",
+            bw_fmt_bytes(a, sizeof(a), b->sizes.bytes[at]));
+    for (int m = 0; m < BW_N_METHODS; m++) {
+        const struct bw_stat *st = &b->methods[at][m];
+        fprintf(f, "  %-13s avg %10s  min %10s  max %10s\n", bw_method_ids[m],
+                bw_fmt_mibs(x, sizeof(x), st->avg), bw_fmt_mibs(y, sizeof(y), st->min),
+                bw_fmt_mibs(c, sizeof(c), st->max));
+    }
     const struct bw_stat *mc = &b->methods[top][BW_MCBLOCK],
                          *same = &b->methods[top][BW_MCBLOCK_SAME];
     const struct bw_stat *mem = &b->methods[top][BW_MEMCPY], *dumb = &b->methods[top][BW_DUMB];

@@ -44,7 +44,7 @@ static int one(struct bw *b, enum bw_prep p, unsigned rep)
     uint64_t m0, j0, m1, j1;
     bw_faults(&m0, &j0);
     uint64_t t0 = tk_clock_ns();
-    int rc = bw_open_end(b, &a, &b->o.dst, bytes, false, prefault_of[p], lock_of[p]);
+    int rc = bw_open_end(&a, &b->o.dst, bytes, false, prefault_of[p], lock_of[p]);
     if (rc == 0 && p == BW_PREP_MEMSET)
         memset(a.base, 0, bytes);
     uint64_t t1 = tk_clock_ns();

@@ -71,10 +71,9 @@ void bw_verify(struct bw *b, const char *what, const void *dst, const void *src,
     b->verified = false;
 }
 
-int bw_open_end(struct bw *b, struct rtm_arena *a, const struct bw_place *place, uint64_t bytes,
-                bool read_only, int prefault, int lock)
+int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t bytes, bool read_only,
+                int prefault, int lock)
 {
-    (void)b;
     struct rtm_arena_config cfg = {
         .source = place->path ? RTM_ARENA_DEVICE : RTM_ARENA_ANON,
         .size_bytes = (size_t)bytes,
@@ -325,7 +324,7 @@ static int open_ends(struct bw *b)
     } ends[] = { { &b->src, &b->o.src, "source", b->o.src.path != NULL },
                  { &b->dst, &b->o.dst, "destination", false } };
     for (size_t i = 0; i < 2; i++) {
-        int rc = bw_open_end(b, &ends[i].e->a, ends[i].pl, b->top_bytes, ends[i].ro,
+        int rc = bw_open_end(&ends[i].e->a, ends[i].pl, b->top_bytes, ends[i].ro,
                              RTM_ARENA_PREFAULT_TOUCH, RTM_ARENA_LOCK_TRY);
         if (rc != 0) {
             fprintf(stderr, "%s: cannot map the %s%s%s: %s\n", b->prog, ends[i].what,

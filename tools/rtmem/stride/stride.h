@@ -31,7 +31,7 @@
  * all its repetitions (nearest rank), p10, p90, min and max.
  *
  * One thread, the main one, measures: pinned to one CPU (the caches are
- * that CPU's, read from sysfs by cache.c), under SCHED_FIFO unless --no-rt,
+ * that CPU's, read from sysfs by common/caches.c), under SCHED_FIFO unless --no-rt,
  * resting between repetitions so that RT throttling never stops a timed
  * one (tk_rt_breather). The buffer is one mapping of the largest size
  * (rtm_arena: prefaulted, locked if permitted, verified), mapped after the
