@@ -226,6 +226,29 @@ with TempDir() as tmp:
                   "devices on record", (d["src"], d["dst"]))
         checks.ok(d["methods"] is None and d["cache"] is None, "--only prep", d)
         prep_ok("devices", d, anon=False)
+    # The arena layer's other memory: memfd both ends; hugetlb when the
+    # pool has pages free, else its refusal (the pool is not changed here).
+    path = os.path.join(tmp, "m.json")
+    r = run(rtmem, "bw", "--quick", "--only", "prep", "--src", "memfd", "--dst", "memfd",
+            "--json", path, timeout=300)
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and d and d["src"]["source"] == "memfd" and
+              d["dst"]["source"] == "memfd" and d["src"]["path"] is None,
+              "bw --src memfd --dst memfd", r)
+    if d:
+        prep_ok("memfd", d)
+    free = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("HugePages_Free:"):
+                free = int(line.split()[1])
+    r = run(rtmem, "bw", "--quick", "--only", "cache", "--dst", "hugetlb", timeout=300)
+    if free >= 2:
+        checks.ok(r.returncode == 0 and "destination: hugetlb" in r.stdout,
+                  "bw --dst hugetlb", r)
+    else:
+        checks.ok(r.returncode == 1 and "huge pages" in r.stderr and
+                  "nr_hugepages" in r.stderr, "bw --dst hugetlb without a pool: why", r)
     r = run(rtmem, "bw", "--quick", "--dst", "/dev/nonexistent-rtmem:0x1000")
     checks.ok(r.returncode == 1 and "/dev/nonexistent-rtmem" in r.stderr,
               "a missing device: named, exit 1", r)
@@ -317,6 +340,7 @@ for args, want in (
         (["--no-rt", "--prio", "50"], "--no-rt runs under SCHED_OTHER: --prio would not be used"),
         (["--reps", "0"], "--reps: '0' is out of range [1, 1000]"),
         (["--src", ""], "--src needs a path"),
+        (["--src", "shm"], "--src: 'shm' is neither anon, memfd, hugetlb nor a path"),
         (["--dst", "/dev/zero:12q"], "--dst: '12q' is not a byte count"),
         (["--nosuch"], "unknown option '--nosuch'")):
     r = run(rtmem, "bw", *args)
@@ -326,7 +350,7 @@ for args, want in (
 
 r = run(rtmem, "bw", "--help")
 checks.ok(r.returncode == 0 and "usage: rtmem bw" in r.stdout and "mcblock-same" in r.stdout and
-          "--dst PATH[:OFF]" in r.stdout, "bw --help", r)
+          "--dst MEM" in r.stdout and "hugetlb" in r.stdout, "bw --help", r)
 r = run(rtmem, "--help")
 checks.ok(r.returncode == 0 and "\n  bw " in r.stdout, "rtmem --help lists bw", r)
 checks.done()

@@ -125,9 +125,17 @@ struct bw_sizes {
     size_t n;
 };
 
-/* --src, --dst: a path and an offset; path NULL: anonymous memory. */
+/* --src, --dst: what the memory is. */
+enum bw_kind {
+    BW_KIND_ANON,    /* private anonymous memory (the default) */
+    BW_KIND_MEMFD,   /* a memfd: shared memory in RAM */
+    BW_KIND_HUGETLB, /* anonymous 2 MiB huge pages from the hugetlb pool */
+    BW_KIND_DEVICE,  /* a device or kernel node at an offset */
+};
+
 struct bw_place {
-    const char *path;
+    int kind;         /* enum bw_kind */
+    const char *path; /* BW_KIND_DEVICE's, else NULL */
     uint64_t offset;
 };
 
@@ -232,6 +240,7 @@ struct bw {
 };
 
 /* cli.c */
+extern const char *const bw_kind_ids[];               /* "anon", "memfd", ... */
 extern const char *const bw_method_ids[BW_N_METHODS]; /* "memcpy", ... */
 extern const char *const bw_prep_ids[BW_N_PREPS];     /* "none", ... */
 extern const char *const bw_cache_ids[BW_N_CACHES];   /* "warm", ... */

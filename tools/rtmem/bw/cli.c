@@ -47,6 +47,13 @@ const char *const bw_cache_ids[BW_N_CACHES] = {
     [BW_CACHE_NT] = "nt",
 };
 
+const char *const bw_kind_ids[] = {
+    [BW_KIND_ANON] = "anon",
+    [BW_KIND_MEMFD] = "memfd",
+    [BW_KIND_HUGETLB] = "hugetlb",
+    [BW_KIND_DEVICE] = "device",
+};
+
 static const char *const only_choices[] = { "all", "methods", "prep", "cache", NULL };
 
 static const struct bw_opts defaults = {
@@ -113,8 +120,18 @@ static int parse_place(const struct tk_args *cli, const char *opt, const char *v
 {
     if (!value[0])
         return tk_args_bad(cli, "%s needs a path, e.g. /dev/mem:0x80000000 or /dev/uio0", opt);
-    pl->path = value;
+    pl->path = NULL;
     pl->offset = 0;
+    for (int k = BW_KIND_ANON; k < BW_KIND_DEVICE; k++)
+        if (strcmp(value, bw_kind_ids[k]) == 0) {
+            pl->kind = k;
+            return 0;
+        }
+    if (value[0] != '/')
+        return tk_args_bad(cli, "%s: '%s' is neither anon, memfd, hugetlb nor a path (from /)", opt,
+                           value);
+    pl->kind = BW_KIND_DEVICE;
+    pl->path = value;
     const char *colon = strrchr(value, ':');
     if (!colon || colon[1] < '0' || colon[1] > '9')
         return 0;
@@ -183,15 +200,16 @@ static const struct tk_opt options[] = {
       F(rep_time_ns), .lo = MIN_REP_TIME_NS, .hi = MAX_REP_TIME_NS, .unit_ns = US },
     { "only", TK_OPT_CHOICE, "PHASE", "run one phase: methods, prep or cache (default: all)",
       F(only), .choices = only_choices },
-    { "src", TK_OPT_CUSTOM, "PATH[:OFF]",
-      "copy from this device or kernel node at byte offset OFF (a byte count or 0x...; "
-      "default 0), mapped read-only, instead of anonymous memory: e.g. memory reserved from "
-      "the kernel through /dev/mem or a driver's node",
+    { "src", TK_OPT_CUSTOM, "MEM",
+      "what to copy from: anon (private anonymous memory, the default), memfd (shared memory "
+      "in RAM), hugetlb (2 MiB huge pages from the pool), or PATH[:OFF], a device or kernel "
+      "node at byte offset OFF (a byte count or 0x...; default 0), mapped read-only: e.g. "
+      "memory reserved from the kernel through /dev/mem or a driver's node",
       F(src), .parse = parse_src },
-    { "dst", TK_OPT_CUSTOM, "PATH[:OFF]",
-      "copy to this device or kernel node at offset OFF, mapped shared: its memory there is "
-      "OVERWRITTEN (with the source's bytes). Not a regular file: a file's contents are not "
-      "rtmem's to overwrite",
+    { "dst", TK_OPT_CUSTOM, "MEM",
+      "what to copy to, as --src; a PATH is mapped shared: its memory there is OVERWRITTEN "
+      "(with the source's bytes). Not a regular file: a file's contents are not rtmem's to "
+      "overwrite",
       F(dst), .parse = parse_dst },
     { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)", F(cpu) },
     { "prio", TK_OPT_PRIO, "N", "its SCHED_FIFO priority, 1..99 (default %D)", F(priority) },

@@ -204,7 +204,7 @@ static void print_end(FILE *f, const char *label, const struct bw_end *e, bool r
              read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
              r->locked_bytes / 1024);
     else
-        item(f, label, "anonymous, %s, prefaulted, %s",
+        item(f, label, "%s, %s, prefaulted, %s", bw_kind_ids[e->place->kind],
              bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
     if (e->a.message[0])
         item(f, "", "%s", e->a.message);
@@ -248,7 +248,7 @@ void bw_print_header(FILE *f, const struct bw *b)
     tk_rt_print(f, &b->rt);
     print_caches(f, b);
     print_glibc(f, b);
-    print_end(f, "source", &b->src, b->o.src.path != NULL);
+    print_end(f, "source", &b->src, b->o.src.kind == BW_KIND_DEVICE);
     print_end(f, "destination", &b->dst, false);
     print_counters(f, b);
     item(f, "cache ops", "flush: %s (%zu B lines); non-temporal copy: %s",
@@ -307,7 +307,7 @@ static void place_json(struct tk_json *j, const char *key, const struct bw_end *
     const struct rtm_arena_report *r = &e->a.report;
     tk_json_key(j, key);
     tk_json_begin_object_compact(j);
-    tk_json_kv_string(j, "source", e->place->path ? "device" : "anon");
+    tk_json_kv_string(j, "source", bw_kind_ids[e->place->kind]);
     if (tk_json_key_or_null(j, "path", e->place->path != NULL))
         tk_json_string(j, e->place->path);
     tk_json_kv_uint(j, "offset", e->place->offset);

@@ -74,8 +74,13 @@ void bw_verify(struct bw *b, const char *what, const void *dst, const void *src,
 int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t bytes, bool read_only,
                 int prefault, int lock)
 {
+    static const int sources[] = { [BW_KIND_ANON] = RTM_ARENA_ANON,
+                                   [BW_KIND_MEMFD] = RTM_ARENA_MEMFD,
+                                   [BW_KIND_HUGETLB] = RTM_ARENA_ANON,
+                                   [BW_KIND_DEVICE] = RTM_ARENA_DEVICE };
     struct rtm_arena_config cfg = {
-        .source = place->path ? RTM_ARENA_DEVICE : RTM_ARENA_ANON,
+        .source = sources[place->kind],
+        .page_bytes = place->kind == BW_KIND_HUGETLB ? RTM_ARENA_PAGE_2M : 0,
         .size_bytes = (size_t)bytes,
         .name = place->path,
         .offset = place->offset,
@@ -158,11 +163,11 @@ static void default_sizes(struct bw *b)
 static uint64_t memory_needed(const struct bw *b, uint64_t top)
 {
     uint64_t need = 0;
-    if (!b->o.src.path)
+    if (b->o.src.kind != BW_KIND_DEVICE)
         need += top;
-    if (!b->o.dst.path)
+    if (b->o.dst.kind != BW_KIND_DEVICE)
         need += top;
-    if (b->run_prep && !b->o.dst.path)
+    if (b->run_prep && b->o.dst.kind != BW_KIND_DEVICE)
         need += b->o.size;
     return need;
 }
@@ -321,7 +326,7 @@ static int open_ends(struct bw *b)
         const struct bw_place *pl;
         const char *what;
         bool ro;
-    } ends[] = { { &b->src, &b->o.src, "source", b->o.src.path != NULL },
+    } ends[] = { { &b->src, &b->o.src, "source", b->o.src.kind == BW_KIND_DEVICE },
                  { &b->dst, &b->o.dst, "destination", false } };
     for (size_t i = 0; i < 2; i++) {
         int rc = bw_open_end(&ends[i].e->a, ends[i].pl, b->top_bytes, ends[i].ro,
@@ -335,7 +340,7 @@ static int open_ends(struct bw *b)
         ends[i].e->open = true;
         ends[i].e->place = ends[i].pl;
     }
-    if (!b->o.src.path)
+    if (b->o.src.kind != BW_KIND_DEVICE)
         fill_source(b->src.a.base, b->top_bytes);
     return 0;
 }
