@@ -13,5 +13,6 @@ extern const struct tk_tool memcheck_tool; /* memcheck/cli.c */
 extern const struct tk_tool latency_tool;  /* latency/cli.c */
 extern const struct tk_tool pressure_tool; /* pressure/cli.c */
 extern const struct tk_tool stride_tool;   /* stride/cli.c */
+extern const struct tk_tool shm_tool;      /* shm/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */
