@@ -25,7 +25,8 @@ static bool is_header(const char *line)
 {
     const char *dash = strchr(line, '-');
     const char *colon = strchr(line, ':');
-    return dash && (!colon || dash < colon) && strspn(line, "0123456789abcdef") == (size_t)(dash - line);
+    return dash && (!colon || dash < colon) &&
+           strspn(line, "0123456789abcdef") == (size_t)(dash - line);
 }
 
 /* "Name:   123 kB" into *bytes when the line is that field. */
@@ -33,8 +34,7 @@ static void field(const char *line, const char *name, uint64_t *bytes)
 {
     size_t n = strlen(name);
     uint64_t kb;
-    if (strncmp(line, name, n) == 0 && line[n] == ':' &&
-        sscanf(line + n + 1, "%" SCNu64, &kb) == 1)
+    if (strncmp(line, name, n) == 0 && line[n] == ':' && sscanf(line + n + 1, "%" SCNu64, &kb) == 1)
         *bytes += kb * 1024;
 }
 

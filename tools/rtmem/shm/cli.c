@@ -50,8 +50,7 @@ static int parse_mechs(const struct tk_args *cli, const char *value, void *field
         } else {
             int m = shm_mech_find(item);
             if (m < 0)
-                return tk_args_bad(cli, "--mechanisms: '%s' is not a mechanism (see --help)",
-                                   item);
+                return tk_args_bad(cli, "--mechanisms: '%s' is not a mechanism (see --help)", item);
             *set |= 1u << m;
         }
         p += len;
@@ -68,8 +67,8 @@ static int parse_sizes(const struct tk_args *cli, const char *value, void *field
         size_t len = strcspn(p, ",");
         char item[32];
         if (len == 0 || len >= sizeof(item))
-            return tk_args_bad(cli, "--sizes: '%.*s' is not a byte count (e.g. 64K, 1G)",
-                               (int)len, p);
+            return tk_args_bad(cli, "--sizes: '%.*s' is not a byte count (e.g. 64K, 1G)", (int)len,
+                               p);
         memcpy(item, p, len);
         item[len] = '\0';
         uint64_t v;
@@ -128,16 +127,15 @@ static const struct tk_opt options[] = {
       "second's writes and faults, and the system's Dirty and Writeback (a bare number is in "
       "s; at most an hour)",
       F(duration_ns), .lo = NS_PER_S, .hi = MAX_DURATION_NS, .unit_ns = NS_PER_S },
-    { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)",
-      F(cpu) },
+    { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)", F(cpu) },
     { "fifo", TK_OPT_FLAG, NULL,
       "run under SCHED_FIFO (default: SCHED_OTHER, as a program sharing memory usually "
       "runs, and so that the kernel's writeback threads on the same CPU are not starved)",
       F(fifo) },
     { "prio", TK_OPT_PRIO, "N", "the SCHED_FIFO priority of --fifo, 1..99 (default %D)",
       F(priority) },
-    { "seed", TK_OPT_UINT, "N", "the seed of the writes' generator (default %D)", F(seed),
-      .lo = 0, .hi = UINT64_MAX },
+    { "seed", TK_OPT_UINT, "N", "the seed of the writes' generator (default %D)", F(seed), .lo = 0,
+      .hi = UINT64_MAX },
     { "force", TK_OPT_FLAG, NULL,
       "allow a region above half of MemAvailable, or a file above half of the free space of "
       "its filesystem",
@@ -147,8 +145,8 @@ static const struct tk_opt options[] = {
       "renamed over it only when the run completes; a failed or interrupted run leaves FILE as "
       "it was",
       F(json_path) },
-    { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (small sizes, few writes)",
-      F(quick), .flags = TK_OPTF_QUICK_SWITCH },
+    { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (small sizes, few writes)", F(quick),
+      .flags = TK_OPTF_QUICK_SWITCH },
 };
 
 #undef F

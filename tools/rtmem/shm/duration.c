@@ -84,8 +84,8 @@ void shm_duration_run(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct
         t->minor_faults = minor - minor0;
         t->major_faults = major - major0;
         meminfo_dirty(&t->dirty_kb, &t->writeback_kb);
-        printf("  %6.0f %12.0f %10" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
-               t->t_s, (double)writes / secs, t->minor_faults, t->major_faults, t->dirty_kb,
+        printf("  %6.0f %12.0f %10" PRIu64 " %8" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n", t->t_s,
+               (double)writes / secs, t->minor_faults, t->major_faults, t->dirty_kb,
                t->writeback_kb);
         fflush(stdout);
         writes = 0;

@@ -18,14 +18,14 @@
 
 #define B RTM_ARENA_THP_DEFAULT
 const struct shm_mech shm_mechs[SHM_MECHS] = {
-    [MECH_FILE_DISK] = { "file-disk", "file mmap (MAP_SHARED) in --dir", RTM_ARENA_FILE, 0, B,
-                         true, true, true },
-    [MECH_FILE_TMPFS] = { "file-tmpfs", "file mmap in /dev/shm (tmpfs)", RTM_ARENA_FILE, 0, B,
-                          true, true, true },
+    [MECH_FILE_DISK] = { "file-disk", "file mmap (MAP_SHARED) in --dir", RTM_ARENA_FILE, 0, B, true,
+                         true, true },
+    [MECH_FILE_TMPFS] = { "file-tmpfs", "file mmap in /dev/shm (tmpfs)", RTM_ARENA_FILE, 0, B, true,
+                          true, true },
     [MECH_POSIX] = { "posix", "POSIX shm (shm_open)", RTM_ARENA_POSIX_SHM, 0, B, true, false,
                      true },
-    [MECH_SYSV] = { "sysv", "SysV shm (shmget, IPC_PRIVATE)", RTM_ARENA_SYSV_SHM, 0, B, true,
-                    false, true },
+    [MECH_SYSV] = { "sysv", "SysV shm (shmget, IPC_PRIVATE)", RTM_ARENA_SYSV_SHM, 0, B, true, false,
+                    true },
     [MECH_MEMFD] = { "memfd", "memfd_create", RTM_ARENA_MEMFD, 0, B, true, false, true },
     [MECH_ANON_SHARED] = { "anon-shared", "shared anonymous (/dev/zero, MAP_SHARED)",
                            RTM_ARENA_DEVICE, 0, B, true, false, true },
@@ -43,8 +43,8 @@ const struct shm_mech shm_mechs[SHM_MECHS] = {
                            RTM_ARENA_PAGE_2M, B, true, false, true },
     [MECH_ANON_PRIVATE] = { "anon-private", "private anonymous, THP off (reference)",
                             RTM_ARENA_ANON, 0, RTM_ARENA_THP_OFF, false, false, true },
-    [MECH_ANON_THP] = { "anon-thp", "private anonymous, MADV_HUGEPAGE (reference)",
-                        RTM_ARENA_ANON, 0, RTM_ARENA_THP_ON, false, false, true },
+    [MECH_ANON_THP] = { "anon-thp", "private anonymous, MADV_HUGEPAGE (reference)", RTM_ARENA_ANON,
+                        0, RTM_ARENA_THP_ON, false, false, true },
 };
 #undef B
 
@@ -92,8 +92,8 @@ static void forget_name(struct shm_region *r)
     r->cleanup_slot = -1;
 }
 
-int shm_region_open(const struct shm *sh, enum shm_mech_id id, uint64_t bytes,
-                    struct shm_region *r, char *why, size_t why_size)
+int shm_region_open(const struct shm *sh, enum shm_mech_id id, uint64_t bytes, struct shm_region *r,
+                    char *why, size_t why_size)
 {
     const struct shm_mech *m = &shm_mechs[id];
     memset(r, 0, sizeof(*r));
@@ -119,20 +119,13 @@ int shm_region_open(const struct shm *sh, enum shm_mech_id id, uint64_t bytes,
         snprintf(r->name, sizeof(r->name), "%s/%s", TMPFS_DIR, stem);
         file = true;
         break;
-    case MECH_POSIX:
-        snprintf(r->name, sizeof(r->name), "/%s", stem);
-        break;
-    case MECH_ANON_SHARED:
-        cfg.name = "/dev/zero";
-        break;
+    case MECH_POSIX: snprintf(r->name, sizeof(r->name), "/%s", stem); break;
+    case MECH_ANON_SHARED: cfg.name = "/dev/zero"; break;
     case MECH_MEMFD:
     case MECH_MEMFD_THP:
     case MECH_MEMFD_HUGE2M:
-    case MECH_MEMFD_HUGE1G:
-        cfg.name = "rtmem-shm";
-        break;
-    default:
-        break;
+    case MECH_MEMFD_HUGE1G: cfg.name = "rtmem-shm"; break;
+    default: break;
     }
     bool named = r->name[0] != '\0';
     if (named)

@@ -14,8 +14,11 @@
  * did. Private mechanisms are not shared: no reader.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/child.h"
 #include "shm.h"
@@ -23,6 +26,22 @@
 /* No progress for this long: the reader is killed. Its work is one pass
  * and a checksum over at most 4 GiB. */
 #define READER_TIMEOUT_S 120.0
+
+/* The test hook (docs/shm.md): "pause" makes the reader wait, once
+ * attached, until it is killed; "crash" makes it die of SIGSEGV there. */
+#define READER_HOOK_ENV "RTMEM_SHM_TEST_READER"
+
+static void test_hook(void)
+{
+    const char *hook = getenv(READER_HOOK_ENV);
+    if (!hook)
+        return;
+    if (strcmp(hook, "crash") == 0)
+        raise(SIGSEGV);
+    if (strcmp(hook, "pause") == 0)
+        for (;;)
+            pause();
+}
 
 /* In memory shared with the child. */
 struct reader_shared {
@@ -64,6 +83,7 @@ static int reader_main(void *arg)
         base = own.base;
         out->by_name = true;
     }
+    test_hook();
     const volatile uint8_t *p = base;
     uint64_t sum = 0;
     for (size_t off = 0; off < bytes; off += step)

@@ -75,22 +75,20 @@ void shm_print_header(FILE *f, const struct shm *sh)
     tk_machine_print(f, &sh->mf);
     tk_timer_print(f, "timer: ", &sh->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &sh->rt);
-    fprintf(f, "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, seed "
-               "%" PRIu64 ": %.2f ns per draw alone, subtracted from the writes\n",
+    fprintf(f,
+            "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, seed "
+            "%" PRIu64 ": %.2f ns per draw alone, subtracted from the writes\n",
             sh->o.seed, sh->rng_ns_per_write);
     if (sh->o.duration_ns)
-        fprintf(f, "mode       : --duration %.0f s per region\n",
-                (double)sh->o.duration_ns / 1e9);
+        fprintf(f, "mode       : --duration %.0f s per region\n", (double)sh->o.duration_ns / 1e9);
     else
-        fprintf(f,
-                "workloads  : %s%" PRIu64 " writes%s, %s zeroings, per region; %u process%s\n",
+        fprintf(f, "workloads  : %s%" PRIu64 " writes%s, %s zeroings, per region; %u process%s\n",
                 sh->writes_given ? "" : "up to ", sh->o.writes,
                 sh->writes_given ? "" : " (cut at --budget)",
                 sh->zeroings_given ? "the given" : "budgeted (at least 3)", sh->o.processes,
                 sh->o.processes > 1 ? "es" : "");
     fprintf(f, "--dir      : %s (%s)%s\n", sh->o.dir, sh->dir_fs,
-            strcmp(sh->dir_fs, "tmpfs") == 0 ? ": NOT a disk, file-disk is a tmpfs file here"
-                                             : "");
+            strcmp(sh->dir_fs, "tmpfs") == 0 ? ": NOT a disk, file-disk is a tmpfs file here" : "");
     fprintf(f,
             "kernel     : THP %s, shmem THP %s; writeback every %.1f s of pages dirty for "
             "%.1f s; MemAvailable %s\n",
@@ -105,8 +103,8 @@ static void print_times(FILE *f, const struct shm *sh)
     fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %8s %9s %9s\n", "mechanism", "size", "page",
             "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "zero us", "sync ms",
             "close ms");
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %8s %9s %9s\n", "", "", "", "", "(total)",
-            "", "ns", "", "(each)", "", "");
+    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %8s %9s %9s\n", "", "", "", "", "(total)", "",
+            "ns", "", "(each)", "", "");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
         char size[32], page[16], c[9][TK_FMT_MAX];
@@ -128,12 +126,10 @@ static void print_times(FILE *f, const struct shm *sh)
                 tk_fmt_double(c[2], sizeof(c[2]), per_op(&r->phase[SHM_PHASE_TOUCH]) / 1e3, 3),
                 tk_fmt_double(c[3], sizeof(c[3]), w, 2), r->writes_capped ? "*" : " ",
                 tk_fmt_ratio(c[4], sizeof(c[4]), w / ref_w),
-                tk_fmt_double(c[5], sizeof(c[5]), per_op(&r->phase[SHM_PHASE_ZEROINGS]) / 1e3,
-                              1),
-                tk_fmt_double(c[6], sizeof(c[6]), r->phase[SHM_PHASE_SYNC].done
-                                                      ? r->phase[SHM_PHASE_SYNC].ns / 1e6
-                                                      : NAN,
-                              2),
+                tk_fmt_double(c[5], sizeof(c[5]), per_op(&r->phase[SHM_PHASE_ZEROINGS]) / 1e3, 1),
+                tk_fmt_double(
+                    c[6], sizeof(c[6]),
+                    r->phase[SHM_PHASE_SYNC].done ? r->phase[SHM_PHASE_SYNC].ns / 1e6 : NAN, 2),
                 tk_fmt_double(c[7], sizeof(c[7]), r->phase[SHM_PHASE_TEARDOWN].ns / 1e6, 2),
                 r->failed ? "  FAILED" : "");
     }
@@ -144,8 +140,8 @@ static void print_faults(FILE *f, const struct shm *sh)
     fprintf(f, "\npage faults of the writing thread, minor/major, per phase\n");
     fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10s %9s\n", "mechanism", "size", "touch",
             "writes", "zeroings", "sync", "teardown", "writes", "zeroings");
-    fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10s %9s\n", "", "", "", "", "", "", "",
-            "done", "done");
+    fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10s %9s\n", "", "", "", "", "", "", "", "done",
+            "done");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
         if (r->skipped)
@@ -181,14 +177,12 @@ static void print_readers(FILE *f, const struct shm *sh)
             fprintf(f, "%-13s %8s %s\n", r->mech, size, d->why);
             continue;
         }
-        snprintf(faults, sizeof(faults), "%" PRIu64 "/%" PRIu64, d->minor_faults,
-                 d->major_faults);
+        snprintf(faults, sizeof(faults), "%" PRIu64 "/%" PRIu64, d->minor_faults, d->major_faults);
         fprintf(f, "%-13s %8s %-10s %10s %8s %14s  %s\n", r->mech, size,
                 d->by_name ? "by name" : "inherited",
                 tk_fmt_double(c[0], sizeof(c[0]), d->touch_ns / 1e3, 1),
-                tk_fmt_double(c[1], sizeof(c[1]), d->pages ? d->touch_ns / 1e3 / (double)d->pages
-                                                           : NAN,
-                              3),
+                tk_fmt_double(c[1], sizeof(c[1]),
+                              d->pages ? d->touch_ns / 1e3 / (double)d->pages : NAN, 3),
                 faults, d->matched ? "as written" : "DIFFERENT");
     }
 }
@@ -253,8 +247,7 @@ static void print_durations(FILE *f, const struct shm *sh)
             major += t->major_faults;
         }
         fprintf(f, "%-13s %8s %8.0f %12.0f %12.0f %12.0f %10" PRIu64 " %10" PRIu64 "\n", d->mech,
-                size, secs, secs > 0 ? (double)writes / secs : 0, d->n ? lo : 0, hi, minor,
-                major);
+                size, secs, secs > 0 ? (double)writes / secs : 0, d->n ? lo : 0, hi, minor, major);
     }
 }
 
@@ -271,8 +264,9 @@ void shm_report(const struct tk_session *s, FILE *f)
     for (size_t i = 0; i < sh->n_rows; i++)
         capped |= sh->rows[i].writes_capped;
     if (capped)
-        fprintf(f, "* writes cut at --budget before the %" PRIu64 " asked (the JSON has how "
-                   "many were done)\n",
+        fprintf(f,
+                "* writes cut at --budget before the %" PRIu64 " asked (the JSON has how "
+                "many were done)\n",
                 sh->o.writes);
     print_faults(f, sh);
     if (sh->o.processes > 1)

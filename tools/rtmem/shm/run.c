@@ -13,6 +13,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 
+#include "common/cleanup.h"
 #include "common/pressure.h"
 #include "common/result.h"
 #include "common/tool.h"
@@ -47,23 +48,12 @@ static void fs_name(const char *path, char *buf, size_t size)
         return;
     }
     switch ((unsigned long)f.f_type) {
-    case TMPFS_MAGIC:
-        snprintf(buf, size, "tmpfs");
-        break;
-    case 0xEF53:
-        snprintf(buf, size, "ext2/3/4");
-        break;
-    case 0x58465342:
-        snprintf(buf, size, "xfs");
-        break;
-    case 0x9123683E:
-        snprintf(buf, size, "btrfs");
-        break;
-    case 0x794c7630:
-        snprintf(buf, size, "overlayfs");
-        break;
-    default:
-        snprintf(buf, size, "0x%lx", (unsigned long)f.f_type);
+    case TMPFS_MAGIC: snprintf(buf, size, "tmpfs"); break;
+    case 0xEF53: snprintf(buf, size, "ext2/3/4"); break;
+    case 0x58465342: snprintf(buf, size, "xfs"); break;
+    case 0x9123683E: snprintf(buf, size, "btrfs"); break;
+    case 0x794c7630: snprintf(buf, size, "overlayfs"); break;
+    default: snprintf(buf, size, "0x%lx", (unsigned long)f.f_type);
     }
 }
 
@@ -146,13 +136,14 @@ int shm_setup(struct tk_session *s)
     }
     s->state = sh;
     s->comment = "\n";
+    /* Before any name is created: a fatal signal removes them (mech.c). */
+    tk_cleanup_install();
     sh->o = *(const struct shm_opts *)s->opts;
     sh->prog = s->cli.prog;
     sh->writes_given = tk_opt_given(s->tool->opts, s->tool->n_opts, &s->parsed, "writes");
     sh->zeroings_given = sh->o.zeroings > 0;
     if (sh->o.duration_ns)
-        sh->mechs = sh->o.mechs ? sh->o.mechs
-                                : (1u << MECH_FILE_DISK) | (1u << MECH_FILE_TMPFS);
+        sh->mechs = sh->o.mechs ? sh->o.mechs : (1u << MECH_FILE_DISK) | (1u << MECH_FILE_TMPFS);
     else if (sh->o.mechs)
         sh->mechs = sh->o.mechs;
     else
@@ -297,8 +288,7 @@ enum tk_run_end shm_run(struct tk_session *s)
             measure_row(sh, m, sh->sizes.bytes[i], row);
             failed |= row->failed;
             char b[32];
-            printf("%-13s %8s  %s (%.1f s)\n", row->mech,
-                   shm_fmt_bytes(b, sizeof(b), row->bytes),
+            printf("%-13s %8s  %s (%.1f s)\n", row->mech, shm_fmt_bytes(b, sizeof(b), row->bytes),
                    row->skipped  ? "skipped"
                    : row->failed ? "FAILED"
                                  : "measured",

@@ -49,9 +49,9 @@
 
 #define SHM_SCHEMA "rtmem-shm/1"
 
-#define KIB ((uint64_t)1 << 10)
-#define MIB ((uint64_t)1 << 20)
-#define GIB ((uint64_t)1 << 30)
+#define KIB       ((uint64_t)1 << 10)
+#define MIB       ((uint64_t)1 << 20)
+#define GIB       ((uint64_t)1 << 30)
 #define NS_PER_MS 1000000u
 #define NS_PER_S  1000000000u
 
@@ -84,27 +84,27 @@ enum shm_mech_id {
 };
 
 struct shm_mech {
-    const char *name;    /* CLI value and JSON key: "file-disk" */
-    const char *what;    /* for the report: "file mmap in --dir (a disk)" */
-    int source;          /* RTM_ARENA_* */
-    size_t page_bytes;   /* 0, RTM_ARENA_PAGE_2M, _1G */
-    int thp;             /* RTM_ARENA_THP_* */
-    bool shared;         /* another process can map the same pages */
-    bool file;           /* msync has something to write (a file) */
-    bool in_default;     /* run without --mechanisms */
+    const char *name;  /* CLI value and JSON key: "file-disk" */
+    const char *what;  /* for the report: "file mmap in --dir (a disk)" */
+    int source;        /* RTM_ARENA_* */
+    size_t page_bytes; /* 0, RTM_ARENA_PAGE_2M, _1G */
+    int thp;           /* RTM_ARENA_THP_* */
+    bool shared;       /* another process can map the same pages */
+    bool file;         /* msync has something to write (a file) */
+    bool in_default;   /* run without --mechanisms */
 };
 
 extern const struct shm_mech shm_mechs[SHM_MECHS];
 
 /* What the second process (--processes 2) found. */
 struct shm_reader {
-    bool done;          /* it ran and reported */
-    bool by_name;       /* it opened the object by name, not the inherited mapping */
-    bool matched;       /* it read exactly what the writer wrote */
-    uint64_t pages;     /* pages it touched */
-    double touch_ns;    /* its first touch of every page */
+    bool done;       /* it ran and reported */
+    bool by_name;    /* it opened the object by name, not the inherited mapping */
+    bool matched;    /* it read exactly what the writer wrote */
+    uint64_t pages;  /* pages it touched */
+    double touch_ns; /* its first touch of every page */
     uint64_t minor_faults, major_faults;
-    uint64_t checksum;  /* of what it read */
+    uint64_t checksum;                      /* of what it read */
     char why[RTM_ARENA_MESSAGE_BYTES + 96]; /* why it did not run, or how it ended badly */
 };
 
@@ -116,26 +116,26 @@ struct shm_pages {
 
 /* One mechanism at one size. */
 struct shm_row {
-    char mech[32];       /* shm_mechs[].name, or "java:disk" */
-    uint64_t bytes;      /* as asked */
-    bool skipped;        /* not measured: why says so */
-    bool failed;         /* measured, and a check failed (why) */
+    char mech[32];  /* shm_mechs[].name, or "java:disk" */
+    uint64_t bytes; /* as asked */
+    bool skipped;   /* not measured: why says so */
+    bool failed;    /* measured, and a check failed (why) */
     char why[RTM_ARENA_MESSAGE_BYTES + 256];
     char note[RTM_ARENA_MESSAGE_BYTES]; /* what the arena did not obtain ("THP asked...") */
     struct shm_phase phase[SHM_PHASES];
-    uint64_t mapped_bytes;     /* arena size_bytes (rounded to its pages) */
-    uint64_t page_bytes;       /* arena page size asked */
+    uint64_t mapped_bytes; /* arena size_bytes (rounded to its pages) */
+    uint64_t page_bytes;   /* arena page size asked */
     struct shm_pages pages;
-    double rng_ns_per_write;   /* subtracted from the writes */
-    bool writes_capped;        /* the budget stopped the writes before --writes */
-    uint64_t checksum;         /* of the region after the writes */
+    double rng_ns_per_write; /* subtracted from the writes */
+    bool writes_capped;      /* the budget stopped the writes before --writes */
+    uint64_t checksum;       /* of the region after the writes */
     struct shm_reader reader;
 };
 
 /* One second of --duration. */
 struct shm_tick {
-    double t_s;            /* end of the second, from the start of the writes */
-    double span_s;         /* its length (a second and at most one slice) */
+    double t_s;    /* end of the second, from the start of the writes */
+    double span_s; /* its length (a second and at most one slice) */
     uint64_t writes;
     uint64_t minor_faults, major_faults;
     uint64_t dirty_kb, writeback_kb; /* /proc/meminfo at the end of the second */
@@ -158,11 +158,11 @@ struct shm_sizes {
 };
 
 struct shm_opts {
-    unsigned mechs;          /* bit per enum shm_mech_id; 0: the default set */
-    struct shm_sizes sizes;  /* n 0: the default sizes */
+    unsigned mechs;         /* bit per enum shm_mech_id; 0: the default set */
+    struct shm_sizes sizes; /* n 0: the default sizes */
     uint64_t writes;
-    uint64_t zeroings;       /* 0: as many as fit in budget_ns, at least SHM_MIN_ZEROINGS */
-    uint64_t budget_ns;      /* per phase, for default writes and zeroings */
+    uint64_t zeroings;  /* 0: as many as fit in budget_ns, at least SHM_MIN_ZEROINGS */
+    uint64_t budget_ns; /* per phase, for default writes and zeroings */
     const char *dir;
     unsigned processes;
     uint64_t duration_ns;
@@ -186,7 +186,7 @@ struct shm {
     bool writes_given, zeroings_given;
     uint64_t mem_available;
     char thp_mode[32], shmem_thp_mode[32];
-    char dir_fs[32];        /* "ext4", "tmpfs", ... of --dir */
+    char dir_fs[32]; /* "ext4", "tmpfs", ... of --dir */
     uint64_t dirty_writeback_cs, dirty_expire_cs;
 
     struct tk_rt_state rt;
@@ -194,7 +194,7 @@ struct shm {
     bool timer_ok;
     double rng_ns_per_write; /* the generator alone, measured once */
 
-    struct shm_row *rows;   /* SHM_MECHS * SHM_MAX_SIZES, in order measured */
+    struct shm_row *rows; /* SHM_MECHS * SHM_MAX_SIZES, in order measured */
     size_t n_rows;
     struct shm_duration *durs;
     size_t n_durs;
@@ -205,16 +205,16 @@ struct shm_region {
     struct rtm_arena a;
     bool open;
     char name[RTM_ARENA_NAME_BYTES + 256]; /* the file path or "/shm" name created, "" */
-    int cleanup_slot;  /* tk_cleanup_* slot, -1 */
-    bool cleanup_file; /* the slot is a file's (else a shm name's) */
+    int cleanup_slot;                      /* tk_cleanup_* slot, -1 */
+    bool cleanup_file;                     /* the slot is a file's (else a shm name's) */
 };
 /* Mechanism m by name; -1 if none. */
 int shm_mech_find(const char *name);
 /* Opens a region of m of bytes into *r, no prefault; registered for the
  * cleanup before it exists. 0, or a negative errno with why (the arena's
  * message and, for huge pages, what would enable them). */
-int shm_region_open(const struct shm *sh, enum shm_mech_id m, uint64_t bytes,
-                    struct shm_region *r, char *why, size_t why_size);
+int shm_region_open(const struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct shm_region *r,
+                    char *why, size_t why_size);
 /* Closes it and forgets its cleanup entry. Returns rtm_arena_close's. */
 int shm_region_close(struct shm_region *r);
 
@@ -237,8 +237,7 @@ void shm_read_in_child(struct shm *sh, struct shm_row *row, struct shm_region *r
                        enum shm_mech_id m);
 
 /* duration.c: --duration. */
-void shm_duration_run(struct shm *sh, enum shm_mech_id m, uint64_t bytes,
-                      struct shm_duration *d);
+void shm_duration_run(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct shm_duration *d);
 
 /* run.c */
 struct tk_session;

@@ -20,8 +20,8 @@
  * one slice. */
 #define WRITE_SLICE ((uint64_t)1 << 20)
 /* Draws timed to cost the generator: the cheapest of RNG_TRIALS runs. */
-#define RNG_DRAWS  ((uint64_t)1 << 24)
-#define RNG_TRIALS 3
+#define RNG_DRAWS   ((uint64_t)1 << 24)
+#define RNG_TRIALS  3
 
 void shm_faults(uint64_t *minor, uint64_t *major)
 {
