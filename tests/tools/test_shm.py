@@ -134,6 +134,16 @@ with TempDir() as d:
     checks.ok(doc and doc["params"]["writes_given"] and doc["params"]["zeroings"] == 5,
               "params say they were given", doc and doc["params"])
 
+# The published comparison's generator: the same counts, named in params.
+with TempDir() as d:
+    out = os.path.join(d, "shm.json")
+    r = run(rtmem, "shm", "--generator", "rand", "--mechanisms", "sysv", "--sizes", "64K",
+            "--writes", "1000", "--zeroings", "3", "--json", out)
+    doc = load_json(out)
+    checks.ok(r.returncode == 0 and doc and doc["params"]["generator"] == "rand" and
+              doc["rows"][0]["phases"]["writes"]["ops"] == 1000 and "rand()" in r.stdout,
+              "--generator rand", r)
+
 # --duration: its seconds.
 with TempDir() as d:
     out = os.path.join(d, "shm.json")
@@ -218,6 +228,8 @@ with TempDir() as d:
                       (["--sizes", "8G"], "--sizes"),
                       (["--processes", "3"], "--processes"),
                       (["--prio", "10"], "give --fifo too"),
+                      (["--generator", "rand", "--sizes", "4G"], "up to 2G"),
+                      (["--generator", "mt"], "--generator"),
                       (["--duration", "1", "--processes", "2"], "--duration"),
                       (["--dir", "/nonexistent-rtmem"], "not a directory")):
         r = run(rtmem, "shm", *bad, "--json", out)

@@ -22,6 +22,8 @@
 #define MAX_DURATION_NS   ((uint64_t)SHM_MAX_TICKS * NS_PER_S)
 #define DEFAULT_SEED      1u
 
+const char *const shm_generator_choices[] = { "splitmix", "rand", NULL };
+
 static const struct shm_opts defaults = {
     .writes = DEFAULT_WRITES,
     .budget_ns = DEFAULT_BUDGET_NS,
@@ -134,6 +136,10 @@ static const struct tk_opt options[] = {
       F(fifo) },
     { "prio", TK_OPT_PRIO, "N", "the SCHED_FIFO priority of --fifo, 1..99 (default %D)",
       F(priority) },
+    { "generator", TK_OPT_CHOICE, "G",
+      "the writes' indices: splitmix (splitmix64, index ((z >> 32) * size) >> 32; the "
+      "default) or rand (libc's rand() %% size, as the published comparison; sizes up to 2G)",
+      F(generator), .choices = shm_generator_choices },
     { "seed", TK_OPT_UINT, "N", "the seed of the writes' generator (default %D)", F(seed), .lo = 0,
       .hi = UINT64_MAX },
     { "force", TK_OPT_FLAG, NULL,
@@ -206,6 +212,10 @@ static int check(struct tk_session *s)
     const struct tk_opt_parse *p = &s->parsed;
     if (!o->fifo && tk_opt_given(options, n, p, "prio"))
         return tk_args_bad(&s->cli, "--prio is the priority of --fifo: give --fifo too");
+    if (o->generator == SHM_GEN_RAND)
+        for (size_t i = 0; i < o->sizes.n; i++)
+            if (o->sizes.bytes[i] > 2 * GIB)
+                return tk_args_bad(&s->cli, "--generator rand draws 31 bits: sizes up to 2G");
     if (o->duration_ns && o->processes > 1)
         return tk_args_bad(&s->cli, "--duration writes on one region at a time: --processes "
                                     "2 applies to the phases only");

@@ -64,11 +64,12 @@ void shm_duration_run(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct
            d->mech, shm_fmt_bytes(b, sizeof(b), bytes));
     printf("  %6s %12s %10s %8s %10s %10s\n", "second", "writes/s", "minor", "major", "Dirty kB",
            "Wback kB");
-    uint64_t s = sh->o.seed, start = tk_clock_ns(), tick_start = start;
+    uint64_t s, start = tk_clock_ns(), tick_start = start;
+    shm_seed(sh, &s);
     uint64_t minor0, major0, writes = 0;
     shm_faults(&minor0, &major0);
     while (d->n < SHM_MAX_TICKS) {
-        shm_write_loop(r.a.base, bytes, TICK_SLICE, &s);
+        shm_write_loop(sh->o.generator, r.a.base, bytes, TICK_SLICE, &s);
         writes += TICK_SLICE;
         uint64_t now = tk_clock_ns();
         if (now - tick_start < NS_PER_S)

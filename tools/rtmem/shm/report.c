@@ -75,10 +75,16 @@ void shm_print_header(FILE *f, const struct shm *sh)
     tk_machine_print(f, &sh->mf);
     tk_timer_print(f, "timer: ", &sh->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &sh->rt);
-    fprintf(f,
-            "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, seed "
-            "%" PRIu64 ": %.2f ns per draw alone, subtracted from the writes\n",
-            sh->o.seed, sh->rng_ns_per_write);
+    if (sh->o.generator == SHM_GEN_RAND)
+        fprintf(f,
+                "generator  : rand() %% bytes (srand %" PRIu64 "), value the index's low byte: "
+                "%.2f ns per draw alone, subtracted from the writes\n",
+                sh->o.seed, sh->rng_ns_per_write);
+    else
+        fprintf(f,
+                "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, "
+                "seed %" PRIu64 ": %.2f ns per draw alone, subtracted from the writes\n",
+                sh->o.seed, sh->rng_ns_per_write);
     if (sh->o.duration_ns)
         fprintf(f, "mode       : --duration %.0f s per region\n", (double)sh->o.duration_ns / 1e9);
     else
@@ -310,6 +316,7 @@ static void params_json(const struct shm *sh, struct tk_json *j)
     tk_json_kv_string(j, "dir_fs", sh->dir_fs);
     tk_json_kv_uint(j, "processes", sh->o.processes);
     tk_json_kv_uint(j, "duration_ns", sh->o.duration_ns);
+    tk_json_kv_string(j, "generator", shm_generator_choices[sh->o.generator]);
     tk_json_kv_bool(j, "fifo", sh->o.fifo);
     tk_json_kv_bool(j, "force", sh->o.force);
     tk_json_end_object(j);

@@ -157,6 +157,11 @@ struct shm_sizes {
     size_t n;
 };
 
+/* --generator: phase.h's splitmix64 with a multiply-shift index, or the
+ * published comparison's rand() % bytes. */
+enum { SHM_GEN_SPLITMIX, SHM_GEN_RAND };
+extern const char *const shm_generator_choices[];
+
 struct shm_opts {
     unsigned mechs;         /* bit per enum shm_mech_id; 0: the default set */
     struct shm_sizes sizes; /* n 0: the default sizes */
@@ -170,6 +175,7 @@ struct shm_opts {
     bool fifo;
     int priority;
     uint64_t seed;
+    int generator;
     bool force;
     const char *json_path;
     bool quick;
@@ -229,8 +235,11 @@ void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r);
 void shm_zeroings(struct shm *sh, struct shm_row *row, struct shm_region *r);
 void shm_sync(struct shm *sh, struct shm_row *row, struct shm_region *r);
 uint64_t shm_checksum(const void *p, uint64_t bytes);
-/* count random writes of the generator at *state into p[0, bytes). */
-void shm_write_loop(volatile uint8_t *p, uint64_t bytes, uint64_t count, uint64_t *state);
+/* The generator's state for a phase: *state from the seed (and srand's). */
+void shm_seed(const struct shm *sh, uint64_t *state);
+/* count random writes of generator gen (SHM_GEN_*) at *state into
+ * p[0, bytes). */
+void shm_write_loop(int gen, volatile uint8_t *p, uint64_t bytes, uint64_t count, uint64_t *state);
 
 /* reader.c: --processes 2. */
 void shm_read_in_child(struct shm *sh, struct shm_row *row, struct shm_region *r,

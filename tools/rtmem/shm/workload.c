@@ -9,6 +9,7 @@
  * Faults are the calling thread's (getrusage RUSAGE_THREAD), read before
  * and after the phase.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -50,9 +51,31 @@ static inline uint64_t draw_index(uint64_t z, uint64_t bytes)
     return ((z >> 32) * bytes) >> 32;
 }
 
-__attribute__((noinline)) void shm_write_loop(volatile uint8_t *p, uint64_t bytes, uint64_t count,
-                                              uint64_t *state)
+/* The published comparison's loop: libc's rand() (a lock and a state
+ * update per call) and a division for the index; rand() gives 31 bits, so
+ * regions above 2 GiB are refused with it (cli.c). Seeded by srand when a
+ * phase starts (shm_seed). */
+static void rand_write_loop(volatile uint8_t *p, uint64_t bytes, uint64_t count)
 {
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t idx = (uint64_t)rand() % bytes;
+        p[idx] = (uint8_t)idx;
+    }
+}
+
+void shm_seed(const struct shm *sh, uint64_t *state)
+{
+    *state = sh->o.seed;
+    srand((unsigned)sh->o.seed);
+}
+
+__attribute__((noinline)) void shm_write_loop(int gen, volatile uint8_t *p, uint64_t bytes,
+                                              uint64_t count, uint64_t *state)
+{
+    if (gen == SHM_GEN_RAND) {
+        rand_write_loop(p, bytes, count);
+        return;
+    }
     uint64_t s = *state;
     for (uint64_t i = 0; i < count; i++) {
         uint64_t z = tk_rng_next(&s);
@@ -62,9 +85,17 @@ __attribute__((noinline)) void shm_write_loop(volatile uint8_t *p, uint64_t byte
 }
 
 /* The same loop without the store: what the generator alone costs. */
-__attribute__((noinline)) static uint64_t rng_loop(uint64_t bytes, uint64_t count, uint64_t *state)
+__attribute__((noinline)) static uint64_t rng_loop(int gen, uint64_t bytes, uint64_t count,
+                                                   uint64_t *state)
 {
     uint64_t s = *state, sink = 0;
+    if (gen == SHM_GEN_RAND) {
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t idx = (uint64_t)rand() % bytes;
+            sink += idx ^ (idx & 0xff);
+        }
+        return sink;
+    }
     for (uint64_t i = 0; i < count; i++) {
         uint64_t z = tk_rng_next(&s);
         sink += draw_index(z, bytes) ^ (z & 0xff);
@@ -77,11 +108,12 @@ double shm_rng_cost(struct shm *sh)
 {
     double best = 0;
     volatile uint64_t sink = 0;
-    uint64_t s = sh->o.seed;
+    uint64_t s;
+    shm_seed(sh, &s);
     for (int i = 0; i < RNG_TRIALS; i++) {
         tk_rt_breather(&sh->rt);
         uint64_t t0 = tk_timer_start();
-        sink += rng_loop(GIB, RNG_DRAWS, &s);
+        sink += rng_loop(sh->o.generator, GIB, RNG_DRAWS, &s);
         double ns = tk_timer_ns(&sh->timer, tk_timer_end() - t0) / (double)RNG_DRAWS;
         if (i == 0 || ns < best)
             best = ns;
@@ -111,7 +143,8 @@ void shm_touch(struct shm *sh, struct shm_row *row, struct shm_region *r, uint64
 void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r)
 {
     struct shm_phase *ph = &row->phase[SHM_PHASE_WRITES];
-    uint64_t s = sh->o.seed, done = 0, ticks = 0, minor0, major0;
+    uint64_t s, done = 0, ticks = 0, minor0, major0;
+    shm_seed(sh, &s);
     uint64_t start = tk_clock_ns();
     shm_faults(&minor0, &major0);
     while (done < sh->o.writes) {
@@ -122,7 +155,7 @@ void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r)
         uint64_t k = sh->o.writes - done < WRITE_SLICE ? sh->o.writes - done : WRITE_SLICE;
         tk_rt_breather(&sh->rt);
         uint64_t t0 = tk_timer_start();
-        shm_write_loop(r->a.base, row->bytes, k, &s);
+        shm_write_loop(sh->o.generator, r->a.base, row->bytes, k, &s);
         ticks += tk_timer_end() - t0;
         done += k;
     }
