@@ -1,6 +1,6 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, latency (idle,
-#                noise, a quick sweep under memory pressure), pressure and stride
+#                noise, a quick sweep under memory pressure), pressure, stride and shm
 #                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
 #                when installable
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
@@ -70,10 +70,14 @@ bench: build
 	@# stride on its defaults (a few seconds): its report to its file, then to the terminal.
 	$(BUILD)/tools/rtmem stride --json $(RESULTS)/stride.json > $(RESULTS)/stride.txt; \
 	    status=$$?; cat $(RESULTS)/stride.txt; exit $$status
+	@# shm on its defaults (about a minute and a half: every mechanism at 64K and 1G; its
+	@# disk file in $(RESULTS)/, removed at the end).
+	$(BUILD)/tools/rtmem shm --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
+	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
-	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json"
+	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/shm.txt $(RESULTS)/shm.json"
 
 # The study of latency under memory pressure on its defaults: an idle baseline, then
 # 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,
