@@ -180,10 +180,12 @@ int shm_setup(struct tk_session *s)
     for (int m = 0; m < SHM_MECHS; m++)
         n += selected(sh, m);
     size_t rows = (size_t)n * sh->sizes.n;
-    if (sh->o.duration_ns)
+    if (sh->o.duration_ns) {
         sh->durs = calloc(rows, sizeof(*sh->durs));
-    else
-        sh->rows = calloc(rows, sizeof(*sh->rows));
+    } else {
+        sh->rows_capacity = rows + SHM_EXTRA_ROWS * sh->sizes.n;
+        sh->rows = calloc(sh->rows_capacity, sizeof(*sh->rows));
+    }
     if (!sh->durs && !sh->rows) {
         fprintf(stderr, "%s: out of memory for the results\n", s->cli.prog);
         return TK_EXIT_FAILED;

@@ -182,6 +182,7 @@ struct shm_opts {
 };
 
 #define SHM_MIN_ZEROINGS 3u
+#define SHM_EXTRA_ROWS   2u
 
 struct shm {
     struct shm_opts o;
@@ -200,8 +201,11 @@ struct shm {
     bool timer_ok;
     double rng_ns_per_write; /* the generator alone, measured once */
 
-    struct shm_row *rows; /* SHM_MECHS * SHM_MAX_SIZES, in order measured */
-    size_t n_rows;
+    /* In the order measured: room for every selected mechanism and
+     * SHM_EXTRA_ROWS more per size (java:disk, java:tmpfs: java.h), so
+     * that rows from elsewhere join the same table and JSON. */
+    struct shm_row *rows;
+    size_t n_rows, rows_capacity;
     struct shm_duration *durs;
     size_t n_durs;
 };
