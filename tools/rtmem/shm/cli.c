@@ -96,7 +96,7 @@ static int parse_sizes(const struct tk_args *cli, const char *value, void *field
 
 static const struct tk_opt options[] = {
     { "mechanisms", TK_OPT_CUSTOM, "LIST",
-      "the mechanisms to measure, by name (below), comma-separated, or all (default: all; "
+      "the mechanisms to measure, by name (above), comma-separated, or all (default: all; "
       "under --duration: file-disk,file-tmpfs)",
       F(mechs), .parse = parse_mechs },
     { "sizes", TK_OPT_CUSTOM, "B[,B...]",
@@ -182,9 +182,9 @@ static void help_intro(FILE *f)
         fprintf(f, "  %-13s %s\n", shm_mechs[m].name, shm_mechs[m].what);
     fputs("\n"
           "The default run (every mechanism, 64K and 1G, --budget 1.5s for the writes and\n"
-          "the zeroings of each region) lasts about a minute and a half on a 2-CPU VM:\n"
-          "at 1G the 10^8 writes of --writes do not fit in the budget and are cut to what\n"
-          "does (the report marks them); give --writes to have them all.\n",
+          "for the zeroings of each region) lasts about a minute on a 2-CPU VM. Where\n"
+          "the 10^8 writes of --writes take longer than the budget, they are cut there\n"
+          "(the report marks them); give --writes to have them all.\n",
           f);
 }
 
