@@ -19,6 +19,7 @@ usage: test_shm.py RTMEM_BINARY
 """
 import glob
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,8 +46,14 @@ def sysv_ids():
         return {line.split()[1] for line in f.readlines()[1:]}
 
 
+# The names the tool makes: rtmem-shm-PID-RANDOM (16 hex digits); others'
+# files in /dev/shm are not its own.
+OURS = re.compile(r"rtmem-shm-[0-9]+-[0-9a-f]{16}$")
+
+
 def leftovers(d):
-    return glob.glob(os.path.join(d, "rtmem-shm-*")) + glob.glob("/dev/shm/rtmem-shm-*")
+    return [p for p in glob.glob(os.path.join(d, "rtmem-shm-*")) + glob.glob("/dev/shm/rtmem-shm-*")
+            if OURS.match(os.path.basename(p))]
 
 
 def huge_free(kb):
@@ -117,6 +124,17 @@ with TempDir() as d:
         checks.ok(thp[0]["pages"]["anon_huge_bytes"] > 0 and
                   thp[0]["phases"]["touch"]["minor_faults"] < 1024,
                   "anon-thp at 4M: huge pages, fewer faults than pages", thp[0])
+
+    mt = [x for x in rows if x["mechanism"] == "memfd-thp" and x["bytes"] == 4 * MIB]
+    with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+        shmem = f.read()
+    shmem_thp_never = "[never]" in shmem or "[deny]" in shmem
+    if mt and shmem_thp_never:
+        checks.ok(mt[0]["pages"]["shmem_pmd_bytes"] == 0 and
+                  "no transparent huge page" in mt[0]["note"],
+                  "memfd-thp under shmem THP never: none, and the note says so", mt[0])
+    checks.ok(all(x["note"] == "" for x in rows if x["bytes"] == 64 * KIB),
+              "no note at 64K, below a huge page", [x["note"] for x in rows])
 
 # Exact counts, two mechanisms, one size.
 with TempDir() as d:

@@ -223,6 +223,15 @@ static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, stru
     }
     snprintf(row->note, sizeof(row->note), "%s", r.a.message);
     shm_touch(sh, row, &r, t0, minor0, major0);
+    const struct tk_smaps_entry *e = &row->pages.smaps;
+    /* A region below a huge page cannot have one: no note. */
+    if (shm_mechs[m].thp == RTM_ARENA_THP_ON && row->pages.read && !row->note[0] &&
+        row->mapped_bytes >= RTM_ARENA_PAGE_2M &&
+        e->anon_huge_bytes + e->shmem_pmd_bytes + e->file_pmd_bytes == 0)
+        snprintf(row->note, sizeof(row->note),
+                 "MADV_HUGEPAGE given and no transparent huge page obtained after the touch "
+                 "(THP %s, shmem THP %s)",
+                 sh->thp_mode, sh->shmem_thp_mode);
     shm_writes(sh, row, &r);
     row->checksum = shm_checksum(r.a.base, r.a.size_bytes);
     if (sh->o.processes > 1) {
