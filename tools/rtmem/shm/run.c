@@ -207,6 +207,15 @@ void shm_teardown(struct tk_session *s)
     s->state = NULL;
 }
 
+struct shm_row *shm_row_add(struct shm *sh)
+{
+    if (!sh->rows || sh->n_rows == sh->rows_capacity)
+        return NULL;
+    struct shm_row *row = &sh->rows[sh->n_rows++];
+    memset(row, 0, sizeof(*row));
+    return row;
+}
+
 /* One mechanism at one size: the five phases, and the reader. */
 static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct shm_row *row)
 {
@@ -295,7 +304,7 @@ enum tk_run_end shm_run(struct tk_session *s)
                 shm_duration_run(sh, m, sh->sizes.bytes[i], &sh->durs[sh->n_durs++]);
                 continue;
             }
-            struct shm_row *row = &sh->rows[sh->n_rows++];
+            struct shm_row *row = &sh->rows[sh->n_rows++]; /* setup sized the table */
             measure_row(sh, m, sh->sizes.bytes[i], row);
             failed |= row->failed;
             char b[32];

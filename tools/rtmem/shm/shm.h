@@ -210,6 +210,11 @@ struct shm {
     size_t n_durs;
 };
 
+/* run.c: the next free row, zeroed, for a row made elsewhere (the Java
+ * runner's: name it "java:disk", fill its phases); NULL when the table is
+ * full (SHM_EXTRA_ROWS per size beyond the mechanisms). */
+struct shm_row *shm_row_add(struct shm *sh);
+
 /* mech.c: a mechanism's region. */
 struct shm_region {
     struct rtm_arena a;
