@@ -1,6 +1,6 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, latency (idle,
-#                noise, a quick sweep under memory pressure), pressure, stride and bw
+#                noise, a quick sweep under memory pressure), pressure, stride, bw and shm
 #                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
 #                when installable
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
@@ -73,10 +73,15 @@ bench: build
 	@# bw on its defaults (under a minute): its report to its file, then to the terminal.
 	$(BUILD)/tools/rtmem bw --json $(RESULTS)/bw.json > $(RESULTS)/bw.txt; \
 	    status=$$?; cat $(RESULTS)/bw.txt; exit $$status
+	@# shm on its defaults (about a minute and a half: every mechanism at 64K and 1G; its
+	@# disk file in $(RESULTS)/, removed at the end).
+	$(BUILD)/tools/rtmem shm --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
+	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
+	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
 
 # The study of latency under memory pressure on its defaults: an idle baseline, then
 # 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,

@@ -14,5 +14,6 @@ extern const struct tk_tool latency_tool;  /* latency/cli.c */
 extern const struct tk_tool pressure_tool; /* pressure/cli.c */
 extern const struct tk_tool stride_tool;   /* stride/cli.c */
 extern const struct tk_tool bw_tool;       /* bw/cli.c */
+extern const struct tk_tool shm_tool;      /* shm/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -1,0 +1,107 @@
+/*
+ * The bench kit's smaps reader (tools/common/smaps.h), against its header:
+ * a made-up smaps file gives exactly the fields of the entry holding an
+ * address (not its neighbours'), the hugetlb fields summed, a path kept;
+ * an address in no entry is -ENOENT, a missing file its errno; and in this
+ * process a private mapping of 4 pages, written, shows 4 KiB pages and
+ * 16 KiB resident in /proc/self/smaps.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/smaps.h"
+
+static const char made_up[] =
+    "00400000-00401000 r-xp 00000000 08:01 123 /bin/true\n"
+    "Size:                  4 kB\n"
+    "KernelPageSize:        4 kB\n"
+    "Rss:                   4 kB\n"
+    "VmFlags: rd ex mr mw me\n"
+    "7f0000000000-7f0040000000 rw-s 00000000 00:01 77 /memfd:rtmem (deleted)\n"
+    "Size:            1048576 kB\n"
+    "KernelPageSize:     2048 kB\n"
+    "MMUPageSize:        2048 kB\n"
+    "Rss:                   0 kB\n"
+    "AnonHugePages:         0 kB\n"
+    "ShmemPmdMapped:        6 kB\n"
+    "FilePmdMapped:         7 kB\n"
+    "Shared_Hugetlb:   524288 kB\n"
+    "Private_Hugetlb:    2048 kB\n"
+    "VmFlags: rd wr sh mr mw me ms de ht\n"
+    "7f0040000000-7f0040200000 rw-p 00000000 00:00 0 \n"
+    "Size:               2048 kB\n"
+    "KernelPageSize:        4 kB\n"
+    "Rss:                2048 kB\n"
+    "AnonHugePages:      2048 kB\n";
+
+static void test_made_up(const char *dir)
+{
+    test_context = "made-up smaps";
+    char path[512];
+    snprintf(path, sizeof(path), "%s/smaps", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL, );
+    fputs(made_up, f);
+    fclose(f);
+
+    struct tk_smaps_entry e;
+    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0000100000ull, &e), 0);
+    CHECK_EQ(e.start, 0x7f0000000000ull);
+    CHECK_EQ(e.end, 0x7f0040000000ull);
+    CHECK_EQ(e.size_bytes, 1048576ull * 1024);
+    CHECK_EQ(e.kernel_page_bytes, 2048ull * 1024);
+    CHECK_EQ(e.rss_bytes, 0);
+    CHECK_EQ(e.shmem_pmd_bytes, 6 * 1024);
+    CHECK_EQ(e.file_pmd_bytes, 7 * 1024);
+    CHECK_EQ(e.hugetlb_bytes, (524288ull + 2048) * 1024);
+    CHECK(strcmp(e.path, "/memfd:rtmem (deleted)") == 0);
+
+    /* The last entry, and its first byte; the one before its end. */
+    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0040000000ull, &e), 0);
+    CHECK_EQ(e.anon_huge_bytes, 2048 * 1024);
+    CHECK_EQ(e.kernel_page_bytes, 4096);
+    CHECK_EQ(e.hugetlb_bytes, 0);
+    CHECK(strcmp(e.path, "") == 0);
+    CHECK_EQ(tk_smaps_find(path, (void *)0x400fffull, &e), 0);
+    CHECK_EQ(e.rss_bytes, 4096);
+    CHECK_EQ(e.anon_huge_bytes, 0);
+
+    /* End bounds are exclusive; nothing there. */
+    CHECK_EQ(tk_smaps_find(path, (void *)0x401000ull, &e), -ENOENT);
+    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0040200000ull, &e), -ENOENT);
+    unlink(path);
+    CHECK_EQ(tk_smaps_find(path, (void *)0x400000ull, &e), -ENOENT); /* the file is gone */
+}
+
+static void test_self(void)
+{
+    test_context = "/proc/self/smaps";
+    long page = sysconf(_SC_PAGESIZE);
+    /* Guard pages on either side so that no neighbour merges with it. */
+    char *m = mmap(NULL, (size_t)page * 6, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m != MAP_FAILED, );
+    char *p = mmap(m + page, (size_t)page * 4, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    REQUIRE(p != MAP_FAILED, );
+    madvise(p, (size_t)page * 4, MADV_NOHUGEPAGE);
+    for (int i = 0; i < 4; i++)
+        p[i * page] = 1;
+    struct tk_smaps_entry e;
+    CHECK_EQ(tk_smaps_find(NULL, p + page, &e), 0);
+    CHECK_EQ(e.start, (uintptr_t)p);
+    CHECK_EQ(e.size_bytes, 4 * (uint64_t)page);
+    CHECK_EQ(e.kernel_page_bytes, (uint64_t)page);
+    CHECK_EQ(e.rss_bytes, 4 * (uint64_t)page);
+    munmap(m, (size_t)page * 6);
+    CHECK_EQ(tk_smaps_find(NULL, p, &e), -ENOENT);
+}
+
+int main(int argc, char **argv)
+{
+    test_made_up(argc > 1 ? argv[1] : ".");
+    test_self();
+    return test_summary("tools.smaps");
+}

@@ -1,0 +1,264 @@
+"""rtmem shm: a --quick run with a second process has the envelope and a row
+for every mechanism at every size, each measured or skipped with a reason
+(a huge-page form without reserved pages names nr_hugepages); a measured
+row has the phases of phase.h (sync for files only), as many touched pages
+as the region maps, the writes and zeroings asked, the page size smaps
+reported, and a reader that attached by name where there is one and read
+what was written (private mechanisms: no reader); --writes and --zeroings
+are done exactly; --duration records its seconds; every name the run
+creates (--dir, /dev/shm) and every SysV segment is gone afterwards, also
+after SIGINT or SIGTERM, a reader that crashes (the run fails, names
+removed) and a reader killed with the run (reaped); the room checks refuse
+a file beyond half of --dir's free space (a tiny tmpfs) unless --force;
+bad usage exits 2 with the message and the --help hint, and leaves an
+existing result file as it was.
+
+No assertion depends on how fast the machine is.
+
+usage: test_shm.py RTMEM_BINARY
+"""
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from rtmemtest import (Checks, TempDir, become_subreaper, envelope_ok, load_json, orphans, run,
+                       wait_children)
+
+rtmem = sys.argv[1]
+checks = Checks("tools.shm")
+KIB, MIB = 1024, 1024 * 1024
+MECHS = ["file-disk", "file-tmpfs", "posix", "sysv", "memfd", "anon-shared", "memfd-thp",
+         "anon-huge2m", "anon-huge1g", "memfd-huge2m", "memfd-huge1g", "sysv-huge2m",
+         "anon-private", "anon-thp"]
+FILES = {"file-disk", "file-tmpfs"}
+BY_NAME = {"file-disk", "file-tmpfs", "posix"}
+PRIVATE = {"anon-huge2m", "anon-huge1g", "anon-private", "anon-thp"}
+PHASES = ["touch", "writes", "zeroings", "sync", "teardown"]
+GOOD = '{"a previous": "good result"}\n'
+
+
+def sysv_ids():
+    with open("/proc/sysvipc/shm") as f:
+        return {line.split()[1] for line in f.readlines()[1:]}
+
+
+# The names the tool makes: rtmem-shm-PID-RANDOM (16 hex digits); others'
+# files in /dev/shm are not its own.
+OURS = re.compile(r"rtmem-shm-[0-9]+-[0-9a-f]{16}$")
+
+
+def leftovers(d):
+    return [p for p in glob.glob(os.path.join(d, "rtmem-shm-*")) + glob.glob("/dev/shm/rtmem-shm-*")
+            if OURS.match(os.path.basename(p))]
+
+
+def huge_free(kb):
+    try:
+        with open("/sys/kernel/mm/hugepages/hugepages-%dkB/free_hugepages" % kb) as f:
+            return int(f.read())
+    except OSError:
+        return 0
+
+
+segments_before = sysv_ids()
+
+# A quick run of everything, with a second process.
+with TempDir() as d:
+    out = os.path.join(d, "shm.json")
+    args = ["--quick", "--processes", "2", "--dir", d, "--json", out]
+    r = run(rtmem, "shm", *args)
+    checks.ok(r.returncode == 0, "a quick run passes", r)
+    doc = load_json(out)
+    envelope_ok(checks, doc, "shm", "rtmem-shm/1", args)
+    checks.ok(leftovers(d) == [], "nothing left in --dir or /dev/shm", leftovers(d))
+    rows = (doc or {}).get("rows", [])
+    checks.ok([(x["mechanism"], x["bytes"]) for x in rows] ==
+              [(m, b) for b in (64 * KIB, 4 * MIB) for m in MECHS],
+              "a row per mechanism and size, sizes outer", [x["mechanism"] for x in rows])
+    checks.ok(doc and doc["params"]["mechanisms"] == MECHS, "params: every mechanism",
+              doc and doc["params"])
+    checks.ok(doc and doc["rng_ns_per_write"] > 0, "the generator's cost is measured")
+    for x in rows:
+        what = "%s %d" % (x["mechanism"], x["bytes"])
+        checks.ok(x["status"] in ("measured", "skipped"), what + ": measured or skipped", x)
+        if x["status"] == "skipped":
+            checks.ok(x["why"] != "" and x["phases"]["touch"] is None and x["reader"] is None,
+                      what + ": skipped with a reason and no phases", x)
+            continue
+        ph = x["phases"]
+        for p in PHASES:
+            want = p != "sync" or x["mechanism"] in FILES
+            checks.ok((ph[p] is not None) == want, what + ": phase " + p, ph)
+        checks.ok(ph["touch"]["ops"] * x["page_bytes"] == x["mapped_bytes"] >= x["bytes"],
+                  what + ": every page touched", (ph["touch"], x["page_bytes"]))
+        checks.ok(ph["touch"]["minor_faults"] > 0, what + ": the first touch faults", ph["touch"])
+        checks.ok(ph["writes"]["ops"] == 100000, what + ": --quick's writes done",
+                  ph["writes"])
+        checks.ok(ph["zeroings"]["ops"] >= 3, what + ": at least 3 zeroings", ph["zeroings"])
+        checks.ok(all(ph[p]["ns"] >= 0 for p in PHASES if ph[p]), what + ": times", ph)
+        pg = x["pages"]
+        checks.ok(pg is not None and pg["kernel_page_bytes"] == x["page_bytes"] and
+                  pg["rss_bytes"] + pg["hugetlb_bytes"] > 0,
+                  what + ": smaps: the page size asked, pages present", pg)
+        rd = x["reader"]
+        if x["mechanism"] in PRIVATE:
+            checks.ok(not rd["done"] and "private" in rd["why"], what + ": no reader", rd)
+        else:
+            checks.ok(rd["done"] and rd["matched"] and
+                      rd["pages"] == ph["touch"]["ops"] and
+                      rd["by_name"] == (x["mechanism"] in BY_NAME),
+                      what + ": the reader attached and read what was written", rd)
+    for m, kb in (("anon-huge2m", 2048), ("memfd-huge1g", 1048576)):
+        if huge_free(kb) == 0:
+            x = [x for x in rows if x["mechanism"] == m]
+            checks.ok(x and x[0]["status"] == "skipped" and "nr_hugepages" in x[0]["why"],
+                      m + ": without reserved pages, skipped naming nr_hugepages", x)
+    thp = [x for x in rows if x["mechanism"] == "anon-thp" and x["bytes"] == 4 * MIB]
+    with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+        thp_on = "[never]" not in f.read()
+    if thp and thp_on and thp[0]["status"] == "measured":
+        checks.ok(thp[0]["pages"]["anon_huge_bytes"] > 0 and
+                  thp[0]["phases"]["touch"]["minor_faults"] < 1024,
+                  "anon-thp at 4M: huge pages, fewer faults than pages", thp[0])
+
+    mt = [x for x in rows if x["mechanism"] == "memfd-thp" and x["bytes"] == 4 * MIB]
+    with open("/sys/kernel/mm/transparent_hugepage/shmem_enabled") as f:
+        shmem = f.read()
+    shmem_thp_never = "[never]" in shmem or "[deny]" in shmem
+    if mt and shmem_thp_never:
+        checks.ok(mt[0]["pages"]["shmem_pmd_bytes"] == 0 and
+                  "no transparent huge page" in mt[0]["note"],
+                  "memfd-thp under shmem THP never: none, and the note says so", mt[0])
+    checks.ok(all(x["note"] == "" for x in rows if x["bytes"] == 64 * KIB),
+              "no note at 64K, below a huge page", [x["note"] for x in rows])
+
+# Exact counts, two mechanisms, one size.
+with TempDir() as d:
+    out = os.path.join(d, "shm.json")
+    r = run(rtmem, "shm", "--mechanisms", "memfd,sysv", "--sizes", "64K", "--writes", "1000",
+            "--zeroings", "5", "--dir", d, "--json", out)
+    doc = load_json(out)
+    checks.ok(r.returncode == 0 and doc, "--writes and --zeroings given", r)
+    rows = (doc or {}).get("rows", [])
+    checks.ok([x["mechanism"] for x in rows] == ["sysv", "memfd"], "the two asked, in order",
+              rows)
+    checks.ok(all(x["phases"]["writes"]["ops"] == 1000 and not x["writes_capped"] and
+                  x["phases"]["zeroings"]["ops"] == 5 for x in rows),
+              "exactly the writes and zeroings asked", rows)
+    checks.ok(doc and doc["params"]["writes_given"] and doc["params"]["zeroings"] == 5,
+              "params say they were given", doc and doc["params"])
+
+# The published comparison's generator: the same counts, named in params.
+with TempDir() as d:
+    out = os.path.join(d, "shm.json")
+    r = run(rtmem, "shm", "--generator", "rand", "--mechanisms", "sysv", "--sizes", "64K",
+            "--writes", "1000", "--zeroings", "3", "--json", out)
+    doc = load_json(out)
+    checks.ok(r.returncode == 0 and doc and doc["params"]["generator"] == "rand" and
+              doc["rows"][0]["phases"]["writes"]["ops"] == 1000 and "rand()" in r.stdout,
+              "--generator rand", r)
+
+# --duration: its seconds.
+with TempDir() as d:
+    out = os.path.join(d, "shm.json")
+    r = run(rtmem, "shm", "--duration", "1", "--mechanisms", "memfd", "--sizes", "4M",
+            "--json", out)
+    doc = load_json(out)
+    checks.ok(r.returncode == 0 and doc, "--duration 1", r)
+    dur = (doc or {}).get("duration") or []
+    checks.ok(len(dur) == 1 and dur[0]["mechanism"] == "memfd" and dur[0]["bytes"] == 4 * MIB
+              and len(dur[0]["seconds"]) >= 1 and dur[0]["seconds"][0]["writes"] > 0
+              and dur[0]["seconds"][0]["span_s"] >= 1,
+              "--duration: a second recorded, with writes", dur)
+    checks.ok("writes/s" in r.stdout, "--duration prints its seconds", r)
+
+# Interrupted: SIGINT and SIGTERM while a file and a POSIX name exist.
+for sig, mech in ((signal.SIGINT, "file-disk"), (signal.SIGTERM, "posix")):
+    with TempDir() as d:
+        p = subprocess.Popen([rtmem, "shm", "--mechanisms", mech, "--sizes", "64M",
+                              "--writes", str(10 ** 12), "--dir", d],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        end = time.monotonic() + 30
+        while not leftovers(d) and time.monotonic() < end and p.poll() is None:
+            time.sleep(0.01)
+        made = leftovers(d)
+        p.send_signal(sig)
+        p.wait(timeout=60)
+        checks.ok(made != [], "%s: the run made its object" % mech, made)
+        checks.ok(p.returncode == -sig, "%s: the run dies of the signal" % mech, p.returncode)
+        checks.ok(leftovers(d) == [], "%s: removed on the signal" % mech, leftovers(d))
+
+# A reader that crashes: the run fails, the names are removed.
+with TempDir() as d:
+    r = run(rtmem, "shm", "--mechanisms", "posix,file-disk", "--sizes", "64K", "--writes",
+            "100", "--processes", "2", "--dir", d, env={"RTMEM_SHM_TEST_READER": "crash"})
+    # Under a sanitizer the SIGSEGV is its report and an abort: "died of" either way.
+    checks.ok(r.returncode == 1 and "the reader died of SIG" in r.stdout,
+              "a crashed reader fails the run", r)
+    checks.ok(leftovers(d) == [], "a crashed reader: nothing left", leftovers(d))
+
+# A reader killed with the run: reaped, the name removed.
+if become_subreaper():
+    with TempDir() as d:
+        env = dict(os.environ, RTMEM_SHM_TEST_READER="pause")
+        p = subprocess.Popen([rtmem, "shm", "--mechanisms", "posix", "--sizes", "64K",
+                              "--writes", "100", "--processes", "2"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        kids = wait_children(p.pid, 1)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=60)
+        checks.ok(len(kids) == 1, "the reader started", kids)
+        time.sleep(0.2)
+        checks.ok(orphans() == [], "the reader is reaped with the run")
+        checks.ok(leftovers(d) == [], "the paused reader's run: nothing left", leftovers(d))
+
+checks.ok(sysv_ids() == segments_before, "no SysV segment left",
+          sysv_ids() - segments_before)
+
+# Room: a file beyond half of --dir's free space (a 1 MiB tmpfs) is refused.
+with TempDir() as d:
+    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", d],
+                       stderr=subprocess.DEVNULL)
+    if m.returncode != 0:
+        print("tools.shm: cannot mount a tmpfs here: the room check is not tested")
+    else:
+        try:
+            r = run(rtmem, "shm", "--mechanisms", "file-disk", "--sizes", "1M", "--dir", d)
+            checks.ok(r.returncode == 2 and "half of the free space" in r.stderr,
+                      "a file beyond half of --dir's space is refused", r)
+            r = run(rtmem, "shm", "--mechanisms", "file-disk", "--sizes", "768K", "--dir", d,
+                    "--force", "--quick")
+            checks.ok(r.returncode == 0, "--force runs it", r)
+            checks.ok("NOT a disk" in r.stdout, "a tmpfs --dir is said not to be a disk", r)
+            checks.ok(leftovers(d) == [], "--force: nothing left", leftovers(d))
+        finally:
+            subprocess.run(["umount", d])
+
+# Usage.
+with TempDir() as d:
+    out = os.path.join(d, "keep.json")
+    with open(out, "w") as f:
+        f.write(GOOD)
+    for bad, said in ((["--mechanisms", "bogus"], "'bogus' is not a mechanism"),
+                      (["--sizes", "5000"], "not a multiple of 4K"),
+                      (["--sizes", "8G"], "--sizes"),
+                      (["--processes", "3"], "--processes"),
+                      (["--prio", "10"], "give --fifo too"),
+                      (["--generator", "rand", "--sizes", "4G"], "up to 2G"),
+                      (["--generator", "mt"], "--generator"),
+                      (["--duration", "1", "--processes", "2"], "--duration"),
+                      (["--dir", "/nonexistent-rtmem"], "not a directory")):
+        r = run(rtmem, "shm", *bad, "--json", out)
+        checks.ok(r.returncode == 2 and said in r.stderr and "rtmem shm --help" in r.stderr,
+                  "usage: %s" % " ".join(bad), r)
+    with open(out) as f:
+        checks.ok(f.read() == GOOD, "bad usage leaves the result file as it was")
+r = run(rtmem, "shm", "--help")
+checks.ok(r.returncode == 0 and all(m in r.stdout for m in MECHS), "--help lists the mechanisms",
+          r)
+
+checks.done()
