@@ -681,10 +681,14 @@ static int check_job(const struct shm_java_job *job, char *why, size_t size)
         }
     }
     struct stat st;
-    if (lstat(job->path, &st) == 0 || errno != ENOENT) {
-        say(why, size, "%s: %s", job->path,
-            errno == ENOENT ? "exists already: the job makes its own file" : strerror(errno));
+    if (lstat(job->path, &st) == 0) {
+        say(why, size, "%s: exists already: the job makes its own file", job->path);
         return -EEXIST;
+    }
+    if (errno != ENOENT) {
+        int err = errno;
+        say(why, size, "%s: %s", job->path, strerror(err));
+        return -err;
     }
     return 0;
 }
