@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests]
+#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests] [java]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -17,9 +17,15 @@
 #     rt-tests cyclictest, which scripts/compare-cyclictest.sh measures
 #            `rtmem latency` against (make compare-cyclictest): Debian's
 #            rt-tests
+#     java   a JDK (javac and java), for `rtmem shm --java` and its test
+#            (tools.shm_java): Debian's openjdk-17-jdk-headless, unless a
+#            javac is on PATH or in $JAVA_HOME/bin. Optional, like peers:
+#            when it cannot be installed it says so and succeeds; the Java
+#            contender is then skipped with a message.
 set -eu
 need=""
 want=""
+want_java=""
 check_fuzz=no
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -56,6 +62,12 @@ for arg in "$@"; do
             has_lib "${p#*:}" || want="$want ${p%%:*}"
         done
         ;;
+    java)
+        if ! command -v javac >/dev/null 2>&1 &&
+           ! { [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; }; then
+            want_java="openjdk-17-jdk-headless"
+        fi
+        ;;
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
@@ -69,7 +81,7 @@ fuzz_links() {
     return $rc
 }
 
-[ -z "$need$want" ] && [ "$check_fuzz" = no ] && exit 0
+[ -z "$need$want$want_java" ] && [ "$check_fuzz" = no ] && exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -112,6 +124,19 @@ if [ -n "$want" ]; then
     elif ! { $sudo apt-get update -qq && \
              $sudo apt-get install -y -qq --no-install-recommends $want >/dev/null; }; then
         echo "ensure-deps: installing$want failed; memcheck runs without them" >&2
+    fi
+fi
+
+if [ -n "$want_java" ]; then
+    echo "ensure-deps: installing a JDK for rtmem shm --java: $want_java"
+    [ -n "$sudo" ] && sudo="sudo -n"
+    if [ "$can_apt" = no ]; then
+        echo "ensure-deps: cannot install it here (no apt-get, or not root and no sudo);" \
+             "rtmem shm runs without its Java contender" >&2
+    elif ! { $sudo apt-get update -qq && \
+             $sudo apt-get install -y -qq --no-install-recommends $want_java >/dev/null; }; then
+        echo "ensure-deps: installing $want_java failed; rtmem shm runs without its Java" \
+             "contender" >&2
     fi
 fi
 exit 0

@@ -19,6 +19,8 @@ static volatile sig_atomic_t children[TK_CLEANUP_CHILDREN]; /* pid, 0 when free 
 /* shm_open names: "/" and at most NAME_MAX bytes. */
 static char shms[TK_CLEANUP_SHM][NAME_MAX + 2];
 static volatile sig_atomic_t shm_used[TK_CLEANUP_SHM];
+static char dirs[TK_CLEANUP_DIRS][PATH_MAX];
+static volatile sig_atomic_t dir_used[TK_CLEANUP_DIRS];
 static volatile sig_atomic_t owner; /* pid that registered */
 static bool installed;
 
@@ -50,6 +52,11 @@ static void on_fatal(int sig)
             if (shm_used[i]) {
                 (void)shm_unlink(shms[i]);
                 shm_used[i] = 0;
+            }
+        for (size_t i = 0; i < TK_CLEANUP_DIRS; i++)
+            if (dir_used[i]) {
+                (void)rmdir(dirs[i]);
+                dir_used[i] = 0;
             }
     }
     struct sigaction dfl;
@@ -154,4 +161,25 @@ void tk_cleanup_forget_shm(int slot)
 {
     if (slot >= 0 && slot < TK_CLEANUP_SHM)
         shm_used[slot] = 0;
+}
+
+int tk_cleanup_add_dir(const char *path)
+{
+    size_t len = strlen(path);
+    if (len >= PATH_MAX)
+        return -1;
+    for (int i = 0; i < TK_CLEANUP_DIRS; i++)
+        if (!dir_used[i]) {
+            memcpy(dirs[i], path, len + 1);
+            atomic_signal_fence(memory_order_seq_cst);
+            dir_used[i] = 1;
+            return i;
+        }
+    return -1;
+}
+
+void tk_cleanup_forget_dir(int slot)
+{
+    if (slot >= 0 && slot < TK_CLEANUP_DIRS)
+        dir_used[slot] = 0;
 }

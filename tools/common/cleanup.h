@@ -5,8 +5,9 @@
  * must leave nothing of its own behind and must not touch anything else: the
  * temporary result files it created are unlinked, the child processes it
  * started (each the leader of its own process group) are killed with their
- * groups and reaped, and then the POSIX shared memory objects they or it
- * may have made are removed. Then the signal is raised again with its default
+ * groups and reaped, then the POSIX shared memory objects they or it may
+ * have made are removed, and last the temporary directories it made, once
+ * the files registered in them are gone. Then the signal is raised again with its default
  * action, so the tool dies of it as it would have without the handler (a
  * shell sees 130 for SIGINT).
  *
@@ -19,9 +20,9 @@
  * inherits the handler after fork but never cleans up its parent's files.
  *
  * Registration is bounded (TK_CLEANUP_FILES files, TK_CLEANUP_CHILDREN
- * children, TK_CLEANUP_SHM shm objects at once); every entry is a copy,
- * written before it is marked
- * used, so the handler never reads half of one. Register and create (or
+ * children, TK_CLEANUP_SHM shm objects, TK_CLEANUP_DIRS directories at
+ * once); every entry is a copy, written before it is marked used, so the
+ * handler never reads half of one. Register and create (or
  * fork) with the signals blocked (tk_cleanup_block), so that no signal
  * falls between the two.
  */
@@ -31,9 +32,12 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#define TK_CLEANUP_FILES    4
+/* Files: a result file's temporary, and rtmem shm --java's (java.c): the
+ * job's file, the compiled class, the JVM's warm-up file and crash log. */
+#define TK_CLEANUP_FILES    8
 #define TK_CLEANUP_CHILDREN 4
 #define TK_CLEANUP_SHM      2
+#define TK_CLEANUP_DIRS     2
 
 /* Installs the handler (once; later calls do nothing). */
 void tk_cleanup_install(void);
@@ -69,5 +73,13 @@ void tk_cleanup_forget_child(int slot);
 int tk_cleanup_add_shm(const char *shm_name);
 /* Forgets a slot from tk_cleanup_add_shm (-1: nothing). */
 void tk_cleanup_forget_shm(int slot);
+
+/* A directory this process made (mkdtemp), to rmdir on a fatal signal after
+ * the files above are unlinked: register every file made in it, or the
+ * rmdir fails and the directory stays. Returns the slot, or -1 if the
+ * table is full or the path too long. */
+int tk_cleanup_add_dir(const char *path);
+/* Forgets a slot from tk_cleanup_add_dir (-1: nothing). */
+void tk_cleanup_forget_dir(int slot);
 
 #endif /* RTMEM_TOOLS_CLEANUP_H */
