@@ -29,7 +29,10 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# A JDK too (optional: without one, rtmem shm --java's tests say they were
+# skipped).
 test: build
+	@sh scripts/ensure-deps.sh java
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Every tracked *.c and *.h of src/ include/ tests/ examples/ tools/, with
@@ -75,7 +78,8 @@ bench: build
 	    status=$$?; cat $(RESULTS)/bw.txt; exit $$status
 	@# shm on its defaults (about a minute and a half: every mechanism at 64K and 1G; its
 	@# disk file in $(RESULTS)/, removed at the end).
-	$(BUILD)/tools/rtmem shm --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
+	@sh scripts/ensure-deps.sh java
+	$(BUILD)/tools/rtmem shm --java --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
 	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"

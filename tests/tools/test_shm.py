@@ -238,6 +238,51 @@ with TempDir() as d:
         finally:
             subprocess.run(["umount", d])
 
+# --java: the JVM's rows beside the C ones, with the C rows' counts; its
+# directory and file removed; without a JDK, skipped rows that say why.
+def java_leftovers(d):
+    return glob.glob(os.path.join(d, "rtmem-shm-java-*")) + glob.glob("/dev/shm/rtmem-shm-java-*")
+
+
+have_javac = any(os.access(os.path.join(p, "javac"), os.X_OK)
+                 for p in os.environ.get("PATH", "").split(os.pathsep) if p)
+with TempDir() as d:
+    out = os.path.join(d, "java.json")
+    args = ["--quick", "--java", "--mechanisms", "file-disk,memfd", "--sizes", "64K",
+            "--writes", "20000", "--zeroings", "4", "--dir", d, "--json", out]
+    if not have_javac:
+        print("tools.shm: no javac on PATH: --java's measured rows are not tested here "
+              "(scripts/ensure-deps.sh java installs a JDK)")
+    else:
+        r = run(rtmem, "shm", *args)
+        checks.ok(r.returncode == 0, "--java: a quick run passes", r)
+        doc = load_json(out) or {}
+        rows = doc.get("rows", [])
+        checks.ok([x["mechanism"] for x in rows] == ["file-disk", "memfd", "java:disk",
+                                                     "java:tmpfs"],
+                  "--java: the java rows follow the C rows", [x["mechanism"] for x in rows])
+        checks.ok(doc.get("params", {}).get("java") is True and
+                  (doc.get("java") or {}).get("available") is True and
+                  "VM" in (doc.get("java") or {}).get("runtime", ""),
+                  "--java: params and the JVM named", doc.get("java"))
+        for x in rows[2:]:
+            ph = x["phases"]
+            checks.ok(x["status"] == "measured" and ph["writes"]["ops"] == 20000 and
+                      ph["zeroings"]["ops"] == 4 and ph["touch"]["ops"] == 16 and
+                      ph["sync"] is not None and ph["teardown"] is not None,
+                      x["mechanism"] + ": measured, the counts asked, every phase", x)
+        checks.ok("java rows: " in r.stdout and "whole JVM" in r.stdout,
+                  "--java: the report says whose faults the java rows count", r.stdout)
+        checks.ok(java_leftovers(d) == [] and leftovers(d) == [],
+                  "--java: nothing left in --dir or /dev/shm", java_leftovers(d))
+    r = run(rtmem, "shm", *args, env={"PATH": "/nonexistent-rtmem", "JAVA_HOME": ""})
+    doc = load_json(out) or {}
+    rows = [x for x in doc.get("rows", []) if x["mechanism"].startswith("java:")]
+    checks.ok(r.returncode == 0 and len(rows) == 2 and
+              all(x["status"] == "skipped" and "javac" in x["why"] for x in rows),
+              "--java without a JDK: the java rows skipped, saying why", (r, rows))
+    checks.ok(java_leftovers(d) == [], "--java without a JDK: nothing left", java_leftovers(d))
+
 # Usage.
 with TempDir() as d:
     out = os.path.join(d, "keep.json")
@@ -251,6 +296,8 @@ with TempDir() as d:
                       (["--generator", "rand", "--sizes", "4G"], "up to 2G"),
                       (["--generator", "mt"], "--generator"),
                       (["--duration", "1", "--processes", "2"], "--duration"),
+                      (["--java", "--duration", "1"], "not with --duration"),
+                      (["--java", "--generator", "rand"], "splitmix64 only"),
                       (["--dir", "/nonexistent-rtmem"], "not a directory")):
         r = run(rtmem, "shm", *bad, "--json", out)
         checks.ok(r.returncode == 2 and said in r.stderr and "rtmem shm --help" in r.stderr,

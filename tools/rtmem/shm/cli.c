@@ -146,6 +146,12 @@ static const struct tk_opt options[] = {
       "allow a region above half of MemAvailable, or a file above half of the free space of "
       "its filesystem",
       F(force) },
+    { "java", TK_OPT_FLAG, NULL,
+      "also run the phases in a JVM through FileChannel.map's MappedByteBuffer, on a file "
+      "in --dir (java:disk) and in /dev/shm (java:tmpfs), with the writes and zeroings the C "
+      "rows did; compiled at run time from the source built into rtmem (needs a JDK 17 or "
+      "later: javac and java; skipped with the reason without one; sizes up to 2G - 4K)",
+      F(java) },
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " SHM_SCHEMA "): to a new file beside FILE, "
       "renamed over it only when the run completes; a failed or interrupted run leaves FILE as "
@@ -219,6 +225,10 @@ static int check(struct tk_session *s)
     if (o->duration_ns && o->processes > 1)
         return tk_args_bad(&s->cli, "--duration writes on one region at a time: --processes "
                                     "2 applies to the phases only");
+    if (o->java && o->duration_ns)
+        return tk_args_bad(&s->cli, "--java runs the phases: not with --duration");
+    if (o->java && o->generator == SHM_GEN_RAND)
+        return tk_args_bad(&s->cli, "--java draws with splitmix64 only: not with --generator rand");
     return 0;
 }
 

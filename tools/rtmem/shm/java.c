@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -239,12 +240,15 @@ static bool ended(pid_t pid)
     return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
 }
 
-/* The child's side: its own process group, the pipes as stdout and
+/* The child's side: its own process group, killed if rtmem dies (a
+ * SIGKILL gives rtmem no chance to reap it), the pipes as stdout and
  * stderr, stdin from /dev/null, cwd the private directory. */
 static void child_exec(char *const argv[], const char *cwd, int out_fd, int err_fd,
-                       const sigset_t *mask)
+                       const sigset_t *mask, pid_t parent)
 {
     (void)setpgid(0, 0);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
     sigprocmask(SIG_SETMASK, mask, NULL);
     int in = open("/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || chdir(cwd) != 0)
@@ -319,9 +323,10 @@ static int run_child(char *const argv[], const char *cwd, uint64_t timeout_ns, s
     sigset_t old;
     tk_cleanup_block(&old);
     uint64_t start = tk_clock_ns();
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(argv, cwd, po[1], pe[1], &old);
+        child_exec(argv, cwd, po[1], pe[1], &old, parent);
     int fork_err = pid < 0 ? -errno : 0;
     int slot = -1;
     if (pid > 0) {

@@ -226,6 +226,15 @@ static void print_notes(FILE *f, const struct shm *sh)
         fprintf(f, "  ");
         tk_opt_wrap(f, line, 2, 4);
     }
+    if (sh->java_runtime[0]) {
+        char line[512];
+        snprintf(line, sizeof(line),
+                 "java rows: %s, through FileChannel.map's MappedByteBuffer, zeroings by %s; "
+                 "their faults are the whole JVM's (its compiler and collector threads too)",
+                 sh->java_runtime, sh->java_zero_method);
+        fprintf(f, "\n");
+        tk_opt_wrap(f, line, 0, 2);
+    }
 }
 
 static void print_durations(FILE *f, const struct shm *sh)
@@ -319,6 +328,7 @@ static void params_json(const struct shm *sh, struct tk_json *j)
     tk_json_kv_string(j, "generator", shm_generator_choices[sh->o.generator]);
     tk_json_kv_bool(j, "fifo", sh->o.fifo);
     tk_json_kv_bool(j, "force", sh->o.force);
+    tk_json_kv_bool(j, "java", sh->o.java);
     tk_json_end_object(j);
 }
 
@@ -428,6 +438,14 @@ void shm_json(const struct tk_session *s, struct tk_json *j)
     params_json(sh, j);
     system_json(sh, j);
     tk_json_kv_double(j, "rng_ns_per_write", sh->rng_ns_per_write);
+    if (tk_json_key_or_null(j, "java", sh->o.java)) {
+        tk_json_begin_object(j);
+        tk_json_kv_bool(j, "available", sh->java_ok);
+        tk_json_kv_string(j, "why", sh->java_ok ? "" : sh->java_why);
+        tk_json_kv_string(j, "runtime", sh->java_runtime);
+        tk_json_kv_string(j, "zero_method", sh->java_zero_method);
+        tk_json_end_object(j);
+    }
     tk_json_key(j, "rows");
     tk_json_begin_array(j);
     for (size_t i = 0; i < sh->n_rows; i++)

@@ -17,6 +17,7 @@
 #include "common/pressure.h"
 #include "common/result.h"
 #include "common/tool.h"
+#include "java.h"
 #include "shm.h"
 
 #define TIMER_CALIBRATION_MS 50
@@ -190,6 +191,8 @@ int shm_setup(struct tk_session *s)
         fprintf(stderr, "%s: out of memory for the results\n", s->cli.prog);
         return TK_EXIT_FAILED;
     }
+    if (sh->o.java)
+        sh->java_ok = shm_java_available(sh->java_why, sizeof(sh->java_why));
     tk_machine_collect(&sh->mf);
     return 0;
 }
@@ -270,6 +273,17 @@ static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, stru
     }
 }
 
+void shm_print_progress(const struct shm_row *row, uint64_t start_ns)
+{
+    char b[32];
+    printf("%-13s %8s  %s (%.1f s)\n", row->mech, shm_fmt_bytes(b, sizeof(b), row->bytes),
+           row->skipped  ? "skipped"
+           : row->failed ? "FAILED"
+                         : "measured",
+           (double)(tk_clock_ns() - start_ns) / 1e9);
+    fflush(stdout);
+}
+
 enum tk_run_end shm_run(struct tk_session *s)
 {
     struct shm *sh = s->state;
@@ -296,7 +310,7 @@ enum tk_run_end shm_run(struct tk_session *s)
         goto out;
     bool failed = false;
     uint64_t start = tk_clock_ns();
-    for (size_t i = 0; i < sh->sizes.n; i++)
+    for (size_t i = 0; i < sh->sizes.n; i++) {
         for (int m = 0; m < SHM_MECHS; m++) {
             if (!selected(sh, m))
                 continue;
@@ -307,14 +321,15 @@ enum tk_run_end shm_run(struct tk_session *s)
             struct shm_row *row = &sh->rows[sh->n_rows++]; /* setup sized the table */
             measure_row(sh, m, sh->sizes.bytes[i], row);
             failed |= row->failed;
-            char b[32];
-            printf("%-13s %8s  %s (%.1f s)\n", row->mech, shm_fmt_bytes(b, sizeof(b), row->bytes),
-                   row->skipped  ? "skipped"
-                   : row->failed ? "FAILED"
-                                 : "measured",
-                   (double)(tk_clock_ns() - start) / 1e9);
-            fflush(stdout);
+            shm_print_progress(row, start);
         }
+        if (!sh->o.java || sh->o.duration_ns)
+            continue;
+        size_t first = sh->n_rows;
+        shm_java_rows(sh, sh->sizes.bytes[i], start);
+        for (size_t k = first; k < sh->n_rows; k++)
+            failed |= sh->rows[k].failed;
+    }
     end = failed ? TK_RUN_FAILED : TK_RUN_PASSED;
 out:
     tk_rt_refresh(&sh->rt);

@@ -177,6 +177,7 @@ struct shm_opts {
     uint64_t seed;
     int generator;
     bool force;
+    bool java; /* --java: java:disk and java:tmpfs rows (java.h) */
     const char *json_path;
     bool quick;
 };
@@ -200,6 +201,10 @@ struct shm {
     struct tk_timer timer;
     bool timer_ok;
     double rng_ns_per_write; /* the generator alone, measured once */
+    bool java_ok;            /* --java and a JDK found (java_why: why not) */
+    char java_why[512];
+    char java_runtime[128]; /* the JVM that measured the java rows */
+    char java_zero_method[16];
 
     /* In the order measured: room for every selected mechanism and
      * SHM_EXTRA_ROWS more per size (java:disk, java:tmpfs: java.h), so
@@ -214,6 +219,12 @@ struct shm {
  * runner's: name it "java:disk", fill its phases); NULL when the table is
  * full (SHM_EXTRA_ROWS per size beyond the mechanisms). */
 struct shm_row *shm_row_add(struct shm *sh);
+
+/* java_rows.c: with --java, the rows java:disk and java:tmpfs at size
+ * bytes, measured in a JVM (java.h), or skipped with sh->java_why. */
+void shm_java_rows(struct shm *sh, uint64_t bytes, uint64_t start_ns);
+/* run.c: a row's line as the run goes (start_ns: the run's start). */
+void shm_print_progress(const struct shm_row *row, uint64_t start_ns);
 
 /* mech.c: a mechanism's region. */
 struct shm_region {

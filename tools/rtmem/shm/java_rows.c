@@ -1,0 +1,149 @@
+/*
+ * `rtmem shm --java`: the rows "java:disk" (a file in --dir) and
+ * "java:tmpfs" (a file in /dev/shm), measured by the JVM that java.c runs
+ * on the same phases as the C mechanisms. Each job runs in a directory
+ * made for it (mkdtemp beside where the file goes), registered with the
+ * kit's cleanup with the file, so that Ctrl-C, a timeout or a JVM that
+ * dies leaves nothing behind.
+ *
+ * The Java rows do the writes and zeroings the C rows at the same size
+ * did (the first measured C row's counts, cut by --budget like theirs),
+ * so that the figures compare; --writes and --zeroings set them exactly.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "java.h"
+#include "shm.h"
+
+#define TMPFS_DIR            "/dev/shm"
+/* A JVM that has not ended by then is killed: ten times the budget of
+ * each of its timed phases, plus the start and the touch of a region. */
+#define JAVA_TIMEOUT_BASE_NS ((uint64_t)120 * NS_PER_S)
+
+/* The counts the C rows at this size did: the first measured one's. */
+static void c_counts(const struct shm *sh, uint64_t bytes, uint64_t *writes, uint64_t *zeroings)
+{
+    *writes = sh->o.writes;
+    *zeroings = sh->zeroings_given ? sh->o.zeroings : 0;
+    if (sh->writes_given && sh->zeroings_given)
+        return;
+    for (size_t i = 0; i < sh->n_rows; i++) {
+        const struct shm_row *r = &sh->rows[i];
+        if (r->bytes != bytes || r->skipped || strncmp(r->mech, "java:", 5) == 0)
+            continue;
+        if (!sh->writes_given)
+            *writes = r->phase[SHM_PHASE_WRITES].ops;
+        if (!sh->zeroings_given)
+            *zeroings = r->phase[SHM_PHASE_ZEROINGS].ops;
+        return;
+    }
+}
+
+static void skip(struct shm_row *row, const char *why)
+{
+    row->skipped = true;
+    snprintf(row->why, sizeof(row->why), "%s", why);
+}
+
+/* The row, or NULL if the table is full (setup sized it for these rows:
+ * cannot happen). */
+static const struct shm_row *measure(struct shm *sh, const char *name, const char *dir,
+                                     uint64_t bytes)
+{
+    struct shm_row *row = shm_row_add(sh);
+    if (!row)
+        return NULL;
+    snprintf(row->mech, sizeof(row->mech), "%s", name);
+    row->bytes = bytes;
+    row->mapped_bytes = bytes;
+    snprintf(row->reader.why, sizeof(row->reader.why), "a JVM's region: no second process");
+    if (!sh->java_ok) {
+        skip(row, sh->java_why);
+        return row;
+    }
+    if (bytes > SHM_JAVA_MAX_BYTES) {
+        skip(row, "above the 2 GiB - 1 that one MappedByteBuffer maps");
+        return row;
+    }
+    char tmp[PATH_MAX], file[PATH_MAX + 32];
+    if (snprintf(tmp, sizeof(tmp), "%s/rtmem-shm-java-XXXXXX", dir) >= (int)sizeof(tmp)) {
+        skip(row, "the directory's path is too long");
+        return row;
+    }
+    /* The slot first, the directory second: Ctrl-C between them leaves
+     * at most a slot whose rmdir fails. */
+    sigset_t old;
+    tk_cleanup_block(&old);
+    int dir_slot = -1;
+    bool made = mkdtemp(tmp) != NULL;
+    int err = errno;
+    if (made)
+        dir_slot = tk_cleanup_add_dir(tmp);
+    tk_cleanup_restore(&old);
+    if (!made) {
+        snprintf(row->why, sizeof(row->why), "cannot make a directory in %.300s: %s", dir,
+                 strerror(err));
+        row->failed = true;
+        return row;
+    }
+    snprintf(file, sizeof(file), "%s/region", tmp);
+    int file_slot = tk_cleanup_add_file(file);
+
+    struct shm_java_job job = {
+        .path = file,
+        .bytes = bytes,
+        .zero_budget_ns = sh->o.budget_ns,
+        .seed = sh->o.seed,
+        .timeout_ns = JAVA_TIMEOUT_BASE_NS + 10 * sh->o.budget_ns,
+    };
+    c_counts(sh, bytes, &job.writes, &job.zeroings);
+    row->writes_capped = !sh->writes_given && job.writes < sh->o.writes;
+    struct shm_java_result r;
+    int rc = shm_java_run(&job, &r, row->why, sizeof(row->why));
+    if (unlink(file) != 0 && errno != ENOENT && rc == 0) {
+        rc = -errno;
+        snprintf(row->why, sizeof(row->why), "cannot remove %.300s: %s", file, strerror(errno));
+    }
+    tk_cleanup_forget_file(file_slot);
+    if (rmdir(tmp) != 0 && rc == 0) {
+        rc = -errno;
+        snprintf(row->why, sizeof(row->why), "cannot remove %.300s: %s", tmp, strerror(errno));
+    }
+    tk_cleanup_forget_dir(dir_slot);
+    if (rc != 0) {
+        row->failed = true;
+        return row;
+    }
+    memcpy(row->phase, r.phase, sizeof(row->phase));
+    row->rng_ns_per_write = r.rng_ns_per_write;
+    row->checksum = r.checksum;
+    uint64_t jit_ms = 0, gcs = 0;
+    for (int p = 0; p < SHM_PHASES; p++)
+        jit_ms += r.jit_ms[p], gcs += r.gcs[p];
+    snprintf(sh->java_runtime, sizeof(sh->java_runtime), "%s", r.runtime);
+    snprintf(sh->java_zero_method, sizeof(sh->java_zero_method), "%s", r.zero_method);
+    if (jit_ms || gcs)
+        snprintf(row->note, sizeof(row->note),
+                 "%" PRIu64 " ms of JIT compiling and %" PRIu64
+                 " garbage collections fell inside the timed phases, and are in their times",
+                 jit_ms, gcs);
+    return row;
+}
+
+void shm_java_rows(struct shm *sh, uint64_t bytes, uint64_t start_ns)
+{
+    const struct shm_row *row = measure(sh, "java:disk", sh->o.dir, bytes);
+    if (row)
+        shm_print_progress(row, start_ns);
+    row = measure(sh, "java:tmpfs", TMPFS_DIR, bytes);
+    if (row)
+        shm_print_progress(row, start_ns);
+}
