@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from rtmemtest import (Checks, TempDir, become_subreaper, envelope_ok, load_json, orphans, run,
+from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans, run,
                        wait_children)
 
 rtmem = sys.argv[1]
@@ -216,6 +216,32 @@ if become_subreaper():
         checks.ok(orphans() == [], "the reader is reaped with the run")
         checks.ok(leftovers(d) == [], "the paused reader's run: nothing left", leftovers(d))
 
+    # SIGKILL: the run cannot reap or clean up, but its reader must not
+    # outlive it (it dies with its parent). The name it leaves the test
+    # removes.
+    with TempDir() as d:
+        env = dict(os.environ, RTMEM_SHM_TEST_READER="pause")
+        p = subprocess.Popen([rtmem, "shm", "--mechanisms", "posix", "--sizes", "64K",
+                              "--writes", "100", "--processes", "2"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        kids = wait_children(p.pid, 1)
+        p.kill()
+        p.wait(timeout=60)
+        checks.ok(len(kids) == 1, "the reader started (SIGKILL)", kids)
+        running = kids
+        for _ in range(200):
+            orphans()  # reaps a reader that died and came to this subreaper
+            running = [k for k in kids if alive(k)]
+            if not running:
+                break
+            time.sleep(0.05)
+        checks.ok(running == [], "a SIGKILL of the run kills its reader too", running)
+        for k in running:
+            os.kill(k, signal.SIGKILL)
+        mine = [x for x in glob.glob("/dev/shm/rtmem-shm-%d-*" % p.pid)]
+        for x in mine:
+            os.unlink(x)
+
 checks.ok(sysv_ids() == segments_before, "no SysV segment left",
           sysv_ids() - segments_before)
 
@@ -288,6 +314,8 @@ with TempDir() as d:
     out = os.path.join(d, "keep.json")
     with open(out, "w") as f:
         f.write(GOOD)
+    long_dir = os.path.join(d, *(["d" * 100] * 5))
+    os.makedirs(long_dir)
     for bad, said in ((["--mechanisms", "bogus"], "'bogus' is not a mechanism"),
                       (["--sizes", "5000"], "not a multiple of 4K"),
                       (["--sizes", "8G"], "--sizes"),
@@ -298,7 +326,8 @@ with TempDir() as d:
                       (["--duration", "1", "--processes", "2"], "--duration"),
                       (["--java", "--duration", "1"], "not with --duration"),
                       (["--java", "--generator", "rand"], "splitmix64 only"),
-                      (["--dir", "/nonexistent-rtmem"], "not a directory")):
+                      (["--dir", "/nonexistent-rtmem"], "not a directory"),
+                      (["--dir", long_dir], "at most 400 bytes")):
         r = run(rtmem, "shm", *bad, "--json", out)
         checks.ok(r.returncode == 2 and said in r.stderr and "rtmem shm --help" in r.stderr,
                   "usage: %s" % " ".join(bad), r)

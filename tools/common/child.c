@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,9 +135,14 @@ void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         (void)setpgid(0, 0);
+        /* Killed with the parent: a SIGKILL gives the parent no chance to
+         * reap it, and it must not run on, holding what it measures. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127); /* the parent is gone: no one reads it */
         sigprocmask(SIG_SETMASK, &old, NULL);
         int status = fn(arg);
         fflush(stdout);

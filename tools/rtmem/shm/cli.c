@@ -202,12 +202,15 @@ static void help_notes(FILE *f)
           "objects in /dev/shm, under names no one else holds (rtmem-shm-PID-RANDOM,\n"
           "created exclusively); SysV segments are IPC_PRIVATE and removed from the\n"
           "namespace at once. All are removed at the end of each region, and on Ctrl-C or\n"
-          "SIGTERM; a second process is killed and reaped on every path. Huge pages are\n"
-          "never reserved by the tool.\n"
+          "SIGTERM; a second process, and the JVM of --java, is killed and reaped on\n"
+          "every path (and dies with rtmem if rtmem is killed). With --java, the JVM's\n"
+          "file is made in a directory rtmem-shm-java-RANDOM in --dir and in /dev/shm,\n"
+          "and its class compiled in rtmem-java-RANDOM in $TMPDIR (or /tmp): removed\n"
+          "likewise. Huge pages are never reserved by the tool.\n"
           "\n"
           "Exit status: 0 the run completed (skipped mechanisms included), 1 a check\n"
-          "failed (a second process read other contents) or a run-time error, 2 bad\n"
-          "usage.\n",
+          "failed (a second process read other contents, or the JVM left them) or a\n"
+          "run-time error, 2 bad usage.\n",
           f);
 }
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -249,6 +250,12 @@ static void child_exec(char *const argv[], const char *cwd, int out_fd, int err_
     (void)setpgid(0, 0);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
+    /* The JVM runs as a Java program would: SCHED_OTHER, whatever policy
+     * the caller measures under (under SCHED_FIFO its compiler and
+     * collector threads could starve the CPU's kernel threads). It keeps
+     * the caller's CPU affinity, the CPU the C rows are measured on. */
+    struct sched_param normal = { .sched_priority = 0 };
+    (void)sched_setscheduler(0, SCHED_OTHER, &normal);
     sigprocmask(SIG_SETMASK, mask, NULL);
     int in = open("/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0 || chdir(cwd) != 0)

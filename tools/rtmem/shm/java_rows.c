@@ -6,9 +6,11 @@
  * kit's cleanup with the file, so that Ctrl-C, a timeout or a JVM that
  * dies leaves nothing behind.
  *
- * The Java rows do the writes and zeroings the C rows at the same size
- * did (the first measured C row's counts, cut by --budget like theirs),
- * so that the figures compare; --writes and --zeroings set them exactly.
+ * The Java rows do the writes and zeroings the first C row measured at
+ * the same size did (its counts, cut by --budget), so that the figures
+ * compare, and must leave the region as that row did (checksum); --writes
+ * and --zeroings set the counts exactly. Without a C row at that size
+ * (all skipped), the JVM does --writes (uncut) and zeroings for --budget.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,27 +26,36 @@
 #include "shm.h"
 
 #define TMPFS_DIR            "/dev/shm"
-/* A JVM that has not ended by then is killed: ten times the budget of
- * each of its timed phases, plus the start and the touch of a region. */
+/* A JVM that has not ended by then is killed: the start and the touch of
+ * a region, ten times the budget, and JAVA_TIMEOUT_FACTOR times what the
+ * C row took for the same writes and zeroings. */
 #define JAVA_TIMEOUT_BASE_NS ((uint64_t)120 * NS_PER_S)
+#define JAVA_TIMEOUT_FACTOR  20.0
 
-/* The counts the C rows at this size did: the first measured one's. */
-static void c_counts(const struct shm *sh, uint64_t bytes, uint64_t *writes, uint64_t *zeroings)
+/* The first C row measured at this size, or NULL. */
+static const struct shm_row *c_row(const struct shm *sh, uint64_t bytes)
+{
+    for (size_t i = 0; i < sh->n_rows; i++) {
+        const struct shm_row *r = &sh->rows[i];
+        if (r->bytes == bytes && !r->skipped && strncmp(r->mech, "java:", 5) != 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* The counts of the C row c (or, without one, --writes and --zeroings, and
+ * the budget for zeroings not given), unless given. */
+static void c_counts(const struct shm *sh, const struct shm_row *c, uint64_t *writes,
+                     uint64_t *zeroings)
 {
     *writes = sh->o.writes;
     *zeroings = sh->zeroings_given ? sh->o.zeroings : 0;
-    if (sh->writes_given && sh->zeroings_given)
+    if (!c)
         return;
-    for (size_t i = 0; i < sh->n_rows; i++) {
-        const struct shm_row *r = &sh->rows[i];
-        if (r->bytes != bytes || r->skipped || strncmp(r->mech, "java:", 5) == 0)
-            continue;
-        if (!sh->writes_given)
-            *writes = r->phase[SHM_PHASE_WRITES].ops;
-        if (!sh->zeroings_given)
-            *zeroings = r->phase[SHM_PHASE_ZEROINGS].ops;
-        return;
-    }
+    if (!sh->writes_given)
+        *writes = c->phase[SHM_PHASE_WRITES].ops;
+    if (!sh->zeroings_given)
+        *zeroings = c->phase[SHM_PHASE_ZEROINGS].ops;
 }
 
 static void skip(struct shm_row *row, const char *why)
@@ -97,6 +108,7 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
     snprintf(file, sizeof(file), "%s/region", tmp);
     int file_slot = tk_cleanup_add_file(file);
 
+    const struct shm_row *c = c_row(sh, bytes);
     struct shm_java_job job = {
         .path = file,
         .bytes = bytes,
@@ -104,7 +116,11 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
         .seed = sh->o.seed,
         .timeout_ns = JAVA_TIMEOUT_BASE_NS + 10 * sh->o.budget_ns,
     };
-    c_counts(sh, bytes, &job.writes, &job.zeroings);
+    c_counts(sh, c, &job.writes, &job.zeroings);
+    /* Counts given, or large: the C row's time for them, many times over. */
+    if (c)
+        job.timeout_ns += (uint64_t)(JAVA_TIMEOUT_FACTOR * (c->phase[SHM_PHASE_WRITES].ns +
+                                                            c->phase[SHM_PHASE_ZEROINGS].ns));
     row->writes_capped = !sh->writes_given && job.writes < sh->o.writes;
     struct shm_java_result r;
     int rc = shm_java_run(&job, &r, row->why, sizeof(row->why));
@@ -125,6 +141,17 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
     memcpy(row->phase, r.phase, sizeof(row->phase));
     row->rng_ns_per_write = r.rng_ns_per_write;
     row->checksum = r.checksum;
+    /* The same seed, generator and writes on a region of the same size
+     * leave the same bytes: Java did the work C did. */
+    if (c && c->mapped_bytes == bytes && c->phase[SHM_PHASE_WRITES].ops == job.writes &&
+        c->checksum != r.checksum) {
+        row->failed = true;
+        snprintf(row->why, sizeof(row->why),
+                 "the region after the JVM's writes differs from the C row %s's (checksum "
+                 "%016" PRIx64 " against %016" PRIx64 ")",
+                 c->mech, r.checksum, c->checksum);
+        return row;
+    }
     uint64_t jit_ms = 0, gcs = 0;
     for (int p = 0; p < SHM_PHASES; p++)
         jit_ms += r.jit_ms[p], gcs += r.gcs[p];

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/pressure.h"
@@ -164,6 +165,14 @@ int shm_setup(struct tk_session *s)
     struct stat st;
     if (stat(sh->o.dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         tk_args_bad(&s->cli, "--dir: '%s' is not a directory", sh->o.dir);
+        return TK_EXIT_USAGE;
+    }
+    if (strlen(sh->o.dir) > SHM_MAX_DIR_BYTES) {
+        tk_args_bad(&s->cli, "--dir: a path of at most %d bytes, please", SHM_MAX_DIR_BYTES);
+        return TK_EXIT_USAGE;
+    }
+    if ((selected(sh, MECH_FILE_DISK) || sh->o.java) && access(sh->o.dir, W_OK | X_OK) != 0) {
+        tk_args_bad(&s->cli, "--dir: cannot create files in '%s': %s", sh->o.dir, strerror(errno));
         return TK_EXIT_USAGE;
     }
     fs_name(sh->o.dir, sh->dir_fs, sizeof(sh->dir_fs));

@@ -57,12 +57,14 @@
 
 /* Region sizes: multiples of 4 KiB up to 4 GiB (the generator's index is
  * ((z >> 32) * bytes) >> 32: exact up to 2^32 bytes). */
-#define SHM_SIZE_GRAIN (4 * KIB)
-#define SHM_MAX_BYTES  (4 * GIB)
-#define SHM_MAX_SIZES  8
+#define SHM_SIZE_GRAIN    (4 * KIB)
+#define SHM_MAX_BYTES     (4 * GIB)
+#define SHM_MAX_SIZES     8
 /* A region may take at most MemAvailable / SHM_MEM_SHARE, and a file at
  * most the free space of its filesystem / SHM_MEM_SHARE, unless --force. */
-#define SHM_MEM_SHARE  2
+#define SHM_MEM_SHARE     2
+/* --dir: room for the names made in it (rtmem-shm-PID-RANDOM). */
+#define SHM_MAX_DIR_BYTES 400
 
 /* The mechanisms, in the order of the report. */
 enum shm_mech_id {
