@@ -99,9 +99,32 @@ static void test_self(void)
     CHECK_EQ(tk_smaps_find(NULL, p, &e), -ENOENT);
 }
 
+/* A mapping whose path is longer than any fixed line buffer, and whose
+ * tail looks like a header ("7f...-7f... "): read as one line. */
+static void test_long_path(const char *dir)
+{
+    test_context = "a long path";
+    char path[512];
+    snprintf(path, sizeof(path), "%s/smaps-long", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f != NULL, );
+    fputs("7f0000000000-7f0000200000 rw-s 00000000 00:01 7 /dev/shm/", f);
+    for (int i = 0; i < 600; i++)
+        fputc('d', f);
+    fputs("7f0000000000-7f0000200000 x\nSize: 2048 kB\nKernelPageSize: 4 kB\nRss: 8 kB\n", f);
+    fclose(f);
+    struct tk_smaps_entry e;
+    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0000001000ull, &e), 0);
+    CHECK_EQ(e.size_bytes, 2048 * 1024);
+    CHECK_EQ(e.kernel_page_bytes, 4096);
+    CHECK_EQ(e.rss_bytes, 8192);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     test_made_up(argc > 1 ? argv[1] : ".");
+    test_long_path(argc > 1 ? argv[1] : ".");
     test_self();
     return test_summary("tools.smaps");
 }

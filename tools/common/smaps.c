@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A header line: "start-end perms offset dev inode [path]". Figure lines
@@ -45,10 +46,13 @@ int tk_smaps_find(const char *path, const void *addr, struct tk_smaps_entry *e)
     if (!f)
         return -errno;
     uint64_t a = (uint64_t)(uintptr_t)addr;
-    char line[512];
+    /* Whole lines, however long a mapping's path: a header cut in two
+     * would read its tail as a line of its own. */
+    char *line = NULL;
+    size_t cap = 0;
     bool in = false, found = false;
     int rc = 0;
-    while (fgets(line, sizeof(line), f)) {
+    while (getline(&line, &cap, f) >= 0) {
         if (is_header(line)) {
             if (in)
                 break;
@@ -79,6 +83,7 @@ int tk_smaps_find(const char *path, const void *addr, struct tk_smaps_entry *e)
     }
     if (rc == 0 && ferror(f))
         rc = -EIO;
+    free(line);
     fclose(f);
     if (rc == 0 && !found)
         rc = -ENOENT;
