@@ -264,6 +264,76 @@ with TempDir() as d:
         finally:
             subprocess.run(["umount", d])
 
+# The huge-page forms on pages this test reserves (as root) and gives back:
+# measured on pages of that size, shared ones read by the second process.
+def pool_path(kb, name):
+    return "/sys/kernel/mm/hugepages/hugepages-%dkB/%s" % (kb, name)
+
+
+def pool_num(kb, name):
+    with open(pool_path(kb, name)) as f:
+        return int(f.read())
+
+
+def pool_set(kb, n):
+    with open(pool_path(kb, "nr_hugepages"), "w") as f:
+        f.write("%d\n" % n)
+
+
+def reserve(kb, need):
+    """Pages added so that need are free (0: free already), or None (with
+    what was added given back) when they cannot be had here."""
+    if not os.path.exists(pool_path(kb, "nr_hugepages")) or os.geteuid() != 0:
+        return None
+    avail = pool_num(kb, "free_hugepages") - pool_num(kb, "resv_hugepages")
+    if avail >= need:
+        return 0
+    nr = pool_num(kb, "nr_hugepages")
+    pool_set(kb, nr + need - avail)
+    added = max(0, pool_num(kb, "nr_hugepages") - nr)
+    if pool_num(kb, "free_hugepages") - pool_num(kb, "resv_hugepages") < need:
+        give_back(kb, added)
+        return None
+    return added
+
+
+def give_back(kb, added):
+    if added:
+        pool_set(kb, pool_num(kb, "nr_hugepages") - added)
+
+
+for kb, mechs, size, pages in ((2048, ["anon-huge2m", "memfd-huge2m", "sysv-huge2m"], "4M", 2),
+                               (1048576, ["anon-huge1g", "memfd-huge1g"], "1G", 1)):
+    added = reserve(kb, pages)
+    if added is None:
+        print("tools.shm: %d %d kB huge pages cannot be had here: %s not measured" %
+              (pages, kb, ",".join(mechs)))
+        continue
+    try:
+        with TempDir() as d:
+            out = os.path.join(d, "huge.json")
+            r = run(rtmem, "shm", "--quick", "--mechanisms", ",".join(mechs), "--sizes", size,
+                    "--processes", "2", "--zeroings", "3", "--json", out)
+            checks.ok(r.returncode == 0, "huge %d kB: the run passes" % kb, r)
+            rows = (load_json(out) or {}).get("rows", [])
+            checks.ok([x["mechanism"] for x in rows] == mechs, "huge %d kB: its rows" % kb, rows)
+            for x in rows:
+                what = "%s %s" % (x["mechanism"], size)
+                checks.ok(x["status"] == "measured" and x["page_bytes"] == kb * 1024 and
+                          x["phases"]["touch"]["ops"] == pages and
+                          x["pages"]["kernel_page_bytes"] == kb * 1024 and
+                          x["pages"]["hugetlb_bytes"] == pages * kb * 1024,
+                          what + ": measured on its huge pages, every one touched", x)
+                rd = x["reader"] or {}
+                if x["mechanism"].startswith("anon-"):
+                    checks.ok(not rd.get("done"), what + ": private, no reader", rd)
+                else:
+                    checks.ok(rd.get("done") and rd.get("matched") and rd.get("pages") == pages,
+                              what + ": the second process read what was written", rd)
+            checks.ok(leftovers(d) == [], "huge %d kB: nothing left" % kb, leftovers(d))
+    finally:
+        give_back(kb, added)
+
 # --java: the JVM's rows beside the C ones, with the C rows' counts; its
 # directory and file removed; without a JDK, skipped rows that say why.
 def java_leftovers(d):
