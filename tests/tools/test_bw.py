@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 
@@ -262,6 +263,23 @@ with TempDir() as tmp:
         checks.ok(r.returncode == 2 and "is a regular file" in r.stderr and f.read() == GOOD,
                   "--dst FILE refused, the file as it was", r)
 
+    # The decision is taken on the opened file, not the path's text.
+    r = run(rtmem, "bw", "--quick", "--dst", "/sys/.." + f_path)
+    with open(f_path) as f:
+        checks.ok(r.returncode == 2 and "is a regular file" in r.stderr and f.read() == GOOD,
+                  "--dst /sys/../FILE refused, the file as it was", r)
+    # A block device is refused before anything maps it.
+    blk = os.path.join(tmp, "blk")
+    os.mknod(blk, 0o600 | stat.S_IFBLK, os.makedev(7, 200))
+    r = run(rtmem, "bw", "--quick", "--dst", blk)
+    checks.ok(r.returncode == 2 and "is a block device" in r.stderr,
+              "--dst BLOCKDEV refused", r)
+    os.unlink(blk)
+    # A PCI resource path holds ':': the whole text is the path.
+    pci = "/sys/bus/pci/devices/0000:00:7f.7/resource9"
+    r = run(rtmem, "bw", "--quick", "--dst", pci)
+    checks.ok(r.returncode == 1 and pci in r.stderr, "a PCI resource path kept whole", r)
+
     # More than half of MemAvailable: refused unless --force.
     r = run(rtmem, "bw", "--only", "cache", "--size", "16G")
     checks.ok(r.returncode == 2 and "more than half of MemAvailable" in r.stderr,
@@ -342,6 +360,9 @@ for args, want in (
         (["--src", ""], "--src needs a path"),
         (["--src", "shm"], "--src: 'shm' is neither anon, memfd, hugetlb nor a path"),
         (["--dst", "/dev/zero:12q"], "--dst: '12q' is not a byte count"),
+        (["--dst", "/dev/zero:0x"], "--dst: '0x' is not an offset"),
+        (["--dst", "/dev/zero:0x-1"], "--dst: '0x-1' is not an offset"),
+        (["--dst", "/dev/zero:0x1ffffffffffffffff"], "--dst: offset '0x1ffffffffffffffff' is too large"),
         (["--nosuch"], "unknown option '--nosuch'")):
     r = run(rtmem, "bw", *args)
     checks.ok(r.returncode == 2 and ("rtmem bw: " + want) in r.stderr and

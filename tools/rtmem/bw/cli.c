@@ -3,6 +3,8 @@
  * table cannot check, and bw_tool, what the bench kit's driver runs
  * (common/tool.h).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,14 +135,22 @@ static int parse_place(const struct tk_args *cli, const char *opt, const char *v
     pl->kind = BW_KIND_DEVICE;
     pl->path = value;
     const char *colon = strrchr(value, ':');
-    if (!colon || colon[1] < '0' || colon[1] > '9')
+    /* A suffix with a '/' is part of the path (PCI addresses such as
+     * /sys/bus/pci/devices/0000:00:02.0/resource0 hold ':'). */
+    if (!colon || colon[1] < '0' || colon[1] > '9' || strchr(colon, '/'))
         return 0;
     /* A hexadecimal offset, as device tree and /proc/iomem write them. */
     char *end;
     unsigned long long v;
-    if (colon[1] == '0' && (colon[2] == 'x' || colon[2] == 'X'))
+    if (colon[1] == '0' && (colon[2] == 'x' || colon[2] == 'X')) {
+        if (!isxdigit((unsigned char)colon[3]))
+            return tk_args_bad(cli, "%s: '%s' is not an offset (a byte count or 0x...)", opt,
+                               colon + 1);
+        errno = 0;
         v = strtoull(colon + 3, &end, 16);
-    else {
+        if (errno == ERANGE || v > UINT64_MAX / 2)
+            return tk_args_bad(cli, "%s: offset '%s' is too large", opt, colon + 1);
+    } else {
         uint64_t b;
         if (tk_args_bytes(cli, opt, colon + 1, 0, UINT64_MAX / 2, &b) != 0)
             return -1;
