@@ -227,6 +227,15 @@ with TempDir() as tmp:
                   "devices on record", (d["src"], d["dst"]))
         checks.ok(d["methods"] is None and d["cache"] is None, "--only prep", d)
         prep_ok("devices", d, anon=False)
+    # The check can fail: the test hook RTMEM_BW_CORRUPT spoils one byte of
+    # each checked destination; zeros to zeros too (the destination is
+    # spoiled before the checked copy).
+    path = os.path.join(tmp, "c.json")
+    r = run(rtmem, "bw", "--quick", "--only", "cache", "--size", "64K", "--src", "/dev/zero",
+            "--json", path, timeout=300, env={"RTMEM_BW_CORRUPT": "1"})
+    d = load_json(path)
+    checks.ok(r.returncode == 1 and "FAILED" in r.stdout and d and d["verified"] is False and
+              "differs from the source" in d["mismatch"], "a spoiled copy: FAILED, exit 1", r)
     # The arena layer's other memory: memfd both ends; hugetlb when the
     # pool has pages free, else its refusal (the pool is not changed here).
     path = os.path.join(tmp, "m.json")

@@ -218,8 +218,8 @@ static const struct tk_opt options[] = {
       F(src), .parse = parse_src },
     { "dst", TK_OPT_CUSTOM, "MEM",
       "what to copy to, as --src; a PATH is mapped shared: its memory there is OVERWRITTEN "
-      "(with the source's bytes). Not a regular file: a file's contents are not rtmem's to "
-      "overwrite",
+      "(with the source's bytes). Not a regular file (outside sysfs) nor a block device: "
+      "their contents are not rtmem's to overwrite",
       F(dst), .parse = parse_dst },
     { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)", F(cpu) },
     { "prio", TK_OPT_PRIO, "N", "its SCHED_FIFO priority, 1..99 (default %D)", F(priority) },
@@ -269,8 +269,9 @@ static void help_intro(FILE *f)
           "\n"
           "Each figure: mbw's average (all bytes over all time), min and max MiB/s,\n"
           "and the median with its spread (p10 to p90); page faults and, where the\n"
-          "kernel offers them, hardware cache counters per copy. Every copy is checked\n"
-          "(the destination holds the source's bytes). Pinned to one CPU, under\n"
+          "kernel offers them, hardware cache counters per copy. After the timed copies,\n"
+          "one copy per method and state is checked (the destination, first filled with\n"
+          "the source's complement, holds the source's bytes). Pinned to one CPU, under\n"
           "SCHED_FIFO unless --no-rt; never mlockall (it would lock every destination).\n",
           f);
 }

@@ -62,7 +62,7 @@ static void measure_size(struct bw *b, size_t i)
         }
     size_t block = (size_t)b->o.block;
     for (int m = 0; m < BW_N_METHODS; m++) {
-        memset(dst, 0, bytes);
+        bw_spoil(dst, src, bytes);
         bw_copy((enum bw_method)m, dst, src, bytes, block);
         if (m != BW_MCBLOCK_SAME)
             bw_verify(b, bw_method_ids[m], dst, src, bytes);

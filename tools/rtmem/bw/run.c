@@ -59,8 +59,18 @@ void bw_time_end(struct bw *b, struct bw_stat *st, uint64_t ticks, uint64_t f0mi
     st->measured = true;
 }
 
-void bw_verify(struct bw *b, const char *what, const void *dst, const void *src, size_t bytes)
+void bw_spoil(void *dst, const void *src, size_t bytes)
 {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (size_t i = 0; i < bytes; i++)
+        d[i] = (unsigned char)~s[i];
+}
+
+void bw_verify(struct bw *b, const char *what, void *dst, const void *src, size_t bytes)
+{
+    if (b->corrupt) /* the test hook: the check must see this */
+        ((unsigned char *)dst)[bytes / 2] ^= 0xff;
     if (memcmp(dst, src, bytes) == 0) {
         b->checksum = b->checksum * 31 + ((const unsigned char *)dst)[bytes - 1];
         return;
@@ -237,6 +247,7 @@ int bw_setup(struct tk_session *s)
     b->o = *(const struct bw_opts *)s->opts;
     b->prog = s->cli.prog;
     b->verified = true;
+    b->corrupt = getenv("RTMEM_BW_CORRUPT") != NULL;
     s->comment = "\n";
     b->run_methods = b->o.only == BW_ONLY_ALL || b->o.only == BW_ONLY_METHODS;
     b->run_prep = b->o.only == BW_ONLY_ALL || b->o.only == BW_ONLY_PREP;
