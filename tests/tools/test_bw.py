@@ -227,6 +227,17 @@ with TempDir() as tmp:
                   "devices on record", (d["src"], d["dst"]))
         checks.ok(d["methods"] is None and d["cache"] is None, "--only prep", d)
         prep_ok("devices", d, anon=False)
+    # A size not a multiple of the page: no false VmLck warning; memset's
+    # residency is read after the memset.
+    path = os.path.join(tmp, "p.json")
+    r = run(rtmem, "bw", "--quick", "--only", "prep", "--size", "4160", "--json", path,
+            timeout=300)
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and "VmLck did not move" not in r.stdout,
+              "--size 4160: no false VmLck warning", r)
+    if d:
+        checks.ok(d["prep"]["memset"]["resident_bytes_min"] >= 4160,
+                  "memset: resident after the memset", d["prep"]["memset"])
     # The check can fail: the test hook RTMEM_BW_CORRUPT spoils one byte of
     # each checked destination; zeros to zeros too (the destination is
     # spoiled before the checked copy).

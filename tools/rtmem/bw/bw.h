@@ -191,8 +191,9 @@ struct bw_prep_result {
     uint64_t prep_minor, prep_major; /* page faults during preparation (getrusage) */
     int lock_state;                  /* RTM_ARENA_*, the last repetition's */
     int lock_errno;
-    int64_t locked_min, locked_max;        /* VmLck delta over the repetitions, bytes */
-    uint64_t resident_min;                 /* bytes present after preparation, least */
+    int64_t locked_min, locked_max; /* VmLck delta over the repetitions, bytes */
+    size_t mapped_bytes;            /* the arena as mapped (page-rounded): what a lock adds */
+    uint64_t resident_min;          /* bytes present after preparation, least */
     char message[RTM_ARENA_MESSAGE_BYTES]; /* the arena's, first repetition */
     double prep_median_ns, prep_p10_ns, prep_p90_ns;
 };
