@@ -317,6 +317,12 @@ with TempDir() as tmp:
             return body, re.findall(r"\b(?:call|jmp|bl|b)\s+\S*\s*<(mem(?:cpy|move)[^>]*)>", body)
         body, found = calls("bw_copy_dumb")
         checks.ok(body.strip() != "" and not found, "the dumb loop calls no memcpy", (found, body))
+        # Nor does it copy with a string instruction or vector registers.
+        vec = re.findall(r"\brep\S*\s+movs\w*|%[xyz]mm\d+|\bv\d+\.\d*[bhsdq]\b", body)
+        checks.ok(not vec, "the dumb loop: no rep movs, no vector registers", (vec, body))
+        body, _ = calls("tk_cache_flush")
+        checks.ok(not body.strip() or re.search(r"\bclflush(?:opt)?\b|\bdc\s+c", body),
+                  "tk_cache_flush flushes (clflush/clflushopt, dc c*)", body[:2000])
         body, found = calls("bw_copy")
         checks.ok(found, "the control: bw_copy calls memcpy", body[:2000])
     else:
