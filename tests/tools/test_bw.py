@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 
@@ -226,6 +227,26 @@ with TempDir() as tmp:
                   "devices on record", (d["src"], d["dst"]))
         checks.ok(d["methods"] is None and d["cache"] is None, "--only prep", d)
         prep_ok("devices", d, anon=False)
+    # A size not a multiple of the page: no false VmLck warning; memset's
+    # residency is read after the memset.
+    path = os.path.join(tmp, "p.json")
+    r = run(rtmem, "bw", "--quick", "--only", "prep", "--size", "4160", "--json", path,
+            timeout=300)
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and "VmLck did not move" not in r.stdout,
+              "--size 4160: no false VmLck warning", r)
+    if d:
+        checks.ok(d["prep"]["memset"]["resident_bytes_min"] >= 4160,
+                  "memset: resident after the memset", d["prep"]["memset"])
+    # The check can fail: the test hook RTMEM_BW_CORRUPT spoils one byte of
+    # each checked destination; zeros to zeros too (the destination is
+    # spoiled before the checked copy).
+    path = os.path.join(tmp, "c.json")
+    r = run(rtmem, "bw", "--quick", "--only", "cache", "--size", "64K", "--src", "/dev/zero",
+            "--json", path, timeout=300, env={"RTMEM_BW_CORRUPT": "1"})
+    d = load_json(path)
+    checks.ok(r.returncode == 1 and "FAILED" in r.stdout and d and d["verified"] is False and
+              "differs from the source" in d["mismatch"], "a spoiled copy: FAILED, exit 1", r)
     # The arena layer's other memory: memfd both ends; hugetlb when the
     # pool has pages free, else its refusal (the pool is not changed here).
     path = os.path.join(tmp, "m.json")
@@ -262,9 +283,29 @@ with TempDir() as tmp:
         checks.ok(r.returncode == 2 and "is a regular file" in r.stderr and f.read() == GOOD,
                   "--dst FILE refused, the file as it was", r)
 
+    # The decision is taken on the opened file, not the path's text.
+    r = run(rtmem, "bw", "--quick", "--dst", "/sys/.." + f_path)
+    with open(f_path) as f:
+        checks.ok(r.returncode == 2 and "is a regular file" in r.stderr and f.read() == GOOD,
+                  "--dst /sys/../FILE refused, the file as it was", r)
+    # A block device is refused before anything maps it.
+    blk = os.path.join(tmp, "blk")
+    os.mknod(blk, 0o600 | stat.S_IFBLK, os.makedev(7, 200))
+    r = run(rtmem, "bw", "--quick", "--dst", blk)
+    checks.ok(r.returncode == 2 and "is a block device" in r.stderr,
+              "--dst BLOCKDEV refused", r)
+    os.unlink(blk)
+    # A PCI resource path holds ':': the whole text is the path.
+    pci = "/sys/bus/pci/devices/0000:00:7f.7/resource9"
+    r = run(rtmem, "bw", "--quick", "--dst", pci)
+    checks.ok(r.returncode == 1 and pci in r.stderr, "a PCI resource path kept whole", r)
+
     # More than half of MemAvailable: refused unless --force.
-    r = run(rtmem, "bw", "--only", "cache", "--size", "16G")
-    checks.ok(r.returncode == 2 and "more than half of MemAvailable" in r.stderr,
+    with open("/proc/meminfo") as f:
+        avail = int(re.search(r"MemAvailable:\s+(\d+) kB", f.read()).group(1)) * 1024
+    big = (avail // 2 // (1 << 20) + 1) << 20  # above half of MemAvailable, in MiB
+    r = run(rtmem, "bw", "--only", "cache", "--size", str(min(big, 16 << 30)))
+    checks.ok(big > 16 << 30 or r.returncode == 2 and "more than half of MemAvailable" in r.stderr,
               "the memory share", r)
 
     # The dumb loop calls no memcpy; the dispatcher, which does, is the
@@ -276,6 +317,12 @@ with TempDir() as tmp:
             return body, re.findall(r"\b(?:call|jmp|bl|b)\s+\S*\s*<(mem(?:cpy|move)[^>]*)>", body)
         body, found = calls("bw_copy_dumb")
         checks.ok(body.strip() != "" and not found, "the dumb loop calls no memcpy", (found, body))
+        # Nor does it copy with a string instruction or vector registers.
+        vec = re.findall(r"\brep\S*\s+movs\w*|%[xyz]mm\d+|\bv\d+\.\d*[bhsdq]\b", body)
+        checks.ok(not vec, "the dumb loop: no rep movs, no vector registers", (vec, body))
+        body, _ = calls("tk_cache_flush")
+        checks.ok(not body.strip() or re.search(r"\bclflush(?:opt)?\b|\bdc\s+c", body),
+                  "tk_cache_flush flushes (clflush/clflushopt, dc c*)", body[:2000])
         body, found = calls("bw_copy")
         checks.ok(found, "the control: bw_copy calls memcpy", body[:2000])
     else:
@@ -326,6 +373,14 @@ with TempDir() as tmp:
             if d["prep"]["mlock"]["lock_state"] == "not locked":
                 checks.ok("mlock: NOT locked" in r.stdout, "without privileges: mlock refused, "
                           "said", r)
+        # A small RLIMIT_MEMLOCK refuses the lock: the summary does not claim it.
+        if shutil.which("prlimit"):
+            r = run("prlimit", "--memlock=65536:65536", *unpriv, rtmem, "bw", "--quick",
+                    "--only", "prep", "--size", "16M", timeout=300)
+            checks.ok(r.returncode == 0 and "mlock: NOT locked" in r.stdout and
+                      "NOT locked" in r.stdout.split("summary:")[-1] and
+                      "locking moves the page faults" not in r.stdout,
+                      "mlock refused: the summary does not claim the lock", r)
 
 # Bad usage: exit status 2, the message, the hint; nothing run.
 for args, want in (
@@ -342,6 +397,9 @@ for args, want in (
         (["--src", ""], "--src needs a path"),
         (["--src", "shm"], "--src: 'shm' is neither anon, memfd, hugetlb nor a path"),
         (["--dst", "/dev/zero:12q"], "--dst: '12q' is not a byte count"),
+        (["--dst", "/dev/zero:0x"], "--dst: '0x' is not an offset"),
+        (["--dst", "/dev/zero:0x-1"], "--dst: '0x-1' is not an offset"),
+        (["--dst", "/dev/zero:0x1ffffffffffffffff"], "--dst: offset '0x1ffffffffffffffff' is too large"),
         (["--nosuch"], "unknown option '--nosuch'")):
     r = run(rtmem, "bw", *args)
     checks.ok(r.returncode == 2 and ("rtmem bw: " + want) in r.stderr and

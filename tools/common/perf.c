@@ -223,8 +223,11 @@ void tk_perf_stop(struct tk_perf *p)
         if (!read_counter(c->fd, &r))
             continue;
         uint64_t v = r.value;
-        if (r.running > 0 && r.running < r.enabled) {
-            v = (uint64_t)((double)v * (double)r.enabled / (double)r.running);
+        uint64_t enabled = r.enabled - c->enabled_prev, running = r.running - c->running_prev;
+        c->enabled_prev = r.enabled;
+        c->running_prev = r.running;
+        if (running > 0 && running < enabled) {
+            v = (uint64_t)((double)v * (double)enabled / (double)running);
             c->multiplexed = true;
         }
         c->delta = v;

@@ -58,7 +58,10 @@ struct tk_perf_counter {
     bool in_group;    /* started and stopped with the group's leader */
     uint64_t delta;   /* counted between the last start and stop (scaled) */
     uint64_t total;   /* sum of the deltas since open */
-    char why[160];    /* unavailable: why, in words */
+    /* Time enabled and running at the last stop: PERF_EVENT_IOC_RESET resets
+     * the count, not these, so a stretch is scaled by their deltas. */
+    uint64_t enabled_prev, running_prev;
+    char why[160]; /* unavailable: why, in words */
 };
 
 struct tk_perf {

@@ -191,8 +191,9 @@ struct bw_prep_result {
     uint64_t prep_minor, prep_major; /* page faults during preparation (getrusage) */
     int lock_state;                  /* RTM_ARENA_*, the last repetition's */
     int lock_errno;
-    int64_t locked_min, locked_max;        /* VmLck delta over the repetitions, bytes */
-    uint64_t resident_min;                 /* bytes present after preparation, least */
+    int64_t locked_min, locked_max; /* VmLck delta over the repetitions, bytes */
+    size_t mapped_bytes;            /* the arena as mapped (page-rounded): what a lock adds */
+    uint64_t resident_min;          /* bytes present after preparation, least */
     char message[RTM_ARENA_MESSAGE_BYTES]; /* the arena's, first repetition */
     double prep_median_ns, prep_p10_ns, prep_p90_ns;
 };
@@ -234,7 +235,8 @@ struct bw {
     uint64_t cache_bytes[BW_MAX_CACHE_POINTS];
     size_t n_cache;
     struct bw_stat cache[BW_MAX_CACHE_POINTS][BW_N_CACHES];
-    bool verified; /* every copy's destination matched its source */
+    bool verified; /* every checked copy's destination matched its source */
+    bool corrupt;  /* test hook RTMEM_BW_CORRUPT: spoil one byte before each check */
     char mismatch[160];
     uint64_t checksum;
 };
@@ -267,7 +269,10 @@ void bw_faults(uint64_t *minor, uint64_t *major);
 void bw_time_begin(struct bw *b, uint64_t *f0min, uint64_t *f0maj);
 void bw_time_end(struct bw *b, struct bw_stat *st, uint64_t ticks, uint64_t f0min, uint64_t f0maj);
 /* Checks that dst holds src's bytes; records the first mismatch. */
-void bw_verify(struct bw *b, const char *what, const void *dst, const void *src, size_t bytes);
+void bw_verify(struct bw *b, const char *what, void *dst, const void *src, size_t bytes);
+/* Fills dst with the complement of src's bytes, so a copy that does not
+ * happen fails its check even when the destination already held them. */
+void bw_spoil(void *dst, const void *src, size_t bytes);
 /* Opens a destination or source arena of bytes as place says, prefault and
  * lock as given. 0, or a negative errno (message in a->message). */
 int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t bytes, bool read_only,

@@ -71,8 +71,8 @@ int bw_cache_run(struct bw *b)
                 }
         for (int c = 0; c < BW_N_CACHES; c++)
             if (available(b, (enum bw_cache)c)) {
-                memset(b->dst.a.base, 0, bytes);
-                /* The zeroing leaves the destination warm: this checks the
+                bw_spoil(b->dst.a.base, b->src.a.base, bytes);
+                /* The spoiling leaves the destination warm: this checks the
                  * copy, not the cache state. */
                 copy_in(b, (enum bw_cache)c, bytes, NULL);
                 bw_verify(b, bw_cache_ids[c], b->dst.a.base, b->src.a.base, bytes);

@@ -3,6 +3,8 @@
  * table cannot check, and bw_tool, what the bench kit's driver runs
  * (common/tool.h).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,14 +135,22 @@ static int parse_place(const struct tk_args *cli, const char *opt, const char *v
     pl->kind = BW_KIND_DEVICE;
     pl->path = value;
     const char *colon = strrchr(value, ':');
-    if (!colon || colon[1] < '0' || colon[1] > '9')
+    /* A suffix with a '/' is part of the path (PCI addresses such as
+     * /sys/bus/pci/devices/0000:00:02.0/resource0 hold ':'). */
+    if (!colon || colon[1] < '0' || colon[1] > '9' || strchr(colon, '/'))
         return 0;
     /* A hexadecimal offset, as device tree and /proc/iomem write them. */
     char *end;
     unsigned long long v;
-    if (colon[1] == '0' && (colon[2] == 'x' || colon[2] == 'X'))
+    if (colon[1] == '0' && (colon[2] == 'x' || colon[2] == 'X')) {
+        if (!isxdigit((unsigned char)colon[3]))
+            return tk_args_bad(cli, "%s: '%s' is not an offset (a byte count or 0x...)", opt,
+                               colon + 1);
+        errno = 0;
         v = strtoull(colon + 3, &end, 16);
-    else {
+        if (errno == ERANGE || v > UINT64_MAX / 2)
+            return tk_args_bad(cli, "%s: offset '%s' is too large", opt, colon + 1);
+    } else {
         uint64_t b;
         if (tk_args_bytes(cli, opt, colon + 1, 0, UINT64_MAX / 2, &b) != 0)
             return -1;
@@ -208,8 +218,8 @@ static const struct tk_opt options[] = {
       F(src), .parse = parse_src },
     { "dst", TK_OPT_CUSTOM, "MEM",
       "what to copy to, as --src; a PATH is mapped shared: its memory there is OVERWRITTEN "
-      "(with the source's bytes). Not a regular file: a file's contents are not rtmem's to "
-      "overwrite",
+      "(with the source's bytes). Not a regular file (outside sysfs) nor a block device: "
+      "their contents are not rtmem's to overwrite",
       F(dst), .parse = parse_dst },
     { "cpu", TK_OPT_CPU, "N", "the CPU the run is pinned to (default: the last allowed)", F(cpu) },
     { "prio", TK_OPT_PRIO, "N", "its SCHED_FIFO priority, 1..99 (default %D)", F(priority) },
@@ -259,8 +269,9 @@ static void help_intro(FILE *f)
           "\n"
           "Each figure: mbw's average (all bytes over all time), min and max MiB/s,\n"
           "and the median with its spread (p10 to p90); page faults and, where the\n"
-          "kernel offers them, hardware cache counters per copy. Every copy is checked\n"
-          "(the destination holds the source's bytes). Pinned to one CPU, under\n"
+          "kernel offers them, hardware cache counters per copy. After the timed copies,\n"
+          "one copy per method and state is checked (the destination, first filled with\n"
+          "the source's complement, holds the source's bytes). Pinned to one CPU, under\n"
           "SCHED_FIFO unless --no-rt; never mlockall (it would lock every destination).\n",
           f);
 }

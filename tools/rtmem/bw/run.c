@@ -5,11 +5,15 @@
  * with its counters, checking it, opening an arena.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "bw.h"
 #include "common/pressure.h"
@@ -55,8 +59,18 @@ void bw_time_end(struct bw *b, struct bw_stat *st, uint64_t ticks, uint64_t f0mi
     st->measured = true;
 }
 
-void bw_verify(struct bw *b, const char *what, const void *dst, const void *src, size_t bytes)
+void bw_spoil(void *dst, const void *src, size_t bytes)
 {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (size_t i = 0; i < bytes; i++)
+        d[i] = (unsigned char)~s[i];
+}
+
+void bw_verify(struct bw *b, const char *what, void *dst, const void *src, size_t bytes)
+{
+    if (b->corrupt) /* the test hook: the check must see this */
+        ((unsigned char *)dst)[bytes / 2] ^= 0xff;
     if (memcmp(dst, src, bytes) == 0) {
         b->checksum = b->checksum * 31 + ((const unsigned char *)dst)[bytes - 1];
         return;
@@ -188,13 +202,31 @@ static uint64_t largest(const struct bw *b)
     return top;
 }
 
-/* --dst names memory the user lets the run overwrite: a device or kernel
- * node, never a regular file. 0, or an exit status (reported). */
+/* --dst names memory the user lets the run overwrite: a character device or
+ * kernel node, never a regular file outside sysfs nor a block device. The
+ * decision is taken on the opened file, not on the path's text, so
+ * /sys/../file is refused. 0, or an exit status (reported). */
 static int check_dst(struct tk_session *s, const struct bw *b)
 {
-    struct stat sb;
-    if (b->o.dst.path && stat(b->o.dst.path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-        strncmp(b->o.dst.path, "/sys/", 5) != 0) {
+    if (!b->o.dst.path)
+        return 0;
+    int fd = open(b->o.dst.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0; /* the arena layer reports the open error */
+    struct stat sb = { 0 };
+    struct statfs fs;
+    bool regular = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode);
+    bool block = S_ISBLK(sb.st_mode);
+    bool sysfs = fstatfs(fd, &fs) == 0 && fs.f_type == SYSFS_MAGIC;
+    close(fd);
+    if (block) {
+        tk_args_bad(&s->cli,
+                    "--dst: '%s' is a block device: rtmem does not overwrite disks (name a "
+                    "character device or kernel node)",
+                    b->o.dst.path);
+        return TK_EXIT_USAGE;
+    }
+    if (regular && !sysfs) {
         tk_args_bad(&s->cli,
                     "--dst: '%s' is a regular file: rtmem does not overwrite files it did not "
                     "create (name a device or kernel node)",
@@ -215,6 +247,7 @@ int bw_setup(struct tk_session *s)
     b->o = *(const struct bw_opts *)s->opts;
     b->prog = s->cli.prog;
     b->verified = true;
+    b->corrupt = getenv("RTMEM_BW_CORRUPT") != NULL;
     s->comment = "\n";
     b->run_methods = b->o.only == BW_ONLY_ALL || b->o.only == BW_ONLY_METHODS;
     b->run_prep = b->o.only == BW_ONLY_ALL || b->o.only == BW_ONLY_PREP;
