@@ -317,3 +317,15 @@ const char *tk_fmt_ratio(char *buf, size_t size, double v)
         return fitted(buf, size, snprintf(buf, size, "-"));
     return fitted(buf, size, snprintf(buf, size, "%.2fx", v));
 }
+
+const char *tk_fmt_iec(char *buf, size_t size, uint64_t bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    unsigned u = 0;
+    while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%" PRIu64 " %s", bytes, units[u]);
+    return buf;
+}

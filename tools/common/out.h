@@ -119,6 +119,9 @@ void tk_table_row(FILE *f, const struct tk_col *cols, size_t n_cols, const char 
 #define TK_FMT_MAX 32
 const char *tk_fmt_double(char *buf, size_t size, double v, int decimals);
 const char *tk_fmt_uint(char *buf, size_t size, uint64_t v);
+/* A byte count in the largest binary unit that divides it: "64 KiB",
+ * "1 GiB", "4160 B". */
+const char *tk_fmt_iec(char *buf, size_t size, uint64_t bytes);
 /* s as one word of a POSIX shell command, for the commands a report prints
  * (replay lines): as it is when it holds only letters, digits and
  * _ . / , : = + - @ %; else in single quotes ('\'' for a quote inside).

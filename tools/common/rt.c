@@ -276,3 +276,17 @@ void tk_rt_json(struct tk_json *j, const struct tk_rt_state *st)
     tk_json_kv_uint(j, "throttle_rests", st->rests);
     tk_json_end_object(j);
 }
+
+int tk_rt_pinned_cpu(int asked)
+{
+    if (asked >= 0)
+        return asked;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+            if (CPU_ISSET(c, &set))
+                return c;
+    int c = sched_getcpu();
+    return c >= 0 ? c : 0;
+}

@@ -112,6 +112,12 @@ bool tk_rt_breather(struct tk_rt_state *st);
 /* "SCHED_OTHER", "SCHED_FIFO", ... or "unknown". */
 const char *tk_rt_policy_name(int policy);
 
+/* The CPU tk_rt_setup pins to for --cpu asked (-1: none given): asked,
+ * else the highest-numbered allowed, else the one this thread runs on;
+ * for a tool that must know it before the setup (its caches, its memory's
+ * node). */
+int tk_rt_pinned_cpu(int asked);
+
 /* Human report: one line per step (requested -> granted) and a
  * "not permitted: ..." line for each refusal. */
 void tk_rt_print(FILE *f, const struct tk_rt_state *st);

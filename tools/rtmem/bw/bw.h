@@ -287,7 +287,6 @@ void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *s
 const char *bw_lock_name(int state);
 /* "12345.6" MiB/s, "-" when not measured */
 const char *bw_fmt_mibs(char *buf, size_t size, double v);
-const char *bw_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 /* (p90 - p10) / median of MiB/s, in percent */
 double bw_spread_pct(const struct bw_stat *st);
 /* A counter per copy, as a text cell ("-" unavailable). */

@@ -98,7 +98,7 @@ void bw_cache_print(FILE *f, const struct bw *b)
             "--------------");
     for (size_t i = 0; i < b->n_cache; i++) {
         const struct bw_stat *warm = &b->cache[i][BW_CACHE_WARM];
-        bw_fmt_bytes(sz, sizeof(sz), b->cache_bytes[i]);
+        tk_fmt_iec(sz, sizeof(sz), b->cache_bytes[i]);
         for (int c = 0; c < BW_N_CACHES; c++) {
             const struct bw_stat *st = &b->cache[i][c];
             if (!st->measured) {

@@ -94,7 +94,7 @@ static void print_row(FILE *f, const struct bw *b, size_t i)
         snprintf(sp[m], sizeof(sp[m]), "%.0f%%", bw_spread_pct(st));
     }
     fprintf(f, "%10s  %-6s %10s %5s %10s %5s %10s %5s %12s %5s\n",
-            bw_fmt_bytes(sz, sizeof(sz), b->sizes.bytes[i]),
+            tk_fmt_iec(sz, sizeof(sz), b->sizes.bytes[i]),
             tk_caches_level_of(&b->caches, b->sizes.bytes[i]), v[0], sp[0], v[1], sp[1], v[2],
             sp[2], v[3], sp[3]);
 }
@@ -136,9 +136,9 @@ void bw_methods_print(FILE *f, const struct bw *b)
             continue;
         const struct bw_stat *lo = &b->methods[below][BW_MEMCPY], *hi = &b->methods[at][BW_MEMCPY];
         fprintf(f, "glibc memcpy, %s %s: %s MiB/s at %s, %s at %s (x%.2f)\n", names[t],
-                bw_fmt_bytes(a, sizeof(a), thr[t]), bw_fmt_mibs(x, sizeof(x), lo->median),
-                bw_fmt_bytes(c, sizeof(c), b->sizes.bytes[below]),
-                bw_fmt_mibs(y, sizeof(y), hi->median), bw_fmt_bytes(a, sizeof(a), thr[t]),
+                tk_fmt_iec(a, sizeof(a), thr[t]), bw_fmt_mibs(x, sizeof(x), lo->median),
+                tk_fmt_iec(c, sizeof(c), b->sizes.bytes[below]),
+                bw_fmt_mibs(y, sizeof(y), hi->median), tk_fmt_iec(a, sizeof(a), thr[t]),
                 lo->median > 0 ? hi->median / lo->median : 0);
     }
     /* mbw's own lines, at --size if measured (the study's 32 MiB), else at
@@ -150,7 +150,7 @@ void bw_methods_print(FILE *f, const struct bw *b)
     fprintf(f,
             "as mbw gives them, at %s (MiB/s: all bytes over all time, slowest and fastest "
             "repetition):\n",
-            bw_fmt_bytes(a, sizeof(a), b->sizes.bytes[at]));
+            tk_fmt_iec(a, sizeof(a), b->sizes.bytes[at]));
     for (int m = 0; m < BW_N_METHODS; m++) {
         const struct bw_stat *st = &b->methods[at][m];
         fprintf(f, "  %-13s avg %10s  min %10s  max %10s\n", bw_method_ids[m],
@@ -163,7 +163,7 @@ void bw_methods_print(FILE *f, const struct bw *b)
     fprintf(f,
             "at %s: mcblock-same (Debian mbw's MCBLOCK) reports x%.2f the bandwidth of "
             "mcblock; dumb runs at x%.2f of memcpy\n",
-            bw_fmt_bytes(a, sizeof(a), b->sizes.bytes[top]),
+            tk_fmt_iec(a, sizeof(a), b->sizes.bytes[top]),
             mc->median > 0 ? same->median / mc->median : 0,
             mem->median > 0 ? dumb->median / mem->median : 0);
 }

@@ -105,13 +105,13 @@ static const char *vmlck_text(char *buf, size_t size, const struct bw_prep_resul
     if (r->locked_min == r->locked_max)
         snprintf(buf, size, "%s, VmLck %s%s each time", bw_lock_name(r->lock_state),
                  r->locked_min >= 0 ? "+" : "-",
-                 bw_fmt_bytes(a, sizeof(a),
-                              (uint64_t)(r->locked_min >= 0 ? r->locked_min : -r->locked_min)));
+                 tk_fmt_iec(a, sizeof(a),
+                            (uint64_t)(r->locked_min >= 0 ? r->locked_min : -r->locked_min)));
     else
         snprintf(buf, size, "%s, VmLck moved by %" PRId64 " to %" PRId64 " bytes (%s, %s)",
                  bw_lock_name(r->lock_state), r->locked_min, r->locked_max,
-                 bw_fmt_bytes(a, sizeof(a), (uint64_t)(r->locked_min > 0 ? r->locked_min : 0)),
-                 bw_fmt_bytes(c, sizeof(c), (uint64_t)(r->locked_max > 0 ? r->locked_max : 0)));
+                 tk_fmt_iec(a, sizeof(a), (uint64_t)(r->locked_min > 0 ? r->locked_min : 0)),
+                 tk_fmt_iec(c, sizeof(c), (uint64_t)(r->locked_max > 0 ? r->locked_max : 0)));
     return buf;
 }
 
@@ -140,7 +140,7 @@ void bw_prep_print(FILE *f, const struct bw *b)
     fprintf(f,
             "prep: a memcpy of %s into a fresh destination each repetition (%u each); "
             "medians, faults per repetition\n",
-            bw_fmt_bytes(sz, sizeof(sz), b->o.size), reps);
+            tk_fmt_iec(sz, sizeof(sz), b->o.size), reps);
     fprintf(f, "%-9s %10s %8s %10s %8s %10s %10s  %s\n", "prepare", "prep ms", "faults", "copy ms",
             "faults", "total ms", "copy MiB/s", "lock");
     fprintf(f, "%-9s %10s %8s %10s %8s %10s %10s  %s\n", "---------", "----------", "--------",

@@ -67,18 +67,6 @@ const char *bw_fmt_mibs(char *buf, size_t size, double v)
     return buf;
 }
 
-const char *bw_fmt_bytes(char *buf, size_t size, uint64_t bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    unsigned u = 0;
-    while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, size, "%" PRIu64 " %s", bytes, units[u]);
-    return buf;
-}
-
 static double per_copy(const struct bw_stat *st, uint64_t total)
 {
     double copies = (double)st->ticks.n * (double)st->copies;
@@ -146,9 +134,9 @@ static void print_caches(FILE *f, const struct bw *b)
                                c->dir, c->cpu);
     for (size_t i = 0; i < c->n && len < sizeof(text); i++)
         if (strcmp(c->caches[i].type, "Instruction") != 0)
-            len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s %s", len ? ", " : "",
-                                    c->caches[i].name,
-                                    bw_fmt_bytes(sz, sizeof(sz), c->caches[i].bytes));
+            len +=
+                (size_t)snprintf(text + len, sizeof(text) - len, "%s%s %s", len ? ", " : "",
+                                 c->caches[i].name, tk_fmt_iec(sz, sizeof(sz), c->caches[i].bytes));
     item(f, "caches", "cpu %d: %s", c->cpu, text);
 }
 
@@ -167,9 +155,9 @@ static void print_glibc(FILE *f, const struct bw *b)
     item(f, "glibc",
          "%s memcpy: vector copies below %s (x86_rep_movsb_threshold); rep movsb from there up "
          "to %s (%s); %s from %s (x86_non_temporal_threshold). Read from %s --list-tunables",
-         g->version, bw_fmt_bytes(a, sizeof(a), g->rep_movsb),
-         g->movsb_stop ? bw_fmt_bytes(c, sizeof(c), g->movsb_stop) : "unknown", g->stop_basis,
-         again, bw_fmt_bytes(d, sizeof(d), g->non_temporal), g->ldso);
+         g->version, tk_fmt_iec(a, sizeof(a), g->rep_movsb),
+         g->movsb_stop ? tk_fmt_iec(c, sizeof(c), g->movsb_stop) : "unknown", g->stop_basis, again,
+         tk_fmt_iec(d, sizeof(d), g->non_temporal), g->ldso);
 }
 
 const char *bw_lock_name(int state)
@@ -200,12 +188,12 @@ static void print_end(FILE *f, const char *label, const struct bw_end *e, bool r
     const struct rtm_arena_report *r = &e->a.report;
     if (e->place->path)
         item(f, label, "%s at offset 0x%" PRIx64 ", %s, %s, %s; VmLck %+" PRId64 " kB",
-             e->place->path, e->place->offset, bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes),
+             e->place->path, e->place->offset, tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes),
              read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
              r->locked_bytes / 1024);
     else
         item(f, label, "%s, %s, prefaulted, %s", bw_kind_ids[e->place->kind],
-             bw_fmt_bytes(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
+             tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
     if (e->a.message[0])
         item(f, "", "%s", e->a.message);
 }
@@ -258,8 +246,8 @@ void bw_print_header(FILE *f, const struct bw *b)
         item(f, "methods",
              "%zu sizes, %s to %s; mcblock's block %s; %u repetitions, each at "
              "least %s",
-             b->sizes.n, bw_fmt_bytes(sz, sizeof(sz), b->sizes.bytes[0]),
-             bw_fmt_bytes(t, sizeof(t), b->sizes.bytes[b->sizes.n - 1]),
+             b->sizes.n, tk_fmt_iec(sz, sizeof(sz), b->sizes.bytes[0]),
+             tk_fmt_iec(t, sizeof(t), b->sizes.bytes[b->sizes.n - 1]),
              tk_opt_fmt_bytes((char[32]){ 0 }, 32, b->o.block), b->o.reps,
              tk_args_fmt_time((char[24]){ 0 }, 24, b->o.rep_time_ns));
     if (not_real_time(b))
@@ -298,7 +286,7 @@ void bw_report(const struct tk_session *s, FILE *f)
                              *nt = &b->cache[i][BW_CACHE_NT];
         char sz[32];
         fprintf(f, "cache, %s: flushed first x%.2f of warm, non-temporal x%.2f (MiB/s)\n",
-                bw_fmt_bytes(sz, sizeof(sz), b->cache_bytes[i]),
+                tk_fmt_iec(sz, sizeof(sz), b->cache_bytes[i]),
                 fl->measured ? fl->median / w->median : 0,
                 nt->measured ? nt->median / w->median : 0);
     }

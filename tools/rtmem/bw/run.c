@@ -105,22 +105,6 @@ int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t byte
     return rtm_arena_open(a, &cfg);
 }
 
-/* The CPU the run will be pinned to: --cpu, else the highest-numbered
- * allowed (as tk_rt_setup chooses it). */
-static int measured_cpu(int asked)
-{
-    if (asked >= 0)
-        return asked;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        for (int c = CPU_SETSIZE - 1; c >= 0; c--)
-            if (CPU_ISSET(c, &set))
-                return c;
-    int c = sched_getcpu();
-    return c >= 0 ? c : 0;
-}
-
 static bool insert_size(struct bw_sizes *s, uint64_t v)
 {
     v = v / BW_GRAIN * BW_GRAIN;
@@ -255,7 +239,7 @@ int bw_setup(struct tk_session *s)
     int rc = check_dst(s, b);
     if (rc)
         return rc;
-    b->cpu = measured_cpu(b->o.cpu);
+    b->cpu = tk_rt_pinned_cpu(b->o.cpu);
     tk_caches_read(&b->caches, b->cpu);
     bw_glibc_read(&b->glibc, &b->caches);
     b->mem_available = tk_pressure_mem_available();
@@ -276,9 +260,9 @@ int bw_setup(struct tk_session *s)
             tk_args_bad(&s->cli,
                         "copying %s needs %s of memory (source and destination): more than "
                         "half of MemAvailable (%s); --force allows it",
-                        bw_fmt_bytes(sz, sizeof(sz), top),
-                        bw_fmt_bytes(need, sizeof(need), memory_needed(b, top)),
-                        bw_fmt_bytes(have, sizeof(have), b->mem_available));
+                        tk_fmt_iec(sz, sizeof(sz), top),
+                        tk_fmt_iec(need, sizeof(need), memory_needed(b, top)),
+                        tk_fmt_iec(have, sizeof(have), b->mem_available));
             return TK_EXIT_USAGE;
         }
         b->sizes.n--;

@@ -61,7 +61,7 @@ void shm_duration_run(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct
     char b[32];
     printf("\n%s, %s: writes per second, the writer's page faults, and the system's Dirty "
            "and Writeback\n",
-           d->mech, shm_fmt_bytes(b, sizeof(b), bytes));
+           d->mech, tk_fmt_iec(b, sizeof(b), bytes));
     printf("  %6s %12s %10s %8s %10s %10s\n", "second", "writes/s", "minor", "major", "Dirty kB",
            "Wback kB");
     uint64_t s, start = tk_clock_ns(), tick_start = start;

@@ -21,18 +21,6 @@ static const char *const phase_ids[SHM_PHASES] = {
     [SHM_PHASE_TEARDOWN] = "teardown",
 };
 
-const char *shm_fmt_bytes(char *buf, size_t size, uint64_t bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    unsigned u = 0;
-    while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, size, "%" PRIu64 " %s", bytes, units[u]);
-    return buf;
-}
-
 /* "4K", "2M", "1G": a page size, short. */
 static const char *fmt_page(char *buf, size_t size, uint64_t bytes)
 {
@@ -100,7 +88,7 @@ void shm_print_header(FILE *f, const struct shm *sh)
             "%.1f s; MemAvailable %s\n",
             sh->thp_mode, sh->shmem_thp_mode, (double)sh->dirty_writeback_cs / 100,
             (double)sh->dirty_expire_cs / 100,
-            shm_fmt_bytes(b, sizeof(b), sh->mem_available / MIB * MIB));
+            tk_fmt_iec(b, sizeof(b), sh->mem_available / MIB * MIB));
     fprintf(f, "\n");
 }
 
@@ -114,7 +102,7 @@ static void print_times(FILE *f, const struct shm *sh)
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
         char size[32], page[16], c[9][TK_FMT_MAX];
-        shm_fmt_bytes(size, sizeof(size), r->bytes);
+        tk_fmt_iec(size, sizeof(size), r->bytes);
         if (r->skipped) {
             fprintf(f, "%-13s %8s  skipped (below)\n", r->mech, size);
             continue;
@@ -162,7 +150,7 @@ static void print_faults(FILE *f, const struct shm *sh)
                 snprintf(c[p], sizeof(c[p]), "-");
         }
         fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10" PRIu64 " %9" PRIu64 "\n", r->mech,
-                shm_fmt_bytes(size, sizeof(size), r->bytes), c[0], c[1], c[2], c[3], c[4],
+                tk_fmt_iec(size, sizeof(size), r->bytes), c[0], c[1], c[2], c[3], c[4],
                 r->phase[SHM_PHASE_WRITES].ops, r->phase[SHM_PHASE_ZEROINGS].ops);
     }
 }
@@ -178,7 +166,7 @@ static void print_readers(FILE *f, const struct shm *sh)
             continue;
         const struct shm_reader *d = &r->reader;
         char size[32], c[2][TK_FMT_MAX], faults[48];
-        shm_fmt_bytes(size, sizeof(size), r->bytes);
+        tk_fmt_iec(size, sizeof(size), r->bytes);
         if (!d->done) {
             fprintf(f, "%-13s %8s %s\n", r->mech, size, d->why);
             continue;
@@ -218,7 +206,7 @@ static void print_notes(FILE *f, const struct shm *sh)
         head = true;
         char size[32], line[1024];
         snprintf(line, sizeof(line), "%s %s: %s%s", r->mech,
-                 shm_fmt_bytes(size, sizeof(size), r->bytes),
+                 tk_fmt_iec(size, sizeof(size), r->bytes),
                  r->skipped  ? "skipped: "
                  : r->failed ? "FAILED: "
                              : "",
@@ -244,7 +232,7 @@ static void print_durations(FILE *f, const struct shm *sh)
     for (size_t i = 0; i < sh->n_durs; i++) {
         const struct shm_duration *d = &sh->durs[i];
         char size[32];
-        shm_fmt_bytes(size, sizeof(size), d->bytes);
+        tk_fmt_iec(size, sizeof(size), d->bytes);
         if (d->skipped) {
             fprintf(f, "%-13s %8s skipped: %s\n", d->mech, size, d->why);
             continue;

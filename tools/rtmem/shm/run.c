@@ -106,16 +106,16 @@ static int check_room(struct tk_session *s, struct shm *sh, uint64_t bytes)
         return tk_args_bad(&s->cli,
                            "a region of %s is more than half of MemAvailable (%s): give a "
                            "smaller --sizes, or --force",
-                           shm_fmt_bytes(want, sizeof(want), bytes),
-                           shm_fmt_bytes(have, sizeof(have), sh->mem_available));
+                           tk_fmt_iec(want, sizeof(want), bytes),
+                           tk_fmt_iec(have, sizeof(have), sh->mem_available));
     if (selected(sh, MECH_FILE_DISK)) {
         uint64_t f = free_bytes(sh->o.dir);
         if (bytes > f / SHM_MEM_SHARE)
             return tk_args_bad(&s->cli,
                                "a file of %s is more than half of the free space of --dir %s "
                                "(%s): give another --dir, a smaller --sizes, or --force",
-                               shm_fmt_bytes(want, sizeof(want), bytes), sh->o.dir,
-                               shm_fmt_bytes(have, sizeof(have), f));
+                               tk_fmt_iec(want, sizeof(want), bytes), sh->o.dir,
+                               tk_fmt_iec(have, sizeof(have), f));
     }
     if (selected(sh, MECH_FILE_TMPFS) || selected(sh, MECH_POSIX)) {
         uint64_t f = free_bytes(TMPFS_DIR);
@@ -123,8 +123,8 @@ static int check_room(struct tk_session *s, struct shm *sh, uint64_t bytes)
             return tk_args_bad(&s->cli,
                                "a region of %s is more than half of the free space of " TMPFS_DIR
                                " (%s): give a smaller --sizes, or --force",
-                               shm_fmt_bytes(want, sizeof(want), bytes),
-                               shm_fmt_bytes(have, sizeof(have), f));
+                               tk_fmt_iec(want, sizeof(want), bytes),
+                               tk_fmt_iec(have, sizeof(have), f));
     }
     return 0;
 }
@@ -285,7 +285,7 @@ static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, stru
 void shm_print_progress(const struct shm_row *row, uint64_t start_ns)
 {
     char b[32];
-    printf("%-13s %8s  %s (%.1f s)\n", row->mech, shm_fmt_bytes(b, sizeof(b), row->bytes),
+    printf("%-13s %8s  %s (%.1f s)\n", row->mech, tk_fmt_iec(b, sizeof(b), row->bytes),
            row->skipped  ? "skipped"
            : row->failed ? "FAILED"
                          : "measured",

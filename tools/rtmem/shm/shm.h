@@ -284,6 +284,5 @@ void shm_report(const struct tk_session *s, FILE *f);
 void shm_json(const struct tk_session *s, struct tk_json *j);
 struct tk_facts;
 void shm_facts(const struct tk_session *s, struct tk_facts *out);
-const char *shm_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 
 #endif /* RTMEM_TOOLS_SHM_H */

@@ -46,22 +46,6 @@ static uint64_t thread_minor_faults(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_minflt : 0;
 }
 
-/* The CPU the run will be pinned to: --cpu, else the highest-numbered
- * allowed (as tk_rt_setup chooses it), else the one it runs on. */
-static int measured_cpu(int asked)
-{
-    if (asked >= 0)
-        return asked;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        for (int c = CPU_SETSIZE - 1; c >= 0; c--)
-            if (CPU_ISSET(c, &set))
-                return c;
-    int c = sched_getcpu();
-    return c >= 0 ? c : 0;
-}
-
 /* What the buffer and the chase's order take for a largest size of bytes. */
 static uint64_t memory_needed(const struct stride *st, uint64_t bytes)
 {
@@ -107,7 +91,7 @@ int stride_setup(struct tk_session *s)
     st->o = *(const struct stride_opts *)s->opts;
     st->prog = s->cli.prog;
     s->comment = "\n";
-    st->cpu = measured_cpu(st->o.cpu);
+    st->cpu = tk_rt_pinned_cpu(st->o.cpu);
     tk_caches_read(&st->caches, st->cpu);
     st->mem_available = tk_pressure_mem_available();
     tk_pressure_thp(st->thp_mode, sizeof(st->thp_mode));
