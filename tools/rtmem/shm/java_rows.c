@@ -89,8 +89,8 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
         skip(row, "the directory's path is too long");
         return row;
     }
-    /* The slot first, the directory second: Ctrl-C between them leaves
-     * at most a slot whose rmdir fails. */
+    /* Signals held while the directory is made and registered: a Ctrl-C
+     * cannot fall between the two. */
     sigset_t old;
     tk_cleanup_block(&old);
     int dir_slot = -1;
