@@ -285,6 +285,9 @@ void bw_stat_summarize(const struct bw *b, struct bw_stat *st);
 void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *st);
 /* An arena's lock state in words: "locked", "IGNORED", "not locked"... */
 const char *bw_lock_name(int state);
+/* cli.c: v into the ascending list s, once; false when s is full. */
+bool bw_size_insert(struct bw_sizes *s, uint64_t v);
+
 /* "12345.6" MiB/s, "-" when not measured */
 const char *bw_fmt_mibs(char *buf, size_t size, double v);
 /* (p90 - p10) / median of MiB/s, in percent */

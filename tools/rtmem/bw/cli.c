@@ -75,7 +75,7 @@ static int grain_ok(const struct tk_args *cli, const char *opt, const char *text
     return 0;
 }
 
-static bool size_insert(struct bw_sizes *s, uint64_t v)
+bool bw_size_insert(struct bw_sizes *s, uint64_t v)
 {
     size_t i = 0;
     while (i < s->n && s->bytes[i] < v)
@@ -107,7 +107,7 @@ static int parse_sizes(const struct tk_args *cli, const char *value, void *field
         if (tk_args_bytes(cli, "--sizes", item, BW_GRAIN, BW_MAX_BYTES, &v) != 0 ||
             grain_ok(cli, "--sizes", item, v) != 0)
             return -1;
-        if (!size_insert(s, v))
+        if (!bw_size_insert(s, v))
             return tk_args_bad(cli, "--sizes: at most %d sizes; '%s' is one more", BW_MAX_SIZES,
                                item);
         p += len;

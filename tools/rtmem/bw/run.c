@@ -110,17 +110,7 @@ static bool insert_size(struct bw_sizes *s, uint64_t v)
     v = v / BW_GRAIN * BW_GRAIN;
     if (v < BW_GRAIN || v > BW_MAX_BYTES)
         return true;
-    size_t i = 0;
-    while (i < s->n && s->bytes[i] < v)
-        i++;
-    if (i < s->n && s->bytes[i] == v)
-        return true;
-    if (s->n == BW_MAX_SIZES)
-        return false;
-    memmove(&s->bytes[i + 1], &s->bytes[i], (s->n - i) * sizeof(s->bytes[0]));
-    s->bytes[i] = v;
-    s->n++;
-    return true;
+    return bw_size_insert(s, v);
 }
 
 /* A threshold T and the size just below it. */
