@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests] [java]
+#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests] [java] [valgrind]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -22,10 +22,16 @@
 #            javac is on PATH or in $JAVA_HOME/bin. Optional, like peers:
 #            when it cannot be installed it says so and succeeds; the Java
 #            contender is then skipped with a message.
+#     valgrind valgrind, whose callgrind counts the instructions, branches
+#            and cache lines of `rtmem wcet`'s scenarios (make bench, and
+#            tools.wcet's instruction ceilings in make test). Optional, like
+#            peers: without it rtmem wcet says why nothing was counted, and
+#            the ceiling test says it was skipped.
 set -eu
 need=""
 want=""
 want_java=""
+want_valgrind=""
 check_fuzz=no
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
@@ -68,6 +74,7 @@ for arg in "$@"; do
             want_java="openjdk-17-jdk-headless"
         fi
         ;;
+    valgrind) command -v valgrind >/dev/null 2>&1 || want_valgrind="valgrind" ;;
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
@@ -81,7 +88,7 @@ fuzz_links() {
     return $rc
 }
 
-[ -z "$need$want$want_java" ] && [ "$check_fuzz" = no ] && exit 0
+[ -z "$need$want$want_java$want_valgrind" ] && [ "$check_fuzz" = no ] && exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -114,29 +121,25 @@ if [ "$check_fuzz" = yes ] && ! fuzz_links; then
     fuzz_links || { echo "ensure-deps: clang still cannot link a libFuzzer target" >&2; exit 1; }
 fi
 
-if [ -n "$want" ]; then
-    echo "ensure-deps: installing the allocators memcheck compares with:$want"
+# Installs optional packages $1 ("what they are for" in $2): on failure it
+# says so, ending with $3 (what runs without them), and goes on.
+optional() {
+    echo "ensure-deps: installing $2:$1"
     # Never a password prompt for something optional.
-    [ -n "$sudo" ] && sudo="sudo -n"
+    s="$sudo"
+    [ -n "$s" ] && s="sudo -n"
     if [ "$can_apt" = no ]; then
-        echo "ensure-deps: cannot install them here (no apt-get, or not root and no sudo);" \
-             "memcheck runs without them" >&2
-    elif ! { $sudo apt-get update -qq && \
-             $sudo apt-get install -y -qq --no-install-recommends $want >/dev/null; }; then
-        echo "ensure-deps: installing$want failed; memcheck runs without them" >&2
+        echo "ensure-deps: cannot install them here (no apt-get, or not root and no sudo); $3" >&2
+    elif ! { $s apt-get update -qq && \
+             $s apt-get install -y -qq --no-install-recommends $1 >/dev/null; }; then
+        echo "ensure-deps: installing$1 failed; $3" >&2
     fi
-fi
+}
 
-if [ -n "$want_java" ]; then
-    echo "ensure-deps: installing a JDK for rtmem shm --java: $want_java"
-    [ -n "$sudo" ] && sudo="sudo -n"
-    if [ "$can_apt" = no ]; then
-        echo "ensure-deps: cannot install it here (no apt-get, or not root and no sudo);" \
-             "rtmem shm runs without its Java contender" >&2
-    elif ! { $sudo apt-get update -qq && \
-             $sudo apt-get install -y -qq --no-install-recommends $want_java >/dev/null; }; then
-        echo "ensure-deps: installing $want_java failed; rtmem shm runs without its Java" \
-             "contender" >&2
-    fi
-fi
+[ -n "$want" ] && optional "$want" "the allocators memcheck compares with" \
+    "memcheck runs without them"
+[ -n "$want_java" ] && optional " $want_java" "a JDK for rtmem shm --java" \
+    "rtmem shm runs without its Java contender"
+[ -n "$want_valgrind" ] && optional " $want_valgrind" "valgrind for rtmem wcet's counts" \
+    "rtmem wcet runs without counting"
 exit 0

@@ -57,28 +57,6 @@ struct ph_pgent {
     uint32_t word;     /* BUCKET: busy-slot bitmap; RUN: page count */
 };
 
-/* A free run's descriptor, at the start of its first page. */
-struct ph_range {
-    /* Hardened heaps: range_tag(offset, npages) while the run is free, 0 once
-     * it is not. The first PH_REACH bytes hold nothing else that is read. */
-    uint64_t guard;
-    uint64_t spare;
-    /* What a best-fit search or a size-tree update reads, in the page's
-     * first 64 bytes; what an address search or update reads, in the next
-     * 64, opened by a guard of its own (range_tag(offset, 0), 0 once the
-     * run is not free). */
-    size_t npages;
-    struct rtm_tnode size_node;
-    unsigned char pad[64 - 2 * sizeof(uint64_t) - sizeof(size_t) - sizeof(struct rtm_tnode)];
-    uint64_t addr_guard;
-    struct rtm_tnode addr_node;
-};
-
-#define SIZE_NODE(r)          ((r) + offsetof(struct ph_range, size_node))
-#define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
-#define ADDR_NODE(r)          ((r) + offsetof(struct ph_range, addr_node))
-#define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
-
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
 _Static_assert(offsetof(struct ph_range, addr_guard) == 64 &&
                    offsetof(struct ph_range, addr_node) + sizeof(struct rtm_tnode) <= 128,

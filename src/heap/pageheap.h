@@ -45,6 +45,30 @@
  * (2 TiB with 512-byte pages). */
 #define PH_MAX_PAGES  ((size_t)UINT32_MAX)
 
+/* A free run's descriptor, at the start of its first page (here, not in
+ * pageheap.c, so that rtmem wcet can place a run's tree nodes and measure
+ * their depth). */
+struct ph_range {
+    /* Hardened heaps: range_tag(offset, npages) while the run is free, 0 once
+     * it is not. The first PH_REACH bytes hold nothing else that is read. */
+    uint64_t guard;
+    uint64_t spare;
+    /* What a best-fit search or a size-tree update reads, in the page's
+     * first 64 bytes; what an address search or update reads, in the next
+     * 64, opened by a guard of its own (range_tag(offset, 0), 0 once the
+     * run is not free). */
+    size_t npages;
+    struct rtm_tnode size_node;
+    unsigned char pad[64 - 2 * sizeof(uint64_t) - sizeof(size_t) - sizeof(struct rtm_tnode)];
+    uint64_t addr_guard;
+    struct rtm_tnode addr_node;
+};
+
+#define SIZE_NODE(r)          ((r) + offsetof(struct ph_range, size_node))
+#define RANGE_OF_SIZE_NODE(n) ((n) - offsetof(struct ph_range, size_node))
+#define ADDR_NODE(r)          ((r) + offsetof(struct ph_range, addr_node))
+#define RANGE_OF_ADDR_NODE(n) ((n) - offsetof(struct ph_range, addr_node))
+
 struct ph_tree_ops {
     void (*insert)(void *base, size_t *root, size_t node, rtm_tcmp cmp);
     void (*remove)(void *base, size_t *root, size_t node);

@@ -1,0 +1,461 @@
+/*
+ * `rtmem wcet`: the counted run. The scenarios run again, in a child
+ * process under valgrind's callgrind:
+ *
+ *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=wcet_call
+ *            --dump-after=wcet_call --combine-dumps=yes
+ *            --cache-sim=yes --branch-sim=yes --D1=... --I1=... --LL=...
+ *            rtmem wcet --kinds ... --harden ...   (RTMEM_WCET_CHILD=1)
+ *
+ * Only wcet_call, the timed call, is counted, and its counts are written
+ * out after each call (one part of the output file per call), so each
+ * call's instructions (Ir), branches (Bc + Bi) and data misses of the
+ * simulated last-level cache (DLmr, DLmw) are known on their own. Before
+ * each call the child walks an eviction buffer four times the simulated
+ * last-level cache: the simulated caches then hold nothing of the heap,
+ * and every data line the call touches misses once: its last-level misses
+ * are the distinct data lines it touches (each line counted once, as read
+ * or as written first). The code stays in the simulated L1i, as the code
+ * stays warm in the cold timings.
+ *
+ * The child writes a line per call ("call CASE check|rep N") to standard
+ * output, a file the parent reads to match the parts with the cases. The
+ * noop case (a call that does nothing) is counted too, and its figures
+ * are subtracted from every other case's: what is left is the operation's.
+ *
+ * Valgrind interprets the machine code, so the counts are those of the
+ * binary as built (compiler, flags, hardening level), exactly, every run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/child.h"
+#include "common/cleanup.h"
+#include "common/tool.h"
+#include "wcet.h"
+
+#define CHILD_ENV "RTMEM_WCET_CHILD"
+/* The simulated caches: lines of 64 bytes; the last level 1 MiB, 16-way,
+ * large enough that the few hundred lines of an operation never conflict. */
+#define SIM_D1       "--D1=32768,8,64"
+#define SIM_I1       "--I1=32768,8,64"
+#define SIM_LL       "--LL=1048576,16,64"
+#define SIM_LL_BYTES ((size_t)1 << 20)
+#define SIM_LINE     64u
+#define EVICT_BYTES  (4 * SIM_LL_BYTES)
+/* The child's time limit: it normally takes seconds. */
+#define CHILD_TIMEOUT_S 900.0
+
+bool wcet_is_count_child(void)
+{
+    const char *v = getenv(CHILD_ENV);
+    return v && strcmp(v, "1") == 0;
+}
+
+/* ---- the child ---- */
+
+static volatile unsigned char *evict_buf;
+
+static void evict(void)
+{
+    for (size_t i = 0; i < EVICT_BYTES; i += SIM_LINE)
+        evict_buf[i]++;
+}
+
+int wcet_count_child(struct wcet *w)
+{
+    evict_buf = malloc(EVICT_BYTES);
+    if (!evict_buf)
+        return TK_EXIT_FAILED;
+    memset((void *)evict_buf, 0, EVICT_BYTES);
+    for (size_t i = 0; i < w->n_cases; i++) {
+        struct wcet_case *c = &w->cases[i];
+        if (wcet_case_build(c) != 0) {
+            printf("fail %zu %s\n", i, c->why);
+            continue;
+        }
+        evict();
+        wcet_call(c);
+        printf("call %zu check 0\n", i);
+        if (c->sc && c->sc->check(c) != 0) {
+            printf("fail %zu %s\n", i, c->why);
+            wcet_case_finish(c);
+            continue;
+        }
+        wcet_case_finish(c);
+        for (unsigned r = 0; r < WCET_COUNT_REPS; r++) {
+            if (wcet_case_prepare(c) != 0) {
+                printf("fail %zu %s\n", i, c->why);
+                break;
+            }
+            evict();
+            wcet_call(c);
+            printf("call %zu rep %u\n", i, r);
+            wcet_case_finish(c);
+        }
+    }
+    fflush(stdout);
+    return ferror(stdout) ? TK_EXIT_FAILED : TK_EXIT_OK;
+}
+
+/* ---- the parent ---- */
+
+/* valgrind on PATH into w->valgrind: true if found. */
+static bool find_valgrind(struct wcet *w)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        if (len > 0 && len + sizeof("/valgrind") < sizeof(w->valgrind)) {
+            memcpy(w->valgrind, path, len);
+            memcpy(w->valgrind + len, "/valgrind", sizeof("/valgrind"));
+            if (access(w->valgrind, X_OK) == 0)
+                return true;
+        }
+        path += len + (path[len] == ':');
+    }
+    w->valgrind[0] = '\0';
+    return false;
+}
+
+struct files {
+    char dir[PATH_MAX - 64]; /* room for the names in it */
+    char out[PATH_MAX], calls[PATH_MAX], log[PATH_MAX], exe[PATH_MAX];
+    int dir_slot, slot[3];
+};
+
+struct child_args {
+    const struct wcet *w;
+    const struct files *f;
+};
+
+/* In the forked child: standard output to the calls file, standard error
+ * to the log, then valgrind. Returns only if exec fails. */
+static int exec_valgrind(void *arg)
+{
+    const struct child_args *a = arg;
+    const struct wcet *w = a->w;
+    int out = open(a->f->calls, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int log = open(a->f->log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0 || log < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(log, STDERR_FILENO) < 0)
+        return 126;
+    char out_opt[PATH_MAX + 32], kinds[128] = "";
+    snprintf(out_opt, sizeof(out_opt), "--callgrind-out-file=%s", a->f->out);
+    for (size_t i = 0; i < w->n_kinds; i++) {
+        strncat(kinds, i ? "," : "", sizeof(kinds) - strlen(kinds) - 1);
+        strncat(kinds, w->kinds[i], sizeof(kinds) - strlen(kinds) - 1);
+    }
+    char image[32];
+    snprintf(image, sizeof(image), "%llu", (unsigned long long)w->o.page_image);
+    const char *argv[] = {
+        w->valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=wcet_call",
+        "--dump-after=wcet_call", "--combine-dumps=yes", "--cache-sim=yes", "--branch-sim=yes",
+        SIM_D1, SIM_I1, SIM_LL, out_opt, a->f->exe, "wcet", "--kinds", kinds, "--harden",
+        wcet_harden_choices[w->o.harden], "--page-image", image, "--reps", "1", NULL,
+    };
+    if (setenv(CHILD_ENV, "1", 1) != 0)
+        return 126;
+    execv(w->valgrind, (char *const *)(uintptr_t)argv);
+    return 127;
+}
+
+static int make_files(struct wcet *w, struct files *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->dir_slot = f->slot[0] = f->slot[1] = f->slot[2] = -1;
+    ssize_t n = readlink("/proc/self/exe", f->exe, sizeof(f->exe) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(f->exe) - 1) {
+        snprintf(w->count_why, sizeof(w->count_why), "cannot find rtmem's own executable");
+        return -1;
+    }
+    f->exe[n] = '\0';
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    if (snprintf(f->dir, sizeof(f->dir), "%s/rtmem-wcet-XXXXXX", tmp) >= (int)sizeof(f->dir) - 32) {
+        snprintf(w->count_why, sizeof(w->count_why), "TMPDIR is too long");
+        return -1;
+    }
+    snprintf(f->out, sizeof(f->out), "%s/callgrind.out", f->dir);
+    snprintf(f->calls, sizeof(f->calls), "%s/calls", f->dir);
+    snprintf(f->log, sizeof(f->log), "%s/valgrind.log", f->dir);
+    sigset_t old;
+    tk_cleanup_install();
+    tk_cleanup_block(&old);
+    int err = mkdtemp(f->dir) ? 0 : errno;
+    if (!err) {
+        /* The names were made from the template: set them again. */
+        snprintf(f->out, sizeof(f->out), "%s/callgrind.out", f->dir);
+        snprintf(f->calls, sizeof(f->calls), "%s/calls", f->dir);
+        snprintf(f->log, sizeof(f->log), "%s/valgrind.log", f->dir);
+        f->dir_slot = tk_cleanup_add_dir(f->dir);
+        f->slot[0] = tk_cleanup_add_file(f->out);
+        f->slot[1] = tk_cleanup_add_file(f->calls);
+        f->slot[2] = tk_cleanup_add_file(f->log);
+    }
+    tk_cleanup_restore(&old);
+    if (err) {
+        snprintf(w->count_why, sizeof(w->count_why), "cannot make a directory under %s: %s", tmp,
+                 strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* The last line valgrind (or the child) wrote to its log, into buf. */
+static void log_tail(const struct files *f, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *l = fopen(f->log, "r");
+    if (!l)
+        return;
+    char line[256];
+    while (fgets(line, sizeof(line), l)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (line[0])
+            snprintf(buf, size, "%s", line);
+    }
+    fclose(l);
+}
+
+static void remove_files(struct files *f)
+{
+    sigset_t old;
+    tk_cleanup_block(&old);
+    unlink(f->out);
+    unlink(f->calls);
+    unlink(f->log);
+    rmdir(f->dir);
+    for (int i = 0; i < 3; i++)
+        if (f->slot[i] >= 0)
+            tk_cleanup_forget_file(f->slot[i]);
+    if (f->dir_slot >= 0)
+        tk_cleanup_forget_dir(f->dir_slot);
+    tk_cleanup_restore(&old);
+}
+
+/* One call's figures, from a part's totals in the order of its events. */
+struct part {
+    uint64_t ir, bc, bi, dlmr, dlmw;
+};
+
+enum { MAX_EVENTS = 16 };
+
+static void part_from(const char events[][8], size_t n_events, const uint64_t *v, size_t n_v,
+                      struct part *p)
+{
+    memset(p, 0, sizeof(*p));
+    for (size_t i = 0; i < n_events && i < n_v; i++) {
+        if (strcmp(events[i], "Ir") == 0)
+            p->ir = v[i];
+        else if (strcmp(events[i], "Bc") == 0)
+            p->bc = v[i];
+        else if (strcmp(events[i], "Bi") == 0)
+            p->bi = v[i];
+        else if (strcmp(events[i], "DLmr") == 0)
+            p->dlmr = v[i];
+        else if (strcmp(events[i], "DLmw") == 0)
+            p->dlmw = v[i];
+    }
+}
+
+/* The parts valgrind wrote after each call, in order: how many (up to
+ * max), or -1 if the file cannot be read. */
+static long read_parts(const char *path, struct part *parts, size_t max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    char events[MAX_EVENTS][8];
+    size_t n_events = 0, n = 0;
+    bool after_call = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "desc: Trigger:", 14) == 0) {
+            after_call = strstr(line, "--dump-after") != NULL;
+        } else if (strncmp(line, "events:", 7) == 0) {
+            n_events = 0;
+            for (char *tok = strtok(line + 7, " \n"); tok && n_events < MAX_EVENTS;
+                 tok = strtok(NULL, " \n"))
+                snprintf(events[n_events++], sizeof(events[0]), "%s", tok);
+        } else if (strncmp(line, "totals:", 7) == 0 && after_call) {
+            uint64_t v[MAX_EVENTS] = { 0 };
+            size_t n_v = 0;
+            for (char *tok = strtok(line + 7, " \n"); tok && n_v < MAX_EVENTS;
+                 tok = strtok(NULL, " \n"))
+                v[n_v++] = strtoull(tok, NULL, 10);
+            if (n < max)
+                part_from(events, n_events, v, n_v, &parts[n]);
+            n++;
+        }
+    }
+    fclose(f);
+    return (long)n;
+}
+
+static uint64_t less(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
+/* The calls file against the parts: each rep's figures into its case. */
+static int match(struct wcet *w, const char *calls_path, const struct part *parts, long n_parts)
+{
+    FILE *f = fopen(calls_path, "r");
+    if (!f) {
+        snprintf(w->count_why, sizeof(w->count_why), "the child's list of calls is missing");
+        return -1;
+    }
+    struct part noop = { 0 };
+    bool have_noop = false;
+    struct part per[WCET_MAX_CASES][WCET_COUNT_REPS];
+    unsigned reps[WCET_MAX_CASES] = { 0 };
+    char line[512];
+    long k = 0;
+    while (fgets(line, sizeof(line), f)) {
+        size_t idx;
+        char phase[8];
+        unsigned r;
+        if (strncmp(line, "fail ", 5) == 0)
+            continue; /* the child's build or check failed: the timed run says so too */
+        if (sscanf(line, "call %zu %7s %u", &idx, phase, &r) != 3 || idx >= w->n_cases) {
+            fclose(f);
+            snprintf(w->count_why, sizeof(w->count_why), "the child's list of calls is garbled");
+            return -1;
+        }
+        long at = k++;
+        if (at >= n_parts || strcmp(phase, "rep") != 0 || reps[idx] >= WCET_COUNT_REPS)
+            continue;
+        per[idx][reps[idx]++] = parts[at];
+        if (!w->cases[idx].sc && !have_noop) {
+            noop = parts[at];
+            have_noop = true;
+        }
+    }
+    fclose(f);
+    if (k != n_parts || !have_noop) {
+        snprintf(w->count_why, sizeof(w->count_why),
+                 "valgrind's %ld counts do not match the child's %ld calls", n_parts, k);
+        return -1;
+    }
+    for (size_t i = 0; i < w->n_cases; i++) {
+        struct wcet_case *c = &w->cases[i];
+        struct wcet_counts *ct = &c->counts;
+        memset(ct, 0, sizeof(*ct));
+        for (unsigned r = 0; r < reps[i]; r++) {
+            const struct part *p = &per[i][r];
+            uint64_t ir = c->sc ? less(p->ir, noop.ir) : p->ir;
+            uint64_t br = c->sc ? less(p->bc + p->bi, noop.bc + noop.bi) : p->bc + p->bi;
+            uint64_t lr = c->sc ? less(p->dlmr, noop.dlmr) : p->dlmr;
+            uint64_t lw = c->sc ? less(p->dlmw, noop.dlmw) : p->dlmw;
+            if (r == 0 || ir < ct->ir_min)
+                ct->ir_min = ir;
+            if (ir > ct->ir)
+                ct->ir = ir;
+            if (br > ct->branches)
+                ct->branches = br;
+            if (lr + lw > ct->lines_read + ct->lines_written) {
+                ct->lines_read = lr;
+                ct->lines_written = lw;
+            }
+        }
+        ct->reps = reps[i];
+        ct->have = reps[i] > 0;
+    }
+    return 0;
+}
+
+/* "valgrind-3.19.0" into w->valgrind_ver. */
+static void valgrind_version(struct wcet *w)
+{
+    char cmd[sizeof(w->valgrind) + 32];
+    snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", w->valgrind);
+    w->valgrind_ver[0] = '\0';
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    if (fgets(w->valgrind_ver, sizeof(w->valgrind_ver), p))
+        w->valgrind_ver[strcspn(w->valgrind_ver, "\n")] = '\0';
+    pclose(p);
+}
+
+/* A sanitized build maps its shadow memory where valgrind cannot follow. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+int wcet_count(struct wcet *w)
+{
+#ifdef SANITIZED
+    snprintf(w->count_why, sizeof(w->count_why),
+             "this rtmem is built with a sanitizer, which cannot run under valgrind");
+    return -1;
+#endif
+    if (!find_valgrind(w)) {
+        snprintf(w->count_why, sizeof(w->count_why),
+                 "valgrind is not installed (scripts/ensure-deps.sh valgrind installs it)");
+        return -1;
+    }
+    valgrind_version(w);
+    struct files f;
+    if (make_files(w, &f) != 0)
+        return -1;
+    struct child_args a = { w, &f };
+    struct tk_child_opts co = { .timeout_s = CHILD_TIMEOUT_S };
+    struct tk_child_result r;
+    printf("counting under %s (callgrind, simulated caches)...\n", w->valgrind_ver);
+    fflush(stdout);
+    tk_child_run(exec_valgrind, &a, NULL, &co, &r);
+    w->count_seconds = r.seconds;
+    int rc = -1;
+    if (r.end != TK_CHILD_EXITED || r.code != 0) {
+        char sig[64];
+        if (r.end == TK_CHILD_KILLED)
+            snprintf(w->count_why, sizeof(w->count_why), "valgrind died of %s",
+                     tk_signal_describe(r.code, sig, sizeof(sig)));
+        else if (r.end == TK_CHILD_TIMED_OUT)
+            snprintf(w->count_why, sizeof(w->count_why), "valgrind took more than %.0f s",
+                     CHILD_TIMEOUT_S);
+        else if (r.end == TK_CHILD_NOT_STARTED)
+            snprintf(w->count_why, sizeof(w->count_why), "cannot fork: %s", strerror(r.code));
+        else if (r.code >= 126)
+            snprintf(w->count_why, sizeof(w->count_why), "%s could not be started",
+                     w->valgrind);
+        else {
+            char tail[256];
+            log_tail(&f, tail, sizeof(tail));
+            snprintf(w->count_why, sizeof(w->count_why), "valgrind exited with status %d: %s",
+                     r.code, tail[0] ? tail : "(no message)");
+        }
+        goto out;
+    }
+    size_t max = w->n_cases * (WCET_COUNT_REPS + 1);
+    struct part *parts = calloc(max, sizeof(*parts));
+    if (!parts) {
+        snprintf(w->count_why, sizeof(w->count_why), "out of memory");
+        goto out;
+    }
+    long n = read_parts(f.out, parts, max);
+    if (n < 0)
+        snprintf(w->count_why, sizeof(w->count_why), "valgrind wrote no counts");
+    else if ((size_t)n > max)
+        snprintf(w->count_why, sizeof(w->count_why), "valgrind wrote more counts than calls");
+    else
+        rc = match(w, f.calls, parts, n);
+    free(parts);
+out:
+    remove_files(&f);
+    w->counted = rc == 0;
+    return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * `rtmem wcet`: glibc malloc's long paths, the ones a random workload
+ * rarely meets and a real-time program must never meet in its loop:
+ *
+ *   malloc-consolidate  a request of the large-bin range (1024 bytes and
+ *                       more) while fast-bin chunks wait: every one of them
+ *                       is consolidated and sorted into the bins first, a
+ *                       loop as long as the fast bins are (here 193
+ *                       chunks, kept apart by live guards);
+ *   free-trim           the free of the chunk below the top of the heap
+ *                       that leaves the top above M_TRIM_THRESHOLD: the
+ *                       fast bins consolidated, then sbrk gives memory
+ *                       back to the kernel (a system call);
+ *   malloc-mmap         a request above M_MMAP_THRESHOLD: a fresh mmap (a
+ *                       system call, and a page fault for its header);
+ *   free-munmap         its free: munmap.
+ *
+ * glibc's thresholds move with the program's history (a freed mmap chunk
+ * raises the mmap threshold, and the trim threshold with it); the
+ * scenarios pin both at their defaults (128 KiB) with mallopt, so that
+ * every repetition meets the same path. glibc's state lives in the
+ * process, so each repetition builds its state again and undoes it after.
+ * The checks read glibc's own accounts (mallinfo2's fast-bin and mmap
+ * chunk counts, the program break).
+ */
+#include <malloc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "wcet.h"
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+
+#define THRESHOLD_BYTES  (128 * 1024)
+#define SMALL_REQ        24u   /* a 32-byte chunk: a fast bin */
+#define FAST_CHUNKS      200u  /* freed; the first 7 go to the thread's cache */
+#define LARGE_REQ        1100u /* the large-bin range */
+#define TRIM_CHUNK_BYTES ((size_t)60 * 1024)
+#define TRIM_CHUNKS      4u
+#define MMAP_BYTES       ((size_t)1 << 20)
+
+static void pin_thresholds(void)
+{
+    static bool done;
+    if (!done) {
+        mallopt(M_MMAP_THRESHOLD, THRESHOLD_BYTES);
+        mallopt(M_TRIM_THRESHOLD, THRESHOLD_BYTES);
+        done = true;
+    }
+}
+
+static void undo_blocks(struct wcet_case *c)
+{
+    for (size_t i = 0; i < c->n_blocks; i++)
+        free(c->blocks[i]);
+    c->n_blocks = 0;
+}
+
+static void undo_all(struct wcet_case *c)
+{
+    undo_blocks(c);
+    if (c->op != WCET_OP_FREE)
+        free(c->ret);
+    c->ret = NULL;
+}
+
+/* ---- malloc-consolidate ---- */
+
+static int consolidate_build(struct wcet_case *c)
+{
+    pin_thresholds();
+    void *victims[FAST_CHUNKS];
+    for (size_t i = 0; i < FAST_CHUNKS; i++) {
+        victims[i] = malloc(SMALL_REQ);
+        c->blocks[c->n_blocks++] = malloc(SMALL_REQ); /* a guard: no merge */
+        if (!victims[i] || !c->blocks[c->n_blocks - 1])
+            return wcet_fail(c, "build: malloc failed");
+    }
+    for (size_t i = 0; i < FAST_CHUNKS; i++)
+        free(victims[i]);
+    c->expect[0] = (uintptr_t)mallinfo2().smblks;
+    c->op = WCET_OP_ALLOC;
+    c->size = LARGE_REQ;
+    return 0;
+}
+
+static int consolidate_check(struct wcet_case *c)
+{
+    size_t before = (size_t)c->expect[0], after = mallinfo2().smblks;
+    if (!c->ret)
+        return wcet_fail(c, "malloc failed");
+    if (before < FAST_CHUNKS / 2 || after != 0)
+        return wcet_fail(c, "fast-bin chunks: %zu before, %zu after: no consolidation", before,
+                         after);
+    wcet_fact(c, "%zu fast-bin chunks consolidated and sorted before the request is served",
+              before);
+    wcet_num(c, "fast_chunks", (double)before);
+    return 0;
+}
+
+/* ---- free-trim ---- */
+
+static int trim_build(struct wcet_case *c)
+{
+    pin_thresholds();
+    void *p[TRIM_CHUNKS];
+    for (size_t i = 0; i < TRIM_CHUNKS; i++)
+        if (!(p[i] = malloc(TRIM_CHUNK_BYTES)))
+            return wcet_fail(c, "build: malloc failed");
+    for (size_t i = 0; i + 1 < TRIM_CHUNKS; i++)
+        free(p[i]);
+    c->expect[0] = (uintptr_t)sbrk(0);
+    c->op = WCET_OP_FREE;
+    c->ptr = p[TRIM_CHUNKS - 1];
+    return 0;
+}
+
+static int trim_check(struct wcet_case *c)
+{
+    uintptr_t before = c->expect[0], after = (uintptr_t)sbrk(0);
+    if (after >= before)
+        return wcet_fail(c, "the program break did not move down: no trim");
+    wcet_fact(c, "the top merged and trimmed: the program break lowered by %zu KiB",
+              (size_t)(before - after) >> 10);
+    wcet_num(c, "trimmed_bytes", (double)(before - after));
+    return 0;
+}
+
+/* ---- malloc-mmap, free-munmap ---- */
+
+/* glibc's count of mmap chunks now. */
+static size_t mmap_chunks(void)
+{
+    return mallinfo2().hblks;
+}
+
+static int mmap_build(struct wcet_case *c)
+{
+    pin_thresholds();
+    c->op = WCET_OP_ALLOC;
+    c->size = MMAP_BYTES;
+    c->expect[0] = mmap_chunks();
+    return 0;
+}
+
+static int mmap_check(struct wcet_case *c)
+{
+    if (!c->ret || mmap_chunks() != c->expect[0] + 1)
+        return wcet_fail(c, "the block is not an mmap chunk");
+    wcet_fact(c, "a %zu KiB block mapped by mmap", MMAP_BYTES >> 10);
+    return 0;
+}
+
+static int munmap_build(struct wcet_case *c)
+{
+    pin_thresholds();
+    size_t before = mmap_chunks();
+    void *p = malloc(MMAP_BYTES);
+    c->expect[0] = mmap_chunks();
+    if (!p || c->expect[0] != before + 1) {
+        free(p);
+        return wcet_fail(c, "build: the block is not an mmap chunk");
+    }
+    c->op = WCET_OP_FREE;
+    c->ptr = p;
+    return 0;
+}
+
+static int munmap_check(struct wcet_case *c)
+{
+    if (mmap_chunks() != c->expect[0] - 1)
+        return wcet_fail(c, "the free did not unmap the chunk");
+    wcet_fact(c, "a %zu KiB mmap chunk given back by munmap", MMAP_BYTES >> 10);
+    return 0;
+}
+
+const struct wcet_scenario wcet_glibc_scenarios[] = {
+    { WCET_GLIBC, "malloc-consolidate", "malloc",
+      "large-bin request with fast-bin chunks waiting: all consolidated and sorted first",
+      "O(fast-bin chunks)", consolidate_build, consolidate_check, undo_all },
+    { WCET_GLIBC, "free-trim", "free",
+      "free below the top leaves it above M_TRIM_THRESHOLD: consolidation, then sbrk down",
+      "system call", trim_build, trim_check, undo_all },
+    { WCET_GLIBC, "malloc-mmap", "malloc",
+      "request above M_MMAP_THRESHOLD: a fresh mmap", "system call", mmap_build, mmap_check,
+      undo_all },
+    { WCET_GLIBC, "free-munmap", "free", "free of an mmap chunk: munmap", "system call",
+      munmap_build, munmap_check, undo_all },
+};
+const size_t wcet_glibc_n = sizeof(wcet_glibc_scenarios) / sizeof(wcet_glibc_scenarios[0]);
+
+#else /* not glibc 2.33 or later: no scenario (--kinds says so) */
+
+const struct wcet_scenario wcet_glibc_scenarios[1];
+const size_t wcet_glibc_n = 0;
+
+#endif

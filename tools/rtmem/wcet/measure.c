@@ -1,0 +1,87 @@
+/*
+ * `rtmem wcet`: the timed repetitions of one scenario, a warm one and a
+ * cold one in turn (so that a slow stretch of the machine falls on both
+ * alike), each a restore of the state (or, for glibc, a build), then for
+ * the cold one a flush of the state's memory from every cache level, then
+ * the call between two timer readings.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tool.h"
+#include "wcet.h"
+
+/* The mappings a glibc scenario's state lives in: the brk heap and libc's
+ * writable data (its arena, its parameters), flushed from the caches.
+ * Re-read each repetition: the heap grows and shrinks with the scenario. */
+static void flush_glibc(const struct wcet *w, const struct wcet_case *c)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof(line), f)) {
+            unsigned long lo, hi;
+            char perms[8];
+            if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+                continue;
+            bool heap = strstr(line, "[heap]") != NULL;
+            bool libc_data = perms[0] == 'r' && perms[1] == 'w' && strstr(line, "/libc.so");
+            if (heap || libc_data)
+                tk_cache_flush(&w->cops, (const void *)lo, (size_t)(hi - lo));
+        }
+        fclose(f);
+    }
+    /* The chunk headers the scenario holds (an mmap chunk's lies outside
+     * the heap). */
+    for (size_t i = 0; i < c->n_blocks; i++)
+        if (c->blocks[i])
+            tk_cache_flush(&w->cops, (const char *)c->blocks[i] - 16, 16);
+    if (c->ptr)
+        tk_cache_flush(&w->cops, (const char *)c->ptr - 16, 16);
+}
+
+static void flush_state(const struct wcet *w, const struct wcet_case *c)
+{
+    if (c->image)
+        tk_cache_flush(&w->cops, c->image, c->image_bytes);
+    else if (c->sc)
+        flush_glibc(w, c);
+}
+
+/* One repetition into s: 0, or -1 (c->why). */
+static int one(struct wcet *w, struct wcet_case *c, bool cold, struct tk_samples *s)
+{
+    tk_rt_breather(&w->rt);
+    if (wcet_case_prepare(c) != 0)
+        return -1;
+    if (cold)
+        flush_state(w, c);
+    uint64_t t0 = tk_timer_start();
+    wcet_call(c);
+    uint64_t t1 = tk_timer_end();
+    tk_samples_add(s, t1 - t0);
+    /* A restored image must take the same path every time: same block,
+     * same answer. (glibc's addresses move with its history.) */
+    if (c->image && c->ret != c->first_ret)
+        c->path_changed = true;
+    if (c->op == WCET_OP_FREE && c->rc != 0)
+        c->path_changed = true;
+    wcet_case_finish(c);
+    return 0;
+}
+
+int wcet_measure(struct wcet *w, struct wcet_case *c)
+{
+    if (tk_samples_init(&c->warm, w->o.reps) != 0 || tk_samples_init(&c->cold, w->o.reps) != 0)
+        return wcet_fail(c, "out of memory for the samples");
+    for (unsigned i = 0; i < w->o.reps; i++)
+        if (one(w, c, false, &c->warm) != 0 || one(w, c, true, &c->cold) != 0)
+            return -1;
+    if (c->path_changed)
+        return wcet_fail(c, "a repetition did not return what the first run did: the state "
+                            "was not restored exactly");
+    tk_samples_summarize(&c->warm, w->timer.ns_per_tick, &c->warm_s);
+    tk_samples_summarize(&c->cold, w->timer.ns_per_tick, &c->cold_s);
+    return 0;
+}

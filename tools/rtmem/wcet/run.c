@@ -1,0 +1,201 @@
+/*
+ * `rtmem wcet`: the run. Setup makes the list of cases (the noop row, then
+ * each kind's scenarios); the run takes the real-time setup, calibrates
+ * the timer, then for each case builds the state, runs the operation once
+ * and checks it, and times it warm and cold; then, out of the real-time
+ * setup, the counted run (count.c). The counted run's child (under
+ * valgrind) stops after setup: it only counts.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/result.h"
+#include "common/tool.h"
+#include "wcet.h"
+
+#define TIMER_CALIBRATION_MS 50
+
+static enum wcet_family family_of(const char *kind)
+{
+    if (strcmp(kind, "tlsf") == 0)
+        return WCET_TLSF;
+    if (strcmp(kind, "glibc") == 0)
+        return WCET_GLIBC;
+    return WCET_PAGEHEAP;
+}
+
+static void add_kind(struct wcet *w, const char *name)
+{
+    for (size_t i = 0; wcet_kind_names[i]; i++)
+        if (strcmp(wcet_kind_names[i], name) == 0)
+            w->kinds[w->n_kinds++] = wcet_kind_names[i];
+}
+
+/* The kinds in the order --kinds names them (checked by cli.c). */
+static void pick_kinds(struct wcet *w)
+{
+    if (!w->o.kinds) {
+        for (size_t i = 0; wcet_kind_names[i]; i++)
+            w->kinds[w->n_kinds++] = wcet_kind_names[i];
+        return;
+    }
+    char name[32];
+    const char *k = w->o.kinds;
+    do {
+        size_t len = strcspn(k, ",");
+        snprintf(name, sizeof(name), "%.*s", (int)len, k);
+        add_kind(w, name);
+        k += len;
+    } while (*k++ == ',');
+}
+
+static int add_case(struct wcet *w, const struct wcet_scenario *sc, const char *kind)
+{
+    if (w->n_cases == WCET_MAX_CASES)
+        return -1;
+    struct wcet_case *c = &w->cases[w->n_cases++];
+    return wcet_case_init(c, sc, kind, wcet_harden_levels[w->o.harden], (size_t)w->o.page_image);
+}
+
+int wcet_setup(struct tk_session *s)
+{
+    struct wcet *w = calloc(1, sizeof(*w));
+    if (!w) {
+        fprintf(stderr, "%s: out of memory\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    s->state = w;
+    w->o = *(const struct wcet_opts *)s->opts;
+    w->prog = s->cli.prog;
+    s->comment = "\n";
+    w->child = wcet_is_count_child();
+    pick_kinds(w);
+    if (!w->child)
+        w->cpu = tk_rt_pinned_cpu(w->o.cpu);
+    int rc = add_case(w, NULL, "noop");
+    for (size_t k = 0; k < w->n_kinds && rc == 0; k++) {
+        const struct wcet_scenario *list = wcet_tlsf_scenarios;
+        size_t n = wcet_tlsf_n;
+        switch (family_of(w->kinds[k])) {
+        case WCET_TLSF: break;
+        case WCET_PAGEHEAP:
+            list = wcet_pageheap_scenarios;
+            n = wcet_pageheap_n;
+            break;
+        case WCET_GLIBC:
+            list = wcet_glibc_scenarios;
+            n = wcet_glibc_n;
+            if (n == 0) {
+                tk_args_bad(&s->cli, "--kinds: glibc's scenarios need glibc 2.33 or later");
+                return TK_EXIT_USAGE;
+            }
+            break;
+        }
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = add_case(w, &list[i], w->kinds[k]);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "%s: out of memory for the heap images\n", s->cli.prog);
+        return TK_EXIT_FAILED;
+    }
+    if (w->child) {
+        /* The counted run's child: count, and stop here. */
+        int status = wcet_count_child(w);
+        fflush(stdout);
+        _exit(status);
+    }
+    tk_caches_read(&w->caches, w->cpu);
+    tk_machine_collect(&w->mf);
+    return 0;
+}
+
+void wcet_teardown(struct tk_session *s)
+{
+    struct wcet *w = s->state;
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n_cases; i++)
+        wcet_case_destroy(&w->cases[i]);
+    if (w->cops_ok)
+        tk_cacheops_destroy(&w->cops);
+    free(w);
+    s->state = NULL;
+}
+
+/* Builds c, runs its operation once and checks it: 0, or -1 (c->why). */
+static int build_and_check(struct wcet_case *c)
+{
+    if (wcet_case_build(c) != 0)
+        return -1;
+    wcet_call(c);
+    c->first_ret = c->ret;
+    int rc = c->sc ? c->sc->check(c) : 0;
+    wcet_case_finish(c);
+    if (rc == 0)
+        c->built = true;
+    return rc;
+}
+
+static void print_progress(const struct wcet_case *c, bool ok)
+{
+    if (ok)
+        printf("  %-8s %-22s measured\n", c->kind, c->sc ? c->sc->id : "noop");
+    else
+        printf("  %-8s %-22s FAILED: %s\n", c->kind, c->sc ? c->sc->id : "noop", c->why);
+    fflush(stdout);
+}
+
+enum tk_run_end wcet_run(struct tk_session *s)
+{
+    struct wcet *w = s->state;
+    struct tk_rt_request req = {
+        .pin = true,
+        .cpu = w->cpu,
+        .fifo = !w->o.no_rt,
+        .priority = w->o.priority,
+        .lock = true,
+    };
+    struct tk_rt_state rt;
+    tk_rt_setup(&req, &rt);
+    w->rt = rt;
+    enum tk_run_end end = TK_RUN_ABORTED;
+    const struct tk_cache *llc = tk_caches_llc(&w->caches);
+    if (tk_cacheops_init(&w->cops, llc ? 2 * llc->bytes : (size_t)64 << 20) == 0)
+        w->cops_ok = true;
+    int rc = tk_timer_init(&w->timer, TIMER_CALIBRATION_MS);
+    if (rc != 0) {
+        fprintf(stderr, "%s: the timer cannot be calibrated: %s\n", w->prog, strerror(-rc));
+        goto out;
+    }
+    w->timer_ok = true;
+    wcet_print_header(stdout, w);
+    if (tk_stdout_check(w->prog) != 0)
+        goto out;
+    for (size_t i = 0; i < w->n_cases; i++) {
+        struct wcet_case *c = &w->cases[i];
+        bool ok = build_and_check(c) == 0 && wcet_measure(w, c) == 0;
+        if (!ok) {
+            c->built = false;
+            w->failures++;
+        }
+        print_progress(c, ok);
+    }
+    end = TK_RUN_PASSED;
+out:
+    tk_rt_refresh(&w->rt);
+    /* Given back on a copy: the report shows what the run had. The counted
+     * run's child must not inherit SCHED_FIFO. */
+    rt = w->rt;
+    tk_rt_undo(&rt);
+    if (end != TK_RUN_PASSED)
+        return end;
+    if (w->o.count != WCET_COUNT_NONE && wcet_count(w) != 0 &&
+        w->o.count == WCET_COUNT_VALGRIND) {
+        fprintf(stderr, "%s: --count valgrind: nothing counted: %s\n", w->prog, w->count_why);
+        return TK_RUN_FAILED;
+    }
+    if (w->o.count == WCET_COUNT_NONE)
+        snprintf(w->count_why, sizeof(w->count_why), "not asked for (--count none)");
+    return w->failures ? TK_RUN_FAILED : TK_RUN_PASSED;
+}

@@ -1,0 +1,148 @@
+/*
+ * `rtmem wcet`: what every family of scenarios shares: the timed call, a
+ * case's heap image (made, saved and restored), and the words a scenario
+ * leaves for the report.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wcet.h"
+
+__attribute__((noinline)) void wcet_call(struct wcet_case *c)
+{
+    struct rtm_heap *h = c->heap;
+    switch (c->op) {
+    case WCET_OP_NOOP: break;
+    case WCET_OP_ALLOC: c->ret = h ? rtm_heap_alloc(h, c->size) : malloc(c->size); break;
+    case WCET_OP_ALIGNED:
+        c->ret = h ? rtm_heap_aligned_alloc(h, c->align, c->size) : aligned_alloc(c->align, c->size);
+        break;
+    case WCET_OP_REALLOC: c->ret = h ? rtm_heap_realloc(h, c->ptr, c->size) : realloc(c->ptr, c->size); break;
+    case WCET_OP_FREE:
+        if (h) {
+            c->rc = rtm_heap_free(h, c->ptr);
+        } else {
+            free(c->ptr);
+            c->rc = 0;
+        }
+        break;
+    }
+    /* Keeps the call a call: nothing of it may move across the timer
+     * readings around it. */
+    __asm__ __volatile__("" : : "r"(c) : "memory");
+}
+
+int wcet_fail(struct wcet_case *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof(c->why), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void wcet_fact(struct wcet_case *c, const char *fmt, ...)
+{
+    size_t used = strlen(c->facts);
+    if (used + 1 >= sizeof(c->facts))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->facts + used, sizeof(c->facts) - used, fmt, ap);
+    va_end(ap);
+}
+
+void wcet_num(struct wcet_case *c, const char *name, double v)
+{
+    if (c->n_nums < WCET_MAX_NUMS)
+        c->nums[c->n_nums++] = (struct wcet_num){ name, v };
+}
+
+int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const char *kind,
+                   int hardening, size_t page_image_bytes)
+{
+    memset(c, 0, sizeof(*c));
+    c->sc = sc;
+    c->kind = kind;
+    c->hardening = hardening;
+    if (sc && sc->family != WCET_GLIBC) {
+        c->image_bytes = sc->family == WCET_TLSF ? WCET_TLSF_IMAGE : page_image_bytes;
+        c->image = aligned_alloc(WCET_IMAGE_ALIGN, c->image_bytes);
+        c->saved = aligned_alloc(WCET_IMAGE_ALIGN, c->image_bytes);
+        if (!c->image || !c->saved)
+            return -1;
+        /* Touched now: no page fault in a timed repetition. */
+        memset(c->image, 0, c->image_bytes);
+        memset(c->saved, 0, c->image_bytes);
+    }
+    return 0;
+}
+
+void wcet_case_destroy(struct wcet_case *c)
+{
+    free(c->image);
+    free(c->saved);
+    c->image = c->saved = NULL;
+    tk_samples_destroy(&c->warm);
+    tk_samples_destroy(&c->cold);
+}
+
+/*
+ * The test hook RTMEM_WCET_SPOIL=ID: after the build of rtmem scenario ID,
+ * the state it made is thrown away (a fresh heap, one small block taken),
+ * the operation left as it was. The scenario's check must then fail: the
+ * tests prove with it that a change to an allocator cannot silently turn a
+ * scenario into an easy case. (glibc's scenarios check glibc as it is on
+ * every run.) 0, or -1 (c->why).
+ */
+static int spoil(struct wcet_case *c)
+{
+    const char *id = getenv("RTMEM_WCET_SPOIL");
+    if (!id || strcmp(id, c->sc->id) != 0 || c->sc->family == WCET_GLIBC)
+        return 0;
+    struct rtm_heap_config cfg = { .hardening = c->hardening };
+    c->heap = rtm_heap_create_ex(c->kind, c->image, c->image_bytes, &cfg);
+    if (!c->heap || !rtm_heap_alloc(c->heap, 1))
+        return wcet_fail(c, "RTMEM_WCET_SPOIL: the fresh heap could not be made");
+    return 0;
+}
+
+int wcet_case_build(struct wcet_case *c)
+{
+    if (!c->sc) {
+        c->op = WCET_OP_NOOP;
+        return 0;
+    }
+    if (c->sc->family != WCET_GLIBC) {
+        struct rtm_heap_config cfg = { .hardening = c->hardening };
+        c->heap = rtm_heap_create_ex(c->kind, c->image, c->image_bytes, &cfg);
+        if (!c->heap)
+            return wcet_fail(c, "rtm_heap_create_ex(%s, %zu bytes): %s", c->kind, c->image_bytes,
+                             strerror(errno));
+    }
+    if (c->sc->build(c) != 0 || spoil(c) != 0)
+        return -1;
+    if (c->image)
+        memcpy(c->saved, c->image, c->image_bytes);
+    return 0;
+}
+
+int wcet_case_prepare(struct wcet_case *c)
+{
+    if (!c->sc)
+        return 0;
+    if (c->sc->family != WCET_GLIBC) {
+        memcpy(c->image, c->saved, c->image_bytes);
+        return 0;
+    }
+    c->n_blocks = 0;
+    return c->sc->build(c);
+}
+
+void wcet_case_finish(struct wcet_case *c)
+{
+    if (c->sc && c->sc->undo)
+        c->sc->undo(c);
+}
