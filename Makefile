@@ -1,8 +1,8 @@
 # rtmem: the two commands of the README, and the builds CI runs.
-#   make bench   build everything, run the benchmark report, memcheck, latency (idle,
-#                noise, a quick sweep under memory pressure), pressure, stride, bw and shm
-#                (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's heaps
-#                when installable
+#   make bench   build everything, run the benchmark report, memcheck, wcet, latency
+#                (idle, noise, a quick sweep under memory pressure), pressure, stride, bw
+#                and shm (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's
+#                heaps and valgrind's counts in wcet when installable
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
@@ -29,10 +29,10 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# A JDK too (optional: without one, rtmem shm --java's tests say they were
-# skipped).
+# A JDK and valgrind too (optional: without them, rtmem shm --java's tests
+# and rtmem wcet's counts say they were skipped).
 test: build
-	@sh scripts/ensure-deps.sh java
+	@sh scripts/ensure-deps.sh java valgrind
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Every tracked *.c and *.h of src/ include/ tests/ examples/ tools/, with
@@ -58,6 +58,11 @@ bench: build
 	@# functional failure (exit status 1) still fails the target.
 	$(BUILD)/tools/rtmem memcheck --json $(RESULTS)/memcheck.json > $(RESULTS)/memcheck.txt; \
 	    status=$$?; sed -n '/^== summary/,$$p' $(RESULTS)/memcheck.txt; exit $$status
+	@# wcet on its defaults (seconds): each kind's worst case, timed and counted under
+	@# valgrind (installed if it can be); its report to its file, then to the terminal.
+	@sh scripts/ensure-deps.sh valgrind
+	$(BUILD)/tools/rtmem wcet --json $(RESULTS)/wcet.json > $(RESULTS)/wcet.txt; \
+	    status=$$?; cat $(RESULTS)/wcet.txt; exit $$status
 	@# latency on its defaults (10 s), then the machine's noise on the same CPU (10 s):
 	@# each report to its file, then to the terminal, with rtmem's exit status.
 	$(BUILD)/tools/rtmem latency --json $(RESULTS)/latency.json > $(RESULTS)/latency.txt; \
@@ -82,6 +87,7 @@ bench: build
 	$(BUILD)/tools/rtmem shm --java --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
 	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
+	@echo "         $(RESULTS)/wcet.txt $(RESULTS)/wcet.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"

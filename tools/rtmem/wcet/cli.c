@@ -137,9 +137,8 @@ static int check(struct tk_session *s)
                (strlen(wcet_kind_names[i]) != len || strncmp(wcet_kind_names[i], k, len) != 0))
             i++;
         if (!wcet_kind_names[i])
-            return tk_args_bad(&s->cli,
-                               "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, glibc",
-                               (int)len, k);
+            return tk_args_bad(
+                &s->cli, "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, glibc", (int)len, k);
         if (seen[i])
             return tk_args_bad(&s->cli, "--kinds: '%s' is named twice", wcet_kind_names[i]);
         seen[i] = true;

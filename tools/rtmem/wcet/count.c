@@ -2,7 +2,7 @@
  * `rtmem wcet`: the counted run. The scenarios run again, in a child
  * process under valgrind's callgrind:
  *
- *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=wcet_call
+ *   valgrind --tool=callgrind --vgdb=no --collect-atstart=no --toggle-collect=wcet_call
  *            --dump-after=wcet_call --combine-dumps=yes
  *            --cache-sim=yes --branch-sim=yes --D1=... --I1=... --LL=...
  *            rtmem wcet --kinds ... --harden ...   (RTMEM_WCET_CHILD=1)
@@ -23,7 +23,8 @@
  * noop case (a call that does nothing) is counted too, and its figures
  * are subtracted from every other case's: what is left is the operation's.
  *
- * Valgrind interprets the machine code, so the counts are those of the
+ * --vgdb=no: valgrind makes no FIFOs for a debugger in $TMPDIR, which a
+ * killed valgrind would leave behind. Valgrind interprets the machine code, so the counts are those of the
  * binary as built (compiler, flags, hardening level), exactly, every run.
  */
 #include <errno.h>
@@ -39,15 +40,15 @@
 #include "common/tool.h"
 #include "wcet.h"
 
-#define CHILD_ENV "RTMEM_WCET_CHILD"
+#define CHILD_ENV       "RTMEM_WCET_CHILD"
 /* The simulated caches: lines of 64 bytes; the last level 1 MiB, 16-way,
  * large enough that the few hundred lines of an operation never conflict. */
-#define SIM_D1       "--D1=32768,8,64"
-#define SIM_I1       "--I1=32768,8,64"
-#define SIM_LL       "--LL=1048576,16,64"
-#define SIM_LL_BYTES ((size_t)1 << 20)
-#define SIM_LINE     64u
-#define EVICT_BYTES  (4 * SIM_LL_BYTES)
+#define SIM_D1          "--D1=32768,8,64"
+#define SIM_I1          "--I1=32768,8,64"
+#define SIM_LL          "--LL=1048576,16,64"
+#define SIM_LL_BYTES    ((size_t)1 << 20)
+#define SIM_LINE        64u
+#define EVICT_BYTES     (4 * SIM_LL_BYTES)
 /* The child's time limit: it normally takes seconds. */
 #define CHILD_TIMEOUT_S 900.0
 
@@ -155,10 +156,30 @@ static int exec_valgrind(void *arg)
     char image[32];
     snprintf(image, sizeof(image), "%llu", (unsigned long long)w->o.page_image);
     const char *argv[] = {
-        w->valgrind, "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=wcet_call",
-        "--dump-after=wcet_call", "--combine-dumps=yes", "--cache-sim=yes", "--branch-sim=yes",
-        SIM_D1, SIM_I1, SIM_LL, out_opt, a->f->exe, "wcet", "--kinds", kinds, "--harden",
-        wcet_harden_choices[w->o.harden], "--page-image", image, "--reps", "1", NULL,
+        w->valgrind,
+        "--tool=callgrind",
+        "--vgdb=no",
+        "--collect-atstart=no",
+        "--toggle-collect=wcet_call",
+        "--dump-after=wcet_call",
+        "--combine-dumps=yes",
+        "--cache-sim=yes",
+        "--branch-sim=yes",
+        SIM_D1,
+        SIM_I1,
+        SIM_LL,
+        out_opt,
+        a->f->exe,
+        "wcet",
+        "--kinds",
+        kinds,
+        "--harden",
+        wcet_harden_choices[w->o.harden],
+        "--page-image",
+        image,
+        "--reps",
+        "1",
+        NULL,
     };
     if (setenv(CHILD_ENV, "1", 1) != 0)
         return 126;
@@ -430,8 +451,7 @@ int wcet_count(struct wcet *w)
         else if (r.end == TK_CHILD_NOT_STARTED)
             snprintf(w->count_why, sizeof(w->count_why), "cannot fork: %s", strerror(r.code));
         else if (r.code >= 126)
-            snprintf(w->count_why, sizeof(w->count_why), "%s could not be started",
-                     w->valgrind);
+            snprintf(w->count_why, sizeof(w->count_why), "%s could not be started", w->valgrind);
         else {
             char tail[256];
             log_tail(&f, tail, sizeof(tail));

@@ -181,9 +181,8 @@ const struct wcet_scenario wcet_glibc_scenarios[] = {
     { WCET_GLIBC, "free-trim", "free",
       "free below the top leaves it above M_TRIM_THRESHOLD: consolidation, then sbrk down",
       "system call", trim_build, trim_check, undo_all },
-    { WCET_GLIBC, "malloc-mmap", "malloc",
-      "request above M_MMAP_THRESHOLD: a fresh mmap", "system call", mmap_build, mmap_check,
-      undo_all },
+    { WCET_GLIBC, "malloc-mmap", "malloc", "request above M_MMAP_THRESHOLD: a fresh mmap",
+      "system call", mmap_build, mmap_check, undo_all },
     { WCET_GLIBC, "free-munmap", "free", "free of an mmap chunk: munmap", "system call",
       munmap_build, munmap_check, undo_all },
 };

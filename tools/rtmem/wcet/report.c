@@ -37,12 +37,14 @@ void wcet_print_header(FILE *f, const struct wcet *w)
     tk_timer_print(f, "timer: ", &w->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &w->rt);
     const struct tk_cache *c2 = tk_caches_level(&w->caches, 2);
-    item(f, "images", "TLSF %s, page heaps %s (the L2 holds %s); restored by a copy before each "
-                      "operation",
+    item(f, "images",
+         "TLSF %s, page heaps %s (the L2 holds %s); restored by a copy before each "
+         "operation",
          tk_fmt_iec(a, sizeof(a), WCET_TLSF_IMAGE), tk_fmt_iec(b, sizeof(b), w->o.page_image),
          c2 && c2->bytes ? tk_fmt_iec(l2, sizeof(l2), c2->bytes) : "unknown");
-    item(f, "cold", "the state's memory flushed from every cache level before each operation "
-                    "(%s); code and stack warm",
+    item(f, "cold",
+         "the state's memory flushed from every cache level before each operation "
+         "(%s); code and stack warm",
          flush_method(w));
     item(f, "hardening", "%s (rtm_heap_create_ex)", wcet_harden_choices[w->o.harden]);
     item(f, "repetitions", "%u warm and %u cold per scenario, in turn", w->o.reps, w->o.reps);
@@ -50,7 +52,7 @@ void wcet_print_header(FILE *f, const struct wcet *w)
 }
 
 static const struct tk_col cols[] = {
-    { "scenario", 22, true }, { "op", 13, true },   { "instr", 7, false },
+    { "scenario", 22, true }, { "op", 13, true },    { "instr", 7, false },
     { "branch", 6, false },   { "lines", 5, false }, { "warm p50", 8, false },
     { "p99", 7, false },      { "max", 8, false },   { "cold p50", 8, false },
     { "p99", 7, false },      { "max", 8, false },   { "bound", 14, true },

@@ -190,8 +190,7 @@ out:
     tk_rt_undo(&rt);
     if (end != TK_RUN_PASSED)
         return end;
-    if (w->o.count != WCET_COUNT_NONE && wcet_count(w) != 0 &&
-        w->o.count == WCET_COUNT_VALGRIND) {
+    if (w->o.count != WCET_COUNT_NONE && wcet_count(w) != 0 && w->o.count == WCET_COUNT_VALGRIND) {
         fprintf(stderr, "%s: --count valgrind: nothing counted: %s\n", w->prog, w->count_why);
         return TK_RUN_FAILED;
     }

@@ -17,9 +17,12 @@ __attribute__((noinline)) void wcet_call(struct wcet_case *c)
     case WCET_OP_NOOP: break;
     case WCET_OP_ALLOC: c->ret = h ? rtm_heap_alloc(h, c->size) : malloc(c->size); break;
     case WCET_OP_ALIGNED:
-        c->ret = h ? rtm_heap_aligned_alloc(h, c->align, c->size) : aligned_alloc(c->align, c->size);
+        c->ret =
+            h ? rtm_heap_aligned_alloc(h, c->align, c->size) : aligned_alloc(c->align, c->size);
         break;
-    case WCET_OP_REALLOC: c->ret = h ? rtm_heap_realloc(h, c->ptr, c->size) : realloc(c->ptr, c->size); break;
+    case WCET_OP_REALLOC:
+        c->ret = h ? rtm_heap_realloc(h, c->ptr, c->size) : realloc(c->ptr, c->size);
+        break;
     case WCET_OP_FREE:
         if (h) {
             c->rc = rtm_heap_free(h, c->ptr);

@@ -39,7 +39,8 @@ static struct tclass class_of(size_t s)
         return (struct tclass){ 0, (unsigned)(s / RTM_TLSF_GRANULE) };
     unsigned top = 63u - (unsigned)__builtin_clzll((unsigned long long)s);
     unsigned fl = top - FL_SHIFT;
-    return (struct tclass){ fl, (unsigned)(s >> (top - RTM_TLSF_SL_LOG2)) & (RTM_TLSF_SL_COUNT - 1) };
+    return (struct tclass){ fl,
+                            (unsigned)(s >> (top - RTM_TLSF_SL_LOG2)) & (RTM_TLSF_SL_COUNT - 1) };
 }
 
 /* The smallest block size of s's class: a request for it is served from
@@ -214,7 +215,8 @@ static int alloc_fallback_check(struct wcet_case *c)
 #define MERGE_N ((size_t)1056)
 #define MERGE_M (MERGE_P + MERGE_B + MERGE_N)
 
-static int free_merge_build(struct wcet_case *c)
+/* The blocks above, B's neighbours freed: 0, or -1 (c->why). */
+static int free_merge_layout(struct wcet_case *c)
 {
     static const size_t sizes[] = { MERGE_P, MERGE_P, MERGE_N, MERGE_N, MERGE_M };
     void *side[5];
@@ -236,6 +238,59 @@ static int free_merge_build(struct wcet_case *c)
     c->op = WCET_OP_FREE;
     c->ptr = b;
     c->expect[0] = (uintptr_t)p;
+    return 0;
+}
+
+static int free_merge_build(struct wcet_case *c)
+{
+    return free_merge_layout(c);
+}
+
+static int free_merge_check(struct wcet_case *c);
+
+/* ---- free: the same, in the pool found last ------------------------------------ */
+
+/* The heap made of WCET_POOLS pools in the image: the first (created with
+ * the heap) and the later ones WCET_SMALL_POOL bytes, the one the
+ * scenario uses the rest. Added pools are listed after the first, the
+ * latest added first, so the first added is found last: the scenario's.
+ * Every other pool is full. Each lookup of its blocks (the block freed,
+ * and on a hardened heap each link of a neighbour checked) walks the
+ * whole list: the O(pools) of rtmem/tlsf.h. */
+static int free_pool_build(struct wcet_case *c)
+{
+    size_t big = c->image_bytes - (WCET_POOLS - 1) * WCET_SMALL_POOL;
+    unsigned char *at = c->image;
+    struct rtm_heap_config cfg = { .hardening = c->hardening };
+    c->heap = rtm_heap_create_ex(c->kind, at, WCET_SMALL_POOL, &cfg);
+    if (!c->heap || take_rest(c) != 0)
+        return c->heap ? -1 : wcet_fail(c, "build: the first pool could not be made");
+    at += WCET_SMALL_POOL;
+    if (rtm_heap_add_pool(c->heap, at, big) != 0)
+        return wcet_fail(c, "build: the scenario's pool could not be added");
+    if (free_merge_layout(c) != 0 || take_rest(c) != 0)
+        return -1;
+    c->expect[1] = (uintptr_t)at;
+    c->expect[2] = (uintptr_t)(at + big);
+    at += big;
+    for (size_t i = 2; i < WCET_POOLS; i++, at += WCET_SMALL_POOL)
+        if (rtm_heap_add_pool(c->heap, at, WCET_SMALL_POOL) != 0 || take_rest(c) != 0)
+            return wcet_fail(c, "build: pool %zu could not be added and filled", i);
+    return 0;
+}
+
+static int free_pool_check(struct wcet_case *c)
+{
+    struct rtm_heap_stats st;
+    if (stats(c, &st) != 0)
+        return -1;
+    if (st.pool_count != WCET_POOLS || c->ptr < (void *)c->expect[1] ||
+        (uintptr_t)c->ptr >= c->expect[2])
+        return wcet_fail(c, "the block is not in the pool found last");
+    if (free_merge_check(c) != 0)
+        return -1;
+    wcet_fact(c, "; in the pool found last of %u", WCET_POOLS);
+    wcet_num(c, "pools", WCET_POOLS);
     return 0;
 }
 
@@ -276,8 +331,8 @@ static int aligned_build(struct wcet_case *c)
     /* The probe's block starts the pool: a first block of `first` bytes in
      * its place puts the next payload 16 bytes below an aligned address. */
     uintptr_t start = (uintptr_t)probe;
-    size_t first = (size_t)((ALIGNED_ALIGN - RTM_TLSF_GRANULE - start % ALIGNED_ALIGN) %
-                            ALIGNED_ALIGN);
+    size_t first =
+        (size_t)((ALIGNED_ALIGN - RTM_TLSF_GRANULE - start % ALIGNED_ALIGN) % ALIGNED_ALIGN);
     while (first < RTM_TLSF_MIN_BLOCK)
         first += ALIGNED_ALIGN;
     rtm_heap_free(c->heap, probe);
@@ -349,8 +404,9 @@ static int realloc_move_check(struct wcet_case *c)
     void *m = rtm_heap_alloc(c->heap, req(class_floor(MOVE_P + MOVE_B + MOVE_N)));
     if ((uintptr_t)m != c->expect[0])
         return wcet_fail(c, "the old block did not merge with both neighbours");
-    wcet_fact(c, "%zu-byte block to %zu bytes: alloc (split), copy of %zu bytes, free merging both "
-                 "neighbours",
+    wcet_fact(c,
+              "%zu-byte block to %zu bytes: alloc (split), copy of %zu bytes, free merging both "
+              "neighbours",
               MOVE_B, MOVE_TO, req(MOVE_B));
     wcet_num(c, "copied_bytes", (double)req(MOVE_B));
     return heap_ok(c);
@@ -369,12 +425,16 @@ const struct wcet_scenario wcet_tlsf_scenarios[] = {
       "both neighbours free, of different classes, each unlinked from the middle of its list; "
       "merged block to a non-empty list",
       "O(1)", free_merge_build, free_merge_check, NULL },
+    { WCET_TLSF, "free-merge-last-pool", "free",
+      "free-merge-both in the pool found last of 8: the block's and every checked link's "
+      "pool found by a walk of the pool list",
+      "O(pools)", free_pool_build, free_pool_check, NULL },
     { WCET_TLSF, "aligned-largest-gap", "aligned_alloc",
       "front gap too small to stand alone: grown by the alignment, inserted as a free block; "
       "rest split off",
       "O(1)", aligned_build, aligned_check, NULL },
     { WCET_TLSF, "realloc-move", "realloc",
-      "no room in place: alloc, copy 4088 bytes, free merging both neighbours",
-      "O(1) + O(size)", realloc_move_build, realloc_move_check, NULL },
+      "no room in place: alloc, copy 4088 bytes, free merging both neighbours", "O(1) + O(size)",
+      realloc_move_build, realloc_move_check, NULL },
 };
 const size_t wcet_tlsf_n = sizeof(wcet_tlsf_scenarios) / sizeof(wcet_tlsf_scenarios[0]);

@@ -63,8 +63,8 @@ enum wcet_family {
     WCET_GLIBC,
 };
 
-#define WCET_MAX_KINDS 4
-#define WCET_MAX_CASES 64
+#define WCET_MAX_KINDS  4
+#define WCET_MAX_CASES  64
 /* Blocks a glibc scenario keeps between its build and its undo. */
 #define WCET_MAX_BLOCKS 256
 #define WCET_MAX_NUMS   6
@@ -72,11 +72,16 @@ enum wcet_family {
 /* The heap images: TLSF's (its paths do not depend on the pool's size),
  * and the page heaps' by default (--page-image: a larger one makes deeper
  * trees), both small enough to stay in an L2 cache once restored. */
-#define WCET_TLSF_IMAGE      ((size_t)256 << 10)
-#define WCET_PAGE_IMAGE      ((size_t)256 << 10)
-#define WCET_PAGE_IMAGE_MIN  ((size_t)64 << 10)
-#define WCET_PAGE_IMAGE_MAX  ((size_t)1 << 30)
-#define WCET_IMAGE_ALIGN     ((size_t)4096)
+#define WCET_TLSF_IMAGE     ((size_t)256 << 10)
+#define WCET_PAGE_IMAGE     ((size_t)256 << 10)
+#define WCET_PAGE_IMAGE_MIN ((size_t)64 << 10)
+#define WCET_PAGE_IMAGE_MAX ((size_t)1 << 30)
+#define WCET_IMAGE_ALIGN    ((size_t)4096)
+
+/* The scenarios of a heap of several pools: how many, and the size of all
+ * but the one the scenario works in. */
+#define WCET_POOLS      8u
+#define WCET_SMALL_POOL ((size_t)16 << 10)
 
 /* The counted run (count.c): repetitions per scenario under valgrind. */
 #define WCET_COUNT_REPS 3
@@ -142,6 +147,11 @@ struct wcet_case {
     /* glibc: what the build allocated (undo frees what is not NULL). */
     void *blocks[WCET_MAX_BLOCKS];
     size_t n_blocks;
+    /* A heap of several pools (the page heaps' scenarios): how many, and
+     * the offset from the heap of the one the scenario works in (0: the
+     * first). */
+    unsigned pools;
+    size_t pool;
     /* What the build arranged, for the check (scenario's own use). */
     uintptr_t expect[6];
 
@@ -151,9 +161,9 @@ struct wcet_case {
     char why[256];
 
     /* Results. */
-    bool built;              /* the build and the check passed */
-    void *first_ret;         /* every repetition must return the same */
-    bool path_changed;       /* ... or the case is a failure */
+    bool built;                   /* the build and the check passed */
+    void *first_ret;              /* every repetition must return the same */
+    bool path_changed;            /* ... or the case is a failure */
     struct tk_samples warm, cold; /* timer ticks */
     struct tk_summary warm_s, cold_s;
     struct wcet_counts counts;
@@ -163,8 +173,8 @@ struct wcet_opts {
     const char *kinds; /* --kinds: comma list; NULL all */
     unsigned reps;
     uint64_t page_image; /* --page-image: bytes */
-    int count;         /* --count: WCET_COUNT_* */
-    int harden;        /* --harden: index into wcet_harden_choices */
+    int count;           /* --count: WCET_COUNT_* */
+    int harden;          /* --harden: index into wcet_harden_choices */
     int cpu;
     int priority;
     bool no_rt;
@@ -203,9 +213,9 @@ struct wcet {
 };
 
 /* cli.c */
-extern const char *const wcet_kind_names[];       /* NULL-terminated */
-extern const char *const wcet_harden_choices[];   /* "o1", "none", "full" */
-extern const int wcet_harden_levels[];            /* RTM_HEAP_HARDEN_* of each */
+extern const char *const wcet_kind_names[];     /* NULL-terminated */
+extern const char *const wcet_harden_choices[]; /* "o1", "none", "full" */
+extern const int wcet_harden_levels[];          /* RTM_HEAP_HARDEN_* of each */
 extern const char *const wcet_count_choices[];
 
 /* scenarios.c: the list, the timed call, and what every family shares. */

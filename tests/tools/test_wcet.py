@@ -1,0 +1,277 @@
+"""rtmem wcet: a short run's JSON has the envelope and every scenario of
+every kind, built, checked and timed (the figures agree with one another:
+min <= p50 <= p99 <= max, one sample per repetition); the page heaps'
+trees are within their bounds, as deep as the scenarios say; each rtmem
+scenario whose state is thrown away (the test hook RTMEM_WCET_SPOIL) fails
+its check, so that no change to an allocator can silently turn a scenario
+into an easy one; where valgrind is installed (and the build is not
+sanitized), every scenario is counted, the counts agree with what the
+scenarios do (a 4 KiB copy touches at least 128 lines, the page map's
+first use writes its entries), and TLSF's instructions stay under the
+ceilings docs/wcet.md states (x86-64, the default hardening); --count
+valgrind without valgrind fails and --count auto says why it did not
+count; a run whose scenario fails writes that into its result file; a run
+that is interrupted (during the timed run or under valgrind) leaves an
+existing result file as it was, and nothing behind (no temporary file or
+directory, no valgrind); bad usage exits 2.
+
+No assertion depends on how fast the machine is.
+
+usage: test_wcet.py RTMEM_BINARY DOCS_WCET_MD
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from rtmemtest import Checks, TempDir, envelope_ok, load_json, run
+
+rtmem, docs = sys.argv[1], sys.argv[2]
+checks = Checks("tools.wcet")
+SANITIZED = bool(os.environ.get("RTMEM_SANITIZED"))
+GOOD = '{"a previous": "good result"}\n'
+SCENARIOS = {
+    "tlsf": ["alloc-search-split", "alloc-fallback", "free-merge-both", "free-merge-last-pool",
+             "aligned-largest-gap", "realloc-move"],
+    "heapmem": ["run-alloc-largest", "run-free-merge-both", "bucket-page-take",
+                "bucket-page-give", "bucket-page-give-last-pool", "run-alloc-first-use"],
+    "glibc": ["malloc-consolidate", "free-trim", "malloc-mmap", "free-munmap"],
+}
+SCENARIOS["xnheap"] = SCENARIOS["heapmem"]
+REPS = 20
+
+
+def ceilings():
+    """TLSF's instruction ceilings, from the table in docs/wcet.md."""
+    out = {}
+    with open(docs) as f:
+        text = f.read()
+    block = text.split("<!-- tlsf-ceilings -->")[1].split("<!-- /tlsf-ceilings -->")[0]
+    for m in re.finditer(r"^\| `([a-z-]+)` \| (\d+) \|", block, re.M):
+        out[m.group(1)] = int(m.group(2))
+    return out
+
+
+def summary_ok(what, s):
+    checks.ok(s["count"] == REPS, "%s: one sample per repetition" % what, s)
+    checks.ok(0 < s["min_ns"] <= s["p50_ns"] <= s["p99_ns"] <= s["max_ns"],
+              "%s: min <= p50 <= p99 <= max" % what, s)
+
+
+def full_run(tmp):
+    path = os.path.join(tmp, "wcet.json")
+    args = ["--reps", str(REPS), "--json", path]
+    r = run(rtmem, "wcet", *args)
+    checks.ok(r.returncode == 0, "a default run passes", r)
+    d = load_json(path)
+    envelope_ok(checks, d, "wcet", "rtmem-wcet/1", args)
+    if d is None:
+        return None
+    checks.ok(d["passed"] and d["failures"] == 0, "every scenario passed", d.get("failures"))
+    got = {}
+    for s in d["scenarios"]:
+        got.setdefault(s["kind"], []).append(s["id"])
+    want = dict(SCENARIOS, noop=["noop"])
+    checks.ok(got == want, "every kind's scenarios, in order", got)
+    for s in d["scenarios"]:
+        what = "%s %s" % (s["kind"], s["id"])
+        checks.ok(s["passed"] and s["why"] is None, "%s: built and checked" % what, s)
+        summary_ok(what + " warm", s["warm"])
+        summary_ok(what + " cold", s["cold"])
+        if s["kind"] != "noop":
+            checks.ok(len(s["facts"]) > 20, "%s: says what it found" % what, s["facts"])
+        if s["kind"] in ("heapmem", "xnheap") and "free_runs" in s["state"]:
+            st = s["state"]
+            checks.ok(st["addr_tree_height"] <= st["height_bound"],
+                      "%s: the tree within its bound" % what, st)
+            checks.ok(st["free_runs"] > (80 if "pools" in st else 200),
+                      "%s: a comb of free runs" % what, st)
+            if "prev_addr_depth" in st:
+                checks.ok(st["addr_tree_height"] - 1 <= st["prev_addr_depth"]
+                          <= st["addr_tree_height"],
+                          "%s: the run merged with is among the deepest" % what, st)
+    for kind in ("heapmem", "xnheap"):
+        first = [s for s in d["scenarios"] if s["kind"] == kind and s["id"] == "run-alloc-first-use"]
+        checks.ok(first and first[0]["state"]["entries_written"] > 400,
+                  "%s: the first use writes the page map" % kind, first)
+    worst = {w["kind"]: w for w in d["worst"]}
+    checks.ok(sorted(worst) == sorted(SCENARIOS), "a worst entry per kind", worst)
+    return d
+
+
+def counted_ok(d):
+    """The counts, where valgrind counted them."""
+    cnt = d["counting"]
+    if SANITIZED:
+        # ASan and TSan builds refuse to run under valgrind (and say so);
+        # the counts of any sanitized build are the sanitizer's as much as
+        # the heap's.
+        print("tools.wcet: counts not checked (sanitized build): %s" % cnt["why_not"])
+        return
+    if not shutil.which("valgrind"):
+        checks.ok(not cnt["counted"] and "valgrind" in cnt["why_not"],
+                  "without valgrind the run says why it did not count", cnt)
+        print("tools.wcet: SKIPPED the counts and TLSF's ceilings: valgrind is not installed")
+        return
+    checks.ok(cnt["counted"] and cnt["why_not"] is None, "valgrind counted", cnt)
+    by = {(s["kind"], s["id"]): s["counted"] for s in d["scenarios"]}
+    noop = by[("noop", "noop")]
+    checks.ok(noop and noop["instructions"] < 50 and noop["runs"] == 3,
+              "the noop call is a handful of instructions", noop)
+    for key, ct in by.items():
+        if not checks.ok(ct is not None, "%s %s: counted" % key, ct):
+            continue
+        checks.ok(ct["instructions"] >= ct["instructions_min"] > 0 or key[0] == "noop",
+                  "%s %s: instructions counted" % key, ct)
+        checks.ok(ct["data_lines"] == ct["data_lines_read_first"] + ct["data_lines_written_first"],
+                  "%s %s: lines read first and written first add up" % key, ct)
+        if key[0] in ("tlsf", "heapmem", "xnheap"):
+            checks.ok(ct["instructions"] == ct["instructions_min"],
+                      "%s %s: the restored state runs the same instructions each time" % key, ct)
+    move = by[("tlsf", "realloc-move")]
+    checks.ok(move and move["data_lines"] >= 128,
+              "a 4 KiB copy touches at least 128 lines (64 read, 64 written)", move)
+    for kind in ("heapmem", "xnheap"):
+        first = by[(kind, "run-alloc-first-use")]
+        entries = [s for s in d["scenarios"] if s["kind"] == kind
+                   and s["id"] == "run-alloc-first-use"][0]["state"]["entries_written"]
+        checks.ok(first and first["data_lines_written_first"] >= entries * 24 // 64,
+                  "%s: the first use writes every line of the page map it initialises" % kind,
+                  (first, entries))
+    cons = by[("glibc", "malloc-consolidate")]
+    checks.ok(cons and cons["instructions"] > 10 * by[("tlsf", "alloc-search-split")]["instructions"],
+              "glibc's consolidation runs far more instructions than TLSF's alloc", cons)
+    import platform
+    if platform.machine() != "x86_64":
+        print("tools.wcet: TLSF's ceilings are for x86-64; not checked on %s" % platform.machine())
+        return
+    ceil = ceilings()
+    checks.ok(sorted(ceil) == sorted(SCENARIOS["tlsf"]), "docs/wcet.md: a ceiling per TLSF scenario",
+              ceil)
+    for sid, limit in ceil.items():
+        ct = by.get(("tlsf", sid))
+        checks.ok(ct and ct["instructions"] <= limit,
+                  "TLSF %s: at most %d instructions (docs/wcet.md)" % (sid, limit), ct)
+
+
+def spoiled(tmp):
+    """Each rtmem scenario, its state thrown away, fails its check."""
+    for kind in ("tlsf", "heapmem"):
+        for sid in SCENARIOS[kind]:
+            r = run(rtmem, "wcet", "--kinds", kind, "--reps", "2", "--count", "none",
+                    env={"RTMEM_WCET_SPOIL": sid})
+            failed = [l for l in r.stdout.splitlines() if "FAILED:" in l and sid in l]
+            checks.ok(r.returncode == 1 and len(failed) == 1,
+                      "%s %s spoiled: its check fails, the run fails" % (kind, sid), r)
+            others = [l for l in r.stdout.splitlines() if l.strip().endswith("measured")]
+            checks.ok(len(others) == len(SCENARIOS[kind]),
+                      "%s %s spoiled: the others are still measured" % (kind, sid), r)
+
+
+def failed_file(tmp):
+    """A run whose scenario fails its check reaches a verdict: its result
+    file says which scenario failed, and why."""
+    path = os.path.join(tmp, "failed.json")
+    with open(path, "w") as f:
+        f.write(GOOD)
+    r = run(rtmem, "wcet", "--kinds", "tlsf", "--reps", "2", "--count", "none", "--json", path,
+            env={"RTMEM_WCET_SPOIL": "free-merge-both"})
+    checks.ok(r.returncode == 1, "a spoiled run fails", r)
+    d = load_json(path)
+    bad = [s for s in d["scenarios"] if not s["passed"]] if d else []
+    checks.ok(d and not d["passed"] and d["failures"] == 1 and len(bad) == 1
+              and bad[0]["id"] == "free-merge-both" and bad[0]["why"]
+              and "warm" not in bad[0],
+              "a failed run's file names the scenario that failed, and why", d)
+    checks.ok(sorted(os.listdir(tmp)) == ["failed.json", "wcet.json"],
+              "a failed run leaves no temporary file", os.listdir(tmp))
+    os.unlink(path)
+
+
+def no_valgrind(tmp):
+    """Without valgrind on PATH: auto says why, --count valgrind fails."""
+    path = os.path.join(tmp, "nv.json")
+    env = {"PATH": "/nonexistent"}
+    r = run(os.path.abspath(rtmem), "wcet", "--kinds", "tlsf", "--reps", "2", "--json", path, env=env)
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and d and not d["counting"]["counted"]
+              and ("not installed" in d["counting"]["why_not"] or SANITIZED),
+              "--count auto without valgrind: measured, not counted, and why", r)
+    r = run(os.path.abspath(rtmem), "wcet", "--kinds", "tlsf", "--reps", "2", "--count",
+            "valgrind", env=env)
+    checks.ok(r.returncode == 1 and "nothing counted" in r.stderr,
+              "--count valgrind without valgrind fails, saying why", r)
+    os.unlink(path)
+
+
+def interrupted(tmp):
+    """SIGINT in the timed run and under valgrind: the file as it was, no
+    temporary directory, no valgrind left."""
+    phases = [("timed", "measured")]
+    if shutil.which("valgrind") and not SANITIZED:
+        phases.append(("counted", "counting under"))
+    for name, marker in phases:
+        work = os.path.join(tmp, "int-" + name)
+        os.mkdir(work)
+        path = os.path.join(work, "r.json")
+        with open(path, "w") as f:
+            f.write(GOOD)
+        env = dict(os.environ, TMPDIR=work)
+        p = subprocess.Popen([rtmem, "wcet", "--reps", "3000", "--json", path],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        seen = False
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            if marker in line:
+                seen = True
+                break
+        if name == "counted":
+            time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=120)
+        checks.ok(seen and p.returncode == -signal.SIGINT,
+                  "SIGINT during the %s run ends it with the signal" % name, p.returncode)
+        checks.ok(open(path).read() == GOOD, "SIGINT (%s): the result file as it was" % name)
+        checks.ok(os.listdir(work) == ["r.json"],
+                  "SIGINT (%s): no temporary file or directory left" % name, os.listdir(work))
+        ps = subprocess.run(["pgrep", "-f", "toggle-collect=wcet_call"], stdout=subprocess.PIPE,
+                            text=True)
+        checks.ok(ps.stdout.strip() == "", "SIGINT (%s): no valgrind left" % name, ps.stdout)
+
+
+def usage():
+    for args, what in [
+        (["--kinds", "nope"], "an unknown kind"),
+        (["--kinds", "tlsf,tlsf"], "a kind named twice"),
+        (["--kinds", ""], "an empty kind"),
+        (["--page-image", "65537"], "a page image that is not a multiple of 4K"),
+        (["--page-image", "1K"], "a page image below 64K"),
+        (["--reps", "0"], "no repetition"),
+        (["--no-rt", "--prio", "10"], "--prio with --no-rt"),
+        (["--count", "maybe"], "an unknown --count"),
+        (["extra"], "an operand"),
+    ]:
+        r = run(rtmem, "wcet", *args)
+        checks.ok(r.returncode == 2 and "rtmem wcet" in r.stderr, "bad usage: %s" % what, r)
+    r = run(rtmem, "wcet", "--help")
+    checks.ok(r.returncode == 0 and "--count" in r.stdout and "valgrind" in r.stdout,
+              "--help describes the options", r)
+
+
+with TempDir() as tmp:
+    d = full_run(tmp)
+    if d:
+        counted_ok(d)
+    spoiled(tmp)
+    failed_file(tmp)
+    no_valgrind(tmp)
+    interrupted(tmp)
+    usage()
+checks.done()
