@@ -8,7 +8,9 @@ into an easy one; where valgrind is installed (and the build is not
 sanitized), every scenario is counted, the counts agree with what the
 scenarios do (a 4 KiB copy touches at least 128 lines, the page map's
 first use writes its entries), and TLSF's instructions stay under the
-ceilings docs/wcet.md states (x86-64, the default hardening); --count
+ceilings docs/wcet.md states (x86-64, the default hardening); where the
+kernel offers no CPU counters, the run says why (where it does, their
+counts agree with valgrind's); --count
 valgrind without valgrind fails and --count auto says why it did not
 count; a run whose scenario fails writes that into its result file; a run
 that is interrupted (during the timed run or under valgrind) leaves an
@@ -100,6 +102,33 @@ def full_run(tmp):
     worst = {w["kind"]: w for w in d["worst"]}
     checks.ok(sorted(worst) == sorted(SCENARIOS), "a worst entry per kind", worst)
     return d
+
+
+def cpu_counters_ok(d):
+    """The CPU's counters: where the kernel offers none (most virtual
+    machines), the run says why; where it does, every scenario has them,
+    near valgrind's count of the same binary."""
+    cnt = d["counting"]
+    pmu = any(os.path.exists("/sys/bus/event_source/devices/" + n)
+              for n in ("cpu", "cpu_core", "armv8_pmuv3", "armv8_pmuv3_0"))
+    if not cnt["cpu_counters"]:
+        checks.ok(cnt["cpu_counters_why_not"] and "perf_event_open" in cnt["cpu_counters_why_not"],
+                  "no CPU counters: the run says why", cnt)
+        checks.ok(all(s["cpu_counted"] is None for s in d["scenarios"]),
+                  "no CPU counters: no scenario has their figures", d["scenarios"][0])
+        if pmu:
+            print("tools.wcet: this machine lists a CPU PMU, and the counters did not open: %s"
+                  % cnt["cpu_counters_why_not"])
+        else:
+            print("tools.wcet: no CPU PMU here: the CPU counters' figures not checked")
+        return
+    for s in d["scenarios"]:
+        hw, vg = s["cpu_counted"], s["counted"]
+        checks.ok(hw is not None, "%s %s: CPU counters" % (s["kind"], s["id"]), s)
+        if hw and vg and s["kind"] in ("tlsf", "heapmem", "xnheap"):
+            checks.ok(abs(hw["instructions"] - vg["instructions"]) <= 0.1 * vg["instructions"] + 20,
+                      "%s %s: the CPU's count agrees with valgrind's" % (s["kind"], s["id"]),
+                      (hw, vg))
 
 
 def counted_ok(d):
@@ -269,6 +298,7 @@ with TempDir() as tmp:
     d = full_run(tmp)
     if d:
         counted_ok(d)
+        cpu_counters_ok(d)
     spoiled(tmp)
     failed_file(tmp)
     no_valgrind(tmp)

@@ -64,12 +64,14 @@ static void print_case(FILE *f, const struct wcet *w, const struct wcet_case *c)
     char v[10][TK_FMT_MAX];
     const char *cell[N_COLS] = { c->sc ? c->sc->id : "noop", c->sc ? c->sc->op : "(nothing)" };
     const struct wcet_counts *ct = &c->counts;
+    cell[2] = cell[3] = cell[4] = "-";
     if (w->counted && ct->have) {
         cell[2] = tk_fmt_uint(v[0], sizeof(v[0]), ct->ir);
         cell[3] = tk_fmt_uint(v[1], sizeof(v[1]), ct->branches);
         cell[4] = tk_fmt_uint(v[2], sizeof(v[2]), ct->lines_read + ct->lines_written);
-    } else {
-        cell[2] = cell[3] = cell[4] = "-";
+    } else if (w->hw_counted && c->hw.have) {
+        cell[2] = tk_fmt_uint(v[0], sizeof(v[0]), c->hw.instructions);
+        cell[3] = tk_fmt_uint(v[1], sizeof(v[1]), c->hw.branches);
     }
     if (c->built) {
         cell[5] = tk_fmt_double(v[3], sizeof(v[3]), c->warm_s.p50, 0);
@@ -161,7 +163,14 @@ void wcet_report(const struct tk_session *s, FILE *f)
         fprintf(f, "counted: %s, %u runs of each scenario (the largest shown), %.1f s\n",
                 w->valgrind_ver, WCET_COUNT_REPS, w->count_seconds);
     else
-        fprintf(f, "not counted: %s\n", w->count_why);
+        fprintf(f, "not counted under valgrind: %s\n", w->count_why);
+    if (w->hw_counted)
+        fprintf(f,
+                "CPU counters: instructions and branches retired in user mode, less the "
+                "noop row's, in the JSON%s\n",
+                w->counted ? "" : " and in the table");
+    else
+        fprintf(f, "no CPU counters: %s\n", w->hw_why);
     const char *last = NULL;
     for (size_t i = 0; i < w->n_cases; i++) {
         const struct wcet_case *c = &w->cases[i];
@@ -233,6 +242,12 @@ static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet
         tk_json_kv_uint(j, "runs", ct->reps);
         tk_json_end_object(j);
     }
+    if (tk_json_key_or_null(j, "cpu_counted", w->hw_counted && c->hw.have)) {
+        tk_json_begin_object(j);
+        tk_json_kv_uint(j, "instructions", c->hw.instructions);
+        tk_json_kv_uint(j, "branches", c->hw.branches);
+        tk_json_end_object(j);
+    }
     tk_json_end_object(j);
 }
 
@@ -281,6 +296,9 @@ void wcet_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_string(j, "simulated_ll", "1048576,16,64");
     tk_json_kv_uint(j, "runs_per_scenario", WCET_COUNT_REPS);
     tk_json_kv_double(j, "seconds", w->count_seconds);
+    tk_json_kv_bool(j, "cpu_counters", w->hw_counted);
+    if (tk_json_key_or_null(j, "cpu_counters_why_not", !w->hw_counted))
+        tk_json_string(j, w->hw_why);
     tk_json_end_object(j);
 
     tk_json_key(j, "scenarios");

@@ -181,6 +181,8 @@ enum tk_run_end wcet_run(struct tk_session *s)
         }
         print_progress(c, ok);
     }
+    if (w->o.count != WCET_COUNT_NONE)
+        (void)wcet_hw_count(w); /* hw_why says why not */
     end = TK_RUN_PASSED;
 out:
     tk_rt_refresh(&w->rt);
@@ -194,7 +196,9 @@ out:
         fprintf(stderr, "%s: --count valgrind: nothing counted: %s\n", w->prog, w->count_why);
         return TK_RUN_FAILED;
     }
-    if (w->o.count == WCET_COUNT_NONE)
+    if (w->o.count == WCET_COUNT_NONE) {
         snprintf(w->count_why, sizeof(w->count_why), "not asked for (--count none)");
+        snprintf(w->hw_why, sizeof(w->hw_why), "not asked for (--count none)");
+    }
     return w->failures ? TK_RUN_FAILED : TK_RUN_PASSED;
 }

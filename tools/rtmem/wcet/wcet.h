@@ -27,9 +27,10 @@
  *   3. counted: instructions, branches and the distinct data cache lines
  *      the operation touches, deterministically, by re-running the
  *      scenarios under valgrind's callgrind with a simulated cache emptied
- *      before each operation (count.c). Less the same figures for a call
- *      that does nothing (the "noop" row), so that the harness's own call
- *      is not counted.
+ *      before each operation (count.c); and, where the kernel offers the
+ *      CPU's counters, the instructions and branches the CPU retired
+ *      (hw.c). Less the same figures for a call that does nothing (the
+ *      "noop" row), so that the harness's own call is not counted.
  *
  * Times are each repetition's timer reading (one start/end pair around the
  * call; the timer's overhead is in the header, not subtracted), summarised
@@ -127,6 +128,13 @@ struct wcet_counts {
     unsigned reps;
 };
 
+/* The CPU's counters (hw.c): the largest over the repetitions, less the
+ * noop row's. */
+struct wcet_hw {
+    bool have;
+    uint64_t instructions, branches;
+};
+
 struct wcet_case {
     const struct wcet_scenario *sc; /* NULL: the noop row */
     const char *kind;               /* "tlsf", "heapmem", "xnheap", "glibc", "noop" */
@@ -167,6 +175,7 @@ struct wcet_case {
     struct tk_samples warm, cold; /* timer ticks */
     struct tk_summary warm_s, cold_s;
     struct wcet_counts counts;
+    struct wcet_hw hw;
 };
 
 struct wcet_opts {
@@ -209,7 +218,9 @@ struct wcet {
     char valgrind[256];    /* its path */
     char valgrind_ver[64]; /* "valgrind-3.19.0" */
     double count_seconds;
-    size_t failures; /* scenarios whose build, check or path failed */
+    bool hw_counted;  /* the CPU's counters counted (hw.c) */
+    char hw_why[256]; /* not: why */
+    size_t failures;  /* scenarios whose build, check or path failed */
 };
 
 /* cli.c */
@@ -261,6 +272,11 @@ int wcet_count_child(struct wcet *w);
  * the cases. 0, or -1 with w->count_why (not an error of the run: the
  * report says why nothing was counted). */
 int wcet_count(struct wcet *w);
+
+/* hw.c: the CPU's instruction and branch counters around each scenario's
+ * call, where perf_event_open offers them: 0, or -1 with w->hw_why. Cases
+ * must be built and checked. */
+int wcet_hw_count(struct wcet *w);
 
 /* run.c */
 struct tk_session;
