@@ -129,7 +129,7 @@ test-clang:
 # named (pointer arithmetic that wraps around is undefined even when the result
 # is never dereferenced); any report fails the run.
 test-ubsan:
-	@sh scripts/ensure-deps.sh clang
+	@sh scripts/ensure-deps.sh sanitizers
 	CC=clang cmake -S . -B $(BUILD)-ubsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON \
 	    -DRTMEM_SANITIZERS=undefined,pointer-overflow >/dev/null
 	cmake --build $(BUILD)-ubsan -j $(JOBS)
@@ -149,7 +149,7 @@ test-ubsan:
 # tests/tsan.supp names the one report that is no race of rtmem's (TLSF's
 # free reading a live neighbour's last word, and throwing it away).
 test-tsan:
-	@sh scripts/ensure-deps.sh clang
+	@sh scripts/ensure-deps.sh sanitizers
 	CC=clang cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON \
 	    -DRTMEM_SANITIZERS=thread -DRTMEM_BUILD_TOOLS=ON >/dev/null
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target lock_test conformance rtmem shared_test

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [format] [fuzz] [peers] [rt-tests] [java] [valgrind]
+#   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -9,6 +9,9 @@
 #            runtime (libclang-rt-N-dev) only as a recommendation, which this
 #            script does not follow, so it test-links a fuzzer and installs
 #            the runtime when that fails
+#     sanitizers clang and its UndefinedBehaviorSanitizer and ThreadSanitizer
+#            runtimes (make test-ubsan, make test-tsan): the same runtime
+#            package, installed when clang cannot link a program with them
 #     peers  also the allocators `rtmem memcheck` compares with: jemalloc,
 #            mimalloc, tcmalloc (make bench). Optional: when they cannot be
 #            installed (no apt-get, neither root nor sudo without a password,
@@ -33,6 +36,7 @@ want=""
 want_java=""
 want_valgrind=""
 check_fuzz=no
+check_san=no
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v cc >/dev/null 2>&1 || need="$need gcc"
 command -v g++ >/dev/null 2>&1 || need="$need g++" # the public headers are tested as C++ too
@@ -60,6 +64,10 @@ for arg in "$@"; do
         command -v clang >/dev/null 2>&1 || need="$need clang"
         check_fuzz=yes
         ;;
+    sanitizers)
+        command -v clang >/dev/null 2>&1 || need="$need clang"
+        check_san=yes
+        ;;
     rt-tests) command -v cyclictest >/dev/null 2>&1 || need="$need rt-tests" ;;
     peers)
         # Debian package : the library memcheck loads
@@ -78,17 +86,21 @@ for arg in "$@"; do
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
-# Does clang link a libFuzzer target here?
-fuzz_links() {
+# Does clang link a program built with these -fsanitize= flags here?
+clang_links() {
     dir=$(mktemp -d)
     printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > "$dir/f.c"
-    clang -fsanitize=fuzzer -o "$dir/f" "$dir/f.c" >/dev/null 2>&1
+    [ "$1" = fuzzer ] || printf 'int main(void) { return 0; }\n' >> "$dir/f.c"
+    clang "-fsanitize=$1" -o "$dir/f" "$dir/f.c" >/dev/null 2>&1
     rc=$?
     rm -rf "$dir"
     return $rc
 }
+fuzz_links() { clang_links fuzzer; }
+sanitizers_link() { clang_links undefined && clang_links thread; }
 
-[ -z "$need$want$want_java$want_valgrind" ] && [ "$check_fuzz" = no ] && exit 0
+[ -z "$need$want$want_java$want_valgrind" ] && [ "$check_fuzz" = no ] && [ "$check_san" = no ] &&
+    exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -109,16 +121,23 @@ if [ -n "$need" ]; then
     $sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
 fi
 
-if [ "$check_fuzz" = yes ] && ! fuzz_links; then
+# clang's runtime for -fsanitize=$1 (checked by the function $2), installed
+# when missing: libclang-rt-N-dev, which Debian installs only as a
+# recommendation of clang.
+clang_runtime() {
     major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -n 1)
-    echo "ensure-deps: installing clang's libFuzzer runtime: libclang-rt-$major-dev"
+    echo "ensure-deps: installing clang's $1 runtime: libclang-rt-$major-dev"
     if [ "$can_apt" = no ] || [ -z "$major" ]; then
         echo "ensure-deps: cannot install it here; please install libclang-rt-$major-dev" >&2
         exit 1
     fi
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "libclang-rt-$major-dev" >/dev/null
-    fuzz_links || { echo "ensure-deps: clang still cannot link a libFuzzer target" >&2; exit 1; }
+    $2 || { echo "ensure-deps: clang still cannot link with -fsanitize=$1" >&2; exit 1; }
+}
+if [ "$check_fuzz" = yes ] && ! fuzz_links; then clang_runtime fuzzer fuzz_links; fi
+if [ "$check_san" = yes ] && ! sanitizers_link; then
+    clang_runtime undefined,thread sanitizers_link
 fi
 
 # Installs optional packages $1 ("what they are for" in $2): on failure it

@@ -20,6 +20,11 @@ const char *const wcet_kind_names[] = { "tlsf", "heapmem", "xnheap", "glibc", NU
 const char *const wcet_harden_choices[] = { "o1", "none", "full", NULL };
 const int wcet_harden_levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE, RTM_HEAP_HARDEN_FULL };
 const char *const wcet_count_choices[] = { "auto", "valgrind", "none", NULL };
+#ifdef WCET_SANITIZED
+const char wcet_no_glibc[] = "this build's sanitizer replaces malloc: glibc's is not reached";
+#else
+const char wcet_no_glibc[] = "its scenarios need glibc 2.33 or later";
+#endif
 
 static const struct wcet_opts defaults = {
     .reps = DEFAULT_REPS,
@@ -40,7 +45,7 @@ static const struct tk_opt options[] = {
       .lo = 1, .hi = MAX_REPS, .quick = QUICK_REPS, .flags = TK_OPTF_QUICK },
     { "page-image", TK_OPT_BYTES, "B",
       "the page heaps' image: more pages, more free runs, deeper trees (default %D, which "
-      "stays in an L2 cache once restored; up to 1G)",
+      "stays in an L2 cache once restored; 256K to 1G)",
       F(page_image), .lo = WCET_PAGE_IMAGE_MIN, .hi = WCET_PAGE_IMAGE_MAX },
     { "harden", TK_OPT_CHOICE, "LEVEL",
       "the rtmem heaps' hardening level: o1 (the default level of rtm_heap_create), none, or "
@@ -97,7 +102,10 @@ static void help_intro(FILE *f)
 
 static void help_notes(FILE *f)
 {
-    fputs("glibc's scenarios pin M_MMAP_THRESHOLD and M_TRIM_THRESHOLD at their defaults\n"
+    fputs("--harden full checks the whole heap before every operation (check_interval 1, the\n"
+          "library's default): every bound then becomes that of rtm_heap_check.\n"
+          "\n"
+          "glibc's scenarios pin M_MMAP_THRESHOLD and M_TRIM_THRESHOLD at their defaults\n"
           "(128K) with mallopt, so that every repetition takes the same path. Byte counts\n"
           "take K, M or G (binary: 1K = 1024).\n"
           "\n"
@@ -106,8 +114,9 @@ static void help_notes(FILE *f)
           "runs as a child process under a time limit, never under SCHED_FIFO, with its\n"
           "files in a private directory under $TMPDIR that is removed afterwards.\n"
           "\n"
-          "Ctrl-C (or any fatal signal) ends the run at once, with no report: an existing\n"
-          "--json FILE is left as it was, valgrind is killed and its files removed.\n"
+          "Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or a closed pipe ends the run at once, with no\n"
+          "report: an existing --json FILE is left as it was, valgrind is killed and its\n"
+          "files removed.\n"
           "\n"
           "Exit status: 0 every scenario was built, checked and measured; 1 a scenario\n"
           "failed its check (the state was not what it claims: a change to an allocator\n"
@@ -141,6 +150,8 @@ static int check(struct tk_session *s)
                 &s->cli, "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, glibc", (int)len, k);
         if (seen[i])
             return tk_args_bad(&s->cli, "--kinds: '%s' is named twice", wcet_kind_names[i]);
+        if (strcmp(wcet_kind_names[i], "glibc") == 0 && wcet_glibc_n == 0)
+            return tk_args_bad(&s->cli, "--kinds: glibc: %s", wcet_no_glibc);
         seen[i] = true;
         k += len;
     } while (*k++ == ',');

@@ -12,27 +12,37 @@
  * call's instructions (Ir), branches (Bc + Bi) and data misses of the
  * simulated last-level cache (DLmr, DLmw) are known on their own. Before
  * each call the child walks an eviction buffer four times the simulated
- * last-level cache: the simulated caches then hold nothing of the heap,
- * and every data line the call touches misses once: its last-level misses
- * are the distinct data lines it touches (each line counted once, as read
- * or as written first). The code stays in the simulated L1i, as the code
+ * last-level cache, so the simulated caches hold nothing of the heap; then
+ * it touches again what the harness itself uses, the case's structure and
+ * the stack below the caller (as warm as in the cold timings). Every line
+ * of the heap the call touches then misses once: its last-level misses are
+ * the distinct data lines it touches (each counted once, as read or as
+ * written first), as long as they are far fewer than the simulated cache
+ * holds (an operation that touches more, such as a first use of a large
+ * page map, counts some twice). The code stays in the simulated L1i, as it
  * stays warm in the cold timings.
  *
- * The child writes a line per call ("call CASE check|rep N") to standard
- * output, a file the parent reads to match the parts with the cases. The
- * noop case (a call that does nothing) is counted too, and its figures
- * are subtracted from every other case's: what is left is the operation's.
+ * The child writes a line per call ("call CASE KIND ID check|rep N") to
+ * standard output, a file the parent reads to match the parts with the
+ * cases, each by its index, kind and id. The noop case (a call that does
+ * nothing) is counted too, and its instructions and branches are
+ * subtracted from every other case's: what is left is the operation's.
  *
- * --vgdb=no: valgrind makes no FIFOs for a debugger in $TMPDIR, which a
- * killed valgrind would leave behind. Valgrind interprets the machine code, so the counts are those of the
- * binary as built (compiler, flags, hardening level), exactly, every run.
+ * The child runs the parent's own executable (/proc/PID/exe: the same
+ * file even if it was rebuilt since), with no standard input, no core
+ * file, and --vgdb=no (valgrind then makes no FIFOs for a debugger in
+ * $TMPDIR, which a killed valgrind would leave behind). Valgrind
+ * interprets the machine code, so the counts are those of the binary as
+ * built (compiler, flags, hardening level), exactly, every run.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/child.h"
@@ -40,17 +50,19 @@
 #include "common/tool.h"
 #include "wcet.h"
 
-#define CHILD_ENV       "RTMEM_WCET_CHILD"
+#define CHILD_ENV              "RTMEM_WCET_CHILD"
 /* The simulated caches: lines of 64 bytes; the last level 1 MiB, 16-way,
  * large enough that the few hundred lines of an operation never conflict. */
-#define SIM_D1          "--D1=32768,8,64"
-#define SIM_I1          "--I1=32768,8,64"
-#define SIM_LL          "--LL=1048576,16,64"
-#define SIM_LL_BYTES    ((size_t)1 << 20)
-#define SIM_LINE        64u
-#define EVICT_BYTES     (4 * SIM_LL_BYTES)
-/* The child's time limit: it normally takes seconds. */
-#define CHILD_TIMEOUT_S 900.0
+#define SIM_D1                 "--D1=32768,8,64"
+#define SIM_I1                 "--I1=32768,8,64"
+#define SIM_LL                 "--LL=1048576,16,64"
+#define SIM_LL_BYTES           ((size_t)1 << 20)
+#define SIM_LINE               64u
+#define EVICT_BYTES            (4 * SIM_LL_BYTES)
+/* The child's time limit: it takes seconds with the default images, and
+ * about a second more per MiB of a larger page-heap image. */
+#define CHILD_TIMEOUT_S        120.0
+#define CHILD_TIMEOUT_S_PER_MB 8.0
 
 bool wcet_is_count_child(void)
 {
@@ -62,10 +74,31 @@ bool wcet_is_count_child(void)
 
 static volatile unsigned char *evict_buf;
 
-static void evict(void)
+/* Not inlined: the stack it touches lies where wcet_call's callees'
+ * frames will. */
+static __attribute__((noinline)) void warm_stack(void)
+{
+    volatile unsigned char frame[4096];
+    for (size_t i = 0; i < sizeof(frame); i += SIM_LINE)
+        frame[i] = 0;
+}
+
+/* The simulated caches emptied of the heap, the harness's own lines
+ * (the case, the stack) back in them. */
+static void evict(const struct wcet_case *c)
 {
     for (size_t i = 0; i < EVICT_BYTES; i += SIM_LINE)
         evict_buf[i]++;
+    const volatile unsigned char *b = (const volatile unsigned char *)c;
+    for (size_t i = 0; i < sizeof(*c); i += SIM_LINE)
+        (void)b[i];
+    (void)b[sizeof(*c) - 1];
+    warm_stack();
+}
+
+static void say_call(size_t i, const struct wcet_case *c, const char *phase, unsigned r)
+{
+    printf("call %zu %s %s %s %u\n", i, c->kind, c->sc ? c->sc->id : "noop", phase, r);
 }
 
 int wcet_count_child(struct wcet *w)
@@ -80,12 +113,13 @@ int wcet_count_child(struct wcet *w)
             printf("fail %zu %s\n", i, c->why);
             continue;
         }
-        evict();
+        evict(c);
         wcet_call(c);
-        printf("call %zu check 0\n", i);
+        say_call(i, c, "check", 0);
         if (c->sc && c->sc->check(c) != 0) {
             printf("fail %zu %s\n", i, c->why);
             wcet_case_finish(c);
+            wcet_case_release(c);
             continue;
         }
         wcet_case_finish(c);
@@ -94,11 +128,12 @@ int wcet_count_child(struct wcet *w)
                 printf("fail %zu %s\n", i, c->why);
                 break;
             }
-            evict();
+            evict(c);
             wcet_call(c);
-            printf("call %zu rep %u\n", i, r);
+            say_call(i, c, "rep", r);
             wcet_case_finish(c);
         }
+        wcet_case_release(c);
     }
     fflush(stdout);
     return ferror(stdout) ? TK_EXIT_FAILED : TK_EXIT_OK;
@@ -145,8 +180,13 @@ static int exec_valgrind(void *arg)
     const struct wcet *w = a->w;
     int out = open(a->f->calls, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int log = open(a->f->log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (out < 0 || log < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(log, STDERR_FILENO) < 0)
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || log < 0 || in < 0 || dup2(out, STDOUT_FILENO) < 0 ||
+        dup2(log, STDERR_FILENO) < 0 || dup2(in, STDIN_FILENO) < 0)
         return 126;
+    /* No vgcore file in the user's directory if the client crashes. */
+    struct rlimit no_core = { 0, 0 };
+    (void)setrlimit(RLIMIT_CORE, &no_core);
     char out_opt[PATH_MAX + 32], kinds[128] = "";
     snprintf(out_opt, sizeof(out_opt), "--callgrind-out-file=%s", a->f->out);
     for (size_t i = 0; i < w->n_kinds; i++) {
@@ -191,12 +231,13 @@ static int make_files(struct wcet *w, struct files *f)
 {
     memset(f, 0, sizeof(*f));
     f->dir_slot = f->slot[0] = f->slot[1] = f->slot[2] = -1;
-    ssize_t n = readlink("/proc/self/exe", f->exe, sizeof(f->exe) - 1);
-    if (n <= 0 || (size_t)n >= sizeof(f->exe) - 1) {
+    /* This process's executable as the kernel holds it: valgrind opens it
+     * before this process can end. */
+    snprintf(f->exe, sizeof(f->exe), "/proc/%ld/exe", (long)getpid());
+    if (access(f->exe, X_OK) != 0) {
         snprintf(w->count_why, sizeof(w->count_why), "cannot find rtmem's own executable");
         return -1;
     }
-    f->exe[n] = '\0';
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
         tmp = "/tmp";
@@ -342,13 +383,16 @@ static int match(struct wcet *w, const char *calls_path, const struct part *part
     long k = 0;
     while (fgets(line, sizeof(line), f)) {
         size_t idx;
-        char phase[8];
+        char kind[16], id[40], phase[8];
         unsigned r;
         if (strncmp(line, "fail ", 5) == 0)
             continue; /* the child's build or check failed: the timed run says so too */
-        if (sscanf(line, "call %zu %7s %u", &idx, phase, &r) != 3 || idx >= w->n_cases) {
+        if (sscanf(line, "call %zu %15s %39s %7s %u", &idx, kind, id, phase, &r) != 5 ||
+            idx >= w->n_cases || strcmp(kind, w->cases[idx].kind) != 0 ||
+            strcmp(id, w->cases[idx].sc ? w->cases[idx].sc->id : "noop") != 0) {
             fclose(f);
-            snprintf(w->count_why, sizeof(w->count_why), "the child's list of calls is garbled");
+            snprintf(w->count_why, sizeof(w->count_why),
+                     "the child's list of calls does not match the scenarios");
             return -1;
         }
         long at = k++;
@@ -374,8 +418,9 @@ static int match(struct wcet *w, const char *calls_path, const struct part *part
             const struct part *p = &per[i][r];
             uint64_t ir = c->sc ? less(p->ir, noop.ir) : p->ir;
             uint64_t br = c->sc ? less(p->bc + p->bi, noop.bc + noop.bi) : p->bc + p->bi;
-            uint64_t lr = c->sc ? less(p->dlmr, noop.dlmr) : p->dlmr;
-            uint64_t lw = c->sc ? less(p->dlmw, noop.dlmw) : p->dlmw;
+            /* The harness's lines were warmed before the call: not
+             * subtracted. */
+            uint64_t lr = p->dlmr, lw = p->dlmw;
             if (r == 0 || ir < ct->ir_min)
                 ct->ir_min = ir;
             if (ir > ct->ir)
@@ -393,36 +438,42 @@ static int match(struct wcet *w, const char *calls_path, const struct part *part
     return 0;
 }
 
-/* "valgrind-3.19.0" into w->valgrind_ver. */
+/* "valgrind-3.19.0" into w->valgrind_ver, from valgrind --version run
+ * directly (no shell). */
 static void valgrind_version(struct wcet *w)
 {
-    char cmd[sizeof(w->valgrind) + 32];
-    snprintf(cmd, sizeof(cmd), "'%s' --version 2>/dev/null", w->valgrind);
     w->valgrind_ver[0] = '\0';
-    FILE *p = popen(cmd, "r");
-    if (!p)
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
         return;
-    if (fgets(w->valgrind_ver, sizeof(w->valgrind_ver), p))
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (dup2(fds[1], STDOUT_FILENO) >= 0 && null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDERR_FILENO);
+            execl(w->valgrind, w->valgrind, "--version", (char *)NULL);
+        }
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid > 0) {
+        ssize_t n = read(fds[0], w->valgrind_ver, sizeof(w->valgrind_ver) - 1);
+        w->valgrind_ver[n > 0 ? n : 0] = '\0';
         w->valgrind_ver[strcspn(w->valgrind_ver, "\n")] = '\0';
-    pclose(p);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    close(fds[0]);
 }
-
-/* A sanitized build maps its shadow memory where valgrind cannot follow. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
 
 int wcet_count(struct wcet *w)
 {
-#ifdef SANITIZED
+#ifdef WCET_SANITIZED
     snprintf(w->count_why, sizeof(w->count_why),
              "this rtmem is built with a sanitizer, which cannot run under valgrind");
     return -1;
-#endif
+#else
     if (!find_valgrind(w)) {
         snprintf(w->count_why, sizeof(w->count_why),
                  "valgrind is not installed (scripts/ensure-deps.sh valgrind installs it)");
@@ -433,7 +484,8 @@ int wcet_count(struct wcet *w)
     if (make_files(w, &f) != 0)
         return -1;
     struct child_args a = { w, &f };
-    struct tk_child_opts co = { .timeout_s = CHILD_TIMEOUT_S };
+    double limit_s = CHILD_TIMEOUT_S + CHILD_TIMEOUT_S_PER_MB * (double)(w->o.page_image >> 20);
+    struct tk_child_opts co = { .timeout_s = limit_s };
     struct tk_child_result r;
     printf("counting under %s (callgrind, simulated caches)...\n", w->valgrind_ver);
     fflush(stdout);
@@ -446,8 +498,7 @@ int wcet_count(struct wcet *w)
             snprintf(w->count_why, sizeof(w->count_why), "valgrind died of %s",
                      tk_signal_describe(r.code, sig, sizeof(sig)));
         else if (r.end == TK_CHILD_TIMED_OUT)
-            snprintf(w->count_why, sizeof(w->count_why), "valgrind took more than %.0f s",
-                     CHILD_TIMEOUT_S);
+            snprintf(w->count_why, sizeof(w->count_why), "valgrind took more than %.0f s", limit_s);
         else if (r.end == TK_CHILD_NOT_STARTED)
             snprintf(w->count_why, sizeof(w->count_why), "cannot fork: %s", strerror(r.code));
         else if (r.code >= 126)
@@ -478,4 +529,5 @@ out:
     remove_files(&f);
     w->counted = rc == 0;
     return rc;
+#endif
 }

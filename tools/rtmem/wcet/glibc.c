@@ -8,18 +8,22 @@
  *                       loop as long as the fast bins are (here 193
  *                       chunks, kept apart by live guards);
  *   free-trim           the free of the chunk below the top of the heap
- *                       that leaves the top above M_TRIM_THRESHOLD: the
- *                       fast bins consolidated, then sbrk gives memory
- *                       back to the kernel (a system call);
+ *                       that leaves the top above M_TRIM_THRESHOLD, while
+ *                       fast-bin chunks wait: they are consolidated, then
+ *                       sbrk gives memory back to the kernel (a system
+ *                       call);
  *   malloc-mmap         a request above M_MMAP_THRESHOLD: a fresh mmap (a
- *                       system call, and a page fault for its header);
+ *                       system call; under the timed run's mlockall the
+ *                       kernel populates and locks every page of it);
  *   free-munmap         its free: munmap.
  *
  * glibc's thresholds move with the program's history (a freed mmap chunk
  * raises the mmap threshold, and the trim threshold with it); the
  * scenarios pin both at their defaults (128 KiB) with mallopt, so that
  * every repetition meets the same path. glibc's state lives in the
- * process, so each repetition builds its state again and undoes it after.
+ * process, so each repetition builds its state again and undoes it after,
+ * and each repetition is checked (measure.c): glibc's history can make a
+ * build miss its path, and a repetition that did is left out and counted.
  * The checks read glibc's own accounts (mallinfo2's fast-bin and mmap
  * chunk counts, the program break).
  */
@@ -29,11 +33,13 @@
 
 #include "wcet.h"
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)) && \
+    !defined(WCET_SANITIZED)
 
 #define THRESHOLD_BYTES  (128 * 1024)
-#define SMALL_REQ        24u   /* a 32-byte chunk: a fast bin */
-#define FAST_CHUNKS      200u  /* freed; the first 7 go to the thread's cache */
+#define SMALL_REQ        24u  /* a 32-byte chunk: a fast bin */
+#define FAST_CHUNKS      200u /* freed; the first 7 go to the thread's cache */
+#define TRIM_FAST_CHUNKS 64u
 #define LARGE_REQ        1100u /* the large-bin range */
 #define TRIM_CHUNK_BYTES ((size_t)60 * 1024)
 #define TRIM_CHUNKS      4u
@@ -64,20 +70,36 @@ static void undo_all(struct wcet_case *c)
     c->ret = NULL;
 }
 
+/* n chunks of SMALL_REQ, each followed by a guard kept in c->blocks (so
+ * that no two merge), then the n freed: the first 7 to the thread's
+ * cache, the rest to the fast bins. 0, or -1 (c->why; what was allocated
+ * is in c->blocks or freed). */
+static int fast_chunks(struct wcet_case *c, size_t n)
+{
+    void *victims[FAST_CHUNKS];
+    size_t made = 0;
+    int rc = 0;
+    for (; made < n && c->n_blocks < WCET_MAX_BLOCKS; made++) {
+        victims[made] = malloc(SMALL_REQ);
+        c->blocks[c->n_blocks] = malloc(SMALL_REQ);
+        if (!victims[made] || !c->blocks[c->n_blocks++]) {
+            rc = wcet_fail(c, "build: malloc failed");
+            made++;
+            break;
+        }
+    }
+    for (size_t i = 0; i < made; i++)
+        free(victims[i]);
+    return rc;
+}
+
 /* ---- malloc-consolidate ---- */
 
 static int consolidate_build(struct wcet_case *c)
 {
     pin_thresholds();
-    void *victims[FAST_CHUNKS];
-    for (size_t i = 0; i < FAST_CHUNKS; i++) {
-        victims[i] = malloc(SMALL_REQ);
-        c->blocks[c->n_blocks++] = malloc(SMALL_REQ); /* a guard: no merge */
-        if (!victims[i] || !c->blocks[c->n_blocks - 1])
-            return wcet_fail(c, "build: malloc failed");
-    }
-    for (size_t i = 0; i < FAST_CHUNKS; i++)
-        free(victims[i]);
+    if (fast_chunks(c, FAST_CHUNKS) != 0)
+        return -1;
     c->expect[0] = (uintptr_t)mallinfo2().smblks;
     c->op = WCET_OP_ALLOC;
     c->size = LARGE_REQ;
@@ -100,28 +122,50 @@ static int consolidate_check(struct wcet_case *c)
 
 /* ---- free-trim ---- */
 
+/* Guarded fast chunks first (below), then four chunks of 60 KiB from the
+ * top; the first three freed (merged: one free chunk), then the fast
+ * chunks (freed last: a free that merges 64 KiB or more consolidates the
+ * fast bins first, and the timed free must be the one that does). */
 static int trim_build(struct wcet_case *c)
 {
     pin_thresholds();
+    void *victims[TRIM_FAST_CHUNKS];
+    for (size_t i = 0; i < TRIM_FAST_CHUNKS; i++) {
+        victims[i] = malloc(SMALL_REQ);
+        c->blocks[c->n_blocks++] = malloc(SMALL_REQ);
+    }
     void *p[TRIM_CHUNKS];
     for (size_t i = 0; i < TRIM_CHUNKS; i++)
-        if (!(p[i] = malloc(TRIM_CHUNK_BYTES)))
-            return wcet_fail(c, "build: malloc failed");
+        p[i] = malloc(TRIM_CHUNK_BYTES);
     for (size_t i = 0; i + 1 < TRIM_CHUNKS; i++)
         free(p[i]);
-    c->expect[0] = (uintptr_t)sbrk(0);
+    for (size_t i = 0; i < TRIM_FAST_CHUNKS; i++)
+        free(victims[i]);
     c->op = WCET_OP_FREE;
     c->ptr = p[TRIM_CHUNKS - 1];
+    if (!c->ptr) {
+        undo_blocks(c);
+        return wcet_fail(c, "build: malloc failed");
+    }
+    c->expect[0] = (uintptr_t)sbrk(0);
+    c->expect[1] = mallinfo2().smblks;
     return 0;
 }
 
 static int trim_check(struct wcet_case *c)
 {
     uintptr_t before = c->expect[0], after = (uintptr_t)sbrk(0);
+    size_t fast = (size_t)c->expect[1], fast_after = mallinfo2().smblks;
     if (after >= before)
         return wcet_fail(c, "the program break did not move down: no trim");
-    wcet_fact(c, "the top merged and trimmed: the program break lowered by %zu KiB",
-              (size_t)(before - after) >> 10);
+    if (fast == 0 || fast_after != 0)
+        return wcet_fail(c, "fast-bin chunks: %zu before, %zu after: no consolidation", fast,
+                         fast_after);
+    wcet_fact(c,
+              "%zu fast-bin chunks consolidated, the top merged and trimmed: the program break "
+              "lowered by %zu KiB",
+              fast, (size_t)(before - after) >> 10);
+    wcet_num(c, "fast_chunks", (double)fast);
     wcet_num(c, "trimmed_bytes", (double)(before - after));
     return 0;
 }
@@ -147,7 +191,8 @@ static int mmap_check(struct wcet_case *c)
 {
     if (!c->ret || mmap_chunks() != c->expect[0] + 1)
         return wcet_fail(c, "the block is not an mmap chunk");
-    wcet_fact(c, "a %zu KiB block mapped by mmap", MMAP_BYTES >> 10);
+    wcet_fact(c, "a %zu KiB block mapped by mmap (populated and locked under mlockall)",
+              MMAP_BYTES >> 10);
     return 0;
 }
 
@@ -179,7 +224,8 @@ const struct wcet_scenario wcet_glibc_scenarios[] = {
       "large-bin request with fast-bin chunks waiting: all consolidated and sorted first",
       "O(fast-bin chunks)", consolidate_build, consolidate_check, undo_all },
     { WCET_GLIBC, "free-trim", "free",
-      "free below the top leaves it above M_TRIM_THRESHOLD: consolidation, then sbrk down",
+      "free below the top, fast-bin chunks waiting: all consolidated, the top left above "
+      "M_TRIM_THRESHOLD, sbrk down",
       "system call", trim_build, trim_check, undo_all },
     { WCET_GLIBC, "malloc-mmap", "malloc", "request above M_MMAP_THRESHOLD: a fresh mmap",
       "system call", mmap_build, mmap_check, undo_all },
@@ -188,7 +234,7 @@ const struct wcet_scenario wcet_glibc_scenarios[] = {
 };
 const size_t wcet_glibc_n = sizeof(wcet_glibc_scenarios) / sizeof(wcet_glibc_scenarios[0]);
 
-#else /* not glibc 2.33 or later: no scenario (--kinds says so) */
+#else /* not glibc 2.33 or later, or a sanitizer's malloc: no scenario (run.c says so) */
 
 const struct wcet_scenario wcet_glibc_scenarios[1];
 const size_t wcet_glibc_n = 0;

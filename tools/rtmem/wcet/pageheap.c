@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../../src/heap/pageheap.h"
+#include "heap/pageheap.h"
 #include "wcet.h"
 
 #define PAGE RTM_PAGEHEAP_PAGE_SIZE
@@ -73,14 +73,20 @@ static unsigned depth_of(const struct wcet_case *c, size_t node)
     return d;
 }
 
-/* Levels of the tree under node. */
-static unsigned height_of(const struct wcet_case *c, size_t node)
+/* Levels of the tree under node, counted no further than
+ * RTM_TREE_MAX_HEIGHT below the root (a damaged tree ends there). */
+static unsigned height_below(const struct wcet_case *c, size_t node, unsigned depth)
 {
-    if (!node)
+    if (!node || depth > RTM_TREE_MAX_HEIGHT)
         return 0;
     const struct rtm_tnode *t = rtm_tnode_at(c->heap, node);
-    unsigned l = height_of(c, t->left), r = height_of(c, t->right);
+    unsigned l = height_below(c, t->left, depth + 1), r = height_below(c, t->right, depth + 1);
     return 1 + (l > r ? l : r);
+}
+
+static unsigned height_of(const struct wcet_case *c, size_t node)
+{
+    return height_below(c, node, 0);
 }
 
 static bool is_avl(const struct wcet_case *c)
@@ -304,11 +310,12 @@ static size_t deepest_run(struct wcet_case *c, size_t room)
     }
     const size_t at = pool(c)->pages + offsetof(struct ph_range, addr_node);
     for (size_t x = rtm__tree_first(c->heap, ph(c)->addr_root); x; x = rtm__tree_next(c->heap, x))
-        is_free[(x - at) / PAGE] = true;
+        if ((x - at) / PAGE < n) /* runs of other pools: not the scenario's */
+            is_free[(x - at) / PAGE] = true;
     unsigned best_d = 0;
     for (size_t x = rtm__tree_first(c->heap, ph(c)->addr_root); x; x = rtm__tree_next(c->heap, x)) {
         size_t i = (x - at) / PAGE;
-        bool fits = i + room <= n;
+        bool fits = i < n && i + room <= n;
         for (size_t j = 2; fits && j < room; j += 2)
             fits = is_free[i + j];
         unsigned d = fits ? depth_of(c, x) : 0;
@@ -337,15 +344,17 @@ static void tree_facts(struct wcet_case *c, enum comb_order o)
     wcet_num(c, "height_bound", height_bound(c, r));
 }
 
+/* The heap's own check first (a damaged tree is not walked), then each
+ * tree's height against its bound. */
 static int trees_ok(struct wcet_case *c)
 {
+    int rc = rtm_heap_check(c->heap);
+    if (rc != 0)
+        return wcet_fail(c, "rtm_heap_check after the operation: %d", rc);
     size_t r = ph(c)->free_runs;
     if (height_of(c, ph(c)->addr_root) > height_bound(c, r) ||
         height_of(c, ph(c)->size_root) > height_bound(c, r))
         return wcet_fail(c, "a tree is higher than its bound");
-    int rc = rtm_heap_check(c->heap);
-    if (rc != 0)
-        return wcet_fail(c, "rtm_heap_check after the operation: %d", rc);
     return 0;
 }
 

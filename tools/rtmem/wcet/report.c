@@ -47,6 +47,8 @@ void wcet_print_header(FILE *f, const struct wcet *w)
          "(%s); code and stack warm",
          flush_method(w));
     item(f, "hardening", "%s (rtm_heap_create_ex)", wcet_harden_choices[w->o.harden]);
+    if (w->glibc_skipped)
+        item(f, "glibc", "left out: %s", w->glibc_why);
     item(f, "repetitions", "%u warm and %u cold per scenario, in turn", w->o.reps, w->o.reps);
     fprintf(f, "\n");
 }
@@ -90,16 +92,25 @@ static void print_case(FILE *f, const struct wcet *w, const struct wcet_case *c)
         fprintf(f, "    FAILED: %s\n", c->why);
     else if (c->facts[0])
         fprintf(f, "    %s\n", c->facts);
+    if (c->built && c->off_path)
+        fprintf(f, "    %u repetitions off the path left out (%s)\n", c->off_path, c->off_path_why);
 }
 
-/* The case of kind k whose figure is largest. */
+/* A path met once in a heap's life (the page map's first use), left out
+ * of the worst per kind: a real-time program meets it at start-up. */
+static bool once(const struct wcet_case *c)
+{
+    return strstr(c->sc->bound, "once") != NULL;
+}
+
+/* The case of kind k whose figure is largest, paths met once left out. */
 static const struct wcet_case *worst(const struct wcet *w, const char *kind,
                                      double (*figure)(const struct wcet_case *))
 {
     const struct wcet_case *best = NULL;
     for (size_t i = 0; i < w->n_cases; i++) {
         const struct wcet_case *c = &w->cases[i];
-        if (!c->sc || !c->built || strcmp(c->kind, kind) != 0 || isnan(figure(c)))
+        if (!c->sc || !c->built || strcmp(c->kind, kind) != 0 || isnan(figure(c)) || once(c))
             continue;
         if (!best || figure(c) > figure(best))
             best = c;
@@ -134,7 +145,7 @@ static double fig_warm_p99(const struct wcet_case *c)
 
 static void print_worst(FILE *f, const struct wcet *w)
 {
-    fprintf(f, "== the worst per kind ==\n");
+    fprintf(f, "== the worst per kind (paths met once in a heap's life left out) ==\n");
     for (size_t k = 0; k < w->n_kinds; k++) {
         const char *kind = w->kinds[k];
         const struct wcet_case *ir = worst(w, kind, fig_ir), *ln = worst(w, kind, fig_lines);
@@ -156,9 +167,9 @@ static void print_worst(FILE *f, const struct wcet *w)
 void wcet_report(const struct tk_session *s, FILE *f)
 {
     const struct wcet *w = s->state;
-    fprintf(f, "\ninstr, branch: instructions and branches of the operation; lines: the distinct "
-               "data cache\nlines it touches (64 B); counted under valgrind, less the noop "
-               "row's. Times in ns.\n");
+    fprintf(f, "\ninstr, branch: instructions and branches of the operation, less the noop "
+               "row's; lines:\nthe distinct data cache lines (64 B) it touches. Times in ns, "
+               "the timer's overhead included.\n");
     if (w->counted)
         fprintf(f, "counted: %s, %u runs of each scenario (the largest shown), %.1f s\n",
                 w->valgrind_ver, WCET_COUNT_REPS, w->count_seconds);
@@ -230,6 +241,11 @@ static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet
         summary_json(j, "warm", &c->warm_s);
         summary_json(j, "cold", &c->cold_s);
     }
+    if (c->sc && !c->image_bytes) { /* glibc: repetitions off the path, left out */
+        tk_json_kv_uint(j, "reps_off_path", c->off_path);
+        if (tk_json_key_or_null(j, "off_path_why", c->off_path > 0))
+            tk_json_string(j, c->off_path_why);
+    }
     if (tk_json_key_or_null(j, "counted", w->counted && c->counts.have)) {
         const struct wcet_counts *ct = &c->counts;
         tk_json_begin_object(j);
@@ -278,6 +294,8 @@ void wcet_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_uint(j, "page_image_bytes", w->o.page_image);
     tk_json_kv_string(j, "count", wcet_count_choices[w->o.count]);
     tk_json_end_object(j);
+    if (tk_json_key_or_null(j, "glibc_left_out", w->glibc_skipped))
+        tk_json_string(j, w->glibc_why);
 
     tk_json_key(j, "cold_flush");
     tk_json_begin_object(j);

@@ -43,6 +43,21 @@ static struct tclass class_of(size_t s)
                             (unsigned)(s >> (top - RTM_TLSF_SL_LOG2)) & (RTM_TLSF_SL_COUNT - 1) };
 }
 
+/* The width of s's class: its good fit rounds a request up by this less
+ * one. */
+static size_t class_width(size_t s)
+{
+    if (s < SMALL_LIMIT)
+        return RTM_TLSF_GRANULE;
+    return (size_t)1 << (63u - (unsigned)__builtin_clzll((unsigned long long)s) - RTM_TLSF_SL_LOG2);
+}
+
+/* The class a good fit for a block of s bytes starts its search at. */
+static struct tclass rounded_class(size_t s)
+{
+    return class_of(s + class_width(s) - 1);
+}
+
 /* The smallest block size of s's class: a request for it is served from
  * that class when it holds a block (its good fit rounds up within it). */
 static size_t class_floor(size_t s)
@@ -98,6 +113,13 @@ static int take_rest(struct wcet_case *c)
     return 0;
 }
 
+/* The heap as the build left it, for a check's probes (every repetition
+ * restores it again). */
+static void rebuilt(struct wcet_case *c)
+{
+    memcpy(c->image, c->saved, c->image_bytes);
+}
+
 static int heap_ok(struct wcet_case *c)
 {
     int rc = rtm_heap_check(c->heap);
@@ -136,12 +158,14 @@ static int alloc_split_build(struct wcet_case *c)
     c->op = WCET_OP_ALLOC;
     c->size = req(SPLIT_REQ);
     c->expect[0] = (uintptr_t)a2;
+    c->expect[1] = (uintptr_t)a1;
+    c->expect[2] = (uintptr_t)r1;
     return 0;
 }
 
 static int alloc_split_check(struct wcet_case *c)
 {
-    struct tclass rq = class_of(SPLIT_REQ), rr = class_of(SPLIT_REQ + (1u << 5) - 1),
+    struct tclass rq = class_of(SPLIT_REQ), rr = rounded_class(SPLIT_REQ),
                   found = class_of(SPLIT_FOUND), rest = class_of(SPLIT_REST);
     if (!same_class(rq, rr) || found.fl <= rq.fl || !(rest.fl < rq.fl))
         return wcet_fail(c, "the classes no longer give the intended search");
@@ -149,6 +173,12 @@ static int alloc_split_check(struct wcet_case *c)
         return wcet_fail(c, "alloc did not take the head of class (%u, %u)", found.fl, found.sl);
     if (rtm_heap_usable_size(c->heap, c->ret) != req(SPLIT_REQ))
         return wcet_fail(c, "the block was not split to the request");
+    /* The other found block is still free, and the rest went ahead of r1. */
+    void *a1 = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_FOUND)));
+    void *head = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_REST)));
+    void *r1 = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_REST)));
+    if ((uintptr_t)a1 != c->expect[1] || !head || (uintptr_t)r1 != c->expect[2])
+        return wcet_fail(c, "a list the operation touched is not as the scenario built it");
     wcet_fact(c,
               "request class (%u,%u) and its level empty; first-level search to (%u,%u), the "
               "largest blocks: popped with one behind it, split; %zu-byte rest to non-empty "
@@ -184,7 +214,7 @@ static int alloc_fallback_build(struct wcet_case *c)
 static int alloc_fallback_check(struct wcet_case *c)
 {
     struct tclass rq = class_of(FALLBACK_REQ), blk = class_of(FALLBACK_BLOCK),
-                  rounded = class_of(FALLBACK_REQ + (1u << 6) - 1);
+                  rounded = rounded_class(FALLBACK_REQ);
     if (!same_class(rq, blk) || same_class(rq, rounded))
         return wcet_fail(c, "the classes no longer give the fallback");
     if ((uintptr_t)c->ret != c->expect[0])
@@ -194,12 +224,20 @@ static int alloc_fallback_check(struct wcet_case *c)
         return -1;
     if (st.failed_allocs != 0)
         return wcet_fail(c, "an allocation failed");
+    if (heap_ok(c) != 0)
+        return -1;
+    /* The path: on the built heap, the good fit alone (a request at the
+     * low end of the rounded class, which it serves unrounded) finds
+     * nothing. */
+    rebuilt(c);
+    if (rtm_heap_alloc(c->heap, req(class_floor(FALLBACK_REQ + class_width(FALLBACK_REQ)))))
+        return wcet_fail(c, "the good fit alone finds a block: no fallback");
     wcet_fact(c,
               "good fit from (%u,%u) finds nothing (both bitmaps read); fallback to the "
               "request's class (%u,%u): its single %zu-byte block, split",
               rounded.fl, rounded.sl, rq.fl, rq.sl, FALLBACK_BLOCK);
     wcet_num(c, "request_bytes", (double)c->size);
-    return heap_ok(c);
+    return 0;
 }
 
 /* ---- free: merge with both neighbours, each unlinked from a list's middle ---- */
@@ -238,6 +276,14 @@ static int free_merge_layout(struct wcet_case *c)
     c->op = WCET_OP_FREE;
     c->ptr = b;
     c->expect[0] = (uintptr_t)p;
+    /* The lists in pop order, for the check: Q2 P Q1 and R2 N R1. */
+    c->expect[1] = (uintptr_t)side[1];
+    c->expect[2] = (uintptr_t)p;
+    c->expect[3] = (uintptr_t)side[0];
+    c->expect[4] = (uintptr_t)side[3];
+    c->expect[5] = (uintptr_t)n;
+    c->expect[6] = (uintptr_t)side[2];
+    c->expect[9] = (uintptr_t)side[4];
     return 0;
 }
 
@@ -270,8 +316,8 @@ static int free_pool_build(struct wcet_case *c)
         return wcet_fail(c, "build: the scenario's pool could not be added");
     if (free_merge_layout(c) != 0 || take_rest(c) != 0)
         return -1;
-    c->expect[1] = (uintptr_t)at;
-    c->expect[2] = (uintptr_t)(at + big);
+    c->expect[7] = (uintptr_t)at;
+    c->expect[8] = (uintptr_t)(at + big);
     at += big;
     for (size_t i = 2; i < WCET_POOLS; i++, at += WCET_SMALL_POOL)
         if (rtm_heap_add_pool(c->heap, at, WCET_SMALL_POOL) != 0 || take_rest(c) != 0)
@@ -284,8 +330,8 @@ static int free_pool_check(struct wcet_case *c)
     struct rtm_heap_stats st;
     if (stats(c, &st) != 0)
         return -1;
-    if (st.pool_count != WCET_POOLS || c->ptr < (void *)c->expect[1] ||
-        (uintptr_t)c->ptr >= c->expect[2])
+    if (st.pool_count != WCET_POOLS || (uintptr_t)c->ptr < c->expect[7] ||
+        (uintptr_t)c->ptr >= c->expect[8])
         return wcet_fail(c, "the block is not in the pool found last");
     if (free_merge_check(c) != 0)
         return -1;
@@ -301,81 +347,142 @@ static int free_merge_check(struct wcet_case *c)
         return wcet_fail(c, "the neighbours' classes are no longer distinct");
     if (c->rc != 0)
         return wcet_fail(c, "free returned %d", c->rc);
-    /* The merged block is the head of its class: a request of that class
-     * gets it, at the predecessor's place. */
+    /* The merged block is the head of its class, M1 behind it: requests
+     * of that class get them in turn, the first at the predecessor's
+     * place. */
     void *q = rtm_heap_alloc(c->heap, req(class_floor(MERGE_M)));
-    if ((uintptr_t)q != c->expect[0])
-        return wcet_fail(c, "the block did not merge with both neighbours");
+    void *m1 = rtm_heap_alloc(c->heap, req(class_floor(MERGE_M)));
+    if ((uintptr_t)q != c->expect[0] || (uintptr_t)m1 != c->expect[9])
+        return wcet_fail(c, "the block did not merge with both neighbours into a non-empty list");
+    if (heap_ok(c) != 0)
+        return -1;
+    /* The path: on the built heap, each neighbour sits in the middle of its
+     * list (its class's requests pop Q2 P Q1, and R2 N R1). */
+    rebuilt(c);
+    for (size_t i = 0; i < 6; i++) {
+        void *x = rtm_heap_alloc(c->heap, req(i < 3 ? MERGE_P : MERGE_N));
+        if ((uintptr_t)x != c->expect[1 + i])
+            return wcet_fail(c, "a neighbour is not in the middle of its list");
+    }
     wcet_fact(c,
               "merges a free predecessor of class (%u,%u) and a free successor of class "
               "(%u,%u), each unlinked from the middle of its list; %zu bytes to the head of "
               "non-empty class (%u,%u)",
               cp.fl, cp.sl, cn.fl, cn.sl, MERGE_M, cm.fl, cm.sl);
-    return heap_ok(c);
+    return 0;
 }
 
 /* ---- aligned_alloc: the largest front gap ----------------------------------- */
 
-/* alignment 4096: the free block's payload sits 16 bytes below an aligned
- * address, a gap too small to stand as a free block, so the gap grows by
- * the alignment (4112 bytes, a free block of its own, inserted) and the
- * rest is split off after the block (inserted too). */
+/* alignment 4096, 256 bytes: the search is for 4384 bytes (the request and
+ * the worst gap), class (4,3) rounded; two blocks of 4608 bytes (class
+ * (4,4)) wait, the head's payload 16 bytes below an aligned address. The
+ * head is popped with the other behind it; its gap is too small to stand
+ * as a free block, so it grows by the alignment (4112 bytes) and becomes a
+ * free block inserted ahead of one of its class (4,0); the 224-byte rest
+ * after the block goes ahead of one of its class (0,14). */
 #define ALIGNED_ALIGN ((size_t)4096)
 #define ALIGNED_REQ   ((size_t)256)
+#define ALIGNED_FOUND ((size_t)4608)
+#define ALIGNED_GAP   (ALIGNED_ALIGN + RTM_TLSF_GRANULE)
+#define ALIGNED_REST  (ALIGNED_FOUND - ALIGNED_GAP - rtm_tlsf_block_cost(ALIGNED_REQ))
 
 static int aligned_build(struct wcet_case *c)
 {
     void *probe = take(c, GUARD, "probe");
     if (!probe)
         return -1;
-    /* The probe's block starts the pool: a first block of `first` bytes in
-     * its place puts the next payload 16 bytes below an aligned address. */
+    /* The probe's block starts the pool: a first block of `pad` bytes in
+     * its place puts the second found block's payload 16 bytes below an
+     * aligned address. */
     uintptr_t start = (uintptr_t)probe;
-    size_t first =
-        (size_t)((ALIGNED_ALIGN - RTM_TLSF_GRANULE - start % ALIGNED_ALIGN) % ALIGNED_ALIGN);
-    while (first < RTM_TLSF_MIN_BLOCK)
-        first += ALIGNED_ALIGN;
+    size_t pad = (size_t)((2 * ALIGNED_ALIGN - RTM_TLSF_GRANULE -
+                           (start + ALIGNED_FOUND + GUARD) % ALIGNED_ALIGN) %
+                          ALIGNED_ALIGN);
+    while (pad < RTM_TLSF_MIN_BLOCK)
+        pad += ALIGNED_ALIGN;
     rtm_heap_free(c->heap, probe);
-    void *f = take(c, first, "first block");
-    if (!f || (uintptr_t)f != start)
-        return f ? wcet_fail(c, "build: the first block moved") : -1;
+    void *first = take(c, pad, "pad");
+    if (!first || (uintptr_t)first != start)
+        return first ? wcet_fail(c, "build: the first block moved") : -1;
+    void *a1 = take(c, ALIGNED_FOUND, "block of the found class");
+    void *a2 = a1 && take(c, GUARD, "guard") ? take(c, ALIGNED_FOUND, "the found block") : NULL;
+    void *g =
+        a2 && take(c, GUARD, "guard") ? take(c, ALIGNED_GAP, "block of the gap's class") : NULL;
+    void *r =
+        g && take(c, GUARD, "guard") ? take(c, ALIGNED_REST, "block of the rest's class") : NULL;
+    if (!r || !take(c, GUARD, "guard") || take_rest(c) != 0)
+        return -1;
+    void *order[] = { a1, a2, g, r };
+    for (size_t i = 0; i < 4; i++)
+        if (rtm_heap_free(c->heap, order[i]) != 0)
+            return wcet_fail(c, "build: a free was refused");
     c->op = WCET_OP_ALIGNED;
     c->align = ALIGNED_ALIGN;
     c->size = ALIGNED_REQ;
-    c->expect[0] = start + first; /* the free block's payload */
+    c->expect[0] = (uintptr_t)a2; /* the found block's payload */
+    c->expect[1] = (uintptr_t)a1;
+    c->expect[2] = (uintptr_t)g;
+    c->expect[3] = (uintptr_t)r;
     return 0;
 }
 
 static int aligned_check(struct wcet_case *c)
 {
-    uintptr_t p = (uintptr_t)c->ret, free_payload = c->expect[0];
+    uintptr_t p = (uintptr_t)c->ret, found = c->expect[0];
     if (!c->ret || p % ALIGNED_ALIGN != 0)
         return wcet_fail(c, "aligned_alloc did not return an aligned block");
-    size_t gap = (size_t)(p - free_payload);
-    if (gap != ALIGNED_ALIGN + RTM_TLSF_GRANULE)
+    size_t gap = (size_t)(p - found);
+    if (gap != ALIGNED_GAP)
         return wcet_fail(c, "the front gap is %zu bytes, not the alignment plus 16", gap);
+    /* Each list the operation touched still holds the block the build put
+     * behind: the found class's other block, then the gap's and the rest's
+     * classes, each after the block the operation inserted. */
+    struct {
+        size_t block;
+        uintptr_t second;
+    } lists[] = { { ALIGNED_FOUND, c->expect[1] },
+                  { ALIGNED_GAP, c->expect[2] },
+                  { ALIGNED_REST, c->expect[3] } };
+    for (size_t i = 0; i < 3; i++) {
+        void *x = rtm_heap_alloc(c->heap, req(class_floor(lists[i].block)));
+        void *y = i ? rtm_heap_alloc(c->heap, req(class_floor(lists[i].block))) : x;
+        if ((uintptr_t)y != lists[i].second)
+            return wcet_fail(c, "a list the operation touched is not as the scenario built it");
+    }
+    struct tclass fc = class_of(ALIGNED_FOUND), gc = class_of(ALIGNED_GAP),
+                  rc = class_of(ALIGNED_REST);
     wcet_fact(c,
-              "alignment %zu: front gap of %zu bytes (a free block, inserted), the rest split "
-              "off and inserted",
-              ALIGNED_ALIGN, gap);
+              "alignment %zu: the head of class (%u,%u) popped with one behind; front gap of "
+              "%zu bytes (a free block) ahead of one in (%u,%u); %zu-byte rest ahead of one in "
+              "(%u,%u)",
+              ALIGNED_ALIGN, fc.fl, fc.sl, gap, gc.fl, gc.sl, (size_t)ALIGNED_REST, rc.fl, rc.sl);
     wcet_num(c, "front_gap_bytes", (double)gap);
     return heap_ok(c);
 }
 
 /* ---- realloc: cannot grow in place, moves ------------------------------------ */
 
-/* [P B N g | rest]: B (4096 bytes) grows to 8 KiB; its successor N is free
- * but too small, so realloc allocates (a split of the rest), copies 4088
- * bytes and frees B, merging it with both P and N. */
-#define MOVE_P    ((size_t)96)
-#define MOVE_B    ((size_t)4096)
-#define MOVE_N    ((size_t)64)
-#define MOVE_TO   ((size_t)8192)
-#define MOVE_FILL 0x5a
+/* [X1 g X2 g Y g q g P B N g | rest]: B (4096 bytes) grows to 8 KiB; its
+ * successor N is free but too small, so realloc allocates: the head of
+ * class (5,2) (X2, X1 behind it), split, its 496-byte rest ahead of Y in
+ * class (0,31); copies 4088 bytes; and frees B, merging it with both P
+ * and N. */
+#define MOVE_P     ((size_t)96)
+#define MOVE_B     ((size_t)4096)
+#define MOVE_N     ((size_t)64)
+#define MOVE_TO    ((size_t)8192)
+#define MOVE_FOUND ((size_t)8704)
+#define MOVE_REST  (MOVE_FOUND - rtm_tlsf_block_cost(MOVE_TO))
+#define MOVE_FILL  0x5a
 
 static int realloc_move_build(struct wcet_case *c)
 {
-    void *q = take(c, MOVE_P, "list neighbour");
+    void *x1 = take(c, MOVE_FOUND, "block of the found class");
+    void *x2 = x1 && take(c, GUARD, "guard") ? take(c, MOVE_FOUND, "the found block") : NULL;
+    void *y =
+        x2 && take(c, GUARD, "guard") ? take(c, MOVE_REST, "block of the rest's class") : NULL;
+    void *q = y && take(c, GUARD, "guard") ? take(c, MOVE_P, "list neighbour") : NULL;
     void *g0 = q ? take(c, GUARD, "guard") : NULL;
     void *p = g0 ? take(c, MOVE_P, "free predecessor") : NULL;
     void *b = p ? take(c, MOVE_B, "block moved") : NULL;
@@ -383,20 +490,24 @@ static int realloc_move_build(struct wcet_case *c)
     if (!n || !take(c, GUARD, "guard"))
         return -1;
     memset(b, MOVE_FILL, req(MOVE_B));
-    rtm_heap_free(c->heap, q);
-    rtm_heap_free(c->heap, p);
-    rtm_heap_free(c->heap, n);
+    void *order[] = { x1, x2, y, q, p, n };
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+        if (rtm_heap_free(c->heap, order[i]) != 0)
+            return wcet_fail(c, "build: a free was refused");
     c->op = WCET_OP_REALLOC;
     c->ptr = b;
     c->size = MOVE_TO;
     c->expect[0] = (uintptr_t)p;
+    c->expect[1] = (uintptr_t)x2;
+    c->expect[2] = (uintptr_t)x1;
+    c->expect[3] = (uintptr_t)y;
     return 0;
 }
 
 static int realloc_move_check(struct wcet_case *c)
 {
-    if (!c->ret || c->ret == c->ptr)
-        return wcet_fail(c, "realloc did not move the block");
+    if ((uintptr_t)c->ret != c->expect[1])
+        return wcet_fail(c, "realloc did not move the block to the head of the found class");
     const unsigned char *q = c->ret;
     for (size_t i = 0; i < req(MOVE_B); i++)
         if (q[i] != MOVE_FILL)
@@ -404,10 +515,16 @@ static int realloc_move_check(struct wcet_case *c)
     void *m = rtm_heap_alloc(c->heap, req(class_floor(MOVE_P + MOVE_B + MOVE_N)));
     if ((uintptr_t)m != c->expect[0])
         return wcet_fail(c, "the old block did not merge with both neighbours");
+    void *x1 = rtm_heap_alloc(c->heap, req(class_floor(MOVE_FOUND)));
+    void *rest = rtm_heap_alloc(c->heap, req(class_floor(MOVE_REST)));
+    void *y = rtm_heap_alloc(c->heap, req(class_floor(MOVE_REST)));
+    if ((uintptr_t)x1 != c->expect[2] || !rest || (uintptr_t)y != c->expect[3])
+        return wcet_fail(c, "a list the operation touched is not as the scenario built it");
+    struct tclass fc = class_of(MOVE_FOUND), rc = class_of(MOVE_REST);
     wcet_fact(c,
-              "%zu-byte block to %zu bytes: alloc (split), copy of %zu bytes, free merging both "
-              "neighbours",
-              MOVE_B, MOVE_TO, req(MOVE_B));
+              "%zu-byte block to %zu bytes: alloc (the head of (%u,%u), one behind; rest ahead "
+              "of one in (%u,%u)), copy of %zu bytes, free merging both neighbours",
+              MOVE_B, MOVE_TO, fc.fl, fc.sl, rc.fl, rc.sl, req(MOVE_B));
     wcet_num(c, "copied_bytes", (double)req(MOVE_B));
     return heap_ok(c);
 }
@@ -430,11 +547,12 @@ const struct wcet_scenario wcet_tlsf_scenarios[] = {
       "pool found by a walk of the pool list",
       "O(pools)", free_pool_build, free_pool_check, NULL },
     { WCET_TLSF, "aligned-largest-gap", "aligned_alloc",
-      "front gap too small to stand alone: grown by the alignment, inserted as a free block; "
-      "rest split off",
+      "pop with a block behind; front gap too small to stand alone: grown by the alignment, "
+      "inserted in a non-empty list; rest split off to a non-empty list",
       "O(1)", aligned_build, aligned_check, NULL },
     { WCET_TLSF, "realloc-move", "realloc",
-      "no room in place: alloc, copy 4088 bytes, free merging both neighbours", "O(1) + O(size)",
-      realloc_move_build, realloc_move_check, NULL },
+      "no room in place: alloc (pop with a block behind, split, rest to a non-empty list), "
+      "copy 4088 bytes, free merging both neighbours",
+      "O(1) + O(size)", realloc_move_build, realloc_move_check, NULL },
 };
 const size_t wcet_tlsf_n = sizeof(wcet_tlsf_scenarios) / sizeof(wcet_tlsf_scenarios[0]);

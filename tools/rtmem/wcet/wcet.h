@@ -57,6 +57,17 @@
 
 #define WCET_SCHEMA "rtmem-wcet/1"
 
+/* A build whose sanitizer replaces malloc and maps shadow memory: glibc's
+ * allocator is not the one malloc reaches, and valgrind cannot run it. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WCET_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define WCET_SANITIZED 1
+#endif
+#endif
+
 /* The families of scenarios, and the kinds --kinds takes. */
 enum wcet_family {
     WCET_TLSF,
@@ -75,7 +86,7 @@ enum wcet_family {
  * trees), both small enough to stay in an L2 cache once restored. */
 #define WCET_TLSF_IMAGE     ((size_t)256 << 10)
 #define WCET_PAGE_IMAGE     ((size_t)256 << 10)
-#define WCET_PAGE_IMAGE_MIN ((size_t)64 << 10)
+#define WCET_PAGE_IMAGE_MIN ((size_t)256 << 10) /* room for 8 pools, one of them large */
 #define WCET_PAGE_IMAGE_MAX ((size_t)1 << 30)
 #define WCET_IMAGE_ALIGN    ((size_t)4096)
 
@@ -161,7 +172,7 @@ struct wcet_case {
     unsigned pools;
     size_t pool;
     /* What the build arranged, for the check (scenario's own use). */
-    uintptr_t expect[6];
+    uintptr_t expect[10];
 
     char facts[320]; /* the state found by the check, in words */
     struct wcet_num nums[WCET_MAX_NUMS];
@@ -169,9 +180,13 @@ struct wcet_case {
     char why[256];
 
     /* Results. */
-    bool built;                   /* the build and the check passed */
-    void *first_ret;              /* every repetition must return the same */
-    bool path_changed;            /* ... or the case is a failure */
+    bool built;        /* the build and the check passed */
+    void *first_ret;   /* every repetition must return the same */
+    bool path_changed; /* ... or the case is a failure */
+    /* glibc: repetitions whose check found them off the scenario's path
+     * (left out of the samples), and the last one's why. */
+    unsigned off_path;
+    char off_path_why[256];
     struct tk_samples warm, cold; /* timer ticks */
     struct tk_summary warm_s, cold_s;
     struct wcet_counts counts;
@@ -201,7 +216,9 @@ struct wcet {
     int cpu;
     const char *kinds[WCET_MAX_KINDS];
     size_t n_kinds;
-    bool child; /* the counted run's child, under valgrind (count.c) */
+    bool child;         /* the counted run's child, under valgrind (count.c) */
+    bool glibc_skipped; /* left out of the default kinds: glibc_why */
+    char glibc_why[128];
 
     struct tk_rt_state rt;
     struct tk_timer timer;
@@ -220,6 +237,7 @@ struct wcet {
     double count_seconds;
     bool hw_counted;  /* the CPU's counters counted (hw.c) */
     char hw_why[256]; /* not: why */
+    int hw_fd[2];     /* instructions (the group's leader), branches; -1 closed */
     size_t failures;  /* scenarios whose build, check or path failed */
 };
 
@@ -228,6 +246,7 @@ extern const char *const wcet_kind_names[];     /* NULL-terminated */
 extern const char *const wcet_harden_choices[]; /* "o1", "none", "full" */
 extern const int wcet_harden_levels[];          /* RTM_HEAP_HARDEN_* of each */
 extern const char *const wcet_count_choices[];
+extern const char wcet_no_glibc[]; /* why glibc's scenarios cannot run, if they cannot */
 
 /* scenarios.c: the list, the timed call, and what every family shares. */
 extern const struct wcet_scenario wcet_tlsf_scenarios[];
@@ -239,11 +258,13 @@ extern const size_t wcet_glibc_n;
 /* The timed call: the operation c holds, once. Not inlined: the counted
  * run (count.c) counts exactly this function. */
 void wcet_call(struct wcet_case *c);
-/* Sets up c for scenario sc of kind (the image allocated for rtmem kinds):
- * 0, or -1 (out of memory, reported by the caller). */
+/* Sets up c for scenario sc of kind (the image is made by its build):
+ * 0, or -1. */
 int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const char *kind,
                    int hardening, size_t page_image_bytes);
 void wcet_case_destroy(struct wcet_case *c);
+/* Gives back the case's image (made by its build); its results stay. */
+void wcet_case_release(struct wcet_case *c);
 /* Builds the state (rtmem: once, then saves the image): 0 or -1 (c->why). */
 int wcet_case_build(struct wcet_case *c);
 /* Before a repetition: restore the image (rtmem) or build again (glibc).
@@ -274,9 +295,12 @@ int wcet_count_child(struct wcet *w);
 int wcet_count(struct wcet *w);
 
 /* hw.c: the CPU's instruction and branch counters around each scenario's
- * call, where perf_event_open offers them: 0, or -1 with w->hw_why. Cases
- * must be built and checked. */
-int wcet_hw_count(struct wcet *w);
+ * call, where perf_event_open offers them. start opens them (0, or -1 with
+ * w->hw_why); count runs a built case (noop first); finish subtracts the
+ * noop row's figures and closes them. */
+int wcet_hw_start(struct wcet *w);
+void wcet_hw_count(struct wcet *w, struct wcet_case *c);
+void wcet_hw_finish(struct wcet *w);
 
 /* run.c */
 struct tk_session;
