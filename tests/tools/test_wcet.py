@@ -172,7 +172,7 @@ def counted_ok(d):
     noop = by[("noop", "noop")]
     checks.ok(noop and noop["instructions"] < 50 and noop["runs"] == 3,
               "the noop call is a handful of instructions", noop)
-    checks.ok(noop and noop["data_lines"] == 0,
+    checks.ok(noop and noop["data_lines"] <= 2,
               "the harness's own lines are warm before each counted call", noop)
     for key, ct in by.items():
         if not checks.ok(ct is not None, "%s %s: counted" % key, ct):
