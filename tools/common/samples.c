@@ -134,6 +134,17 @@ void tk_summary_json_spread(struct tk_json *j, const struct tk_summary *s)
     tk_json_kv_double(j, "max_ns", s->max);
 }
 
+void tk_summary_json(struct tk_json *j, const char *key, const char *mean_key,
+                     const struct tk_summary *s)
+{
+    tk_json_key(j, key);
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "count", s->count);
+    tk_json_kv_double(j, mean_key, s->mean);
+    tk_summary_json_spread(j, s);
+    tk_json_end_object(j);
+}
+
 /* The first and last non-empty buckets of h into *first, *last; false if
  * every bucket is empty. */
 static bool hist_span(const struct tk_hist *h, unsigned *first, unsigned *last)

@@ -89,6 +89,10 @@ struct tk_json;
  * min_ns, p50_ns, p99_ns, p99_9_ns, p99_99_ns, max_ns (null where NaN). The
  * caller writes count, the mean and anything else around them. */
 void tk_summary_json_spread(struct tk_json *j, const struct tk_summary *s);
+/* The summary as the member key of the open JSON object: {count, the mean
+ * under mean_key ("avg_ns", "mean_ns"), then the spread above}. */
+void tk_summary_json(struct tk_json *j, const char *key, const char *mean_key,
+                     const struct tk_summary *s);
 
 /*
  * Log-scale histogram: bucket 0 counts the value 0, bucket b >= 1 counts

@@ -750,16 +750,6 @@ void bench_print_threads(FILE *f, const struct bench *b)
     }
 }
 
-static void json_summary(struct tk_json *j, const char *key, const struct tk_summary *s)
-{
-    tk_json_key(j, key);
-    tk_json_begin_object(j);
-    tk_json_kv_uint(j, "count", s->count);
-    tk_json_kv_double(j, "avg_ns", s->mean);
-    tk_summary_json_spread(j, s);
-    tk_json_end_object(j);
-}
-
 static void json_rounds(struct tk_json *j, const char *key, const double *v, unsigned n)
 {
     tk_json_key(j, key);
@@ -854,8 +844,8 @@ void bench_json_threads(struct tk_json *j, const struct bench *b)
             tk_json_kv_uint(j, "failed_allocs", r->failed_allocs);
             tk_json_kv_uint(j, "skipped_frees", r->skipped_frees);
             tk_json_kv_uint(j, "free_errors", r->free_errors);
-            json_summary(j, "alloc", &r->alloc);
-            json_summary(j, "free", &r->free);
+            tk_summary_json(j, "alloc", "avg_ns", &r->alloc);
+            tk_summary_json(j, "free", "avg_ns", &r->free);
             tk_json_end_object(j);
         }
         tk_json_end_array(j);

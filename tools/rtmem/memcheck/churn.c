@@ -370,16 +370,6 @@ void mc_churn_print(FILE *f, const struct memcheck *m)
 
 /* ---- JSON ---------------------------------------------------------------------- */
 
-static void json_summary(struct tk_json *j, const char *key, const struct tk_summary *s)
-{
-    tk_json_key(j, key);
-    tk_json_begin_object(j);
-    tk_json_kv_uint(j, "count", s->count);
-    tk_json_kv_double(j, "avg_ns", s->mean);
-    tk_summary_json_spread(j, s);
-    tk_json_end_object(j);
-}
-
 void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_applies)
 {
     if (!tk_json_key_or_null(j, "churn", ch->ran))
@@ -397,8 +387,8 @@ void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_appli
     /* A process allocator's samples depend on what its heap held before;
      * without statistics a heap's free bytes are an estimate. */
     tk_json_kv_bool(j, "frag_applies", frag_applies);
-    json_summary(j, "alloc", &ch->alloc);
-    json_summary(j, "free", &ch->free);
+    tk_summary_json(j, "alloc", "avg_ns", &ch->alloc);
+    tk_summary_json(j, "free", "avg_ns", &ch->free);
     tk_json_key(j, "frag_columns");
     tk_json_begin_array_compact(j);
     tk_json_string(j, "op");

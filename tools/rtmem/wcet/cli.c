@@ -53,8 +53,8 @@ static const struct tk_opt options[] = {
       F(harden), .choices = wcet_harden_choices },
     { "count", TK_OPT_CHOICE, "HOW",
       "instructions, branches and cache lines per operation: auto (under valgrind when it is "
-      "installed, else not counted, saying why; the default), valgrind (required: a run that "
-      "cannot count fails), none",
+      "installed, else not counted, saying why; and the CPU's counters where the kernel offers "
+      "them; the default), valgrind (required: a run that cannot count fails), none (neither)",
       F(count), .choices = wcet_count_choices },
     { "cpu", TK_OPT_CPU, "N", "the CPU the timed run is pinned to (default: the last allowed)",
       F(cpu) },
@@ -90,9 +90,11 @@ static void help_intro(FILE *f)
           "  cold     the same, then the state's memory flushed from every cache level\n"
           "           (clflushopt; dc civac on arm64), the code and stack still warm;\n"
           "  counted  instructions, branches and the distinct data cache lines the\n"
-          "           operation touches, exactly, under valgrind's callgrind with a\n"
-          "           simulated cache emptied before each operation, less the figures\n"
-          "           of a call that does nothing (the noop row).\n"
+          "           operation touches, under valgrind's callgrind (the same every run)\n"
+          "           with a simulated cache emptied before each operation, less the\n"
+          "           figures of a call that does nothing (the noop row); and, where the\n"
+          "           kernel offers the CPU's counters, the instructions and branch\n"
+          "           instructions the CPU retired (in the JSON).\n"
           "Times are one timer reading per operation (the timer's own overhead is in\n"
           "the header): min, median, p99 and max over the repetitions. On a virtual\n"
           "machine the maximum is often the host's noise; the counted figures do not\n"

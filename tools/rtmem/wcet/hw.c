@@ -1,11 +1,15 @@
 /*
  * `rtmem wcet`: the CPU's own counters, where the kernel offers them
  * (perf_event_open; most virtual machines have no PMU, and then the report
- * says so). Instructions and branches retired in user mode, counted in a
- * pass of their own after the timed repetitions (the ioctls that start and
- * stop the counters cost microseconds and would disturb the times): each
- * scenario WCET_HW_REPS times, restored and run once each, the counters
- * enabled just before the call and disabled just after. What the enabling
+ * says so). Instructions and branch instructions (every branch: jumps,
+ * calls and returns too, where valgrind's branches are the conditional and
+ * indirect ones) retired in user mode, counted apart from the timed
+ * repetitions (the ioctls that start and stop the counters cost
+ * microseconds and would disturb the times): each
+ * scenario WCET_HW_REPS times, right after its timed repetitions, restored
+ * (glibc: built, and checked after the call; one off the path is left out)
+ * and run once each, the counters enabled just before the call and
+ * disabled just after. What the enabling
  * and disabling themselves retire in user mode is in every figure, the noop
  * row's too: its figures are subtracted from every other row's, as with
  * valgrind's. The largest over the repetitions is kept.
@@ -71,12 +75,19 @@ int wcet_hw_start(struct wcet *w)
     return 0;
 }
 
-static bool read_one(int fd, uint64_t *v)
+static bool read_counter(int fd, struct reading *r)
 {
-    struct reading r;
-    if (read(fd, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.running == 0 || r.running != r.enabled)
+    return read(fd, r, sizeof(*r)) == (ssize_t)sizeof(*r);
+}
+
+/* The count between two readings, if the counter ran the whole time
+ * (a reset zeroes the count, not the times: their differences say). */
+static bool delta(const struct reading *a, const struct reading *b, uint64_t *v)
+{
+    uint64_t ran = b->running - a->running, on = b->enabled - a->enabled;
+    if (ran == 0 || ran != on)
         return false;
-    *v = r.value;
+    *v = b->value - a->value;
     return true;
 }
 
@@ -84,17 +95,22 @@ static bool read_one(int fd, uint64_t *v)
 static int hw_call(struct wcet *w, struct wcet_case *c, uint64_t *instr, uint64_t *branches)
 {
     int lead = w->hw_fd[0];
-    if (ioctl(lead, PERF_EVENT_IOC_RESET, PERF_IOC_FLAG_GROUP) != 0 ||
+    struct reading i0, b0, i1, b1;
+    if (!read_counter(lead, &i0) || !read_counter(w->hw_fd[1], &b0) ||
         ioctl(lead, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0) {
-        snprintf(w->hw_why, sizeof(w->hw_why), "the counters could not be started: %s",
+        snprintf(w->hw_why, sizeof(w->hw_why),
+                 "perf_event_open: the counters could not be "
+                 "started: %s",
                  strerror(errno));
         return -1;
     }
     wcet_call(c);
     (void)ioctl(lead, PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
-    if (!read_one(lead, instr) || !read_one(w->hw_fd[1], branches)) {
+    if (!read_counter(lead, &i1) || !read_counter(w->hw_fd[1], &b1) || !delta(&i0, &i1, instr) ||
+        !delta(&b0, &b1, branches)) {
         snprintf(w->hw_why, sizeof(w->hw_why),
-                 "a counter did not run the whole call (too few counters?)");
+                 "perf_event_open: a counter did not run through the whole call (too few "
+                 "counters?)");
         return -1;
     }
     return 0;
@@ -107,20 +123,25 @@ void wcet_hw_count(struct wcet *w, struct wcet_case *c)
         return;
     for (unsigned r = 0; r < WCET_HW_REPS; r++) {
         uint64_t in, br;
-        if (wcet_case_prepare(c) != 0)
-            return; /* glibc's build failed this time: not counted */
+        if (wcet_case_prepare(c) != 0) {
+            wcet_case_finish(c); /* glibc's build failed this time: not counted */
+            return;
+        }
         int rc = hw_call(w, c, &in, &br);
+        bool on_path = rc == 0 && wcet_case_on_path(c);
         wcet_case_finish(c);
         if (rc != 0) {
             w->hw_counted = false;
             return;
         }
+        if (!on_path)
+            continue; /* glibc off its path: left out */
+        c->hw.have = true;
         if (in > c->hw.instructions)
             c->hw.instructions = in;
         if (br > c->hw.branches)
             c->hw.branches = br;
     }
-    c->hw.have = true;
 }
 
 void wcet_hw_finish(struct wcet *w)

@@ -33,6 +33,7 @@ static void flush_glibc(const struct wcet *w, const struct wcet_case *c)
         close(fd);
     }
     maps[len] = '\0';
+    bool after_libc = false; /* the line before was libc's writable data */
     for (char *line = maps; line && *line;) {
         char *next = strchr(line, '\n');
         if (next)
@@ -42,9 +43,13 @@ static void flush_glibc(const struct wcet *w, const struct wcet_case *c)
         uintptr_t hi = *end == '-' ? (uintptr_t)strtoull(end + 1, &end, 16) : 0;
         const char *perms = end + (*end == ' ');
         bool heap = strstr(line, "[heap]") != NULL;
-        bool libc_data = perms[0] == 'r' && perms[1] == 'w' && strstr(line, "/libc.so");
-        if (hi > lo && (heap || libc_data))
+        bool rw = perms[0] == 'r' && perms[1] == 'w';
+        bool libc_data = rw && strstr(line, "/libc.so");
+        /* libc's .bss goes on in an anonymous mapping right after. */
+        bool libc_bss = rw && after_libc && !strchr(line, '/') && !strchr(line, '[');
+        if (hi > lo && (heap || libc_data || libc_bss))
             tk_cache_flush(&w->cops, (const void *)lo, (size_t)(hi - lo));
+        after_libc = libc_data;
         line = next;
     }
     /* The chunk headers the scenario holds (an mmap chunk's lies outside
@@ -54,22 +59,6 @@ static void flush_glibc(const struct wcet *w, const struct wcet_case *c)
             tk_cache_flush(&w->cops, (const char *)c->blocks[i] - 16, 16);
     if (c->ptr)
         tk_cache_flush(&w->cops, (const char *)c->ptr - 16, 16);
-}
-
-/* Whether a glibc repetition took the scenario's path: its check, run
- * again, with the facts of the first run kept. */
-static bool glibc_on_path(struct wcet_case *c)
-{
-    char facts[sizeof(c->facts)];
-    memcpy(facts, c->facts, sizeof(facts));
-    size_t n_nums = c->n_nums;
-    bool ok = c->sc->check(c) == 0;
-    memcpy(c->facts, facts, sizeof(facts));
-    c->n_nums = n_nums;
-    if (!ok)
-        snprintf(c->off_path_why, sizeof(c->off_path_why), "%s", c->why);
-    c->why[0] = '\0';
-    return ok;
 }
 
 static void flush_state(const struct wcet *w, const struct wcet_case *c)
@@ -91,7 +80,7 @@ static int one(struct wcet *w, struct wcet_case *c, bool cold, struct tk_samples
     uint64_t t0 = tk_timer_start();
     wcet_call(c);
     uint64_t t1 = tk_timer_end();
-    if (c->sc && !c->image && !glibc_on_path(c)) {
+    if (!wcet_case_on_path(c)) {
         c->off_path++; /* left out */
         wcet_case_finish(c);
         return 0;

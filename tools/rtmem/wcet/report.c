@@ -92,6 +92,8 @@ static void print_case(FILE *f, const struct wcet *w, const struct wcet_case *c)
         fprintf(f, "    FAILED: %s\n", c->why);
     else if (c->facts[0])
         fprintf(f, "    %s\n", c->facts);
+    if (c->built && w->counted && !ct->have && ct->why[0])
+        fprintf(f, "    not counted: under valgrind, %s\n", ct->why);
     if (c->built && c->off_path)
         fprintf(f, "    %u repetitions off the path left out (%s)\n", c->off_path, c->off_path_why);
 }
@@ -208,16 +210,6 @@ void wcet_facts(const struct tk_session *s, struct tk_facts *out)
     };
 }
 
-static void summary_json(struct tk_json *j, const char *key, const struct tk_summary *s)
-{
-    tk_json_key(j, key);
-    tk_json_begin_object(j);
-    tk_json_kv_uint(j, "count", s->count);
-    tk_json_kv_double(j, "mean_ns", s->mean);
-    tk_summary_json_spread(j, s);
-    tk_json_end_object(j);
-}
-
 static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet_case *c)
 {
     tk_json_begin_object(j);
@@ -235,12 +227,14 @@ static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet
     for (size_t i = 0; i < c->n_nums; i++)
         tk_json_kv_double(j, c->nums[i].name, c->nums[i].v);
     tk_json_end_object(j);
-    if (c->image)
+    if (c->image_bytes)
         tk_json_kv_uint(j, "image_bytes", c->image_bytes);
     if (c->built) {
-        summary_json(j, "warm", &c->warm_s);
-        summary_json(j, "cold", &c->cold_s);
+        tk_summary_json(j, "warm", "mean_ns", &c->warm_s);
+        tk_summary_json(j, "cold", "mean_ns", &c->cold_s);
     }
+    if (tk_json_key_or_null(j, "counted_why_not", c->counts.why[0] != '\0'))
+        tk_json_string(j, c->counts.why);
     if (c->sc && !c->image_bytes) { /* glibc: repetitions off the path, left out */
         tk_json_kv_uint(j, "reps_off_path", c->off_path);
         if (tk_json_key_or_null(j, "off_path_why", c->off_path > 0))
@@ -261,7 +255,7 @@ static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet
     if (tk_json_key_or_null(j, "cpu_counted", w->hw_counted && c->hw.have)) {
         tk_json_begin_object(j);
         tk_json_kv_uint(j, "instructions", c->hw.instructions);
-        tk_json_kv_uint(j, "branches", c->hw.branches);
+        tk_json_kv_uint(j, "branch_instructions", c->hw.branches);
         tk_json_end_object(j);
     }
     tk_json_end_object(j);

@@ -129,21 +129,18 @@ void wcet_teardown(struct tk_session *s)
     s->state = NULL;
 }
 
-/* glibc's state is the process's history: a build may miss its path the
- * first time (its check says so), and is tried again from the state the
- * last attempt left, this many times in all. */
-#define GLIBC_ATTEMPTS 3
-
 /* Builds c, runs its operation once and checks it: 0, or -1 (c->why). */
 static int build_and_check(struct wcet_case *c)
 {
-    int attempts = c->sc && c->sc->family == WCET_GLIBC ? GLIBC_ATTEMPTS : 1;
+    int attempts = c->sc && c->sc->family == WCET_GLIBC ? WCET_GLIBC_ATTEMPTS : 1;
     int rc = -1;
     for (int i = 0; i < attempts && rc != 0; i++) {
         c->facts[0] = '\0';
         c->n_nums = 0;
-        if (wcet_case_build(c) != 0)
+        if (wcet_case_build(c) != 0) {
+            wcet_case_finish(c); /* glibc: what the build made before it failed */
             return -1;
+        }
         wcet_call(c);
         c->first_ret = c->ret;
         rc = c->sc ? c->sc->check(c) : 0;

@@ -176,3 +176,19 @@ void wcet_case_finish(struct wcet_case *c)
     if (c->sc && c->sc->undo)
         c->sc->undo(c);
 }
+
+bool wcet_case_on_path(struct wcet_case *c)
+{
+    if (!c->sc || c->sc->family != WCET_GLIBC)
+        return true;
+    char facts[sizeof(c->facts)];
+    memcpy(facts, c->facts, sizeof(facts));
+    size_t n_nums = c->n_nums;
+    bool ok = c->sc->check(c) == 0;
+    memcpy(c->facts, facts, sizeof(facts));
+    c->n_nums = n_nums;
+    if (!ok)
+        snprintf(c->off_path_why, sizeof(c->off_path_why), "%s", c->why);
+    c->why[0] = '\0';
+    return ok;
+}

@@ -177,7 +177,8 @@ static int alloc_split_check(struct wcet_case *c)
     void *a1 = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_FOUND)));
     void *head = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_REST)));
     void *r1 = rtm_heap_alloc(c->heap, req(class_floor(SPLIT_REST)));
-    if ((uintptr_t)a1 != c->expect[1] || !head || (uintptr_t)r1 != c->expect[2])
+    if ((uintptr_t)a1 != c->expect[1] || (uintptr_t)head != c->expect[0] + SPLIT_REQ ||
+        (uintptr_t)r1 != c->expect[2])
         return wcet_fail(c, "a list the operation touched is not as the scenario built it");
     wcet_fact(c,
               "request class (%u,%u) and its level empty; first-level search to (%u,%u), the "
@@ -518,7 +519,9 @@ static int realloc_move_check(struct wcet_case *c)
     void *x1 = rtm_heap_alloc(c->heap, req(class_floor(MOVE_FOUND)));
     void *rest = rtm_heap_alloc(c->heap, req(class_floor(MOVE_REST)));
     void *y = rtm_heap_alloc(c->heap, req(class_floor(MOVE_REST)));
-    if ((uintptr_t)x1 != c->expect[2] || !rest || (uintptr_t)y != c->expect[3])
+    if ((uintptr_t)x1 != c->expect[2] ||
+        (uintptr_t)rest != c->expect[1] + rtm_tlsf_block_cost(MOVE_TO) ||
+        (uintptr_t)y != c->expect[3])
         return wcet_fail(c, "a list the operation touched is not as the scenario built it");
     struct tclass fc = class_of(MOVE_FOUND), rc = class_of(MOVE_REST);
     wcet_fact(c,

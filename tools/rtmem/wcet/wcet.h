@@ -67,6 +67,11 @@
 #define WCET_SANITIZED 1
 #endif
 #endif
+#ifdef WCET_SANITIZED
+#define WCET_IS_SANITIZED true
+#else
+#define WCET_IS_SANITIZED false
+#endif
 
 /* The families of scenarios, and the kinds --kinds takes. */
 enum wcet_family {
@@ -94,6 +99,11 @@ enum wcet_family {
  * but the one the scenario works in. */
 #define WCET_POOLS      8u
 #define WCET_SMALL_POOL ((size_t)16 << 10)
+
+/* glibc's state is the process's history: a build may miss its path the
+ * first time (its check says so), and is tried again from the state the
+ * last attempt left, this many times in all (run.c, count.c). */
+#define WCET_GLIBC_ATTEMPTS 3
 
 /* The counted run (count.c): repetitions per scenario under valgrind. */
 #define WCET_COUNT_REPS 3
@@ -134,6 +144,7 @@ struct wcet_num {
 /* One figure of the counted run: the max and min over its repetitions. */
 struct wcet_counts {
     bool have;
+    char why[160]; /* not counted though measured: what the counted run's child said */
     uint64_t ir, branches, lines_read, lines_written; /* max over the repetitions, less noop's */
     uint64_t ir_min;                                  /* the same for the smallest */
     unsigned reps;
@@ -263,6 +274,10 @@ void wcet_call(struct wcet_case *c);
 int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const char *kind,
                    int hardening, size_t page_image_bytes);
 void wcet_case_destroy(struct wcet_case *c);
+/* Whether the repetition just run took the scenario's path: always for the
+ * rtmem kinds (their image is restored exactly); for glibc, its check run
+ * again (the first run's facts kept; c->off_path_why says why not). */
+bool wcet_case_on_path(struct wcet_case *c);
 /* Gives back the case's image (made by its build); its results stay. */
 void wcet_case_release(struct wcet_case *c);
 /* Builds the state (rtmem: once, then saves the image): 0 or -1 (c->why). */
