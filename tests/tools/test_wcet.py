@@ -11,7 +11,8 @@ first use writes its entries), and TLSF's instructions stay under the
 ceilings docs/wcet.md states (x86-64, the default hardening); where the
 kernel offers no CPU counters, the run says why (where it does, their
 counts agree with valgrind's); glibc's checks fail where glibc cannot take
-the path (GLIBC_TUNABLES); a valgrind that fails or writes nothing leaves
+the path (GLIBC_TUNABLES); --plugin probes a plugin (the example TLSF
+plugin and a bump allocator) and refuses a bad one; a valgrind that fails or writes nothing leaves
 the run measured, not counted, saying why, and nothing behind; --count
 valgrind without valgrind fails and --count auto says why it did not
 count; a run whose scenario fails writes that into its result file; a run
@@ -23,7 +24,7 @@ No assertion depends on how fast the machine is, but for the time the
 interrupted runs are given to reach the phase they are interrupted in
 (two minutes).
 
-usage: test_wcet.py RTMEM_BINARY DOCS_WCET_MD
+usage: test_wcet.py RTMEM_BINARY DOCS_WCET_MD TLSF_PLUGIN BUMP_PLUGIN [BAD_PLUGIN...]
 """
 import os
 import re
@@ -39,7 +40,8 @@ import stat
 from rtmemtest import (Checks, TempDir, become_subreaper, children_of, envelope_ok, load_json,
                        orphans, run)
 
-rtmem, docs = sys.argv[1], sys.argv[2]
+rtmem, docs, tlsf_plugin, bump_plugin = sys.argv[1:5]
+bad_plugins = sys.argv[5:]
 checks = Checks("tools.wcet")
 SANITIZED = bool(os.environ.get("RTMEM_SANITIZED"))
 GOOD = '{"a previous": "good result"}\n'
@@ -280,6 +282,40 @@ def fake_valgrind(tmp):
         os.unlink(path)
 
 
+def plugins(tmp):
+    """--plugin: the example TLSF plugin and a bump allocator get the three
+    probes, each built, checked against the plugin contract and measured,
+    saying what happened (TLSF merges the last 8 blocks and serves the
+    request there; a bump allocator reuses nothing); a plugin whose table
+    breaks a rule, or whose name is taken, is bad usage."""
+    path = os.path.join(tmp, "plugins.json")
+    r = run(rtmem, "wcet", "--kinds", "tlsf", "--plugin", tlsf_plugin, "--plugin", bump_plugin,
+            "--reps", "5", "--count", "none", "--json", path)
+    d = load_json(path)
+    checks.ok(r.returncode == 0 and d and d["passed"], "two plugins probed", r)
+    if not d:
+        return
+    probes = ["alloc-fail-fragmented", "alloc-last-hole", "free-merge-both"]
+    for kind in ("tlsf-plugin", "bump"):
+        got = [s for s in d["scenarios"] if s["kind"] == kind]
+        checks.ok([s["id"] for s in got] == probes and all(s["passed"] for s in got),
+                  "%s: the three probes, measured" % kind, got)
+        served = {s["id"]: s["state"].get("served") for s in got}
+        want = {"alloc-fail-fragmented": 0, "alloc-last-hole": 1 if kind == "tlsf-plugin" else 0,
+                "free-merge-both": None}
+        checks.ok(served == want, "%s: what each probe's request got" % kind, served)
+    checks.ok(d["params"]["kinds"] == ["tlsf", "tlsf-plugin", "bump"],
+              "the plugins are kinds after the others", d["params"]["kinds"])
+    os.unlink(path)
+    for bad in bad_plugins + [tlsf_plugin + "-missing"]:
+        r = run(rtmem, "wcet", "--kinds", "tlsf", "--plugin", bad, "--reps", "2")
+        checks.ok(r.returncode == 2 and "--plugin" in r.stderr,
+                  "a plugin that cannot be used is bad usage (%s)" % os.path.basename(bad), r)
+    r = run(rtmem, "wcet", "--kinds", "tlsf", "--plugin", tlsf_plugin, "--plugin", tlsf_plugin,
+            "--reps", "2")
+    checks.ok(r.returncode == 2, "a plugin's name taken twice is bad usage", r)
+
+
 def failed_file(tmp):
     """A run whose scenario fails its check reaches a verdict: its result
     file says which scenario failed, and why."""
@@ -388,6 +424,7 @@ with TempDir() as tmp:
         cpu_counters_ok(d)
     spoiled(tmp)
     failed_file(tmp)
+    plugins(tmp)
     glibc_off_path()
     fake_valgrind(tmp)
     no_valgrind(tmp)

@@ -40,6 +40,12 @@ static const struct wcet_opts defaults = {
 static const struct tk_opt options[] = {
     { "kinds", TK_OPT_STRING, "K[,K...]",
       "the kinds to analyse, among tlsf, heapmem, xnheap and glibc (default: all)", F(kinds) },
+    { "plugin", TK_OPT_FILES, "FILE.so",
+      "also probe your own allocator (rtmem/plugin.h; repeatable, up to 4): three black-box "
+      "probes of a fragmented heap, since its code is not rtmem's to read; a name without '/' "
+      "is looked for in the current directory first",
+      F(plugin_paths), .hi = WCET_MAX_PLUGINS,
+      .count_offset = offsetof(struct wcet_opts, n_plugins) },
     { "reps", TK_OPT_UINT, "N",
       "timed repetitions of each scenario, warm and cold each (default %D; --quick %Q)", F(reps),
       .lo = 1, .hi = MAX_REPS, .quick = QUICK_REPS, .flags = TK_OPTF_QUICK },

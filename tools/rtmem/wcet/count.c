@@ -210,13 +210,13 @@ static int exec_valgrind(void *arg)
     (void)setrlimit(RLIMIT_CORE, &no_core);
     char out_opt[PATH_MAX + 32], kinds[128] = "";
     snprintf(out_opt, sizeof(out_opt), "--callgrind-out-file=%s", a->f->out);
-    for (size_t i = 0; i < w->n_kinds; i++) {
+    for (size_t i = 0; i < w->n_kinds - w->n_plugins; i++) { /* the plugins come last */
         strncat(kinds, i ? "," : "", sizeof(kinds) - strlen(kinds) - 1);
         strncat(kinds, w->kinds[i], sizeof(kinds) - strlen(kinds) - 1);
     }
     char image[32];
     snprintf(image, sizeof(image), "%llu", (unsigned long long)w->o.page_image);
-    const char *argv[] = {
+    const char *argv[32 + 2 * WCET_MAX_PLUGINS] = {
         w->valgrind,
         "--tool=callgrind",
         "--vgdb=no",
@@ -240,8 +240,15 @@ static int exec_valgrind(void *arg)
         image,
         "--reps",
         "1",
-        NULL,
     };
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    for (size_t i = 0; i < w->n_plugins; i++) {
+        argv[n++] = "--plugin";
+        argv[n++] = w->plugins[i].path;
+    }
+    argv[n] = NULL;
     if (setenv(CHILD_ENV, "1", 1) != 0)
         return 126;
     execv(w->valgrind, (char *const *)(uintptr_t)argv);

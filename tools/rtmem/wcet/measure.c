@@ -63,7 +63,7 @@ static void flush_glibc(const struct wcet *w, const struct wcet_case *c)
 
 static void flush_state(const struct wcet *w, const struct wcet_case *c)
 {
-    if (c->image)
+    if (c->image) /* a plugin's state may lie outside it too: not flushed */
         tk_cache_flush(&w->cops, c->image, c->image_bytes);
     else if (c->sc)
         flush_glibc(w, c);
@@ -88,7 +88,7 @@ static int one(struct wcet *w, struct wcet_case *c, bool cold, struct tk_samples
     tk_samples_add(s, t1 - t0);
     /* A restored image must take the same path every time: same block,
      * same answer. (glibc's addresses move with its history.) */
-    if (c->image && c->ret != c->first_ret)
+    if (wcet_restored(c) && c->ret != c->first_ret)
         c->path_changed = true;
     if (c->op == WCET_OP_FREE && c->rc != 0)
         c->path_changed = true;

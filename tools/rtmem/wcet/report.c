@@ -235,7 +235,7 @@ static void case_json(struct tk_json *j, const struct wcet *w, const struct wcet
     }
     if (tk_json_key_or_null(j, "counted_why_not", c->counts.why[0] != '\0'))
         tk_json_string(j, c->counts.why);
-    if (c->sc && !c->image_bytes) { /* glibc: repetitions off the path, left out */
+    if (c->sc && c->sc->family == WCET_GLIBC) { /* repetitions off the path, left out */
         tk_json_kv_uint(j, "reps_off_path", c->off_path);
         if (tk_json_key_or_null(j, "off_path_why", c->off_path > 0))
             tk_json_string(j, c->off_path_why);

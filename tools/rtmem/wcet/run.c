@@ -22,7 +22,48 @@ static enum wcet_family family_of(const char *kind)
         return WCET_TLSF;
     if (strcmp(kind, "glibc") == 0)
         return WCET_GLIBC;
-    return WCET_PAGEHEAP;
+    if (strcmp(kind, "heapmem") == 0 || strcmp(kind, "xnheap") == 0)
+        return WCET_PAGEHEAP;
+    return WCET_PLUGIN;
+}
+
+/* Whether a plugin's name is already a kind's or another plugin's. */
+static bool name_taken(const char *name, void *arg)
+{
+    const struct wcet *w = arg;
+    for (size_t i = 0; wcet_kind_names[i]; i++)
+        if (strcmp(wcet_kind_names[i], name) == 0)
+            return true;
+    for (size_t i = 0; i < w->n_plugins; i++)
+        if (strcmp(w->plugins[i].table->name, name) == 0)
+            return true;
+    return strcmp(name, "noop") == 0;
+}
+
+/* --plugin: each loaded and checked (tk_plugin_load), its name a kind
+ * after the others. 0, or -1 (reported). */
+static int load_plugins(struct wcet *w, const struct tk_args *cli)
+{
+    for (size_t i = 0; i < w->o.n_plugins; i++) {
+        char why[TK_WHY_MAX];
+        if (tk_plugin_load(&w->plugins[w->n_plugins], w->o.plugin_paths[i], name_taken, w, why,
+                           sizeof(why)) != 0) {
+            tk_args_bad(cli, "--plugin %s: %s (rtmem/plugin.h describes the table)",
+                        w->o.plugin_paths[i], why);
+            return -1;
+        }
+        w->kinds[w->n_kinds++] = w->plugins[w->n_plugins++].table->name;
+    }
+    return 0;
+}
+
+/* The loaded plugin of that name's table. */
+static const struct rtm_heap_plugin *plugin_of(const struct wcet *w, const char *name)
+{
+    for (size_t i = 0; i < w->n_plugins; i++)
+        if (strcmp(w->plugins[i].table->name, name) == 0)
+            return w->plugins[i].table;
+    return NULL;
 }
 
 static void add_kind(struct wcet *w, const char *name)
@@ -62,7 +103,9 @@ static int add_case(struct wcet *w, const struct wcet_scenario *sc, const char *
     if (w->n_cases == WCET_MAX_CASES)
         return -1;
     struct wcet_case *c = &w->cases[w->n_cases++];
-    return wcet_case_init(c, sc, kind, wcet_harden_levels[w->o.harden], (size_t)w->o.page_image);
+    int rc = wcet_case_init(c, sc, kind, wcet_harden_levels[w->o.harden], (size_t)w->o.page_image);
+    c->plug = sc && sc->family == WCET_PLUGIN ? plugin_of(w, kind) : NULL;
+    return rc;
 }
 
 int wcet_setup(struct tk_session *s)
@@ -79,6 +122,8 @@ int wcet_setup(struct tk_session *s)
     w->child = wcet_is_count_child();
     w->hw_fd[0] = w->hw_fd[1] = -1;
     pick_kinds(w);
+    if (load_plugins(w, &s->cli) != 0)
+        return TK_EXIT_USAGE;
     if (!w->child)
         w->cpu = tk_rt_pinned_cpu(w->o.cpu);
     int rc = add_case(w, NULL, "noop");
@@ -94,6 +139,10 @@ int wcet_setup(struct tk_session *s)
         case WCET_GLIBC:
             list = wcet_glibc_scenarios;
             n = wcet_glibc_n;
+            break;
+        case WCET_PLUGIN:
+            list = wcet_plugin_scenarios;
+            n = wcet_plugin_n;
             break;
         }
         for (size_t i = 0; i < n && rc == 0; i++)

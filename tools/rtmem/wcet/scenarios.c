@@ -20,6 +20,18 @@ __attribute__((noinline, noipa, used))
 void wcet_call(struct wcet_case *c)
 {
     struct rtm_heap *h = c->heap;
+    const struct rtm_heap_plugin *pl = c->plug;
+    if (pl) {
+        switch (c->op) {
+        case WCET_OP_NOOP: break;
+        case WCET_OP_ALLOC: c->ret = pl->alloc(c->pheap, c->size); break;
+        case WCET_OP_FREE: c->rc = pl->free(c->pheap, c->ptr); break;
+        case WCET_OP_ALIGNED:
+        case WCET_OP_REALLOC: c->ret = NULL; break; /* no plugin scenario uses them */
+        }
+        __asm__ __volatile__("" : : "r"(c) : "memory");
+        return;
+    }
     switch (c->op) {
     case WCET_OP_NOOP: break;
     case WCET_OP_ALLOC: c->ret = h ? rtm_heap_alloc(h, c->size) : malloc(c->size); break;
@@ -77,8 +89,12 @@ int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const ch
     c->sc = sc;
     c->kind = kind;
     c->hardening = hardening;
-    if (sc && sc->family != WCET_GLIBC)
-        c->image_bytes = sc->family == WCET_TLSF ? WCET_TLSF_IMAGE : page_image_bytes;
+    if (sc && sc->family == WCET_TLSF)
+        c->image_bytes = WCET_TLSF_IMAGE;
+    else if (sc && sc->family == WCET_PAGEHEAP)
+        c->image_bytes = page_image_bytes;
+    else if (sc && sc->family == WCET_PLUGIN)
+        c->image_bytes = WCET_PLUGIN_IMAGE;
     return 0;
 }
 
@@ -127,7 +143,7 @@ void wcet_case_destroy(struct wcet_case *c)
 static int spoil(struct wcet_case *c)
 {
     const char *id = getenv("RTMEM_WCET_SPOIL");
-    if (!id || strcmp(id, c->sc->id) != 0 || c->sc->family == WCET_GLIBC)
+    if (!id || strcmp(id, c->sc->id) != 0 || !wcet_restored(c))
         return 0;
     struct rtm_heap_config cfg = { .hardening = c->hardening };
     c->heap = rtm_heap_create_ex(c->kind, c->image, c->image_bytes, &cfg);
@@ -142,9 +158,9 @@ int wcet_case_build(struct wcet_case *c)
         c->op = WCET_OP_NOOP;
         return 0;
     }
-    if (c->sc->family != WCET_GLIBC) {
-        if (images(c) != 0)
-            return -1;
+    if (c->image_bytes && images(c) != 0)
+        return -1;
+    if (wcet_restored(c)) {
         struct rtm_heap_config cfg = { .hardening = c->hardening };
         c->heap = rtm_heap_create_ex(c->kind, c->image, c->image_bytes, &cfg);
         if (!c->heap)
@@ -153,7 +169,7 @@ int wcet_case_build(struct wcet_case *c)
     }
     if (c->sc->build(c) != 0 || spoil(c) != 0)
         return -1;
-    if (c->image)
+    if (wcet_restored(c))
         memcpy(c->saved, c->image, c->image_bytes);
     return 0;
 }
@@ -162,7 +178,7 @@ int wcet_case_prepare(struct wcet_case *c)
 {
     if (!c->sc)
         return 0;
-    if (c->sc->family != WCET_GLIBC) {
+    if (wcet_restored(c)) {
         memcpy(c->image, c->saved, c->image_bytes);
         return 0;
     }
@@ -175,6 +191,11 @@ void wcet_case_finish(struct wcet_case *c)
 {
     if (c->sc && c->sc->undo)
         c->sc->undo(c);
+}
+
+bool wcet_restored(const struct wcet_case *c)
+{
+    return c->sc && (c->sc->family == WCET_TLSF || c->sc->family == WCET_PAGEHEAP);
 }
 
 bool wcet_case_on_path(struct wcet_case *c)

@@ -47,12 +47,14 @@
 #include <stdio.h>
 
 #include "common/cacheops.h"
+#include "common/alloc.h"
 #include "common/caches.h"
 #include "common/describe.h"
 #include "common/out.h"
 #include "common/rt.h"
 #include "common/samples.h"
 #include "common/timer.h"
+#include "rtmem/plugin.h"
 #include "rtmem/rtmem.h"
 
 #define WCET_SCHEMA "rtmem-wcet/1"
@@ -78,13 +80,17 @@ enum wcet_family {
     WCET_TLSF,
     WCET_PAGEHEAP, /* heapmem and xnheap: one code, two trees */
     WCET_GLIBC,
+    WCET_PLUGIN, /* a user's allocator (rtmem/plugin.h): black-box probes */
 };
 
-#define WCET_MAX_KINDS  4
-#define WCET_MAX_CASES  64
+#define WCET_MAX_PLUGINS  4
+#define WCET_MAX_KINDS    (4 + WCET_MAX_PLUGINS)
+/* A plugin's image: the memory its heap is created in. */
+#define WCET_PLUGIN_IMAGE ((size_t)256 << 10)
+#define WCET_MAX_CASES    64
 /* Blocks a glibc scenario keeps between its build and its undo. */
-#define WCET_MAX_BLOCKS 256
-#define WCET_MAX_NUMS   6
+#define WCET_MAX_BLOCKS   256
+#define WCET_MAX_NUMS     6
 
 /* The heap images: TLSF's (its paths do not depend on the pool's size),
  * and the page heaps' by default (--page-image: a larger one makes deeper
@@ -167,7 +173,11 @@ struct wcet_case {
     size_t image_bytes;
     struct rtm_heap *heap;
 
-    /* The operation: heap NULL means glibc's malloc family. */
+    /* A plugin's table and the heap it made (NULL for the other kinds). */
+    const struct rtm_heap_plugin *plug;
+    void *pheap;
+
+    /* The operation: heap and plug NULL mean glibc's malloc family. */
     enum wcet_op op;
     size_t size, align;
     void *ptr;
@@ -213,6 +223,8 @@ struct wcet_opts {
     int cpu;
     int priority;
     bool no_rt;
+    const char *plugin_paths[WCET_MAX_PLUGINS]; /* --plugin, in order */
+    size_t n_plugins;
     const char *json_path;
     bool quick;
 };
@@ -227,6 +239,8 @@ struct wcet {
     int cpu;
     const char *kinds[WCET_MAX_KINDS];
     size_t n_kinds;
+    struct tk_plugin plugins[WCET_MAX_PLUGINS];
+    size_t n_plugins;
     bool child;         /* the counted run's child, under valgrind (count.c) */
     bool glibc_skipped; /* left out of the default kinds: glibc_why */
     char glibc_why[128];
@@ -266,6 +280,8 @@ extern const struct wcet_scenario wcet_pageheap_scenarios[];
 extern const size_t wcet_pageheap_n;
 extern const struct wcet_scenario wcet_glibc_scenarios[];
 extern const size_t wcet_glibc_n;
+extern const struct wcet_scenario wcet_plugin_scenarios[];
+extern const size_t wcet_plugin_n;
 /* The timed call: the operation c holds, once. Not inlined: the counted
  * run (count.c) counts exactly this function. */
 void wcet_call(struct wcet_case *c);
@@ -274,6 +290,10 @@ void wcet_call(struct wcet_case *c);
 int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const char *kind,
                    int hardening, size_t page_image_bytes);
 void wcet_case_destroy(struct wcet_case *c);
+/* Whether c is an rtmem kind's, whose state is a heap image saved after
+ * its build and restored before each repetition (glibc and plugins are
+ * built again instead). */
+bool wcet_restored(const struct wcet_case *c);
 /* Whether the repetition just run took the scenario's path: always for the
  * rtmem kinds (their image is restored exactly); for glibc, its check run
  * again (the first run's facts kept; c->off_path_why says why not). */
