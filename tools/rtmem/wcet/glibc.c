@@ -122,10 +122,25 @@ static int consolidate_check(struct wcet_case *c)
 
 /* ---- free-trim ---- */
 
-/* Guarded fast chunks first (below), then four chunks of 60 KiB from the
- * top; the first three freed (merged: one free chunk), then the fast
- * chunks (freed last: a free that merges 64 KiB or more consolidates the
- * fast bins first, and the timed free must be the one that does). */
+/* The chunk of a block of TRIM_CHUNK_BYTES: its header and the block. */
+#define TRIM_CHUNK_SPAN (TRIM_CHUNK_BYTES + 2 * sizeof(size_t))
+#define TRIM_TRIES      4u
+
+/* Whether p's chunk ends where the top chunk starts (the main arena's top
+ * ends at the program break; keepcost is its size). */
+static bool below_top(const void *p)
+{
+    uintptr_t end = (uintptr_t)p - 2 * sizeof(size_t) + TRIM_CHUNK_SPAN;
+    return end == (uintptr_t)sbrk(0) - mallinfo2().keepcost;
+}
+
+/* Guarded fast chunks first (below), then four chunks of 60 KiB in a row
+ * right below the top; the first three freed (merged: one free chunk),
+ * then the fast chunks (freed last: a free that merges 64 KiB or more
+ * consolidates the fast bins first, and the timed free must be the one
+ * that does). glibc's history can place the four elsewhere (a free chunk
+ * left low in the heap): such a set is kept, filling that place, and
+ * another one taken, a few times at most. */
 static int trim_build(struct wcet_case *c)
 {
     pin_thresholds();
@@ -134,19 +149,28 @@ static int trim_build(struct wcet_case *c)
         victims[i] = malloc(SMALL_REQ);
         c->blocks[c->n_blocks++] = malloc(SMALL_REQ);
     }
-    void *p[TRIM_CHUNKS];
-    for (size_t i = 0; i < TRIM_CHUNKS; i++)
-        p[i] = malloc(TRIM_CHUNK_BYTES);
-    for (size_t i = 0; i + 1 < TRIM_CHUNKS; i++)
-        free(p[i]);
+    void *p[TRIM_CHUNKS] = { NULL };
+    bool placed = false;
+    for (unsigned t = 0; t < TRIM_TRIES && !placed; t++) {
+        for (size_t i = 0; i < TRIM_CHUNKS; i++)
+            p[i] = malloc(TRIM_CHUNK_BYTES);
+        placed = p[TRIM_CHUNKS - 1] && below_top(p[TRIM_CHUNKS - 1]);
+        for (size_t i = 0; placed && i + 1 < TRIM_CHUNKS; i++)
+            placed = p[i] && (uintptr_t)p[i] + TRIM_CHUNK_SPAN == (uintptr_t)p[i + 1];
+        for (size_t i = 0; !placed && i < TRIM_CHUNKS; i++)
+            c->blocks[c->n_blocks++] = p[i]; /* kept until the undo */
+    }
+    if (placed)
+        for (size_t i = 0; i + 1 < TRIM_CHUNKS; i++)
+            free(p[i]);
     for (size_t i = 0; i < TRIM_FAST_CHUNKS; i++)
         free(victims[i]);
+    if (!placed) {
+        undo_blocks(c);
+        return wcet_fail(c, "build: no four chunks in a row below the top");
+    }
     c->op = WCET_OP_FREE;
     c->ptr = p[TRIM_CHUNKS - 1];
-    if (!c->ptr) {
-        undo_blocks(c);
-        return wcet_fail(c, "build: malloc failed");
-    }
     c->expect[0] = (uintptr_t)sbrk(0);
     c->expect[1] = mallinfo2().smblks;
     return 0;

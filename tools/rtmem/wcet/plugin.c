@@ -28,10 +28,10 @@
 
 #include "wcet.h"
 
-#define PROBE_REQ     ((size_t)48)
-#define PROBE_BIG     (4 * PROBE_REQ + 16) /* larger than any one hole */
-#define PROBE_TAIL    8u                   /* alloc-last-hole's free blocks in a row */
-#define PROBE_BLOCKS  (WCET_PLUGIN_IMAGE / 16)
+#define PROBE_REQ    ((size_t)48)
+#define PROBE_BIG    (4 * PROBE_REQ + 16) /* larger than any one hole */
+#define PROBE_TAIL   8u                   /* alloc-last-hole's free blocks in a row */
+#define PROBE_BLOCKS (WCET_PLUGIN_IMAGE / 16)
 
 /* The blocks of the current build (one case is built at a time). */
 static void *blocks[PROBE_BLOCKS];
@@ -131,8 +131,7 @@ static int merge_check(struct wcet_case *c)
 {
     if (contract(c) != 0)
         return -1;
-    wcet_fact(c, "%zu blocks of %zu bytes; one freed between two free ones", n_blocks,
-              PROBE_REQ);
+    wcet_fact(c, "%zu blocks of %zu bytes; one freed between two free ones", n_blocks, PROBE_REQ);
     wcet_num(c, "blocks", (double)n_blocks);
     return 0;
 }
@@ -149,8 +148,8 @@ static void undo(struct wcet_case *c)
 
 const struct wcet_scenario wcet_plugin_scenarios[] = {
     { WCET_PLUGIN, "alloc-fail-fragmented", "alloc",
-      "every other 48-byte block free: a request too large for any hole",
-      "unknown (a plugin)", fragmented_build, alloc_check, undo },
+      "every other 48-byte block free: a request too large for any hole", "unknown (a plugin)",
+      fragmented_build, alloc_check, undo },
     { WCET_PLUGIN, "alloc-last-hole", "alloc",
       "the same, the last 8 blocks handed out free in a row: the one hole that fits, last",
       "unknown (a plugin)", last_hole_build, alloc_check, undo },
