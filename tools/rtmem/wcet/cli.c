@@ -55,7 +55,7 @@ static const struct tk_opt options[] = {
       F(page_image), .lo = WCET_PAGE_IMAGE_MIN, .hi = WCET_PAGE_IMAGE_MAX },
     { "harden", TK_OPT_CHOICE, "LEVEL",
       "the rtmem heaps' hardening level: o1 (the default level of rtm_heap_create), none, or "
-      "full (o1 and a full check every check_interval operations)",
+      "full (o1 and a full check before every operation)",
       F(harden), .choices = wcet_harden_choices },
     { "count", TK_OPT_CHOICE, "HOW",
       "instructions, branches and cache lines per operation: auto (under valgrind when it is "
@@ -69,8 +69,9 @@ static const struct tk_opt options[] = {
       F(no_rt) },
     { "json", TK_OPT_FILE, "FILE",
       "also write the results as JSON (schema " WCET_SCHEMA "): to a new file beside FILE, "
-      "renamed over it only when the run completes; a failed or interrupted run leaves FILE as "
-      "it was. A FIFO or device (/dev/stdout, /dev/null) is written directly",
+      "renamed over it only when the run ends with a verdict (passed, or a scenario failed); "
+      "an interrupted run, or one that could not measure, leaves FILE as it was. A FIFO or "
+      "device (/dev/stdout, /dev/null) is written directly",
       F(json_path) },
     { "quick", TK_OPT_FLAG, NULL, "a short run for smoke tests (--reps reduced)", F(quick),
       .flags = TK_OPTF_QUICK_SWITCH },
