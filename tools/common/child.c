@@ -2,13 +2,16 @@
 #include "common/child.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,5 +188,31 @@ void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
     } else {
         r->end = TK_CHILD_EXITED;
         r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    }
+}
+
+bool tk_executable_in(const char *dir, size_t dir_len, const char *name, char *out)
+{
+    if (dir_len == 0) /* an empty PATH entry: the current directory */
+        dir = ".", dir_len = 1;
+    int n = snprintf(out, PATH_MAX, "%.*s/%s", (int)dir_len, dir, name);
+    struct stat st;
+    return n > 0 && n < PATH_MAX && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(out, X_OK) == 0;
+}
+
+bool tk_on_path(const char *name, char *out)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        return false;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (tk_executable_in(p, len, name, out))
+            return true;
+        if (!end)
+            return false;
+        p = end;
     }
 }

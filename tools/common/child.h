@@ -28,6 +28,7 @@
 #define RTMEM_TOOLS_CHILD_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,5 +70,13 @@ const char *tk_signal_describe(int sig, char *buf, size_t size);
  * NULL if mmap fails. Give it back with tk_shared_free. */
 void *tk_shared_alloc(size_t bytes);
 void tk_shared_free(void *p, size_t bytes);
+
+/* Whether dir (its first dir_len bytes; empty: the current directory)
+ * holds an executable regular file named name; its path into out
+ * (PATH_MAX bytes). */
+bool tk_executable_in(const char *dir, size_t dir_len, const char *name, char *out);
+/* The first executable named name on $PATH, into out (PATH_MAX bytes):
+ * true if found. O(entries of PATH) stat calls. */
+bool tk_on_path(const char *name, char *out);
 
 #endif /* RTMEM_TOOLS_CHILD_H */

@@ -70,32 +70,6 @@ struct jdk {
     char javac[PATH_MAX];
 };
 
-static bool executable_in(const char *dir, size_t dir_len, const char *name, char *out)
-{
-    if (dir_len == 0) /* an empty PATH entry: the current directory */
-        dir = ".", dir_len = 1;
-    int n = snprintf(out, PATH_MAX, "%.*s/%s", (int)dir_len, dir, name);
-    struct stat st;
-    return n > 0 && n < PATH_MAX && stat(out, &st) == 0 && S_ISREG(st.st_mode) &&
-           access(out, X_OK) == 0;
-}
-
-static bool on_path(const char *name, char *out)
-{
-    const char *path = getenv("PATH");
-    if (!path)
-        return false;
-    for (const char *p = path;; p++) {
-        const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (executable_in(p, len, name, out))
-            return true;
-        if (!end)
-            return false;
-        p = end;
-    }
-}
-
 /* javac from $JAVA_HOME/bin, else PATH; java beside it, else on PATH. */
 static bool find_jdk(struct jdk *j, char *why, size_t size)
 {
@@ -103,16 +77,16 @@ static bool find_jdk(struct jdk *j, char *why, size_t size)
     char bin[PATH_MAX];
     bool found = false;
     if (home && *home && snprintf(bin, sizeof(bin), "%s/bin", home) < (int)sizeof(bin))
-        found = executable_in(bin, strlen(bin), "javac", j->javac);
-    if (!found && !on_path("javac", j->javac)) {
+        found = tk_executable_in(bin, strlen(bin), "javac", j->javac);
+    if (!found && !tk_on_path("javac", j->javac)) {
         say(why, size,
             "no javac in $JAVA_HOME/bin or on PATH: install a JDK 17 or later "
             "(openjdk-17-jdk-headless; scripts/ensure-deps.sh java)");
         return false;
     }
     const char *slash = strrchr(j->javac, '/');
-    if (!executable_in(j->javac, (size_t)(slash - j->javac), "java", j->java) &&
-        !on_path("java", j->java)) {
+    if (!tk_executable_in(j->javac, (size_t)(slash - j->javac), "java", j->java) &&
+        !tk_on_path("java", j->java)) {
         say(why, size, "no java beside %s or on PATH: the JDK is incomplete", j->javac);
         return false;
     }

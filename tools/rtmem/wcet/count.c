@@ -165,19 +165,8 @@ int wcet_count_child(struct wcet *w)
 /* valgrind on PATH into w->valgrind: true if found. */
 static bool find_valgrind(struct wcet *w)
 {
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path) {
-        size_t len = strcspn(path, ":");
-        if (len > 0 && len + sizeof("/valgrind") < sizeof(w->valgrind)) {
-            memcpy(w->valgrind, path, len);
-            memcpy(w->valgrind + len, "/valgrind", sizeof("/valgrind"));
-            if (access(w->valgrind, X_OK) == 0)
-                return true;
-        }
-        path += len + (path[len] == ':');
-    }
+    if (tk_on_path("valgrind", w->valgrind))
+        return true;
     w->valgrind[0] = '\0';
     return false;
 }
@@ -549,7 +538,8 @@ int wcet_count(struct wcet *w)
         else if (r.end == TK_CHILD_NOT_STARTED)
             snprintf(w->count_why, sizeof(w->count_why), "cannot fork: %s", strerror(r.code));
         else if (r.code >= 126)
-            snprintf(w->count_why, sizeof(w->count_why), "%s could not be started", w->valgrind);
+            snprintf(w->count_why, sizeof(w->count_why), "%.500s could not be started",
+                     w->valgrind);
         else {
             char tail[256];
             log_tail(&f, tail, sizeof(tail));

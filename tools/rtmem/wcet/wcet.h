@@ -41,6 +41,7 @@
 #ifndef RTMEM_TOOLS_WCET_H
 #define RTMEM_TOOLS_WCET_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -255,10 +256,10 @@ struct wcet {
     size_t n_cases;
 
     /* The counted run. */
-    bool counted;          /* the figures are in */
-    char count_why[640];   /* not counted: why */
-    char valgrind[256];    /* its path */
-    char valgrind_ver[64]; /* "valgrind-3.19.0" */
+    bool counted;            /* the figures are in */
+    char count_why[640];     /* not counted: why */
+    char valgrind[PATH_MAX]; /* its path */
+    char valgrind_ver[64];   /* "valgrind-3.19.0" */
     double count_seconds;
     bool hw_counted;  /* the CPU's counters counted (hw.c) */
     char hw_why[256]; /* not: why */
