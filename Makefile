@@ -1,8 +1,10 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, wcet, latency
-#                (idle, noise, a quick sweep under memory pressure), pressure, stride, bw
-#                and shm (results/), with jemalloc, mimalloc and tcmalloc beside rtmem's
-#                heaps and valgrind's counts in wcet when installable
+#                (idle, noise, under memory pressure, a quick sweep), pressure, stride,
+#                bw and shm (results/), with jemalloc, mimalloc and tcmalloc beside
+#                rtmem's heaps and valgrind's counts in wcet when installable; it ends
+#                with the report: results/report/index.html, plots and tables of it all
+#   make report  the report again from the result files in results/
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
@@ -16,7 +18,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench sweep test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
+.PHONY: all deps build test bench report sweep test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
         format format-check compare-cyclictest
 
@@ -29,10 +31,11 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-# A JDK and valgrind too (optional: without them, rtmem shm --java's tests
-# and rtmem wcet's counts say they were skipped).
+# A JDK, valgrind, matplotlib (in .venv/) and chromium too (optional: without
+# them, rtmem shm --java's tests, rtmem wcet's counts and tools.report's plots
+# and browser check say they were skipped).
 test: build
-	@sh scripts/ensure-deps.sh java valgrind
+	@sh scripts/ensure-deps.sh java valgrind report chromium
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Every tracked *.c and *.h of src/ include/ tests/ examples/ tools/, with
@@ -69,6 +72,10 @@ bench: build
 	    status=$$?; cat $(RESULTS)/latency.txt; exit $$status
 	$(BUILD)/tools/rtmem latency --noise --json $(RESULTS)/latency-noise.json \
 	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
+	@# latency again under memory pressure (10 s): the report's histogram beside the idle one
+	$(BUILD)/tools/rtmem latency --pressure vm=2,bytes=128M,stride=4096 \
+	    --json $(RESULTS)/latency-pressure.json > $(RESULTS)/latency-pressure.txt; \
+	    status=$$?; cat $(RESULTS)/latency-pressure.txt; exit $$status
 	@# the load alone on its defaults (10 s: what it does, its page faults), then a quick
 	@# sweep of latency under it (about 30 s); make sweep runs the full one
 	$(BUILD)/tools/rtmem pressure --json $(RESULTS)/pressure.json > $(RESULTS)/pressure.txt; \
@@ -86,12 +93,22 @@ bench: build
 	@sh scripts/ensure-deps.sh java
 	$(BUILD)/tools/rtmem shm --java --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
 	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
+	@$(MAKE) --no-print-directory report
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/wcet.txt $(RESULTS)/wcet.json"
 	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
+	@echo "         $(RESULTS)/latency-pressure.txt $(RESULTS)/latency-pressure.json"
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
 	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
+	@echo "report:  $(RESULTS)/report/index.html (open it in a browser)"
+
+# The report alone, from the result files already in $(RESULTS)/ (make bench
+# ends with it): plots and one page, $(RESULTS)/report/index.html. matplotlib
+# is installed first, pinned, into the project's .venv/.
+report: build
+	@sh scripts/ensure-deps.sh report
+	$(BUILD)/tools/rtmem report $(RESULTS) -o $(RESULTS)/report
 
 # The study of latency under memory pressure on its defaults: an idle baseline, then
 # 2 vm workers at every size (4M to 1G), stride (1 to 4096) and mode (plain, keep,

@@ -2,6 +2,7 @@
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
 #   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
+#                  [report] [chromium]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -30,11 +31,26 @@
 #            tools.wcet's instruction ceilings in make test). Optional, like
 #            peers: without it rtmem wcet says why nothing was counted, and
 #            the ceiling test says it was skipped.
+#     report matplotlib and what it needs, at the versions pinned in
+#            report/requirements.txt, in the project's own virtual
+#            environment .venv/ (never system-wide), which `rtmem report`
+#            uses (make bench, and tools.report in make test). Remade only
+#            when requirements.txt changes (a copy is kept in .venv/).
+#            Optional, like peers: without network it says so and succeeds;
+#            rtmem report then says what is missing, and tools.report that
+#            it was skipped.
+#     chromium Debian's chromium, the browser tools.report renders the
+#            report in (headless) to check that every plot loads. Optional,
+#            like peers: without it that check says it was skipped.
 set -eu
 need=""
 want=""
 want_java=""
 want_valgrind=""
+want_chromium=""
+want_report=no
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv"
 check_fuzz=no
 check_san=no
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
@@ -83,6 +99,11 @@ for arg in "$@"; do
         fi
         ;;
     valgrind) command -v valgrind >/dev/null 2>&1 || want_valgrind="valgrind" ;;
+    chromium) command -v chromium >/dev/null 2>&1 || want_chromium="chromium" ;;
+    report)
+        cmp -s "$root/report/requirements.txt" "$venv/rtmem-requirements.txt" 2>/dev/null ||
+            want_report=yes
+        ;;
     *) echo "ensure-deps: unknown extra '$arg'" >&2; exit 2 ;;
     esac
 done
@@ -99,8 +120,8 @@ clang_links() {
 fuzz_links() { clang_links fuzzer; }
 sanitizers_link() { clang_links undefined && clang_links thread; }
 
-[ -z "$need$want$want_java$want_valgrind" ] && [ "$check_fuzz" = no ] && [ "$check_san" = no ] &&
-    exit 0
+[ -z "$need$want$want_java$want_valgrind$want_chromium" ] && [ "$check_fuzz" = no ] &&
+    [ "$check_san" = no ] && [ "$want_report" = no ] && exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -161,4 +182,36 @@ optional() {
     "rtmem shm runs without its Java contender"
 [ -n "$want_valgrind" ] && optional " $want_valgrind" "valgrind for rtmem wcet's counts" \
     "rtmem wcet runs without counting"
+[ -n "$want_chromium" ] && optional " $want_chromium" "a browser for tools.report's page check" \
+    "tools.report skips its browser check"
+
+# The report's Python packages, pinned, in .venv/, made afresh: a .venv/
+# this script made (it holds rtmem-venv) is replaced; any other is left
+# alone and reported. rtmem-requirements.txt, copied last, marks it done.
+report_venv() {
+    if [ -e "$venv" ] && [ ! -e "$venv/rtmem-venv" ]; then
+        echo "ensure-deps: $venv exists and was not made by this script: left alone;" \
+             "move it away for rtmem report's matplotlib" >&2
+        return 1
+    fi
+    echo "ensure-deps: installing matplotlib (report/requirements.txt) into $venv"
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+        rm -rf "$venv"
+        # Debian's python3 makes virtual environments with python3-venv.
+        optional " python3-venv" "Python's virtual environments" "rtmem report cannot draw"
+        python3 -m venv "$venv" >/dev/null 2>&1 || { rm -rf "$venv"; return 1; }
+    fi
+    echo "made by scripts/ensure-deps.sh report for rtmem report" > "$venv/rtmem-venv"
+    if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-input \
+            -r "$root/report/requirements.txt"; then
+        rm -rf "$venv"
+        return 1
+    fi
+    cp "$root/report/requirements.txt" "$venv/rtmem-requirements.txt"
+}
+if [ "$want_report" = yes ] && ! report_venv; then
+    echo "ensure-deps: no matplotlib in $venv: rtmem report cannot draw until it is" \
+         "installed (scripts/ensure-deps.sh report)" >&2
+fi
 exit 0

@@ -1,13 +1,15 @@
 /*
  * The `rtmem` command: dispatches to its tools (cmd.h), each run by the
- * bench kit's driver, and to `rtmem kinds`.
- *   rtmem <tool> [options], rtmem kinds, rtmem --help, rtmem --version
+ * bench kit's driver, to `rtmem report` (report/launch.c: the report is
+ * drawn in Python) and to `rtmem kinds`.
+ *   rtmem <tool> [options], rtmem report, rtmem kinds, rtmem --help, --version
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "report/report.h"
 #include "common/result.h"
 #include "common/tool.h"
 #include "rtmem/rtmem.h"
@@ -24,6 +26,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: rtmem <command> [options]\n       rtmem --help | --version\n\ncommands:\n");
     for (size_t i = 0; i < N_TOOLS; i++)
         fprintf(f, "  %-9s %s\n", tools[i]->name, tools[i]->summary);
+    fprintf(f, "  %-9s %s\n", "report", "plots and one HTML page from the tools' result files");
     fprintf(f, "  %-9s %s\n", "kinds", "list the heap kinds built into librtmem");
     fprintf(f, "\n'rtmem <command> --help' describes a command's options.\n");
 }
@@ -67,6 +70,8 @@ static int run_command(int argc, char **argv, char *prog, size_t prog_size)
             return tk_tool_main(tools[i], argc - 1, argv + 1);
     if (strcmp(cmd, "kinds") == 0)
         return cmd_kinds(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0)
+        return report_main(argc - 1, argv + 1);
     snprintf(prog, prog_size, "rtmem");
     fprintf(stderr, "rtmem: unknown command '%s'\n\n", cmd);
     usage(stderr);

@@ -1,0 +1,2 @@
+"""rtmem report: plots and one HTML page from the rtmem tools' JSON results
+(docs/report.md)."""

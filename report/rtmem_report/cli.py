@@ -1,0 +1,108 @@
+"""rtmem report RESULTS_DIR [-o REPORT_DIR]: its options and exit status
+(0 made, 1 a result file malformed or the report not written, 2 bad
+usage), as every rtmem command's."""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+HELP = """\
+Draws everything rtmem measured into one page: reads the result files the
+tools wrote with --json in RESULTS_DIR (every *.json whose schema is
+rtmem-<tool>/<N>: memcheck, bench, wcet, latency, pressure, stride, bw,
+shm) and writes PNG plots and index.html into REPORT_DIR, each section with
+the command that reproduces it. The page needs no network: open
+REPORT_DIR/index.html in a browser, with the PNG files beside it.
+
+A tool without a result file, or whose file has another version of its
+schema, is left out with a note; a file that is not valid JSON, or misses a
+member its schema requires, is named in an error and nothing is written.
+The directory is written safely: its files appear only when the whole
+report is made, rtmem report replaces only the files it wrote there before
+(listed in REPORT_DIR/.rtmem-report), and it refuses a directory holding a
+file of the same name that it did not write.
+
+The plots use matplotlib, pinned in report/requirements.txt: `make bench`
+and `make test` install it into the project's .venv/, which rtmem report
+uses (RTMEM_PYTHON names another Python). docs/report.md describes every
+plot.
+"""
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("%s: %s\n(rtmem report --help describes the options)\n"
+                         % (self.prog, message))
+        sys.exit(EXIT_USAGE)
+
+
+def parse(argv):
+    p = Parser(prog="rtmem report", usage="rtmem report RESULTS_DIR [-o REPORT_DIR] [--quiet]",
+               description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", metavar="RESULTS_DIR",
+                   help="the directory of result files (the tools' --json output)")
+    p.add_argument("-o", "--output", metavar="REPORT_DIR",
+                   help="where to write index.html and the plots (default: RESULTS_DIR/report)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print only errors (default: a line per section and where the page is)")
+    return p.parse_args(argv)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    prog = "rtmem report"
+    if not os.path.isdir(args.results):
+        sys.stderr.write("%s: %s is not a directory\n" % (prog, args.results))
+        return EXIT_USAGE
+    out_dir = args.output or os.path.join(args.results, "report")
+    signal.signal(signal.SIGTERM, _interrupted)
+
+    try:
+        from . import plot  # noqa: F401  (matplotlib, before anything is written)
+    except ImportError as e:
+        sys.stderr.write(
+            "%s: cannot draw: %s (with %s)\n  `scripts/ensure-deps.sh report` installs matplotlib "
+            "into the project's .venv/ (make bench does); or set RTMEM_PYTHON to a Python "
+            "that has it\n" % (prog, e, sys.executable))
+        return EXIT_FAILED
+
+    from . import build, doc, output
+
+    def log(line):
+        if not args.quiet:
+            print(line, flush=True)
+
+    start = time.monotonic()
+    out = None
+    try:
+        out = output.Output(out_dir)
+        out.open()
+        n = build.build(args.results, out, log)
+        out.commit()
+    except doc.Malformed as e:
+        sys.stderr.write("%s: malformed result file: %s\n" % (prog, e))
+        status = EXIT_FAILED
+    except output.OutputError as e:
+        sys.stderr.write("%s: %s\n" % (prog, e))
+        status = EXIT_FAILED
+    except OSError as e:
+        sys.stderr.write("%s: writing the report failed: %s\n" % (prog, e))
+        status = EXIT_FAILED
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted; %s left as it was\n" % (prog, out_dir))
+        status = 130
+    else:
+        log("%d section(s), %.1f s: %s" % (n, time.monotonic() - start,
+                                           os.path.join(out_dir, "index.html")))
+        return EXIT_OK
+    if out is not None:
+        out.abandon()
+    return status

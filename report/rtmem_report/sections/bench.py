@@ -1,0 +1,190 @@
+"""rtmem bench: the allocators' alloc and free times side by side, against
+request size (the sweep), the free-order effect and the cost of a lock."""
+
+from .. import page, plot
+
+TITLE = "Allocator benchmark (rtmem bench)"
+ANCHOR = "bench"
+TOOL = "bench"
+VERSION = 2
+MAKE = "rtmem bench --json {dir}/bench.json"
+
+
+def _floor(doc):
+    f = doc.obj("floor")
+    return f.num("alloc_avg_ns"), f.num("free_avg_ns")
+
+
+def _ratio(r, key):
+    v = r.num(key, nullable=True) if r is not None else None
+    return "-" if v is None else "%.2fx" % v
+
+
+def _main_table(doc):
+    ratios = {r.str("name"): r for r in doc.arr("ratios_vs_glibc").objs()}
+    rows = []
+    for a in doc.arr("allocators").objs():
+        name = a.str("name")
+        cells = [name]
+        for op in ("alloc", "free"):
+            s = a.obj(op)
+            if name == "floor":
+                cells.append(("%s (the floor)" % page.fmt_ns(s.num("avg_ns")), "floor"))
+            else:
+                cells.append("%s [%s, %s]" % (
+                    page.fmt_ns(s.num("avg_minus_floor_ns")),
+                    page.fmt_ns(s.num("avg_minus_floor_ns_round_min")),
+                    page.fmt_ns(s.num("avg_minus_floor_ns_round_max"))))
+            cells += [page.fmt_ns(s.num(k)) for k in ("p99_ns", "p99_9_ns", "max_ns")]
+        r = ratios.get(name)
+        cells += [_ratio(r, "alloc_avg_minus_floor"), _ratio(r, "free_avg_minus_floor")]
+        rows.append(cells)
+    return page.table(("allocator", "alloc mean - floor [round min, max]", "p99", "p99.9", "max",
+                       "free mean - floor [round min, max]", "p99", "p99.9", "max",
+                       "alloc / glibc", "free / glibc"), rows)
+
+
+def _main_plot(doc, ctx):
+    allocs = doc.arr("allocators").objs()
+    fa, ff = _floor(doc)
+    fig, axes = plot.figure(11.5, 4.4, ncols=2, sharey=True)
+    stats = (("avg_ns", "mean"), ("p50_ns", "p50"), ("p99_ns", "p99"), ("p99_9_ns", "p99.9"))
+    for ax, op, floor in zip(axes[0], ("alloc", "free"), (fa, ff)):
+        shown = [a for a in allocs if a.str("name") != "floor"]
+        width = 0.8 / max(1, len(shown))
+        for j, a in enumerate(shown):
+            s = a.obj(op)
+            xs = [i + (j - (len(shown) - 1) / 2.0) * width for i in range(len(stats))]
+            name = a.str("name")
+            ax.bar(xs, [s.num(k) for k, _ in stats], width, color=plot.colour(name),
+                   hatch=plot.hatch(name), edgecolor="white", linewidth=0.4, label=name)
+        ax.set_xticks(range(len(stats)))
+        ax.set_xticklabels([label for _, label in stats])
+        plot.log10_axis(ax)
+        plot.floor_line(ax, floor, "no-op call (the floor)")
+        ax.set_title(op)
+    axes[0][0].set_ylabel("ns per call (log scale)")
+    axes[0][1].legend(fontsize=8, ncol=2)
+    return ctx.png("calls", fig, "bench: alloc and free time per allocator",
+                   "Alloc and free time per allocator over the main phase's random sizes: "
+                   "mean and percentiles of every call, the floor included. The dashed line is "
+                   "the floor: the same timing loop calling a function that does nothing. What "
+                   "lies near it is the machine's, not the allocator's; the table gives each "
+                   "mean less the floor.")
+
+
+def _sweep_plot(doc, ctx):
+    s = doc.obj("sweep", nullable=True)
+    if s is None:
+        return page.note("bench ran without its size sweep (--no-sweep): no plot against "
+                         "request size.")
+    lo = s.arr("bucket_min_bytes").nums()
+    hi = s.arr("bucket_max_bytes").nums()
+    mid = [(a + b + 1) / 2.0 for a, b in zip(lo, hi)]
+    fig, axes = plot.figure(11.5, 4.4, ncols=2, sharey=True)
+    for a in s.arr("allocators").objs():
+        name = a.str("name")
+        for ax, key in zip(axes[0], ("alloc_avg_ns", "free_avg_ns")):
+            ys = a.arr(key).nums(nullable=True)
+            pts = [(x, y) for x, y in zip(mid, ys) if y is not None]
+            if name == "floor":
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=plot.colour(name),
+                        linewidth=1, linestyle=(0, (4, 3)), label="no-op call (the floor)")
+            else:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], color=plot.colour(name),
+                        linestyle=plot.style(name), linewidth=1.2, label=name)
+    for ax, op in zip(axes[0], ("alloc", "free")):
+        ax.set_xlabel("request size (bytes; %d-byte buckets)" % s.num("bucket_width_bytes"))
+        ax.set_xlim(0, hi[-1] + 1 if hi else 1)
+        ax.set_ylim(bottom=0)
+        ax.set_title("mean %s time against request size" % op)
+    axes[0][0].set_ylabel("ns per call (linear)")
+    axes[0][1].legend(fontsize=8, ncol=2)
+    return ctx.png("sweep", fig, "bench: mean alloc and free time against request size",
+                   "The size sweep: for each %d-byte bucket of request sizes, %s alloc and "
+                   "free pairs at that size with up to %s blocks live; each line the mean "
+                   "call per bucket, the floor's (dashed grey) included. A step marks where "
+                   "an allocator changes strategy (a size class, a page run, mmap)." % (
+                       s.num("bucket_width_bytes"), page.fmt_num(s.num("ops_per_bucket")),
+                       page.fmt_num(s.num("live_cap"))))
+
+
+def _free_order(doc, ctx):
+    f = doc.obj("free_order", nullable=True)
+    if f is None:
+        return ""
+    rows = []
+    names, inorder, shuffled = [], [], []
+    for a in f.arr("allocators").objs():
+        name = a.str("name")
+        if name == "floor":
+            continue
+        io, sh = a.obj("free_in_order"), a.obj("free_shuffled")
+        names.append(name)
+        inorder.append(io.num("avg_minus_floor_ns"))
+        shuffled.append(sh.num("avg_minus_floor_ns"))
+        ratio = a.num("shuffled_over_in_order_avg_minus_floor", nullable=True)
+        rows.append((name, page.fmt_ns(io.num("avg_minus_floor_ns")),
+                     page.fmt_ns(sh.num("avg_minus_floor_ns")),
+                     "-" if ratio is None else "%.2fx" % ratio,
+                     page.fmt_ns(io.num("p99_ns")), page.fmt_ns(sh.num("p99_ns"))))
+    fig, axes = plot.figure(9.6, 4.0)
+    ax = axes[0][0]
+    width = 0.38
+    for i, name in enumerate(names):
+        ax.bar(i - width / 2, inorder[i], width, color=plot.colour(name), hatch=plot.hatch(name),
+               edgecolor="white")
+        ax.bar(i + width / 2, shuffled[i], width, color=plot.colour(name), alpha=0.45,
+               hatch=plot.hatch(name), edgecolor="black", linewidth=0.6)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, fontsize=8)
+    ax.set_ylabel("mean free - floor (ns, linear)")
+    ax.set_title("free in allocation order (solid) and shuffled (pale, outlined)")
+    ax.set_ylim(bottom=0)
+    img = ctx.png("free-order", fig, "bench: free in order against shuffled",
+                  "The free-order effect: %s blocks of random sizes freed in allocation order "
+                  "(solid) and in one fixed random order (pale), the floor subtracted. A "
+                  "shuffled free finds its neighbours scattered: more merges between lists and "
+                  "more cache misses." % page.fmt_num(f.num("fill_blocks")))
+    return (page.heading(3, "Free order") + img +
+            page.table(("allocator", "in order: mean - floor", "shuffled: mean - floor",
+                        "shuffled / in order", "in order p99", "shuffled p99"), rows))
+
+
+def _threads(doc):
+    t = doc.obj("threads", nullable=True)
+    if t is None:
+        return ""
+    rows = []
+    for lk in t.obj("uncontended").arr("locks").objs():
+        if lk.has("skipped"):
+            rows.append((lk.str("lock"), ("skipped: " + lk.str("skipped"), "bad"), "", "", "",
+                         ""))
+            continue
+        ratio = lk.num("call_locked_over_unlocked", nullable=True)
+        rows.append((lk.str("lock"), page.fmt_ns(lk.num("bare_lock_unlock_ns", nullable=True)),
+                     page.fmt_ns(lk.num("call_unlocked_ns")),
+                     page.fmt_ns(lk.num("call_locked_ns", nullable=True)),
+                     page.fmt_ns(lk.num("added_per_call_ns", nullable=True)),
+                     "-" if ratio is None else "%.2fx" % ratio))
+    return (page.heading(3, "A heap shared by threads: the lock's price, uncontended") +
+            page.table(("lock", "bare lock+unlock", "call, no lock", "call, locked",
+                        "added per call", "locked / unlocked"), rows))
+
+
+def build(docs, ctx):
+    out = []
+    for doc in docs:
+        out.append(page.command(doc))
+        for f in doc.arr("failed_allocators").objs():
+            out.append(page.note("%s died in the measuring process (%s): %s" % (
+                f.str("name"), f.str("kind"), f.str("message"))))
+        for s in doc.arr("skipped").objs():
+            out.append(page.note("%s not loaded: %s" % (s.str("name"), s.str("reason"))))
+        out.append(_main_plot(doc, ctx))
+        out.append(_main_table(doc))
+        out.append(page.heading(3, "Against request size"))
+        out.append(_sweep_plot(doc, ctx))
+        out.append(_free_order(doc, ctx))
+        out.append(_threads(doc))
+    return "".join(out)

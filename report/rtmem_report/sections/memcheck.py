@@ -1,0 +1,193 @@
+"""rtmem memcheck: the overall summaries in the layout published heap
+comparisons use, and each metric against block size (its rows)."""
+
+import statistics
+
+from .. import page, plot
+
+TITLE = "Heap test harness (rtmem memcheck)"
+ANCHOR = "memcheck"
+TOOL = "memcheck"
+VERSION = 2
+MAKE = "rtmem memcheck --json {dir}/memcheck.json"
+
+PHASES = (("pow2", "power-of-two blocks"), ("random", "random blocks"))
+# The summary's columns: (member of `overall`, heading, is a time)
+SUMMARY = (("worst_alloc_ns", "worst alloc", True), ("worst_free_ns", "worst free", True),
+           ("avg_max_alloc_ns", "avg of max alloc", True),
+           ("avg_max_free_ns", "avg of max free", True), ("avg_alloc_ns", "avg alloc", True),
+           ("avg_free_ns", "avg free", True), ("avg_overhead_pct", "overhead", False),
+           ("avg_frag_pct", "fragmentation", False))
+
+
+def _summary_table(doc, phase):
+    rows, values = [], {}
+    allocs = [a for a in doc.arr("allocators").objs() if a.has(phase)]
+    for a in allocs:
+        o = a.obj(phase).obj("overall")
+        values[a.str("name")] = [o.num(k, nullable=True) for k, _, _ in SUMMARY]
+    best = []
+    for i in range(len(SUMMARY)):
+        col = [v[i] for v in values.values() if v[i] is not None]
+        best.append(min(col) if col else None)
+    for a in allocs:
+        name = a.str("name")
+        cells = [name + ("" if a.str("origin") == "rtmem" else " (%s)" % a.str("origin"))]
+        for i, (_, _, is_time) in enumerate(SUMMARY):
+            v = values[name][i]
+            text = page.fmt_ns(v) if is_time else page.fmt_pct(v)
+            cells.append((text, "best") if v is not None and v == best[i] and len(values) > 1
+                         else text)
+        cells.append(page.fmt_num(a.obj(phase).num("tests")))
+        rows.append(cells)
+    return page.table(["allocator"] + [h for _, h, _ in SUMMARY] + ["tests"], rows)
+
+
+def _summary_plot(doc, ctx, floor_ns):
+    fig, axes = plot.figure(11.5, 4.6, ncols=2, sharey=True)
+    metrics = [s for s in SUMMARY if s[2]]
+    for ax, (phase, label) in zip(axes[0], PHASES):
+        allocs = [a for a in doc.arr("allocators").objs() if a.has(phase)]
+        width = 0.8 / max(1, len(allocs))
+        for j, a in enumerate(allocs):
+            o = a.obj(phase).obj("overall")
+            xs = [i + (j - (len(allocs) - 1) / 2.0) * width for i in range(len(metrics))]
+            ys = [o.num(k, nullable=True) or 0 for k, _, _ in metrics]
+            name = a.str("name")
+            ax.bar(xs, ys, width, color=plot.colour(name), hatch=plot.hatch(name),
+                   label=name, edgecolor="white", linewidth=0.4)
+        ax.set_xticks(range(len(metrics)))
+        ax.set_xticklabels([h.replace("avg of ", "avg of\n") for _, h, _ in metrics],
+                           fontsize=8)
+        plot.log10_axis(ax)
+        ax.set_title(label)
+        plot.floor_line(ax, floor_ns, "timer reading pair (p50)")
+    axes[0][0].set_ylabel("time per call (ns, log scale)")
+    axes[0][1].legend(fontsize=8, ncol=2)
+    return ctx.png("summary", fig, "memcheck overall summary: times per allocator",
+                   "The overall summary's times per allocator, power-of-two and random blocks "
+                   "(log scale). Worst: the longest single call of the phase; avg of max: the "
+                   "mean over tests of each test's longest call; avg: the mean call. The "
+                   "dashed line is what a pair of timer readings costs, inside every sample: "
+                   "bars near it measure the machine, not the allocator.")
+
+
+def _rows_by_block(doc, phase, cols):
+    """{allocator: {block_bytes: {column: median over the heap sizes and
+    orders}}} from the phase's rows."""
+    idx = {c: i for i, c in enumerate(doc.arr("row_columns").strs())}
+    out = {}
+    for a in doc.arr("allocators").objs():
+        if not a.has(phase):
+            continue
+        p = a.obj(phase)
+        if not p.has("rows"):
+            continue
+        by_block = {}
+        for r in p.arr("rows").rows():
+            by_block.setdefault(r[idx["block_bytes"]], []).append(r)
+        out[a.str("name")] = {
+            b: {c: _median([r[idx[c]] for r in rs]) for c in cols}
+            for b, rs in sorted(by_block.items())}
+    return out
+
+
+def _median(values):
+    vs = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return statistics.median(vs) if vs else None
+
+
+def _lines(ax, data, col):
+    for name, by_block in data.items():
+        pts = [(b, v[col]) for b, v in by_block.items() if v[col] is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
+                    color=plot.colour(name), linestyle=plot.style(name), label=name)
+    plot.log2_size_axis(ax)
+    ax.set_xlabel("block size (bytes, log scale)")
+
+
+def _time_plot(doc, ctx, floor_ns):
+    cols = ("avg_alloc_ns", "avg_free_ns", "p99_alloc_ns", "p99_free_ns")
+    data = _rows_by_block(doc, "pow2", cols)
+    if not data:
+        return page.note("memcheck ran without its rows (--json-rows off): no plot against "
+                         "block size.")
+    fig, axes = plot.figure(11.5, 7.4, ncols=2, nrows=2)
+    titles = ("average alloc", "average free", "p99 alloc", "p99 free")
+    for ax, col, title in zip(axes.flat, cols, titles):
+        _lines(ax, data, col)
+        plot.log10_axis(ax)
+        plot.floor_line(ax, floor_ns, "timer reading pair (p50)")
+        ax.set_title(title)
+        ax.set_ylabel("ns per call (log scale)")
+    axes[0][1].legend(fontsize=8, ncol=2)
+    return ctx.png("time-by-block", fig, "memcheck: alloc and free time against block size",
+                   "Average and p99 alloc and free time against block size, power-of-two "
+                   "blocks: each point the median over the heap sizes and free orders memcheck "
+                   "ran at that block size. The dashed line is a pair of timer readings.")
+
+
+def _space_plot(doc, ctx):
+    cols = ("overhead_pct", "frag_pct")
+    data = _rows_by_block(doc, "pow2", cols)
+    if not data:
+        return ""
+    fig, axes = plot.figure(11.5, 4.2, ncols=2)
+    for ax, col, title in zip(axes[0], cols, ("overhead", "fragmentation at half-free")):
+        _lines(ax, data, col)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("% (linear)")
+        ax.set_title(title)
+    axes[0][0].legend(fontsize=8, ncol=2)
+    return ctx.png("space-by-block", fig, "memcheck: overhead and fragmentation by block size",
+                   "Overhead and fragmentation against block size, power-of-two blocks (median "
+                   "over heap sizes). rtmem's heaps count overhead against the heap's bytes "
+                   "(100 - 100 x blocks x B / H); the process allocators (glibc, peers) against "
+                   "the usable sizes they report, and probe fragmentation inside the fill's "
+                   "address span: compare each group within itself (docs/memcheck.md).")
+
+
+def _churn_table(doc):
+    rows = []
+    for a in doc.arr("allocators").objs():
+        if not a.has("churn"):
+            continue
+        c = a.obj("churn")
+        al, fr = c.obj("alloc"), c.obj("free")
+        rows.append((a.str("name"), page.fmt_ns(al.num("p50_ns")), page.fmt_ns(al.num("p99_ns")),
+                     page.fmt_ns(al.num("p99_9_ns")), page.fmt_ns(al.num("max_ns")),
+                     page.fmt_ns(fr.num("p50_ns")), page.fmt_ns(fr.num("p99_ns")),
+                     page.fmt_ns(fr.num("p99_9_ns")), page.fmt_ns(fr.num("max_ns")),
+                     page.fmt_num(c.num("failed_allocs"))))
+    if not rows:
+        return ""
+    return (page.heading(3, "Churn: random alloc and free at half fill") +
+            page.table(("allocator", "alloc p50", "p99", "p99.9", "max", "free p50", "p99",
+                        "p99.9", "max", "failed allocs"), rows))
+
+
+def build(docs, ctx):
+    out = []
+    for doc in docs:
+        floor_ns = doc.obj("timer").num("overhead_p50_ns")
+        out.append(page.command(doc))
+        failed = [a.str("name") for a in doc.arr("allocators").objs() if not a.bool("passed")]
+        if failed:
+            out.append(page.note("Failed its checks: %s (memcheck's text report says why)."
+                                 % ", ".join(failed)))
+        skipped = doc.arr("skipped").objs()
+        if skipped:
+            out.append(page.note("Not loaded: " + "; ".join(
+                "%s (%s)" % (s.str("name"), s.str("reason")) for s in skipped)))
+        for phase, label in PHASES:
+            out.append(page.heading(3, "Overall summary, %s" % label))
+            out.append(_summary_table(doc, phase))
+        out.append(page.para("Best of each column in green. Overhead and fragmentation are "
+                             "means over the phase's tests."))
+        out.append(_summary_plot(doc, ctx, floor_ns))
+        out.append(page.heading(3, "Against block size"))
+        out.append(_time_plot(doc, ctx, floor_ns))
+        out.append(_space_plot(doc, ctx))
+        out.append(_churn_table(doc))
+    return "".join(out)

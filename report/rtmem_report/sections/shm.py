@@ -1,0 +1,80 @@
+"""rtmem shm: the shared-memory mechanisms side by side, per region size:
+first touch, random writes and zeroing, with their page faults."""
+
+from .. import page, plot
+
+TITLE = "Shared-memory mechanisms (rtmem shm)"
+ANCHOR = "shm"
+TOOL = "shm"
+VERSION = 1
+MAKE = "rtmem shm --json {dir}/shm.json"
+
+PHASES = (("touch", "first touch, per page (ns)"), ("writes", "random 8-byte write (ns)"),
+          ("zeroings", "zeroing the region (ns)"))
+
+
+def _size_plot(doc, ctx, size, rows):
+    n = len(rows)
+    fig, axes = plot.figure(11.5, 1.4 + 0.3 * n, ncols=3, sharey=True)
+    ys = list(range(n))[::-1]
+    names = [r.str("mechanism") for r in rows]
+    for ax, (phase, label) in zip(axes[0], PHASES):
+        vals = []
+        for r in rows:
+            ph = r.obj("phases").obj(phase, nullable=True)
+            vals.append(None if ph is None else ph.num("ns_per_op"))
+        shown = [v for v in vals if v]
+        for y, v, r in zip(ys, vals, rows):
+            if not v:
+                continue
+            java = r.str("mechanism").startswith("java:")
+            ax.barh(y, v, 0.7, color="#ff7f0e" if java else "#1f77b4")
+            ph = r.obj("phases").obj(phase)
+            faults = ph.num("minor_faults") + ph.num("major_faults")
+            if phase == "touch" or faults:
+                ax.text(v * 1.1, y, "%s flt" % page.fmt_num(faults), va="center", fontsize=7)
+        if shown:
+            plot.log10_axis(ax, axis="x")
+            ax.set_xlim(min(shown) / 2, max(shown) * 8)
+        ax.set_xlabel(label + ", log")
+    axes[0][0].set_yticks(ys)
+    axes[0][0].set_yticklabels(names, fontsize=8)
+    return ctx.png("size-%s" % page.fmt_bytes(size), fig,
+                   "shm: mechanisms at %s" % page.fmt_bytes(size),
+                   "Each mechanism with a %s region (orange: the Java runner): the first touch "
+                   "per page with its page faults (flt), one random 8-byte write with the "
+                   "generator's cost subtracted (no bar: below the generator's own cost), and "
+                   "one zeroing of the whole region, with the faults each phase took."
+                   % page.fmt_bytes(size))
+
+
+def build(docs, ctx):
+    out = []
+    for doc in docs:
+        out.append(page.command(doc))
+        rows = doc.arr("rows").objs()
+        if not rows:
+            out.append(page.note("Run with --duration: no table of phases to draw."))
+            continue
+        skipped = {}
+        for r in rows:
+            if r.str("status") == "skipped":
+                skipped.setdefault(r.str("mechanism"), r.str("why"))
+        if skipped:
+            out.append(page.note("Not measured here: " + "; ".join(
+                "%s (%s)" % (k, v) for k, v in skipped.items())))
+        failed = [r for r in rows if r.str("status") == "failed"]
+        for r in failed:
+            out.append(page.note("%s at %s failed: %s" % (r.str("mechanism"),
+                                                          page.fmt_bytes(r.num("bytes")),
+                                                          r.str("why"))))
+        sizes = []
+        for r in rows:
+            if r.num("bytes") not in sizes:
+                sizes.append(r.num("bytes"))
+        for size in sizes:
+            measured = [r for r in rows if r.num("bytes") == size and r.str("status") != "skipped"]
+            if measured:
+                out.append(page.heading(3, "%s regions" % page.fmt_bytes(size)))
+                out.append(_size_plot(doc, ctx, size, measured))
+    return "".join(out)

@@ -1,0 +1,371 @@
+"""tools.report: rtmem report from the fixture result files
+(tests/fixtures/report) and from a fresh memcheck --quick run: every
+expected plot a valid, non-blank PNG, the page well formed and referencing
+only files beside it, sections left out with a note for a missing or
+older-schema file, a malformed file named in an error, the report
+directory written safely (never another's file, nothing left on failure
+or SIGINT), usage. Then the page rendered in headless Chromium: every
+image loaded, and a missing PNG seen as not loaded.
+
+usage: test_report.py RTMEM FIXTURES_DIR SCREENSHOT_PATH
+"""
+
+import html.parser
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import zlib
+
+from rtmemtest import Checks, TempDir, run
+
+rtmem, fixtures, screenshot = sys.argv[1], sys.argv[2], sys.argv[3]
+checks = Checks("tools.report")
+
+EXPECTED = {
+    "memcheck": ["memcheck-summary", "memcheck-time-by-block", "memcheck-space-by-block"],
+    "bench": ["bench-calls", "bench-sweep", "bench-free-order"],
+    "wcet": ["wcet-scenarios"],
+    "latency": ["latency-histogram", "latency-per-second"],
+    "sweep": ["sweep-curves"],
+    "pressure": ["pressure-per-second"],
+    "stride": ["stride-curve"],
+    "bw": ["bw-methods", "bw-prep", "bw-cache"],
+    "shm": ["shm-size-64K", "shm-size-1G"],
+}
+ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
+
+
+def png_problem(path):
+    """Why path is not a valid PNG with something drawn in it, or None:
+    signature, every chunk's CRC, IHDR first and IEND last, the image data
+    inflating to exactly its rows, and more than a few distinct bytes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return str(e)
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return "no PNG signature"
+    pos, chunks, idat = 8, [], b""
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        if zlib.crc32(kind + body) & 0xFFFFFFFF != crc:
+            return "bad CRC in chunk %r" % kind
+        chunks.append(kind)
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+        if kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    if not chunks or chunks[0] != b"IHDR" or chunks[-1] != b"IEND" or pos != len(data):
+        return "chunks out of order or trailing bytes: %r" % chunks[:3]
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour)
+    if depth != 8 or channels is None:
+        return "unexpected depth %d colour type %d" % (depth, colour)
+    raw = zlib.decompress(idat)
+    if len(raw) != height * (1 + width * channels):
+        return "image data is %d bytes, not %d" % (len(raw), height * (1 + width * channels))
+    if width < 300 or height < 200:
+        return "too small: %dx%d" % (width, height)
+    if len(set(raw[::7])) < 16:
+        return "blank: almost one colour"
+    return None
+
+
+class PageParser(html.parser.HTMLParser):
+    """Collects the page's references and ids, and checks its elements
+    nest (void elements aside)."""
+
+    VOID = {"meta", "img", "br", "link", "hr", "input", "source"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.errors, self.srcs, self.hrefs, self.ids = [], [], [], [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.srcs.append(a.get("src", ""))
+        if tag in ("a", "link") and "href" in a:
+            self.hrefs.append(a["href"])
+        if tag == "script" and "src" in a:
+            self.srcs.append(a["src"])
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append("</%s> closes <%s>" % (tag, self.stack[-1] if self.stack else ""))
+            return
+        self.stack.pop()
+
+
+def parse_page(path):
+    p = PageParser()
+    with open(path, encoding="utf-8") as f:
+        p.feed(f.read())
+    p.close()
+    if p.stack:
+        p.errors.append("left open: %s" % p.stack)
+    return p
+
+
+def report(results, out, *extra, **kw):
+    return run(rtmem, "report", results, "-o", out, *extra, timeout=300, **kw)
+
+
+def copy_fixtures(dst, names=None):
+    os.makedirs(dst, exist_ok=True)
+    for n in sorted(os.listdir(fixtures)):
+        if n.endswith(".json") and (names is None or n in names):
+            shutil.copy(os.path.join(fixtures, n), dst)
+
+
+def listing(d):
+    return sorted(os.listdir(d)) if os.path.isdir(d) else None
+
+
+def check_page(out, what, pngs):
+    """index.html parses, references only files that exist beside it, and
+    every PNG drawn is referenced."""
+    page = os.path.join(out, "index.html")
+    if not checks.ok(os.path.isfile(page), "%s: index.html written" % what):
+        return None
+    p = parse_page(page)
+    checks.ok(not p.errors, "%s: the page's elements nest" % what, p.errors[:5])
+    remote = [s for s in p.srcs + p.hrefs if "://" in s or s.startswith("//")]
+    checks.ok(not remote, "%s: nothing referenced over the network" % what, remote)
+    local = [s for s in p.srcs + [h for h in p.hrefs if not h.startswith("#")]]
+    missing = [s for s in local if not os.path.isfile(os.path.join(out, s))]
+    checks.ok(not missing, "%s: every referenced file exists" % what, missing)
+    anchors = [h[1:] for h in p.hrefs if h.startswith("#")]
+    checks.ok(all(a in p.ids for a in anchors), "%s: every link of the contents has its "
+              "section" % what, [a for a in anchors if a not in p.ids])
+    checks.ok(sorted(set(p.srcs)) == sorted(pngs), "%s: the page shows exactly the plots drawn"
+              % what, (sorted(set(p.srcs)), pngs))
+    return p
+
+
+with TempDir() as tmp:
+    # -- usage --
+    r = run(rtmem, "report", "--help")
+    if r.returncode != 0 and "cannot draw" in r.stderr + r.stdout:
+        print("tools.report: SKIPPED: no matplotlib for rtmem report (scripts/ensure-deps.sh "
+              "report installs it):\n" + r.stderr)
+        sys.exit(0)
+    checks.ok(r.returncode == 0 and "RESULTS_DIR" in r.stdout and "REPORT_DIR" in r.stdout,
+              "report --help", r)
+    r = run(rtmem, "report")
+    checks.ok(r.returncode == 2 and "RESULTS_DIR" in r.stderr, "no RESULTS_DIR: usage", r)
+    r = run(rtmem, "report", os.path.join(tmp, "nowhere"))
+    checks.ok(r.returncode == 2 and "not a directory" in r.stderr, "missing RESULTS_DIR", r)
+    r = run(rtmem, "report", tmp, "--bogus")
+    checks.ok(r.returncode == 2, "unknown option: usage", r)
+
+    # -- the fixtures: every section, every plot --
+    res = os.path.join(tmp, "results")
+    copy_fixtures(res)
+    out = os.path.join(tmp, "report")
+    r = report(res, out)
+    checks.ok(r.returncode == 0, "report from the fixtures", r)
+    drawn = sorted(n for n in (listing(out) or []) if n.endswith(".png"))
+    checks.ok(drawn == ALL_PNGS, "every expected plot, no other", (drawn, ALL_PNGS))
+    for n in ALL_PNGS:
+        why = png_problem(os.path.join(out, n))
+        checks.ok(why is None, "%s is a valid PNG with a plot in it" % n, why)
+    checks.ok(sorted(listing(out) or []) == sorted(ALL_PNGS + ["index.html", ".rtmem-report"]),
+              "nothing but the plots, the page and the list of them", listing(out))
+    p = check_page(out, "fixtures", ALL_PNGS)
+    if p:
+        for anchor in ["machine"] + list(EXPECTED):
+            checks.ok(anchor in p.ids, "the %s section is in the page" % anchor)
+        with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+            text = f.read()
+        for n in sorted(os.listdir(res)):
+            with open(os.path.join(res, n)) as f:
+                cmd = " ".join(json.load(f)["command_line"])
+            checks.ok(cmd in text, "the command of %s is shown" % n, cmd)
+        checks.ok("Not in this report" not in text, "no section left out of the fixtures' page")
+        # A figure read back into its table: tlsf's worst alloc, power-of-two.
+        with open(os.path.join(res, "memcheck.json")) as f:
+            worst = json.load(f)["allocators"][0]["pow2"]["overall"]["worst_alloc_ns"]
+        checks.ok(("%.3g us" % (worst / 1000.0)) in text,
+                  "memcheck's summary shows tlsf's worst alloc", worst)
+    with open(os.path.join(out, ".rtmem-report")) as f:
+        manifest = f.read().splitlines()
+    checks.ok(manifest[1:] == sorted(ALL_PNGS + ["index.html"]),
+              "the list of what rtmem report wrote", manifest)
+
+    # -- missing and older-schema files: sections left out, with a note --
+    part = os.path.join(tmp, "part")
+    copy_fixtures(part, ["memcheck.json", "bench.json"])
+    with open(os.path.join(part, "bench.json")) as f:
+        bench = json.load(f)
+    bench["schema"] = "rtmem-bench/1"
+    with open(os.path.join(part, "bench.json"), "w") as f:
+        json.dump(bench, f)
+    with open(os.path.join(part, "other.json"), "w") as f:
+        json.dump({"name": "not a result of rtmem's"}, f)
+    pout = os.path.join(tmp, "part-report")
+    r = report(part, pout)
+    checks.ok(r.returncode == 0, "a partial results dir is no error", r)
+    pngs = sorted(n for n in (listing(pout) or []) if n.endswith(".png"))
+    checks.ok(pngs == sorted(n + ".png" for n in EXPECTED["memcheck"]),
+              "only memcheck's plots for memcheck alone", pngs)
+    check_page(pout, "partial", pngs)
+    text = open(os.path.join(pout, "index.html"), encoding="utf-8").read() \
+        if os.path.isfile(os.path.join(pout, "index.html")) else ""
+    checks.ok("rtmem-bench/1" in text and "reads rtmem-bench/2" in text,
+              "an older bench schema is left out with a note")
+    checks.ok("No result in" in text and "rtmem wcet --json" in text,
+              "a missing tool is noted with the command that makes its file")
+    checks.ok("other.json is no rtmem result" in text, "a JSON file of another kind is noted")
+
+    # -- the report directory: safe writes --
+    keep = os.path.join(pout, "notes.txt")
+    with open(keep, "w") as f:
+        f.write("mine\n")
+    copy_fixtures(part, ["wcet.json"])
+    r = report(part, pout)
+    checks.ok(r.returncode == 0 and os.path.isfile(os.path.join(pout, "wcet-scenarios.png")),
+              "a second run adds the new plots", r)
+    checks.ok(open(keep).read() == "mine\n", "a file of the user's in REPORT_DIR is kept")
+    os.unlink(os.path.join(part, "wcet.json"))
+    r = report(part, pout)
+    checks.ok(r.returncode == 0 and not os.path.exists(os.path.join(pout, "wcet-scenarios.png")),
+              "a plot no longer drawn is removed (it was rtmem report's)", listing(pout))
+    checks.ok(os.path.isfile(keep), "the user's file survives that too")
+
+    theirs = os.path.join(tmp, "theirs")
+    os.makedirs(theirs)
+    with open(os.path.join(theirs, "index.html"), "w") as f:
+        f.write("their page\n")
+    r = report(part, theirs)
+    checks.ok(r.returncode == 1 and "not written by rtmem report" in r.stderr,
+              "another's index.html: refused", r)
+    checks.ok(open(os.path.join(theirs, "index.html")).read() == "their page\n" and
+              listing(theirs) == ["index.html"], "another's index.html: untouched, nothing added",
+              listing(theirs))
+
+    # -- malformed files: named, nothing written, an earlier report intact --
+    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    bad = os.path.join(tmp, "bad")
+    copy_fixtures(bad)
+    with open(os.path.join(bad, "stride.json"), "w") as f:
+        f.write('{"schema": "rtmem-stride/1", "tool": ')
+    r = report(bad, out)
+    checks.ok(r.returncode == 1 and "stride.json" in r.stderr and "not valid JSON" in r.stderr,
+              "a truncated file is named", r)
+    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    checks.ok(after == before, "a failed run leaves the earlier report as it was",
+              sorted(set(after) ^ set(before)))
+    copy_fixtures(bad, ["stride.json"])
+    with open(os.path.join(bad, "bench.json")) as f:
+        bench = json.load(f)
+    del bench["sweep"]["allocators"][1]["alloc_avg_ns"]
+    with open(os.path.join(bad, "bench.json"), "w") as f:
+        json.dump(bench, f)
+    fresh = os.path.join(tmp, "fresh")
+    r = report(bad, fresh)
+    checks.ok(r.returncode == 1 and "bench.json" in r.stderr and
+              "sweep.allocators[1].alloc_avg_ns: missing" in r.stderr,
+              "a missing member is named with its path", r)
+    checks.ok(not os.path.exists(fresh), "a failed run removes the directory it made",
+              listing(fresh))
+    bench["sweep"]["allocators"][1]["alloc_avg_ns"] = "fast"
+    with open(os.path.join(bad, "bench.json"), "w") as f:
+        json.dump(bench, f)
+    r = report(bad, fresh)
+    checks.ok(r.returncode == 1 and "alloc_avg_ns: not an array" in r.stderr,
+              "a member of the wrong type is named", r)
+
+    # -- SIGINT while drawing: the directory as it was, no temporary file --
+    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    proc = subprocess.Popen([rtmem, "report", res, "-o", out, "-q"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and proc.poll() is None and \
+            not any(".tmp-" in n for n in listing(out)):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    checks.ok(proc.returncode == 130 and "interrupted" in err,
+              "SIGINT while drawing ends the run (130)", (proc.returncode, err))
+    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    checks.ok(after == before, "SIGINT leaves the report directory as it was, no temporary file",
+              sorted(set(after) ^ set(before)))
+
+    # -- a fresh memcheck --quick run --
+    mres = os.path.join(tmp, "memcheck-run")
+    os.makedirs(mres)
+    r = run(rtmem, "memcheck", "--quick", "--kinds", "tlsf,heapmem,xnheap,glibc", "--json",
+            os.path.join(mres, "memcheck.json"), timeout=600)
+    checks.ok(r.returncode == 0, "memcheck --quick", r)
+    mout = os.path.join(tmp, "memcheck-report")
+    r = report(mres, mout)
+    checks.ok(r.returncode == 0, "report from a fresh memcheck --quick run", r)
+    pngs = sorted(n for n in (listing(mout) or []) if n.endswith(".png"))
+    checks.ok(pngs == sorted(n + ".png" for n in EXPECTED["memcheck"]),
+              "memcheck's plots from the fresh run", pngs)
+    for n in pngs:
+        why = png_problem(os.path.join(mout, n))
+        checks.ok(why is None, "fresh run: %s is a valid PNG" % n, why)
+    check_page(mout, "fresh memcheck", pngs)
+
+    # -- in a real browser --
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("tools.report: SKIPPED the browser check: chromium is not installed "
+              "(scripts/ensure-deps.sh chromium installs it)")
+    else:
+        profile = os.path.join(tmp, "chromium-profile")
+        flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                 "--user-data-dir=" + profile]
+
+        def dom(directory):
+            r = run(*(flags + ["--virtual-time-budget=5000", "--dump-dom",
+                               "file://" + os.path.join(directory, "index.html")]), timeout=120)
+            p = PageParser()
+            p.feed(r.stdout)
+            return r, p
+
+        r, _ = dom(out)
+        body = r.stdout[r.stdout.find("<body"):][:200]
+        checks.ok('data-images="%d"' % len(ALL_PNGS) in body and 'data-images-broken="0"' in body,
+                  "Chromium loaded every plot (none with naturalWidth 0)", body or r)
+        checks.ok(r.stdout.count('data-loaded="yes"') == len(ALL_PNGS),
+                  "each image marked loaded", r.stdout.count('data-loaded="yes"'))
+        # The check itself: a page whose plot is gone shows it as not loaded.
+        gone = os.path.join(tmp, "gone")
+        shutil.copytree(out, gone)
+        os.unlink(os.path.join(gone, "bench-sweep.png"))
+        r, _ = dom(gone)
+        body = r.stdout[r.stdout.find("<body"):][:200]
+        checks.ok('data-images-broken="1"' in body and
+                  "1 of %d plots did not load" % len(ALL_PNGS) in r.stdout,
+                  "a missing PNG is seen as not loaded, and the page says so", body or r)
+        shot = os.path.join(tmp, "shot.png")
+        r = run(*(flags + ["--window-size=1280,9000", "--virtual-time-budget=5000",
+                           "--screenshot=" + shot, "file://" + os.path.join(out, "index.html")]),
+                timeout=120)
+        why = png_problem(shot)
+        checks.ok(why is None, "Chromium rendered the page to a screenshot", why or r)
+        if why is None:
+            shutil.copy(shot, screenshot)
+            print("tools.report: the page as Chromium drew it: %s" % screenshot)
+
+checks.done()

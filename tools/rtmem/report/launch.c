@@ -1,0 +1,85 @@
+/*
+ * rtmem report: the plots and the page are drawn in Python (matplotlib), by
+ * the package report/rtmem_report. This command finds that package and a
+ * Python to run it with, and execs it in its own place: the same process,
+ * so Ctrl-C, the exit status and the output are the report's own.
+ *
+ * The package: installed beside the binary (<bin>/../share/rtmem/report),
+ * else the source tree the binary was built from. Python: $RTMEM_PYTHON
+ * if set, else the project's virtual environment (.venv/, made by
+ * scripts/ensure-deps.sh report), else python3 on PATH.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/args.h"
+#include "report.h"
+
+#ifndef RTMEM_REPORT_SOURCE_DIR
+#error "RTMEM_REPORT_SOURCE_DIR must name the source tree's report/ (tools/CMakeLists.txt)"
+#endif
+#ifndef RTMEM_REPORT_VENV_PYTHON
+#error "RTMEM_REPORT_VENV_PYTHON must name the project's .venv/bin/python"
+#endif
+
+/* <the binary's directory>/../share/rtmem/report/run.py into buf, or
+ * nothing if /proc/self/exe cannot be read. */
+static int installed_script(char *buf, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int len = snprintf(buf, size, "%s/../share/rtmem/report/run.py", exe);
+    return len > 0 && (size_t)len < size ? 0 : -1;
+}
+
+int report_main(int argc, char **argv)
+{
+    char script[PATH_MAX + 64];
+    if (installed_script(script, sizeof(script)) != 0 || access(script, R_OK) != 0) {
+        int len = snprintf(script, sizeof(script), "%s/run.py", RTMEM_REPORT_SOURCE_DIR);
+        if (len < 0 || (size_t)len >= sizeof(script) || access(script, R_OK) != 0) {
+            fprintf(stderr,
+                    "rtmem report: its Python package is missing: neither beside this binary "
+                    "(../share/rtmem/report) nor in %s\n",
+                    RTMEM_REPORT_SOURCE_DIR);
+            return TK_EXIT_FAILED;
+        }
+    }
+    const char *python = getenv("RTMEM_PYTHON");
+    if (python && !*python)
+        python = NULL;
+    if (!python && access(RTMEM_REPORT_VENV_PYTHON, X_OK) == 0)
+        python = RTMEM_REPORT_VENV_PYTHON;
+    if (!python)
+        python = "python3";
+
+    /* python run.py <the arguments after `rtmem report`> */
+    char **args = calloc((size_t)argc + 2, sizeof(*args));
+    if (!args) {
+        fprintf(stderr, "rtmem report: out of memory\n");
+        return TK_EXIT_FAILED;
+    }
+    args[0] = (char *)python;
+    args[1] = script;
+    for (int i = 1; i < argc; i++)
+        args[i + 1] = argv[i];
+    fflush(stdout);
+    execvp(python, args);
+    fprintf(stderr,
+            "rtmem report: cannot run %s: %s (install Python 3, run "
+            "scripts/ensure-deps.sh report, or set RTMEM_PYTHON)\n",
+            python, strerror(errno));
+    free(args);
+    return TK_EXIT_FAILED;
+}
