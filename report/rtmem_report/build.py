@@ -64,9 +64,10 @@ def discover(results_dir):
 
 
 def _machine_line(docs):
-    if not docs:
+    with_machine = [d for d in docs if isinstance(d.raw("machine"), dict)]
+    if not with_machine:
         return ""
-    m = docs[0].obj("machine")
+    m = with_machine[0].obj("machine")
     return "%s, %d CPUs, %s %s (%s), %s, %s" % (
         m.str("cpu_model"), m.num("cpus_online"), m.str("sysname"), m.str("kernel_release"),
         m.str("arch"), m.str("libc"), m.str("compiler"))
@@ -92,6 +93,8 @@ def build(results_dir, output, log):
                     results_dir, mod.MAKE.format(dir=results_dir)))
             left_out.append((mod, why))
             continue
+        for d in usable:
+            d.check_envelope()
         ctx = Ctx(output, mod.ANCHOR, results_dir)
         try:
             html = mod.build(usable, ctx)
@@ -107,7 +110,7 @@ def build(results_dir, output, log):
         body.append(html)
 
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    versions = sorted(set(d.str("version") for d in docs))
+    versions = sorted(set(d.raw("version") for d in docs if isinstance(d.raw("version"), str)))
     out = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n',
            '<meta name="generator" content="rtmem report">\n',
            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
@@ -122,8 +125,8 @@ def build(results_dir, output, log):
     if docs:
         rows = []
         for d in docs:
-            rows.append((d.name, d.schema, ("passed", "ok") if d.passed else ("FAILED", "bad"),
-                         page.fmt_num(d.num("seconds")), " ".join(d.command)))
+            verdict = {True: ("passed", "ok"), False: ("FAILED", "bad"), None: "-"}[d.passed]
+            rows.append((d.name, d.schema, verdict, page.fmt_num(d.seconds), " ".join(d.command)))
         out.append(page.table(("file", "schema", "verdict", "seconds", "command"), rows,
                               numeric_from=3, numeric_to=4))
     out.extend(page.note(n) for n in notes)

@@ -151,8 +151,29 @@ class Doc(Obj):
         self.schema = schema
         self.tool = tool[len("rtmem-"):]
         self.version = int(version)
-        self.passed = self.bool("passed")
-        self.command = self.arr("command_line").strs()
+        # The envelope as docs/json.md gives it; a document of an older
+        # layout may lack it (it is then only named, never drawn).
+        passed = value.get("passed")
+        self.passed = passed if isinstance(passed, bool) else None
+        command = value.get("command_line")
+        self.command = [a for a in command if isinstance(a, str)] \
+            if isinstance(command, list) else []
+        seconds = value.get("seconds")
+        self.seconds = seconds if isinstance(seconds, (int, float)) and \
+            not isinstance(seconds, bool) else None
+
+
+    def check_envelope(self):
+        """Malformed unless the envelope of docs/json.md is whole: what a
+        document of the version a section reads must have."""
+        self.str("tool")
+        self.str("version")
+        self.arr("command_line").strs()
+        self.obj("machine")
+        self.obj("timer")
+        self.obj("real_time", nullable=True)
+        self.num("seconds")
+        self.bool("passed")
 
 
 def read(path):

@@ -20,6 +20,12 @@ class OutputError(Exception):
     pass
 
 
+def _ours(name):
+    """A name rtmem report writes: index.html or a plot."""
+    return name == "index.html" or (name.endswith(".png") and "/" not in name and
+                                    not name.startswith("."))
+
+
 class Output:
     def __init__(self, directory):
         self.dir = directory
@@ -39,7 +45,9 @@ class Output:
         if not lines or lines[0] != MARK:
             raise OutputError("%s is not rtmem report's list of its files; "
                               "choose another directory" % path)
-        return set(n for n in lines[1:] if n and "/" not in n and not n.startswith("."))
+        # Only names this tool writes: a list edited by hand can make it
+        # replace or remove nothing else.
+        return set(n for n in lines[1:] if _ours(n))
 
     def open(self):
         """Creates the directory if it does not exist (a file there stops)."""
@@ -63,7 +71,7 @@ class Output:
 
     def stage(self, name):
         """The temporary path to write name to."""
-        if "/" in name or name.startswith(".") or name == MANIFEST:
+        if not _ours(name):
             raise ValueError(name)
         if any(n == name for _, n in self.staged):
             raise ValueError("written twice: " + name)

@@ -23,10 +23,16 @@ def note(text):
     return para(text, "note")
 
 
+def details(summary, items):
+    """A list the reader opens if they want it: long reasons, for one."""
+    return ('<details class="note"><summary>%s</summary><ul>%s</ul></details>\n'
+            % (esc(summary), "".join("<li>%s</li>" % esc(i) for i in items)))
+
+
 def command(doc):
     """The command that made doc's results, as a shell would take it."""
     line = " ".join(shlex.quote(a) for a in doc.command)
-    status = "passed" if doc.passed else "FAILED"
+    status = "passed" if doc.passed else "FAILED"  # a drawn document has its envelope
     return ('<div class="cmd"><span class="file">%s</span> <span class="%s">%s</span>'
             '<pre>$ %s</pre></div>\n'
             % (esc(doc.path), "ok" if doc.passed else "bad", status, esc(line)))
@@ -125,7 +131,9 @@ table.data td.floor { color: #8a8a8a; }
 .cmd .file { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.85em; color: #555; }
 .cmd pre { margin: 0.2em 0; background: #f5f6f8; border: 1px solid #e2e5e9; padding: 6px 10px;
            overflow-x: auto; font-size: 0.85em; }
-p.note { background: #fff8e1; border-left: 4px solid #f0b429; padding: 6px 10px; }
+p.note, details.note { background: #fff8e1; border-left: 4px solid #f0b429; padding: 6px 10px; }
+details.note summary { cursor: pointer; }
+details.note li { font-size: 0.9em; }
 figure { margin: 1em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #e2e5e9; }
 figcaption { font-size: 0.88em; color: #444; max-width: 1000px; }

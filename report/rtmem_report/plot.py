@@ -83,6 +83,12 @@ def _short(v):
     return "%g" % v
 
 
+def short_numbers(ax, axis="y"):
+    """A linear axis labelled 500k, 1M rather than with an offset (1e6)."""
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(
+        FuncFormatter(lambda v, _: _short(v) if v >= 0 else "-" + _short(-v)))
+
+
 def _tidy_log_axes(fig):
     """A log axis spanning more than 2.5 decades is labelled at powers of
     10 only; a size axis at most every other power of two past 12 ticks."""

@@ -213,7 +213,9 @@ with TempDir() as tmp:
     copy_fixtures(part, ["memcheck.json", "bench.json"])
     with open(os.path.join(part, "bench.json")) as f:
         bench = json.load(f)
-    bench["schema"] = "rtmem-bench/1"
+    # rtmem-bench/1 had no envelope: none of its members is required.
+    bench = {"schema": "rtmem-bench/1", "tool": "rtmem bench", "rtmem_version": "0.0.9",
+             "rt": {}, "allocators": []}
     with open(os.path.join(part, "bench.json"), "w") as f:
         json.dump(bench, f)
     with open(os.path.join(part, "other.json"), "w") as f:
@@ -247,6 +249,11 @@ with TempDir() as tmp:
     checks.ok(r.returncode == 0 and not os.path.exists(os.path.join(pout, "wcet-scenarios.png")),
               "a plot no longer drawn is removed (it was rtmem report's)", listing(pout))
     checks.ok(os.path.isfile(keep), "the user's file survives that too")
+    with open(os.path.join(pout, ".rtmem-report"), "a") as f:
+        f.write("notes.txt\n")  # a list edited by hand names the user's file
+    r = report(part, pout)
+    checks.ok(r.returncode == 0 and os.path.isfile(keep),
+              "a name in the list that rtmem report never writes is not removed", r)
 
     theirs = os.path.join(tmp, "theirs")
     os.makedirs(theirs)

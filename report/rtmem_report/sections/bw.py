@@ -15,9 +15,11 @@ PREPS = ("none", "prefault", "mlock", "memset")
 STATES = ("warm", "flushed", "nt")
 
 
-def _caches(ax, doc):
+def _caches(ax, doc, lo, hi):
+    """The caches whose size lies within [lo, hi], as dotted verticals."""
     for c in doc.arr("caches").objs():
-        if c.str("type", nullable=True) == "Instruction" or not c.has("bytes"):
+        if c.str("type", nullable=True) == "Instruction" or not c.has("bytes") or \
+                not lo <= c.num("bytes") <= hi:
             continue
         ax.axvline(c.num("bytes"), color="#555555", linewidth=0.9, linestyle=":")
         ax.text(c.num("bytes"), 1.0, " " + (c.str("name", nullable=True) or "?"),
@@ -27,6 +29,7 @@ def _caches(ax, doc):
 def _curves(doc, ctx, points, keys, name, title, caption):
     fig, axes = plot.figure(11.5, 4.4)
     ax = axes[0][0]
+    sizes = [p.num("bytes") for p in points] or [1]
     for i, k in enumerate(keys):
         pts = [(p.num("bytes"), p.obj(k)) for p in points if p.has(k)]
         if not pts:
@@ -37,7 +40,7 @@ def _curves(doc, ctx, points, keys, name, title, caption):
         ax.fill_between(xs, [f.num("p10_mib_s") / 1024.0 for _, f in pts],
                         [f.num("p90_mib_s") / 1024.0 for _, f in pts],
                         color=SHADES[i % len(SHADES)], alpha=0.15, linewidth=0)
-    _caches(ax, doc)
+    _caches(ax, doc, min(sizes), max(sizes))
     plot.log2_size_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("bytes per copy (log scale)")
@@ -45,6 +48,36 @@ def _curves(doc, ctx, points, keys, name, title, caption):
     ax.set_title(title)
     ax.legend(fontsize=8)
     return ctx.png(name, fig, title, caption)
+
+
+def _cache_bars(doc, ctx, cache):
+    points = cache.arr("points").objs()
+    if not points:
+        return ""
+    fig, axes = plot.figure(11.5, 4.0)
+    ax = axes[0][0]
+    width = 0.8 / len(STATES)
+    for j, state in enumerate(STATES):
+        for i, p in enumerate(points):
+            f = p.obj(state, nullable=True) if p.has(state) else None
+            if f is None:
+                continue
+            x = i + (j - (len(STATES) - 1) / 2.0) * width
+            v = f.num("median_mib_s") / 1024.0
+            ax.bar(x, v, width, color=SHADES[j], label=state if i == 0 else None)
+            ax.errorbar(x, v, yerr=[[v - f.num("p10_mib_s") / 1024.0],
+                                    [f.num("p90_mib_s") / 1024.0 - v]],
+                        color="#333333", capsize=3, linewidth=0.8)
+    ax.set_xticks(range(len(points)))
+    ax.set_xticklabels(["%s (%s)" % (page.fmt_bytes(p.num("bytes")), p.str("level"))
+                        for p in points])
+    ax.set_xlabel("bytes per copy (where source and destination together fit)")
+    ax.set_ylabel("GiB/s (median; bars p10-p90)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    return ctx.png("cache", fig, "bw: memcpy warm, flushed and non-temporal",
+                   "memcpy with source and destination in cache (warm), flushed first (%s), "
+                   "and with non-temporal stores (nt), per copy size." % cache.str("flush_method"))
 
 
 def _prep(doc, ctx):
@@ -99,9 +132,5 @@ def build(docs, ctx):
         out.append(_prep(doc, ctx))
         cache = doc.obj("cache", nullable=True)
         if cache is not None:
-            out.append(_curves(doc, ctx, cache.arr("points").objs(), STATES, "cache",
-                               "memcpy warm, flushed, non-temporal",
-                               "memcpy with source and destination in cache (warm), flushed "
-                               "first (%s), and with non-temporal stores (nt), against size."
-                               % cache.str("flush_method")))
+            out.append(_cache_bars(doc, ctx, cache))
     return "".join(out)

@@ -23,6 +23,14 @@ def _granted(step):
     return ("NO: %s" % (step.str("error", nullable=True) or "refused"), "bad")
 
 
+def accepts(doc):
+    """A document of the schema version its tool's section draws (an older
+    layout may lack the envelope)."""
+    from . import SECTIONS
+
+    return any(m.TOOL == doc.tool and m.VERSION == doc.version for m in SECTIONS)
+
+
 def build(docs, ctx):
     out = []
     first = docs[0].obj("machine")
@@ -64,4 +72,35 @@ def build(docs, ctx):
     out.append(page.table(("result", "timer", "reading pair p50", "p99", "resolution", "pinned",
                            "SCHED_FIFO", "policy", "mlockall", "locked (VmLck)"), rows,
                           numeric_from=2))
+    out.append(_floors(docs))
     return "".join(out)
+
+
+def _floors(docs):
+    """The floors under the figures: below them, a figure is the machine's."""
+    rows = []
+    for d in docs:
+        if d.tool == "bench" and d.version == 2:
+            f = d.obj("floor")
+            rows.append(("bench's no-op call (%s)" % d.name,
+                         "alloc %s, free %s" % (page.fmt_ns(f.num("alloc_avg_ns")),
+                                                page.fmt_ns(f.num("free_avg_ns"))),
+                         "the same timing loop calling a function that does nothing: inside "
+                         "every bench figure"))
+        if d.tool == "wcet" and d.version == 1:
+            for s in d.arr("scenarios").objs():
+                if s.str("kind") == "noop" and s.has("warm"):
+                    rows.append(("wcet's noop scenario (%s)" % d.name,
+                                 "p99 %s" % page.fmt_ns(s.obj("warm").num("p99_ns")),
+                                 "the harness's call alone"))
+        if d.tool == "latency" and d.version == 1 and d.str("mode") == "noise":
+            n = d.obj("noise")
+            rows.append(("the clock's gaps, spinning (%s)" % d.name,
+                         "longest %s, %s in all over %s" % (
+                             page.fmt_ns(n.num("max_ns", nullable=True)),
+                             page.fmt_ns(n.num("total_ns")), page.fmt_ns(n.num("spun_ns"))),
+                         "time the CPU spent elsewhere: a wake-up due in such a gap is late by it"))
+    if not rows:
+        return ""
+    return (page.heading(3, "Noise floors") +
+            page.table(("floor", "figure", "what it is"), rows, numeric_from=1, numeric_to=2))

@@ -50,6 +50,7 @@ def build(docs, ctx):
             ax.set_ylim(bottom=0)
             ax.set_xlabel("time (s)")
             ax.set_ylabel("page faults per second")
+            plot.short_numbers(ax)
             out.append(ctx.png("per-second", fig, "pressure: what the workers did per second",
                                "What the load's workers did in each second: the address range "
                                "their strides swept, and the page faults they took (each "

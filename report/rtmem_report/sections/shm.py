@@ -23,9 +23,12 @@ def _size_plot(doc, ctx, size, rows):
         for r in rows:
             ph = r.obj("phases").obj(phase, nullable=True)
             vals.append(None if ph is None else ph.num("ns_per_op"))
-        shown = [v for v in vals if v]
+        shown = [v for v in vals if v is not None and v > 0]
         for y, v, r in zip(ys, vals, rows):
-            if not v:
+            if v is None or v <= 0:
+                if v is not None and shown:
+                    ax.text(min(shown) / 1.9, y, "below the generator's cost", va="center",
+                            fontsize=7, color="#555555")
                 continue
             java = r.str("mechanism").startswith("java:")
             ax.barh(y, v, 0.7, color="#ff7f0e" if java else "#1f77b4")
@@ -36,6 +39,13 @@ def _size_plot(doc, ctx, size, rows):
         if shown:
             plot.log10_axis(ax, axis="x")
             ax.set_xlim(min(shown) / 2, max(shown) * 8)
+        if phase == "writes" and doc.has("rng_ns_per_write"):
+            # What was subtracted: a write measured near it is within the noise.
+            rng = doc.num("rng_ns_per_write")
+            if shown:
+                ax.set_xlim(min(min(shown), rng) / 2, max(max(shown), rng) * 8)
+            plot.floor_line(ax, rng, "the generator's cost\n(subtracted)", axis="x")
+            ax.legend(fontsize=7, loc="lower right")
         ax.set_xlabel(label + ", log")
     axes[0][0].set_yticks(ys)
     axes[0][0].set_yticklabels(names, fontsize=8)
@@ -43,7 +53,8 @@ def _size_plot(doc, ctx, size, rows):
                    "shm: mechanisms at %s" % page.fmt_bytes(size),
                    "Each mechanism with a %s region (orange: the Java runner): the first touch "
                    "per page with its page faults (flt), one random 8-byte write with the "
-                   "generator's cost subtracted (no bar: below the generator's own cost), and "
+                   "generator's cost subtracted (dashed: that cost; a write near or below it is "
+                   "within the measurement's noise), and "
                    "one zeroing of the whole region, with the faults each phase took."
                    % page.fmt_bytes(size))
 
@@ -61,8 +72,9 @@ def build(docs, ctx):
             if r.str("status") == "skipped":
                 skipped.setdefault(r.str("mechanism"), r.str("why"))
         if skipped:
-            out.append(page.note("Not measured here: " + "; ".join(
-                "%s (%s)" % (k, v) for k, v in skipped.items())))
+            out.append(page.details("Not measured here: %s (why, and how to get them)"
+                                    % ", ".join(skipped),
+                                    ["%s: %s" % (k, v) for k, v in skipped.items()]))
         failed = [r for r in rows if r.str("status") == "failed"]
         for r in failed:
             out.append(page.note("%s at %s failed: %s" % (r.str("mechanism"),
