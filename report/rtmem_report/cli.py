@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 
 HELP = """\
 Draws everything rtmem measured into one page: reads the result files the
@@ -52,57 +53,72 @@ def parse(argv):
     return p.parse_args(argv)
 
 
+class Interrupted(Exception):
+    """SIGINT or SIGTERM: the run ends early, its status 128 + the signal."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _interrupted(signum, frame):
-    raise KeyboardInterrupt
+    raise Interrupted(signum)
 
 
 def main(argv=None):
-    args = parse(sys.argv[1:] if argv is None else argv)
-    prog = "rtmem report"
-    if not os.path.isdir(args.results):
-        sys.stderr.write("%s: %s is not a directory\n" % (prog, args.results))
-        return EXIT_USAGE
-    out_dir = args.output or os.path.join(args.results, "report")
+    signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
-
-    try:
-        from . import plot  # noqa: F401  (matplotlib, before anything is written)
-    except ImportError as e:
-        sys.stderr.write(
-            "%s: cannot draw: %s (with %s)\n  `scripts/ensure-deps.sh report` installs matplotlib "
-            "into the project's .venv/ (make bench does); or set RTMEM_PYTHON to a Python "
-            "that has it\n" % (prog, e, sys.executable))
-        return EXIT_FAILED
-
-    from . import build, doc, output
-
-    def log(line):
-        if not args.quiet:
-            print(line, flush=True)
-
-    start = time.monotonic()
+    prog = "rtmem report"
     out = None
     try:
-        out = output.Output(out_dir)
-        out.open()
-        n = build.build(args.results, out, log)
-        out.commit()
-    except doc.Malformed as e:
-        sys.stderr.write("%s: malformed result file: %s\n" % (prog, e))
-        status = EXIT_FAILED
-    except output.OutputError as e:
-        sys.stderr.write("%s: %s\n" % (prog, e))
-        status = EXIT_FAILED
-    except OSError as e:
-        sys.stderr.write("%s: writing the report failed: %s\n" % (prog, e))
-        status = EXIT_FAILED
-    except KeyboardInterrupt:
-        sys.stderr.write("%s: interrupted; %s left as it was\n" % (prog, out_dir))
-        status = 130
-    else:
+        args = parse(sys.argv[1:] if argv is None else argv)
+        if not os.path.isdir(args.results):
+            sys.stderr.write("%s: %s is not a directory\n" % (prog, args.results))
+            return EXIT_USAGE
+        out_dir = args.output or os.path.join(args.results, "report")
+        try:
+            from . import plot  # noqa: F401  (matplotlib, before anything is written)
+        except ImportError as e:
+            sys.stderr.write(
+                "%s: cannot draw: %s (with %s)\n  `scripts/ensure-deps.sh report` installs "
+                "matplotlib into the project's .venv/ (make bench does); or set RTMEM_PYTHON to "
+                "a Python that has it\n" % (prog, e, sys.executable))
+            return EXIT_FAILED
+        from . import build, doc, output
+        from .sections import SECTIONS
+
+        def log(line):
+            if not args.quiet:
+                print(line, flush=True)
+
+        start = time.monotonic()
+        try:
+            out = output.Output(out_dir, [m.ANCHOR for m in SECTIONS])
+            out.open()
+            n = build.build(args.results, out, log)
+            out.commit()
+        except doc.Malformed as e:
+            sys.stderr.write("%s: malformed result file: %s\n" % (prog, e))
+            return EXIT_FAILED
+        except output.OutputError as e:
+            sys.stderr.write("%s: %s\n" % (prog, e))
+            return EXIT_FAILED
+        except OSError as e:
+            sys.stderr.write("%s: writing the report failed: %s\n" % (prog, e))
+            return EXIT_FAILED
         log("%d section(s), %.1f s: %s" % (n, time.monotonic() - start,
                                            os.path.join(out_dir, "index.html")))
         return EXIT_OK
-    if out is not None:
-        out.abandon()
-    return status
+    except Interrupted as e:
+        sys.stderr.write("%s: interrupted by %s; %s\n" % (
+            prog, signal.Signals(e.signum).name,
+            "nothing written" if out is None else "%s left as it was" % out.dir))
+        return 128 + e.signum
+    except Exception:
+        # A bug: its traceback for the report of it, and nothing left behind.
+        traceback.print_exc()
+        sys.stderr.write("%s: internal error (the traceback above); nothing written\n" % prog)
+        return EXIT_FAILED
+    finally:
+        if out is not None:
+            out.abandon()

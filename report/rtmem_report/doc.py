@@ -17,6 +17,17 @@ class Malformed(Exception):
     """A result file that cannot be read as its schema says."""
 
 
+def is_number(v):
+    """An int or a float (never a bool) that a plot can take: finite and
+    within a float's range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(v)) and abs(float(v)) < 1e300
+    except OverflowError:
+        return False
+
+
 class Obj:
     """A JSON object at a known path of a known file."""
 
@@ -54,9 +65,8 @@ class Obj:
         v = self._get(key, nullable)
         if v is None:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or \
-                (isinstance(v, float) and not math.isfinite(v)):
-            self._fail(key, "not a number: %r" % (v,))
+        if not is_number(v):
+            self._fail(key, "not a number: %.40r" % (v,))
         return v
 
     def str(self, key, nullable=False):
@@ -117,8 +127,8 @@ class Arr:
             if v is None and nullable:
                 out.append(None)
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise Malformed("%s: %s: not a number: %r" % (self._where, self._at(i), v))
+            if not is_number(v):
+                raise Malformed("%s: %s: not a number: %.40r" % (self._where, self._at(i), v))
             out.append(v)
         return out
 
@@ -146,7 +156,8 @@ class Doc(Obj):
         self.name = os.path.basename(path)
         schema = self.str("schema")
         tool, sep, version = schema.partition("/")
-        if not tool.startswith("rtmem-") or not sep or not version.isdigit():
+        if not tool.startswith("rtmem-") or not sep or not version.isascii() or \
+                not version.isdigit() or len(version) > 6:
             raise Malformed("%s: schema: not rtmem-<tool>/<N>: %r" % (path, schema))
         self.schema = schema
         self.tool = tool[len("rtmem-"):]
@@ -191,6 +202,8 @@ def read(path):
         raise Malformed("%s: not UTF-8 text (byte %d)" % (path, e.start))
     except ValueError as e:
         raise Malformed("%s: not valid JSON: %s" % (path, e))
+    except RecursionError:
+        raise Malformed("%s: nested too deeply to be a result file" % path)
     if not isinstance(value, dict):
         return None
     schema = value.get("schema")

@@ -1,16 +1,22 @@
 """The report directory, written so that a failed or interrupted run leaves
 it as it was.
 
-Every file is written under a temporary name in the directory
-(.NAME.tmp-PID) and renamed into place only when the whole report is
-made, index.html last. The directory keeps a list of what rtmem report
-wrote there (.rtmem-report); a later run replaces those files, removes
-those it no longer writes, and never touches any other file: a file of the
-same name that rtmem report did not write stops the run before anything is
-written. A directory the run created is removed again if the run fails.
+Every file is written to a new temporary file in the directory (created
+exclusively, under a name no other file has) and renamed into place only
+when the whole report is made, index.html last, with SIGINT and SIGTERM
+held off while the files are renamed. The directory keeps a list of what
+rtmem report wrote there (.rtmem-report); a later run replaces those
+files, removes those it no longer writes, and never touches any other
+file: only index.html and the plots' names (<section>-<name>.png) are ever
+taken from the list, and a file of such a name that is not on it stops the
+run before anything is written. A directory the run created is removed
+again if the run fails.
 """
 
 import os
+import re
+import signal
+import tempfile
 
 MANIFEST = ".rtmem-report"
 MARK = "rtmem report manifest 1"
@@ -20,18 +26,18 @@ class OutputError(Exception):
     pass
 
 
-def _ours(name):
-    """A name rtmem report writes: index.html or a plot."""
-    return name == "index.html" or (name.endswith(".png") and "/" not in name and
-                                    not name.startswith("."))
-
-
 class Output:
-    def __init__(self, directory):
+    def __init__(self, directory, anchors):
         self.dir = directory
         self.created = False
         self.staged = []  # (temporary path, final name)
+        self._plot = re.compile(r"^(%s)-[A-Za-z0-9_.-]+\.png$" % "|".join(
+            re.escape(a) for a in anchors))
         self.previous = self._read_manifest()
+
+    def ours(self, name):
+        """A name rtmem report writes: index.html or one of its plots."""
+        return name == "index.html" or bool(self._plot.match(name))
 
     def _read_manifest(self):
         path = os.path.join(self.dir, MANIFEST)
@@ -40,14 +46,14 @@ class Output:
                 lines = f.read().splitlines()
         except FileNotFoundError:
             return set()
-        except OSError as e:
-            raise OutputError("%s: cannot read: %s" % (path, e.strerror))
+        except (OSError, UnicodeDecodeError) as e:
+            raise OutputError("%s: cannot read: %s" % (path, getattr(e, "strerror", e)))
         if not lines or lines[0] != MARK:
             raise OutputError("%s is not rtmem report's list of its files; "
                               "choose another directory" % path)
         # Only names this tool writes: a list edited by hand can make it
         # replace or remove nothing else.
-        return set(n for n in lines[1:] if _ours(n))
+        return set(n for n in lines[1:] if self.ours(n))
 
     def open(self):
         """Creates the directory if it does not exist (a file there stops)."""
@@ -56,7 +62,7 @@ class Output:
         if os.path.lexists(self.dir):
             raise OutputError("%s exists and is not a directory" % self.dir)
         try:
-            os.makedirs(self.dir)
+            os.mkdir(self.dir)  # its parent must exist: nothing else is made
         except OSError as e:
             raise OutputError("cannot create %s: %s" % (self.dir, e.strerror))
         self.created = True
@@ -69,16 +75,24 @@ class Output:
                 raise OutputError("%s exists and was not written by rtmem report; "
                                   "move it or choose another directory" % path)
 
+    def _temporary(self, name):
+        """A new file in the directory for name's content: its path."""
+        fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=self.dir)
+        self.staged.append((tmp, name))
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600
+        os.close(fd)
+        return tmp
+
     def stage(self, name):
         """The temporary path to write name to."""
-        if not _ours(name):
+        if not self.ours(name):
             raise ValueError(name)
         if any(n == name for _, n in self.staged):
             raise ValueError("written twice: " + name)
         self.check_names([name])
-        tmp = os.path.join(self.dir, ".%s.tmp-%d" % (name, os.getpid()))
-        self.staged.append((tmp, name))
-        return tmp
+        return self._temporary(name)
 
     def write_text(self, name, text):
         tmp = self.stage(name)
@@ -87,34 +101,40 @@ class Output:
             f.flush()
             os.fsync(f.fileno())
 
+    def _write_manifest(self, names):
+        tmp = self._temporary(MANIFEST)
+        with open(tmp, "w") as f:
+            f.write(MARK + "\n" + "".join(n + "\n" for n in sorted(names)))
+        os.replace(tmp, os.path.join(self.dir, MANIFEST))
+        self.staged = [s for s in self.staged if s[0] != tmp]
+
     def commit(self):
-        """Renames every staged file into place (index.html last), then
-        writes the manifest and removes the files the last run wrote that
-        this one did not."""
+        """Puts every staged file in place: first the list of files (the
+        old ones and the new), then the plots, the page last; then removes
+        the files the last run wrote that this one did not, and lists only
+        this run's. SIGINT and SIGTERM wait until it is done."""
         names = [n for _, n in self.staged]
         self.check_names(names)
-        manifest_tmp = os.path.join(self.dir, ".%s.tmp-%d" % (MANIFEST, os.getpid()))
-        with open(manifest_tmp, "w") as f:
-            f.write(MARK + "\n" + "".join(n + "\n" for n in sorted(set(names) | self.previous)))
-        self.staged.append((manifest_tmp, MANIFEST))
-        # The manifest first (it lists the old files and the new), the page last.
-        order = sorted(self.staged,
-                       key=lambda s: 0 if s[1] == MANIFEST else (2 if s[1] == "index.html" else 1))
-        for tmp, name in order:
-            os.replace(tmp, os.path.join(self.dir, name))
-        self.staged = []
-        for name in sorted(self.previous - set(names)):
-            try:
-                os.unlink(os.path.join(self.dir, name))
-            except FileNotFoundError:
-                pass
-        with open(manifest_tmp, "w") as f:
-            f.write(MARK + "\n" + "".join(n + "\n" for n in sorted(names)))
-        os.replace(manifest_tmp, os.path.join(self.dir, MANIFEST))
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self._write_manifest(set(names) | self.previous)
+            for tmp, name in sorted(self.staged, key=lambda s: s[1] == "index.html"):
+                os.replace(tmp, os.path.join(self.dir, name))
+            self.staged = []
+            for name in sorted(self.previous - set(names)):
+                try:
+                    os.unlink(os.path.join(self.dir, name))
+                except FileNotFoundError:
+                    pass
+            self._write_manifest(names)
+            self.previous = set(names)
+            self.created = False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def abandon(self):
-        """Removes the temporary files, and the directory if this run made
-        it and it is empty again."""
+        """Removes the temporary files this run made, and the directory if
+        this run made it and it is empty again."""
         for tmp, _ in self.staged:
             try:
                 os.unlink(tmp)
@@ -126,3 +146,4 @@ class Output:
                 os.rmdir(self.dir)
             except OSError:
                 pass
+            self.created = False

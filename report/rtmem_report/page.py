@@ -128,7 +128,8 @@ table.data td.bad, span.bad { color: #b00020; font-weight: 600; }
 span.ok { color: #1a7f37; font-weight: 600; }
 table.data td.floor { color: #8a8a8a; }
 .cmd { margin: 0.6em 0; }
-.cmd .file { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.85em; color: #555; }
+.cmd .file { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.85em;
+             color: #555; }
 .cmd pre { margin: 0.2em 0; background: #f5f6f8; border: 1px solid #e2e5e9; padding: 6px 10px;
            overflow-x: auto; font-size: 0.85em; }
 p.note, details.note { background: #fff8e1; border-left: 4px solid #f0b429; padding: 6px 10px; }

@@ -8,6 +8,9 @@ or SIGINT), usage. Then the page rendered in headless Chromium: every
 image loaded, and a missing PNG seen as not loaded.
 
 usage: test_report.py RTMEM FIXTURES_DIR SCREENSHOT_PATH
+With RTMEM_REPORT_LAUNCHER_ONLY=1 (the sanitizer builds: the Python is the
+same, only the C launcher is built otherwise): usage and the fixtures'
+report alone.
 """
 
 import html.parser
@@ -24,6 +27,7 @@ import zlib
 from rtmemtest import Checks, TempDir, run
 
 rtmem, fixtures, screenshot = sys.argv[1], sys.argv[2], sys.argv[3]
+launcher_only = os.environ.get("RTMEM_REPORT_LAUNCHER_ONLY") == "1"
 checks = Checks("tools.report")
 
 EXPECTED = {
@@ -40,10 +44,37 @@ EXPECTED = {
 ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
 
 
-def png_problem(path):
-    """Why path is not a valid PNG with something drawn in it, or None:
-    signature, every chunk's CRC, IHDR first and IEND last, the image data
-    inflating to exactly its rows, and more than a few distinct bytes."""
+def png_pixels(raw, width, height, channels):
+    """The rows of an 8-bit PNG's pixels, its scanline filters undone."""
+    stride = width * channels
+    rows, prev, pos = [], bytearray(stride), 0
+    for _ in range(height):
+        kind, line = raw[pos], bytearray(raw[pos + 1:pos + 1 + stride])
+        pos += 1 + stride
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b = prev[i]
+            c = prev[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    return rows
+
+
+def png_problem(path, coloured=True):
+    """Why path is not a valid PNG with a plot in it, or None: signature,
+    every chunk's CRC, IHDR first and IEND last, the image data inflating to
+    exactly its rows, and (coloured) at least 300 pixels of a clear colour,
+    not grey: a plot's lines or bars (axes, text and grid alone are grey)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -67,7 +98,7 @@ def png_problem(path):
         pos += 12 + length
     if not chunks or chunks[0] != b"IHDR" or chunks[-1] != b"IEND" or pos != len(data):
         return "chunks out of order or trailing bytes: %r" % chunks[:3]
-    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(colour)
+    channels = {2: 3, 6: 4}.get(colour)
     if depth != 8 or channels is None:
         return "unexpected depth %d colour type %d" % (depth, colour)
     raw = zlib.decompress(idat)
@@ -75,9 +106,28 @@ def png_problem(path):
         return "image data is %d bytes, not %d" % (len(raw), height * (1 + width * channels))
     if width < 300 or height < 200:
         return "too small: %dx%d" % (width, height)
-    if len(set(raw[::7])) < 16:
-        return "blank: almost one colour"
+    if coloured:
+        n = 0
+        for line in png_pixels(raw, width, height, channels)[::2]:
+            for x in range(0, width * channels, 2 * channels):
+                r, g, b = line[x], line[x + 1], line[x + 2]
+                n += max(r, g, b) - min(r, g, b) > 60
+        if n < 300:
+            return "no plot drawn: %d coloured pixels" % n
     return None
+
+
+def write_png(path, width, height, shade):
+    """A valid PNG, grey: shade(x, y) for each pixel's three channels."""
+    def chunk(kind, body):
+        return (struct.pack(">I", len(body)) + kind + body +
+                struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+    rows = b"".join(b"\x00" + bytes(shade(x, y) for x in range(width) for _ in range(3))
+                    for y in range(height))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" +
+                chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 class PageParser(html.parser.HTMLParser):
@@ -208,6 +258,9 @@ with TempDir() as tmp:
     checks.ok(manifest[1:] == sorted(ALL_PNGS + ["index.html"]),
               "the list of what rtmem report wrote", manifest)
 
+    if launcher_only:
+        checks.done()
+
     # -- missing and older-schema files: sections left out, with a note --
     part = os.path.join(tmp, "part")
     copy_fixtures(part, ["memcheck.json", "bench.json"])
@@ -218,6 +271,9 @@ with TempDir() as tmp:
              "rt": {}, "allocators": []}
     with open(os.path.join(part, "bench.json"), "w") as f:
         json.dump(bench, f)
+    with open(os.path.join(part, "memcheck-old.json"), "w") as f:
+        json.dump({"schema": "rtmem-memcheck/1", "rtmem_version": "0.0.9",
+                   "machine": {"cpu_model": "x"}, "timer": {}, "allocators": []}, f)
     with open(os.path.join(part, "other.json"), "w") as f:
         json.dump({"name": "not a result of rtmem's"}, f)
     pout = os.path.join(tmp, "part-report")
@@ -231,6 +287,8 @@ with TempDir() as tmp:
         if os.path.isfile(os.path.join(pout, "index.html")) else ""
     checks.ok("rtmem-bench/1" in text and "reads rtmem-bench/2" in text,
               "an older bench schema is left out with a note")
+    checks.ok("memcheck-old.json is rtmem-memcheck/1" in text,
+              "an older memcheck file beside a current one is noted, not drawn")
     checks.ok("No result in" in text and "rtmem wcet --json" in text,
               "a missing tool is noted with the command that makes its file")
     checks.ok("other.json is no rtmem result" in text, "a JSON file of another kind is noted")
@@ -249,11 +307,14 @@ with TempDir() as tmp:
     checks.ok(r.returncode == 0 and not os.path.exists(os.path.join(pout, "wcet-scenarios.png")),
               "a plot no longer drawn is removed (it was rtmem report's)", listing(pout))
     checks.ok(os.path.isfile(keep), "the user's file survives that too")
+    holiday = os.path.join(pout, "holiday.png")
+    with open(holiday, "w") as f:
+        f.write("a picture\n")
     with open(os.path.join(pout, ".rtmem-report"), "a") as f:
-        f.write("notes.txt\n")  # a list edited by hand names the user's file
+        f.write("notes.txt\nholiday.png\n")  # a list edited by hand names the user's files
     r = report(part, pout)
-    checks.ok(r.returncode == 0 and os.path.isfile(keep),
-              "a name in the list that rtmem report never writes is not removed", r)
+    checks.ok(r.returncode == 0 and os.path.isfile(keep) and os.path.isfile(holiday),
+              "names in the list that rtmem report never writes are not removed", r)
 
     theirs = os.path.join(tmp, "theirs")
     os.makedirs(theirs)
@@ -304,7 +365,7 @@ with TempDir() as tmp:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     end = time.monotonic() + 120
     while time.monotonic() < end and proc.poll() is None and \
-            not any(".tmp-" in n for n in listing(out)):
+            not any(n.endswith(".tmp") for n in listing(out)):
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -330,6 +391,96 @@ with TempDir() as tmp:
         why = png_problem(os.path.join(mout, n))
         checks.ok(why is None, "fresh run: %s is a valid PNG" % n, why)
     check_page(mout, "fresh memcheck", pngs)
+
+    # -- the PNG check itself: an image of axes and text alone (grey) fails --
+    grey = os.path.join(tmp, "grey.png")
+    write_png(grey, 400, 300, lambda x, y: 128 if (x + y) % 7 == 0 else 255)
+    why = png_problem(grey)
+    checks.ok(why is not None and "no plot drawn" in why, "a grey image is no plot", why)
+    checks.ok(png_problem(grey, coloured=False) is None, "a grey image is a valid PNG")
+
+    # -- runs with phases left out, other kinds, nulls: drawn, never an error --
+    var = os.path.join(tmp, "variants")
+    os.makedirs(var)
+    for name, args in (("bench-threads", ["bench", "--quick", "--threads-only"]),
+                       ("bench-noglibc", ["bench", "--quick", "--kinds", "tlsf,heapmem",
+                                          "--threads", "0", "--no-free-order"]),
+                       ("memcheck-pc", ["memcheck", "--quick", "--phases", "pattern,churn",
+                                        "--kinds", "tlsf,glibc"]),
+                       ("memcheck-norows", ["memcheck", "--quick", "--no-json-rows", "--kinds",
+                                            "tlsf,xnheap"]),
+                       ("noise", ["latency", "--noise", "--duration", "1", "--no-rt"])):
+        r = run(rtmem, *(args + ["--json", os.path.join(var, name + ".json")]), timeout=600)
+        checks.ok(r.returncode == 0, "a variant run: %s" % " ".join(args), r)
+    with open(os.path.join(fixtures, "latency.json")) as f:
+        lat = json.load(f)
+    for k in lat["summary"]:
+        if k not in ("samples", "overruns"):
+            lat["summary"][k] = None  # no wake-up: every figure null (docs/json.md)
+    lat["summary"]["samples"] = 0
+    lat["histogram"] = []
+    for sec in lat["per_second"]:
+        sec["max_ns"] = sec["min_ns"] = sec["avg_ns"] = None
+    with open(os.path.join(var, "latency-none.json"), "w") as f:
+        json.dump(lat, f)
+    with open(os.path.join(fixtures, "latency-sweep.json")) as f:
+        sw = json.load(f)
+    sw["sweep"]["baseline"] = None
+    sw["sweep"]["runs"][0]["summary"]["max_ns"] = None
+    sw["sweep"]["runs"][0]["summary"]["p999_ns"] = None
+    with open(os.path.join(var, "sweep-nulls.json"), "w") as f:
+        json.dump(sw, f)
+    vout = os.path.join(tmp, "variants-report")
+    r = report(var, vout)
+    checks.ok(r.returncode == 0, "the variants drawn", r)
+    pngs = sorted(n for n in (listing(vout) or []) if n.endswith(".png"))
+    for n in pngs:
+        why = png_problem(os.path.join(vout, n), coloured=False)
+        checks.ok(why is None, "variants: %s is a valid PNG" % n, why)
+    for n in ("bench-calls.png", "memcheck-summary.png", "latency-histogram.png",
+              "sweep-curves.png"):
+        checks.ok(n in pngs, "variants: %s drawn" % n, pngs)
+    check_page(vout, "variants", pngs)
+    text = open(os.path.join(vout, "index.html"), encoding="utf-8").read() \
+        if os.path.isfile(os.path.join(vout, "index.html")) else ""
+    for phrase in ("without its main phase (--threads-only)", "did not run (--phases)",
+                   "without its rows (--no-json-rows)"):
+        checks.ok(phrase in text, "variants: the page says \"%s\"" % phrase)
+
+    # -- a bug in a section, a huge number, SIGTERM: nothing left behind --
+    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    r = report(res, out, env={"RTMEM_REPORT_TEST_RAISE": "stride"})
+    checks.ok(r.returncode == 1 and "internal error" in r.stderr and "Traceback" in r.stderr,
+              "a bug in a section: exit 1 with its traceback", r)
+    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    checks.ok(after == before, "a bug in a section leaves the report as it was",
+              sorted(set(after) ^ set(before)))
+    r = report(res, fresh, env={"RTMEM_REPORT_TEST_RAISE": "stride"})
+    checks.ok(r.returncode == 1 and not os.path.exists(fresh),
+              "a bug in a section removes the directory the run made", listing(fresh))
+    huge = os.path.join(tmp, "huge")
+    copy_fixtures(huge, ["stride.json"])
+    with open(os.path.join(huge, "stride.json")) as f:
+        st = json.load(f)
+    st["points"][0]["chase"]["median_ns_per_access"] = 10 ** 400
+    with open(os.path.join(huge, "stride.json"), "w") as f:
+        json.dump(st, f)
+    r = report(huge, fresh)
+    checks.ok(r.returncode == 1 and "points[0].chase.median_ns_per_access: not a number" in
+              r.stderr and "Traceback" not in r.stderr, "a number out of range is named", r)
+    proc = subprocess.Popen([rtmem, "report", res, "-o", out, "-q"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and proc.poll() is None and \
+            not any(n.endswith(".tmp") for n in listing(out)):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    checks.ok(proc.returncode == 143 and "SIGTERM" in err, "SIGTERM ends the run (143)",
+              (proc.returncode, err))
+    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
+    checks.ok(after == before, "SIGTERM leaves the report directory as it was",
+              sorted(set(after) ^ set(before)))
 
     # -- in a real browser --
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -366,10 +517,10 @@ with TempDir() as tmp:
                   "1 of %d plots did not load" % len(ALL_PNGS) in r.stdout,
                   "a missing PNG is seen as not loaded, and the page says so", body or r)
         shot = os.path.join(tmp, "shot.png")
-        r = run(*(flags + ["--window-size=1280,9000", "--virtual-time-budget=5000",
+        r = run(*(flags + ["--window-size=1280,20000", "--virtual-time-budget=5000",
                            "--screenshot=" + shot, "file://" + os.path.join(out, "index.html")]),
                 timeout=120)
-        why = png_problem(shot)
+        why = png_problem(shot, coloured=False)
         checks.ok(why is None, "Chromium rendered the page to a screenshot", why or r)
         if why is None:
             shutil.copy(shot, screenshot)

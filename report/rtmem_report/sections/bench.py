@@ -12,7 +12,7 @@ MAKE = "rtmem bench --json {dir}/bench.json"
 
 def _floor(doc):
     f = doc.obj("floor")
-    return f.num("alloc_avg_ns"), f.num("free_avg_ns")
+    return f.num("alloc_avg_ns", nullable=True), f.num("free_avg_ns", nullable=True)
 
 
 def _ratio(r, key):
@@ -21,7 +21,8 @@ def _ratio(r, key):
 
 
 def _main_table(doc):
-    ratios = {r.str("name"): r for r in doc.arr("ratios_vs_glibc").objs()}
+    listed = doc.arr("ratios_vs_glibc", nullable=True)  # null: glibc not run (--kinds)
+    ratios = {} if listed is None else {r.str("name"): r for r in listed.objs()}
     rows = []
     for a in doc.arr("allocators").objs():
         name = a.str("name")
@@ -76,8 +77,8 @@ def _main_plot(doc, ctx):
 def _sweep_plot(doc, ctx):
     s = doc.obj("sweep", nullable=True)
     if s is None:
-        return page.note("bench ran without its size sweep (--no-sweep): no plot against "
-                         "request size.")
+        return page.note("bench ran without its size sweep (--no-sweep, --threads-only): no "
+                         "plot against request size.")
     lo = s.arr("bucket_min_bytes").nums()
     hi = s.arr("bucket_max_bytes").nums()
     mid = [(a + b + 1) / 2.0 for a, b in zip(lo, hi)]
@@ -181,8 +182,12 @@ def build(docs, ctx):
                 f.str("name"), f.str("kind"), f.str("message"))))
         for s in doc.arr("skipped").objs():
             out.append(page.note("%s not loaded: %s" % (s.str("name"), s.str("reason"))))
-        out.append(_main_plot(doc, ctx))
-        out.append(_main_table(doc))
+        if doc.obj("params").raw("main_phase") is False:
+            out.append(page.note("bench ran without its main phase (--threads-only): no "
+                                 "allocator's calls to draw."))
+        else:
+            out.append(_main_plot(doc, ctx))
+            out.append(_main_table(doc))
         out.append(page.heading(3, "Against request size"))
         out.append(_sweep_plot(doc, ctx))
         out.append(_free_order(doc, ctx))

@@ -53,27 +53,31 @@ def _hist_steps(hist):
 
 
 def _hist_plot(lat, noise, ctx):
-    fig, axes = plot.figure(11.5, 4.4, ncols=2 if noise else 1)
-    ax = axes[0][0]
-    shades = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
-    ordered = sorted(lat, key=lambda d: load_label(d) != "idle")
-    for i, d in enumerate(ordered):
-        xs, ys = _hist_steps(d.arr("histogram"))
-        s = d.obj("summary")
-        ax.plot(xs, ys, color=shades[i % len(shades)], linewidth=1.5,
-                label="%s (%s): max %s" % (load_label(d), d.name, page.fmt_ns(s.num("max_ns"))))
-        ax.axvline(s.num("max_ns") / 1000.0, color=shades[i % len(shades)], linewidth=0.8,
-                   linestyle=":")
-    plot.log10_axis(ax, axis="x")
-    plot.log10_axis(ax, axis="y")
-    ax.set_ylim(bottom=0.7)
-    ax.set_xlabel("wake-up latency (us, log scale; log2 buckets)")
-    ax.set_ylabel("wake-ups (log scale)")
-    ax.set_title("periodic thread: idle against under pressure")
-    ax.legend(fontsize=7.5)
+    panels = (1 if lat else 0) + (1 if noise else 0)
+    fig, axes = plot.figure(11.5 if panels == 2 else 7.0, 4.4, ncols=panels)
+    axes = list(axes[0])
+    if lat:
+        ax = axes.pop(0)
+        shades = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
+        ordered = sorted(lat, key=lambda d: load_label(d) != "idle")
+        for i, d in enumerate(ordered):
+            xs, ys = _hist_steps(d.arr("histogram"))
+            worst = d.obj("summary").num("max_ns", nullable=True)  # null: no wake-up
+            c = shades[i % len(shades)]
+            ax.plot(xs, ys, color=c, linewidth=1.5, label="%s (%s): max %s" % (
+                load_label(d), d.name, page.fmt_ns(worst)))
+            if worst is not None:
+                ax.axvline(worst / 1000.0, color=c, linewidth=0.8, linestyle=":")
+        plot.log10_axis(ax, axis="x")
+        plot.log10_axis(ax, axis="y")
+        ax.set_ylim(bottom=0.7)
+        ax.set_xlabel("wake-up latency (us, log scale; log2 buckets)")
+        ax.set_ylabel("wake-ups (log scale)")
+        ax.set_title("periodic thread: idle against under pressure")
+        ax.legend(fontsize=7.5)
     if noise:
-        ax = axes[0][1]
-        for i, d in enumerate(noise):
+        ax = axes.pop(0)
+        for d in noise:
             xs, ys = _hist_steps(d.obj("noise").arr("histogram"))
             ax.plot(xs, ys, color="#7f7f7f", linewidth=1.5, label=d.name)
         ax.axvline(1000, color="#b00020", linewidth=0.8, linestyle="--",
@@ -88,9 +92,9 @@ def _hist_plot(lat, noise, ctx):
     return ctx.png("histogram", fig, "latency histograms, idle and under pressure",
                    "How late the periodic thread woke, as a histogram of log2 buckets with a "
                    "logarithmic count axis (a single late wake-up still shows); dotted lines "
-                   "mark each run's worst. Right: the gaps a thread spinning on the clock saw on "
-                   "the same CPU, what the machine itself takes from a real-time thread: a "
-                   "latency no lower than these gaps is the machine's, not the load's.")
+                   "mark each run's worst. The gaps a thread spinning on the clock saw on the "
+                   "same CPU (--noise) are what the machine itself takes from a real-time "
+                   "thread: a wake-up due in such a gap is late by it, whatever the load.")
 
 
 def _per_second_plot(lat, ctx):
@@ -135,7 +139,7 @@ def build(docs, ctx):
         out.append(page.table(("result", "load", "wake-ups", "overruns", "min", "avg", "p99",
                                "p99.9", "max", "faults min/maj", "setup"), rows, numeric_from=2,
                               numeric_to=10))
-    if not any(d.has("pressure") for d in lat):
+    if lat and not any(d.has("pressure") for d in lat):
         out.append(page.note("No latency run under pressure here: `rtmem latency --pressure "
                              "vm=2,bytes=128M,stride=4096 --json %s/latency-pressure.json` "
                              "adds one (make bench does)." % ctx.results_dir))
@@ -149,8 +153,8 @@ def build(docs, ctx):
                 page.fmt_ns(n.num("max_ns", nullable=True)), n.num("stalls"),
                 " (the machine's own: no preemption under SCHED_FIFO)"
                 if n.bool("machine_stalls") else "", n.num("preempted"))))
+    out.append(_hist_plot(lat, noise, ctx))
     if lat:
-        out.append(_hist_plot(lat, noise, ctx))
         out.append(_per_second_plot(lat, ctx))
     if any(d.raw("virtual_machine") for d in docs):
         out.append(page.note("Measured in a virtual machine: the hypervisor's own stalls set "

@@ -26,9 +26,9 @@ def _granted(step):
 def accepts(doc):
     """A document of the schema version its tool's section draws (an older
     layout may lack the envelope)."""
-    from . import SECTIONS
+    from ..build import drawn
 
-    return any(m.TOOL == doc.tool and m.VERSION == doc.version for m in SECTIONS)
+    return drawn(doc)
 
 
 def build(docs, ctx):
@@ -80,7 +80,7 @@ def _floors(docs):
     """The floors under the figures: below them, a figure is the machine's."""
     rows = []
     for d in docs:
-        if d.tool == "bench" and d.version == 2:
+        if d.tool == "bench" and d.version == 2 and d.obj("floor").has("alloc_avg_ns"):
             f = d.obj("floor")
             rows.append(("bench's no-op call (%s)" % d.name,
                          "alloc %s, free %s" % (page.fmt_ns(f.num("alloc_avg_ns")),

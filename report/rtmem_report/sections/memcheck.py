@@ -23,30 +23,42 @@ SUMMARY = (("worst_alloc_ns", "worst alloc", True), ("worst_free_ns", "worst fre
 def _summary_table(doc, phase):
     rows, values = [], {}
     allocs = [a for a in doc.arr("allocators").objs() if a.has(phase)]
+    if not allocs:
+        return page.note("This phase did not run (--phases).")
     for a in allocs:
         o = a.obj(phase).obj("overall")
         values[a.str("name")] = [o.num(k, nullable=True) for k, _, _ in SUMMARY]
-    best = []
-    for i in range(len(SUMMARY)):
-        col = [v[i] for v in values.values() if v[i] is not None]
-        best.append(min(col) if col else None)
+    sorts = {a.str("name"): a.str("sort") for a in allocs}
+
+    def best(i, name):
+        """The column's least value: among all for a time, among the same
+        sort (a heap, a process allocator) for overhead and fragmentation,
+        which the two sorts measure differently."""
+        col = [v[i] for n, v in values.items() if v[i] is not None and
+               (SUMMARY[i][2] or sorts[n] == sorts[name])]
+        return min(col) if len(col) > 1 else None
+
     for a in allocs:
         name = a.str("name")
-        cells = [name + ("" if a.str("origin") == "rtmem" else " (%s)" % a.str("origin"))]
+        origin = a.str("origin")
+        cells = [name + (" (%s)" % origin if origin in ("peer", "plugin") else "")]
         for i, (_, _, is_time) in enumerate(SUMMARY):
             v = values[name][i]
             text = page.fmt_ns(v) if is_time else page.fmt_pct(v)
-            cells.append((text, "best") if v is not None and v == best[i] and len(values) > 1
-                         else text)
+            cells.append((text, "best") if v is not None and v == best(i, name) else text)
         cells.append(page.fmt_num(a.obj(phase).num("tests")))
         rows.append(cells)
     return page.table(["allocator"] + [h for _, h, _ in SUMMARY] + ["tests"], rows)
 
 
-def _summary_plot(doc, ctx, floor_ns):
-    fig, axes = plot.figure(11.5, 4.6, ncols=2, sharey=True)
+def _summary_plot(doc, ctx, floor_ns, floor_label):
+    ran = [(p, label) for p, label in PHASES
+           if any(a.has(p) for a in doc.arr("allocators").objs())]
+    if not ran:
+        return ""
+    fig, axes = plot.figure(11.5 if len(ran) == 2 else 7.0, 4.6, ncols=len(ran), sharey=True)
     metrics = [s for s in SUMMARY if s[2]]
-    for ax, (phase, label) in zip(axes[0], PHASES):
+    for ax, (phase, label) in zip(axes[0], ran):
         allocs = [a for a in doc.arr("allocators").objs() if a.has(phase)]
         width = 0.8 / max(1, len(allocs))
         for j, a in enumerate(allocs):
@@ -61,15 +73,31 @@ def _summary_plot(doc, ctx, floor_ns):
                            fontsize=8)
         plot.log10_axis(ax)
         ax.set_title(label)
-        plot.floor_line(ax, floor_ns, "timer reading pair (p50)")
+        plot.floor_line(ax, floor_ns, floor_label)
     axes[0][0].set_ylabel("time per call (ns, log scale)")
-    axes[0][1].legend(fontsize=8, ncol=2)
+    axes[0][-1].legend(fontsize=8, ncol=2)
     return ctx.png("summary", fig, "memcheck overall summary: times per allocator",
                    "The overall summary's times per allocator, power-of-two and random blocks "
                    "(log scale). Worst: the longest single call of the phase; avg of max: the "
-                   "mean over tests of each test's longest call; avg: the mean call. The "
-                   "dashed line is what a pair of timer readings costs, inside every sample: "
-                   "bars near it measure the machine, not the allocator.")
+                   "mean over tests of each test's longest call; avg: the mean call. "
+                   + _floor_words(floor_ns))
+
+
+def _floor(doc):
+    """(the floor to draw, its label): a pair of timer readings, inside
+    every sample unless memcheck subtracted it (--subtract-timer-overhead)."""
+    p = doc.obj("params")
+    if p.raw("subtract_timer_overhead"):
+        return None, None
+    return doc.obj("timer").num("overhead_p50_ns"), "timer reading pair (p50)"
+
+
+def _floor_words(floor_ns):
+    if floor_ns is None:
+        return ("memcheck subtracted the timer's overhead from every sample "
+                "(--subtract-timer-overhead): no floor is drawn.")
+    return ("The dashed line is what a pair of timer readings costs, inside every sample: "
+            "figures near it measure the machine, not the allocator.")
 
 
 def _rows_by_block(doc, phase, cols):
@@ -107,25 +135,28 @@ def _lines(ax, data, col):
     ax.set_xlabel("block size (bytes, log scale)")
 
 
-def _time_plot(doc, ctx, floor_ns):
+def _time_plot(doc, ctx, floor_ns, floor_label):
+    if not any(a.has("pow2") for a in doc.arr("allocators").objs()):
+        return page.note("The power-of-two phase did not run (--phases): no plot against "
+                         "block size.")
     cols = ("avg_alloc_ns", "avg_free_ns", "p99_alloc_ns", "p99_free_ns")
     data = _rows_by_block(doc, "pow2", cols)
     if not data:
-        return page.note("memcheck ran without its rows (--json-rows off): no plot against "
+        return page.note("memcheck ran without its rows (--no-json-rows): no plot against "
                          "block size.")
     fig, axes = plot.figure(11.5, 7.4, ncols=2, nrows=2)
     titles = ("average alloc", "average free", "p99 alloc", "p99 free")
     for ax, col, title in zip(axes.flat, cols, titles):
         _lines(ax, data, col)
         plot.log10_axis(ax)
-        plot.floor_line(ax, floor_ns, "timer reading pair (p50)")
+        plot.floor_line(ax, floor_ns, floor_label)
         ax.set_title(title)
         ax.set_ylabel("ns per call (log scale)")
     axes[0][1].legend(fontsize=8, ncol=2)
     return ctx.png("time-by-block", fig, "memcheck: alloc and free time against block size",
                    "Average and p99 alloc and free time against block size, power-of-two "
-                   "blocks: each point the median over the heap sizes and free orders memcheck "
-                   "ran at that block size. The dashed line is a pair of timer readings.")
+                   "blocks: each point the median over the heap sizes, free orders and cold and "
+                   "hot heaps memcheck ran at that block size. " + _floor_words(floor_ns))
 
 
 def _space_plot(doc, ctx):
@@ -142,7 +173,8 @@ def _space_plot(doc, ctx):
     axes[0][0].legend(fontsize=8, ncol=2)
     return ctx.png("space-by-block", fig, "memcheck: overhead and fragmentation by block size",
                    "Overhead and fragmentation against block size, power-of-two blocks (median "
-                   "over heap sizes). rtmem's heaps count overhead against the heap's bytes "
+                   "over heap sizes, free orders, cold and hot heaps). rtmem's heaps count "
+                   "overhead against the heap's bytes "
                    "(100 - 100 x blocks x B / H); the process allocators (glibc, peers) against "
                    "the usable sizes they report, and probe fragmentation inside the fill's "
                    "address span: compare each group within itself (docs/memcheck.md).")
@@ -170,7 +202,7 @@ def _churn_table(doc):
 def build(docs, ctx):
     out = []
     for doc in docs:
-        floor_ns = doc.obj("timer").num("overhead_p50_ns")
+        floor_ns, floor_label = _floor(doc)
         out.append(page.command(doc))
         failed = [a.str("name") for a in doc.arr("allocators").objs() if not a.bool("passed")]
         if failed:
@@ -183,11 +215,13 @@ def build(docs, ctx):
         for phase, label in PHASES:
             out.append(page.heading(3, "Overall summary, %s" % label))
             out.append(_summary_table(doc, phase))
-        out.append(page.para("Best of each column in green. Overhead and fragmentation are "
-                             "means over the phase's tests."))
-        out.append(_summary_plot(doc, ctx, floor_ns))
+        out.append(page.para("Best of each column in green (overhead and fragmentation: among "
+                             "rtmem's heaps and among the process allocators apart, which "
+                             "measure them differently). Overhead and fragmentation are means "
+                             "over the phase's tests."))
+        out.append(_summary_plot(doc, ctx, floor_ns, floor_label))
         out.append(page.heading(3, "Against block size"))
-        out.append(_time_plot(doc, ctx, floor_ns))
+        out.append(_time_plot(doc, ctx, floor_ns, floor_label))
         out.append(_space_plot(doc, ctx))
         out.append(_churn_table(doc))
     return "".join(out)

@@ -9,7 +9,7 @@ TOOL = "shm"
 VERSION = 1
 MAKE = "rtmem shm --json {dir}/shm.json"
 
-PHASES = (("touch", "first touch, per page (ns)"), ("writes", "random 8-byte write (ns)"),
+PHASES = (("touch", "first touch, per page (ns)"), ("writes", "random one-byte write (ns)"),
           ("zeroings", "zeroing the region (ns)"))
 
 
@@ -52,7 +52,7 @@ def _size_plot(doc, ctx, size, rows):
     return ctx.png("size-%s" % page.fmt_bytes(size), fig,
                    "shm: mechanisms at %s" % page.fmt_bytes(size),
                    "Each mechanism with a %s region (orange: the Java runner): the first touch "
-                   "per page with its page faults (flt), one random 8-byte write with the "
+                   "per page with its page faults (flt), one random one-byte write with the "
                    "generator's cost subtracted (dashed: that cost; a write near or below it is "
                    "within the measurement's noise), and "
                    "one zeroing of the whole region, with the faults each phase took."

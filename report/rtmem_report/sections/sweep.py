@@ -21,27 +21,34 @@ def _plot(doc, sw, ctx):
     modes = sw.arr("modes").strs()
     strides = sw.arr("strides").nums()
     runs = [r for r in sw.arr("runs").objs() if not r.has("skipped") and r.has("summary")]
-    base = sw.obj("baseline", nullable=True)
+    base = sw.obj("baseline", nullable=True)  # null if stopped before it
     fig, axes = plot.figure(4.2 * max(1, len(modes)) + 1.2, 4.6, ncols=max(1, len(modes)),
                             sharey=True)
     for ax, mode in zip(axes[0], modes):
         for i, stride in enumerate(strides):
-            pts = sorted((r.num("bytes"), r.obj("summary")) for r in runs
-                         if r.str("mode") == mode and r.num("stride") == stride)
+            pts = sorted(((r.num("bytes"), r.obj("summary")) for r in runs
+                          if r.str("mode") == mode and r.num("stride") == stride),
+                         key=lambda p: p[0])
             if not pts:
                 continue
             c = STRIDE_SHADES[i % len(STRIDE_SHADES)]
             xs = [p[0] for p in pts]
-            ax.plot(xs, [p[1].num("max_ns") / 1000.0 for p in pts], color=c, marker="o",
-                    markersize=4, label="stride %s: worst" % page.fmt_bytes(stride))
-            ax.plot(xs, [p[1].num("p999_ns") / 1000.0 for p in pts], color=c, marker="s",
-                    markersize=3, linestyle="--", label="stride %s: p99.9" % page.fmt_bytes(stride))
+            for key, marker, line, what in (("max_ns", "o", "-", "worst"),
+                                            ("p999_ns", "s", "--", "p99.9")):
+                # a run without a wake-up has null figures: no point
+                got = [(x, p[1].num(key, nullable=True)) for x, p in zip(xs, pts)]
+                got = [(x, y / 1000.0) for x, y in got if y is not None]
+                ax.plot([g[0] for g in got], [g[1] for g in got], color=c, marker=marker,
+                        markersize=4 if marker == "o" else 3, linestyle=line,
+                        label="stride %s: %s" % (page.fmt_bytes(stride), what))
         if base is not None and base.has("summary"):
             bs = base.obj("summary")
-            ax.axhline(bs.num("max_ns") / 1000.0, color="#555555", linewidth=1,
-                       label="idle: worst")
-            ax.axhline(bs.num("p999_ns") / 1000.0, color="#555555", linewidth=1,
-                       linestyle="--", label="idle: p99.9")
+            for key, line, what in (("max_ns", "-", "idle: worst"),
+                                    ("p999_ns", "--", "idle: p99.9")):
+                v = bs.num(key, nullable=True)
+                if v is not None:
+                    ax.axhline(v / 1000.0, color="#555555", linewidth=1, linestyle=line,
+                               label=what)
         plot.log2_size_axis(ax)
         plot.log10_axis(ax)
         ax.set_xlabel("pressure allocation size per worker (bytes, log scale)")
@@ -74,7 +81,8 @@ def build(docs, ctx):
                 sw.num("runs_done"), sw.num("runs_planned"))))
         out.append(_plot(doc, sw, ctx))
         rows = []
-        for r in [sw.obj("baseline")] + sw.arr("runs").objs():
+        base = sw.obj("baseline", nullable=True)
+        for r in ([base] if base is not None else []) + sw.arr("runs").objs():
             if r.has("skipped") or not r.has("summary"):
                 continue
             s = r.obj("summary")
