@@ -18,7 +18,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench report sweep test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
+.PHONY: all deps build test bench report sweep cross test-asan test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
         format format-check compare-cyclictest
 
@@ -127,6 +127,20 @@ sweep: build
 COMPARE_FLAGS ?=
 compare-cyclictest: build
 	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
+
+# The library, the tools and the tests cross-built for arm64 and 32-bit ARM
+# (armv7, hard-float) with Debian's cross compilers (installed on demand) and
+# the toolchain files in cmake/, warnings as errors as everywhere:
+# build-arm64/, build-armv7/. docs/targets.md says how to run their tests
+# under qemu-user.
+cross:
+	@sh scripts/ensure-deps.sh cross
+	cmake -S . -B $(BUILD)-arm64 --toolchain cmake/toolchain-aarch64-linux-gnu.cmake \
+	    -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)-arm64 -j $(JOBS)
+	cmake -S . -B $(BUILD)-armv7 --toolchain cmake/toolchain-arm-linux-gnueabihf.cmake \
+	    -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD)-armv7 -j $(JOBS)
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps

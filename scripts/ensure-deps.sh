@@ -2,7 +2,7 @@
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
 #   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
-#                  [report] [chromium]
+#                  [report] [chromium] [cross]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -39,6 +39,9 @@
 #            Optional, like peers: without network it says so and succeeds;
 #            rtmem report then says what is missing, and tools.report that
 #            it was skipped.
+#     cross  Debian's cross compilers for arm64 and 32-bit ARM (gcc and g++
+#            aarch64-linux-gnu and arm-linux-gnueabihf, with their C
+#            libraries), for make cross (cmake/toolchain-*.cmake)
 #     chromium Debian's chromium, the browser tools.report renders the
 #            report in (headless) to check that every plot loads. Optional,
 #            like peers: without it that check says it was skipped.
@@ -100,6 +103,12 @@ for arg in "$@"; do
         ;;
     valgrind) command -v valgrind >/dev/null 2>&1 || want_valgrind="valgrind" ;;
     chromium) command -v chromium >/dev/null 2>&1 || want_chromium="chromium" ;;
+    cross)
+        for t in aarch64-linux-gnu arm-linux-gnueabihf; do
+            command -v "$t-gcc" >/dev/null 2>&1 || need="$need gcc-$t"
+            command -v "$t-g++" >/dev/null 2>&1 || need="$need g++-$t"
+        done
+        ;;
     report)
         cmp -s "$root/report/requirements.txt" "$venv/rtmem-requirements.txt" 2>/dev/null ||
             want_report=yes

@@ -22,6 +22,12 @@
  *    own (free) memory. Links are offsets from the heap base, never pointers:
  *    a TLSF heap whose pools all lie in one mapping works wherever that mapping
  *    is placed in each process.
+ *  - 32-bit builds (armv7, i686): a header of 4 bytes, blocks of at least
+ *    RTM_TLSF_MIN_BLOCK (16) in multiples of 16, payloads aligned to 16. A
+ *    request of n bytes costs max(16, round_up(n + 4, 16)); usable size is
+ *    the block minus 4, at most n + 15 (no remainder is ever too small to
+ *    stand alone: the minimum block is one granule). The free links and the
+ *    footer lie between header positions.
  *  - Classes: sizes below 512 bytes have one exact class per 16 bytes; above,
  *    each power of two is split in RTM_TLSF_SL_COUNT (32) classes, so the
  *    good-fit rounding wastes at most 1/32 of a block in the search (the block
@@ -35,11 +41,14 @@
  *  - realloc: O(1) in place; O(1) + O(size) to copy when it must move.
  *  - stats: O(1). check: O(blocks + RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT).
  *  - create: O(RTM_TLSF_FL_COUNT * RTM_TLSF_SL_COUNT) to clear the lists.
- *  - Control structure: RTM_TLSF_CONTROL_BYTES (about 8.5 KiB on 64-bit) at the
+ *  - Control structure: RTM_TLSF_CONTROL_BYTES (about 8.5 KiB on 64-bit, 3.4 KiB on
+ *    32-bit) at the
  *    start of the memory given to create. Each pool added later spends
  *    RTM_TLSF_POOL_OVERHEAD_MAX bytes at most (descriptor, sentinel, trim).
- *  - Largest block: RTM_TLSF_MAX_BLOCK (1 TiB - 16 on 64-bit); a pool whose
- *    blocks would exceed it is refused with E2BIG (add it as several pools).
+ *  - Largest block: RTM_TLSF_MAX_BLOCK (1 TiB - 16 on 64-bit, 2 GiB - 16 on
+ *    32-bit); a pool whose blocks would exceed it is refused with E2BIG (add
+ *    it as several pools). Offsets are modulo 2^32 on 32-bit: pools anywhere
+ *    in the address space work.
  *  - Fill guarantee: a fresh heap with one pool of usable_bytes U holds
  *    exactly floor(U / cost(n)) blocks of n bytes, cost(n) as above. With k
  *    pools, sum(floor(U_i / cost)) for requests up to 1016 bytes (classes
@@ -100,6 +109,11 @@
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
  *    into a header can make free write anywhere in the address space.
  *  - A 32-bit build has no spare header bits: no tags, the other checks stay.
+ *    Without tags an overflow into the next block's header is not detected:
+ *    a header rewritten with a plausible size can make alloc hand out memory
+ *    that overlaps a live block. On 32-bit, hardening refuses double and
+ *    stale frees (the conformance suite's bad frees); it does not catch
+ *    overflows.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H

@@ -18,7 +18,7 @@ int rtm__arena_space_check(struct rtm_arena *a, const struct rtm__arena_plan *p)
 {
     struct statfs fs;
     char b1[32], b2[32];
-    if (fstatfs(a->fd, &fs) != 0 || fs.f_type == HUGETLBFS_MAGIC || fs.f_blocks == 0)
+    if (fstatfs(a->fd, &fs) != 0 || (uint32_t)fs.f_type == HUGETLBFS_MAGIC || fs.f_blocks == 0)
         return 0; /* hugetlbfs reserves at mmap; a size-less filesystem cannot tell */
     uint64_t room = (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize;
     if (room < p->size)
@@ -36,7 +36,7 @@ static int take_fs_pages(struct rtm_arena *a, struct rtm__arena_plan *p)
 {
     struct statfs fs;
     char b1[32], b2[32];
-    if (fstatfs(a->fd, &fs) != 0 || fs.f_type != HUGETLBFS_MAGIC) {
+    if (fstatfs(a->fd, &fs) != 0 || (uint32_t)fs.f_type != HUGETLBFS_MAGIC) {
         if (p->page != p->base_page)
             return rtm__arena_fail(a, EINVAL,
                                    "%s is not on a hugetlbfs mount: page_bytes %s cannot be had "

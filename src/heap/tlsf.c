@@ -190,11 +190,19 @@ static inline bool hardened(const struct rtm_tlsf *t)
 /* The tag of a header at offset b holding v (see TAG_SHIFT): one multiply
  * by an odd constant, whose top bits every lower bit of its operand moves:
  * a change to v (the low TAG_SHIFT bits) or to b's low bits changes them. */
+#ifdef TAG_SHIFT
 static inline size_t hdr_tag(const struct rtm_tlsf *t, size_t b, size_t v)
 {
     uint64_t x = ((uint64_t)b << (64 - TAG_SHIFT)) ^ (uint64_t)(v & TAGGED_BITS) ^ t->base.tag_key;
     return (size_t)(x * 0xd6e8feb86659fd93ull) & TAG_MASK;
 }
+#else
+static inline size_t hdr_tag(const struct rtm_tlsf *t, size_t b, size_t v)
+{
+    (void)t, (void)b, (void)v;
+    return 0; /* no bits to keep a tag in */
+}
+#endif
 
 /* The header word for v at offset b: tagged when the heap is hardened. */
 static inline size_t mk_hdr(const struct rtm_tlsf *t, size_t b, size_t v, bool hard)
@@ -208,18 +216,22 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
 }
 
 /*
- * Block fields, by offset: hdr at b, links at b + W and b + 2W. The prev link
- * lies where a later block's header can lie (b + 2W is a header position), so
- * it is stored with F_LINK set: every word the allocator leaves at a header
- * position in free memory reads as a prev link, a free header or a header a
- * merge swallowed (F_GONE), and freeing a stale pointer into free memory is
- * refused as not live, not taken for damage (the next link, at a payload
- * position, needs no mark).
+ * Block fields, by offset: hdr at b, links at b + W and b + 2W. Headers lie
+ * W below a GRANULE-aligned payload. With W = 8 the prev link lies where a
+ * later block's header can lie (b + 2W = b + GRANULE is a header position),
+ * so it is stored with LINK_MARK (F_LINK) set: every word the allocator
+ * leaves at a header position in free memory reads as a prev link, a free
+ * header or a header a merge swallowed (F_GONE), and freeing a stale
+ * pointer into free memory is refused as not live, not taken for damage
+ * (the next link, at a payload position, needs no mark). With W = 4 both
+ * links and the footer lie between header positions: no mark (and none
+ * could be recovered: a 32-bit block's offset has F_FENCE's bit set).
  */
+#define LINK_MARK         (GRANULE == 2 * W ? F_LINK : (size_t)0)
 #define HDR(t, b)         (blk((t), (b))[0])
 #define NEXT(t, b)        (blk((t), (b))[1])
-#define PREV_GET(t, b)    (blk((t), (b))[2] & ~F_LINK)
-#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b))[2], (v) | F_LINK)
+#define PREV_GET(t, b)    (blk((t), (b))[2] & ~LINK_MARK)
+#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b))[2], (v) | LINK_MARK)
 
 /* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
 static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, bool hard)
@@ -228,7 +240,10 @@ static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, b
     RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, v, hard));
 }
 
-_Static_assert(GRANULE == 2 * W, "the prev link sits at a header position: it is tagged");
+_Static_assert(GRANULE == 2 * W || GRANULE == 4 * W,
+               "the prev link (b + 2W) sits at a header position (marked) or between two");
+_Static_assert(((GRANULE - W) & LINK_MARK) == 0 && (W & LINK_MARK) == 0,
+               "block offsets and pseudo-nodes keep the mark's bits clear: PREV_GET undoes it");
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 {

@@ -76,7 +76,9 @@ int rtm__undo_rollback(struct rtm_undo *u, size_t room, int fixed)
     }
     for (uint32_t i = n; i-- > 0;) {
         const struct rtm_undo_entry *e = &u->entry[i];
-        memcpy((void *)((uintptr_t)u + entry_dist(e->where)), &e->old, (size_t)1 << (e->where & 3));
+        /* in the heap (checked above): the distance fits uintptr_t */
+        memcpy((void *)((uintptr_t)u + (uintptr_t)entry_dist(e->where)), &e->old,
+               (size_t)1 << (e->where & 3));
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the words, then the count */
     __atomic_store_n(&u->count, 0, __ATOMIC_RELAXED);

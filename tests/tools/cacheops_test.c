@@ -23,6 +23,7 @@
 
 #define GUARD 64
 
+#if defined(__x86_64__)
 static bool cpuinfo_has(const char *flag)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -40,6 +41,7 @@ static bool cpuinfo_has(const char *flag)
     fclose(f);
     return found;
 }
+#endif
 
 static void fill(unsigned char *p, size_t n, unsigned seed)
 {

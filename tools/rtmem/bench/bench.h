@@ -49,7 +49,11 @@
 #define BENCH_MAX_LIVE       1000000u
 #define BENCH_MAX_SIZE_BYTES (1u << 30)
 #define BENCH_MIN_HEAP_BYTES ((size_t)64 << 10)
+#if SIZE_MAX > 0xffffffffu
 #define BENCH_MAX_HEAP_BYTES ((size_t)1 << 40)
+#else
+#define BENCH_MAX_HEAP_BYTES ((size_t)1 << 31) /* half a 32-bit address space */
+#endif
 
 /* Sweep: buckets of 64 bytes from 0 to 10 KiB. */
 #define SWEEP_BUCKET_BYTES 64u

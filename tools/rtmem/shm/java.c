@@ -405,7 +405,7 @@ static int read_class(const char *dir, char *why, size_t size)
     snprintf(path, sizeof(path), "%s/" CLASS_NAME ".class", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size > CLASS_MAX_BYTES) {
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size > (off_t)CLASS_MAX_BYTES) {
         say(why, size, "javac made no usable %s", path);
         if (fd >= 0)
             close(fd);
