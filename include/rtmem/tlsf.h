@@ -51,8 +51,8 @@
  *    in the address space work.
  *  - Fill guarantee: a fresh heap with one pool of usable_bytes U holds
  *    exactly floor(U / cost(n)) blocks of n bytes, cost(n) as above. With k
- *    pools, sum(floor(U_i / cost)) for requests up to 1016 bytes (classes
- *    one granule wide), and at most k fewer above (each pool's last
+ *    pools, sum(floor(U_i / cost)) for requests that cost up to 1024 bytes
+ *    (classes one granule wide), and at most k fewer above (each pool's last
  *    remainder may share a class with another and not be found).
  *  - largest_free_bytes in the statistics is exact: the largest request that
  *    would succeed now (and every smaller one succeeds too). On a damaged

@@ -225,7 +225,8 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
  * pointer into free memory is refused as not live, not taken for damage
  * (the next link, at a payload position, needs no mark). With W = 4 both
  * links and the footer lie between header positions: no mark (and none
- * could be recovered: a 32-bit block's offset has F_FENCE's bit set).
+ * could be undone: a 32-bit block's offset from a base aligned to 8 only
+ * has F_FENCE's bit set).
  */
 #define LINK_MARK         (GRANULE == 2 * W ? F_LINK : (size_t)0)
 #define HDR(t, b)         (blk((t), (b))[0])
@@ -242,8 +243,11 @@ static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, b
 
 _Static_assert(GRANULE == 2 * W || GRANULE == 4 * W,
                "the prev link (b + 2W) sits at a header position (marked) or between two");
-_Static_assert(((GRANULE - W) & LINK_MARK) == 0 && (W & LINK_MARK) == 0,
-               "block offsets and pseudo-nodes keep the mark's bits clear: PREV_GET undoes it");
+/* Marked, a link's low 3 bits must be free: every offset a prev link holds
+ * (a block's, a pseudo-node's, the idle block's) is a multiple of 8 from a
+ * heap base aligned to 8 at least. */
+_Static_assert(LINK_MARK == 0 || (LINK_MARK < 8 && _Alignof(struct rtm_tlsf) >= 8 && W % 8 == 0),
+               "a marked prev link's value keeps the mark's bits clear: PREV_GET undoes it");
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 {

@@ -5,8 +5,9 @@
 
 #include "kind.h"
 
-/* An entry's distance from the log: signed, kept in the entry's top 62
- * bits (an added pool may lie below the log). */
+/* An entry's distance from the log, kept in the entry's top 62 bits: signed
+ * on 64-bit (an added pool may lie below the log), modulo 2^32 on 32-bit
+ * (stored zero-extended, as the pools' places are). */
 static inline uint64_t entry_dist(uint64_t where)
 {
     return (uint64_t)((int64_t)where >> 2);
@@ -31,6 +32,8 @@ int rtm__undo_valid(const struct rtm_undo *u, size_t room)
  * an added pool (none in a fixed heap: a shared one). */
 static int in_heap(const struct rtm_undo *u, size_t room, int fixed, uint64_t dist, uint64_t width)
 {
+    if (dist > UINTPTR_MAX)
+        return 0; /* no address of this process (a 32-bit one) lies there */
     if (dist >= rtm_undo_bytes(u->capacity) && dist <= u->span && u->span - dist >= width) {
         uint64_t hdr = sizeof(struct rtm_heap), rel = dist - room;
         if (rel >= hdr && rel + width - 1 >= hdr) /* wholly outside the header */

@@ -122,17 +122,20 @@ static inline void rtm_undo_note(struct rtm_undo *u, const void *p, size_t width
  */
 #define RTM_UNDO_BLOCK_BYTES 128u
 
-/* Before bytes of data go to p (8-aligned) in such a block: records its
- * first min(bytes, RTM_UNDO_BLOCK_BYTES) bytes and the word holding its
- * last byte (where a free TLSF block keeps its footer), word by word. */
+/* Before bytes of data go to p in such a block: records its first
+ * min(bytes, RTM_UNDO_BLOCK_BYTES) bytes and the word holding its last byte
+ * (where a free TLSF block keeps its footer), in 8-byte words from p
+ * rounded down to 8 (a 32-bit TLSF block's owner record is only 4-aligned;
+ * the bytes before it are the same block's, freed again by a roll back). */
 static inline void rtm_undo_note_block(struct rtm_undo *u, void *p, size_t bytes)
 {
-    size_t n = (bytes + 7) & ~(size_t)7;
+    char *w = (char *)((uintptr_t)p & ~(uintptr_t)7);
+    size_t n = ((size_t)((char *)p - w) + bytes + 7) & ~(size_t)7;
     size_t head = n < RTM_UNDO_BLOCK_BYTES ? n : RTM_UNDO_BLOCK_BYTES;
     for (size_t i = 0; i < head; i += 8)
-        rtm_undo_note(u, (char *)p + i, 8);
+        rtm_undo_note(u, w + i, 8);
     if (n > head)
-        rtm_undo_note(u, (char *)p + n - 8, 8);
+        rtm_undo_note(u, w + n - 8, 8);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the notes, then the data */
 }
 

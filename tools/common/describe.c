@@ -50,6 +50,45 @@ static void read_cpu_model(char *buf, size_t size)
     fclose(f);
 }
 
+/* The architecture this program was built for, as uname names it. */
+#if defined(__x86_64__)
+#define TK_BUILT_FOR "x86_64"
+#elif defined(__aarch64__)
+#define TK_BUILT_FOR "aarch64"
+#elif defined(__arm__)
+#define TK_BUILT_FOR "arm"
+#elif defined(__i386__)
+#define TK_BUILT_FOR "i686"
+#else
+#define TK_BUILT_FOR ""
+#endif
+
+/* User-mode emulation gives itself away in /proc/cpuinfo, which qemu-user
+ * passes through from the host: an x86 CPU's lines (vendor_id, flags) under
+ * an ARM program, or an ARM CPU's (CPU implementer, Features) under an x86
+ * one. */
+void tk_emulation_check(const char *cpuinfo, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(cpuinfo, "r");
+    if (!f)
+        return;
+    bool x86 = false, arm = false;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        x86 = x86 || strncmp(line, "vendor_id", 9) == 0 || strncmp(line, "flags", 5) == 0;
+        arm = arm || strncmp(line, "CPU implementer", 15) == 0 || strncmp(line, "Features", 8) == 0;
+    }
+    fclose(f);
+#if defined(__x86_64__) || defined(__i386__)
+    if (arm && !x86)
+        snprintf(buf, size, "qemu-user: an %s program on an ARM CPU", TK_BUILT_FOR);
+#elif defined(__aarch64__) || defined(__arm__)
+    if (x86 && !arm)
+        snprintf(buf, size, "qemu-user: an %s program on an x86 CPU", TK_BUILT_FOR);
+#endif
+}
+
 void tk_machine_collect(struct tk_machine *mf)
 {
     memset(mf, 0, sizeof(*mf));
@@ -63,12 +102,18 @@ void tk_machine_collect(struct tk_machine *mf)
     }
     mf->cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
     mf->libc_version = gnu_get_libc_version();
+    tk_emulation_check("/proc/cpuinfo", mf->emulation, sizeof(mf->emulation));
 }
 
 void tk_machine_print(FILE *f, const struct tk_machine *mf)
 {
     fprintf(f, "machine: %s | %s %s %s | %ld CPUs online | glibc %s\n", mf->cpu_model, mf->sysname,
             mf->release, mf->machine, mf->cpus_online, mf->libc_version);
+    if (mf->emulation[0])
+        fprintf(f,
+                "EMULATED (%s): every time below is the emulator's, not this program's; "
+                "read this run for behaviour only\n",
+                mf->emulation);
 }
 
 void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_detail d)
@@ -85,6 +130,7 @@ void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_det
     tk_json_kv_string(j, "libc", mf->libc_version);
     if (full)
         tk_json_kv_string(j, "compiler", TK_COMPILER);
+    tk_json_kv_string(j, "emulation", mf->emulation[0] ? mf->emulation : NULL);
     tk_json_end_object(j);
 }
 
@@ -92,12 +138,16 @@ void tk_timer_print(FILE *f, const char *label, const struct tk_timer *t, enum t
 {
     bool full = d == TK_DETAIL_FULL;
     fprintf(f, "%s%s", label, t->source);
-    if (tk_timer_use_tsc) {
+    /* by the timer's own source: a clock_gettime timer may be described while
+     * the counter serves the tool's other timer */
+    if (strncmp(t->source, "tsc", 3) == 0) {
         fprintf(f, ", %.4f GHz", t->tick_hz / 1e9);
         if (full)
             fprintf(f, " calibrated over %.0f ms against CLOCK_MONOTONIC_RAW",
                     t->calibration_ns / 1e6);
         fprintf(f, ", invariant TSC: %s", t->tsc_invariant ? "yes" : "NO");
+    } else if (strncmp(t->source, "cntvct", 6) == 0) { /* arm64's generic timer */
+        fprintf(f, ", %.4g MHz (cntfrq_el0)", t->tick_hz / 1e6);
     }
     fprintf(f, "\ntimer overhead: start/end pair around nothing");
     if (full)

@@ -32,19 +32,32 @@ struct tk_machine {
     char machine[65];
     long cpus_online;         /* sysconf(_SC_NPROCESSORS_ONLN), -1 if unknown */
     const char *libc_version; /* gnu_get_libc_version(), static storage */
+    /* "" natively; under user-mode emulation (qemu-user, which passes the
+     * host's /proc/cpuinfo through) what gave it away, e.g. "qemu-user: an
+     * aarch64 program on an x86 CPU". Every timing of such a run measures
+     * the emulator. Full-system emulation is not seen. */
+    char emulation[96];
 };
+
+/* Whether the cpuinfo file (/proc/cpuinfo) shows this program emulated: a
+ * CPU of another architecture than the one it was built for (x86 lines,
+ * vendor_id or flags, under an ARM build; ARM lines, CPU implementer or
+ * Features, under an x86 build; a file with both or neither is taken as
+ * native). Writes what gave it away to buf, or "" (also when the file
+ * cannot be read). */
+void tk_emulation_check(const char *cpuinfo, char *buf, size_t size);
 
 /* Fills *mf. Reads /proc/cpuinfo and calls uname: not for a timed region. */
 void tk_machine_collect(struct tk_machine *mf);
 
 /* One line: "machine: <cpu> | <sysname> <release> <arch> | <n> CPUs online |
- * glibc <version>". */
+ * glibc <version>"; under emulation a second: "EMULATED (<how>): ...". */
 void tk_machine_print(FILE *f, const struct tk_machine *mf);
 
 /* The machine as one JSON object value (call after a key): cpu_model,
  * cpus_online, sysname, kernel_release, arch, libc; TK_DETAIL_FULL adds
  * kernel_version (after kernel_release) and the compiler the tool was built
- * with (last). */
+ * with; last, emulation (the string above, null natively). */
 void tk_machine_json(struct tk_json *j, const struct tk_machine *mf, enum tk_detail d);
 
 /* Two lines: "<label><source>" with, on the TSC, its frequency and whether

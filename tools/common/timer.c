@@ -11,7 +11,7 @@
 #include <cpuid.h>
 #endif
 
-bool tk_timer_use_tsc;
+bool tk_timer_use_counter;
 
 #if defined(__x86_64__)
 /* RDTSCP is CPUID leaf 0x80000001, EDX bit 27. */
@@ -155,10 +155,16 @@ static uint64_t unfenced_read(clockid_t clock)
     if (clock != OWN_COUNTER)
         return clock_read_ns(clock);
 #if defined(__x86_64__)
-    if (tk_timer_use_tsc) {
+    if (tk_timer_use_counter) {
         uint32_t lo, hi;
         __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
         return ((uint64_t)hi << 32) | lo;
+    }
+#elif defined(__aarch64__)
+    if (tk_timer_use_counter) {
+        uint64_t v;
+        __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+        return v;
     }
 #endif
     return tk_clock_ns();
@@ -194,7 +200,7 @@ int tk_timer_init(struct tk_timer *t, unsigned calibration_ms)
     if (tk_clock_ns() == 0)
         return -errno;
 
-    tk_timer_use_tsc = false;
+    tk_timer_use_counter = false;
     t->source = "clock_gettime(CLOCK_MONOTONIC_RAW)";
     t->ns_per_tick = 1.0;
     t->tick_hz = 1e9;
@@ -202,17 +208,28 @@ int tk_timer_init(struct tk_timer *t, unsigned calibration_ms)
     static const char *const invariant_flags[] = { "constant_tsc", "nonstop_tsc" };
     t->tsc_invariant = cpuinfo_has_flags(invariant_flags, 2);
     if (cpu_has_rdtscp()) {
-        tk_timer_use_tsc = true;
+        tk_timer_use_counter = true;
         int rc = calibrate_tsc(t, calibration_ms);
         if (rc == 0) {
             t->source = "tsc (lfence;rdtsc .. rdtscp;lfence)";
         } else {
             /* Fall back rather than give up: the clock still works. */
-            tk_timer_use_tsc = false;
+            tk_timer_use_counter = false;
             t->ns_per_tick = 1.0;
             t->tick_hz = 1e9;
             t->calibration_ns = 0;
         }
+    }
+#elif defined(__aarch64__)
+    /* The generic timer's rate is the architecture's, not a calibration's. */
+    uint64_t freq;
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(freq));
+    if (freq != 0) {
+        tk_timer_use_counter = true;
+        t->source = "cntvct_el0 (isb;mrs .. isb;mrs;isb)";
+        t->tick_hz = (double)freq;
+        t->ns_per_tick = 1e9 / (double)freq;
+        t->tsc_invariant = true;
     }
 #endif
     measure_resolution(t, OWN_COUNTER);

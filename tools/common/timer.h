@@ -17,6 +17,12 @@
  *    tick length is calibrated against CLOCK_MONOTONIC_RAW. This is only
  *    meaningful on a CPU with an invariant TSC (constant_tsc and nonstop_tsc
  *    in /proc/cpuinfo); tk_timer_init reports whether it is.
+ *  - arm64: the generic timer's virtual count, CNTVCT_EL0. Start is "isb;
+ *    mrs" (earlier instructions complete before the read), end is "isb; mrs;
+ *    isb" (the code under test completes first, later instructions start
+ *    after). Its rate is CNTFRQ_EL0, fixed by the architecture (often 24 to
+ *    62.5 MHz on boards: a tick of 16 to 42 ns, which the resolution
+ *    measured shows).
  *  - Anywhere else (or an x86-64 CPU without RDTSCP): clock_gettime
  *    (CLOCK_MONOTONIC_RAW), one tick = 1 ns. Its resolution and cost are much
  *    coarser; the measured overhead tells by how much.
@@ -37,21 +43,25 @@
 #include <stdint.h>
 #include <time.h>
 
-/* Set by tk_timer_init: true when the TSC path is used. Read on every timer
- * reading (a load and a well-predicted branch, part of the measured overhead)
- * so that a CPU without RDTSCP falls back instead of faulting. */
-extern bool tk_timer_use_tsc;
+/* Set by tk_timer_init: true when the CPU's counter is read (the TSC on
+ * x86-64, CNTVCT_EL0 on arm64). Read on every timer reading (a load and a
+ * well-predicted branch, part of the measured overhead) so that a CPU
+ * without RDTSCP falls back instead of faulting. */
+extern bool tk_timer_use_counter;
 
 struct tk_timer {
-    /* "tsc (lfence;rdtsc / rdtscp;lfence)" or "clock_gettime(CLOCK_MONOTONIC_RAW)". */
+    /* "tsc (lfence;rdtsc .. rdtscp;lfence)", "cntvct_el0 (isb;mrs .. isb;mrs;isb)"
+     * or "clock_gettime(CLOCK_MONOTONIC_RAW)". */
     const char *source;
     /* Nanoseconds per tick (1.0 for clock_gettime). */
     double ns_per_tick;
-    /* TSC frequency implied by the calibration, in Hz (1e9 for clock_gettime). */
+    /* The counter's rate in Hz: the TSC's implied by the calibration,
+     * CNTFRQ_EL0 on arm64, 1e9 for clock_gettime. */
     double tick_hz;
     /* Length of the calibration window actually spent, in ns (0 without TSC). */
     double calibration_ns;
-    /* /proc/cpuinfo lists constant_tsc and nonstop_tsc (an invariant TSC). */
+    /* The counter runs at a fixed rate: /proc/cpuinfo lists constant_tsc and
+     * nonstop_tsc (an invariant TSC); always on arm64 (the architecture's). */
     bool tsc_invariant;
     /* Overhead of one start/end pair around nothing, over overhead_samples
      * back-to-back pairs: median, p99 and minimum, in ticks and in ns. */
@@ -119,10 +129,16 @@ static inline uint64_t tk_clock_ns(void)
 static inline uint64_t tk_timer_start(void)
 {
 #if defined(__x86_64__)
-    if (tk_timer_use_tsc) {
+    if (tk_timer_use_counter) {
         uint32_t lo, hi;
         __asm__ __volatile__("lfence\n\trdtsc" : "=a"(lo), "=d"(hi) : : "memory");
         return ((uint64_t)hi << 32) | lo;
+    }
+#elif defined(__aarch64__)
+    if (tk_timer_use_counter) {
+        uint64_t v;
+        __asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+        return v;
     }
 #endif
     return tk_clock_ns();
@@ -132,10 +148,16 @@ static inline uint64_t tk_timer_start(void)
 static inline uint64_t tk_timer_end(void)
 {
 #if defined(__x86_64__)
-    if (tk_timer_use_tsc) {
+    if (tk_timer_use_counter) {
         uint32_t lo, hi;
         __asm__ __volatile__("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi) : : "rcx", "memory");
         return ((uint64_t)hi << 32) | lo;
+    }
+#elif defined(__aarch64__)
+    if (tk_timer_use_counter) {
+        uint64_t v;
+        __asm__ __volatile__("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v) : : "memory");
+        return v;
     }
 #endif
     return tk_clock_ns();

@@ -42,6 +42,12 @@ def build(docs, ctx):
         for key, label in _FACTS:
             if key != "kernel_version" and m.raw(key) != first.raw(key):
                 differ.append("%s: %s %s" % (d.name, label, m.raw(key)))
+    emulated = sorted(set("%s (%s)" % (d.obj("machine").raw("emulation"), d.name) for d in docs
+                          if d.obj("machine").raw("emulation")))
+    if emulated:
+        out.append(page.note("Run under emulation: %s. Every time in these files is the "
+                             "emulator's, not the program's: read them for behaviour only."
+                             % "; ".join(emulated)))
     if differ:
         out.append(page.note("These results do not all come from one machine (%s): compare "
                              "their figures with care." % "; ".join(differ)))
