@@ -2,7 +2,7 @@
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
 #   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
-#                  [report] [chromium] [cross]
+#                  [report] [chromium] [cross] [qemu]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -42,6 +42,8 @@
 #     cross  Debian's cross compilers for arm64 and 32-bit ARM (gcc and g++
 #            aarch64-linux-gnu and arm-linux-gnueabihf, with their C
 #            libraries), for make cross (cmake/toolchain-*.cmake)
+#     qemu   Debian's qemu-user, which runs the cross builds' tests (make
+#            test-cross: CTest starts each test program under it)
 #     chromium Debian's chromium, the browser tools.report renders the
 #            report in (headless) to check that every plot loads. Optional,
 #            like peers: without it that check says it was skipped.
@@ -103,6 +105,10 @@ for arg in "$@"; do
         ;;
     valgrind) command -v valgrind >/dev/null 2>&1 || want_valgrind="valgrind" ;;
     chromium) command -v chromium >/dev/null 2>&1 || want_chromium="chromium" ;;
+    qemu)
+        command -v qemu-aarch64 >/dev/null 2>&1 && command -v qemu-arm >/dev/null 2>&1 ||
+            need="$need qemu-user"
+        ;;
     cross)
         for t in aarch64-linux-gnu arm-linux-gnueabihf; do
             command -v "$t-gcc" >/dev/null 2>&1 || need="$need gcc-$t"

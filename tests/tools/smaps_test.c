@@ -1,5 +1,6 @@
 /*
- * The bench kit's smaps reader (tools/common/smaps.h), against its header:
+ * The bench kit's smaps reader (tools/common/smaps.h), against its header
+ * (the made-up addresses fit 32 bits, so that 32-bit builds read them too):
  * a made-up smaps file gives exactly the fields of the entry holding an
  * address (not its neighbours'), the hugetlb fields summed, a path kept;
  * an address in no entry is -ENOENT, a missing file its errno; and in this
@@ -7,6 +8,7 @@
  * 16 KiB resident in /proc/self/smaps.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,28 +16,27 @@
 #include "check.h"
 #include "common/smaps.h"
 
-static const char made_up[] =
-    "00400000-00401000 r-xp 00000000 08:01 123 /bin/true\n"
-    "Size:                  4 kB\n"
-    "KernelPageSize:        4 kB\n"
-    "Rss:                   4 kB\n"
-    "VmFlags: rd ex mr mw me\n"
-    "7f0000000000-7f0040000000 rw-s 00000000 00:01 77 /memfd:rtmem (deleted)\n"
-    "Size:            1048576 kB\n"
-    "KernelPageSize:     2048 kB\n"
-    "MMUPageSize:        2048 kB\n"
-    "Rss:                   0 kB\n"
-    "AnonHugePages:         0 kB\n"
-    "ShmemPmdMapped:        6 kB\n"
-    "FilePmdMapped:         7 kB\n"
-    "Shared_Hugetlb:   524288 kB\n"
-    "Private_Hugetlb:    2048 kB\n"
-    "VmFlags: rd wr sh mr mw me ms de ht\n"
-    "7f0040000000-7f0040200000 rw-p 00000000 00:00 0 \n"
-    "Size:               2048 kB\n"
-    "KernelPageSize:        4 kB\n"
-    "Rss:                2048 kB\n"
-    "AnonHugePages:      2048 kB\n";
+static const char made_up[] = "00400000-00401000 r-xp 00000000 08:01 123 /bin/true\n"
+                              "Size:                  4 kB\n"
+                              "KernelPageSize:        4 kB\n"
+                              "Rss:                   4 kB\n"
+                              "VmFlags: rd ex mr mw me\n"
+                              "40000000-80000000 rw-s 00000000 00:01 77 /memfd:rtmem (deleted)\n"
+                              "Size:            1048576 kB\n"
+                              "KernelPageSize:     2048 kB\n"
+                              "MMUPageSize:        2048 kB\n"
+                              "Rss:                   0 kB\n"
+                              "AnonHugePages:         0 kB\n"
+                              "ShmemPmdMapped:        6 kB\n"
+                              "FilePmdMapped:         7 kB\n"
+                              "Shared_Hugetlb:   524288 kB\n"
+                              "Private_Hugetlb:    2048 kB\n"
+                              "VmFlags: rd wr sh mr mw me ms de ht\n"
+                              "80000000-80200000 rw-p 00000000 00:00 0 \n"
+                              "Size:               2048 kB\n"
+                              "KernelPageSize:        4 kB\n"
+                              "Rss:                2048 kB\n"
+                              "AnonHugePages:      2048 kB\n";
 
 static void test_made_up(const char *dir)
 {
@@ -48,9 +49,9 @@ static void test_made_up(const char *dir)
     fclose(f);
 
     struct tk_smaps_entry e;
-    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0000100000ull, &e), 0);
-    CHECK_EQ(e.start, 0x7f0000000000ull);
-    CHECK_EQ(e.end, 0x7f0040000000ull);
+    CHECK_EQ(tk_smaps_find(path, (void *)(uintptr_t)0x40100000u, &e), 0);
+    CHECK_EQ(e.start, 0x40000000u);
+    CHECK_EQ(e.end, 0x80000000u);
     CHECK_EQ(e.size_bytes, 1048576ull * 1024);
     CHECK_EQ(e.kernel_page_bytes, 2048ull * 1024);
     CHECK_EQ(e.rss_bytes, 0);
@@ -60,7 +61,7 @@ static void test_made_up(const char *dir)
     CHECK(strcmp(e.path, "/memfd:rtmem (deleted)") == 0);
 
     /* The last entry, and its first byte; the one before its end. */
-    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0040000000ull, &e), 0);
+    CHECK_EQ(tk_smaps_find(path, (void *)(uintptr_t)0x80000000u, &e), 0);
     CHECK_EQ(e.anon_huge_bytes, 2048 * 1024);
     CHECK_EQ(e.kernel_page_bytes, 4096);
     CHECK_EQ(e.hugetlb_bytes, 0);
@@ -71,7 +72,7 @@ static void test_made_up(const char *dir)
 
     /* End bounds are exclusive; nothing there. */
     CHECK_EQ(tk_smaps_find(path, (void *)0x401000ull, &e), -ENOENT);
-    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0040200000ull, &e), -ENOENT);
+    CHECK_EQ(tk_smaps_find(path, (void *)(uintptr_t)0x80200000u, &e), -ENOENT);
     unlink(path);
     CHECK_EQ(tk_smaps_find(path, (void *)0x400000ull, &e), -ENOENT); /* the file is gone */
 }
@@ -108,13 +109,13 @@ static void test_long_path(const char *dir)
     snprintf(path, sizeof(path), "%s/smaps-long", dir);
     FILE *f = fopen(path, "w");
     REQUIRE(f != NULL, );
-    fputs("7f0000000000-7f0000200000 rw-s 00000000 00:01 7 /dev/shm/", f);
+    fputs("40000000-40200000 rw-s 00000000 00:01 7 /dev/shm/", f);
     for (int i = 0; i < 600; i++)
         fputc('d', f);
-    fputs("7f0000000000-7f0000200000 x\nSize: 2048 kB\nKernelPageSize: 4 kB\nRss: 8 kB\n", f);
+    fputs("40000000-40200000 x\nSize: 2048 kB\nKernelPageSize: 4 kB\nRss: 8 kB\n", f);
     fclose(f);
     struct tk_smaps_entry e;
-    CHECK_EQ(tk_smaps_find(path, (void *)0x7f0000001000ull, &e), 0);
+    CHECK_EQ(tk_smaps_find(path, (void *)(uintptr_t)0x40001000u, &e), 0);
     CHECK_EQ(e.size_bytes, 2048 * 1024);
     CHECK_EQ(e.kernel_page_bytes, 4096);
     CHECK_EQ(e.rss_bytes, 8192);
