@@ -143,8 +143,10 @@ cross:
 	cmake --build $(BUILD)-armv7 -j $(JOBS)
 
 # The library's tests on the cross builds, each test program under qemu-user
-# (the toolchain files name it): the conformance suite of every kind (its
-# model with 100000 operations per configuration there), TLSF's figures,
+# (the toolchain files name it): the public headers as C and C++ (with the
+# cross compilers) and the library's exports, the conformance suite of
+# every kind (its model with 100000 operations per configuration there),
+# TLSF's figures,
 # the overflow trials, the fuzz corpus replay, the trees, the validator, the
 # locks (but robust futexes, which qemu-user lacks) and the kit's unit
 # tests. docs/targets.md says which other tests pass under qemu-user and why
@@ -152,7 +154,7 @@ cross:
 # asserts one. On armv7 TLSF's overflow trials are left out (a 32-bit header
 # has no tag: include/rtmem/tlsf.h); on arm64 the page heaps' test and the
 # big pools are (minutes under emulation: they run on x86-64).
-CROSS_COMMON = conformance\.(model|fill|pools|bad|relocate)|tlsf|fuzz_replay|overflow\.(heapmem|xnheap)|lock\.conformance\.pi\..*|lock\.(layout|undo|pi)|lock\.threads\..*|validate\..*|tree|tools\.(samples|json|rng|opt|cacheops|describe|kinds|tool)
+CROSS_COMMON = public_headers|exported_symbols|conformance\.(model|fill|pools|bad|relocate)|tlsf|fuzz_replay|overflow\.(heapmem|xnheap)|lock\.conformance\.pi\..*|lock\.(layout|undo|pi)|lock\.threads\..*|validate\..*|tree|tools\.(samples|json|rng|opt|cacheops|perf|describe|kinds|tool)
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu
 	cd $(BUILD)-arm64 && ctest --output-on-failure -j $(JOBS) --timeout 900 \

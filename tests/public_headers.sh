@@ -23,8 +23,14 @@ warn_c="-Wall -Wextra -Werror -pedantic -Wshadow -Wundef -Wstrict-prototypes -Wm
 warn_cxx="-Wall -Wextra -Werror -pedantic -Wundef"
 
 # compiler:standard pairs; gcc and g++ are required, clang and clang++ optional.
+# A cross build names its own compilers and how to run what they make
+# (RTMEM_CC, RTMEM_CXX, RTMEM_RUN: tests/CMakeLists.txt).
 modes=""
+if [ -n "${RTMEM_CC:-}" ]; then
+    modes="$RTMEM_CC:c99 $RTMEM_CC:c11 $RTMEM_CC:c17 $RTMEM_CXX:c++11 $RTMEM_CXX:c++17"
+fi
 for cc in gcc clang; do
+    [ -n "${RTMEM_CC:-}" ] && break
     if command -v $cc >/dev/null 2>&1; then
         modes="$modes $cc:c99 $cc:c11 $cc:c17"
     elif [ $cc = gcc ]; then
@@ -32,6 +38,7 @@ for cc in gcc clang; do
     fi
 done
 for cxx in g++ clang++; do
+    [ -n "${RTMEM_CC:-}" ] && break
     if command -v $cxx >/dev/null 2>&1; then
         modes="$modes $cxx:c++11 $cxx:c++17"
     elif [ $cxx = g++ ]; then
@@ -132,11 +139,11 @@ PROGRAM
 if [ "$lib" != - ]; then
     libdir=$(dirname "$lib")
     for mode in $modes; do
-        exe=$tmp/program_$(echo "$mode" | tr ':+' '_x')
+        exe=$tmp/program_$(echo "${mode##*/}" | tr ':+' '_x')
         if ! compile "$mode" "$tmp/program.c" -o "$exe" "$lib" > "$tmp/log" 2>&1; then
             fail "program as $mode does not build:"
             head -n 20 "$tmp/log"
-        elif ! LD_LIBRARY_PATH=$libdir "$exe" > "$tmp/out" 2>&1; then
+        elif ! LD_LIBRARY_PATH=$libdir ${RTMEM_RUN:-} "$exe" > "$tmp/out" 2>&1; then
             fail "program as $mode: $(cat "$tmp/out")"
         else
             echo "$(cat "$tmp/out") $mode" >> "$tmp/aligns"
