@@ -140,6 +140,20 @@ def log10_axis(ax, axis="y"):
     a.set_minor_formatter(NullFormatter())
 
 
+def cache_lines(ax, caches, sizes):
+    """The data and unified caches (the objects of a result's `caches`)
+    whose size lies within the sizes plotted, as dotted verticals named at
+    the top."""
+    lo, hi = (min(sizes), max(sizes)) if sizes else (1, 0)
+    for c in caches.objs():
+        if c.str("type", nullable=True) == "Instruction" or not c.has("bytes") or \
+                not lo <= c.num("bytes") <= hi:
+            continue
+        ax.axvline(c.num("bytes"), color="#555555", linewidth=0.9, linestyle=":")
+        ax.text(c.num("bytes"), 1.0, " " + (c.str("name", nullable=True) or "?"),
+                transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="#333333")
+
+
 def floor_line(ax, value, label, axis="y"):
     """The measurement's own floor (a no-op call, a pair of timer readings)
     as a grey band from 0 to it: a figure inside it is the machine's, not

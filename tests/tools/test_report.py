@@ -176,6 +176,21 @@ def report(results, out, *extra, **kw):
     return run(rtmem, "report", results, "-o", out, *extra, timeout=300, **kw)
 
 
+def signalled_while_drawing(results, out, signum):
+    """(exit status, stderr) of a report into out sent signum once its first
+    temporary file appears (it is drawing then)."""
+    proc = subprocess.Popen([rtmem, "report", results, "-o", out, "-q"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and proc.poll() is None and \
+            not any(n.endswith(".tmp") for n in listing(out)):
+        time.sleep(0.01)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
 def copy_fixtures(dst, names=None):
     os.makedirs(dst, exist_ok=True)
     for n in sorted(os.listdir(fixtures)):
@@ -361,16 +376,9 @@ with TempDir() as tmp:
 
     # -- SIGINT while drawing: the directory as it was, no temporary file --
     before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    proc = subprocess.Popen([rtmem, "report", res, "-o", out, "-q"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    end = time.monotonic() + 120
-    while time.monotonic() < end and proc.poll() is None and \
-            not any(n.endswith(".tmp") for n in listing(out)):
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    checks.ok(proc.returncode == 130 and "interrupted" in err,
-              "SIGINT while drawing ends the run (130)", (proc.returncode, err))
+    code, err = signalled_while_drawing(res, out, signal.SIGINT)
+    checks.ok(code == 130 and "interrupted" in err, "SIGINT while drawing ends the run (130)",
+              (code, err))
     after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
     checks.ok(after == before, "SIGINT leaves the report directory as it was, no temporary file",
               sorted(set(after) ^ set(before)))
@@ -468,16 +476,8 @@ with TempDir() as tmp:
     r = report(huge, fresh)
     checks.ok(r.returncode == 1 and "points[0].chase.median_ns_per_access: not a number" in
               r.stderr and "Traceback" not in r.stderr, "a number out of range is named", r)
-    proc = subprocess.Popen([rtmem, "report", res, "-o", out, "-q"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    end = time.monotonic() + 120
-    while time.monotonic() < end and proc.poll() is None and \
-            not any(n.endswith(".tmp") for n in listing(out)):
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    checks.ok(proc.returncode == 143 and "SIGTERM" in err, "SIGTERM ends the run (143)",
-              (proc.returncode, err))
+    code, err = signalled_while_drawing(res, out, signal.SIGTERM)
+    checks.ok(code == 143 and "SIGTERM" in err, "SIGTERM ends the run (143)", (code, err))
     after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
     checks.ok(after == before, "SIGTERM leaves the report directory as it was",
               sorted(set(after) ^ set(before)))

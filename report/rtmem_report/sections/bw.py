@@ -15,21 +15,9 @@ PREPS = ("none", "prefault", "mlock", "memset")
 STATES = ("warm", "flushed", "nt")
 
 
-def _caches(ax, doc, lo, hi):
-    """The caches whose size lies within [lo, hi], as dotted verticals."""
-    for c in doc.arr("caches").objs():
-        if c.str("type", nullable=True) == "Instruction" or not c.has("bytes") or \
-                not lo <= c.num("bytes") <= hi:
-            continue
-        ax.axvline(c.num("bytes"), color="#555555", linewidth=0.9, linestyle=":")
-        ax.text(c.num("bytes"), 1.0, " " + (c.str("name", nullable=True) or "?"),
-                transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="#333333")
-
-
 def _curves(doc, ctx, points, keys, name, title, caption):
     fig, axes = plot.figure(11.5, 4.4)
     ax = axes[0][0]
-    sizes = [p.num("bytes") for p in points] or [1]
     for i, k in enumerate(keys):
         pts = [(p.num("bytes"), p.obj(k)) for p in points if p.has(k)]
         if not pts:
@@ -40,7 +28,7 @@ def _curves(doc, ctx, points, keys, name, title, caption):
         ax.fill_between(xs, [f.num("p10_mib_s") / 1024.0 for _, f in pts],
                         [f.num("p90_mib_s") / 1024.0 for _, f in pts],
                         color=SHADES[i % len(SHADES)], alpha=0.15, linewidth=0)
-    _caches(ax, doc, min(sizes), max(sizes))
+    plot.cache_lines(ax, doc.arr("caches"), [p.num("bytes") for p in points])
     plot.log2_size_axis(ax)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("bytes per copy (log scale)")

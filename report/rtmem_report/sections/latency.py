@@ -10,6 +10,9 @@ TOOL = "latency"
 VERSION = 1
 MAKE = "rtmem latency --json {dir}/latency.json"
 
+# One colour per run, idle first, the same on both plots.
+SHADES = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
+
 
 def accepts(doc):
     return doc.str("mode") in ("latency", "noise")
@@ -58,12 +61,11 @@ def _hist_plot(lat, noise, ctx):
     axes = list(axes[0])
     if lat:
         ax = axes.pop(0)
-        shades = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
         ordered = sorted(lat, key=lambda d: load_label(d) != "idle")
         for i, d in enumerate(ordered):
             xs, ys = _hist_steps(d.arr("histogram"))
             worst = d.obj("summary").num("max_ns", nullable=True)  # null: no wake-up
-            c = shades[i % len(shades)]
+            c = SHADES[i % len(SHADES)]
             ax.plot(xs, ys, color=c, linewidth=1.5, label="%s (%s): max %s" % (
                 load_label(d), d.name, page.fmt_ns(worst)))
             if worst is not None:
@@ -100,14 +102,13 @@ def _hist_plot(lat, noise, ctx):
 def _per_second_plot(lat, ctx):
     fig, axes = plot.figure(11.5, 3.6)
     ax = axes[0][0]
-    shades = ["#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"]
     ordered = sorted(lat, key=lambda d: load_label(d) != "idle")
     for i, d in enumerate(ordered):
         pts = [(s.num("second"), s.num("max_ns", nullable=True)) for s in
                d.arr("per_second").objs()]
         pts = [(x, y / 1000.0) for x, y in pts if y is not None]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
-                color=shades[i % len(shades)], label="%s (%s)" % (load_label(d), d.name))
+                color=SHADES[i % len(SHADES)], label="%s (%s)" % (load_label(d), d.name))
     plot.log10_axis(ax)
     ax.set_xlabel("second of the run")
     ax.set_ylabel("worst wake-up that second (us, log)")

@@ -28,14 +28,7 @@ def build(docs, ctx):
             c = SHADES.get(pid, "#7f7f7f")
             ax.plot(xs, med, marker="o", markersize=3, color=c, label=p.str("name"))
             ax.fill_between(xs, lo, hi, color=c, alpha=0.18, linewidth=0)
-        sizes = [q.num("bytes") for q in pts] or [1]
-        for cache in doc.arr("caches").objs():
-            if cache.str("type", nullable=True) == "Instruction" or not cache.has("bytes") or \
-                    not min(sizes) <= cache.num("bytes") <= max(sizes):
-                continue
-            ax.axvline(cache.num("bytes"), color="#555555", linewidth=0.9, linestyle=":")
-            ax.text(cache.num("bytes"), 1.0, " " + (cache.str("name", nullable=True) or "?"),
-                    transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="#333333")
+        plot.cache_lines(ax, doc.arr("caches"), [q.num("bytes") for q in pts])
         plot.log2_size_axis(ax)
         plot.log10_axis(ax)
         ax.set_xlabel("size walked (bytes, log scale)")
