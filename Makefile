@@ -154,7 +154,7 @@ cross:
 # asserts one. On armv7 TLSF's overflow trials are left out (a 32-bit header
 # has no tag: include/rtmem/tlsf.h); on arm64 the page heaps' test and the
 # big pools are (minutes under emulation: they run on x86-64).
-CROSS_COMMON = public_headers|exported_symbols|conformance\.(model|fill|pools|bad|relocate)|tlsf|fuzz_replay|overflow\.(heapmem|xnheap)|lock\.conformance\.pi\..*|lock\.(layout|undo|pi)|lock\.threads\..*|validate\..*|tree|tools\.(samples|json|rng|opt|cacheops|perf|describe|kinds|tool)
+CROSS_COMMON = public_headers|exported_symbols|conformance\.(model|fill|pools|bad|relocate)|tlsf|fuzz_replay|overflow\.(heapmem|xnheap)|lock\.conformance\.pi\..*|lock\.(layout|undo|pi)|lock\.threads\..*|validate\..*|tree|tools\.(samples|json|rng|opt|cacheops|perf|describe|cleanup|kinds|tool)
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu
 	cd $(BUILD)-arm64 && ctest --output-on-failure -j $(JOBS) --timeout 900 \

@@ -6,7 +6,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +25,8 @@ static char shms[TK_CLEANUP_SHM][NAME_MAX + 2];
 static volatile sig_atomic_t shm_used[TK_CLEANUP_SHM];
 static char dirs[TK_CLEANUP_DIRS][PATH_MAX];
 static volatile sig_atomic_t dir_used[TK_CLEANUP_DIRS];
-static volatile sig_atomic_t owner; /* pid that registered */
+static volatile sig_atomic_t dir_scratch[TK_CLEANUP_DIRS]; /* empty it first */
+static volatile sig_atomic_t owner;                        /* pid that registered */
 static bool installed;
 
 /* Only async-signal-safe calls from here to the raise. */
@@ -55,7 +60,10 @@ static void on_fatal(int sig)
             }
         for (size_t i = 0; i < TK_CLEANUP_DIRS; i++)
             if (dir_used[i]) {
-                (void)rmdir(dirs[i]);
+                if (dir_scratch[i])
+                    (void)tk_cleanup_remove_scratch_dir(dirs[i]);
+                else
+                    (void)rmdir(dirs[i]);
                 dir_used[i] = 0;
             }
     }
@@ -163,7 +171,7 @@ void tk_cleanup_forget_shm(int slot)
         shm_used[slot] = 0;
 }
 
-int tk_cleanup_add_dir(const char *path)
+static int add_dir(const char *path, bool scratch)
 {
     size_t len = strlen(path);
     if (len >= PATH_MAX)
@@ -171,11 +179,74 @@ int tk_cleanup_add_dir(const char *path)
     for (int i = 0; i < TK_CLEANUP_DIRS; i++)
         if (!dir_used[i]) {
             memcpy(dirs[i], path, len + 1);
+            dir_scratch[i] = scratch;
             atomic_signal_fence(memory_order_seq_cst);
             dir_used[i] = 1;
             return i;
         }
     return -1;
+}
+
+int tk_cleanup_add_dir(const char *path)
+{
+    return add_dir(path, false);
+}
+
+int tk_cleanup_add_scratch_dir(const char *path)
+{
+    return add_dir(path, true);
+}
+
+/* The kernel's directory entry as getdents64 writes it (readdir is not
+ * async-signal-safe: it may allocate). */
+struct dirent64_raw {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* Unlinks what one pass over the directory open at fd lists. */
+static void unlink_entries(int fd)
+{
+    /* Aligned for the entries' 64-bit members. */
+    _Alignas(8) char buf[4096];
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+        if (n <= 0)
+            return;
+        for (long at = 0; at < n;) {
+            const struct dirent64_raw *e = (const void *)(buf + at);
+            if (e->reclen == 0)
+                return;
+            if (strcmp(e->name, ".") != 0 && strcmp(e->name, "..") != 0)
+                (void)unlinkat(fd, e->name, 0);
+            at += e->reclen;
+        }
+    }
+}
+
+int tk_cleanup_remove_scratch_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* Unlinking while listing may hide an entry from the pass: list again
+     * while the directory is not yet empty (a few passes, bounded). */
+    int r = -1;
+    for (int pass = 0; pass < 4; pass++) {
+        unlink_entries(fd);
+        r = rmdir(path);
+        if (r == 0 || (errno != ENOTEMPTY && errno != EEXIST))
+            break;
+    }
+    int saved = errno;
+    (void)close(fd);
+    errno = saved;
+    return r;
 }
 
 void tk_cleanup_forget_dir(int slot)

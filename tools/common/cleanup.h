@@ -79,7 +79,20 @@ void tk_cleanup_forget_shm(int slot);
  * rmdir fails and the directory stays. Returns the slot, or -1 if the
  * table is full or the path too long. */
 int tk_cleanup_add_dir(const char *path);
+/* A directory this process made and handed to another program as its
+ * scratch space (valgrind's TMPDIR), which may leave files there under
+ * names this process cannot know: on a fatal signal every entry in it is
+ * unlinked, then the directory removed. Only flat directories: an entry
+ * that is itself a directory stays, and so does the directory. Forget it
+ * with tk_cleanup_forget_dir. */
+int tk_cleanup_add_scratch_dir(const char *path);
 /* Forgets a slot from tk_cleanup_add_dir (-1: nothing). */
 void tk_cleanup_forget_dir(int slot);
+
+/* Unlinks every entry of the directory at path (not recursing) and removes
+ * it: what the handler does for a scratch directory, for the normal path.
+ * Async-signal-safe. Returns 0, or -1 with errno set if the directory
+ * stays. */
+int tk_cleanup_remove_scratch_dir(const char *path);
 
 #endif /* RTMEM_TOOLS_CLEANUP_H */

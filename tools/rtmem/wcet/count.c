@@ -35,7 +35,10 @@
  * The child runs the parent's own executable (/proc/PID/exe: the same
  * file even if it was rebuilt since), with no standard input, no core
  * file, and --vgdb=no (valgrind then makes no FIFOs for a debugger in
- * $TMPDIR, which a killed valgrind would leave behind). Valgrind
+ * $TMPDIR, which a killed valgrind would leave behind). Its $TMPDIR is
+ * the run's private directory: the files valgrind makes there for a moment
+ * (the client's cmdline and auxv, unlinked once open) stay if it is killed
+ * in between, and are removed with the directory. Valgrind
  * interprets the machine code, so the counts are those of the binary as
  * built (compiler, flags, hardening level), exactly, every run.
  */
@@ -238,7 +241,11 @@ static int exec_valgrind(void *arg)
         argv[n++] = w->plugins[i].path;
     }
     argv[n] = NULL;
-    if (setenv(CHILD_ENV, "1", 1) != 0)
+    /* Valgrind's own temporary files (the client's /proc/self/cmdline and
+     * auxv) in the private directory: made before valgrind unlinks them,
+     * they stay if it is killed in between, and are then removed with the
+     * directory. */
+    if (setenv(CHILD_ENV, "1", 1) != 0 || setenv("TMPDIR", a->f->dir, 1) != 0)
         return 126;
     execv(w->valgrind, (char *const *)(uintptr_t)argv);
     return 127;
@@ -251,7 +258,8 @@ static void remove_files(struct files *f)
     unlink(f->out);
     unlink(f->calls);
     unlink(f->log);
-    rmdir(f->dir);
+    /* With whatever valgrind left in it (its TMPDIR). */
+    (void)tk_cleanup_remove_scratch_dir(f->dir);
     for (int i = 0; i < 3; i++)
         if (f->slot[i] >= 0)
             tk_cleanup_forget_file(f->slot[i]);
@@ -290,7 +298,7 @@ static int make_files(struct wcet *w, struct files *f)
         snprintf(f->out, sizeof(f->out), "%s/callgrind.out", f->dir);
         snprintf(f->calls, sizeof(f->calls), "%s/calls", f->dir);
         snprintf(f->log, sizeof(f->log), "%s/valgrind.log", f->dir);
-        f->dir_slot = tk_cleanup_add_dir(f->dir);
+        f->dir_slot = tk_cleanup_add_scratch_dir(f->dir);
         f->slot[0] = tk_cleanup_add_file(f->out);
         f->slot[1] = tk_cleanup_add_file(f->calls);
         f->slot[2] = tk_cleanup_add_file(f->log);
