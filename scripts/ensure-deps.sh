@@ -43,7 +43,9 @@
 #            aarch64-linux-gnu and arm-linux-gnueabihf, with their C
 #            libraries), for make cross (cmake/toolchain-*.cmake)
 #     qemu   Debian's qemu-user, which runs the cross builds' tests (make
-#            test-cross: CTest starts each test program under it)
+#            test-cross: CTest starts each test program under it), and
+#            qemu-user-static, whose binfmt_misc entries hand qemu the
+#            target programs those tests start (scripts/test-cross.sh)
 #     chromium Debian's chromium, the browser tools.report renders the
 #            report in (headless) to check that every plot loads. Optional,
 #            like peers: without it that check says it was skipped.
@@ -108,6 +110,10 @@ for arg in "$@"; do
     qemu)
         command -v qemu-aarch64 >/dev/null 2>&1 && command -v qemu-arm >/dev/null 2>&1 ||
             need="$need qemu-user"
+        # the binfmt_misc entries (and their static interpreters) that
+        # scripts/test-cross.sh registers
+        [ -r /usr/lib/binfmt.d/qemu-aarch64.conf ] && [ -r /usr/lib/binfmt.d/qemu-arm.conf ] ||
+            need="$need qemu-user-static"
         ;;
     cross)
         for t in aarch64-linux-gnu arm-linux-gnueabihf; do

@@ -69,4 +69,23 @@ static inline uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
 
 int test_summary(const char *name);
 
+/* The emulator a cross build's tests run under ("qemu-user"), or NULL
+ * natively: CTest sets RTMEM_TEST_EMULATED on every test of a build with
+ * an emulator (tests/CMakeLists.txt). Timings and the kernel's view of the
+ * process (its mappings, residency, faults, robust futexes) are then the
+ * emulator's: a test checks behaviour only there. */
+static inline const char *test_emulated(void)
+{
+    const char *e = getenv("RTMEM_TEST_EMULATED");
+    return e && *e ? e : NULL;
+}
+
+/* Says that name is skipped under the emulator, and why, and gives the
+ * exit status CTest counts as skipped (77, SKIP_RETURN_CODE). */
+static inline int test_skip_emulated(const char *name, const char *why)
+{
+    printf("%s: SKIPPED under %s: %s\n", name, test_emulated(), why);
+    return 77;
+}
+
 #endif

@@ -89,13 +89,17 @@ static char *reserve_tight(size_t total, size_t guard, size_t align)
 
 /* Reserves address space for the arena with a guard page on each side, the
  * arena aligned to its page size, and to 2 MiB from 2 MiB on (where THP can
- * back it). Sets *base to the arena's address. */
+ * back it); a SysV segment to SHMLBA too, where shmat wants its address
+ * (four pages on 32-bit ARM, which refuses any other with EINVAL; one page
+ * on x86-64 and arm64). Sets *base to the arena's address. */
 static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **base_out)
 {
     size_t guard = p->base_page;
     size_t align = p->page;
     if (p->size >= PMD_BYTES && align < PMD_BYTES)
         align = PMD_BYTES;
+    if (p->cfg->source == RTM_ARENA_SYSV_SHM && align < (size_t)SHMLBA)
+        align = (size_t)SHMLBA;
     size_t slack = align - p->base_page;
     if (p->size > SIZE_MAX - 2 * guard - slack)
         return rtm__arena_fail(a, EOVERFLOW, "%zu bytes and their guard pages overflow", p->size);
@@ -113,13 +117,17 @@ static int reserve(struct rtm_arena *a, const struct rtm__arena_plan *p, char **
         /* Placed without the room to align (MCL_FUTURE, above). */
         char b[32];
         base = (char *)first;
-        if (p->page > p->base_page) {
+        if (p->page > p->base_page ||
+            (p->cfg->source == RTM_ARENA_SYSV_SHM && (uintptr_t)base % SHMLBA != 0)) {
             munmap(r, total);
-            return rtm__arena_fail(a, EAGAIN,
-                                   "no address on a %s boundary for %s: mlockall(MCL_FUTURE) is "
-                                   "in force, and RLIMIT_MEMLOCK leaves no room to reserve the "
-                                   "alignment beside the arena",
-                                   rtm__arena_bytes_text(p->page, b, sizeof b), p->what);
+            return rtm__arena_fail(
+                a, EAGAIN,
+                "no address on a %s boundary for %s: mlockall(MCL_FUTURE) is "
+                "in force, and RLIMIT_MEMLOCK leaves no room to reserve the "
+                "alignment beside the arena",
+                rtm__arena_bytes_text(p->page > p->base_page ? p->page : (size_t)SHMLBA, b,
+                                      sizeof b),
+                p->what);
         }
         rtm__arena_warn(a, "placed not on a 2 MiB boundary (transparent huge pages cannot back its "
                            "ends): mlockall(MCL_FUTURE) is in force, and RLIMIT_MEMLOCK leaves no "

@@ -15,6 +15,7 @@ was checked.
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -71,9 +72,34 @@ def load_json(path):
         return None
 
 
+# A cross build's tests under qemu-user (tests/CMakeLists.txt sets these):
+# the emulator, the target's machine (this Python runs on the host's), the
+# target's objdump. Timings, faults and residency under emulation are the
+# emulator's: the tests check behaviour only there.
+EMULATED = os.environ.get("RTMEM_TEST_EMULATED") or None
+MACHINE = os.environ.get("RTMEM_TEST_MACHINE") or os.uname().machine
+OBJDUMP = os.environ.get("RTMEM_TEST_OBJDUMP") or "objdump"
+# The target's word size: a 32-bit rtmem refuses sizes beyond its address
+# space before anything else.
+BITS = int(os.environ.get("RTMEM_TEST_BITS") or struct.calcsize("P") * 8)
+
+
+def over_share(avail):
+    """vm workers and their bytes ("NM") that take 60% of avail together:
+    one worker on 64-bit; on 32-bit as many of at most 1 GiB as it takes,
+    each within the address space."""
+    total = avail * 6 // 10
+    vm = 1 if BITS == 64 else max(1, -(-total // (1 << 30)))
+    return vm, "%dM" % ((-(-total // vm)) >> 20)
+
+
 def have_lib(soname):
     """Is the shared library in the dynamic linker's cache (what dlopen
-    finds)?"""
+    finds)? Under emulation: among the target's libraries (QEMU_LD_PREFIX),
+    where the emulated loader looks."""
+    if EMULATED:
+        prefix = os.environ.get("QEMU_LD_PREFIX", "")
+        return bool(prefix) and any(soname in files for _, _, files in os.walk(prefix))
     for ldconfig in ("ldconfig", "/sbin/ldconfig"):
         try:
             out = subprocess.run([ldconfig, "-p"], stdout=subprocess.PIPE,

@@ -27,7 +27,8 @@ import stat
 import subprocess
 import sys
 
-from rtmemtest import Checks, TempDir, as_nobody, envelope_ok, load_json, run
+from rtmemtest import (BITS, EMULATED, MACHINE, OBJDUMP, Checks, TempDir, as_nobody, envelope_ok,
+                       load_json, run)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.bw")
@@ -42,17 +43,18 @@ EVENTS = ["cache_references", "cache_misses", "llc_loads", "llc_load_misses", "m
 GOOD = '{"a previous": "good result"}\n'
 KIB, MIB = 1024, 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
-X86 = os.uname().machine == "x86_64"
+X86 = MACHINE == "x86_64"
 
 
 def stat_ok(what, s, reps, counters):
     if not checks.ok(isinstance(s, dict) and list(s.keys()) == STAT, "%s: members" % what, s):
         return
     order = [s["min_mib_s"], s["p10_mib_s"], s["median_mib_s"], s["p90_mib_s"], s["max_mib_s"]]
-    checks.ok(all(v > 0 for v in order) and order == sorted(order),
-              "%s: 0 < min <= p10 <= median <= p90 <= max" % what, order)
-    checks.ok(s["min_mib_s"] * 0.999 <= s["avg_mib_s"] <= s["max_mib_s"] * 1.001,
-              "%s: mbw's average between min and max" % what, s)
+    if not EMULATED:  # the emulator's timings: a copy may take no tick of its counter
+        checks.ok(all(v > 0 for v in order) and order == sorted(order),
+                  "%s: 0 < min <= p10 <= median <= p90 <= max" % what, order)
+        checks.ok(s["min_mib_s"] * 0.999 <= s["avg_mib_s"] <= s["max_mib_s"] * 1.001,
+                  "%s: mbw's average between min and max" % what, s)
     checks.ok(s["reps"] == reps and s["copies_per_rep"] >= 1, "%s: %d repetitions" % (what, reps),
               s)
     c = s["counters_per_copy"]
@@ -111,9 +113,10 @@ def prep_ok(what, d, anon=True):
         r = pr[p]
         if p == "mlock" and r["lock_state"] in ("not locked", "IGNORED"):
             continue  # refused, or intercepted (a sanitizer's runtime): checked below
-        checks.ok(r["copy"]["minor_faults_per_copy"] == 0,
+        # (Under qemu-user the faults are the emulator's too.)
+        checks.ok(r["copy"]["minor_faults_per_copy"] == 0 or EMULATED,
                   "%s: %s: the copy takes no page fault" % (what, p), r["copy"])
-        if anon:
+        if anon and not EMULATED:  # (the emulator's faults)
             checks.ok(r["prep_minor_faults"] >= 3 and
                       r["prep_minor_faults"] > none["prep_minor_faults"],
                       "%s: %s: the preparation takes them" % (what, p), (r, none))
@@ -274,8 +277,11 @@ with TempDir() as tmp:
         checks.ok(r.returncode == 0 and "destination: hugetlb" in r.stdout,
                   "bw --dst hugetlb", r)
     else:
+        # (A 32-bit program under qemu-user is refused before the pool is
+        # asked: its huge page alignment cannot be had there.)
         checks.ok(r.returncode == 1 and "huge pages" in r.stderr and
-                  "nr_hugepages" in r.stderr, "bw --dst hugetlb without a pool: why", r)
+                  ("nr_hugepages" in r.stderr or (EMULATED and BITS == 32)),
+                  "bw --dst hugetlb without a pool: why", r)
     r = run(rtmem, "bw", "--quick", "--dst", "/dev/nonexistent-rtmem:0x1000")
     checks.ok(r.returncode == 1 and "/dev/nonexistent-rtmem" in r.stderr,
               "a missing device: named, exit 1", r)
@@ -316,23 +322,26 @@ with TempDir() as tmp:
 
     # The dumb loop calls no memcpy; the dispatcher, which does, is the
     # control that the disassembly is read right.
-    if shutil.which("objdump"):
+    if shutil.which(OBJDUMP):
         def calls(sym):
-            out = run("objdump", "-d", "--no-show-raw-insn", "--disassemble=" + sym, rtmem).stdout
+            out = run(OBJDUMP, "-d", "--no-show-raw-insn", "--disassemble=" + sym, rtmem).stdout
             body = out.split("<%s>:" % sym, 1)[-1] if ("<%s>:" % sym) in out else ""
-            return body, re.findall(r"\b(?:call|jmp|bl|b)\s+\S*\s*<(mem(?:cpy|move)[^>]*)>", body)
+            return body, re.findall(r"\b(?:call|jmp|blx|bl|b)\s+\S*\s*<(mem(?:cpy|move)[^>]*)>",
+                                    body)
         body, found = calls("bw_copy_dumb")
         checks.ok(body.strip() != "" and not found, "the dumb loop calls no memcpy", (found, body))
         # Nor does it copy with a string instruction or vector registers.
         vec = re.findall(r"\brep\S*\s+movs\w*|%[xyz]mm\d+|\bv\d+\.\d*[bhsdq]\b", body)
         checks.ok(not vec, "the dumb loop: no rep movs, no vector registers", (vec, body))
         body, _ = calls("tk_cache_flush")
-        checks.ok(not body.strip() or re.search(r"\bclflush(?:opt)?\b|\bdc\s+c", body),
+        # (32-bit ARM has no user-space flush: an eviction buffer is walked.)
+        checks.ok(not body.strip() or MACHINE == "arm" or
+                  re.search(r"\bclflush(?:opt)?\b|\bdc\s+c", body),
                   "tk_cache_flush flushes (clflush/clflushopt, dc c*)", body[:2000])
         body, found = calls("bw_copy")
         checks.ok(found, "the control: bw_copy calls memcpy", body[:2000])
     else:
-        print("tools.bw: no objdump: the dumb loop's check not made")
+        print("tools.bw: no %s: the dumb loop's check not made" % OBJDUMP)
 
     # Interrupted: the previous result intact, nothing left behind.
     d_dir = os.path.join(tmp, "intr")

@@ -17,7 +17,7 @@ import sys
 import time
 
 from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
-                       reap_ends, run, wait_children)
+                       over_share, reap_ends, run, wait_children)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.latency_pressure")
@@ -156,10 +156,11 @@ with TempDir() as tmp:
               (kids, ends))
 
     # The memory share.
-    big = "%dM" % ((avail * 6 // 10) >> 20)
-    r = run(rtmem, "latency", "--duration", 1, "--pressure", "vm=1,bytes=" + big, timeout=60)
+    vm, big = over_share(avail)
+    r = run(rtmem, "latency", "--duration", 1, "--pressure", "vm=%d,bytes=%s" % (vm, big),
+            timeout=60)
     checks.ok(r.returncode == 2 and "MemAvailable" in r.stderr and "--force" in r.stderr and
-              r.stdout == "", "--pressure bytes=%s refused, naming --force" % big, r)
+              r.stdout == "", "--pressure vm=%d,bytes=%s refused, naming --force" % (vm, big), r)
 
     # A tiny sweep: its shape.
     huge = "%dM" % ((avail * 6 // 10) >> 20)

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from rtmemtest import (PEERS, Checks, TempDir, envelope_ok, have_lib, load_json, run)
+from rtmemtest import (EMULATED, PEERS, Checks, TempDir, envelope_ok, have_lib, load_json, run)
 
 rtmem, tlsf_plugin, bump_plugin, no_symbol = sys.argv[1:5]
 bad_plugins = sys.argv[5:]
@@ -160,8 +160,9 @@ with TempDir() as tmp:
             g = d["allocators"][0]
             for ph in ("pow2", "random"):
                 faults = g[ph]["minor_faults"]
-                # Code run for the first time may fault without mlockall.
-                checks.ok(g[ph]["tests"] > 0 and faults is not None and faults < 32,
+                # Code run for the first time may fault without mlockall
+                # (and under qemu-user the faults are the emulator's).
+                checks.ok(g[ph]["tests"] > 0 and faults is not None and (faults < 32 or EMULATED),
                           "memcheck: glibc's %s phase takes no page faults" % ph, faults)
 
 # --format smokey: smokey's headers, rows and overall lines, exactly.

@@ -18,8 +18,8 @@ import subprocess
 import sys
 import time
 
-from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
-                       reap_ends, run, wait_children)
+from rtmemtest import (BITS, Checks, TempDir, alive, become_subreaper, envelope_ok, load_json,
+                       orphans, over_share, reap_ends, run, wait_children)
 
 rtmem = sys.argv[1]
 checks = Checks("tools.pressure")
@@ -206,7 +206,9 @@ with TempDir() as tmp:
     if always:
         print("  (no failing-allocation test: overcommit_memory 1 grants any mapping)")
     else:
-        r = run(rtmem, "pressure", "--vm", 1, "--bytes", "1T", "--stride", "1T", "--alloc", "mmap",
+        # (3G on 32-bit: within its address space, but more than it maps)
+        huge = "1T" if BITS == 64 else "3G"
+        r = run(rtmem, "pressure", "--vm", 1, "--bytes", huge, "--stride", huge, "--alloc", "mmap",
                 "--force", "--duration", 5, "--json", path, timeout=60)
         checks.ok(r.returncode == 1, "a worker that cannot allocate fails the run", r)
         checks.ok("WORKER ENDED EARLY" in r.stdout and "Cannot allocate memory" in r.stdout,
@@ -221,17 +223,17 @@ with TempDir() as tmp:
     # forced run maps that much but writes one page of it per round).
     with open("/proc/meminfo") as f:
         avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
-    big = "%dM" % ((avail * 6 // 10) >> 20)
-    r = run(rtmem, "pressure", "--vm", 1, "--bytes", big, "--duration", 1, timeout=60)
+    vm, big = over_share(avail)
+    r = run(rtmem, "pressure", "--vm", vm, "--bytes", big, "--duration", 1, timeout=60)
     checks.ok(r.returncode == 2 and "MemAvailable" in r.stderr and "--force" in r.stderr,
-              "--bytes %s (60%% of MemAvailable) refused, naming --force" % big, r)
+              "--vm %d --bytes %s (60%% of MemAvailable) refused, naming --force" % (vm, big), r)
     checks.ok(r.stdout == "", "nothing ran", r)
     with open("/proc/sys/vm/overcommit_memory") as f:
         strict = f.read().strip() == "2"
     if strict:
         print("  (--force not run: overcommit_memory 2 would refuse the mapping)")
     else:
-        r = run(rtmem, "pressure", "--vm", 1, "--bytes", big, "--stride", big, "--alloc", "mmap",
+        r = run(rtmem, "pressure", "--vm", vm, "--bytes", big, "--stride", big, "--alloc", "mmap",
                 "--force", "--duration", 1, timeout=60)
         checks.ok(r.returncode == 0, "the same with --force runs", r)
         checks.ok(orphans() == [], "no worker outlived the forced run")

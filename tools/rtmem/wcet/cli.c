@@ -59,7 +59,8 @@ static const struct tk_opt options[] = {
       F(harden), .choices = wcet_harden_choices },
     { "count", TK_OPT_CHOICE, "HOW",
       "instructions, branches and cache lines per operation: auto (under valgrind when it is "
-      "installed, else not counted, saying why; and the CPU's counters where the kernel offers "
+      "installed and this is no emulator's run (qemu-user), else not counted, saying why; and the "
+      "CPU's counters where the kernel offers "
       "them; the default), valgrind (required: a run that cannot count fails), none (neither)",
       F(count), .choices = wcet_count_choices },
     { "cpu", TK_OPT_CPU, "N", "the CPU the timed run is pinned to (default: the last allowed)",

@@ -55,6 +55,7 @@
 #include "common/child.h"
 #include "common/cleanup.h"
 #include "common/tool.h"
+#include "common/describe.h"
 #include "wcet.h"
 
 #define CHILD_ENV              "RTMEM_WCET_CHILD"
@@ -516,6 +517,14 @@ int wcet_count(struct wcet *w)
     if (WCET_IS_SANITIZED) {
         snprintf(w->count_why, sizeof(w->count_why),
                  "this rtmem is built with a sanitizer, which cannot run under valgrind");
+        return -1;
+    }
+    /* valgrind runs programs of its own machine: under qemu-user the
+     * valgrind found is the host's, and this program is not one of its. */
+    char emulated[96];
+    tk_emulation_check("/proc/cpuinfo", emulated, sizeof(emulated));
+    if (emulated[0]) {
+        snprintf(w->count_why, sizeof(w->count_why), "under an emulator (%.80s)", emulated);
         return -1;
     }
     if (!find_valgrind(w)) {
