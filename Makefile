@@ -150,9 +150,8 @@ cross:
 # themselves saying why (robust futexes, the kernel's view of a mapping,
 # valgrind's counts); the model runs 100000 operations per configuration and
 # the undo log 500. Left out: on arm64 the page heaps' test and the big pools
-# (minutes under emulation; they run on x86-64 and armv7), on armv7 TLSF's
-# overflow trials (a 32-bit header has no tag: include/rtmem/tlsf.h).
-# docs/targets.md has the list.
+# (minutes under emulation; they run on x86-64 and armv7). docs/targets.md
+# has the list.
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu
 	sh scripts/test-cross.sh $(BUILD) $(JOBS)

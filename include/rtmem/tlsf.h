@@ -7,27 +7,26 @@
  * once with both physical neighbours. No loop on the alloc or free paths
  * depends on the heap's size or state.
  *
- * Layout (64-bit; every figure follows from RTM_TLSF_* below):
- *  - Each block starts with one machine word of header: its size and two flag
- *    bits (free, previous block free). A used block carries nothing else, so
- *    the overhead of a live block is RTM_TLSF_HEADER_BYTES (8) plus rounding.
+ * Layout (the same on 64-bit and 32-bit targets; every figure follows from
+ * RTM_TLSF_* below):
+ *  - Each block starts with an 8-byte header: its size, flag bits (free,
+ *    previous block free) and the integrity tag (Hardening, below). A used
+ *    block carries nothing else, so the overhead of a live block is
+ *    RTM_TLSF_HEADER_BYTES (8) plus rounding. On 32-bit the header is a
+ *    word more than the size needs: the room for the tag.
  *  - Block sizes (header included) are multiples of RTM_TLSF_GRANULE (16) and
  *    at least RTM_TLSF_MIN_BLOCK (32). A request of n bytes costs
  *    max(32, round_up(n + 8, 16)) bytes (rtm_tlsf_block_cost), plus 16 when
  *    the rest of the free block it is cut from would be too small to stand
  *    alone and is handed out with it. Usable size is the block minus 8: at
  *    least n, and at most n + 39 (n + 23 when nothing was absorbed).
- *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64 and arm64).
+ *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64 and arm64;
+ *    more than the 8 that armv7 and i686 need).
  *  - Free blocks keep their list links and a boundary-tag footer inside their
- *    own (free) memory. Links are offsets from the heap base, never pointers:
- *    a TLSF heap whose pools all lie in one mapping works wherever that mapping
- *    is placed in each process.
- *  - 32-bit builds (armv7, i686): a header of 4 bytes, blocks of at least
- *    RTM_TLSF_MIN_BLOCK (16) in multiples of 16, payloads aligned to 16. A
- *    request of n bytes costs max(16, round_up(n + 4, 16)); usable size is
- *    the block minus 4, at most n + 15 (no remainder is ever too small to
- *    stand alone: the minimum block is one granule). The free links and the
- *    footer lie between header positions.
+ *    own (free) memory: words of the target's size (4 bytes on 32-bit).
+ *    Links are offsets from the heap base, never pointers: a TLSF heap whose
+ *    pools all lie in one mapping works wherever that mapping is placed in
+ *    each process.
  *  - Classes: sizes below 512 bytes have one exact class per 16 bytes; above,
  *    each power of two is split in RTM_TLSF_SL_COUNT (32) classes, so the
  *    good-fit rounding wastes at most 1/32 of a block in the search (the block
@@ -63,10 +62,10 @@
  *    as free). A pointer into a live block's interior is refused only when
  *    the word before it does not look like a block header: do not rely on it.
  *
- * Hardening (rtmem/heap.h, "Hardening"), 64-bit builds:
+ * Hardening (rtmem/heap.h, "Hardening"), every target:
  *  - Every header carries a 24-bit tag in its top bits: a keyed hash (the key
  *    is drawn per heap at create) of the header's offset, size and flags.
- *    Memory cost: none. A header changed by a write that does not know the
+ *    Memory cost: none beyond the 8-byte header. A header changed by a write that does not know the
  *    key (an overflow, a stray pointer) fails its tag with probability
  *    1 - 2^-24. The tag is no cryptographic MAC: a program that reads a
  *    header can compute valid tags for values near it.
@@ -108,12 +107,12 @@
  *  - Cost: docs/hardening.md has it, measured with rtmem bench.
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
  *    into a header can make free write anywhere in the address space.
- *  - A 32-bit build has no spare header bits: no tags, the other checks stay.
- *    Without tags an overflow into the next block's header is not detected:
- *    a header rewritten with a plausible size can make alloc hand out memory
- *    that overlaps a live block. On 32-bit, hardening refuses double and
- *    stale frees (the conformance suite's bad frees); it does not catch
- *    overflows.
+ *  - On 64-bit a free block's prev link lies at a header position and is
+ *    marked (free and fence bits), so that a stale pointer to it is refused
+ *    quietly (-EINVAL). On 32-bit the links lie between header positions;
+ *    a pointer into a live block's interior there reads the block's data as
+ *    a header and is refused as damage (-EFAULT, reported): still refused,
+ *    nothing written.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H
@@ -127,9 +126,9 @@
 extern "C" {
 #endif
 
-#define RTM_TLSF_HEADER_BYTES sizeof(size_t)
+#define RTM_TLSF_HEADER_BYTES ((size_t)8)
 #define RTM_TLSF_GRANULE      ((size_t)16)
-#define RTM_TLSF_MIN_BLOCK    ((size_t)(sizeof(size_t) == 8 ? 32 : 16))
+#define RTM_TLSF_MIN_BLOCK    ((size_t)32)
 #define RTM_TLSF_SL_LOG2      5
 #define RTM_TLSF_SL_COUNT     (1u << RTM_TLSF_SL_LOG2)
 /* First-level classes: sizes below 2^(FL_COUNT + 8) bytes. */

@@ -1,14 +1,16 @@
 /*
  * TLSF: two-level segregated fit, O(1) alloc and free.
  *
- * Block layout (W = sizeof(size_t), addresses grow to the right):
+ * Block layout (HW = 8 header bytes, W = sizeof(size_t), addresses grow to
+ * the right):
  *
  *   used:  [ hdr | payload ...................................... ]
  *   free:  [ hdr | next | prev | ...unused... | footer ]
- *            ^ block address b; payload at b + W is 16-aligned
+ *            ^ block address b; payload at b + HW is 16-aligned
  *
- * hdr holds the block size (a multiple of GRANULE, header included) and two
- * flags. The footer of a free block repeats its size, so the block after it
+ * hdr is 64 bits on every target (32-bit too, for the integrity tag's
+ * bits): the block size (a multiple of GRANULE, header included), flags
+ * and the tag. The links and the footer are words (W). The footer of a free block repeats its size, so the block after it
  * can find its start when merging backwards. next/prev are offsets from the
  * heap base (struct rtm_tlsf), as are all list heads and pool descriptors.
  * Offset arithmetic is modulo 2^N, so pools below the heap base work too.
@@ -29,7 +31,11 @@
 #define RTM_UNDO_FITS 1
 #include "store.h"
 
+/* A block header: 64 bits on 32-bit targets too, so that they keep tags. */
+typedef uint64_t hword;
+
 #define W            ((size_t)sizeof(size_t))
+#define HW           ((size_t)sizeof(hword)) /* header bytes */
 #define GRANULE      RTM_TLSF_GRANULE
 #define MIN_BLOCK    RTM_TLSF_MIN_BLOCK
 #define SL_LOG2      RTM_TLSF_SL_LOG2
@@ -41,35 +47,30 @@
 #define SMALL_LIMIT  (GRANULE << SL_LOG2)
 #define FL_SHIFT     (GRANULE_LOG2 + SL_LOG2 - 1) /* log2(SMALL_LIMIT) - 1 */
 
-#define F_FREE      ((size_t)1) /* this block is free */
-#define F_PREV_FREE ((size_t)2) /* the physically previous block is free */
-#define F_FENCE     ((size_t)4) /* sentinel: never allocated, never freed */
+#define F_FREE      ((hword)1) /* this block is free */
+#define F_PREV_FREE ((hword)2) /* the physically previous block is free */
+#define F_FENCE     ((hword)4) /* sentinel: never allocated, never freed */
 /* A header a merge swallowed: it lies inside a larger free block now, and
  * keeps its old value (and tag, computed without this flag) so that a second
  * free of its pointer is told apart from damage. */
-#define F_GONE      ((size_t)8)
-#define F_MASK      (GRANULE - 1)
+#define F_GONE      ((hword)8)
+#define F_MASK      ((hword)GRANULE - 1)
 /* A prev link stored at a header position reads as "free" and "fence" at
  * once, which no header is: see PREV_SET. */
 #define F_LINK      (F_FREE | F_FENCE)
 
 /*
- * Integrity tag (64-bit): header bits TAG_SHIFT and up hold a keyed hash of
- * the block's offset and of everything below them (size and flags), written
- * at every hardening level but RTM_HEAP_HARDEN_NONE (where they are 0).
- * Sizes stop below 2^TAG_SHIFT (RTM_TLSF_MAX_BLOCK), so the tag costs no
- * memory. A header that changes is tagged again, F_PREV_FREE included (set
- * or cleared when the neighbour changes). A 32-bit build has no spare bits
- * and keeps no tag (TAG_MASK 0: every tag reads as valid).
+ * Integrity tag: header bits TAG_SHIFT and up hold a keyed hash of the
+ * block's offset and of everything below them (size and flags), written at
+ * every hardening level but RTM_HEAP_HARDEN_NONE (where they are 0). Sizes
+ * stop below 2^TAG_SHIFT (RTM_TLSF_MAX_BLOCK), so the tag costs no memory
+ * on 64-bit; on 32-bit the header is 8 bytes for it (a word more than the
+ * size needs). A header that changes is tagged again, F_PREV_FREE included
+ * (set or cleared when the neighbour changes).
  */
-#if SIZE_MAX > 0xffffffffu
-#define TAG_SHIFT 40
-#define SIZE_MASK ((((size_t)1) << TAG_SHIFT) - GRANULE)
-#define TAG_MASK  (~((((size_t)1) << TAG_SHIFT) - 1))
-#else
-#define SIZE_MASK (~F_MASK)
-#define TAG_MASK  ((size_t)0)
-#endif
+#define TAG_SHIFT   40
+#define SIZE_MASK   ((((hword)1) << TAG_SHIFT) - GRANULE)
+#define TAG_MASK    (~((((hword)1) << TAG_SHIFT) - 1))
 /* The header bits a tag covers. */
 #define TAGGED_BITS (~TAG_MASK)
 /* What find_free returns when the block it would take is damaged (no block
@@ -79,8 +80,10 @@
 _Static_assert((GRANULE & (GRANULE - 1)) == 0, "granule is a power of two");
 _Static_assert(((size_t)1 << GRANULE_LOG2) == GRANULE, "granule log2");
 _Static_assert(GRANULE >= _Alignof(max_align_t), "payload alignment covers max_align_t");
-_Static_assert(GRANULE > W && GRANULE % W == 0, "header fits below an aligned payload");
-_Static_assert(MIN_BLOCK >= 4 * W, "a free block holds header, two links and footer");
+_Static_assert(GRANULE > HW && GRANULE % HW == 0 && HW % W == 0,
+               "header fits below an aligned payload");
+_Static_assert(HW == RTM_TLSF_HEADER_BYTES, "the header's size is the one tlsf.h promises");
+_Static_assert(MIN_BLOCK >= HW + 3 * W, "a free block holds header, two links and footer");
 _Static_assert(MIN_BLOCK % GRANULE == 0, "minimum block is a whole number of granules");
 _Static_assert(F_GONE < GRANULE, "flags fit in the bits the granule leaves free");
 _Static_assert(RTM_TLSF_MAX_BLOCK <= SIZE_MASK, "every block size fits below the tag bits");
@@ -103,7 +106,7 @@ _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
  * pseudo-node of flat class i sits one word before heads[i]; its own "prev"
  * word is never written (only blocks after it get their prev set). */
 #define HEADS       ((size_t)offsetof(struct rtm_tlsf, heads))
-#define PSEUDO(idx) (HEADS + (size_t)(idx) * W - W)
+#define PSEUDO(idx) (HEADS + (size_t)(idx) * W - HW)
 #define CLASS_COUNT (FL_COUNT * SL_COUNT)
 
 struct tlsf_pool {
@@ -125,12 +128,14 @@ struct rtm_tlsf {
     size_t overhead_bytes;
     size_t pool_count;
     struct tlsf_pool pool0; /* the pool in the creating memory; heads the list */
-    size_t nil[4];          /* terminator block: hdr, next, prev, spare */
-    size_t idle[4];         /* self-linked block of size 0: "remove nothing" */
+    /* terminator block: hdr, next, prev (and a spare word on 64-bit) */
+    _Alignas(8) size_t nil[HW / W + 2 + (HW == W)];
+    /* self-linked block of size 0: "remove nothing" */
+    _Alignas(8) size_t idle[HW / W + 2 + (HW == W)];
     size_t heads[FL_COUNT][SL_COUNT];
     /* Where free writes the "swallowed" mark when there is no free
      * successor to mark: one store either way, no branch. */
-    size_t scratch;
+    hword scratch;
 };
 
 _Static_assert(sizeof(struct rtm_tlsf) + GRANULE <= RTM_TLSF_CONTROL_BYTES,
@@ -171,14 +176,20 @@ static inline size_t *blk(const struct rtm_tlsf *t, size_t off)
     return (size_t *)(void *)at_off(t, off);
 }
 
+/* The header at offset off. */
+static inline hword *hdr_at(const struct rtm_tlsf *t, size_t off)
+{
+    return (hword *)(void *)at_off(t, off);
+}
+
 static inline size_t off_of(const struct rtm_tlsf *t, const void *p)
 {
     return (size_t)((uintptr_t)p - (uintptr_t)t);
 }
 
-static inline size_t hdr_size(size_t hdr)
+static inline size_t hdr_size(hword hdr)
 {
-    return hdr & SIZE_MASK;
+    return (size_t)(hdr & SIZE_MASK);
 }
 
 /* Whether the heap writes and checks tags, links and neighbours. */
@@ -190,59 +201,49 @@ static inline bool hardened(const struct rtm_tlsf *t)
 /* The tag of a header at offset b holding v (see TAG_SHIFT): one multiply
  * by an odd constant, whose top bits every lower bit of its operand moves:
  * a change to v (the low TAG_SHIFT bits) or to b's low bits changes them. */
-#ifdef TAG_SHIFT
-static inline size_t hdr_tag(const struct rtm_tlsf *t, size_t b, size_t v)
+static inline hword hdr_tag(const struct rtm_tlsf *t, size_t b, hword v)
 {
-    uint64_t x = ((uint64_t)b << (64 - TAG_SHIFT)) ^ (uint64_t)(v & TAGGED_BITS) ^ t->base.tag_key;
-    return (size_t)(x * 0xd6e8feb86659fd93ull) & TAG_MASK;
+    uint64_t x = ((uint64_t)b << (64 - TAG_SHIFT)) ^ (v & TAGGED_BITS) ^ t->base.tag_key;
+    return (x * 0xd6e8feb86659fd93ull) & TAG_MASK;
 }
-#else
-static inline size_t hdr_tag(const struct rtm_tlsf *t, size_t b, size_t v)
-{
-    (void)t, (void)b, (void)v;
-    return 0; /* no bits to keep a tag in */
-}
-#endif
 
-/* The header word for v at offset b: tagged when the heap is hardened. */
-static inline size_t mk_hdr(const struct rtm_tlsf *t, size_t b, size_t v, bool hard)
+/* The header for v at offset b: tagged when the heap is hardened. */
+static inline hword mk_hdr(const struct rtm_tlsf *t, size_t b, hword v, bool hard)
 {
     return hard ? v | hdr_tag(t, b, v) : v;
 }
 
-static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, size_t hdr)
+static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, hword hdr)
 {
     return (hdr & TAG_MASK) == hdr_tag(t, b, hdr);
 }
 
 /*
- * Block fields, by offset: hdr at b, links at b + W and b + 2W. Headers lie
- * W below a GRANULE-aligned payload. With W = 8 the prev link lies where a
- * later block's header can lie (b + 2W = b + GRANULE is a header position),
+ * Block fields, by offset: hdr at b, links at b + HW and b + HW + W. Headers
+ * lie HW below a GRANULE-aligned payload. With W = 8 the prev link lies where a
+ * later block's header can lie (b + HW + W = b + GRANULE is a header position),
  * so it is stored with LINK_MARK (F_LINK) set: every word the allocator
  * leaves at a header position in free memory reads as a prev link, a free
  * header or a header a merge swallowed (F_GONE), and freeing a stale
  * pointer into free memory is refused as not live, not taken for damage
  * (the next link, at a payload position, needs no mark). With W = 4 both
- * links and the footer lie between header positions: no mark (and none
- * could be undone: a 32-bit block's offset from a base aligned to 8 only
- * has F_FENCE's bit set).
+ * links and the footer lie between header positions: no mark.
  */
-#define LINK_MARK         (GRANULE == 2 * W ? F_LINK : (size_t)0)
-#define HDR(t, b)         (blk((t), (b))[0])
-#define NEXT(t, b)        (blk((t), (b))[1])
-#define PREV_GET(t, b)    (blk((t), (b))[2] & ~LINK_MARK)
-#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b))[2], (v) | LINK_MARK)
+#define LINK_MARK         (GRANULE == HW + W ? (size_t)F_LINK : (size_t)0)
+#define HDR(t, b)         (*hdr_at((t), (b)))
+#define NEXT(t, b)        (blk((t), (b) + HW)[0])
+#define PREV_GET(t, b)    (blk((t), (b) + HW)[1] & ~LINK_MARK)
+#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b) + HW)[1], (v) | LINK_MARK)
 
 /* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
 static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, bool hard)
 {
-    size_t v = (HDR(t, b) & ~(TAG_MASK | F_PREV_FREE)) | (prev_free ? F_PREV_FREE : 0);
+    hword v = (HDR(t, b) & ~(TAG_MASK | F_PREV_FREE)) | (prev_free ? F_PREV_FREE : 0);
     RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, v, hard));
 }
 
-_Static_assert(GRANULE == 2 * W || GRANULE == 4 * W,
-               "the prev link (b + 2W) sits at a header position (marked) or between two");
+_Static_assert(GRANULE == HW + W || GRANULE == HW + 2 * W,
+               "the prev link (b + HW + W) sits at a header position (marked) or between two");
 /* Marked, a link's low 3 bits must be free: every offset a prev link holds
  * (a block's, a pseudo-node's, the idle block's) is a multiple of 8 from a
  * heap base aligned to 8 at least. */
@@ -256,7 +257,7 @@ static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 
 static inline void *payload(const struct rtm_tlsf *t, size_t b)
 {
-    return at_off(t, b + W);
+    return at_off(t, b + HW);
 }
 
 /* Block size for a request, or 0 if the request is impossible. */
@@ -264,7 +265,7 @@ static inline size_t adjust_request(size_t size)
 {
     if (size > RTM_TLSF_MAX_REQUEST)
         return 0;
-    size_t s = (size + W + GRANULE - 1) & ~(GRANULE - 1);
+    size_t s = (size + HW + GRANULE - 1) & ~(GRANULE - 1);
     return s < MIN_BLOCK ? MIN_BLOCK : s;
 }
 
@@ -398,7 +399,10 @@ static inline bool prev_target_ok(const struct rtm_tlsf *t, size_t y)
  * not one a merge swallowed. */
 static inline bool free_header_at(const struct rtm_tlsf *t, size_t y)
 {
-    size_t hdr = HDR(t, y);
+    /* Copied, not loaded as a header: y may be a pseudo-node, which on
+     * 32-bit is only 4-aligned (one move either way). */
+    hword hdr;
+    memcpy(&hdr, at_off(t, y), sizeof(hdr));
     bool tagged = tag_ok(t, y, hdr);
     return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged;
 }
@@ -437,7 +441,8 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
  * the list end or to an intact free block that links back to it. */
 static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
 {
-    size_t hdr = HDR(t, b), next = NEXT(t, b);
+    hword hdr = HDR(t, b);
+    size_t next = NEXT(t, b);
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
@@ -540,7 +545,7 @@ static inline size_t align_up(uintptr_t x, size_t a)
 static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tlsf_pool *d)
 {
     /* first header so that its payload lands on a granule boundary */
-    uintptr_t first = align_up(lo + W, GRANULE) - W;
+    uintptr_t first = align_up(lo + HW, GRANULE) - HW;
     if (first < lo || first > hi || hi - first < MIN_BLOCK + GRANULE)
         return -ENOMEM;
     /* The sentinel's header and one more word stay inside the pool: an
@@ -608,7 +613,7 @@ static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_t
     struct blk_pos none = { IDLE, IDLE + MIN_BLOCK, IDLE };
     if ((uintptr_t)p & (GRANULE - 1))
         return none;
-    size_t b = off_of(t, p) - W;
+    size_t b = off_of(t, p) - HW;
     const struct tlsf_pool *d = pool_of(t, b);
     if (!d || d->end - b < MIN_BLOCK)
         return none;
@@ -625,7 +630,7 @@ static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_t
 static inline struct blk_pos block_at(const struct rtm_tlsf *t, const void *p)
 {
     size_t start = t->pool0.start, end = t->pool0.end;
-    size_t rel = off_of(t, p) - W - start;
+    size_t rel = off_of(t, p) - HW - start;
     if (__builtin_expect(rot_granules(rel) > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
         return block_at_slow(t, p);
     return (struct blk_pos){ start + rel, end, start };
@@ -639,7 +644,7 @@ static inline struct blk_pos block_at(const struct rtm_tlsf *t, const void *p)
  */
 static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
 {
-    size_t hdr = HDR(t, at.b);
+    hword hdr = HDR(t, at.b);
     size_t size = hdr_size(hdr);
     if (hdr & (F_FREE | F_FENCE | F_GONE))
         return false;
@@ -656,8 +661,9 @@ static inline bool is_live(const struct rtm_tlsf *t, struct blk_pos at)
  */
 struct free_plan {
     size_t b, size;   /* the block */
-    size_t hdr;       /* its header */
-    size_t n, nh;     /* its physical successor and that one's header */
+    hword hdr;        /* its header */
+    size_t n;         /* its physical successor */
+    hword nh;         /* and that one's header */
     size_t nmask;     /* all ones when the successor is free */
     size_t pmask;     /* all ones when the predecessor is free */
     size_t pb, psize; /* the predecessor (b and 0 when it is used) */
@@ -674,11 +680,12 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
         return 1;
     if (!hard || at.b == IDLE)
         return -EINVAL;
-    size_t hdr = HDR(t, at.b), size = hdr_size(hdr);
+    hword hdr = HDR(t, at.b);
+    size_t size = hdr_size(hdr);
     /* A prev link left in free memory (or in a payload that was free once)
      * holds a real link value; a damaged header does not (its tag bits make
      * it none). */
-    if ((hdr & F_LINK) == F_LINK && prev_target_ok(t, hdr & ~F_LINK))
+    if (LINK_MARK != 0 && (hdr & F_LINK) == F_LINK && prev_target_ok(t, (size_t)(hdr & ~F_LINK)))
         return -EINVAL;
     /* a header a merge swallowed: F_GONE over its old, valid tag */
     if ((hdr & F_GONE) && tag_ok(t, at.b, hdr & ~F_GONE))
@@ -709,11 +716,12 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
  * header read is b's own, already verified, and it is compared with itself. */
 static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
 {
-    const size_t fields = SIZE_MASK | F_LINK | F_GONE;
+    const hword fields = SIZE_MASK | F_LINK | F_GONE;
     bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
     size_t pq = in ? f->pb : f->b;
-    size_t ph = HDR(t, pq);
-    size_t want = ((f->psize | F_FREE) & f->pmask) | (f->hdr & fields & ~f->pmask);
+    hword ph = HDR(t, pq);
+    hword pmask = (hword)0 - (hword)(f->pmask & 1); /* pmask as wide as a header */
+    hword want = ((f->psize | F_FREE) & pmask) | (f->hdr & fields & ~pmask);
     bool tagged = tag_ok(t, pq, ph);
     return in & ((ph & fields) == want) & tagged;
 }
@@ -750,8 +758,8 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
     /* All-ones masks for "next is free" and "prev is free". The word before
      * b is always readable: a footer, a used block's payload, or the pool
      * descriptor; it counts only when prev is free. */
-    f->nmask = -(f->nh & F_FREE);
-    f->pmask = -((f->hdr & F_PREV_FREE) >> 1);
+    f->nmask = (size_t)0 - (size_t)(f->nh & F_FREE);
+    f->pmask = (size_t)0 - (size_t)((f->hdr & F_PREV_FREE) >> 1);
     f->psize = *blk(t, f->b - W) & f->pmask;
     f->pb = f->b - f->psize;
     size_t first = IDLE ^ ((f->pb ^ IDLE) & f->pmask);
@@ -849,11 +857,11 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     rtm_kind_init(&t->base, RTM_KIND_TLSF, cfg, mem);
-    t->nil[0] = F_FENCE;
-    t->nil[1] = NIL;
+    HDR(t, NIL) = F_FENCE;
+    NEXT(t, NIL) = NIL;
     PREV_SET(t, NIL, NIL);
-    t->idle[0] = F_FENCE;
-    t->idle[1] = IDLE;
+    HDR(t, IDLE) = F_FENCE;
+    NEXT(t, IDLE) = IDLE;
     PREV_SET(t, IDLE, IDLE);
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
@@ -962,13 +970,13 @@ static inline void *tlsf_aligned_alloc(struct rtm_tlsf *t, size_t alignment, siz
  * the caller has verified when hard). */
 static inline void shrink_block(struct rtm_tlsf *t, size_t b, size_t s, bool hard)
 {
-    size_t hdr = HDR(t, b);
+    hword hdr = HDR(t, b);
     size_t size = hdr_size(hdr);
     size_t n = b + size;
     size_t tail = size - s;
     if (tail == 0)
         return;
-    size_t nh = HDR(t, n);
+    hword nh = HDR(t, n);
     if (nh & F_FREE) {
         size_t ns = hdr_size(nh);
         list_remove(t, n);
@@ -1013,7 +1021,7 @@ static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool 
     if ((f.nh & F_FREE) && cur + hdr_size(f.nh) >= s) {
         size_t ns = hdr_size(f.nh), joined = cur + ns;
         if (hard) {
-            size_t after = HDR(t, b + joined); /* used: free blocks never touch */
+            hword after = HDR(t, b + joined); /* used: free blocks never touch */
             if ((after & F_FREE) || !tag_ok(t, b + joined, after)) {
                 free_damaged(t, p, b + joined, "header after the next free block");
                 return realloc_refused(t);
@@ -1032,8 +1040,8 @@ static inline void *tlsf_realloc(struct rtm_tlsf *t, void *p, size_t size, bool 
     void *q = tlsf_alloc(t, size, hard);
     if (!q)
         return NULL;
-    RTM_NOTE_BLOCK(&t->base, q, cur - W);
-    memcpy(q, p, cur - W);
+    RTM_NOTE_BLOCK(&t->base, q, cur - HW);
+    memcpy(q, p, cur - HW);
     tlsf_free(t, p, hard); /* planned above: nothing it trusts has changed but by this heap */
     return q;
 }
@@ -1129,7 +1137,7 @@ static int logged_add_pool(struct rtm_heap *h, void *m, size_t n)
 static size_t logged_taken_size(const struct rtm_heap *h, const void *p)
 {
     const struct rtm_tlsf *t = (const struct rtm_tlsf *)(const void *)h;
-    return hdr_size(HDR(t, off_of(t, p) - W)) - W;
+    return hdr_size(HDR(t, off_of(t, p) - HW)) - HW;
 }
 
 const struct rtm_heap_wops rtm__tlsf_logged_ops = {
@@ -1173,7 +1181,7 @@ size_t rtm_tlsf_usable_size(const struct rtm_tlsf *t, const void *p)
     if (!t || !p)
         return 0;
     size_t b = live_block(t, p, hardened(t));
-    return b ? hdr_size(HDR(t, b)) - W : 0;
+    return b ? hdr_size(HDR(t, b)) - HW : 0;
 }
 
 size_t rtm_tlsf_block_cost(size_t size)
@@ -1196,7 +1204,7 @@ static size_t largest_request(const struct rtm_tlsf *t)
     if (hardened(t) && !free_header_at(t, head))
         return 0; /* damaged: alloc would refuse it, so promise nothing */
     size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
-    return size - W;
+    return size - HW;
 }
 
 int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
@@ -1241,7 +1249,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
     bool prev_free = false;
     while (b != d->end) {
         CHECK(d->end - b >= MIN_BLOCK);
-        size_t hdr = HDR(t, b);
+        hword hdr = HDR(t, b);
         size_t size = hdr_size(hdr);
         CHECK(!(hdr & F_FENCE));
         CHECK(!hardened(t) || tag_ok(t, b, hdr));
@@ -1260,7 +1268,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
         prev_free = (hdr & F_FREE) != 0;
         b += size;
     }
-    size_t sh = HDR(t, d->end);
+    hword sh = HDR(t, d->end);
     CHECK(hdr_size(sh) == 0 && (sh & F_FENCE) && !(sh & F_FREE));
     CHECK(!hardened(t) || tag_ok(t, d->end, sh));
     CHECK(((sh & F_PREV_FREE) != 0) == prev_free);
@@ -1298,7 +1306,7 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
                 const struct tlsf_pool *d = pool_of(t, b);
                 /* a header position with room for a block, before its words are read */
                 CHECK(d && ((b - d->start) & (GRANULE - 1)) == 0 && d->end - b >= MIN_BLOCK);
-                size_t hdr = HDR(t, b);
+                hword hdr = HDR(t, b);
                 size_t size = hdr_size(hdr);
                 CHECK((hdr & F_FREE) && size <= d->end - b);
                 CHECK(class_fl(size) == fl && class_sl(size) == sl);
@@ -1329,7 +1337,7 @@ static int validate_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, si
 {
     size_t start = d->start, end = d->end;
     CHECK(start >= lo && start < end && end < bytes && bytes - end >= GRANULE);
-    CHECK(((uintptr_t)t + start + W) % GRANULE == 0 && (end - start) % GRANULE == 0);
+    CHECK(((uintptr_t)t + start + HW) % GRANULE == 0 && (end - start) % GRANULE == 0);
     CHECK(end - start >= MIN_BLOCK && end - start <= RTM_TLSF_MAX_BLOCK);
     /* descriptor, blocks, sentinel and slack, in that order in the raw memory
      * (whose start may lie below the heap base: offsets modulo 2^N) */
@@ -1446,7 +1454,8 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
         if (++pools > t->pool_count || d->end - d->start >= d->link.raw_len)
             return -EFAULT;
         for (size_t b = d->start; b != d->end;) {
-            size_t hdr = HDR(t, b), size = hdr_size(hdr);
+            hword hdr = HDR(t, b);
+            size_t size = hdr_size(hdr);
             if (size < MIN_BLOCK || size > d->end - b)
                 return -EFAULT;
             if (!(hdr & F_FREE)) {
