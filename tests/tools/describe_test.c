@@ -3,8 +3,10 @@
  * header: made-up cpuinfo files of an x86 CPU and of an ARM CPU give
  * "emulated" exactly when the CPU is not of the architecture this test was
  * built for, with the architectures named; a file with both or neither, or
- * none, is native; and on x86-64, where make test runs natively, this
- * machine's own /proc/cpuinfo is native.
+ * none, is native; made-up executables of each machine give "emulated"
+ * exactly when the machine is not the build's; this process is seen
+ * emulated exactly when CTest runs it under an emulator; and on x86-64,
+ * where make test runs natively, this machine is native.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +64,64 @@ int main(int argc, char **argv)
     strcpy(got, "stale");
     tk_emulation_check("/nonexistent/cpuinfo", got, sizeof(got));
     CHECK_EQ(strcmp(got, ""), 0);
+
+    /* The executable's ELF machine: one of this build's own is native,
+     * another machine's is the emulator, a file that is no ELF file (or
+     * none) says nothing. */
+    test_context = "executable";
+    static const unsigned machines[] = { 62, 183, 40, 3 };
+#if defined(__x86_64__)
+    const unsigned own = 62;
+#elif defined(__aarch64__)
+    const unsigned own = 183;
+#elif defined(__arm__)
+    const unsigned own = 40;
+#else
+    const unsigned own = 3;
+#endif
+    for (size_t i = 0; i < sizeof(machines) / sizeof(machines[0]); i++) {
+        unsigned char h[64] = { 0x7f, 'E', 'L', 'F', 1, 1, 1 };
+        h[18] = (unsigned char)(machines[i] & 0xff);
+        h[19] = (unsigned char)(machines[i] >> 8);
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/exe-%u", argv[1], machines[i]);
+        FILE *f = fopen(path, "wb");
+        REQUIRE(f != NULL, 1);
+        fwrite(h, 1, sizeof(h), f);
+        fclose(f);
+        tk_emulation_check_exe(path, got, sizeof(got));
+        if (machines[i] == own)
+            CHECK_EQ(strcmp(got, ""), 0);
+        else
+            CHECK(strstr(got, "user-mode emulation") && strstr(got, "exe-"));
+    }
+    char text[4096];
+    snprintf(text, sizeof(text), "%s/not-elf", argv[1]);
+    write_file(text, "#!/bin/sh\n");
+    tk_emulation_check_exe(text, got, sizeof(got));
+    CHECK_EQ(strcmp(got, ""), 0);
+    strcpy(got, "stale");
+    tk_emulation_check_exe("/nonexistent/exe", got, sizeof(got));
+    CHECK_EQ(strcmp(got, ""), 0);
+
+    /* This process: under the emulator a cross build's tests run under
+     * (RTMEM_TEST_EMULATED), seen; natively, not. */
+    test_context = "this process";
+    tk_emulation_detect(got, sizeof(got));
+    if (test_emulated())
+        CHECK(got[0] != '\0');
+    else
+        CHECK_EQ(strcmp(got, ""), 0);
+    printf("tools.describe: this process: %s\n", got[0] ? got : "native");
+    /* the executable alone sees it too (what qemu-user from 8.1 on, which
+     * makes up a cpuinfo of the guest's machine, leaves) */
+    char by_exe[96];
+    tk_emulation_check_exe("/proc/thread-self/exe", by_exe, sizeof(by_exe));
+    if (test_emulated())
+        CHECK(by_exe[0] != '\0');
+    else
+        CHECK_EQ(strcmp(by_exe, ""), 0);
+    printf("tools.describe: this process's executable: %s\n", by_exe[0] ? by_exe : "native");
 #if defined(__x86_64__)
     /* make test runs natively on x86-64: this machine is no emulator's */
     test_context = "this machine";

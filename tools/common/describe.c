@@ -89,6 +89,63 @@ void tk_emulation_check(const char *cpuinfo, char *buf, size_t size)
 #endif
 }
 
+/* The ELF machine this program was built for (e_machine). */
+#if defined(__x86_64__)
+#define TK_ELF_MACHINE 62 /* EM_X86_64 */
+#elif defined(__aarch64__)
+#define TK_ELF_MACHINE 183 /* EM_AARCH64 */
+#elif defined(__arm__)
+#define TK_ELF_MACHINE 40 /* EM_ARM */
+#elif defined(__i386__)
+#define TK_ELF_MACHINE 3 /* EM_386 */
+#else
+#define TK_ELF_MACHINE 0 /* unknown: never compared */
+#endif
+
+static const char *elf_machine_name(unsigned m)
+{
+    switch (m) {
+    case 62: return "x86_64";
+    case 183: return "aarch64";
+    case 40: return "arm";
+    case 3: return "i386";
+    default: return "other";
+    }
+}
+
+void tk_emulation_check_exe(const char *exe, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    unsigned char h[20];
+    FILE *f = fopen(exe, "rb");
+    if (!f)
+        return;
+    size_t n = fread(h, 1, sizeof(h), f);
+    fclose(f);
+    if (n != sizeof(h) || memcmp(h, "\177ELF", 4) != 0 || h[5] != 1 /* little-endian */)
+        return;
+    unsigned m = (unsigned)h[18] | (unsigned)h[19] << 8;
+    if (TK_ELF_MACHINE == 0 || m == TK_ELF_MACHINE)
+        return;
+    char target[4096];
+    ssize_t len = readlink(exe, target, sizeof(target) - 1); /* the emulator's path */
+    if (len > 0)
+        target[len] = '\0';
+    else
+        snprintf(target, sizeof(target), "%s", exe); /* not a link: the file itself */
+    const char *base = strrchr(target, '/');
+    base = base ? base + 1 : target;
+    snprintf(buf, size, "user-mode emulation: an %s program run by %.32s (%s)", TK_BUILT_FOR,
+             *base ? base : "an emulator", elf_machine_name(m));
+}
+
+void tk_emulation_detect(char *buf, size_t size)
+{
+    tk_emulation_check("/proc/cpuinfo", buf, size);
+    if (!buf[0])
+        tk_emulation_check_exe("/proc/thread-self/exe", buf, size);
+}
+
 void tk_machine_collect(struct tk_machine *mf)
 {
     memset(mf, 0, sizeof(*mf));
@@ -102,7 +159,7 @@ void tk_machine_collect(struct tk_machine *mf)
     }
     mf->cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
     mf->libc_version = gnu_get_libc_version();
-    tk_emulation_check("/proc/cpuinfo", mf->emulation, sizeof(mf->emulation));
+    tk_emulation_detect(mf->emulation, sizeof(mf->emulation));
 }
 
 void tk_machine_print(FILE *f, const struct tk_machine *mf)

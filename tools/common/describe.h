@@ -32,10 +32,10 @@ struct tk_machine {
     char machine[65];
     long cpus_online;         /* sysconf(_SC_NPROCESSORS_ONLN), -1 if unknown */
     const char *libc_version; /* gnu_get_libc_version(), static storage */
-    /* "" natively; under user-mode emulation (qemu-user, which passes the
-     * host's /proc/cpuinfo through) what gave it away, e.g. "qemu-user: an
-     * aarch64 program on an x86 CPU". Every timing of such a run measures
-     * the emulator. Full-system emulation is not seen. */
+    /* "" natively; under user-mode emulation (qemu-user) what gave it away
+     * (tk_emulation_detect), e.g. "qemu-user: an aarch64 program on an x86
+     * CPU". Every timing of such a run measures the emulator. Full-system
+     * emulation is not seen. */
     char emulation[96];
 };
 
@@ -46,6 +46,17 @@ struct tk_machine {
  * native). Writes what gave it away to buf, or "" (also when the file
  * cannot be read). */
 void tk_emulation_check(const char *cpuinfo, char *buf, size_t size);
+
+/* Whether the executable at exe (/proc/thread-self/exe: the kernel's link
+ * to what this thread runs, which qemu-user does not rewrite as it does
+ * /proc/self/exe) is an ELF file for another machine than the one this
+ * program was built for: the emulator running it. Writes what gave it
+ * away to buf, or "" (also when exe cannot be read or is no ELF file). */
+void tk_emulation_check_exe(const char *exe, char *buf, size_t size);
+
+/* Both checks on this process: /proc/cpuinfo (qemu-user before 8.1 passes
+ * the host's through), then /proc/thread-self/exe. */
+void tk_emulation_detect(char *buf, size_t size);
 
 /* Fills *mf. Reads /proc/cpuinfo and calls uname: not for a timed region. */
 void tk_machine_collect(struct tk_machine *mf);

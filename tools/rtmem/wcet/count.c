@@ -522,7 +522,7 @@ int wcet_count(struct wcet *w)
     /* valgrind runs programs of its own machine: under qemu-user the
      * valgrind found is the host's, and this program is not one of its. */
     char emulated[96];
-    tk_emulation_check("/proc/cpuinfo", emulated, sizeof(emulated));
+    tk_emulation_detect(emulated, sizeof(emulated));
     if (emulated[0]) {
         snprintf(w->count_why, sizeof(w->count_why), "under an emulator (%.80s)", emulated);
         return -1;
