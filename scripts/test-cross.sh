@@ -10,10 +10,13 @@
 # CTest starts each test program under qemu (the toolchain files name it),
 # but many tests start target programs themselves (the tools' Python tests,
 # the README's blocks, the consumers): the kernel hands those to qemu
-# through binfmt_misc. As root, this script mounts binfmt_misc if it is not,
-# and registers or enables the qemu-aarch64 and qemu-arm entries of Debian's
-# qemu-user-static where they are missing or disabled; on exit (and on
-# Ctrl-C) it undoes exactly what it did, so the machine is left as it was.
+# through binfmt_misc. Where the system has no enabled qemu-aarch64 or
+# qemu-arm entry, this script (as root) registers its own, under a name of
+# this run (rtmem-qemu-aarch64-PID), from Debian's qemu-user-static
+# (/usr/lib/binfmt.d), mounting binfmt_misc first if it is not; on exit (and
+# on Ctrl-C) it removes exactly those, and unmounts what it mounted. It
+# never enables, disables or removes an entry of the system's, so a run
+# beside it is not disturbed.
 #
 # Without binfmt (not root, no binfmt_misc, no qemu-user-static) only the
 # tests that start no target program run, and the script says which it left
@@ -24,7 +27,7 @@
 # qemu; they run on x86-64 and armv7). Tests that qemu-user cannot support
 # (robust futexes, the kernel's view of a mapping) skip themselves, saying
 # why.
-set -euf # no globbing: the test patterns are passed unquoted
+set -eu
 build=$1
 jobs=$2
 bm=/proc/sys/fs/binfmt_misc
@@ -32,11 +35,8 @@ undo="" # what to undo on exit, one action per line
 mounted=no
 
 restore() {
-    printf '%s\n' "$undo" | while read -r action name; do
-        case "$action" in
-        disable) echo 0 > "$bm/$name" 2>/dev/null || true ;;
-        remove) echo -1 > "$bm/$name" 2>/dev/null || true ;;
-        esac
+    printf '%s\n' "$undo" | while read -r name; do
+        [ -n "$name" ] && { echo -1 > "$bm/$name"; } 2>/dev/null || true
     done
     if [ "$mounted" = yes ]; then umount "$bm" 2>/dev/null || true; fi
 }
@@ -59,29 +59,27 @@ setup_binfmt() {
         fi
         mounted=yes
     fi
+    if ! grep -q enabled "$bm/status" 2>/dev/null; then
+        why="binfmt_misc is disabled ($bm/status)"
+        return
+    fi
     for name in qemu-aarch64 qemu-arm; do
-        if [ -e "$bm/$name" ]; then
-            if head -n 1 "$bm/$name" | grep -q disabled; then
-                if ! { echo 1 > "$bm/$name"; } 2>/dev/null; then
-                    why="the $name entry is disabled, and enabling it needs root"
-                    return
-                fi
-                undo="$undo
-disable $name"
-            fi
-            continue
+        if [ -e "$bm/$name" ] && head -n 1 "$bm/$name" | grep -q enabled; then
+            continue # the system's own entry
         fi
         conf=/usr/lib/binfmt.d/$name.conf
         if [ ! -r "$conf" ]; then
-            why="no $conf (Debian's qemu-user-static: scripts/ensure-deps.sh qemu)"
+            why="no enabled $name entry, and no $conf (Debian's qemu-user-static:"
+            why="$why scripts/ensure-deps.sh qemu)"
             return
         fi
-        if ! { cat "$conf" > "$bm/register"; } 2>/dev/null; then
-            why="registering $name needs root"
-            return
-        fi
+        ours=rtmem-$name-$$
         undo="$undo
-remove $name"
+$ours" # recorded first: a signal between the two still removes it
+        if ! { sed "s/^:[^:]*:/:$ours:/" "$conf" > "$bm/register"; } 2>/dev/null; then
+            why="no enabled $name entry, and registering one needs root"
+            return
+        fi
     done
 }
 
@@ -102,6 +100,8 @@ noexec='public_headers|exported_symbols|conformance\.(model|fill|pools|bad|reloc
 noexec="$noexec|fuzz_replay|overflow\..*|lock\.conformance\..*|lock\.(layout|undo|pi|robust)"
 noexec="$noexec|lock\.threads\..*|validate\..*|tree|arena\..*|shared\..*"
 noexec="$noexec|tools\.(samples|json|rng|opt|cacheops|perf|describe|cleanup|kinds|tool)"
+arm64_only=""
+armv7_only=""
 if [ -n "$why" ]; then
     if [ "${RTMEM_CROSS_REQUIRE_BINFMT:-0}" = 1 ]; then
         echo "test-cross: $why; the whole suite cannot run (RTMEM_CROSS_REQUIRE_BINFMT=1)" >&2
@@ -110,18 +110,25 @@ if [ -n "$why" ]; then
     echo "test-cross: $why."
     echo "test-cross: running only the tests that start no target program; left out: the"
     echo "  tools' tests (tools.bench, ...), the README's blocks and the consumers (docs/targets.md)"
-    arm64_only="-R ^($noexec)\$"
-    armv7_only="-R ^($noexec|pageheap|conformance\.big)\$"
+    arm64_only="^($noexec)\$"
+    armv7_only="^($noexec|pageheap|conformance\.big)\$"
 else
     echo "test-cross: binfmt_misc hands ARM programs to qemu: the whole suite runs"
-    arm64_only=""
-    armv7_only=""
 fi
+
+# ctest in build directory $1 with the arguments after it, and -R $2 when
+# $2 is not empty.
+run_ctest() {
+    dir=$1
+    only=$2
+    shift 2
+    if [ -n "$only" ]; then set -- "$@" -R "$only"; fi
+    (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 900 "$@")
+}
 
 rc=0
 echo "=== arm64 (qemu-aarch64)"
-(cd "$build-arm64" && ctest --output-on-failure -j "$jobs" --timeout 900 \
-    -E '^(pageheap|conformance\.big)$' $arm64_only) || rc=1
+run_ctest "$build-arm64" "$arm64_only" -E '^(pageheap|conformance\.big)$' || rc=1
 echo "=== armv7 (qemu-arm)"
-(cd "$build-armv7" && ctest --output-on-failure -j "$jobs" --timeout 900 $armv7_only) || rc=1
+run_ctest "$build-armv7" "$armv7_only" || rc=1
 exit $rc

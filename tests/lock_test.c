@@ -292,7 +292,7 @@ static void test_layout(void)
     unsigned char *p = rtm_heap_alloc(h, 24), *q = rtm_heap_alloc(h, 24);
     REQUIRE(p && q, );
     /* q's header (right after p's payload) now claims a block past the
-     * pool: damage on 32-bit too, where headers carry no tag */
+     * pool (its low word: on 32-bit the tag's word stays as it was) */
     size_t bad = (size_t)1 << 30;
     memcpy(p + rtm_heap_usable_size(h, p), &bad, sizeof(bad));
     CHECK_EQ(rtm_heap_free(h, q), -EFAULT);

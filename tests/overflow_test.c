@@ -48,8 +48,8 @@ struct trial {
     size_t n;
     uint64_t rng;
     bool taken[HEAP_BYTES / GRANULE]; /* granules of held blocks */
-    /* The block whose 8 bytes before it the overflow changed (B, live), or
-     * NULL: see give(). */
+    /* TLSF only: the block whose 8 bytes before it (its header) the
+     * overflow changed (B, live), or NULL: see give(). */
     const unsigned char *header_hit;
 };
 
@@ -256,7 +256,8 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     for (size_t i = 0; i < len && end + i < t.hi; i++) {
         unsigned char v = pattern_byte(pat, i, end[i], offset, gone);
         changed |= v != end[i];
-        if (v != end[i] && nb != NB_FREE && end + i >= pb - 8 && end + i < pb)
+        if (v != end[i] && nb != NB_FREE && !strcmp(kind, "tlsf") && end + i >= pb - 8 &&
+            end + i < pb)
             t.header_hit = pb;
         end[i] = v;
     }

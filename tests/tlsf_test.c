@@ -390,9 +390,10 @@ static void free_bounds_in(struct rtm_tlsf *t, unsigned char *lo, unsigned char 
     CHECK(rtm_tlsf_alloc(t, 1) == last);
     struct rtm_heap_stats before = stats(t);
     /* last + 16 lies in the last block: on 64-bit the word before it is
-     * the marked prev link its memory held when free, and reads as one; on
-     * 32-bit it is data, read as a damaged header (refused with -EFAULT,
-     * reported, nothing written): checked on 64-bit only. */
+     * the marked prev link its memory held when it was free, and reads as
+     * one (refused quietly); on 32-bit it is whatever that memory held
+     * before, read as a header: refused, as -EINVAL or as damage (-EFAULT,
+     * reported) depending on those bytes, so checked on 64-bit only. */
     unsigned char *refused[] = { end - 8,    end + 8,    end + 24,   end + 40, end + 4104,
                                  first - 16, first - 32, first - 48, last + 8, last + 16 };
     size_t n_refused = sizeof(refused) / sizeof(refused[0]) - (sizeof(size_t) == 8 ? 0 : 1);
@@ -456,12 +457,14 @@ static void test_link_into_list_heads(void)
     REQUIRE(a && x && f3, );
     CHECK_EQ(rtm_heap_free(h, x), 0);
     /* the list head slot that holds x (the last word of the control
-     * structure that does: the list terminator before the heads holds x
-     * too, as its scratch prev link, unmarked on 32-bit), and the
-     * pseudo-node LINK + HDR bytes before it */
+     * structure, which ends before a's header, that does: the list
+     * terminator before the heads holds x too, as its scratch prev link,
+     * unmarked on 32-bit), and the pseudo-node LINK + HDR bytes before it */
     size_t x_off = (size_t)(x - HDR - (unsigned char *)h), slot = 0;
+    size_t control = (size_t)(a - HDR - (unsigned char *)h);
+    REQUIRE(control <= RTM_TLSF_CONTROL_BYTES, );
     const size_t *w = (const size_t *)(const void *)h;
-    for (size_t i = RTM_TLSF_CONTROL_BYTES / LINK; i-- > 0;)
+    for (size_t i = control / LINK; i-- > 0;)
         if (w[i] == x_off) {
             slot = i * LINK;
             break;

@@ -176,8 +176,10 @@
 extern "C" {
 #endif
 
-/* The layout version this library writes and attaches to. */
-#define RTM_SHARED_LAYOUT_VERSION   2u
+/* The layout version this library writes and attaches to (3: a TLSF heap's
+ * block headers are 8 bytes on 32-bit targets too; a segment of another
+ * version is refused with EPROTO). */
+#define RTM_SHARED_LAYOUT_VERSION   3u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */

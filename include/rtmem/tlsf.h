@@ -20,8 +20,8 @@
  *    the rest of the free block it is cut from would be too small to stand
  *    alone and is handed out with it. Usable size is the block minus 8: at
  *    least n, and at most n + 39 (n + 23 when nothing was absorbed).
- *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64 and arm64;
- *    more than the 8 that armv7 and i686 need).
+ *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64, arm64 and
+ *    i686; more than the 8 armv7 needs).
  *  - Free blocks keep their list links and a boundary-tag footer inside their
  *    own (free) memory: words of the target's size (4 bytes on 32-bit).
  *    Links are offsets from the heap base, never pointers: a TLSF heap whose
@@ -108,11 +108,12 @@
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
  *    into a header can make free write anywhere in the address space.
  *  - On 64-bit a free block's prev link lies at a header position and is
- *    marked (free and fence bits), so that a stale pointer to it is refused
- *    quietly (-EINVAL). On 32-bit the links lie between header positions;
- *    a pointer into a live block's interior there reads the block's data as
- *    a header and is refused as damage (-EFAULT, reported): still refused,
- *    nothing written.
+ *    marked (free and fence bits), so that a stale pointer whose header
+ *    position holds one (memory that was free once) is refused quietly
+ *    (-EINVAL). On 32-bit the links lie between header positions: such a
+ *    pointer reads what that memory held as a header and is refused, with
+ *    -EINVAL or, where those bytes look like a damaged header, as damage
+ *    (-EFAULT, reported). Either way nothing is written.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H

@@ -1253,7 +1253,8 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
         size_t size = hdr_size(hdr);
         CHECK(!(hdr & F_FENCE));
         CHECK(!hardened(t) || tag_ok(t, b, hdr));
-        CHECK(size >= MIN_BLOCK && size <= d->end - b);
+        /* (the size field whole: on 32-bit its bits past size_t's too) */
+        CHECK((hdr & SIZE_MASK) == size && size >= MIN_BLOCK && size <= d->end - b);
         CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
         if (hdr & F_FREE) {
             CHECK(!prev_free); /* coalescing is complete */

@@ -125,8 +125,8 @@ static inline void rtm_undo_note(struct rtm_undo *u, const void *p, size_t width
 /* Before bytes of data go to p in such a block: records its first
  * min(bytes, RTM_UNDO_BLOCK_BYTES) bytes and the word holding its last byte
  * (where a free TLSF block keeps its footer), in 8-byte words from p
- * rounded down to 8 (a 32-bit TLSF block's owner record is only 4-aligned;
- * the bytes before it are the same block's, freed again by a roll back). */
+ * rounded down to 8 (a kind may place data only 4-aligned on 32-bit; the
+ * bytes before it are the same block's, freed again by a roll back). */
 static inline void rtm_undo_note_block(struct rtm_undo *u, void *p, size_t bytes)
 {
     char *w = (char *)((uintptr_t)p & ~(uintptr_t)7);

@@ -77,7 +77,17 @@ def load_json(path):
 # target's objdump. Timings, faults and residency under emulation are the
 # emulator's: the tests check behaviour only there.
 EMULATED = os.environ.get("RTMEM_TEST_EMULATED") or None
-MACHINE = os.environ.get("RTMEM_TEST_MACHINE") or os.uname().machine
+def _machine(m):
+    """uname's and CMake's names of one machine, as one: "arm" for 32-bit
+    ARM (armv7l on a board), "i686" for 32-bit x86."""
+    if m.startswith("arm") or m == "aarch32":
+        return "arm"
+    if m in ("i386", "i486", "i586", "i686", "x86"):
+        return "i686"
+    return m
+
+
+MACHINE = _machine(os.environ.get("RTMEM_TEST_MACHINE") or os.uname().machine)
 OBJDUMP = os.environ.get("RTMEM_TEST_OBJDUMP") or "objdump"
 # The target's word size: a 32-bit rtmem refuses sizes beyond its address
 # space before anything else.

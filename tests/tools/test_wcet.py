@@ -263,8 +263,12 @@ def glibc_off_path():
 def fake_valgrind(tmp):
     """A valgrind that fails, or writes nothing: the run still passes with
     its timings, says why nothing was counted, and leaves nothing behind."""
+    # ("litters": one that leaves a file in its $TMPDIR, as a real valgrind
+    # killed between making and unlinking its own does.)
     for name, body in [("fails", 'echo "fake valgrind: cannot run" >&2; exit 1'),
-                       ("silent", "exit 0")]:
+                       ("silent", "exit 0"),
+                       ("litters", 'touch "$TMPDIR/valgrind_proc_$$_cmdline_x"; '
+                                   'echo "fake valgrind: cannot run" >&2; exit 1')]:
         bindir = os.path.join(tmp, "bin-" + name)
         work = os.path.join(tmp, "tmp-" + name)
         os.mkdir(bindir)
@@ -279,7 +283,7 @@ def fake_valgrind(tmp):
                 env={"PATH": bindir + ":/usr/bin:/bin", "TMPDIR": work})
         d = load_json(path)
         why = d["counting"]["why_not"] if d else None
-        want = "cannot run" if name == "fails" else "no counts"
+        want = "no counts" if name == "silent" else "cannot run"
         # An address or thread sanitizer's build never starts valgrind (and
         # says so); an UndefinedBehaviorSanitizer one does.
         checks.ok(r.returncode == 0 and d and not d["counting"]["counted"] and why
