@@ -2,7 +2,7 @@
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
 #   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
-#                  [report] [chromium] [cross] [qemu]
+#                  [report] [chromium] [cross] [qemu] [i686]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
 #            (make format, make format-check): Debian's clang-format-19
@@ -42,6 +42,8 @@
 #     cross  Debian's cross compilers for arm64 and 32-bit ARM (gcc and g++
 #            aarch64-linux-gnu and arm-linux-gnueabihf, with their C
 #            libraries), for make cross (cmake/toolchain-*.cmake)
+#     i686   Debian's gcc and g++ for i686-linux-gnu (make test-i686: 32-bit
+#            x86 programs run as they are on x86-64)
 #     qemu   Debian's qemu-user, which runs the cross builds' tests (make
 #            test-cross: CTest starts each test program under it), and
 #            qemu-user-static, whose binfmt_misc entries hand qemu the
@@ -120,6 +122,10 @@ for arg in "$@"; do
             command -v "$t-gcc" >/dev/null 2>&1 || need="$need gcc-$t"
             command -v "$t-g++" >/dev/null 2>&1 || need="$need g++-$t"
         done
+        ;;
+    i686)
+        command -v i686-linux-gnu-gcc >/dev/null 2>&1 || need="$need gcc-i686-linux-gnu"
+        command -v i686-linux-gnu-g++ >/dev/null 2>&1 || need="$need g++-i686-linux-gnu"
         ;;
     report)
         cmp -s "$root/report/requirements.txt" "$venv/rtmem-requirements.txt" 2>/dev/null ||

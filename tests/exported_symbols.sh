@@ -35,7 +35,10 @@ comm -23 "$tmp/public" "$tmp/so" > "$tmp/so_missing"
     $(cat "$tmp/so_missing")
 
 nm -g --defined-only "$a" | awk 'NF == 3 { print $3 }' | sort -u > "$tmp/a"
-grep -v '^rtm__' "$tmp/a" | comm -23 - "$tmp/public" > "$tmp/a_extra" || true
+# (__x86.get_pc_thunk.*: what gcc emits on i686 for position-independent
+# code, hidden and merged across objects: no name of rtmem's.)
+grep -v -e '^rtm__' -e '^__x86\.get_pc_thunk\.' "$tmp/a" | comm -23 - "$tmp/public" \
+    > "$tmp/a_extra" || true
 comm -23 "$tmp/public" "$tmp/a" > "$tmp/a_missing"
 [ -s "$tmp/a_extra" ] && fail "librtmem.a defines names that are neither public nor rtm__*:" \
     $(cat "$tmp/a_extra")

@@ -1,6 +1,6 @@
 /*
  * The bench kit's cache operations (tools/common/cacheops.h), against its
- * header: the flush method is the one the CPU offers (on x86-64,
+ * header: the flush method is the one the CPU offers (on x86-64 and i686,
  * clflushopt exactly when /proc/cpuinfo lists it, else clflush; on arm64
  * dc civac), with a power-of-two line; a flush leaves every byte as it was,
  * for ranges of any start and length (none, one byte, across lines and
@@ -23,7 +23,7 @@
 
 #define GUARD 64
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
 static bool cpuinfo_has(const char *flag)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -57,6 +57,13 @@ static void test_method(const struct tk_cacheops *c)
 #if defined(__x86_64__)
     CHECK_EQ(c->method, cpuinfo_has("clflushopt") ? TK_FLUSH_CLFLUSHOPT : TK_FLUSH_CLFLUSH);
     CHECK(c->nt_copy);
+#elif defined(__i386__)
+    /* clflush with SSE2's mfence, as on x86-64; no non-temporal copy */
+    if (cpuinfo_has("clflush") && cpuinfo_has("sse2"))
+        CHECK_EQ(c->method, cpuinfo_has("clflushopt") ? TK_FLUSH_CLFLUSHOPT : TK_FLUSH_CLFLUSH);
+    else
+        CHECK(c->method == TK_FLUSH_EVICT || c->method == TK_FLUSH_NONE);
+    CHECK(!c->nt_copy);
 #elif defined(__aarch64__)
     CHECK_EQ(c->method, TK_FLUSH_DC_CIVAC);
     CHECK(!c->nt_copy);

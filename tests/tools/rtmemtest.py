@@ -105,11 +105,11 @@ def over_share(avail):
 
 def have_lib(soname):
     """Is the shared library in the dynamic linker's cache (what dlopen
-    finds)? Under emulation: among the target's libraries (QEMU_LD_PREFIX),
-    where the emulated loader looks."""
-    if EMULATED:
-        prefix = os.environ.get("QEMU_LD_PREFIX", "")
-        return bool(prefix) and any(soname in files for _, _, files in os.walk(prefix))
+    finds)? For a cross build: among the target's libraries
+    (RTMEM_TEST_SYSROOT), where its loader looks."""
+    sysroot = os.environ.get("RTMEM_TEST_SYSROOT")
+    if sysroot:
+        return any(soname in files for _, _, files in os.walk(sysroot))
     for ldconfig in ("ldconfig", "/sbin/ldconfig"):
         try:
             out = subprocess.run([ldconfig, "-p"], stdout=subprocess.PIPE,

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-from rtmemtest import (EMULATED, PEERS, Checks, TempDir, envelope_ok, have_lib, load_json, run)
+from rtmemtest import (BITS, EMULATED, PEERS, Checks, TempDir, envelope_ok, have_lib, load_json, run)
 
 rtmem, tlsf_plugin, bump_plugin, no_symbol = sys.argv[1:5]
 bad_plugins = sys.argv[5:]
@@ -161,8 +161,13 @@ with TempDir() as tmp:
             for ph in ("pow2", "random"):
                 faults = g[ph]["minor_faults"]
                 # Code run for the first time may fault without mlockall
-                # (and under qemu-user the faults are the emulator's).
-                checks.ok(g[ph]["tests"] > 0 and faults is not None and (faults < 32 or EMULATED),
+                # (and under qemu-user the faults are the emulator's; 32-bit
+                # glibc never raises its mmap threshold past 512 KiB, so the
+                # warm-up cannot make it keep the memory of the large
+                # blocks, and its timed fills grow the heap: faults, which
+                # memcheck reports).
+                checks.ok(g[ph]["tests"] > 0 and faults is not None and
+                          (faults < 32 or EMULATED or BITS == 32),
                           "memcheck: glibc's %s phase takes no page faults" % ph, faults)
 
 # --format smokey: smokey's headers, rows and overall lines, exactly.

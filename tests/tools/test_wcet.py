@@ -37,8 +37,8 @@ import time
 import select
 import stat
 
-from rtmemtest import (EMULATED, Checks, TempDir, become_subreaper, children_of, envelope_ok,
-                       load_json, orphans, run)
+from rtmemtest import (BITS, EMULATED, MACHINE, Checks, TempDir, become_subreaper, children_of,
+                       envelope_ok, load_json, orphans, run)
 
 rtmem, docs, tlsf_plugin, bump_plugin = sys.argv[1:5]
 bad_plugins = sys.argv[5:]
@@ -209,15 +209,15 @@ def counted_ok(d):
         first = by[(kind, "run-alloc-first-use")]
         entries = [s for s in d["scenarios"] if s["kind"] == kind
                    and s["id"] == "run-alloc-first-use"][0]["state"]["entries_written"]
-        checks.ok(first and first["data_lines_written_first"] >= entries * 24 // 64,
+        entry_bytes = 24 if BITS == 64 else 16  # a page-map entry (README)
+        checks.ok(first and first["data_lines_written_first"] >= entries * entry_bytes // 64,
                   "%s: the first use writes every line of the page map it initialises" % kind,
                   (first, entries))
     cons = by[("glibc", "malloc-consolidate")]
     checks.ok(cons and cons["instructions"] > 10 * by[("tlsf", "alloc-search-split")]["instructions"],
               "glibc's consolidation runs far more instructions than TLSF's alloc", cons)
-    import platform
-    if platform.machine() != "x86_64":
-        print("tools.wcet: TLSF's ceilings are for x86-64; not checked on %s" % platform.machine())
+    if MACHINE != "x86_64":
+        print("tools.wcet: TLSF's ceilings are for x86-64; not checked on %s" % MACHINE)
         return
     ceil = ceilings()
     checks.ok(sorted(ceil) == sorted(SCENARIOS["tlsf"]), "docs/wcet.md: a ceiling per TLSF scenario",
@@ -370,35 +370,44 @@ def interrupted(tmp):
     temporary directory, no valgrind left."""
     phases = [("timed", "measured", ["--reps", "3000"])]
     if shutil.which("valgrind") and not SANITIZED and not EMULATED:
-        phases.append(("counted", "counting under", ["--kinds", "tlsf", "--reps", "200"]))
+        # every kind: some seconds under valgrind, for the signal to land in
+        phases.append(("counted", "counting under",
+                       ["--kinds", "tlsf,heapmem,xnheap,glibc", "--reps", "200"]))
     for name, marker, args in phases:
         work = os.path.join(tmp, "int-" + name)
         os.mkdir(work)
         path = os.path.join(work, "r.json")
-        with open(path, "w") as f:
-            f.write(GOOD)
         env = dict(os.environ, TMPDIR=work)
-        p = subprocess.Popen([rtmem, "wcet"] + args + ["--json", path],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
-        seen = False
-        deadline = time.time() + 120
-        while not seen and time.time() < deadline:
-            ready, _, _ = select.select([p.stdout], [], [], deadline - time.time())
-            if not ready:
+        # A run that ends before the signal is sent (a loaded machine can
+        # keep this test from reading its output in time) proves nothing:
+        # tried again, a few times.
+        for attempt in range(3):
+            with open(path, "w") as f:
+                f.write(GOOD)
+            p = subprocess.Popen([rtmem, "wcet"] + args + ["--json", path],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+            seen = False
+            deadline = time.time() + 120
+            while not seen and time.time() < deadline:
+                ready, _, _ = select.select([p.stdout], [], [], deadline - time.time())
+                if not ready:
+                    break
+                line = p.stdout.readline()
+                if not line:
+                    break
+                seen = marker in line
+            if name == "counted":
+                # valgrind started: the tool's child
+                end = time.time() + 30
+                while not children_of(p.pid) and p.poll() is None and time.time() < end:
+                    time.sleep(0.02)
+                seen = seen and bool(children_of(p.pid))
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=120)
+            if p.returncode != 0:
                 break
-            line = p.stdout.readline()
-            if not line:
-                break
-            seen = marker in line
-        if name == "counted":
-            # valgrind started: the tool's child
-            end = time.time() + 30
-            while not children_of(p.pid) and time.time() < end:
-                time.sleep(0.02)
-            seen = seen and bool(children_of(p.pid))
-        p.send_signal(signal.SIGINT)
-        p.communicate(timeout=120)
+            print("tools.wcet: the %s run ended before the signal; again" % name)
         checks.ok(seen and p.returncode == -signal.SIGINT,
                   "SIGINT during the %s run ends it with the signal" % name, p.returncode)
         checks.ok(open(path).read() == GOOD, "SIGINT (%s): the result file as it was" % name)

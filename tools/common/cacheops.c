@@ -8,8 +8,10 @@
 
 #include "common/cacheops.h"
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -38,6 +40,23 @@ static void choose(struct tk_cacheops *c)
     bool opt = __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (b & (1u << 23));
     c->method = opt ? TK_FLUSH_CLFLUSHOPT : TK_FLUSH_CLFLUSH;
     c->nt_copy = true; /* SSE2 is part of x86-64 */
+}
+#elif defined(__i386__)
+/* 32-bit x86: clflush where the CPU has it and SSE2's mfence to order it
+ * (every CPU an i686 program meets today); no non-temporal copy (its SSE2
+ * stores are not in an i686 build). */
+static void choose(struct tk_cacheops *c)
+{
+    unsigned a, b, cx, d;
+    c->line_bytes = EVICT_LINE;
+    c->method = TK_FLUSH_NONE; /* tk_cacheops_init falls back to the eviction walk */
+    c->nt_copy = false;
+    if (!__get_cpuid(1, &a, &b, &cx, &d) || !(d & (1u << 19)) || !(d & (1u << 26)))
+        return; /* no clflush (CLFSH) or no mfence (SSE2) */
+    if (((b >> 8) & 0xff) != 0)
+        c->line_bytes = ((b >> 8) & 0xff) * 8;
+    bool opt = __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (b & (1u << 23));
+    c->method = opt ? TK_FLUSH_CLFLUSHOPT : TK_FLUSH_CLFLUSH;
 }
 #elif defined(__aarch64__)
 static void choose(struct tk_cacheops *c)
@@ -96,7 +115,7 @@ void tk_cache_flush(const struct tk_cacheops *c, const void *p, size_t bytes)
     uintptr_t line = c->line_bytes;
     uintptr_t at = (uintptr_t)p & ~(line - 1), end = (uintptr_t)p + bytes;
     switch (c->method) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
     case TK_FLUSH_CLFLUSHOPT:
         for (; at < end; at += line)
             __asm__ __volatile__("clflushopt %0" : "+m"(*(volatile char *)at));

@@ -9,6 +9,8 @@
  *           the CPU has it, else clflush; then mfence, so that the flushes
  *           are done before any later load or store (clflushopt is ordered
  *           only by a fence). Line size from CPUID.1:EBX[15:8].
+ *   i686    the same where CPUID.1:EDX has CLFSH and SSE2 (for mfence),
+ *           else as "other" below.
  *   arm64   dc civac (clean and invalidate to the point of coherency) on
  *           each line, the line the smallest that CTR_EL0.DminLine gives;
  *           then dsb sy. Linux lets EL0 run it (SCTLR_EL1.UCI).
@@ -35,7 +37,7 @@
 
 enum tk_flush_method {
     TK_FLUSH_CLFLUSHOPT, /* x86-64 */
-    TK_FLUSH_CLFLUSH,    /* x86-64 without clflushopt */
+    TK_FLUSH_CLFLUSH,    /* x86 without clflushopt */
     TK_FLUSH_DC_CIVAC,   /* arm64 */
     TK_FLUSH_EVICT,      /* elsewhere: the eviction buffer's walk */
     TK_FLUSH_NONE,       /* elsewhere, without an eviction buffer */

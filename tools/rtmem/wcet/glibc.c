@@ -122,9 +122,18 @@ static int consolidate_check(struct wcet_case *c)
 
 /* ---- free-trim ---- */
 
-/* The chunk of a block of TRIM_CHUNK_BYTES: its header and the block. */
-#define TRIM_CHUNK_SPAN (TRIM_CHUNK_BYTES + 2 * sizeof(size_t))
-#define TRIM_TRIES      4u
+/* glibc's chunk alignment: two size fields, but 16 on i386. */
+#if defined(__i386__)
+#define GLIBC_CHUNK_ALIGN ((size_t)16)
+#else
+#define GLIBC_CHUNK_ALIGN (2 * sizeof(size_t))
+#endif
+/* The chunk of a block of TRIM_CHUNK_BYTES: its size field and the block,
+ * rounded to the chunk alignment (one chunk starts where the one before
+ * it ends). */
+#define TRIM_CHUNK_SPAN \
+    ((TRIM_CHUNK_BYTES + sizeof(size_t) + GLIBC_CHUNK_ALIGN - 1) & ~(GLIBC_CHUNK_ALIGN - 1))
+#define TRIM_TRIES 4u
 
 /* Whether p's chunk ends where the top chunk starts (the main arena's top
  * ends at the program break; keepcost is its size). */
