@@ -148,10 +148,9 @@ cross:
 # (set up as root, and undone after). The tests check behaviour only: timings
 # under emulation mean nothing. Those that qemu-user cannot support skip
 # themselves saying why (robust futexes, the kernel's view of a mapping,
-# valgrind's counts); the model runs 100000 operations per configuration and
-# the undo log 500. Left out: on arm64 the page heaps' test and the big pools
-# (minutes under emulation; they run on x86-64 and armv7). docs/targets.md
-# has the list.
+# valgrind's counts, terabytes of address space); the model runs 100000
+# operations per configuration and the undo log 500. docs/targets.md has
+# the list.
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu
 	sh scripts/test-cross.sh $(BUILD) $(JOBS)
