@@ -10,10 +10,11 @@
  *
  * hdr is 64 bits on every target (32-bit too, for the integrity tag's
  * bits): the block size (a multiple of GRANULE, header included), flags
- * and the tag. The links and the footer are words (W). The footer of a free block repeats its size, so the block after it
- * can find its start when merging backwards. next/prev are offsets from the
- * heap base (struct rtm_tlsf), as are all list heads and pool descriptors.
- * Offset arithmetic is modulo 2^N, so pools below the heap base work too.
+ * and the tag. The links and the footer are words (W). The footer of a
+ * free block repeats its size, so the block after it can find its start
+ * when merging backwards. next/prev are offsets from the heap base
+ * (struct rtm_tlsf), as are all list heads and pool descriptors. Offset
+ * arithmetic is modulo 2^N, so pools below the heap base work too.
  *
  * Every pool ends with a sentinel: a header-only block marked used and fenced,
  * so the physical successor of a real block always exists; GRANULE bytes of
@@ -720,7 +721,7 @@ static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, 
     bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
     size_t pq = in ? f->pb : f->b;
     hword ph = HDR(t, pq);
-    hword pmask = (hword)0 - (hword)(f->pmask & 1); /* pmask as wide as a header */
+    hword pmask = (hword)(int64_t)(intptr_t)f->pmask; /* sign-extended: as wide as a header */
     hword want = ((f->psize | F_FREE) & pmask) | (f->hdr & fields & ~pmask);
     bool tagged = tag_ok(t, pq, ph);
     return in & ((ph & fields) == want) & tagged;
