@@ -5,7 +5,10 @@
 #    symbol, and none of the public ones missing (a forgotten RTM_API);
 #  - librtmem.a defines those, plus internals named rtm__*, and no other
 #    global name (a static library cannot hide its internals, so they carry
-#    the prefix instead).
+#    the prefix instead);
+#  - each of those functions has its prototype written out in a header's
+#    text (RTM_API ... rtm_name(), where a reader, grep and ctags find it:
+#    none is made by a macro.
 #   exported_symbols.sh BUILD_DIR
 set -eu
 build=$1
@@ -25,6 +28,16 @@ n=$(wc -l < "$tmp/public")
 # The headers declare about fifty functions: far fewer means the list above
 # is wrong, and the comparisons below would prove nothing.
 [ "$n" -ge 40 ] || fail "only $n public functions found in the headers"
+
+# The headers' own text, comments and #define lines left out: what a
+# reader sees, before any macro is expanded.
+for h in "$tmp"/prefix/include/rtmem/*.h; do
+    sed -e 's,/\*.*\*/,,g' -e '/\/\*/,/\*\//d' "$h" | grep -v '^[[:space:]]*#'
+done | tr '\n' ' ' | grep -o 'RTM_API[^;{]*rtm_[A-Za-z0-9_]*[[:space:]]*(' \
+    | grep -o 'rtm_[A-Za-z0-9_]*[[:space:]]*($' | sed 's/[[:space:]]*($//' | sort -u > "$tmp/written"
+comm -23 "$tmp/public" "$tmp/written" > "$tmp/unwritten"
+[ -s "$tmp/unwritten" ] && fail "public functions whose prototype no header spells out:" \
+    $(cat "$tmp/unwritten")
 
 nm -D --defined-only "$so" | awk '{ print $NF }' | sort -u > "$tmp/so"
 comm -13 "$tmp/public" "$tmp/so" > "$tmp/so_extra"

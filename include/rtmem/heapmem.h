@@ -112,13 +112,41 @@
 #ifndef RTMEM_HEAPMEM_H
 #define RTMEM_HEAPMEM_H
 
+#include <stddef.h>
+
+#include "rtmem/export.h"
+#include "rtmem/heap.h"
 #include "rtmem/pageheap_api.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-RTM_PAGEHEAP_DECLARE(heapmem);
+struct rtm_heapmem;
+
+/* Creates a heap in [mem, mem + size); see rtm_heap_create for errors. The
+ * result is also a struct rtm_heap (rtm_heapmem_heap). O(1). */
+RTM_API struct rtm_heapmem *rtm_heapmem_create(void *mem, size_t size);
+/* The same with options (rtm_heap_create_ex); cfg NULL means defaults. A
+ * lock is refused (EINVAL): the typed API never locks (rtmem/lock.h); a
+ * locked heapmem heap is made with rtm_heap_create_ex and used through
+ * rtm_heap_*. O(1). */
+RTM_API struct rtm_heapmem *rtm_heapmem_create_ex(void *mem, size_t size,
+                                                  const struct rtm_heap_config *cfg);
+/* The same heap seen through the generic interface. O(1). */
+RTM_API struct rtm_heap *rtm_heapmem_heap(struct rtm_heapmem *h);
+
+/* Typed entry points: the contracts of rtm_heap_* in rtmem/heap.h, without
+ * the dispatch, at the bounds listed above. h must come from
+ * rtm_heapmem_create and not be destroyed (not checked on the hot paths). */
+RTM_API int rtm_heapmem_add_pool(struct rtm_heapmem *h, void *mem, size_t size);
+RTM_API void *rtm_heapmem_alloc(struct rtm_heapmem *h, size_t size);
+RTM_API void *rtm_heapmem_aligned_alloc(struct rtm_heapmem *h, size_t alignment, size_t size);
+RTM_API void *rtm_heapmem_realloc(struct rtm_heapmem *h, void *p, size_t size);
+RTM_API int rtm_heapmem_free(struct rtm_heapmem *h, void *p);
+RTM_API size_t rtm_heapmem_usable_size(const struct rtm_heapmem *h, const void *p);
+RTM_API int rtm_heapmem_stats(const struct rtm_heapmem *h, struct rtm_heap_stats *out);
+RTM_API int rtm_heapmem_check(const struct rtm_heapmem *h);
 
 #ifdef __cplusplus
 }
