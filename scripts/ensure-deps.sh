@@ -68,6 +68,14 @@ command -v g++ >/dev/null 2>&1 || need="$need g++" # the public headers are test
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3" # the tool tests read JSON with it
+# ... and are pytest cases: Debian's for Debian's python3, pip's for another
+# (a pyenv or a virtual environment first on PATH).
+want_pytest=no
+python3 -c 'import pytest' >/dev/null 2>&1 || want_pytest=yes
+if [ "$want_pytest" = yes ] && [ "$(command -v python3)" = /usr/bin/python3 ]; then
+    need="$need python3-pytest"
+    want_pytest=no
+fi
 
 # Is clang-format 19 here, under its versioned name or as plain clang-format?
 has_clang_format_19() {
@@ -148,7 +156,7 @@ fuzz_links() { clang_links fuzzer; }
 sanitizers_link() { clang_links undefined && clang_links thread; }
 
 [ -z "$need$want$want_java$want_valgrind$want_chromium" ] && [ "$check_fuzz" = no ] &&
-    [ "$check_san" = no ] && [ "$want_report" = no ] && exit 0
+    [ "$check_san" = no ] && [ "$want_report" = no ] && [ "$want_pytest" = no ] && exit 0
 
 can_apt=yes
 command -v apt-get >/dev/null 2>&1 || can_apt=no
@@ -167,6 +175,12 @@ if [ -n "$need" ]; then
     $sudo apt-get update -qq
     # shellcheck disable=SC2086
     $sudo apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
+
+if [ "$want_pytest" = yes ]; then
+    echo "ensure-deps: installing pytest for $(command -v python3)"
+    python3 -m pip install -q --disable-pip-version-check --no-input 'pytest>=7,<10' ||
+        { echo "ensure-deps: please install pytest for $(command -v python3)" >&2; exit 1; }
 fi
 
 # clang's runtime for -fsanitize=$1 (checked by the function $2), installed

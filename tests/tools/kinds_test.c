@@ -1,6 +1,6 @@
 /*
  * The one allocator list (tools/common/kinds.h): what each tool's defaults
- * select, --kinds in listed and canonical order, aliases and duplicates,
+ * select, --kinds in the order given, aliases and duplicates,
  * refusals in the tools' voice, plugins, and entries that really drive
  * their allocator. Peers are left to the tool tests: loading jemalloc may
  * execute the process again.
@@ -23,13 +23,11 @@ static struct tk_kinds k;
 static char *self_argv[] = { (char *)"t", NULL };
 
 /* The memcheck and bench defaults, without peers. */
-static const struct tk_kinds_spec listed = {
-    TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS, true
-};
+static const struct tk_kinds_spec listed = { TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC |
+                                             TK_DEFAULT_PLUGINS };
 static const struct tk_kinds_spec canonical = { TK_DEFAULT_KINDS | TK_DEFAULT_NONE |
-                                                    TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
-                                                    TK_DEFAULT_PLUGINS,
-                                                false };
+                                                TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
+                                                TK_DEFAULT_PLUGINS };
 
 static int select_(const struct tk_kinds_spec *spec, const char *kinds, const char *const *plugins,
                    size_t n_plugins)
@@ -91,8 +89,9 @@ static void test_kinds_arg(void)
     test_context = "--kinds";
     CHECK(select_(&listed, "glibc,tlsf-typed,tlsf", NULL, 0) == 0);
     check_names("glibc,tlsf(typed),tlsf");
+    /* Whatever a tool runs by default, --kinds sets the order. */
     CHECK(select_(&canonical, "glibc,tlsf-typed,tlsf", NULL, 0) == 0);
-    check_names("tlsf,tlsf(typed),glibc");
+    check_names("glibc,tlsf(typed),tlsf");
     /* Named twice, by either name: runs once. */
     CHECK(select_(&listed, "tlsf,tlsf,tlsf-typed,tlsf(typed),heapmem-none", NULL, 0) == 0);
     check_names("tlsf,tlsf(typed),heapmem-none");
@@ -130,7 +129,7 @@ static void test_refusals(void)
     refused(&listed, "TLSF", "unknown allocator 'TLSF'", TK_EXIT_USAGE);
     refused(&listed, "tlsf-", "unknown allocator 'tlsf-'", TK_EXIT_USAGE);
     /* Nothing selected by default: a run-time failure, not bad usage. */
-    const struct tk_kinds_spec none = { 0, false };
+    const struct tk_kinds_spec none = { 0 };
     test_context = "empty default";
     capture_begin();
     int rc = select_(&none, NULL, NULL, 0);

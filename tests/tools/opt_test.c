@@ -22,7 +22,7 @@ struct topts {
     bool quick;
     const char *json_path;
     const char *name;
-    const char *plugins[2];
+    const char *plugins[TK_MAX_PLUGINS];
     size_t n_plugins;
     int format;
     int cpu;
@@ -30,6 +30,9 @@ struct topts {
     int signed_value;
     uint64_t period_ns;
     uint64_t wait_ns;
+    struct tk_sizes sizes;
+    uint64_t seed;
+    unsigned timeout_s;
 };
 
 static const char *const formats[] = { "ns", "smokey", NULL };
@@ -58,17 +61,14 @@ static const struct tk_opt table[] = {
     { "heap-size", TK_OPT_BYTES, "B", "memory of each heap (default %D)",
       TK_FIELD(struct topts, heap_bytes), .lo = 4096, .hi = (uint64_t)1 << 40 },
     { "flag", TK_OPT_FLAG, NULL, "a flag", TK_FIELD(struct topts, flag) },
-    { "quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct topts, quick),
-      .flags = TK_OPTF_QUICK_SWITCH },
-    { "json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct topts, json_path) },
+    TK_OPT_KIT_QUICK(TK_FIELD(struct topts, quick)),
+    TK_OPT_KIT_JSON(TK_FIELD(struct topts, json_path)),
     { "name", TK_OPT_STRING, "S", "any text", TK_FIELD(struct topts, name) },
-    { "plugin", TK_OPT_FILES, "FILE.so", "load a plugin (repeatable, up to 2)",
-      TK_FIELD(struct topts, plugins), .hi = 2, .count_offset = offsetof(struct topts, n_plugins) },
+    TK_OPT_KIT_PLUGIN(struct topts, plugins, n_plugins),
     { "format", TK_OPT_CHOICE, "ns|smokey", "layout (default %D)", TK_FIELD(struct topts, format),
       .choices = formats },
-    { "cpu", TK_OPT_CPU, "N", "CPU to pin to", TK_FIELD(struct topts, cpu) },
-    { "prio", TK_OPT_PRIO, "N", "SCHED_FIFO priority, 1..99 (default %D)",
-      TK_FIELD(struct topts, prio) },
+    TK_OPT_KIT_CPU(TK_FIELD(struct topts, cpu)),
+    TK_OPT_KIT_PRIO(TK_FIELD(struct topts, prio)),
     { "signed", TK_OPT_CUSTOM, "N",
       "-1 or 0..99, with 100%% of a long help line that must be "
       "wrapped at eighty columns under the help column, word by word, never cut inside a word",
@@ -78,6 +78,9 @@ static const struct tk_opt table[] = {
       .flags = TK_OPTF_QUICK, .unit_ns = 1000 },
     { "wait", TK_OPT_TIME, "T", "a time, its unit required (default %D)",
       TK_FIELD(struct topts, wait_ns), .lo = 0, .hi = UINT64_MAX },
+    TK_OPT_KIT_SIZES(TK_FIELD(struct topts, sizes), 1024, (uint64_t)1 << 30),
+    TK_OPT_KIT_SEED(TK_FIELD(struct topts, seed)),
+    TK_OPT_KIT_TIMEOUT(TK_FIELD(struct topts, timeout_s), 3600),
 };
 
 #define N_OPTS (sizeof(table) / sizeof(table[0]))
@@ -91,6 +94,9 @@ static const struct topts defaults = {
     .prio = 80,
     .period_ns = 1000000,
     .wait_ns = 1500000,
+    .sizes = { .bytes = { 4096, 65536 }, .n = 2 },
+    .seed = 42,
+    .timeout_s = 60,
 };
 
 static const struct tk_args cli = { "rtmem t", "4096, 64K" };
@@ -193,7 +199,8 @@ static void test_refusals(void)
                                   ? "--heap-size: '1K' is out of range [4096, 1099511627776] bytes"
                                   : "--heap-size: '1K' is out of range [4096, 4294967295] bytes");
     refused("--json ''", "--json needs a file name");
-    refused("--plugin a --plugin b --plugin c", "--plugin: at most 2 plugins; 'c' is one more");
+    refused("--plugin a --plugin b --plugin c --plugin d --plugin e",
+            "--plugin: at most 4 plugins; 'e' is one more");
     refused("--format xml", "--format: 'xml' is not one of ns, smokey");
     refused("--prio 0", "--prio: '0' is out of range [1, 99]");
     refused("--cpu 100000", "--cpu");
@@ -213,6 +220,40 @@ static void test_refusals(void)
     refused("--flag=1", "--flag=1");
     refused("operand", "unexpected argument 'operand'");
     refused("--ops 5 operand", "unexpected argument 'operand'");
+}
+
+/* The kit's shared types: lists of sizes and seeds. */
+static void test_sizes_and_seed(void)
+{
+    CHECK(parse("") == 0);
+    CHECK_EQ(o.sizes.n, 2); /* the default list, untouched */
+    CHECK(parse("--sizes 8K,1K --sizes 1K,2K") == 0);
+    CHECK_EQ(o.sizes.n, 3); /* the first replaced the default, the next added */
+    CHECK_EQ(o.sizes.bytes[0], 1024);
+    CHECK_EQ(o.sizes.bytes[1], 2048);
+    CHECK_EQ(o.sizes.bytes[2], 8192);
+    CHECK(tk_opt_given(table, N_OPTS, &parsed, "sizes"));
+    refused("--sizes 1500", "--sizes: '1500' is not a multiple of 1K");
+    refused("--sizes 2G", "--sizes: '2G' is out of range");
+    refused("--sizes 4K,,8K", "--sizes: '' is not a byte count (e.g. 4096, 64K)");
+    char line[1024] = "--sizes 1K";
+    for (int i = 2; i <= TK_MAX_SIZES + 1; i++)
+        snprintf(line + strlen(line), sizeof(line) - strlen(line), ",%dK", i);
+    refused(line, "--sizes: at most 64 sizes; '65K' is one more");
+
+    struct tk_sizes l = { .n = 0 };
+    CHECK(tk_sizes_insert(&l, 30) && tk_sizes_insert(&l, 10) && tk_sizes_insert(&l, 20));
+    CHECK(tk_sizes_insert(&l, 20));
+    CHECK(l.n == 3 && l.bytes[0] == 10 && l.bytes[1] == 20 && l.bytes[2] == 30);
+
+    CHECK(parse("--seed 5") == 0);
+    CHECK_EQ(o.seed, 5);
+    CHECK(parse("--seed random") == 0);
+    uint64_t first = o.seed;
+    CHECK(parse("--seed random") == 0);
+    CHECK(o.seed != first); /* two draws of 64 bits: equal once in 2^64 */
+    refused("--seed randomly", "--seed needs a whole number or 'random', not 'randomly'");
+    refused("--seed 5x", "--seed: '5x' is not a whole number");
 }
 
 static void test_quick(void)
@@ -265,6 +306,13 @@ static void test_help(void)
     CHECK(strstr(text, "  --plugin FILE.so ") != NULL);
     CHECK(strstr(text, "with 100% of a long help line") != NULL);
     CHECK(strstr(text, "  -h, --help") != NULL);
+    /* The kit's options: its words, then the tool's default. */
+    CHECK(strstr(text, "  --cpu N ") != NULL);
+    CHECK(strstr(text, TK_HELP_CPU " (default: the last allowed)\n") != NULL);
+    CHECK(strstr(text, TK_HELP_SEED " (default 42)\n") != NULL);
+    CHECK(strstr(text, "kill a child stuck this long (0: never; default 60)\n") != NULL);
+    CHECK(strstr(text, TK_HELP_SIZES "\n") != NULL);
+    CHECK(strstr(text, TK_HELP_JSON "\n") != NULL);
     /* Every line within 80 columns; help texts start in one column, at
      * least 20, continuation lines too; the long line wrapped between words. */
     size_t lines = 0;
@@ -277,7 +325,7 @@ static void test_help(void)
     size_t c = column_of(text, "operations per pass");
     CHECK(c >= 20);
     CHECK_EQ(column_of(text, "a flag"), c);
-    CHECK_EQ(column_of(text, "load a plugin"), c);
+    CHECK_EQ(column_of(text, "also run a heap plugin"), c);
     CHECK_EQ(column_of(text, "this text"), c);
     CHECK_EQ(column_of(text, "-1 or 0..99"), c);
     const char *cont = strstr(text, "-1 or 0..99");
@@ -315,7 +363,7 @@ static void m_flag_size(struct tk_opt *t, struct topts *d)
 static void m_files_capacity(struct tk_opt *t, struct topts *d)
 {
     (void)d;
-    t[8].hi = 3; /* --plugin: the array holds 2 */
+    t[8].hi = TK_MAX_PLUGINS + 1; /* --plugin: beyond its array */
 }
 static void m_quick_range(struct tk_opt *t, struct topts *d)
 {
@@ -340,10 +388,10 @@ static void m_q_without_quick(struct tk_opt *t, struct topts *d)
     t[1].help = "live blocks (default %D; --quick %Q)";
     t[1].flags = 0; /* --live */
 }
-static void m_d_on_file(struct tk_opt *t, struct topts *d)
+static void m_d_on_string(struct tk_opt *t, struct topts *d)
 {
     (void)d;
-    t[6].help = "results (default %D)"; /* --json */
+    t[7].help = "any text (default %D)"; /* --name */
 }
 static void m_bad_choice_default(struct tk_opt *t, struct topts *d)
 {
@@ -380,8 +428,29 @@ static void m_flag_with_value(struct tk_opt *t, struct topts *d)
 static void m_time_field(struct tk_opt *t, struct topts *d)
 {
     (void)d;
-    t[11].type = TK_OPT_TIME; /* --prio: an int field */
-    t[11].arg = "T";
+    t[2].type = TK_OPT_TIME; /* --tiny: a one-byte field */
+    t[2].arg = "T";
+}
+static void m_kit_own_words(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[10].help = "CPU to pin to"; /* --cpu, in a tool's own words */
+    t[10].flags = 0;
+}
+static void m_kit_other_type(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[6].type = TK_OPT_STRING; /* --json, parsed otherwise */
+}
+static void m_kit_flag_unknown(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[7].flags = TK_OPTF_KIT; /* --name is no kit option */
+}
+static void m_sizes_field(struct tk_opt *t, struct topts *d)
+{
+    (void)d;
+    t[15].size = sizeof(uint64_t); /* --sizes: a struct tk_sizes */
 }
 
 static void test_check(void)
@@ -395,14 +464,18 @@ static void test_check(void)
     refuse_table("quick field", m_quick_field, "--tiny: a --quick value");
     refuse_table("quick choice", m_quick_on_choice, "--format: a --quick value");
     refuse_table("%Q", m_q_without_quick, "--live: %Q in its help, but no --quick value");
-    refuse_table("%D", m_d_on_file, "--json: %D in its help, but no number to show");
+    refuse_table("%D", m_d_on_string, "--name: %D in its help, but no number to show");
     refuse_table("choice default", m_bad_choice_default, "--format: its default is not one of");
     refuse_table("parser", m_no_parser, "--signed: a custom option needs its parser");
     refuse_table("twice", m_twice, "--ops: named twice");
     refuse_table("help", m_help_name, "the driver's own");
     refuse_table("range", m_empty_range, "--ops: its range is empty");
     refuse_table("flag value", m_flag_with_value, "--flag: a flag has no value name");
-    refuse_table("time field", m_time_field, "--prio: a time's field is a uint64_t");
+    refuse_table("time field", m_time_field, "--tiny: a time's field is a uint64_t");
+    refuse_table("kit, own words", m_kit_own_words, "--cpu: an option every tool shares");
+    refuse_table("kit, other type", m_kit_other_type, "--json: an option every tool shares");
+    refuse_table("kit flag, unknown", m_kit_flag_unknown, "--name: an option every tool shares");
+    refuse_table("sizes field", m_sizes_field, "--sizes: a list of sizes is a struct tk_sizes");
 }
 
 /* %D shows an int field's default as a signed number. */
@@ -453,6 +526,7 @@ int main(void)
     test_values();
     test_refusals();
     test_quick();
+    test_sizes_and_seed();
     test_help();
     test_fmt_bytes();
     test_fmt_time();

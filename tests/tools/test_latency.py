@@ -296,8 +296,7 @@ for args, want in (
         (["--noise", "--noise-threshold", "0"], "--noise-threshold: '0' (0ns) is out of range"),
         (["--prio", "100"], "--prio: '100' is out of range [1, 99]"),
         (["--noise", "--noise-threshold", "2ms"], "--noise-threshold: '2ms' is out of range"),
-        (["--no-rt", "--cpu", "0"], "--no-rt runs unpinned under SCHED_OTHER"),
-        (["--no-rt", "--prio", "50"], "--no-rt runs unpinned under SCHED_OTHER"),
+        (["--no-rt", "--prio", "50"], "--no-rt runs under SCHED_OTHER: --prio would not be used"),
         (["--nosuch"], "unknown option '--nosuch'"),
         (["operand"], "unexpected argument 'operand'")):
     r = run(rtmem, "latency", *args)
@@ -305,10 +304,24 @@ for args, want in (
               "Try 'rtmem latency --help'." in r.stderr and r.stdout == "",
               "bad usage %s" % " ".join(args), r)
 
+# --no-rt: SCHED_OTHER, unpinned unless --cpu is given (then pinned to it).
+CPU = max(os.sched_getaffinity(0))
+with TempDir() as tmp:
+    path = os.path.join(tmp, "n.json")
+    for args, pinned in ((["--no-rt"], False), (["--no-rt", "--cpu", str(CPU)], True)):
+        r = run(rtmem, "latency", "--duration", "100ms", "--json", path, *args)
+        d = load_json(path)
+        rt = (d or {}).get("real_time") or {}
+        checks.ok(r.returncode == 0 and rt.get("policy") == "SCHED_OTHER" and
+                  not rt["fifo"]["requested"] and rt["affinity"]["requested"] == pinned and
+                  (not pinned or (rt["cpu_now"] == CPU and rt["cpus_allowed"] == 1)),
+                  "%s: SCHED_OTHER, %s" % (" ".join(args), "pinned" if pinned else "unpinned"),
+                  rt or r)
+
 r = run(rtmem, "latency", "--help")
 checks.ok(r.returncode == 0 and "usage: rtmem latency" in r.stdout and
-          "(default 1ms; a bare number is in us)" in r.stdout and
-          "(default 10s; --quick 2s;" in r.stdout and "--noise-threshold T" in r.stdout,
+          "(default 1ms; bare number: us)" in r.stdout and
+          "(default 10s; --quick 2s)" in r.stdout and "--noise-threshold T" in r.stdout,
           "latency --help: the options and their defaults", r)
 r = run(rtmem, "--help")
 checks.ok(r.returncode == 0 and "\n  latency " in r.stdout, "rtmem --help lists latency", r)

@@ -222,7 +222,7 @@ for args, message in usage:
 
 r = run(rtmem, "memcheck", "--help")
 checks.ok(r.returncode == 0 and r.stdout.startswith("usage: rtmem memcheck") and
-          "  --seq-heap-size B " in r.stdout and "Exit status" in r.stdout, "memcheck --help", r)
+          "  --seq-heap-size B " in r.stdout and "exit status" in r.stdout, "memcheck --help", r)
 checks.ok(all(len(line) <= 80 for line in r.stdout.splitlines()),
           "memcheck --help: lines within 80 columns",
           [line for line in r.stdout.splitlines() if len(line) > 80])

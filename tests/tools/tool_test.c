@@ -24,6 +24,7 @@ struct fake_opts {
     bool refuse; /* --refuse: the combination check says no */
     bool setup_fails;
     uint64_t seed;
+    struct tk_rt_opts rt;
 };
 
 /* What the steps saw, in order: "c" check, "s" setup, "r" run, "p" report,
@@ -37,14 +38,9 @@ static void step(char c)
         trace[n] = c, trace[n + 1] = '\0';
 }
 
-static void intro(FILE *f)
-{
-    fprintf(f, "usage: rtmem fake [options]\n\nA tool made for the driver's test.\n");
-}
-
 static void notes(FILE *f)
 {
-    fprintf(f, "Exit status: 0 ok, 1 failed, 2 bad usage.\n");
+    fprintf(f, "\nnames known at run time\n");
 }
 
 static int check(struct tk_session *s)
@@ -107,16 +103,18 @@ static void teardown(struct tk_session *s)
 static const char *const ends[] = { "passed", "failed", "aborted", NULL };
 
 static const struct tk_opt fake_opts_table[] = {
-    { "json", TK_OPT_FILE, "FILE", "results as JSON", TK_FIELD(struct fake_opts, json_path) },
+    TK_OPT_KIT_JSON(TK_FIELD(struct fake_opts, json_path)),
     { "end", TK_OPT_CHOICE, "E", "how the run ends (default %D)", TK_FIELD(struct fake_opts, end),
       .choices = ends },
     { "refuse", TK_OPT_FLAG, NULL, "the check refuses", TK_FIELD(struct fake_opts, refuse) },
     { "setup-fails", TK_OPT_FLAG, NULL, "setup fails", TK_FIELD(struct fake_opts, setup_fails) },
-    { "seed", TK_OPT_UINT, "N", "seed (default %D)", TK_FIELD(struct fake_opts, seed),
-      .hi = UINT64_MAX },
+    TK_OPT_KIT_SEED(TK_FIELD(struct fake_opts, seed)),
+    TK_OPT_KIT_RT(struct fake_opts, rt),
 };
 
-static const struct fake_opts fake_defaults = { .end = TK_RUN_PASSED, .seed = 7 };
+static const struct fake_opts fake_defaults = { .end = TK_RUN_PASSED,
+                                                .seed = 7,
+                                                .rt = TK_RT_OPTS_DEFAULT };
 
 static const struct tk_tool fake = {
     .name = "fake",
@@ -128,7 +126,6 @@ static const struct tk_tool fake = {
     .opts_size = sizeof(struct fake_opts),
     .defaults = &fake_defaults,
     .json_path_offset = offsetof(struct fake_opts, json_path),
-    .help_intro = intro,
     .help_notes = notes,
     .check = check,
     .setup = setup,
@@ -214,12 +211,22 @@ static void test_help_and_usage(void)
 {
     test_context = "help";
     CHECK_EQ(fake_main("--help"), TK_EXIT_OK);
-    CHECK(has(out_text, "usage: rtmem fake [options]\n"));
+    CHECK(has(out_text, "usage: rtmem fake [options]\na tool for the test.\n"));
     CHECK(has(out_text, "\noptions:\n  --json FILE "));
     CHECK(has(out_text, "how the run ends (default passed)\n"));
-    CHECK(has(out_text, "seed (default 7)\n"));
-    CHECK(has(out_text, "Exit status: 0 ok"));
+    CHECK(has(out_text, "the seed of random draws (default 7)\n"));
+    CHECK(has(out_text, "the CPU to pin to (default: the last allowed)\n"));
+    CHECK(has(out_text, "\nnames known at run time\n"));
+    CHECK(has(out_text, "\nexit status: 0 passed, 1 a check or the run failed, 2 bad usage\n"));
+    CHECK(has(out_text, "\nmanual: "));
+    CHECK(has(out_text, "/fake.md\n"));
     CHECK(strcmp(trace, "") == 0);
+
+    test_context = "--no-rt with --prio";
+    CHECK_EQ(fake_main("--no-rt --prio 50"), TK_EXIT_USAGE);
+    CHECK(has(err_text, "rtmem fake: --no-rt runs under SCHED_OTHER: --prio would not be used\n"));
+    CHECK(strcmp(trace, "") == 0);
+    CHECK_EQ(fake_main("--seed random --no-rt"), TK_EXIT_OK);
 
     test_context = "bad option";
     CHECK_EQ(fake_main("--nosuch"), TK_EXIT_USAGE);

@@ -80,6 +80,15 @@ const char *tk_kinds_names(char *buf, size_t size)
     return buf;
 }
 
+void tk_kinds_help(FILE *f, const char *when_not_given)
+{
+    char names[512], text[800];
+    snprintf(text, sizeof(text), "--kinds names: %s, the plugins' names (%s)",
+             tk_kinds_names(names, sizeof(names)), when_not_given);
+    fputc('\n', f);
+    tk_opt_wrap(f, text, 0, 2);
+}
+
 static void unknown_name(const struct tk_kinds *k, const struct tk_args *cli, const char *name)
 {
     char names[512];
@@ -212,31 +221,29 @@ static void add(struct tk_kinds *k, const char *name)
     k->n++;
 }
 
-/* The canonical order: each kind then "<kind>-none", tlsf(typed), glibc,
- * the peers, the plugins; wanted() says which are in. */
-static void add_canonical(struct tk_kinds *k, const char *kinds_arg, unsigned by_default)
+/* A tool's default list, in the canonical order: each kind then
+ * "<kind>-none", tlsf(typed), glibc, the peers, the plugins; by_default
+ * (TK_DEFAULT_*) says which are in. */
+static void add_defaults(struct tk_kinds *k, unsigned by_default)
 {
     char none[64];
-#define WANTED(name, bit) (kinds_arg ? tk_list_has(kinds_arg, name) : (by_default & (bit)) != 0)
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
-        if (WANTED(*kind, TK_DEFAULT_KINDS))
+        if (by_default & TK_DEFAULT_KINDS)
             add(k, *kind);
         snprintf(none, sizeof(none), "%s-none", *kind);
-        if (WANTED(none, TK_DEFAULT_NONE))
+        if (by_default & TK_DEFAULT_NONE)
             add(k, none);
     }
-    if (WANTED(TK_TLSF_TYPED_NAME, TK_DEFAULT_TYPED) ||
-        (kinds_arg && tk_list_has(kinds_arg, TYPED_ALIAS)))
+    if (by_default & TK_DEFAULT_TYPED)
         add(k, TK_TLSF_TYPED_NAME);
-    if (WANTED("glibc", TK_DEFAULT_GLIBC))
+    if (by_default & TK_DEFAULT_GLIBC)
         add(k, "glibc");
     for (const char *const *p = tk_peer_names(); *p; p++)
-        if (WANTED(*p, TK_DEFAULT_PEERS))
+        if (by_default & TK_DEFAULT_PEERS)
             add(k, *p);
     for (size_t i = 0; i < k->n_plugins; i++)
-        if (WANTED(k->plugins[i].table->name, TK_DEFAULT_PLUGINS))
+        if (by_default & TK_DEFAULT_PLUGINS)
             add(k, k->plugins[i].table->name);
-#undef WANTED
 }
 
 /* The items of --kinds in their order (names already checked). */
@@ -276,10 +283,10 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
         return TK_EXIT_USAGE;
     if (kinds_arg && check_names(k, cli, kinds_arg) != 0)
         return TK_EXIT_USAGE;
-    if (kinds_arg && spec->listed_order)
+    if (kinds_arg)
         add_listed(k, kinds_arg);
     else
-        add_canonical(k, kinds_arg, spec->by_default);
+        add_defaults(k, spec->by_default);
     if (k->n == 0) {
         fprintf(stderr, "%s: no allocator left to run\n", cli->prog);
         return TK_EXIT_FAILED;

@@ -11,7 +11,7 @@
  *     reason when they do not load);
  *   - the plugins loaded with --plugin, by the name in their table.
  * A tool says which of these it runs without --kinds (TK_DEFAULT_*) and
- * whether --kinds sets the order or only filters the canonical order.
+ * that --kinds names the allocators to run, in its order.
  *
  *     struct tk_kinds k;   // lives as long as the run: entries point into it
  *     int rc = tk_kinds_select(&k, &spec, &cli, o->kinds_arg, o->plugin_paths,
@@ -28,11 +28,12 @@
 
 #include "common/alloc.h"
 #include "common/args.h"
+#include "common/opt.h"
 #include "common/out.h"
 
-/* Allocators a run can hold, plugins it can load, skipped ones it records. */
+/* Allocators a run can hold, skipped ones it records (and TK_MAX_PLUGINS,
+ * opt.h, plugins it can load). */
 #define TK_MAX_ALLOCS  24
-#define TK_MAX_PLUGINS 4
 #define TK_MAX_SKIPPED 8
 
 /* What a tool runs when --kinds is not given (struct tk_kinds_spec). */
@@ -45,9 +46,10 @@ enum {
     TK_DEFAULT_PLUGINS = 1u << 5,
 };
 
+/* What a tool runs without --kinds; with it, the allocators named, in the
+ * order named, in every tool. */
 struct tk_kinds_spec {
     unsigned by_default; /* TK_DEFAULT_* */
-    bool listed_order;   /* --kinds sets the order (else the canonical order) */
 };
 
 /* An allocator named or run by default that did not load, and why. */
@@ -84,6 +86,10 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
  * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), glibc,
  * jemalloc, ...", into buf (truncated to size). Returns buf. */
 const char *tk_kinds_names(char *buf, size_t size);
+
+/* --help's note of the names --kinds takes (tk_kinds_names) and, in
+ * parentheses, when_not_given ("default: all but the peers"). */
+void tk_kinds_help(FILE *f, const char *when_not_given);
 
 /* The allocators skipped, as the member "skipped" of an open object: an
  * array of {"name", "reason"}, the same in every tool's JSON. */

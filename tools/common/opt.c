@@ -1,8 +1,10 @@
 /* Bench kit: options from a table (opt.h). */
 #include "common/opt.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* Help lines wrap at this width. */
 #define HELP_WIDTH 80
@@ -40,6 +42,66 @@ static void set_uint(void *opts, const struct tk_opt *o, uint64_t v)
 static uint64_t field_max(size_t size)
 {
     return size >= 8 ? UINT64_MAX : (UINT64_C(1) << (size * 8)) - 1;
+}
+
+bool tk_sizes_insert(struct tk_sizes *s, uint64_t v)
+{
+    size_t i = 0;
+    while (i < s->n && s->bytes[i] < v)
+        i++;
+    if (i < s->n && s->bytes[i] == v)
+        return true;
+    if (s->n == TK_MAX_SIZES)
+        return false;
+    memmove(&s->bytes[i + 1], &s->bytes[i], (s->n - i) * sizeof(s->bytes[0]));
+    s->bytes[i] = v;
+    s->n++;
+    return true;
+}
+
+/* B[,B...] of TK_OPT_SIZES into s. 0, or -1 (reported). */
+static int apply_sizes(const struct tk_args *cli, const char *opt, const struct tk_opt *o,
+                       const char *value, struct tk_sizes *s)
+{
+    const char *p = value;
+    do {
+        size_t len = strcspn(p, ",");
+        char item[32];
+        if (len == 0 || len >= sizeof(item))
+            return tk_args_bad(cli, "%s: '%.*s' is not a byte count (e.g. %s)", opt, (int)len, p,
+                               cli->bytes_example);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        uint64_t v;
+        if (tk_args_bytes(cli, opt, item, o->lo ? o->lo : 1, o->hi, &v) != 0)
+            return -1;
+        if (o->lo > 1 && v % o->lo != 0) {
+            char grain[24];
+            tk_opt_fmt_bytes(grain, sizeof(grain), o->lo);
+            return tk_args_bad(cli, "%s: '%s' is not a multiple of %s%s", opt, item, grain,
+                               o->lo % 1024 ? " bytes" : "");
+        }
+        if (!tk_sizes_insert(s, v))
+            return tk_args_bad(cli, "%s: at most %d sizes; '%s' is one more", opt, TK_MAX_SIZES,
+                               item);
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}
+
+/* N or "random" of TK_OPT_SEED. 0, or -1 (reported). */
+static int apply_seed(const struct tk_args *cli, const char *opt, const char *value, uint64_t *out)
+{
+    if (strcmp(value, "random") != 0) {
+        if (value[0] < '0' || value[0] > '9')
+            return tk_args_bad(cli, "%s needs a whole number or 'random', not '%s'", opt, value);
+        return tk_args_u64(cli, opt, value, 0, UINT64_MAX, out);
+    }
+    if (getrandom(out, sizeof(*out), 0) != (ssize_t)sizeof(*out)) {
+        fprintf(stderr, "%s: %s random: getrandom: %s\n", cli->prog, opt, strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *value, void *opts)
@@ -95,6 +157,8 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
             }
             return tk_args_bad(cli, "%s: '%s' is not one of %s", opt, value, list);
         }
+    case TK_OPT_SIZES: return apply_sizes(cli, opt, o, value, field_at(opts, o));
+    case TK_OPT_SEED: return apply_seed(cli, opt, value, field_at(opts, o));
     case TK_OPT_CPU: return tk_args_cpu(cli, opt, value, (int *)field_at(opts, o));
     case TK_OPT_PRIO: return tk_args_priority(cli, opt, value, (int *)field_at(opts, o));
     case TK_OPT_CUSTOM: return o->parse(cli, value, field_at(opts, o));
@@ -128,6 +192,9 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
         size_t i = (size_t)c - 256;
         if (c < 256 || i >= n)
             return -1;
+        /* A list's first value replaces its default; later ones add to it. */
+        if (table[i].type == TK_OPT_SIZES && !p->given[i])
+            ((struct tk_sizes *)field_at(opts, &table[i]))->n = 0;
         p->given[i] = true;
         if (apply(cli, &table[i], optarg, opts) != 0)
             return -1;
@@ -191,7 +258,15 @@ static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, int
 {
     switch (o->type) {
     case TK_OPT_BYTES: return tk_opt_fmt_bytes(buf, size, (uint64_t)v);
-    case TK_OPT_TIME: return tk_args_fmt_time(buf, size, (uint64_t)v);
+    case TK_OPT_TIME:
+        if (v == 0 && o->lo > 0) /* out of range: the option is off by default */
+            return "none";
+        return tk_args_fmt_time(buf, size, (uint64_t)v);
+    case TK_OPT_CPU:
+        if (v < 0)
+            return "the last allowed";
+        snprintf(buf, size, "%lld", (long long)v);
+        return buf;
     case TK_OPT_CHOICE:
         snprintf(buf, size, "%s", o->choices[v]); /* v checked by tk_opt_check */
         return buf;
@@ -210,7 +285,7 @@ static const char *fmt_value(char *buf, size_t size, const struct tk_opt *o, int
 static bool has_number(const struct tk_opt *o)
 {
     return o->type != TK_OPT_FLAG && o->type != TK_OPT_FILE && o->type != TK_OPT_STRING &&
-           o->type != TK_OPT_FILES &&
+           o->type != TK_OPT_FILES && o->type != TK_OPT_SIZES &&
            (o->type != TK_OPT_CUSTOM || int_field(o) || o->size == sizeof(uint64_t));
 }
 
@@ -218,6 +293,47 @@ static int table_bad(char *why, size_t len, const struct tk_opt *o, const char *
 {
     snprintf(why, len, "--%s: %s", o->name, what);
     return -1;
+}
+
+/* The options every tool shares, as opt.h's macros make them (fields and
+ * ranges are the tool's). */
+static const struct tk_opt kit_opts[] = {
+    TK_OPT_KIT_CPU(.offset = 0),
+    TK_OPT_KIT_PRIO(.offset = 0),
+    TK_OPT_KIT_NO_RT(.offset = 0),
+    TK_OPT_KIT_JSON(.offset = 0),
+    TK_OPT_KIT_QUICK(.offset = 0),
+    TK_OPT_KIT_DURATION(.offset = 0, 0, 0, 0, 0),
+    TK_OPT_KIT_SIZES(.offset = 0, 0, 0),
+    TK_OPT_KIT_SEED(.offset = 0),
+    TK_OPT_KIT_KINDS(.offset = 0),
+    { "plugin", TK_OPT_FILES, "FILE.so", TK_HELP_PLUGIN, .flags = TK_OPTF_KIT },
+    TK_OPT_KIT_TIMEOUT(.offset = 0, 0),
+    TK_OPT_KIT_FORCE(.offset = 0),
+};
+
+const struct tk_opt *tk_opt_kit(const char *name)
+{
+    for (size_t i = 0; i < sizeof(kit_opts) / sizeof(kit_opts[0]); i++)
+        if (strcmp(kit_opts[i].name, name) == 0)
+            return &kit_opts[i];
+    return NULL;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* An entry named as a kit option must be the kit's: same type, value name
+ * and help; only those carry TK_OPTF_KIT. */
+static bool kit_entry_ok(const struct tk_opt *o)
+{
+    const struct tk_opt *k = tk_opt_kit(o->name);
+    if (!k)
+        return !(o->flags & TK_OPTF_KIT);
+    return (o->flags & TK_OPTF_KIT) && o->type == k->type && same_text(o->arg, k->arg) &&
+           same_text(o->help, k->help);
 }
 
 int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, char *why,
@@ -238,6 +354,10 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
                 return table_bad(why, why_len, o, "named twice");
         if ((o->type == TK_OPT_FLAG) != (o->arg == NULL))
             return table_bad(why, why_len, o, "a flag has no value name, every other option one");
+        if (!kit_entry_ok(o))
+            return table_bad(why, why_len, o,
+                             "an option every tool shares: take it from the kit (opt.h's "
+                             "TK_OPT_KIT_*), as it is");
         if (o->type == TK_OPT_FLAG && o->size != sizeof(bool))
             return table_bad(why, why_len, o, "a flag's field is a bool");
         if ((o->type == TK_OPT_FILE || o->type == TK_OPT_STRING) && o->size != sizeof(char *))
@@ -246,10 +366,12 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
             return table_bad(why, why_len, o, "its field is an int");
         if (uint_type && o->size != 1 && o->size != 2 && o->size != 4 && o->size != 8)
             return table_bad(why, why_len, o, "its field is an unsigned integer");
-        if (o->type == TK_OPT_TIME && o->size != sizeof(uint64_t))
+        if ((o->type == TK_OPT_TIME || o->type == TK_OPT_SEED) && o->size != sizeof(uint64_t))
             return table_bad(why, why_len, o, "a time's field is a uint64_t (nanoseconds)");
         if (uint_type && o->lo > o->hi)
             return table_bad(why, why_len, o, "its range is empty");
+        if (o->type == TK_OPT_SIZES && (o->size != sizeof(struct tk_sizes) || o->lo > o->hi))
+            return table_bad(why, why_len, o, "a list of sizes is a struct tk_sizes, lo <= hi");
         if (o->type == TK_OPT_FILES && (o->hi == 0 || o->hi > o->size / sizeof(char *)))
             return table_bad(why, why_len, o, "its capacity (hi) is not its array's length");
         if (o->type == TK_OPT_CHOICE && (!o->choices || !o->choices[0]))
@@ -280,7 +402,16 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
     return 0;
 }
 
-/* The help line of o with %D, %Q and %% filled, into buf. */
+/* Appends text to buf[0, len) (of size bytes), cut where it is full;
+ * returns the new length. */
+static size_t put_text(char *buf, size_t size, size_t len, const char *text)
+{
+    int w = snprintf(buf + len, size - len, "%s", text);
+    return w < 0 ? len : len + (size_t)w < size ? len + (size_t)w : size - 1;
+}
+
+/* The help line of o with %D, %Q and %% filled, into buf; a kit option's
+ * with its default and --quick value after it. */
 static void expand(char *buf, size_t size, const struct tk_opt *o, const void *defaults)
 {
     size_t len = 0;
@@ -297,11 +428,30 @@ static void expand(char *buf, size_t size, const struct tk_opt *o, const void *d
             buf[len++] = *s;
             continue;
         }
-        int w = snprintf(buf + len, size - len, "%s", put);
-        len = w < 0 ? len : len + (size_t)w < size ? len + (size_t)w : size - 1;
+        len = put_text(buf, size, len, put);
         s++;
     }
     buf[len] = '\0';
+    if (!(o->flags & TK_OPTF_KIT))
+        return;
+    /* A kit option's line, then the tool's default and --quick value,
+     * inside its closing parenthesis if it ends with one: "(default 80)",
+     * "(0: never; default 60)", "(default: the last allowed)". */
+    if (!has_number(o))
+        return;
+    char val[48], quick[48];
+    const char *def = fmt_value(val, sizeof(val), o, get_value(defaults, o));
+    bool inside = len > 0 && buf[len - 1] == ')';
+    if (inside)
+        len--;
+    len = put_text(buf, size, len, inside ? "; default" : " (default");
+    len = put_text(buf, size, len, def[0] >= '0' && def[0] <= '9' ? " " : ": ");
+    len = put_text(buf, size, len, def);
+    if (o->flags & TK_OPTF_QUICK) {
+        len = put_text(buf, size, len, "; --quick ");
+        len = put_text(buf, size, len, fmt_value(quick, sizeof(quick), o, (int64_t)o->quick));
+    }
+    len = put_text(buf, size, len, ")");
 }
 
 /* Prints text word by word from column col, wrapping under column indent. */

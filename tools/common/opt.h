@@ -13,16 +13,15 @@
  *         {"ops", TK_OPT_UINT, "N", "operations per pass (default %D; --quick %Q)",
  *          TK_FIELD(struct my_opts, ops), .lo = 1, .hi = 1000000, .quick = 1000,
  *          .flags = TK_OPTF_QUICK},
- *         {"quick", TK_OPT_FLAG, NULL, "a short run", TK_FIELD(struct my_opts, quick),
- *          .flags = TK_OPTF_QUICK_SWITCH},
- *         ...
+ *         TK_OPT_KIT_QUICK(TK_FIELD(struct my_opts, quick)),
+ *         TK_OPT_KIT_JSON(TK_FIELD(struct my_opts, json_path)),
  *     };
  *
  * In a help line, %D stands for the option's default (read from the
  * defaults: a byte count written as 64M when it is a whole number of K, M,
- * G or T, a time as 1ms), %Q for its --quick value, %% for %. --help prints each option as
- * "  --name ARG" and its help line wrapped to 80 columns under one column;
- * a '\n' in a help line starts a new line there.
+ * G or T, a time as 1ms), %Q for its --quick value, %% for %. --help is a
+ * synopsis: each option on one line, "  --name ARG" and its help line, a
+ * few words that the tool's manual (docs/<tool>.md) expands on.
  */
 #ifndef RTMEM_TOOLS_OPT_H
 #define RTMEM_TOOLS_OPT_H
@@ -53,14 +52,116 @@ enum tk_opt_type {
     TK_OPT_TIME,   /* a time (tk_args_time_ns: "250us", "10s"; a bare number in units of
                     * unit_ns) in [lo, hi] nanoseconds into a uint64_t field, in ns;
                     * --help writes it as "1ms" */
+    TK_OPT_SIZES,  /* byte counts B[,B...], repeatable, into a struct tk_sizes: ascending,
+                    * each once; multiples of lo (0: any), at most hi, at most
+                    * TK_MAX_SIZES; the first one given replaces the default list */
+    TK_OPT_SEED,   /* a whole number, or "random" (drawn from the kernel), into a uint64_t */
     TK_OPT_CUSTOM, /* parse(cli, value, field) does it */
 };
+
+/* A list of byte counts (TK_OPT_SIZES), ascending, each once. */
+#define TK_MAX_SIZES 64
+struct tk_sizes {
+    uint64_t bytes[TK_MAX_SIZES];
+    size_t n;
+};
+
+/* Puts v into s in order, once. False if s is full and v not in it. O(n). */
+bool tk_sizes_insert(struct tk_sizes *s, uint64_t v);
 
 /* Bits of struct tk_opt.flags. */
 enum {
     TK_OPTF_QUICK = 1u << 0,        /* has a --quick value, .quick */
     TK_OPTF_QUICK_SWITCH = 1u << 1, /* this flag is --quick itself */
+    TK_OPTF_KIT = 1u << 2,          /* one of the options below that every tool shares */
 };
+
+/*
+ * The options several tools take, each with one meaning everywhere, defined
+ * here once: name, type, value name and help line (docs/tools.md, "Options
+ * every tool shares", is their manual). A tool's table takes them through
+ * these macros and gives only its field (TK_FIELD), and where they have one
+ * its range and --quick value; tk_opt_check refuses a table that spells one
+ * of these names itself. --help adds the default (and the --quick value) to
+ * the kit's line, from the tool's defaults; a list of sizes shows none.
+ *   --cpu, --prio, --no-rt  the real-time setup (rt.h, struct tk_rt_opts)
+ *   --json FILE             the result file (result.h)
+ *   --quick                 a short run: every option's --quick value
+ *   --duration T            how long the run measures; a bare number is seconds
+ *   --sizes B[,B...]        the sizes measured instead of the tool's own
+ *   --seed N|random         the seed of the run's random draws
+ *   --kinds a,b,...         the allocators, in that order (kinds.h)
+ *   --plugin FILE.so        a heap plugin, repeatable (alloc.h)
+ *   --timeout SECONDS       a measuring child without progress this long is killed
+ *   --force                 past the checks that keep a run within the machine's memory
+ */
+#define TK_HELP_CPU      "the CPU to pin to"
+#define TK_HELP_PRIO     "its SCHED_FIFO priority, 1..99"
+#define TK_HELP_NO_RT    "SCHED_OTHER, unpinned unless --cpu is given"
+#define TK_HELP_JSON     "also write the results as JSON to FILE"
+#define TK_HELP_QUICK    "a short run, for smoke tests"
+#define TK_HELP_DURATION "how long it measures"
+#define TK_HELP_SIZES    "the sizes to measure instead of the defaults"
+#define TK_HELP_SEED     "the seed of random draws"
+#define TK_HELP_KINDS    "the allocators, in this order (names below)"
+#define TK_HELP_PLUGIN   "also run a heap plugin (repeatable)"
+#define TK_HELP_TIMEOUT  "kill a child stuck this long (0: never)"
+#define TK_HELP_FORCE    "run past half of the free memory or disk"
+
+#define TK_OPT_KIT_CPU(field) { "cpu", TK_OPT_CPU, "N", TK_HELP_CPU, field, .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_PRIO(field) \
+    { "prio", TK_OPT_PRIO, "N", TK_HELP_PRIO, field, .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_NO_RT(field) \
+    { "no-rt", TK_OPT_FLAG, NULL, TK_HELP_NO_RT, field, .flags = TK_OPTF_KIT }
+/* --cpu, --prio and --no-rt on a struct tk_rt_opts member (rt.h). */
+#define TK_OPT_KIT_RT(type, member)                                                               \
+    TK_OPT_KIT_CPU(TK_FIELD(type, member.cpu)), TK_OPT_KIT_PRIO(TK_FIELD(type, member.priority)), \
+        TK_OPT_KIT_NO_RT(TK_FIELD(type, member.no_rt))
+#define TK_OPT_KIT_JSON(field) \
+    { "json", TK_OPT_FILE, "FILE", TK_HELP_JSON, field, .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_QUICK(field)                                                 \
+    {                                                                           \
+        "quick",       TK_OPT_FLAG, NULL,                                       \
+        TK_HELP_QUICK, field,       .flags = TK_OPTF_KIT | TK_OPTF_QUICK_SWITCH \
+    }
+/* flags: TK_OPTF_QUICK with a quick value, else 0. */
+#define TK_OPT_KIT_DURATION(field, lo_, hi_, quick_, flags_) \
+    { "duration",                                            \
+      TK_OPT_TIME,                                           \
+      "T",                                                   \
+      TK_HELP_DURATION,                                      \
+      field,                                                 \
+      .lo = (lo_),                                           \
+      .hi = (hi_),                                           \
+      .quick = (quick_),                                     \
+      .flags = TK_OPTF_KIT | (flags_),                       \
+      .unit_ns = 1000000000u }
+/* granule: the sizes are multiples of it (0: any); max: the largest. */
+#define TK_OPT_KIT_SIZES(field, granule, max)               \
+    { "sizes", TK_OPT_SIZES,    "B[,B...]",  TK_HELP_SIZES, \
+      field,   .lo = (granule), .hi = (max), .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_SEED(field) \
+    { "seed", TK_OPT_SEED, "N|random", TK_HELP_SEED, field, .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_KINDS(field) \
+    { "kinds", TK_OPT_STRING, "a,b,...", TK_HELP_KINDS, field, .flags = TK_OPTF_KIT }
+/* list: a const char *[TK_MAX_PLUGINS] member, count its size_t count. */
+#define TK_OPT_KIT_PLUGIN(type, list, count) \
+    { "plugin",                              \
+      TK_OPT_FILES,                          \
+      "FILE.so",                             \
+      TK_HELP_PLUGIN,                        \
+      TK_FIELD(type, list),                  \
+      .hi = TK_MAX_PLUGINS,                  \
+      .count_offset = offsetof(type, count), \
+      .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_TIMEOUT(field, max)                      \
+    { "timeout", TK_OPT_UINT, "SECONDS",   TK_HELP_TIMEOUT, \
+      field,     .lo = 0,     .hi = (max), .flags = TK_OPTF_KIT }
+#define TK_OPT_KIT_FORCE(field) \
+    { "force", TK_OPT_FLAG, NULL, TK_HELP_FORCE, field, .flags = TK_OPTF_KIT }
+
+/* Plugins a tool loads at most (--plugin; kinds.h loads them). */
+#define TK_MAX_PLUGINS 4
 
 struct tk_opt {
     const char *name; /* "ops", for --ops */
@@ -108,6 +209,10 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
  */
 int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, char *why,
                  size_t why_len);
+
+/* The kit's definition of a shared option (TK_OPT_KIT_*), or NULL when
+ * name is none of them. */
+const struct tk_opt *tk_opt_kit(const char *name);
 
 /* Was the option of that name given? False for a name not in the table. */
 bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_parse *p,

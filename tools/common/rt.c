@@ -136,6 +136,17 @@ void tk_rt_refresh(struct tk_rt_state *st)
     st->vmlck_kb = read_vmlck_kb();
 }
 
+struct tk_rt_request tk_rt_request_of(const struct tk_rt_opts *o, bool lock)
+{
+    return (struct tk_rt_request){
+        .pin = !o->no_rt || o->cpu >= 0,
+        .cpu = o->cpu,
+        .fifo = !o->no_rt,
+        .priority = o->priority,
+        .lock = lock,
+    };
+}
+
 int tk_rt_setup(const struct tk_rt_request *req, struct tk_rt_state *st)
 {
     memset(st, 0, sizeof(*st));

@@ -52,6 +52,20 @@ struct tk_rt_request {
 /* Defaults used by the tools: pin to the last CPU, SCHED_FIFO 80, lock. */
 #define TK_RT_DEFAULT_PRIORITY 80
 
+/* --cpu, --prio and --no-rt, as every tool takes them (opt.h's
+ * TK_OPT_KIT_RT; docs/tools.md): pinned to cpu (-1, not given: the
+ * highest-numbered allowed CPU) under SCHED_FIFO at priority; with no_rt,
+ * SCHED_OTHER, and pinned only if cpu was given. */
+struct tk_rt_opts {
+    int cpu;
+    int priority;
+    bool no_rt;
+};
+#define TK_RT_OPTS_DEFAULT { .cpu = -1, .priority = TK_RT_DEFAULT_PRIORITY, .no_rt = false }
+
+/* The setup those options ask for, memory locked at once if lock. */
+struct tk_rt_request tk_rt_request_of(const struct tk_rt_opts *o, bool lock);
+
 /* Outcome of one step. */
 struct tk_rt_step {
     bool requested;

@@ -7,13 +7,8 @@
 int tk_run_setup(const struct tk_run_opts *o, struct tk_rt_state *rt, struct tk_timer *t,
                  struct tk_machine *mf)
 {
-    struct tk_rt_request req = {
-        .pin = !o->no_rt,
-        .cpu = o->cpu,
-        .fifo = !o->no_rt,
-        .priority = o->priority,
-        .lock = false, /* the tool locks once mapped */
-    };
+    /* Memory is locked by the tool, once mapped (rt.h). */
+    struct tk_rt_request req = tk_rt_request_of(&o->rt, false);
     tk_rt_setup(&req, rt);
     int rc = tk_timer_init(t, o->calibration_ms);
     if (rc != 0) {

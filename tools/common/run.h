@@ -24,13 +24,11 @@
 
 struct tk_run_opts {
     const char *prog;        /* "rtmem bench": starts every message */
-    bool no_rt;              /* no CPU pinning, no SCHED_FIFO */
-    int cpu;                 /* CPU to pin to; -1: the highest-numbered allowed */
-    int priority;            /* SCHED_FIFO priority, 1..99 */
+    struct tk_rt_opts rt;    /* --cpu, --prio, --no-rt */
     unsigned calibration_ms; /* tk_timer_init's calibration window */
 };
 
-/* Real-time setup (pin and SCHED_FIFO unless o->no_rt; no memory lock),
+/* Real-time setup (tk_rt_request_of(&o->rt); no memory lock),
  * timer calibration, machine facts, into *rt, *t and *mf. Spins for the
  * calibration window. Returns 0, or the negative errno of a failed timer
  * calibration, reported as "<prog>: timer setup failed: <reason>" (*t is

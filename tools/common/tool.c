@@ -2,22 +2,54 @@
 #include "common/tool.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/result.h"
 #include "rtmem/version.h"
 
+#ifndef RTMEM_DOCS_SOURCE_DIR
+#error "RTMEM_DOCS_SOURCE_DIR must name the source tree's docs/ (tools/CMakeLists.txt)"
+#endif
+
+int tk_share_path(char *buf, size_t size, const char *rel)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int len = snprintf(buf, size, "%s/../share/%s", exe, rel);
+    return len > 0 && (size_t)len < size ? 0 : -1;
+}
+
+void tk_tool_manual(char *buf, size_t size, const char *name)
+{
+    char rel[64];
+    snprintf(rel, sizeof(rel), "doc/rtmem/%s.md", name);
+    if (tk_share_path(buf, size, rel) == 0 && access(buf, R_OK) == 0)
+        return;
+    snprintf(buf, size, "%s/%s.md", RTMEM_DOCS_SOURCE_DIR, name);
+}
+
 void tk_tool_help(FILE *f, const struct tk_tool *t)
 {
-    if (t->help_intro)
-        t->help_intro(f);
-    fprintf(f, "\noptions:\n");
+    char manual[PATH_MAX + 64];
+    tk_tool_manual(manual, sizeof(manual), t->name);
+    fprintf(f, "usage: rtmem %s [options]\n%s.\n\noptions:\n", t->name, t->summary);
     tk_opt_help(f, t->opts, t->n_opts, t->defaults);
-    if (t->help_notes) {
-        fprintf(f, "\n");
+    if (t->help_notes)
         t->help_notes(f);
-    }
+    fprintf(f,
+            "\nexit status: 0 passed, 1 a check or the run failed, 2 bad usage\n"
+            "manual: %s\n",
+            manual);
 }
 
 void tk_envelope_json(struct tk_json *j, const struct tk_session *s, bool passed)
@@ -128,6 +160,10 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
     } else if (s.parsed.help) {
         tk_tool_help(stdout, t);
         status = TK_EXIT_OK;
+    } else if (tk_opt_given(t->opts, t->n_opts, &s.parsed, "no-rt") &&
+               tk_opt_given(t->opts, t->n_opts, &s.parsed, "prio")) {
+        tk_args_bad(&s.cli, "--no-rt runs under SCHED_OTHER: --prio would not be used");
+        status = TK_EXIT_USAGE;
     } else if (t->check && t->check(&s) != 0) {
         status = TK_EXIT_USAGE;
     } else {

@@ -7,8 +7,9 @@
  *
  *   1. options: the table checked (tk_opt_check: a bad table is an internal
  *      error, exit 1), the defaults, then the command line through it;
- *      -h/--help prints the tool's description, the options and its notes;
- *      then the tool's check of combinations. Bad usage exits 2.
+ *      -h/--help prints the synopsis (tk_tool_help); then the checks of
+ *      combinations: --no-rt with --prio is refused for every tool, then
+ *      the tool's own. Bad usage exits 2.
  *   2. setup: the tool's own (load the allocators, size its buffers); may
  *      end the run with an exit status (reported by the tool).
  *   3. the result file (--json), opened before the run so that a name that
@@ -90,8 +91,8 @@ struct tk_session {
 };
 
 struct tk_tool {
-    const char *name;          /* the subcommand: "bench" */
-    const char *summary;       /* one line for `rtmem --help` */
+    const char *name;          /* the subcommand: "bench"; its manual docs/<name>.md */
+    const char *summary;       /* one line, no final period: `rtmem --help`, and its own */
     const char *schema;        /* of its JSON: "rtmem-bench/2" */
     const char *bytes_example; /* byte counts in messages: "4096, 64K, 64M" */
 
@@ -101,9 +102,9 @@ struct tk_tool {
     const void *defaults;    /* an options struct holding the defaults */
     size_t json_path_offset; /* of the const char * --json field; TK_NO_JSON: none */
 
-    /* --help: what comes before the options (the usage line included), and
-     * after them. */
-    void (*help_intro)(FILE *f);
+    /* --help, after the options: a line or two that only the run time
+     * knows (the names --kinds takes); may be NULL. The rest is the
+     * manual's. */
     void (*help_notes)(FILE *f);
     /* Combinations of options the table cannot check: 0, or -1 after
      * tk_args_bad. May be NULL. */
@@ -128,7 +129,18 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv);
 /* The envelope's members (see above), into an open object. */
 void tk_envelope_json(struct tk_json *j, const struct tk_session *s, bool passed);
 
-/* --help of tool t on f: intro, options, notes. */
+/* --help of tool t on f, a synopsis: the usage line and summary, each
+ * option on a line (opt.h), the notes, the exit status and where the manual
+ * is (tk_tool_manual). */
 void tk_tool_help(FILE *f, const struct tk_tool *t);
+
+/* The manual of the tool named name: <prefix>/share/doc/rtmem/<name>.md
+ * beside an installed binary, else docs/<name>.md of the source tree it
+ * was built from. Into buf (PATH_MAX + 64 bytes is enough). */
+void tk_tool_manual(char *buf, size_t size, const char *name);
+
+/* <the binary's directory>/../share/<rel> into buf: 0, or -1 when
+ * /proc/self/exe cannot be read or the name does not fit. */
+int tk_share_path(char *buf, size_t size, const char *rel);
 
 #endif /* RTMEM_TOOLS_TOOL_H */

@@ -101,9 +101,7 @@ struct bench_opts {
     uint64_t seed;
     uint64_t sweep_ops;   /* operations per bucket per allocator */
     uint32_t fill_blocks; /* blocks per fill (free-order phase) */
-    int cpu;              /* -1: the last allowed CPU */
-    int priority;
-    bool no_rt;
+    struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     bool quick;
     bool no_sweep;
     bool sweep_only;

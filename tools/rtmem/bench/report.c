@@ -190,7 +190,7 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_uint(j, "seed", b->o.seed);
     tk_json_kv_uint(j, "sweep_ops", b->o.sweep_ops);
     tk_json_kv_bool(j, "quick", b->o.quick);
-    tk_json_kv_bool(j, "no_rt", b->o.no_rt);
+    tk_json_kv_bool(j, "no_rt", b->o.rt.no_rt);
     tk_json_kv_bool(j, "main_phase", b->ran_main);
     tk_json_kv_bool(j, "sweep", b->ran_sweep);
     tk_json_kv_uint(j, "threads", b->o.threads);

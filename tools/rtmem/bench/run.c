@@ -26,7 +26,6 @@
 static const struct tk_kinds_spec kinds_spec = {
     .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_NONE | TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
                   TK_DEFAULT_PLUGINS,
-    .listed_order = false,
 };
 
 /* The floor first, then the allocators --kinds selects (common/kinds.h),
@@ -174,13 +173,7 @@ void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigne
 static int measure(void *arg)
 {
     struct bench *b = arg;
-    struct tk_rt_request req = {
-        .pin = !b->o.no_rt,
-        .cpu = b->o.cpu,
-        .fifo = !b->o.no_rt,
-        .priority = b->o.priority,
-        .lock = false, /* once mapped, below */
-    };
+    struct tk_rt_request req = tk_rt_request_of(&b->o.rt, false); /* locked once mapped */
     tk_rt_setup(&req, &b->rt);
     if (allocate_work(b) != 0) {
         fprintf(stderr, "rtmem bench: out of memory for the run's buffers\n");
@@ -324,10 +317,10 @@ static void set_aside_failed(struct bench *b)
  * spinning at its real-time priority on the parent's CPU cannot starve it. */
 static int watch_priority(const struct bench *b, bool fifo_granted)
 {
-    if (b->o.no_rt || !fifo_granted)
+    if (b->o.rt.no_rt || !fifo_granted)
         return 0;
     int max = sched_get_priority_max(SCHED_FIFO);
-    return b->o.priority < max ? b->o.priority + 1 : max;
+    return b->o.rt.priority < max ? b->o.rt.priority + 1 : max;
 }
 
 int bench_setup(struct tk_session *s)
@@ -352,7 +345,7 @@ enum tk_run_end bench_run(struct tk_session *s)
     /* The timer is calibrated under the real-time setup the measuring gets;
      * then the parent, which only waits, gives it up. */
     struct tk_rt_state parent_rt;
-    const struct tk_run_opts ro = { b->prog, b->o.no_rt, b->o.cpu, b->o.priority, CALIBRATION_MS };
+    const struct tk_run_opts ro = { b->prog, b->o.rt, CALIBRATION_MS };
     int status = tk_run_setup(&ro, &parent_rt, &b->timer, &b->mf) == 0 ? 0 : 1;
     b->watch_priority = watch_priority(b, parent_rt.fifo.granted);
     tk_rt_undo(&parent_rt);

@@ -382,7 +382,7 @@ static int start_worker(struct bench *b, struct worker *w)
         pthread_attr_setaffinity_np(&a, sizeof(one), &one);
     }
     if (b->th.fifo) {
-        struct sched_param sp = { .sched_priority = b->o.priority };
+        struct sched_param sp = { .sched_priority = b->o.rt.priority };
         pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&a, SCHED_FIFO);
         pthread_attr_setschedparam(&a, &sp);

@@ -55,6 +55,7 @@
 #include "common/cacheops.h"
 #include "common/caches.h"
 #include "common/describe.h"
+#include "common/opt.h"
 #include "common/out.h"
 #include "common/perf.h"
 #include "common/rt.h"
@@ -72,7 +73,7 @@
  * word of the dumb loop), from BW_GRAIN to BW_MAX_BYTES. */
 #define BW_GRAIN     64u
 #define BW_MAX_BYTES (16 * BW_GIB)
-#define BW_MAX_SIZES 48
+#define BW_MAX_SIZES TK_MAX_SIZES
 /* Source and destination may take at most MemAvailable / BW_MEM_SHARE,
  * unless --force. */
 #define BW_MEM_SHARE 2
@@ -120,11 +121,6 @@ enum bw_cache {
 /* --only: the phases run. */
 enum { BW_ONLY_ALL, BW_ONLY_METHODS, BW_ONLY_PREP, BW_ONLY_CACHE };
 
-struct bw_sizes {
-    uint64_t bytes[BW_MAX_SIZES]; /* ascending, no repeats */
-    size_t n;
-};
-
 /* --src, --dst: what the memory is. */
 enum bw_kind {
     BW_KIND_ANON,    /* private anonymous memory (the default) */
@@ -140,16 +136,14 @@ struct bw_place {
 };
 
 struct bw_opts {
-    struct bw_sizes sizes; /* --sizes; n 0: the default sizes */
+    struct tk_sizes sizes; /* --sizes; n 0: the default sizes */
     uint64_t size;         /* --size: the prep and cache phases' */
     uint64_t block;        /* --block: mcblock's */
     unsigned reps;
     uint64_t rep_time_ns;
     int only;
     struct bw_place src, dst;
-    int cpu;
-    int priority;
-    bool no_rt;
+    struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     bool force;
     bool no_group;
     const char *json_path;
@@ -212,7 +206,7 @@ struct bw {
     struct tk_caches caches;
     struct bw_glibc glibc;
     int cpu;
-    struct bw_sizes sizes; /* the methods phase's */
+    struct tk_sizes sizes; /* the methods phase's */
     bool run_methods, run_prep, run_cache;
     uint64_t top_bytes;     /* the largest size any phase copies */
     uint64_t mem_available; /* bytes, 0 unknown */
@@ -286,7 +280,6 @@ void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *s
 /* An arena's lock state in words: "locked", "IGNORED", "not locked"... */
 const char *bw_lock_name(int state);
 /* cli.c: v into the ascending list s, once; false when s is full. */
-bool bw_size_insert(struct bw_sizes *s, uint64_t v);
 
 /* "12345.6" MiB/s, "-" when not measured */
 const char *bw_fmt_mibs(char *buf, size_t size, double v);

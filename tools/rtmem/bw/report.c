@@ -223,7 +223,7 @@ static const char *not_real_time(const struct bw *b)
     if (!b->rt.affinity.granted)
         return "not pinned to one CPU";
     if (!b->rt.fifo.granted)
-        return b->o.no_rt ? "SCHED_OTHER (--no-rt)" : "SCHED_FIFO refused";
+        return b->o.rt.no_rt ? "SCHED_OTHER (--no-rt)" : "SCHED_FIFO refused";
     return NULL;
 }
 

@@ -105,16 +105,16 @@ int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t byte
     return rtm_arena_open(a, &cfg);
 }
 
-static bool insert_size(struct bw_sizes *s, uint64_t v)
+static bool insert_size(struct tk_sizes *s, uint64_t v)
 {
     v = v / BW_GRAIN * BW_GRAIN;
     if (v < BW_GRAIN || v > BW_MAX_BYTES)
         return true;
-    return bw_size_insert(s, v);
+    return tk_sizes_insert(s, v);
 }
 
 /* A threshold T and the size just below it. */
-static void bracket(struct bw_sizes *s, uint64_t t)
+static void bracket(struct tk_sizes *s, uint64_t t)
 {
     if (t >= 2 * BW_GRAIN) {
         insert_size(s, t / 8 * 7);
@@ -124,7 +124,7 @@ static void bracket(struct bw_sizes *s, uint64_t t)
 
 static void default_sizes(struct bw *b)
 {
-    struct bw_sizes *s = &b->sizes;
+    struct tk_sizes *s = &b->sizes;
     s->n = 0;
     if (b->o.quick) {
         insert_size(s, 4 * BW_KIB);
@@ -229,7 +229,7 @@ int bw_setup(struct tk_session *s)
     int rc = check_dst(s, b);
     if (rc)
         return rc;
-    b->cpu = tk_rt_pinned_cpu(b->o.cpu);
+    b->cpu = tk_rt_pinned_cpu(b->o.rt.cpu);
     tk_caches_read(&b->caches, b->cpu);
     bw_glibc_read(&b->glibc, &b->caches);
     b->mem_available = tk_pressure_mem_available();
@@ -355,13 +355,8 @@ static int open_ends(struct bw *b)
 enum tk_run_end bw_run(struct tk_session *s)
 {
     struct bw *b = s->state;
-    struct tk_rt_request req = {
-        .pin = true,
-        .cpu = b->cpu,
-        .fifo = !b->o.no_rt,
-        .priority = b->o.priority,
-        .lock = false, /* never mlockall: see bw.h */
-    };
+    struct tk_rt_request req = tk_rt_request_of(&b->o.rt, false); /* never mlockall: bw.h */
+    req.cpu = b->cpu; /* resolved in the setup: the caches read are this CPU's */
     tk_rt_setup(&req, &b->rt);
     enum tk_run_end end = TK_RUN_ABORTED;
     const struct tk_cache *llc = tk_caches_llc(&b->caches);

@@ -38,6 +38,7 @@
 
 #include "common/args.h"
 #include "common/describe.h"
+#include "common/opt.h"
 #include "common/out.h"
 #include "common/pressure.h"
 #include "common/rt.h"
@@ -92,14 +93,6 @@ struct lat_cpus {
     cpu_set_t set;
 };
 
-/* --sizes, --strides: byte counts, ascending, no repeats. */
-#define LAT_MAX_LIST 16
-struct lat_list {
-    uint64_t v[LAT_MAX_LIST];
-    size_t n;
-    bool given;
-};
-
 /* --modes: the vm workers' modes of a sweep. */
 enum { LAT_MODE_PLAIN, LAT_MODE_KEEP, LAT_MODE_HANG, LAT_MODES };
 struct lat_modes {
@@ -110,9 +103,7 @@ struct lat_modes {
 struct lat_opts {
     uint64_t period_ns;
     uint64_t duration_ns;
-    int cpu; /* -1: the highest-numbered allowed */
-    int priority;
-    bool no_rt;
+    struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     struct lat_thresholds thresholds;
     bool noise;
     uint64_t noise_threshold_ns;
@@ -122,7 +113,7 @@ struct lat_opts {
     struct lat_cpus pressure_cpus;
     bool force;
     bool sweep;
-    struct lat_list sizes, strides;
+    struct tk_sizes sizes, strides; /* --sweep's */
     struct lat_modes modes;
 };
 

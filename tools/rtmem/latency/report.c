@@ -20,7 +20,7 @@ bool lat_real_time(const struct lat *l)
 static const char *why_not(const struct lat *l, const struct tk_rt_step *s)
 {
     if (!s->requested)
-        return l->o.no_rt ? "--no-rt" : "not requested";
+        return l->o.rt.no_rt ? "--no-rt" : "not requested";
     return s->err ? strerror(s->err) : "not in force when read back";
 }
 
@@ -48,9 +48,10 @@ void lat_print_setup_verdict(FILE *f, const struct lat *l)
         snprintf(text + len, sizeof(text) - len,
                  ". It still measures, but the figures include ordinary scheduling delays%s. %s",
                  rt->lock.granted ? "" : " and page faults",
-                 l->o.no_rt ? "Leave out --no-rt (and run as root) for real-time figures."
-                            : "Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK) for real-time "
-                              "figures.");
+                 l->o.rt.no_rt
+                     ? "Leave out --no-rt (and run as root) for real-time figures."
+                     : "Run as root (or with CAP_SYS_NICE and CAP_IPC_LOCK) for real-time "
+                       "figures.");
     tk_opt_wrap(f, text, 0, 2);
 }
 
@@ -159,9 +160,9 @@ static void params_json(const struct lat *l, struct tk_json *j)
     if (tk_json_key_or_null(j, "period_ns", !l->o.noise))
         tk_json_uint(j, l->o.period_ns);
     tk_json_kv_uint(j, "duration_ns", l->o.duration_ns);
-    tk_json_kv_int(j, "cpu", l->o.cpu);
-    tk_json_kv_int(j, "priority", l->o.priority);
-    tk_json_kv_bool(j, "no_rt", l->o.no_rt);
+    tk_json_kv_int(j, "cpu", l->o.rt.cpu);
+    tk_json_kv_int(j, "priority", l->o.rt.priority);
+    tk_json_kv_bool(j, "no_rt", l->o.rt.no_rt);
     tk_json_kv_bool(j, "quick", l->o.quick);
     if (tk_json_key_or_null(j, "thresholds_ns", !l->o.noise)) {
         tk_json_begin_array_compact(j);

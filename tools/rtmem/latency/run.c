@@ -67,12 +67,12 @@ static void *touched_array(size_t n, size_t size)
  * measured, when the measuring thread is pinned and another is left. */
 static void load_cpus_default(struct lat *l)
 {
-    if (l->o.no_rt)
+    if (l->o.rt.no_rt && l->o.rt.cpu < 0) /* not pinned */
         return;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
         return;
-    int cpu = l->o.cpu;
+    int cpu = l->o.rt.cpu;
     for (int c = CPU_SETSIZE - 1; cpu < 0 && c >= 0; c--)
         if (CPU_ISSET(c, &set))
             cpu = c; /* the last allowed, as the real-time setup takes */
@@ -178,13 +178,7 @@ static void thread_faults(uint64_t *minflt, uint64_t *majflt)
 static void *measure(void *arg)
 {
     struct lat *l = arg;
-    struct tk_rt_request req = {
-        .pin = !l->o.no_rt,
-        .cpu = l->o.cpu,
-        .fifo = !l->o.no_rt,
-        .priority = l->o.priority,
-        .lock = false, /* below: the results are mapped */
-    };
+    struct tk_rt_request req = tk_rt_request_of(&l->o.rt, false); /* locked below */
     struct tk_rt_state rt;
     tk_rt_setup(&req, &rt);
     tk_rt_lock_memory(&rt);

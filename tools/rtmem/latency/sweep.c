@@ -40,8 +40,8 @@ int lat_sweep_setup(struct lat *l)
         for (size_t st = 0; m < LAT_MODES && l->o.modes.on[m] && st < l->o.strides.n; st++)
             for (size_t sz = 0; sz < l->o.sizes.n; sz++, r++) {
                 r->mode = m;
-                r->stride = l->o.strides.v[st];
-                r->bytes = l->o.sizes.v[sz];
+                r->stride = l->o.strides.bytes[st];
+                r->bytes = l->o.sizes.bytes[sz];
             }
     l->n_runs = n;
     return 0;
@@ -316,12 +316,12 @@ void lat_sweep_json(const struct lat *l, struct tk_json *j)
     tk_json_key(j, "sizes");
     tk_json_begin_array_compact(j);
     for (size_t i = 0; i < l->o.sizes.n; i++)
-        tk_json_uint(j, l->o.sizes.v[i]);
+        tk_json_uint(j, l->o.sizes.bytes[i]);
     tk_json_end_array(j);
     tk_json_key(j, "strides");
     tk_json_begin_array_compact(j);
     for (size_t i = 0; i < l->o.strides.n; i++)
-        tk_json_uint(j, l->o.strides.v[i]);
+        tk_json_uint(j, l->o.strides.bytes[i]);
     tk_json_end_array(j);
     tk_json_key(j, "modes");
     tk_json_begin_array_compact(j);

@@ -118,13 +118,7 @@ static int allocate_work(struct memcheck *m)
 static int child_begin(struct job *j, bool work)
 {
     struct memcheck *m = j->m;
-    struct tk_rt_request req = {
-        .pin = !m->o->no_rt,
-        .cpu = m->o->cpu,
-        .fifo = !m->o->no_rt,
-        .priority = m->o->priority,
-        .lock = false, /* once mapped */
-    };
+    struct tk_rt_request req = tk_rt_request_of(&m->o->rt, false); /* locked once mapped */
     bool carried = m->sh->have_rt;
     uint64_t busy_since = m->sh->rt.busy_since_ns;
     tk_rt_setup(&req, &m->rt);

@@ -82,9 +82,7 @@ struct mc_opts {
     size_t churn_max_bytes;      /* largest churn request */
     uint64_t churn_sample_every; /* ops between fragmentation samples; 0: ops / 100 */
     uint64_t seed;
-    int cpu; /* -1: the last allowed CPU */
-    int priority;
-    bool no_rt;
+    struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     bool compat;
     bool subtract_overhead;
     bool true_overhead;

@@ -124,7 +124,7 @@ static void json_params(struct tk_json *j, const struct memcheck *m)
     tk_json_kv_bool(j, "quick", o->quick);
     tk_json_kv_bool(j, "json_rows", !o->no_json_rows);
     tk_json_kv_uint(j, "timeout_s", o->timeout_s);
-    tk_json_kv_bool(j, "no_rt", o->no_rt);
+    tk_json_kv_bool(j, "no_rt", o->rt.no_rt);
     tk_json_key(j, "phases");
     tk_json_begin_array_compact(j);
     for (int ph = 0; ph < MC_PHASES; ph++)

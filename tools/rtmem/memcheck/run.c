@@ -32,7 +32,6 @@ const char *mc_phase_name(enum mc_phase phase)
  * and the plugins; --kinds chooses and orders them. */
 static const struct tk_kinds_spec kinds_spec = {
     .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PEERS | TK_DEFAULT_PLUGINS,
-    .listed_order = true,
 };
 
 /* The selected allocators become the targets, in shared memory. */
@@ -188,10 +187,10 @@ static void run_target(struct memcheck *m, struct mc_target *t)
  * at its real-time priority on the parent's CPU cannot starve it. */
 static int watch_priority(const struct memcheck *m, bool fifo_granted)
 {
-    if (m->o->no_rt || !fifo_granted)
+    if (m->o->rt.no_rt || !fifo_granted)
         return 0;
     int max = sched_get_priority_max(SCHED_FIFO);
-    return m->o->priority < max ? m->o->priority + 1 : max;
+    return m->o->rt.priority < max ? m->o->rt.priority + 1 : max;
 }
 
 /* What the tests need before the first: timer, results, the heaps' sizes
@@ -200,8 +199,7 @@ static int prepare(struct memcheck *m)
 {
     /* The timer is calibrated under the real-time setup the tests get;
      * then the parent, which only waits, gives it up. */
-    const struct tk_run_opts ro = { "rtmem memcheck", m->o->no_rt, m->o->cpu, m->o->priority,
-                                    CALIBRATION_MS };
+    const struct tk_run_opts ro = { "rtmem memcheck", m->o->rt, CALIBRATION_MS };
     if (tk_run_setup(&ro, &m->rt, &m->timer, &m->mf) != 0)
         return -1;
     m->watch_priority = watch_priority(m, m->rt.fifo.granted);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/args.h"
+#include "common/tool.h"
 #include "report.h"
 
 #ifndef RTMEM_REPORT_SOURCE_DIR
@@ -26,27 +27,11 @@
 #error "RTMEM_REPORT_VENV_PYTHON must name the project's .venv/bin/python"
 #endif
 
-/* <the binary's directory>/../share/rtmem/report/run.py into buf, or
- * nothing if /proc/self/exe cannot be read. */
-static int installed_script(char *buf, size_t size)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    int len = snprintf(buf, size, "%s/../share/rtmem/report/run.py", exe);
-    return len > 0 && (size_t)len < size ? 0 : -1;
-}
-
 int report_main(int argc, char **argv)
 {
     char script[PATH_MAX + 64];
-    if (installed_script(script, sizeof(script)) != 0 || access(script, R_OK) != 0) {
+    if (tk_share_path(script, sizeof(script), "rtmem/report/run.py") != 0 ||
+        access(script, R_OK) != 0) {
         int len = snprintf(script, sizeof(script), "%s/run.py", RTMEM_REPORT_SOURCE_DIR);
         if (len < 0 || (size_t)len >= sizeof(script) || access(script, R_OK) != 0) {
             fprintf(stderr,

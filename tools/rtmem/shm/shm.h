@@ -40,6 +40,7 @@
 #include <stdio.h>
 
 #include "common/describe.h"
+#include "common/opt.h"
 #include "common/out.h"
 #include "common/rt.h"
 #include "common/smaps.h"
@@ -59,7 +60,6 @@
  * ((z >> 32) * bytes) >> 32: exact up to 2^32 bytes). */
 #define SHM_SIZE_GRAIN    (4 * KIB)
 #define SHM_MAX_BYTES     (4 * GIB)
-#define SHM_MAX_SIZES     8
 /* A region may take at most MemAvailable / SHM_MEM_SHARE, and a file at
  * most the free space of its filesystem / SHM_MEM_SHARE, unless --force. */
 #define SHM_MEM_SHARE     2
@@ -154,27 +154,22 @@ struct shm_duration {
     struct shm_tick *ticks; /* SHM_MAX_TICKS */
 };
 
-struct shm_sizes {
-    uint64_t bytes[SHM_MAX_SIZES];
-    size_t n;
-};
-
 /* --generator: phase.h's splitmix64 with a multiply-shift index, or the
  * published comparison's rand() % bytes. */
 enum { SHM_GEN_SPLITMIX, SHM_GEN_RAND };
 extern const char *const shm_generator_choices[];
 
 struct shm_opts {
-    unsigned mechs;         /* bit per enum shm_mech_id; 0: the default set */
-    struct shm_sizes sizes; /* n 0: the default sizes */
+    unsigned mechs;        /* bit per enum shm_mech_id; 0: the default set */
+    struct tk_sizes sizes; /* n 0: the default sizes */
     uint64_t writes;
     uint64_t zeroings;  /* 0: as many as fit in budget_ns, at least SHM_MIN_ZEROINGS */
     uint64_t budget_ns; /* per phase, for default writes and zeroings */
     const char *dir;
     unsigned processes;
     uint64_t duration_ns;
-    int cpu;
-    bool fifo;
+    int cpu;   /* --cpu: -1, the highest-numbered allowed */
+    bool fifo; /* --fifo: SCHED_FIFO at --prio, else SCHED_OTHER */
     int priority;
     uint64_t seed;
     int generator;
@@ -191,8 +186,8 @@ struct shm {
     struct shm_opts o;
     const char *prog;
     struct tk_machine mf;
-    unsigned mechs;         /* selected */
-    struct shm_sizes sizes; /* measured */
+    unsigned mechs;        /* selected */
+    struct tk_sizes sizes; /* measured, ascending */
     bool writes_given, zeroings_given;
     uint64_t mem_available;
     char thp_mode[32], shmem_thp_mode[32];

@@ -108,7 +108,7 @@ static void print_buffer(FILE *f, const struct stride *st)
 static void print_sizes(FILE *f, const struct stride *st)
 {
     char a[32], b[32], how[64];
-    const struct stride_sizes *s = &st->sizes;
+    const struct tk_sizes *s = &st->sizes;
     const struct tk_cache *llc = tk_caches_llc(&st->caches);
     if (st->o.sizes.n)
         snprintf(how, sizeof(how), " (--sizes)");
@@ -132,7 +132,7 @@ static const char *not_real_time(const struct stride *st)
     if (!st->rt.affinity.granted)
         return "not pinned to one CPU";
     if (!st->rt.fifo.granted)
-        return st->o.no_rt ? "SCHED_OTHER (--no-rt)" : "SCHED_FIFO refused";
+        return st->o.rt.no_rt ? "SCHED_OTHER (--no-rt)" : "SCHED_FIFO refused";
     return NULL;
 }
 
@@ -361,9 +361,9 @@ static void params_json(const struct stride *st, struct tk_json *j)
     tk_json_kv_uint(j, "reps", st->o.reps);
     tk_json_kv_uint(j, "rounds", st->o.rounds);
     tk_json_kv_uint(j, "rep_time_ns", st->o.rep_time_ns);
-    tk_json_kv_int(j, "cpu", st->o.cpu);
-    tk_json_kv_int(j, "priority", st->o.priority);
-    tk_json_kv_bool(j, "no_rt", st->o.no_rt);
+    tk_json_kv_int(j, "cpu", st->o.rt.cpu);
+    tk_json_kv_int(j, "priority", st->o.rt.priority);
+    tk_json_kv_bool(j, "no_rt", st->o.rt.no_rt);
     tk_json_kv_string(j, "thp", thp_advice(st));
     tk_json_kv_uint(j, "seed", st->o.seed);
     tk_json_kv_bool(j, "quick", st->o.quick);

@@ -73,7 +73,7 @@ static void default_sizes(struct stride *st)
     if (top > STRIDE_MAX_BYTES)
         top = STRIDE_MAX_BYTES;
     top = top / STRIDE_SIZE_GRAIN * STRIDE_SIZE_GRAIN;
-    struct stride_sizes *s = &st->sizes;
+    struct tk_sizes *s = &st->sizes;
     s->n = 0;
     for (uint64_t b = start; b < top && s->n < STRIDE_MAX_SIZES - 1; b *= 2)
         s->bytes[s->n++] = b;
@@ -91,7 +91,7 @@ int stride_setup(struct tk_session *s)
     st->o = *(const struct stride_opts *)s->opts;
     st->prog = s->cli.prog;
     s->comment = "\n";
-    st->cpu = tk_rt_pinned_cpu(st->o.cpu);
+    st->cpu = tk_rt_pinned_cpu(st->o.rt.cpu);
     tk_caches_read(&st->caches, st->cpu);
     st->mem_available = tk_pressure_mem_available();
     tk_pressure_thp(st->thp_mode, sizeof(st->thp_mode));
@@ -305,13 +305,8 @@ static int map_buffer(struct stride *st)
 enum tk_run_end stride_run(struct tk_session *s)
 {
     struct stride *st = s->state;
-    struct tk_rt_request req = {
-        .pin = true,
-        .cpu = st->cpu,
-        .fifo = !st->o.no_rt,
-        .priority = st->o.priority,
-        .lock = false, /* once mapped, below */
-    };
+    struct tk_rt_request req = tk_rt_request_of(&st->o.rt, false); /* locked once mapped */
+    req.cpu = st->cpu; /* resolved in the setup: the caches read are this CPU's */
     struct tk_rt_state rt;
     tk_rt_setup(&req, &rt);
     st->rt = rt;

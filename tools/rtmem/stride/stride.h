@@ -51,6 +51,7 @@
 
 #include "common/caches.h"
 #include "common/describe.h"
+#include "common/opt.h"
 #include "common/out.h"
 #include "common/rt.h"
 #include "common/samples.h"
@@ -71,7 +72,7 @@
  * 1 KiB), from one grain to STRIDE_MAX_BYTES. */
 #define STRIDE_SIZE_GRAIN KIB
 #define STRIDE_MAX_BYTES  (4 * GIB)
-#define STRIDE_MAX_SIZES  64
+#define STRIDE_MAX_SIZES  TK_MAX_SIZES
 /* The buffer (and the chase's order, 4 bytes a line) may take at most
  * MemAvailable / STRIDE_MEM_SHARE. */
 #define STRIDE_MEM_SHARE  2
@@ -102,23 +103,16 @@ enum stride_pattern {
     N_PATTERNS,
 };
 
-struct stride_sizes {
-    uint64_t bytes[STRIDE_MAX_SIZES]; /* ascending, no repeats */
-    size_t n;
-};
-
 /* --thp: the transparent huge page advice given to the buffer. */
 enum { THP_DEFAULT, THP_ON, THP_OFF };
 
 struct stride_opts {
-    struct stride_sizes sizes; /* --sizes; n 0: the default sizes */
-    uint64_t max_size;         /* --max-size; 0: the default top */
+    struct tk_sizes sizes; /* --sizes; n 0: the default sizes */
+    uint64_t max_size;     /* --max-size; 0: the default top */
     unsigned reps;
     unsigned rounds;
     uint64_t rep_time_ns;
-    int cpu; /* -1: the highest-numbered allowed */
-    int priority;
-    bool no_rt;
+    struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     int thp;
     uint64_t seed;
     const char *json_path;
@@ -153,12 +147,12 @@ struct stride {
     const char *prog;
     struct tk_machine mf;
     struct tk_caches caches;
-    int cpu;                   /* the CPU measured */
-    struct stride_sizes sizes; /* measured, ascending */
-    bool sizes_capped;         /* the default top was lowered to fit memory */
-    uint64_t mem_available;    /* bytes, 0 unknown */
-    uint64_t top_bytes;        /* the largest size: the buffer's */
-    char thp_mode[32];         /* /sys/kernel/mm/transparent_hugepage/enabled, "" unknown */
+    int cpu;                /* the CPU measured */
+    struct tk_sizes sizes;  /* measured, ascending */
+    bool sizes_capped;      /* the default top was lowered to fit memory */
+    uint64_t mem_available; /* bytes, 0 unknown */
+    uint64_t top_bytes;     /* the largest size: the buffer's */
+    char thp_mode[32];      /* /sys/kernel/mm/transparent_hugepage/enabled, "" unknown */
 
     /* Set up by the run. */
     struct tk_rt_state rt;

@@ -125,7 +125,7 @@ int wcet_setup(struct tk_session *s)
     if (load_plugins(w, &s->cli) != 0)
         return TK_EXIT_USAGE;
     if (!w->child)
-        w->cpu = tk_rt_pinned_cpu(w->o.cpu);
+        w->cpu = tk_rt_pinned_cpu(w->o.rt.cpu);
     int rc = add_case(w, NULL, "noop");
     for (size_t k = 0; k < w->n_kinds && rc == 0; k++) {
         const struct wcet_scenario *list = wcet_tlsf_scenarios;
@@ -212,13 +212,8 @@ static void print_progress(const struct wcet_case *c, bool ok)
 enum tk_run_end wcet_run(struct tk_session *s)
 {
     struct wcet *w = s->state;
-    struct tk_rt_request req = {
-        .pin = true,
-        .cpu = w->cpu,
-        .fifo = !w->o.no_rt,
-        .priority = w->o.priority,
-        .lock = true,
-    };
+    struct tk_rt_request req = tk_rt_request_of(&w->o.rt, true);
+    req.cpu = w->cpu; /* resolved in the setup, the caches' CPU */
     struct tk_rt_state rt;
     tk_rt_setup(&req, &rt);
     w->rt = rt;

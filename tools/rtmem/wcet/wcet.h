@@ -51,6 +51,7 @@
 #include "common/alloc.h"
 #include "common/caches.h"
 #include "common/describe.h"
+#include "common/opt.h"
 #include "common/out.h"
 #include "common/rt.h"
 #include "common/samples.h"
@@ -84,7 +85,7 @@ enum wcet_family {
     WCET_PLUGIN, /* a user's allocator (rtmem/plugin.h): black-box probes */
 };
 
-#define WCET_MAX_PLUGINS  4
+#define WCET_MAX_PLUGINS  TK_MAX_PLUGINS
 #define WCET_MAX_KINDS    (4 + WCET_MAX_PLUGINS)
 /* A plugin's image: the memory its heap is created in. */
 #define WCET_PLUGIN_IMAGE ((size_t)256 << 10)
@@ -218,13 +219,11 @@ struct wcet_case {
 struct wcet_opts {
     const char *kinds; /* --kinds: comma list; NULL all */
     unsigned reps;
-    uint64_t page_image; /* --page-image: bytes */
-    int count;           /* --count: WCET_COUNT_* */
-    int harden;          /* --harden: index into wcet_harden_choices */
-    int cpu;
-    int priority;
-    bool no_rt;
-    const char *plugin_paths[WCET_MAX_PLUGINS]; /* --plugin, in order */
+    uint64_t page_image;                      /* --page-image: bytes */
+    int count;                                /* --count: WCET_COUNT_* */
+    int harden;                               /* --harden: index into wcet_harden_choices */
+    struct tk_rt_opts rt;                     /* --cpu, --prio, --no-rt */
+    const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
     const char *json_path;
     bool quick;
