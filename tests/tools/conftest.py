@@ -16,13 +16,34 @@ import pytest
 
 
 def pytest_addoption(parser):
-    parser.addoption("--rtmem", required=True, help="the rtmem binary under test")
+    parser.addoption("--rtmem", help="the rtmem binary under test")
+    parser.addoption("--nm", default="nm", help="the nm of the build's toolchain")
+    parser.addoption("--objects", default="",
+                     help="object files of the rtmem command and the kit, ';'-separated")
+
+
+def option(request, name):
+    value = request.config.getoption(name)
+    if not value:
+        pytest.fail("this test needs --%s (tests/tools/CMakeLists.txt gives it)" % name)
+    return value
 
 
 @pytest.fixture(scope="session")
 def rtmem(request):
     """The rtmem binary under test, as an absolute path."""
-    return os.path.abspath(request.config.getoption("--rtmem"))
+    return os.path.abspath(option(request, "rtmem"))
+
+
+@pytest.fixture(scope="session")
+def nm(request):
+    return request.config.getoption("nm")
+
+
+@pytest.fixture(scope="session")
+def objects(request):
+    """The object files of the rtmem command and of the kit."""
+    return [o for o in option(request, "objects").split(";") if o]
 
 
 @pytest.fixture(scope="session")

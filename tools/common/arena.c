@@ -19,12 +19,3 @@ int tk_arena_open(struct tk_arena *ar, size_t bytes)
     ar->lock_err = ar->locked ? 0 : errno;
     return 0;
 }
-
-int tk_arena_close(struct tk_arena *ar)
-{
-    int rc = 0;
-    if (ar->mem && munmap(ar->mem, ar->bytes) != 0)
-        rc = -errno;
-    memset(ar, 0, sizeof(*ar));
-    return rc;
-}

@@ -28,8 +28,4 @@ struct tk_arena {
  * all zero). */
 int tk_arena_open(struct tk_arena *ar, size_t bytes);
 
-/* Unmaps the memory (nothing for an arena that is not open) and zeroes *ar.
- * Returns 0, or -errno of a failed munmap. */
-int tk_arena_close(struct tk_arena *ar);
-
 #endif /* RTMEM_TOOLS_ARENA_H */

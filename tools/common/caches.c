@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/caches.h"
+#include "common/out.h"
 
 /* Directories index0, index1, ... looked at: more than any CPU has. */
 #define MAX_INDEX 16
@@ -168,4 +169,22 @@ const struct tk_cache *tk_caches_level(const struct tk_caches *c, unsigned level
         if (c->caches[i].level == level && holds_data(&c->caches[i]))
             return &c->caches[i];
     return NULL;
+}
+
+const char *tk_caches_describe(char *buf, size_t size, const struct tk_caches *c)
+{
+    char b[32];
+    size_t len = (size_t)snprintf(buf, size, "cpu %d: ", c->cpu);
+    if (!c->read && len < size)
+        len += (size_t)snprintf(buf + len, size - len,
+                                "UNKNOWN: no cache is listed in %s/cpu%d/cache", c->dir, c->cpu);
+    for (size_t i = 0; i < c->n && len < size; i++) {
+        const struct tk_cache *k = &c->caches[i];
+        len += (size_t)snprintf(buf + len, size - len, "%s%s %s", i ? ", " : "", k->name,
+                                k->bytes ? tk_fmt_iec(b, sizeof(b), k->bytes) : "(size unknown)");
+        /* A cache shared with other CPUs is shared with their work too. */
+        if (k->shared[0] && strpbrk(k->shared, ",-") && len < size)
+            len += (size_t)snprintf(buf + len, size - len, " (shared by cpus %s)", k->shared);
+    }
+    return buf;
 }

@@ -59,6 +59,10 @@ const struct tk_cache *tk_caches_llc(const struct tk_caches *c);
 const struct tk_cache *tk_caches_l1d(const struct tk_caches *c);
 /* The data or unified cache of that level, NULL if unknown. */
 const struct tk_cache *tk_caches_level(const struct tk_caches *c, unsigned level);
+/* The caches in a line of text: "cpu 1: L1d 32 KiB, L1i 32 KiB, L2 512 KiB,
+ * L3 32 MiB (shared by cpus 0-1)", or "cpu 1: UNKNOWN: no cache is listed
+ * in DIR/cpu1/cache". Into buf; returns buf. */
+const char *tk_caches_describe(char *buf, size_t size, const struct tk_caches *c);
 /* The name of the smallest data or unified cache bytes fits in, "memory"
  * beyond the largest, "unknown" without caches. */
 const char *tk_caches_level_of(const struct tk_caches *c, uint64_t bytes);

@@ -312,7 +312,8 @@ static const struct tk_opt kit_opts[] = {
     TK_OPT_KIT_FORCE(.offset = 0),
 };
 
-const struct tk_opt *tk_opt_kit(const char *name)
+/* The kit's definition of a shared option, or NULL when name is none. */
+static const struct tk_opt *tk_opt_kit(const char *name)
 {
     for (size_t i = 0; i < sizeof(kit_opts) / sizeof(kit_opts[0]); i++)
         if (strcmp(kit_opts[i].name, name) == 0)

@@ -210,10 +210,6 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
 int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, char *why,
                  size_t why_len);
 
-/* The kit's definition of a shared option (TK_OPT_KIT_*), or NULL when
- * name is none of them. */
-const struct tk_opt *tk_opt_kit(const char *name);
-
 /* Was the option of that name given? False for a name not in the table. */
 bool tk_opt_given(const struct tk_opt *table, size_t n, const struct tk_opt_parse *p,
                   const char *name);

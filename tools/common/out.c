@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
+
+#include "common/opt.h"
 
 void tk_json_init(struct tk_json *j, FILE *f)
 {
@@ -328,4 +331,24 @@ const char *tk_fmt_iec(char *buf, size_t size, uint64_t bytes)
     }
     snprintf(buf, size, "%" PRIu64 " %s", bytes, units[u]);
     return buf;
+}
+
+const char *tk_fmt_iec_approx(char *buf, size_t size, uint64_t bytes)
+{
+    if (bytes >= (uint64_t)1 << 30)
+        snprintf(buf, size, "%.1f GiB", (double)bytes / (double)(1u << 30));
+    else
+        snprintf(buf, size, "%.1f MiB", (double)bytes / (double)(1u << 20));
+    return buf;
+}
+
+void tk_item(FILE *f, const char *label, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    fprintf(f, "%-*s%s", TK_ITEM_COL - 2, label, label[0] ? ": " : "  ");
+    tk_opt_wrap(f, text, TK_ITEM_COL, TK_ITEM_COL);
 }

@@ -131,4 +131,15 @@ const char *tk_fmt_shell_word(char *buf, size_t size, const char *s);
 /* Ratio as "1.23x". */
 const char *tk_fmt_ratio(char *buf, size_t size, double v);
 
+/* A byte count rounded to one decimal, in GiB from 1 GiB on, else MiB:
+ * "1.5 GiB", "0.3 MiB"; for amounts of memory, where tk_fmt_iec is exact. */
+const char *tk_fmt_iec_approx(char *buf, size_t size, uint64_t bytes);
+
+/* One item of a report's header: "label      : text", the text wrapped at
+ * 80 columns under column TK_ITEM_COL (an empty label continues the item
+ * above). */
+#define TK_ITEM_COL 13
+void tk_item(FILE *f, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif /* RTMEM_TOOLS_OUT_H */

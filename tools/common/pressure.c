@@ -48,7 +48,8 @@ unsigned tk_pressure_workers(const struct tk_pressure_spec *s)
     return s->vm + s->spin + s->sync + s->hdd;
 }
 
-const char *tk_pressure_mode_name(const struct tk_pressure_spec *s)
+/* "plain", "keep", "hang" or "keep+hang". */
+static const char *mode_name(const struct tk_pressure_spec *s)
 {
     if (s->keep)
         return s->hang_ns ? "keep+hang" : "keep";
@@ -168,15 +169,6 @@ int tk_pressure_parse(const struct tk_args *cli, const char *opt, const char *te
     return 0;
 }
 
-const char *tk_pressure_fmt_mem(char *buf, size_t size, uint64_t bytes)
-{
-    if (bytes >= (uint64_t)1 << 30)
-        snprintf(buf, size, "%.1f GiB", (double)bytes / (double)(1u << 30));
-    else
-        snprintf(buf, size, "%.1f MiB", (double)bytes / (double)(1u << 20));
-    return buf;
-}
-
 /* One number from a file, or false. */
 static bool read_u64(const char *path, uint64_t *v)
 {
@@ -266,7 +258,7 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
                                "other processes. Give fewer or smaller, or %s",
                                s->vm, tk_opt_fmt_bytes(a, sizeof(a), s->bytes),
                                tk_opt_fmt_bytes(b, sizeof(b), total),
-                               tk_pressure_fmt_mem((char[24]){ 0 }, 24, avail), force_opt);
+                               tk_fmt_iec_approx((char[24]){ 0 }, 24, avail), force_opt);
     }
     if (s->hdd) {
         struct stat st;
@@ -290,7 +282,7 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
                                    "machine has available (%s). Give fewer or smaller, or %s",
                                    s->dir, tk_opt_fmt_bytes(a, sizeof(a), total),
                                    tk_opt_fmt_bytes(b, sizeof(b), vm),
-                                   tk_pressure_fmt_mem((char[24]){ 0 }, 24, avail), force_opt);
+                                   tk_fmt_iec_approx((char[24]){ 0 }, 24, avail), force_opt);
         }
         struct statvfs vfs;
         if (statvfs(s->dir, &vfs) == 0 && !force) {
@@ -301,7 +293,7 @@ int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *
                                    "space of '%s' (%s). Give fewer or smaller, or %s",
                                    s->hdd, tk_opt_fmt_bytes(a, sizeof(a), s->hdd_bytes),
                                    tk_opt_fmt_bytes(b, sizeof(b), total), s->dir,
-                                   tk_pressure_fmt_mem((char[24]){ 0 }, 24, free_bytes), force_opt);
+                                   tk_fmt_iec_approx((char[24]){ 0 }, 24, free_bytes), force_opt);
         }
     }
     return 0;
@@ -829,7 +821,7 @@ void tk_pressure_print_spec(FILE *f, const char *indent, const struct tk_pressur
             fprintf(f, ", held %s before %s", tk_args_fmt_time(c, sizeof(c), s->hang_ns),
                     s->keep ? "the next pass" : "the free");
         char thp[32];
-        fprintf(f, " (%s)\n%s  (transparent huge pages: %s)\n", tk_pressure_mode_name(s), indent,
+        fprintf(f, " (%s)\n%s  (transparent huge pages: %s)\n", mode_name(s), indent,
                 tk_pressure_thp(thp, sizeof(thp)));
     }
     if (s->spin)
@@ -922,7 +914,7 @@ void tk_pressure_spec_json(struct tk_json *j, const struct tk_pressure_spec *s, 
     if (shape) {
         tk_json_kv_uint(j, "bytes", s->bytes);
         tk_json_kv_uint(j, "stride", s->stride);
-        tk_json_kv_string(j, "mode", tk_pressure_mode_name(s));
+        tk_json_kv_string(j, "mode", mode_name(s));
         tk_json_kv_bool(j, "keep", s->keep);
     }
     tk_json_kv_uint(j, "hang_ns", s->hang_ns);

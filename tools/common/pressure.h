@@ -125,9 +125,6 @@ int tk_pressure_parse_cpus(const struct tk_args *cli, const char *opt, const cha
 int tk_pressure_check(const struct tk_args *cli, const struct tk_pressure_spec *s, bool force,
                       const char *force_opt);
 
-/* "23.1 GiB", "512.0 MiB" into buf (>= 24 bytes); returns buf. */
-const char *tk_pressure_fmt_mem(char *buf, size_t size, uint64_t bytes);
-
 /* MemAvailable of /proc/meminfo in bytes, or what this process's cgroup
  * (v2 memory.max less memory.current) still allows if less; 0 if unknown. */
 uint64_t tk_pressure_mem_available(void);
@@ -244,8 +241,5 @@ void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals 
  * into buf, "unknown" if unreadable: under "always" a stride of 4096 may
  * touch one 2 MiB page many times. Returns buf. */
 const char *tk_pressure_thp(char *buf, size_t size);
-
-/* "plain", "keep", "hang" or "keep+hang". */
-const char *tk_pressure_mode_name(const struct tk_pressure_spec *s);
 
 #endif /* RTMEM_TOOLS_PRESSURE_H */

@@ -29,7 +29,10 @@ int tk_share_path(char *buf, size_t size, const char *rel)
     return len > 0 && (size_t)len < size ? 0 : -1;
 }
 
-void tk_tool_manual(char *buf, size_t size, const char *name)
+/* The manual of the tool named name: <prefix>/share/doc/rtmem/<name>.md
+ * beside an installed binary, else docs/<name>.md of the source tree it
+ * was built from. Into buf. */
+static void tool_manual(char *buf, size_t size, const char *name)
 {
     char rel[64];
     snprintf(rel, sizeof(rel), "doc/rtmem/%s.md", name);
@@ -41,7 +44,7 @@ void tk_tool_manual(char *buf, size_t size, const char *name)
 void tk_tool_help(FILE *f, const struct tk_tool *t)
 {
     char manual[PATH_MAX + 64];
-    tk_tool_manual(manual, sizeof(manual), t->name);
+    tool_manual(manual, sizeof(manual), t->name);
     fprintf(f, "usage: rtmem %s [options]\n%s.\n\noptions:\n", t->name, t->summary);
     tk_opt_help(f, t->opts, t->n_opts, t->defaults);
     if (t->help_notes)

@@ -130,14 +130,10 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv);
 void tk_envelope_json(struct tk_json *j, const struct tk_session *s, bool passed);
 
 /* --help of tool t on f, a synopsis: the usage line and summary, each
- * option on a line (opt.h), the notes, the exit status and where the manual
- * is (tk_tool_manual). */
+ * option on a line (opt.h), the notes, the exit status and where the
+ * manual is: <prefix>/share/doc/rtmem/<name>.md beside an installed
+ * binary, else docs/<name>.md of the source tree it was built from. */
 void tk_tool_help(FILE *f, const struct tk_tool *t);
-
-/* The manual of the tool named name: <prefix>/share/doc/rtmem/<name>.md
- * beside an installed binary, else docs/<name>.md of the source tree it
- * was built from. Into buf (PATH_MAX + 64 bytes is enough). */
-void tk_tool_manual(char *buf, size_t size, const char *name);
 
 /* <the binary's directory>/../share/<rel> into buf: 0, or -1 when
  * /proc/self/exe cannot be read or the name does not fit. */

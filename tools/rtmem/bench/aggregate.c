@@ -98,3 +98,56 @@ double bench_ratio(double num, double den)
         return NAN;
     return num / den;
 }
+
+static void json_summary(struct tk_json *j, const struct tk_summary *s, double floor_mean)
+{
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "count", s->count);
+    tk_json_kv_double(j, "avg_ns", s->mean);
+    tk_json_kv_double(j, "avg_minus_floor_ns", s->mean - floor_mean);
+    tk_summary_json_spread(j, s);
+    tk_json_end_object(j);
+}
+
+/* Per-pass summaries rs[0..n) as an array; fl: the floor's (NULL for the floor). */
+void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                       const struct tk_summary *fl, unsigned n)
+{
+    tk_json_key(j, key);
+    tk_json_begin_array(j);
+    for (unsigned r = 0; r < n; r++)
+        json_summary(j, &rs[r], fl ? fl[r].mean : NAN);
+    tk_json_end_array(j);
+}
+
+/* The aggregate figures of g as members of the open object. */
+void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key)
+{
+    tk_json_kv_uint(j, count_key, g->count_per_round);
+    tk_json_kv_uint(j, "count_total", g->count_total);
+    tk_json_kv_double(j, "avg_ns", g->avg_ns);
+    tk_json_kv_double(j, "avg_ns_round_min", g->avg_min_ns);
+    tk_json_kv_double(j, "avg_ns_round_max", g->avg_max_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns", g->net_avg_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_min", g->net_min_ns);
+    tk_json_kv_double(j, "avg_minus_floor_ns_round_max", g->net_max_ns);
+    tk_json_kv_double(j, "p50_ns", g->p50_ns);
+    tk_json_kv_double(j, "p99_ns", g->p99_ns);
+    tk_json_kv_double(j, "p99_9_ns", g->p999_ns);
+    tk_json_kv_double(j, "p99_99_ns", g->p9999_ns);
+    tk_json_kv_double(j, "max_ns", g->max_ns);
+}
+
+const char *bench_api_name(const struct allocator *a)
+{
+    if (a->floor)
+        return "floor";
+    switch (a->def.from) {
+    case TK_FROM_RTMEM: return "rtm_heap";
+    case TK_FROM_TYPED: return "rtm_tlsf_typed";
+    case TK_FROM_GLIBC: return "glibc";
+    case TK_FROM_PEER:
+    case TK_FROM_PLUGIN: return a->def.origin; /* "peer" or "plugin" */
+    }
+    return "unknown";
+}

@@ -1,18 +1,21 @@
 /*
- * `rtmem bench`: internal types shared by its files.
- *   cli.c         the options table, --help, the combination checks, bench_tool
+ * `rtmem bench`: internal types shared by its files, which call each other
+ * one way only, from the top of this list down (tests/tools/tool_layers.py):
+ *   cli.c         the options table, the combination checks, bench_tool
  *   run.c         setup (the allocators), the measuring process under its
  *                 watchdog and the allocators it fails, the run's sequence
- *   work.c        workload generation, before any timing
- *   pass.c        the allocators' heaps and calls, the timing loops, a pass
- *   floor.c       the floor's no-op calls, out of the timing loops' sight
+ *   report.c      the header, the report and the JSON: each phase's part, the
+ *                 notes, bench's own members
  *   main_phase.c  the main phase: its run, aggregates, tables and JSON
  *   free_order.c  the free-order phase: the same
  *   sweep.c       the size sweep: the same
  *   threads.c     the threads phase (one heap shared by threads, under each
  *                 lock type; what the lock costs uncontended): the same
- *   aggregate.c   aggregation over rounds, shared by the phases
- *   report.c      the header, the notes, the JSON's own members and helpers
+ *   work.c        workload generation, before any timing
+ *   pass.c        the allocators' heaps and calls, the timing loops, a pass,
+ *                 where a pass is (for the watchdog)
+ *   floor.c       the floor's no-op calls, out of the timing loops' sight
+ *   aggregate.c   aggregation over rounds and its JSON, shared by the phases
  *
  * The measuring runs in a child process under a watchdog (common/child.h),
  * since peers and plugins crash and hang: struct bench, and every result
@@ -346,20 +349,12 @@ static inline bool bench_left_out(const struct bench *b, size_t i)
 int bench_setup(struct tk_session *s);
 enum tk_run_end bench_run(struct tk_session *s);
 void bench_teardown(struct tk_session *s);
-/* Before a pass: which allocator and where, for the parent to name should
- * the process die in it, and progress for the watchdog. */
-void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
-                     bool warmup);
-/* "main phase, round 2" for where; into buf. */
-const char *bench_where(const struct bench_running *where, char *buf, size_t size);
 
 /* work.c */
 int bench_workload_init(struct workload *w, size_t cap);
-void bench_workload_destroy(struct workload *w);
 void bench_workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes,
                              uint32_t max_bytes, uint32_t live_cap, uint64_t seed);
 int bench_fill_work_init(struct fill_work *fw, size_t cap);
-void bench_fill_work_destroy(struct fill_work *fw);
 /* n sizes uniform in [min_bytes, max_bytes] and a random permutation of 0..n-1. */
 void bench_fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes,
                               uint32_t max_bytes, uint64_t seed);
@@ -377,6 +372,12 @@ void bench_run_pass(struct bench *b, struct allocator *a, struct pass_out *out);
  * Returns 0, or -errno if the heap could not be created again (reported). */
 int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order order,
                         struct pass_out *out);
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup);
+/* "main phase, round 2" for where; into buf. */
+const char *bench_where(const struct bench_running *where, char *buf, size_t size);
 
 /* floor.c: the floor's no-op calls (the first returns ctx). */
 void *bench_noop_alloc(void *ctx, size_t size);
@@ -437,6 +438,13 @@ const struct tk_summary *bench_floor_of(const struct allocator *a,
                                         const struct tk_summary *floor_series);
 /* num / den; NaN unless both are finite and den is positive. */
 double bench_ratio(double num, double den);
+/* Shared by the phases' JSON: per-pass summaries rs[0..n) as an array
+ * (fl: the floor's, NULL for the floor); an aggregate's figures as members
+ * of the open object; the API an allocator is driven through. */
+void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
+                       const struct tk_summary *fl, unsigned n);
+void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key);
+const char *bench_api_name(const struct allocator *a);
 
 /* report.c */
 /* Printed by the measuring process before it measures. */
@@ -448,12 +456,5 @@ void bench_print_header(FILE *f, const struct bench *b);
 void bench_report(const struct tk_session *s, FILE *f);
 void bench_facts(const struct tk_session *s, struct tk_facts *out);
 void bench_json(const struct tk_session *s, struct tk_json *j);
-/* Shared by the phases' JSON: per-pass summaries rs[0..n) as an array
- * (fl: the floor's, NULL for the floor); an aggregate's figures as members
- * of the open object; the API an allocator is driven through. */
-void bench_json_series(struct tk_json *j, const char *key, const struct tk_summary *rs,
-                       const struct tk_summary *fl, unsigned n);
-void bench_json_agg_members(struct tk_json *j, const struct op_agg *g, const char *count_key);
-const char *bench_api_name(const struct allocator *a);
 
 #endif /* RTMEM_TOOLS_BENCH_H */

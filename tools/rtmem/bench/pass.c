@@ -360,3 +360,30 @@ int bench_run_fill_pass(struct bench *b, struct allocator *a, enum fill_order or
     check_heap(a);
     return 0;
 }
+
+/* Before a pass: which allocator and where, for the parent to name should
+ * the process die in it, and progress for the watchdog. */
+void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigned round,
+                     bool warmup)
+{
+    b->now = (struct bench_running){
+        .set = true, .al = al, .phase = phase, .round = round, .warmup = warmup
+    };
+    tk_child_beat(&b->beat);
+}
+
+static const char *const phase_names[] = { "setup", "main phase", "free-order phase", "sweep" };
+
+const char *bench_where(const struct bench_running *w, char *buf, size_t size)
+{
+    if (w->phase == PH_SETUP)
+        snprintf(buf, size, "creating its heap");
+    else if (w->warmup)
+        snprintf(buf, size, "%s, warm-up pass", phase_names[w->phase]);
+    else if (w->phase == PH_SWEEP)
+        snprintf(buf, size, "sweep, bucket %u..%u B", w->round * SWEEP_BUCKET_BYTES,
+                 (w->round + 1) * SWEEP_BUCKET_BYTES - 1);
+    else
+        snprintf(buf, size, "%s, round %u", phase_names[w->phase], w->round + 1);
+    return buf;
+}

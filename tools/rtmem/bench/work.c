@@ -22,12 +22,6 @@ int bench_workload_init(struct workload *w, size_t cap)
     return 0;
 }
 
-void bench_workload_destroy(struct workload *w)
-{
-    free(w->ops);
-    memset(w, 0, sizeof(*w));
-}
-
 void bench_workload_generate(struct workload *w, size_t n_ops, uint32_t min_bytes,
                              uint32_t max_bytes, uint32_t live_cap, uint64_t seed)
 {
@@ -55,6 +49,15 @@ void bench_workload_generate(struct workload *w, size_t n_ops, uint32_t min_byte
     w->n = n_ops;
 }
 
+static void fill_work_destroy(struct fill_work *fw)
+{
+    free(fw->sizes);
+    free(fw->blocks);
+    for (int o = 0; o < FILL_ORDERS; o++)
+        free(fw->order[o]);
+    memset(fw, 0, sizeof(*fw));
+}
+
 int bench_fill_work_init(struct fill_work *fw, size_t cap)
 {
     memset(fw, 0, sizeof(*fw));
@@ -66,19 +69,10 @@ int bench_fill_work_init(struct fill_work *fw, size_t cap)
         fw->order[o] = calloc(cap, sizeof(uint32_t));
     fw->cap = cap;
     if (!fw->sizes || !fw->blocks || !fw->order[FILL_IN_ORDER] || !fw->order[FILL_SHUFFLED]) {
-        bench_fill_work_destroy(fw);
+        fill_work_destroy(fw);
         return -ENOMEM;
     }
     return 0;
-}
-
-void bench_fill_work_destroy(struct fill_work *fw)
-{
-    free(fw->sizes);
-    free(fw->blocks);
-    for (int o = 0; o < FILL_ORDERS; o++)
-        free(fw->order[o]);
-    memset(fw, 0, sizeof(*fw));
 }
 
 void bench_fill_work_generate(struct fill_work *fw, size_t n, uint32_t min_bytes,

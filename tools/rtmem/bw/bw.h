@@ -235,11 +235,35 @@ struct bw {
     uint64_t checksum;
 };
 
-/* cli.c */
-extern const char *const bw_kind_ids[];               /* "anon", "memfd", ... */
-extern const char *const bw_method_ids[BW_N_METHODS]; /* "memcpy", ... */
-extern const char *const bw_prep_ids[BW_N_PREPS];     /* "none", ... */
-extern const char *const bw_cache_ids[BW_N_CACHES];   /* "warm", ... */
+/* The files call each other one way, from the top down
+ * (tests/tools/test_layers.py): cli.c (the options table, bw_tool), run.c
+ * (setup, the phases in turn), report.c (the header, the report, the JSON),
+ * the phases (methods.c, prep.c, caching.c), then the leaves: glibc.c,
+ * copy.c and measure.c. */
+
+/* run.c: the driver's phases. */
+struct tk_session;
+enum tk_run_end;
+int bw_setup(struct tk_session *s);
+enum tk_run_end bw_run(struct tk_session *s);
+void bw_teardown(struct tk_session *s);
+
+/* report.c */
+void bw_print_header(FILE *f, const struct bw *b);
+void bw_report(const struct tk_session *s, FILE *f);
+void bw_json(const struct tk_session *s, struct tk_json *j);
+struct tk_facts;
+void bw_facts(const struct tk_session *s, struct tk_facts *out);
+
+/* The phases: each its run, its text (bw_*_print, static where only the
+ * phase prints it), its JSON. */
+int bw_methods_run(struct bw *b);
+void bw_methods_print(FILE *f, const struct bw *b);
+void bw_methods_json(struct tk_json *j, const struct bw *b);
+int bw_prep_run(struct bw *b);
+void bw_prep_json(struct tk_json *j, const struct bw *b);
+int bw_cache_run(struct bw *b);
+void bw_cache_json(struct tk_json *j, const struct bw *b);
 
 /* copy.c: the methods. Each copies bytes (a multiple of BW_GRAIN) from src
  * to dst, block bytes at a time where it has blocks. */
@@ -251,12 +275,11 @@ void bw_copy_dumb(void *dst, const void *src, size_t bytes);
  * (a child process, reaped), and where rep movsb stops. */
 void bw_glibc_read(struct bw_glibc *g, const struct tk_caches *c);
 
-/* run.c: the driver's phases, and what the phases share. */
-struct tk_session;
-enum tk_run_end;
-int bw_setup(struct tk_session *s);
-enum tk_run_end bw_run(struct tk_session *s);
-void bw_teardown(struct tk_session *s);
+/* measure.c: what the phases and the report share. */
+extern const char *const bw_kind_ids[];               /* "anon", "memfd", ... */
+extern const char *const bw_method_ids[BW_N_METHODS]; /* "memcpy", ... */
+extern const char *const bw_prep_ids[BW_N_PREPS];     /* "none", ... */
+extern const char *const bw_cache_ids[BW_N_CACHES];   /* "warm", ... */
 /* Page faults of this thread so far (getrusage RUSAGE_THREAD). */
 void bw_faults(uint64_t *minor, uint64_t *major);
 /* One timed stretch of copies into st (perf counters and faults around it). */
@@ -271,16 +294,13 @@ void bw_spoil(void *dst, const void *src, size_t bytes);
  * lock as given. 0, or a negative errno (message in a->message). */
 int bw_open_end(struct rtm_arena *a, const struct bw_place *place, uint64_t bytes, bool read_only,
                 int prefault, int lock);
-
-/* stat helpers (report.c) */
+/* A measured configuration's figures. */
 int bw_stat_init(struct bw_stat *st, unsigned reps, uint64_t bytes);
 void bw_stat_destroy(struct bw_stat *st);
 void bw_stat_summarize(const struct bw *b, struct bw_stat *st);
 void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *st);
 /* An arena's lock state in words: "locked", "IGNORED", "not locked"... */
 const char *bw_lock_name(int state);
-/* cli.c: v into the ascending list s, once; false when s is full. */
-
 /* "12345.6" MiB/s, "-" when not measured */
 const char *bw_fmt_mibs(char *buf, size_t size, double v);
 /* (p90 - p10) / median of MiB/s, in percent */
@@ -288,23 +308,5 @@ double bw_spread_pct(const struct bw_stat *st);
 /* A counter per copy, as a text cell ("-" unavailable). */
 const char *bw_fmt_counter(char *buf, size_t size, const struct bw *b, const struct bw_stat *st,
                            enum tk_perf_event e);
-
-/* The phases: each its run, its text, its JSON. */
-int bw_methods_run(struct bw *b);
-void bw_methods_print(FILE *f, const struct bw *b);
-void bw_methods_json(struct tk_json *j, const struct bw *b);
-int bw_prep_run(struct bw *b);
-void bw_prep_print(FILE *f, const struct bw *b);
-void bw_prep_json(struct tk_json *j, const struct bw *b);
-int bw_cache_run(struct bw *b);
-void bw_cache_print(FILE *f, const struct bw *b);
-void bw_cache_json(struct tk_json *j, const struct bw *b);
-
-/* report.c */
-void bw_print_header(FILE *f, const struct bw *b);
-void bw_report(const struct tk_session *s, FILE *f);
-void bw_json(const struct tk_session *s, struct tk_json *j);
-struct tk_facts;
-void bw_facts(const struct tk_session *s, struct tk_facts *out);
 
 #endif /* RTMEM_TOOLS_BW_H */

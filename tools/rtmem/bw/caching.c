@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include "bw.h"
+
+static void bw_cache_print(FILE *f, const struct bw *b);
 #include "common/tool.h"
 
 static bool available(const struct bw *b, enum bw_cache c)
@@ -84,7 +86,7 @@ int bw_cache_run(struct bw *b)
     return 0;
 }
 
-void bw_cache_print(FILE *f, const struct bw *b)
+static void bw_cache_print(FILE *f, const struct bw *b)
 {
     char sz[32], v[32], lo[32], hi[32], c1[32], c2[32];
     fprintf(f,

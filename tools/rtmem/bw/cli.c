@@ -26,33 +26,6 @@
 #define MAX_REP_TIME_NS     ((uint64_t)1000 * 1000 * 1000)
 #define US                  1000u
 
-const char *const bw_method_ids[BW_N_METHODS] = {
-    [BW_MEMCPY] = "memcpy",
-    [BW_DUMB] = "dumb",
-    [BW_MCBLOCK] = "mcblock",
-    [BW_MCBLOCK_SAME] = "mcblock-same",
-};
-
-const char *const bw_prep_ids[BW_N_PREPS] = {
-    [BW_PREP_NONE] = "none",
-    [BW_PREP_PREFAULT] = "prefault",
-    [BW_PREP_MLOCK] = "mlock",
-    [BW_PREP_MEMSET] = "memset",
-};
-
-const char *const bw_cache_ids[BW_N_CACHES] = {
-    [BW_CACHE_WARM] = "warm",
-    [BW_CACHE_FLUSHED] = "flushed",
-    [BW_CACHE_NT] = "nt",
-};
-
-const char *const bw_kind_ids[] = {
-    [BW_KIND_ANON] = "anon",
-    [BW_KIND_MEMFD] = "memfd",
-    [BW_KIND_HUGETLB] = "hugetlb",
-    [BW_KIND_DEVICE] = "device",
-};
-
 static const char *const only_choices[] = { "all", "methods", "prep", "cache", NULL };
 
 static const struct bw_opts defaults = {

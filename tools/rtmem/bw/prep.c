@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "bw.h"
+
+static void bw_prep_print(FILE *f, const struct bw *b);
 #include "common/tool.h"
 
 static const int prefault_of[BW_N_PREPS] = {
@@ -133,7 +135,7 @@ int bw_prep_run(struct bw *b)
     return 0;
 }
 
-void bw_prep_print(FILE *f, const struct bw *b)
+static void bw_prep_print(FILE *f, const struct bw *b)
 {
     char sz[32];
     unsigned reps = b->o.reps;

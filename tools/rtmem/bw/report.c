@@ -1,6 +1,5 @@
 /*
- * `rtmem bw`: a measured configuration's figures (struct bw_stat), the
- * header (machine, timer, real-time setup, caches, glibc's thresholds,
+ * `rtmem bw`: the header (machine, timer, real-time setup, caches, glibc's thresholds,
  * source and destination, counters, cache operations), the closing
  * summary, the JSON and the envelope's facts. Each phase prints and writes
  * its own table (methods.c, prep.c, caching.c).
@@ -15,160 +14,25 @@
 #include "common/opt.h"
 #include "common/tool.h"
 
-int bw_stat_init(struct bw_stat *st, unsigned reps, uint64_t bytes)
-{
-    memset(st, 0, sizeof(*st));
-    st->bytes = bytes;
-    st->copies = 1;
-    return tk_samples_init(&st->ticks, reps);
-}
-
-void bw_stat_destroy(struct bw_stat *st)
-{
-    tk_samples_destroy(&st->ticks);
-}
-
 /* MiB/s of a repetition of ticks. */
-static double mibs(const struct bw *b, const struct bw_stat *st, double ticks)
-{
-    double ns = ticks * b->timer.ns_per_tick;
-    return ns > 0 ? (double)st->bytes * (double)st->copies / (double)BW_MIB / (ns / 1e9) : 0;
-}
-
-void bw_stat_summarize(const struct bw *b, struct bw_stat *st)
-{
-    struct tk_samples *t = &st->ticks;
-    if (!t->n || !st->copies)
-        return;
-    /* The fastest repetition is the most MiB/s: percentiles of MiB/s are
-     * the opposite percentiles of ticks. */
-    st->median = mibs(b, st, (double)tk_samples_percentile(t, 0.5));
-    st->p10 = mibs(b, st, (double)tk_samples_percentile(t, 0.9));
-    st->p90 = mibs(b, st, (double)tk_samples_percentile(t, 0.1));
-    st->max = mibs(b, st, (double)t->v[0]);
-    st->min = mibs(b, st, (double)t->v[t->n - 1]);
-    double sum = (double)tk_samples_sum(t);
-    st->avg = mibs(b, st, sum / (double)t->n);
-    st->median_ns =
-        (double)tk_samples_percentile(t, 0.5) * b->timer.ns_per_tick / (double)st->copies;
-}
-
-double bw_spread_pct(const struct bw_stat *st)
-{
-    return st->median > 0 ? 100.0 * (st->p90 - st->p10) / st->median : NAN;
-}
-
-const char *bw_fmt_mibs(char *buf, size_t size, double v)
-{
-    if (!(v > 0))
-        snprintf(buf, size, "-");
-    else
-        snprintf(buf, size, "%.*f", v < 100 ? 2 : v < 10000 ? 1 : 0, v);
-    return buf;
-}
-
-static double per_copy(const struct bw_stat *st, uint64_t total)
-{
-    double copies = (double)st->ticks.n * (double)st->copies;
-    return copies > 0 ? (double)total / copies : 0;
-}
-
-const char *bw_fmt_counter(char *buf, size_t size, const struct bw *b, const struct bw_stat *st,
-                           enum tk_perf_event e)
-{
-    if (!b->perf_open || !tk_perf_has(&b->perf, e))
-        snprintf(buf, size, "-");
-    else
-        snprintf(buf, size, "%.0f", per_copy(st, st->counters[e]));
-    return buf;
-}
-
-void bw_stat_json(struct tk_json *j, const struct bw *b, const struct bw_stat *st)
-{
-    tk_json_begin_object_compact(j);
-    tk_json_kv_uint(j, "bytes", st->bytes);
-    tk_json_kv_uint(j, "copies_per_rep", st->copies);
-    tk_json_kv_uint(j, "reps", st->ticks.n);
-    tk_json_kv_double(j, "avg_mib_s", st->avg);
-    tk_json_kv_double(j, "min_mib_s", st->min);
-    tk_json_kv_double(j, "max_mib_s", st->max);
-    tk_json_kv_double(j, "median_mib_s", st->median);
-    tk_json_kv_double(j, "p10_mib_s", st->p10);
-    tk_json_kv_double(j, "p90_mib_s", st->p90);
-    tk_json_kv_double(j, "median_ns_per_copy", st->median_ns);
-    tk_json_kv_double(j, "minor_faults_per_copy", per_copy(st, st->minor_faults));
-    tk_json_kv_double(j, "major_faults_per_copy", per_copy(st, st->major_faults));
-    tk_json_key(j, "counters_per_copy");
-    tk_json_begin_object_compact(j);
-    for (int e = 0; e < TK_PERF_N_EVENTS; e++)
-        if (tk_json_key_or_null(j, tk_perf_event_id((enum tk_perf_event)e),
-                                b->perf_open && tk_perf_has(&b->perf, (enum tk_perf_event)e)))
-            tk_json_double(j, per_copy(st, st->counters[e]));
-    tk_json_end_object(j);
-    tk_json_end_object(j);
-}
-
-#define TEXT_COL 13
-
-static void item(FILE *f, const char *label, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void item(FILE *f, const char *label, const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    fprintf(f, "%-11s%s", label, label[0] ? ": " : "  ");
-    tk_opt_wrap(f, text, TEXT_COL, TEXT_COL);
-}
-
-static void print_caches(FILE *f, const struct bw *b)
-{
-    const struct tk_caches *c = &b->caches;
-    char text[512], sz[32];
-    size_t len = 0;
-    if (!c->read)
-        len = (size_t)snprintf(text, sizeof(text), "UNKNOWN: no cache is listed in %s/cpu%d/cache",
-                               c->dir, c->cpu);
-    for (size_t i = 0; i < c->n && len < sizeof(text); i++)
-        if (strcmp(c->caches[i].type, "Instruction") != 0)
-            len +=
-                (size_t)snprintf(text + len, sizeof(text) - len, "%s%s %s", len ? ", " : "",
-                                 c->caches[i].name, tk_fmt_iec(sz, sizeof(sz), c->caches[i].bytes));
-    item(f, "caches", "cpu %d: %s", c->cpu, text);
-}
-
 static void print_glibc(FILE *f, const struct bw *b)
 {
     const struct bw_glibc *g = &b->glibc;
     char a[32], c[32], d[32];
     if (!g->read) {
-        item(f, "glibc", "%s%s%sno memcpy threshold known: %s", g->version[0] ? g->version : "",
-             g->version[0] ? ": " : "", "", g->why);
+        tk_item(f, "glibc", "%s%s%sno memcpy threshold known: %s", g->version[0] ? g->version : "",
+                g->version[0] ? ": " : "", "", g->why);
         return;
     }
     const char *again = g->movsb_stop && g->movsb_stop < g->non_temporal
                             ? "vector copies again, then non-temporal stores"
                             : "non-temporal stores";
-    item(f, "glibc",
-         "%s memcpy: vector copies below %s (x86_rep_movsb_threshold); rep movsb from there up "
-         "to %s (%s); %s from %s (x86_non_temporal_threshold). Read from %s --list-tunables",
-         g->version, tk_fmt_iec(a, sizeof(a), g->rep_movsb),
-         g->movsb_stop ? tk_fmt_iec(c, sizeof(c), g->movsb_stop) : "unknown", g->stop_basis, again,
-         tk_fmt_iec(d, sizeof(d), g->non_temporal), g->ldso);
-}
-
-const char *bw_lock_name(int state)
-{
-    switch (state) {
-    case RTM_ARENA_LOCKED: return "locked";
-    case RTM_ARENA_LOCKED_HUGETLB: return "locked (hugetlb)";
-    case RTM_ARENA_LOCK_IGNORED: return "IGNORED";
-    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
-    default: return "not locked";
-    }
+    tk_item(f, "glibc",
+            "%s memcpy: vector copies below %s (x86_rep_movsb_threshold); rep movsb from there up "
+            "to %s (%s); %s from %s (x86_non_temporal_threshold). Read from %s --list-tunables",
+            g->version, tk_fmt_iec(a, sizeof(a), g->rep_movsb),
+            g->movsb_stop ? tk_fmt_iec(c, sizeof(c), g->movsb_stop) : "unknown", g->stop_basis,
+            again, tk_fmt_iec(d, sizeof(d), g->non_temporal), g->ldso);
 }
 
 static const char *lock_word(int state)
@@ -187,15 +51,15 @@ static void print_end(FILE *f, const char *label, const struct bw_end *e, bool r
     char sz[32];
     const struct rtm_arena_report *r = &e->a.report;
     if (e->place->path)
-        item(f, label, "%s at offset 0x%" PRIx64 ", %s, %s, %s; VmLck %+" PRId64 " kB",
-             e->place->path, e->place->offset, tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes),
-             read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
-             r->locked_bytes / 1024);
+        tk_item(f, label, "%s at offset 0x%" PRIx64 ", %s, %s, %s; VmLck %+" PRId64 " kB",
+                e->place->path, e->place->offset, tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes),
+                read_only ? "read-only" : "shared, written", lock_word(r->lock_state),
+                r->locked_bytes / 1024);
     else
-        item(f, label, "%s, %s, prefaulted, %s", bw_kind_ids[e->place->kind],
-             tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
+        tk_item(f, label, "%s, %s, prefaulted, %s", bw_kind_ids[e->place->kind],
+                tk_fmt_iec(sz, sizeof(sz), e->a.size_bytes), lock_word(r->lock_state));
     if (e->a.message[0])
-        item(f, "", "%s", e->a.message);
+        tk_item(f, "", "%s", e->a.message);
 }
 
 static void print_counters(FILE *f, const struct bw *b)
@@ -208,13 +72,13 @@ static void print_counters(FILE *f, const struct bw *b)
             len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s%s", len ? ", " : "",
                                     tk_perf_event_id((enum tk_perf_event)e),
                                     tk_perf_has(p, (enum tk_perf_event)e) ? "" : " (unavailable)");
-        item(f, "counters", "hardware, per copy: %s%s", text, p->grouped ? " (one group)" : "");
+        tk_item(f, "counters", "hardware, per copy: %s%s", text, p->grouped ? " (one group)" : "");
     } else {
-        item(f, "counters",
-             "no hardware counters (%s): the figures go without them; page faults counted by "
-             "getrusage%s",
-             p->hardware_why,
-             tk_perf_has(p, TK_PERF_MINOR_FAULTS) ? " and perf's software events" : "");
+        tk_item(f, "counters",
+                "no hardware counters (%s): the figures go without them; page faults counted by "
+                "getrusage%s",
+                p->hardware_why,
+                tk_perf_has(p, TK_PERF_MINOR_FAULTS) ? " and perf's software events" : "");
     }
 }
 
@@ -234,27 +98,28 @@ void bw_print_header(FILE *f, const struct bw *b)
     tk_machine_print(f, &b->mf);
     tk_timer_print(f, "timer: ", &b->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &b->rt);
-    print_caches(f, b);
+    char caches[512];
+    tk_item(f, "caches", "%s", tk_caches_describe(caches, sizeof(caches), &b->caches));
     print_glibc(f, b);
     print_end(f, "source", &b->src, b->o.src.kind == BW_KIND_DEVICE);
     print_end(f, "destination", &b->dst, false);
     print_counters(f, b);
-    item(f, "cache ops", "flush: %s (%zu B lines); non-temporal copy: %s",
-         tk_flush_method_name(b->cops.method), b->cops.line_bytes,
-         b->cops.nt_copy ? "SSE2 movntdq, then sfence" : "not available on this architecture");
+    tk_item(f, "cache ops", "flush: %s (%zu B lines); non-temporal copy: %s",
+            tk_flush_method_name(b->cops.method), b->cops.line_bytes,
+            b->cops.nt_copy ? "SSE2 movntdq, then sfence" : "not available on this architecture");
     if (b->run_methods)
-        item(f, "methods",
-             "%zu sizes, %s to %s; mcblock's block %s; %u repetitions, each at "
-             "least %s",
-             b->sizes.n, tk_fmt_iec(sz, sizeof(sz), b->sizes.bytes[0]),
-             tk_fmt_iec(t, sizeof(t), b->sizes.bytes[b->sizes.n - 1]),
-             tk_opt_fmt_bytes((char[32]){ 0 }, 32, b->o.block), b->o.reps,
-             tk_args_fmt_time((char[24]){ 0 }, 24, b->o.rep_time_ns));
+        tk_item(f, "methods",
+                "%zu sizes, %s to %s; mcblock's block %s; %u repetitions, each at "
+                "least %s",
+                b->sizes.n, tk_fmt_iec(sz, sizeof(sz), b->sizes.bytes[0]),
+                tk_fmt_iec(t, sizeof(t), b->sizes.bytes[b->sizes.n - 1]),
+                tk_opt_fmt_bytes((char[32]){ 0 }, 32, b->o.block), b->o.reps,
+                tk_args_fmt_time((char[24]){ 0 }, 24, b->o.rep_time_ns));
     if (not_real_time(b))
-        item(f, "NOT RT",
-             "%s: other tasks may take the CPU during a repetition (the medians "
-             "resist that, the spread shows it)",
-             not_real_time(b));
+        tk_item(f, "NOT RT",
+                "%s: other tasks may take the CPU during a repetition (the medians "
+                "resist that, the spread shows it)",
+                not_real_time(b));
     fprintf(f, "\n");
 }
 

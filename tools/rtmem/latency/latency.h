@@ -2,7 +2,7 @@
  * `rtmem latency`: how late a periodic real-time thread wakes up, and, with
  * --noise, how long the machine itself stops a thread that never sleeps.
  *
- * One measuring thread, created by the run (run.c), takes the real-time
+ * One measuring thread, created for each run (measure.c), takes the real-time
  * setup (rt.h: pinned, SCHED_FIFO, memory locked), prefaults its stack and
  * then measures in one of two loops:
  *
@@ -23,6 +23,12 @@
  * (the sample store, the per-second records), so a loop takes no page
  * fault of its own making; the faults the thread takes anyway are counted
  * (getrusage(RUSAGE_THREAD)) and reported.
+ *
+ * The files call each other one way, from the top down
+ * (tests/tools/test_layers.py): cli.c, run.c, report.c (the report and JSON
+ * of the mode that ran), sweep.c, measure.c (one measured run), noise.c,
+ * probe.c (its loop, and the per-second records both loops publish), then
+ * the leaves header.c (what every mode prints around its lines) and cpu.c.
  */
 #ifndef RTMEM_TOOLS_LATENCY_H
 #define RTMEM_TOOLS_LATENCY_H
@@ -227,7 +233,7 @@ struct lat {
     size_t n_runs;
     size_t runs_done;
 
-    /* Computed once the thread is joined (run.c), for the report. */
+    /* Computed once the thread is joined (measure.c), for the report. */
     struct tk_summary summary;
     uint64_t above[LAT_MAX_THRESHOLDS];
 };
@@ -239,16 +245,16 @@ int lat_setup(struct tk_session *s);
 enum tk_run_end lat_run(struct tk_session *s);
 void lat_teardown(struct tk_session *s);
 
-/* run.c: one measured run, the thread started and joined; quiet: no
+/* measure.c: one measured run, the thread started and joined; quiet: no
  * header, no per-second lines. 0, or the errno of pthread_create. */
 int lat_measure(struct lat *l, bool quiet);
-/* run.c: the workers of spec started for the run beside the measuring
+/* measure.c: the workers of spec started for the run beside the measuring
  * thread (single-threaded: before lat_measure), every one running; set
  * l->load_on then. 0, or -1 with the cause in why (nothing left running). */
 int lat_load_start(struct lat *l, const struct tk_pressure_spec *spec, char *why, size_t why_len);
-/* run.c: the workers stopped and reaped, their totals in l->load_totals. */
+/* measure.c: the workers stopped and reaped, their totals in l->load_totals. */
 void lat_load_stop(struct lat *l);
-/* run.c: the summaries of a run once its thread is joined. */
+/* measure.c: the summaries of a run once its thread is joined. */
 void lat_summarize(struct lat *l);
 
 /* sweep.c: the runs of --sweep, and their report and JSON. */
@@ -258,13 +264,12 @@ void lat_sweep_report(const struct lat *l, FILE *f);
 void lat_sweep_json(const struct lat *l, struct tk_json *j);
 extern const char *const lat_mode_names[LAT_MODES];
 
+/* probe.c: the periodic loop, its per-second line, its report and JSON. */
 /* Nanoseconds of CLOCK_MONOTONIC, the clock the loops sleep and read. */
 uint64_t lat_now_ns(void);
 /* The measuring thread: second i's record written and published, the
- * main thread woken to print it. */
+ * main thread woken to print it (either loop). */
 void lat_publish(struct lat *l, size_t i, const struct lat_second *rec);
-
-/* probe.c: the periodic loop, its per-second line, its report and JSON. */
 void lat_probe_loop(struct lat *l);
 void lat_probe_print_head(FILE *f, const struct lat *l);
 void lat_probe_print_second(FILE *f, const struct lat *l, size_t i);
@@ -282,7 +287,7 @@ void lat_noise_print_second(FILE *f, const struct lat *l, size_t i);
 void lat_noise_report(const struct lat *l, FILE *f);
 void lat_noise_json(const struct lat *l, struct tk_json *j);
 
-/* report.c: what both modes print and write. */
+/* header.c: what every mode prints around its own lines. */
 void lat_print_header(FILE *f, const struct lat *l);
 void lat_print_setup_verdict(FILE *f, const struct lat *l);
 void lat_print_faults(FILE *f, const struct lat *l);
@@ -290,6 +295,8 @@ void lat_print_stopped(FILE *f, const struct lat *l);
 void lat_print_load(FILE *f, const struct lat *l);
 const char *lat_stop_name(const struct lat *l);
 bool lat_real_time(const struct lat *l);
+
+/* report.c: the report and JSON of the mode that ran, the envelope's facts. */
 void lat_report(const struct tk_session *s, FILE *f);
 void lat_json(const struct tk_session *s, struct tk_json *j);
 struct tk_facts;
@@ -309,7 +316,7 @@ size_t lat_rt_neighbours(int cpu, pid_t self, char *first, size_t first_len);
 /* Does /proc/cpuinfo list the hypervisor flag (a virtual machine)? */
 bool lat_virtual_machine(void);
 
-/* Microseconds for the text, with 3 decimals, into buf (TK_FMT_MAX). */
+/* probe.c: microseconds for the text, with 3 decimals, into buf (TK_FMT_MAX). */
 const char *lat_fmt_us(char *buf, size_t size, uint64_t ns);
 
 #endif /* RTMEM_TOOLS_LATENCY_H */

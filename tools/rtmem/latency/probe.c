@@ -281,3 +281,23 @@ void lat_probe_json(const struct lat *l, struct tk_json *j)
     }
     tk_json_end_array(j);
 }
+
+uint64_t lat_now_ns(void)
+{
+    return tk_monotonic_ns();
+}
+
+void lat_publish(struct lat *l, size_t i, const struct lat_second *rec)
+{
+    /* Always true: the records were sized for every second the duration
+     * can start (lat_setup). */
+    if (i < l->n_seconds_cap) {
+        l->seconds[i] = *rec;
+        atomic_store_explicit(&l->published, i + 1, memory_order_release);
+        sem_post(&l->tick);
+        /* The lease too, from here as well: the main thread may be blocked
+         * writing to a paused terminal. One store a second. */
+        if (l->load_on)
+            tk_pressure_beat(&l->pressure);
+    }
+}

@@ -74,7 +74,7 @@ static bool skip(const struct lat *l, struct lat_sweep_run *r, const struct tk_p
                  "%u worker%s of %s take%s more than half of the memory available (%s); --force "
                  "runs it",
                  spec->vm, spec->vm == 1 ? "" : "s", tk_opt_fmt_bytes(a, sizeof(a), spec->bytes),
-                 spec->vm == 1 ? "s" : "", tk_pressure_fmt_mem(b, sizeof(b), avail));
+                 spec->vm == 1 ? "s" : "", tk_fmt_iec_approx(b, sizeof(b), avail));
         return true;
     }
     return false;

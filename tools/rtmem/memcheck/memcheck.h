@@ -1,15 +1,18 @@
 /*
- * `rtmem memcheck`: internal types shared by its files.
- *   cli.c            options, --help, the tool (struct tk_tool memcheck_tool)
+ * `rtmem memcheck`: internal types shared by its files, which call each
+ * other one way only, from the top of this list down
+ * (tests/tools/test_layers.py):
+ *   cli.c            options, the tool (struct tk_tool memcheck_tool)
  *   run.c            the run's sequence, on the bench kit's driver
- *   test.c           what the tests of every phase share
- *   seq.c            the pow2 and random phases: run, tables, JSON
- *   pattern.c        the pattern phase: run, text, JSON
- *   churn.c          the churn phase: run, table, JSON
  *   child.c          each allocator's work in a process of its own
  *   report_text.c    the text report: header, summary, failures
  *   report_smokey.c  smokey's layout (--format smokey)
  *   report_json.c    memcheck's members of the JSON document
+ *   seq.c            the pow2 and random phases: run, tables, JSON
+ *   pattern.c        the pattern phase: run, text, JSON
+ *   churn.c          the churn phase: run, table, JSON
+ *   test.c           what the tests of every phase share
+ *   fmt.c            the names and formats every file shares
  * The allocators under test are common/alloc.h's, selected by common/kinds.h.
  */
 #ifndef RTMEM_TOOLS_MEMCHECK_H
@@ -291,8 +294,6 @@ void mc_report(const struct tk_session *s, FILE *f);
 void mc_facts(const struct tk_session *s, struct tk_facts *out);
 void mc_json(const struct tk_session *s, struct tk_json *j);
 void mc_teardown(struct tk_session *s);
-/* The names of the phases: "pow2", "random", "pattern", "churn". */
-const char *mc_phase_name(enum mc_phase phase);
 
 /* ---- test.c: what the phases' tests share ------------------------------------------ */
 
@@ -378,17 +379,20 @@ int mc_child_phase(struct memcheck *m, struct mc_target *t, enum mc_phase phase)
 /* ---- the reports: they read the results, never change them ------------------------- */
 
 /* report_text.c */
-/* Width of the allocator-name column: the longest name, at least 9. */
-int mc_name_width(const struct memcheck *m);
-/* A byte count as the tables print it: "64k", or the number. */
-const char *mc_fmt_size(char *buf, size_t size, size_t bytes);
 /* The header as is, or as '#' lines before smokey's layout. */
 void mc_print_preamble(FILE *f, const struct memcheck *m);
 
 /* report_smokey.c */
 void mc_print_smokey(FILE *f, const struct memcheck *m);
 
-/* report_json.c */
+/* ---- fmt.c: the names and formats every file shares (the leaf) ------------------- */
+
+/* The names of the phases: "pow2", "random", "pattern", "churn". */
+const char *mc_phase_name(enum mc_phase phase);
+/* Width of the allocator-name column: the longest name, at least 9. */
+int mc_name_width(const struct memcheck *m);
+/* A byte count as smokey's tables print it: "64k", or the number. */
+const char *mc_fmt_size(char *buf, size_t size, size_t bytes);
 /* v rounded to grain, so that 10 significant digits do not print noise. */
 void mc_json_num(struct tk_json *j, double v, double grain);
 

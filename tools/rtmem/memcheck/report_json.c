@@ -18,13 +18,6 @@
 #include "common/out.h"
 #include "memcheck.h"
 
-/* Times are rounded to 0.1 ns (the timer's grain is several ns),
- * percentages to 0.001. */
-void mc_json_num(struct tk_json *j, double v, double grain)
-{
-    tk_json_double(j, isfinite(v) ? round(v / grain) * grain : v);
-}
-
 static void json_applies(struct tk_json *j, const struct tk_alloc *a)
 {
     tk_json_key(j, "applies");

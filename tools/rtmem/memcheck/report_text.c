@@ -11,24 +11,6 @@
 #include "common/out.h"
 #include "memcheck.h"
 
-int mc_name_width(const struct memcheck *m)
-{
-    size_t w = 9;
-    for (size_t i = 0; i < m->n_t; i++)
-        if (strlen(m->t[i].a.name) > w)
-            w = strlen(m->t[i].a.name);
-    return (int)w;
-}
-
-const char *mc_fmt_size(char *buf, size_t size, size_t bytes)
-{
-    if (bytes >= 1024 && bytes % 1024 == 0)
-        snprintf(buf, size, "%zuk", bytes / 1024);
-    else
-        snprintf(buf, size, "%zu", bytes);
-    return buf;
-}
-
 /* An allocator's sequential phases and its pattern phase. */
 static void print_target(FILE *f, const struct memcheck *m, const struct mc_target *t)
 {

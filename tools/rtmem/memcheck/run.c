@@ -19,13 +19,6 @@
 /* The timer's calibration window. */
 #define CALIBRATION_MS 60u
 
-static const char *const phase_names[MC_PHASES] = { "pow2", "random", "pattern", "churn" };
-
-const char *mc_phase_name(enum mc_phase phase)
-{
-    return phase < MC_PHASES ? phase_names[phase] : "?";
-}
-
 /* ---- allocators ----------------------------------------------------------------- */
 
 /* memcheck runs, by default, every rtmem kind, glibc, the peers that load

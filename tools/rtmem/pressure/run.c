@@ -120,7 +120,7 @@ static void print_header(FILE *f, const struct pr *r)
         char a[24], b[24];
         fprintf(f, "  memory: %s for the vm workers, %s available (MemAvailable, cgroup)%s\n",
                 tk_opt_fmt_bytes(a, sizeof(a), (uint64_t)r->o.spec.vm * r->o.spec.bytes),
-                tk_pressure_fmt_mem(b, sizeof(b), avail), r->o.force ? " (--force)" : "");
+                tk_fmt_iec_approx(b, sizeof(b), avail), r->o.force ? " (--force)" : "");
     }
     fprintf(f, "\n");
 }

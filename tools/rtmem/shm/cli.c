@@ -22,8 +22,6 @@
 #define MAX_DURATION_NS   ((uint64_t)SHM_MAX_TICKS * NS_PER_S)
 #define DEFAULT_SEED      1u
 
-const char *const shm_generator_choices[] = { "splitmix", "rand", NULL };
-
 static const struct shm_opts defaults = {
     .writes = DEFAULT_WRITES,
     .budget_ns = DEFAULT_BUDGET_NS,

@@ -21,18 +21,10 @@ static const char *const phase_ids[SHM_PHASES] = {
     [SHM_PHASE_TEARDOWN] = "teardown",
 };
 
-/* "4K", "2M", "1G": a page size, short. */
+/* A page size as an option writes it ("4K", "2M", "1G"); "?" unknown. */
 static const char *fmt_page(char *buf, size_t size, uint64_t bytes)
 {
-    if (!bytes)
-        snprintf(buf, size, "?");
-    else if (bytes >= GIB)
-        snprintf(buf, size, "%" PRIu64 "G", bytes / GIB);
-    else if (bytes >= MIB)
-        snprintf(buf, size, "%" PRIu64 "M", bytes / MIB);
-    else
-        snprintf(buf, size, "%" PRIu64 "K", bytes / KIB);
-    return buf;
+    return bytes ? tk_opt_fmt_bytes(buf, size, bytes) : "?";
 }
 
 static double per_op(const struct shm_phase *ph)

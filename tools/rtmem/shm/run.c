@@ -219,15 +219,6 @@ void shm_teardown(struct tk_session *s)
     s->state = NULL;
 }
 
-struct shm_row *shm_row_add(struct shm *sh)
-{
-    if (!sh->rows || sh->n_rows == sh->rows_capacity)
-        return NULL;
-    struct shm_row *row = &sh->rows[sh->n_rows++];
-    memset(row, 0, sizeof(*row));
-    return row;
-}
-
 /* One mechanism at one size: the five phases, and the reader. */
 static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, struct shm_row *row)
 {
@@ -280,17 +271,6 @@ static void measure_row(struct shm *sh, enum shm_mech_id m, uint64_t bytes, stru
         row->failed = true;
         snprintf(row->why, sizeof(row->why), "teardown: %.511s", r.a.message);
     }
-}
-
-void shm_print_progress(const struct shm_row *row, uint64_t start_ns)
-{
-    char b[32];
-    printf("%-13s %8s  %s (%.1f s)\n", row->mech, tk_fmt_iec(b, sizeof(b), row->bytes),
-           row->skipped  ? "skipped"
-           : row->failed ? "FAILED"
-                         : "measured",
-           (double)(tk_clock_ns() - start_ns) / 1e9);
-    fflush(stdout);
 }
 
 enum tk_run_end shm_run(struct tk_session *s)

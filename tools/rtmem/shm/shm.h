@@ -30,6 +30,12 @@
  * kit's cleanup before it exists, so that Ctrl-C and SIGTERM remove it;
  * SysV segments are created IPC_PRIVATE and removed from the namespace at
  * once (the arena does it), so that none outlives the run whatever ends it.
+ *
+ * The files call each other one way, from the top down
+ * (tests/tools/test_layers.py): cli.c (the options table, shm_tool), run.c
+ * (setup, the rows), report.c, the phases and modes (duration.c,
+ * java_rows.c, reader.c, workload.c), then the leaves: mech.c (the
+ * mechanisms) and rows.c (the table of rows).
  */
 #ifndef RTMEM_TOOLS_SHM_H
 #define RTMEM_TOOLS_SHM_H
@@ -212,7 +218,7 @@ struct shm {
     size_t n_durs;
 };
 
-/* run.c: the next free row, zeroed, for a row made elsewhere (the Java
+/* rows.c: the next free row, zeroed, for a row made elsewhere (the Java
  * runner's: name it "java:disk", fill its phases); NULL when the table is
  * full (SHM_EXTRA_ROWS per size beyond the mechanisms). */
 struct shm_row *shm_row_add(struct shm *sh);
@@ -220,7 +226,7 @@ struct shm_row *shm_row_add(struct shm *sh);
 /* java_rows.c: with --java, the rows java:disk and java:tmpfs at size
  * bytes, measured in a JVM (java.h), or skipped with sh->java_why. */
 void shm_java_rows(struct shm *sh, uint64_t bytes, uint64_t start_ns);
-/* run.c: a row's line as the run goes (start_ns: the run's start). */
+/* rows.c: a row's line as the run goes (start_ns: the run's start). */
 void shm_print_progress(const struct shm_row *row, uint64_t start_ns);
 
 /* mech.c: a mechanism's region. */

@@ -218,3 +218,5 @@ uint64_t shm_checksum(const void *p, uint64_t bytes)
         h = (h ^ w[i]) * 0x100000001b3u;
     return h;
 }
+
+const char *const shm_generator_choices[] = { "splitmix", "rand", NULL };

@@ -23,20 +23,6 @@
 #define MAX_REP_TIME_NS     ((uint64_t)1000 * NS_PER_MS)
 #define DEFAULT_SEED        1u
 
-const char *const stride_pattern_names[N_PATTERNS] = {
-    [PAT_STRIDE_1] = "stride 1 int (4 B)",
-    [PAT_STRIDE_16] = "stride 16 ints (64 B)",
-    [PAT_CHASE] = "random chase",
-};
-
-const char *const stride_pattern_ids[N_PATTERNS] = {
-    [PAT_STRIDE_1] = "stride_1",
-    [PAT_STRIDE_16] = "stride_16",
-    [PAT_CHASE] = "chase",
-};
-
-const char *const stride_thp_choices[] = { "default", "on", "off", NULL };
-
 static const struct stride_opts defaults = {
     .reps = DEFAULT_REPS,
     .rounds = DEFAULT_ROUNDS,

@@ -88,3 +88,17 @@ void stride_chase_build(char *base, size_t line_bytes, size_t lines, uint32_t *o
             tk_rt_breather(rt);
     }
 }
+
+const char *const stride_pattern_names[N_PATTERNS] = {
+    [PAT_STRIDE_1] = "stride 1 int (4 B)",
+    [PAT_STRIDE_16] = "stride 16 ints (64 B)",
+    [PAT_CHASE] = "random chase",
+};
+
+const char *const stride_pattern_ids[N_PATTERNS] = {
+    [PAT_STRIDE_1] = "stride_1",
+    [PAT_STRIDE_16] = "stride_16",
+    [PAT_CHASE] = "chase",
+};
+
+const char *const stride_thp_choices[] = { "default", "on", "off", NULL };

@@ -12,18 +12,6 @@
 #include "common/tool.h"
 #include "stride.h"
 
-const char *stride_fmt_bytes(char *buf, size_t size, uint64_t bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    unsigned u = 0;
-    while (u + 1 < sizeof(units) / sizeof(units[0]) && bytes && bytes % 1024 == 0) {
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, size, "%" PRIu64 " %s", bytes, units[u]);
-    return buf;
-}
-
 /* ns per access with the decimals its size deserves, "-" for none. */
 static const char *fmt_ns(char *buf, size_t size, double ns)
 {
@@ -49,40 +37,14 @@ static const char *thp_advice(const struct stride *st)
 }
 
 /* The header's column of text, under "caches     : ". */
-#define TEXT_COL 13
-
 /* "label      : " and the text formatted as printf does, wrapped at 80
- * columns under TEXT_COL. An empty label continues the previous item. */
-static void item(FILE *f, const char *label, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void item(FILE *f, const char *label, const char *fmt, ...)
-{
-    char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    fprintf(f, "%-11s%s", label, label[0] ? ": " : "  ");
-    tk_opt_wrap(f, text, TEXT_COL, TEXT_COL);
-}
-
+ * columns under TK_ITEM_COL. An empty label continues the previous item. */
 static void print_caches(FILE *f, const struct stride *st)
 {
     const struct tk_caches *c = &st->caches;
-    char b[32];
-    fprintf(f, "%-11s: cpu %d: ", "caches", c->cpu);
-    if (!c->read)
-        fprintf(f, "UNKNOWN: no cache is listed in %s/cpu%d/cache", c->dir, c->cpu);
-    for (size_t i = 0; i < c->n; i++) {
-        const struct tk_cache *k = &c->caches[i];
-        fprintf(f, "%s%s %s", i ? ", " : "", k->name,
-                k->bytes ? stride_fmt_bytes(b, sizeof(b), k->bytes) : "(size unknown)");
-        /* A cache shared with other CPUs is shared with their work too. */
-        if (k->shared[0] && strpbrk(k->shared, ",-"))
-            fprintf(f, " (shared by cpus %s)", k->shared);
-    }
-    fprintf(f, "\n%*scache line %u B", TEXT_COL, "", c->line_bytes);
+    char text[512];
+    tk_item(f, "caches", "%s", tk_caches_describe(text, sizeof(text), c));
+    fprintf(f, "%*scache line %u B", TK_ITEM_COL, "", c->line_bytes);
     if (c->line_assumed)
         fprintf(f, " ASSUMED (sysfs does not give it)\n");
     else
@@ -93,16 +55,15 @@ static void print_buffer(FILE *f, const struct stride *st)
 {
     const struct rtm_arena_report *r = &st->buf.report;
     char b[32], p[32], h[32];
-    item(f, "buffer",
-         "%s, one mapping, prefaulted, %s; pages of %s, %s of it in transparent huge pages "
-         "(system: %s, --thp %s)",
-         stride_fmt_bytes(b, sizeof(b), st->top_bytes),
-         r->lock_state == RTM_ARENA_LOCKED ? "locked" : "NOT locked",
-         stride_fmt_bytes(p, sizeof(p), r->page_bytes),
-         stride_fmt_bytes(h, sizeof(h), r->anon_huge_bytes),
-         st->thp_mode[0] ? st->thp_mode : "unknown", thp_advice(st));
+    tk_item(f, "buffer",
+            "%s, one mapping, prefaulted, %s; pages of %s, %s of it in transparent huge pages "
+            "(system: %s, --thp %s)",
+            tk_fmt_iec(b, sizeof(b), st->top_bytes),
+            r->lock_state == RTM_ARENA_LOCKED ? "locked" : "NOT locked",
+            tk_fmt_iec(p, sizeof(p), r->page_bytes), tk_fmt_iec(h, sizeof(h), r->anon_huge_bytes),
+            st->thp_mode[0] ? st->thp_mode : "unknown", thp_advice(st));
     if (st->buf.message[0])
-        item(f, "", "%s", st->buf.message);
+        tk_item(f, "", "%s", st->buf.message);
 }
 
 static void print_sizes(FILE *f, const struct stride *st)
@@ -118,12 +79,12 @@ static void print_sizes(FILE *f, const struct stride *st)
         snprintf(how, sizeof(how), ", doubling, up to %u x %s", STRIDE_LLC_FACTOR, llc->name);
     else
         snprintf(how, sizeof(how), ", doubling (no cache known)");
-    item(f, "sizes", "%zu, %s to %s%s", s->n, stride_fmt_bytes(a, sizeof(a), s->bytes[0]),
-         stride_fmt_bytes(b, sizeof(b), s->bytes[s->n - 1]), how);
+    tk_item(f, "sizes", "%zu, %s to %s%s", s->n, tk_fmt_iec(a, sizeof(a), s->bytes[0]),
+            tk_fmt_iec(b, sizeof(b), s->bytes[s->n - 1]), how);
     if (st->sizes_capped)
-        item(f, "", "capped at %s: the larger ones do not fit in half of MemAvailable (%s)",
-             stride_fmt_bytes(a, sizeof(a), s->bytes[s->n - 1]),
-             stride_fmt_bytes(b, sizeof(b), st->mem_available));
+        tk_item(f, "", "capped at %s: the larger ones do not fit in half of MemAvailable (%s)",
+                tk_fmt_iec(a, sizeof(a), s->bytes[s->n - 1]),
+                tk_fmt_iec(b, sizeof(b), st->mem_available));
 }
 
 /* Why the run is not real-time, NULL if it is. */
@@ -146,24 +107,24 @@ void stride_print_header(FILE *f, const struct stride *st)
     print_caches(f, st);
     print_buffer(f, st);
     print_sizes(f, st);
-    item(f, "patterns", "%s: read-modify-write of every int, in order",
-         stride_pattern_names[PAT_STRIDE_1]);
-    item(f, "", "%s: the same, one int every 64 bytes", stride_pattern_names[PAT_STRIDE_16]);
-    item(f, "",
-         "%s: a load per cache line (%u B), each the next line's address, in a random cyclic "
-         "order (seed %" PRIu64 ")",
-         stride_pattern_names[PAT_CHASE], st->caches.line_bytes, st->o.seed);
-    item(f, "repetitions",
-         "%u per size and pattern, shared among %u round%s over the sizes, each after a "
-         "warm-up and sized to last %s or more; the median ns per access, and the spread "
-         "(p90 - p10) / median",
-         st->o.reps, st->o.rounds, st->o.rounds == 1 ? "" : "s",
-         tk_args_fmt_time(t, sizeof(t), st->o.rep_time_ns));
+    tk_item(f, "patterns", "%s: read-modify-write of every int, in order",
+            stride_pattern_names[PAT_STRIDE_1]);
+    tk_item(f, "", "%s: the same, one int every 64 bytes", stride_pattern_names[PAT_STRIDE_16]);
+    tk_item(f, "",
+            "%s: a load per cache line (%u B), each the next line's address, in a random cyclic "
+            "order (seed %" PRIu64 ")",
+            stride_pattern_names[PAT_CHASE], st->caches.line_bytes, st->o.seed);
+    tk_item(f, "repetitions",
+            "%u per size and pattern, shared among %u round%s over the sizes, each after a "
+            "warm-up and sized to last %s or more; the median ns per access, and the spread "
+            "(p90 - p10) / median",
+            st->o.reps, st->o.rounds, st->o.rounds == 1 ? "" : "s",
+            tk_args_fmt_time(t, sizeof(t), st->o.rep_time_ns));
     if (not_real_time(st))
-        item(f, "NOT RT",
-             "%s: other tasks may take the CPU during a repetition (the medians resist that, "
-             "the spread shows it)",
-             not_real_time(st));
+        tk_item(f, "NOT RT",
+                "%s: other tasks may take the CPU during a repetition (the medians resist that, "
+                "the spread shows it)",
+                not_real_time(st));
     fprintf(f, "\n");
 }
 
@@ -188,11 +149,14 @@ static void print_row(FILE *f, const struct stride *st, size_t i)
                  tk_fmt_double(pct, sizeof(pct), spread_pct(&p->r[k]), 0));
     }
     fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s\n",
-            stride_fmt_bytes(size, sizeof(size), p->bytes), p->level, ns[0], sp[0], ns[1], sp[1],
-            ns[2], sp[2], tk_fmt_double(ratio, sizeof(ratio), ratio_16_1(p), 2));
+            tk_fmt_iec(size, sizeof(size), p->bytes), p->level, ns[0], sp[0], ns[1], sp[1], ns[2],
+            sp[2], tk_fmt_double(ratio, sizeof(ratio), ratio_16_1(p), 2));
 }
 
-size_t stride_jumps(const struct stride *st, enum stride_pattern pat, struct stride_jump *out)
+/* The jumps of pattern pat's cost into out (room for n_points); returns how
+ * many. */
+static size_t stride_jumps(const struct stride *st, enum stride_pattern pat,
+                           struct stride_jump *out)
 {
     size_t n = st->n_points, found = 0;
     double floor[STRIDE_MAX_SIZES];
@@ -250,7 +214,7 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
                          k == 1   ? "past "
                          : k == n ? " and "
                                   : ", ",
-                         c->name, stride_fmt_bytes(b, sizeof(b), c->bytes));
+                         c->name, tk_fmt_iec(b, sizeof(b), c->bytes));
         len += w > 0 ? (size_t)w : 0;
     }
     if (n)
@@ -259,11 +223,11 @@ static const char *jump_place(char *buf, size_t size, const struct stride *st,
         const struct tk_cache *c = &st->caches.caches[i];
         if (tk_cache_sized_data(c) && to <= c->bytes) {
             snprintf(buf, size, "%s %s (%s)", to == c->bytes ? "reaching" : "within", c->name,
-                     stride_fmt_bytes(b, sizeof(b), c->bytes));
+                     tk_fmt_iec(b, sizeof(b), c->bytes));
             return buf;
         }
     }
-    snprintf(buf, size, "beyond %s (%s)", llc->name, stride_fmt_bytes(b, sizeof(b), llc->bytes));
+    snprintf(buf, size, "beyond %s (%s)", llc->name, tk_fmt_iec(b, sizeof(b), llc->bytes));
     return buf;
 }
 
@@ -289,9 +253,9 @@ static void print_jumps(FILE *f, const struct stride *st, enum stride_pattern pa
         char x[TK_FMT_MAX], a[32], an[TK_FMT_MAX], b[32], bn[TK_FMT_MAX], where[160];
         fprintf(f, "    x%s from %s (%s ns) to %s (%s ns), %s\n",
                 tk_fmt_double(x, sizeof(x), jp->to_ns / jp->from_ns, 1),
-                stride_fmt_bytes(a, sizeof(a), st->points[jp->from].bytes),
+                tk_fmt_iec(a, sizeof(a), st->points[jp->from].bytes),
                 fmt_ns(an, sizeof(an), jp->from_ns),
-                stride_fmt_bytes(b, sizeof(b), st->points[jp->to].bytes),
+                tk_fmt_iec(b, sizeof(b), st->points[jp->to].bytes),
                 fmt_ns(bn, sizeof(bn), jp->to_ns), jump_place(where, sizeof(where), st, jp));
     }
 }
@@ -323,15 +287,15 @@ void stride_report(const struct tk_session *s, FILE *f)
         for (int p = 0; p < N_PATTERNS; p++)
             print_jumps(f, st, (enum stride_pattern)p);
     fprintf(f, "\n");
-    item(f, "timer",
-         "a reading pair costs %s ns (p50), %s%% of the shortest repetition (%s ms): not "
-         "subtracted",
-         tk_fmt_double(a, sizeof(a), st->timer.overhead_p50_ns, 1),
-         tk_fmt_double(b, sizeof(b), 100.0 * st->timer.overhead_p50_ns / st->rep_ns_min, 4),
-         tk_fmt_double(c, sizeof(c), st->rep_ns_min / 1e6, 3));
-    item(f, "page faults", "%" PRIu64 " during the timed repetitions", faults_timed(st));
+    tk_item(f, "timer",
+            "a reading pair costs %s ns (p50), %s%% of the shortest repetition (%s ms): not "
+            "subtracted",
+            tk_fmt_double(a, sizeof(a), st->timer.overhead_p50_ns, 1),
+            tk_fmt_double(b, sizeof(b), 100.0 * st->timer.overhead_p50_ns / st->rep_ns_min, 4),
+            tk_fmt_double(c, sizeof(c), st->rep_ns_min / 1e6, 3));
+    tk_item(f, "page faults", "%" PRIu64 " during the timed repetitions", faults_timed(st));
     if (not_real_time(st))
-        item(f, "NOT RT", "%s: the figures may include other tasks' time", not_real_time(st));
+        tk_item(f, "NOT RT", "%s: the figures may include other tasks' time", not_real_time(st));
 }
 
 void stride_facts(const struct tk_session *s, struct tk_facts *out)

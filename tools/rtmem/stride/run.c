@@ -112,9 +112,9 @@ int stride_setup(struct tk_session *s)
             tk_args_bad(&s->cli,
                         "a buffer of %s (and the chase's order) needs %s: more than half of "
                         "MemAvailable (%s)",
-                        stride_fmt_bytes(size, sizeof(size), top),
-                        stride_fmt_bytes(need, sizeof(need), memory_needed(st, top)),
-                        stride_fmt_bytes(have, sizeof(have), st->mem_available));
+                        tk_fmt_iec(size, sizeof(size), top),
+                        tk_fmt_iec(need, sizeof(need), memory_needed(st, top)),
+                        tk_fmt_iec(have, sizeof(have), st->mem_available));
             return TK_EXIT_USAGE;
         }
         st->sizes.n--;

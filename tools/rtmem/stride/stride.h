@@ -31,7 +31,8 @@
  * all its repetitions (nearest rank), p10, p90, min and max.
  *
  * One thread, the main one, measures: pinned to one CPU (the caches are
- * that CPU's, read from sysfs by common/caches.c), under SCHED_FIFO unless --no-rt,
+ * that CPU's, read from sysfs by common/caches.c), under SCHED_FIFO unless --no-rt
+ * (unpinned then, unless --cpu is given),
  * resting between repetitions so that RT throttling never stops a timed
  * one (tk_rt_breather). The buffer is one mapping of the largest size
  * (rtm_arena: prefaulted, locked if permitted, verified), mapped after the
@@ -170,12 +171,15 @@ struct stride {
     double rep_ns_min; /* the shortest repetition of the run */
 };
 
-/* cli.c */
+/* The files call each other one way, from the top down
+ * (tests/tools/test_layers.py): cli.c (the options table, stride_tool),
+ * run.c (setup, the sweep), report.c (the report and the JSON), pattern.c
+ * (the leaf: the loops, their names). */
+
+/* pattern.c: the measured loops, the chase's layout, their names. */
 extern const char *const stride_pattern_names[N_PATTERNS]; /* "stride 1 int (4 B)" */
 extern const char *const stride_pattern_ids[N_PATTERNS];   /* JSON: "stride_1" */
 extern const char *const stride_thp_choices[];
-
-/* pattern.c: the measured loops, and the chase's layout. */
 /* count read-modify-writes of ints[at * stride], ints[(at + 1) * stride],
  * ..., access per_pass - 1 followed by access 0. Returns the next access. */
 size_t stride_rmw_walk(volatile uint32_t *ints, size_t per_pass, size_t stride, size_t at,
@@ -202,11 +206,5 @@ void stride_report(const struct tk_session *s, FILE *f);
 void stride_json(const struct tk_session *s, struct tk_json *j);
 struct tk_facts;
 void stride_facts(const struct tk_session *s, struct tk_facts *out);
-/* The jumps of pattern p's cost into out (room for n_points); returns how
- * many. */
-size_t stride_jumps(const struct stride *st, enum stride_pattern p, struct stride_jump *out);
-/* "4 KiB", "48 KiB", "1280 KiB", "128 MiB": in the largest binary unit that
- * divides it, into buf (>= 32 bytes). */
-const char *stride_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 
 #endif /* RTMEM_TOOLS_STRIDE_H */

@@ -16,16 +16,6 @@
 #define QUICK_REPS   50u
 #define MAX_REPS     1000000u
 
-const char *const wcet_kind_names[] = { "tlsf", "heapmem", "xnheap", "glibc", NULL };
-const char *const wcet_harden_choices[] = { "o1", "none", "full", NULL };
-const int wcet_harden_levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE, RTM_HEAP_HARDEN_FULL };
-const char *const wcet_count_choices[] = { "auto", "valgrind", "none", NULL };
-#ifdef WCET_SANITIZED
-const char wcet_no_glibc[] = "this build's sanitizer replaces malloc: glibc's is not reached";
-#else
-const char wcet_no_glibc[] = "its scenarios need glibc 2.33 or later";
-#endif
-
 static const struct wcet_opts defaults = {
     .reps = DEFAULT_REPS,
     .page_image = WCET_PAGE_IMAGE,

@@ -11,19 +11,6 @@
 #include "common/tool.h"
 #include "wcet.h"
 
-static void item(FILE *f, const char *label, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void item(FILE *f, const char *label, const char *fmt, ...)
-{
-    fprintf(f, "%-12s ", label[0] ? label : "");
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fputc('\n', f);
-}
-
 static const char *flush_method(const struct wcet *w)
 {
     return w->cops_ok ? tk_flush_method_name(w->cops.method) : "none";
@@ -37,19 +24,19 @@ void wcet_print_header(FILE *f, const struct wcet *w)
     tk_timer_print(f, "timer: ", &w->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &w->rt);
     const struct tk_cache *c2 = tk_caches_level(&w->caches, 2);
-    item(f, "images",
-         "TLSF %s, page heaps %s (the L2 holds %s); restored by a copy before each "
-         "operation",
-         tk_fmt_iec(a, sizeof(a), WCET_TLSF_IMAGE), tk_fmt_iec(b, sizeof(b), w->o.page_image),
-         c2 && c2->bytes ? tk_fmt_iec(l2, sizeof(l2), c2->bytes) : "unknown");
-    item(f, "cold",
-         "the state's memory flushed from every cache level before each operation "
-         "(%s); code and stack warm",
-         flush_method(w));
-    item(f, "hardening", "%s (rtm_heap_create_ex)", wcet_harden_choices[w->o.harden]);
+    tk_item(f, "images",
+            "TLSF %s, page heaps %s (the L2 holds %s); restored by a copy before each "
+            "operation",
+            tk_fmt_iec(a, sizeof(a), WCET_TLSF_IMAGE), tk_fmt_iec(b, sizeof(b), w->o.page_image),
+            c2 && c2->bytes ? tk_fmt_iec(l2, sizeof(l2), c2->bytes) : "unknown");
+    tk_item(f, "cold",
+            "the state's memory flushed from every cache level before each operation "
+            "(%s); code and stack warm",
+            flush_method(w));
+    tk_item(f, "hardening", "%s (rtm_heap_create_ex)", wcet_harden_choices[w->o.harden]);
     if (w->glibc_skipped)
-        item(f, "glibc", "left out: %s", w->glibc_why);
-    item(f, "repetitions", "%u warm and %u cold per scenario, in turn", w->o.reps, w->o.reps);
+        tk_item(f, "glibc", "left out: %s", w->glibc_why);
+    tk_item(f, "repetitions", "%u warm and %u cold per scenario, in turn", w->o.reps, w->o.reps);
     fprintf(f, "\n");
 }
 

@@ -1,7 +1,7 @@
 /*
  * `rtmem wcet`: what every family of scenarios shares: the timed call, a
- * case's heap image (made, saved and restored), and the words a scenario
- * leaves for the report.
+ * case's heap image (made, saved and restored), the words a scenario
+ * leaves for the report, and the names of kinds, levels and ways to count.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -9,6 +9,17 @@
 #include <string.h>
 
 #include "wcet.h"
+
+/* The names the options take, and what they stand for. */
+const char *const wcet_kind_names[] = { "tlsf", "heapmem", "xnheap", "glibc", NULL };
+const char *const wcet_harden_choices[] = { "o1", "none", "full", NULL };
+const int wcet_harden_levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE, RTM_HEAP_HARDEN_FULL };
+const char *const wcet_count_choices[] = { "auto", "valgrind", "none", NULL };
+#ifdef WCET_SANITIZED
+const char wcet_no_glibc[] = "this build's sanitizer replaces malloc: glibc's is not reached";
+#else
+const char wcet_no_glibc[] = "its scenarios need glibc 2.33 or later";
+#endif
 
 /* Never inlined, cloned or specialised: callgrind counts this function by
  * name (count.c). */

@@ -266,14 +266,20 @@ struct wcet {
     size_t failures;  /* scenarios whose build, check or path failed */
 };
 
-/* cli.c */
+/* The files call each other one way, from the top down
+ * (tests/tools/test_layers.py): cli.c (the options table, wcet_tool),
+ * run.c (setup, the run), report.c, then the ways to measure (measure.c,
+ * count.c, hw.c), the families of scenarios (tlsf.c, pageheap.c, glibc.c,
+ * plugin.c) and scenarios.c, the leaf every other file uses. */
+
+/* scenarios.c: the names the options take. */
 extern const char *const wcet_kind_names[];     /* NULL-terminated */
 extern const char *const wcet_harden_choices[]; /* "o1", "none", "full" */
 extern const int wcet_harden_levels[];          /* RTM_HEAP_HARDEN_* of each */
 extern const char *const wcet_count_choices[];
 extern const char wcet_no_glibc[]; /* why glibc's scenarios cannot run, if they cannot */
 
-/* scenarios.c: the list, the timed call, and what every family shares. */
+/* The scenarios of each family (tlsf.c, pageheap.c, glibc.c, plugin.c). */
 extern const struct wcet_scenario wcet_tlsf_scenarios[];
 extern const size_t wcet_tlsf_n;
 extern const struct wcet_scenario wcet_pageheap_scenarios[];
@@ -282,6 +288,8 @@ extern const struct wcet_scenario wcet_glibc_scenarios[];
 extern const size_t wcet_glibc_n;
 extern const struct wcet_scenario wcet_plugin_scenarios[];
 extern const size_t wcet_plugin_n;
+
+/* scenarios.c: the timed call, and what every family shares. */
 /* The timed call: the operation c holds, once. Not inlined: the counted
  * run (count.c) counts exactly this function. */
 void wcet_call(struct wcet_case *c);
