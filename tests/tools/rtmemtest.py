@@ -1,15 +1,13 @@
-"""Helpers for the tests of the rtmem command (tests/tools/test_*.py).
+"""Helpers for the tests of the rtmem command (tests/tools/test_*.py),
+which are pytest cases (conftest.py gives their fixtures): run the
+command, read its JSON, and explain a failed run in an assertion.
 
-A test script makes one Checks, runs the command with run(), records each
-expectation with checks.ok() (a failure is printed with what was expected
-and what came out, and the script goes on), and ends with checks.done(),
-which prints "N passed, N failed" and exits 1 on any failure or if nothing
-was checked.
+    def test_bad_ops(rtmem):
+        r = run(rtmem, "bench", "--ops", "0")
+        assert r.returncode == 2, explain(r)
 
-    checks = Checks("tools.cli")
-    r = run(rtmem, "bench", "--ops", "0")
-    checks.ok(r.returncode == 2, "bench --ops 0 is bad usage", r)
-    checks.done()
+Imported outside pytest (a test file run as a script, which would define
+its cases and pass without running one) it stops with how to run it.
 """
 
 import json
@@ -20,31 +18,16 @@ import subprocess
 import sys
 import tempfile
 
+if not getattr(sys, "rtmem_under_pytest", False):  # set by conftest.py
+    sys.exit("%s: these are pytest cases: python3 -m pytest %s --rtmem BINARY (see "
+             "tests/tools/CMakeLists.txt)" % (sys.argv[0], sys.argv[0]))
 
-class Checks:
-    def __init__(self, name):
-        self.name = name
-        self.passed = 0
-        self.failed = 0
 
-    def ok(self, cond, what, detail=None):
-        """Records cond; on failure prints what and detail (a
-        CompletedProcess shows its status and output)."""
-        if cond:
-            self.passed += 1
-            return True
-        self.failed += 1
-        print("FAILED: " + what)
-        if isinstance(detail, subprocess.CompletedProcess):
-            print("  exit status %s; stdout:\n%s\n  stderr:\n%s"
-                  % (detail.returncode, tail(detail.stdout), tail(detail.stderr)))
-        elif detail is not None:
-            print("  " + str(detail))
-        return False
-
-    def done(self):
-        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
-        sys.exit(1 if self.failed or not self.passed else 0)
+def explain(r):
+    """A finished command for an assertion's message: its exit status and
+    the tails of its output."""
+    return "exit status %s; stdout:\n%s\n  stderr:\n%s" % (r.returncode, tail(r.stdout),
+                                                         tail(r.stderr))
 
 
 def tail(text, lines=30):
@@ -144,23 +127,18 @@ ENVELOPE = ["schema", "tool", "version", "command_line", "machine", "timer", "re
             "seed", "seconds", "passed"]
 
 
-def envelope_ok(checks, doc, tool, schema, args):
+def assert_envelope(doc, tool, schema, args):
     """The shared envelope of a result file: members first, in order, with
     the values the run had."""
-    if not checks.ok(doc is not None, "%s: the result file is JSON" % tool):
-        return
-    keys = list(doc.keys())
-    checks.ok(keys[:len(ENVELOPE)] == ENVELOPE, "%s: the envelope comes first" % tool, keys)
-    checks.ok(doc.get("schema") == schema, "%s: schema %s" % (tool, schema), doc.get("schema"))
-    checks.ok(doc.get("tool") == tool, "%s: tool" % tool, doc.get("tool"))
-    checks.ok(doc.get("command_line") == ["rtmem", tool] + [str(a) for a in args],
-              "%s: command_line" % tool, doc.get("command_line"))
-    checks.ok(isinstance(doc.get("seconds"), (int, float)) and doc["seconds"] >= 0,
-              "%s: seconds" % tool, doc.get("seconds"))
-    checks.ok(isinstance(doc.get("passed"), bool), "%s: passed" % tool, doc.get("passed"))
-    checks.ok(isinstance(doc.get("machine"), dict) and "cpu_model" in doc["machine"],
-              "%s: machine" % tool, doc.get("machine"))
-    checks.ok(isinstance(doc.get("timer"), dict), "%s: timer" % tool, doc.get("timer"))
+    assert doc is not None, "%s: the result file is not JSON" % tool
+    assert list(doc.keys())[:len(ENVELOPE)] == ENVELOPE, list(doc.keys())
+    assert doc["schema"] == schema
+    assert doc["tool"] == tool
+    assert doc["command_line"] == ["rtmem", tool] + [str(a) for a in args]
+    assert isinstance(doc["seconds"], (int, float)) and doc["seconds"] >= 0
+    assert isinstance(doc["passed"], bool)
+    assert isinstance(doc["machine"], dict) and "cpu_model" in doc["machine"]
+    assert isinstance(doc["timer"], dict)
 
 
 # Processes a tool starts: to see every one that outlives its parent, a
@@ -266,3 +244,75 @@ def as_nobody(test, rtmem):
               "unprivileged one" % (test, probe.stderr.strip()))
         return None
     return unpriv
+
+
+def default_signals():
+    """In a child, before exec: SIGINT, SIGTERM and SIGHUP at their default
+    action, even where the test runs with them ignored (a background job
+    ignores SIGINT, nohup SIGHUP), since rtmem keeps an ignored signal
+    ignored. For Popen's preexec_fn."""
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+class started:
+    """A process started for a case (Popen: no standard input, text output
+    piped, the signals at their default action), killed and reaped on
+    leaving, whatever happens; if the case failed, the orphans it left
+    (a subreaper test's) too.
+
+        with started(rtmem, "latency", "--duration", 60) as p:
+            ...
+    """
+
+    def __init__(self, *args, **kw):
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        kw.setdefault("text", True)
+        kw.setdefault("preexec_fn", default_signals)
+        self.p = subprocess.Popen([str(a) for a in args], **kw)
+
+    def __enter__(self):
+        return self.p
+
+    def __exit__(self, exc_type, *exc):
+        import signal
+        p = self.p
+        if p.poll() is None:
+            p.kill()
+        p.__exit__(None, None, None)  # closes the pipes, waits
+        if exc_type is not None:
+            for k in children_of(os.getpid()):
+                try:
+                    os.kill(k, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            orphans()
+        return False
+
+
+def signal_at(p, prefix, sig, timeout=120):
+    """Sends sig to the started process p once a line of its output starts
+    with prefix, and waits for it to end: the CompletedProcess, with the
+    whole output."""
+    out = []
+    for line in p.stdout:
+        out.append(line)
+        if line.startswith(prefix):
+            p.send_signal(sig)
+            break
+    rest, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(p.args, p.returncode, "".join(out) + rest, err)
+
+
+def left_in(d, expected=()):
+    """The names in directory d besides those expected, sorted."""
+    return sorted(set(os.listdir(d)) - set(expected))
+
+
+def mem_available():
+    """MemAvailable of /proc/meminfo, in bytes."""
+    with open("/proc/meminfo") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))

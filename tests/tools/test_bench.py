@@ -2,92 +2,106 @@
 every phase; --no-free-order skips that phase; the peers named run or are
 skipped with the reason; bad usage exits 2 with the message and the --help
 hint, never a crash.
-
-usage: test_bench.py RTMEM_BINARY
 """
 import os
-import sys
 
-from rtmemtest import BITS, Checks, TempDir, envelope_ok, load_json, run
+import pytest
 
-rtmem = sys.argv[1]
-checks = Checks("tools.bench")
+from rtmemtest import BITS, assert_envelope, explain, load_json, run
 
-with TempDir() as tmp:
-    path = os.path.join(tmp, "b.json")
+# A short run: the main phase only, of a few allocators.
+SHORT = ["--quick", "--no-rt", "--no-sweep", "--no-free-order"]
+
+
+@pytest.fixture(scope="module")
+def quick(rtmem, module_dir):
+    """One `bench --quick` run on the defaults: (its result, its document)."""
+    path = os.path.join(module_dir, "b.json")
     args = ["--quick", "--no-rt", "--json", path]
     r = run(rtmem, "bench", *args)
-    checks.ok(r.returncode == 0, "bench --quick", r)
+    assert r.returncode == 0, explain(r)
     d = load_json(path)
-    envelope_ok(checks, d, "bench", "rtmem-bench/2", args)
-    if d:
-        checks.ok(d["passed"] is True and d["seed"] == d["params"]["seed"],
-                  "bench: passed, and the seed is the run's", d.get("seed"))
-        checks.ok(d["real_time"] is not None and "policy" in d["real_time"],
-                  "bench: the real-time setup on record", d.get("real_time"))
-        names = [a["name"] for a in d["allocators"]]
-        kinds = run(rtmem, "kinds").stdout.split()
-        want = ["floor"] + [n for k in kinds for n in (k, k + "-none")] + ["tlsf(typed)", "glibc"]
-        checks.ok(names == want, "bench: by default the floor, each kind and its -none row, "
-                  "tlsf(typed), glibc, and no peer", names)
-        fo = {a["name"]: a for a in d["free_order"]["allocators"]}
-        checks.ok(set(fo) == set(names), "bench: a free-order row per allocator", sorted(fo))
-        for n in set(names) - {"floor"}:
-            for k in ("free_in_order", "free_shuffled"):
-                checks.ok(fo[n][k]["count_per_pass"] == d["free_order"]["fill_blocks"],
-                          "bench: %s %s frees every block of a fill" % (n, k))
-    checks.ok("vs glibc" in r.stdout, "bench: the ratio table", r)
-    checks.ok("shuffled/in-order" in r.stdout, "bench: the free-order table", r)
-    checks.ok("results written to " + path in r.stdout, "bench: says where the results went", r)
+    assert_envelope(d, "bench", "rtmem-bench/2", args)
+    return r, d, path
 
-    path = os.path.join(tmp, "n.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds",
-            "tlsf", "--json", path)
-    d = load_json(path)
-    checks.ok(r.returncode == 0 and d and d["free_order"] is None and d["sweep"] is None,
-              "bench --no-free-order --no-sweep skips those phases", r)
-    checks.ok(d and [a["name"] for a in d["allocators"]] == ["floor", "tlsf"],
-              "bench --kinds tlsf: the floor and tlsf", d and d["allocators"])
 
-    # Peers: each one named runs, or is skipped with the reason.
-    path = os.path.join(tmp, "p.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds",
-            "glibc,jemalloc,mimalloc,tcmalloc", "--json", path)
-    d = load_json(path)
-    if checks.ok(r.returncode == 0 and d, "bench --kinds with the peers", r):
-        ran = {a["name"]: a["api"] for a in d["allocators"]}
-        skipped = {x["name"]: x["reason"] for x in d["skipped"]}
-        for p in ("jemalloc", "mimalloc", "tcmalloc"):
-            checks.ok((ran.get(p) == "peer") != (p in skipped and skipped[p] != ""),
-                      "bench: peer %s ran or was skipped with the reason" % p, d["skipped"])
-            if p in skipped:
-                checks.ok("rtmem bench: %s skipped: " % p in r.stderr,
-                          "bench: a named peer skipped is said on stderr", r)
+def short_run(rtmem, tmp_dir, *args, env=None):
+    path = os.path.join(tmp_dir, "s.json")
+    r = run(rtmem, "bench", *SHORT, *args, "--json", path, env=env)
+    return r, load_json(path)
 
-    # A peer that cannot load is skipped, said and recorded, and the run goes
-    # on: jemalloc, with the marker of a process already executed again for
+
+def names(d):
+    return [a["name"] for a in d["allocators"]]
+
+
+def test_quick_run_passes_with_the_runs_seed_and_setup(quick):
+    _, d, _ = quick
+    assert d["passed"] is True and d["seed"] == d["params"]["seed"]
+    assert d["real_time"] is not None and "policy" in d["real_time"]
+
+
+def test_defaults_are_every_kind_and_its_none_row_typed_tlsf_glibc(rtmem, quick):
+    _, d, _ = quick
+    kinds = run(rtmem, "kinds").stdout.split()
+    want = ["floor"] + [n for k in kinds for n in (k, k + "-none")] + ["tlsf(typed)", "glibc"]
+    assert names(d) == want
+
+
+def test_free_order_frees_every_block_of_a_fill(quick):
+    _, d, _ = quick
+    fo = {a["name"]: a for a in d["free_order"]["allocators"]}
+    assert set(fo) == set(names(d))
+    for n in set(names(d)) - {"floor"}:
+        for k in ("free_in_order", "free_shuffled"):
+            assert fo[n][k]["count_per_pass"] == d["free_order"]["fill_blocks"], (n, k)
+
+
+def test_report_has_its_tables_and_says_where_the_results_went(quick):
+    r, _, path = quick
+    assert "vs glibc" in r.stdout
+    assert "shuffled/in-order" in r.stdout
+    assert "results written to " + path in r.stdout
+
+
+def test_no_free_order_no_sweep_skips_those_phases(rtmem, tmp_dir):
+    r, d = short_run(rtmem, tmp_dir, "--kinds", "tlsf")
+    assert r.returncode == 0 and d, explain(r)
+    assert d["free_order"] is None and d["sweep"] is None
+    assert names(d) == ["floor", "tlsf"]
+
+
+def test_each_peer_named_runs_or_is_skipped_with_the_reason(rtmem, tmp_dir):
+    r, d = short_run(rtmem, tmp_dir, "--kinds", "glibc,jemalloc,mimalloc,tcmalloc")
+    assert r.returncode == 0 and d, explain(r)
+    ran = {a["name"]: a["api"] for a in d["allocators"]}
+    skipped = {x["name"]: x["reason"] for x in d["skipped"]}
+    for p in ("jemalloc", "mimalloc", "tcmalloc"):
+        assert (ran.get(p) == "peer") != (skipped.get(p, "") != ""), (p, d["skipped"])
+        if p in skipped:
+            assert "rtmem bench: %s skipped: " % p in r.stderr
+
+
+def test_a_peer_that_cannot_load_is_skipped_said_and_recorded(rtmem, tmp_dir):
+    # jemalloc, with the marker of a process already executed again for
     # static TLS (or not installed at all), cannot load.
-    path = os.path.join(tmp, "s.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds",
-            "jemalloc,tlsf", "--json", path, env={"RTMEM_STATIC_TLS_REEXEC": "x"})
-    d = load_json(path)
-    checks.ok(r.returncode == 0 and d and [a["name"] for a in d["allocators"]] == ["floor", "tlsf"]
-              and [x["name"] for x in d["skipped"]] == ["jemalloc"] and
-              "rtmem bench: jemalloc skipped: " in r.stderr and "note: jemalloc skipped" in r.stdout,
-              "bench: an unloadable peer is skipped, said and recorded", r)
+    r, d = short_run(rtmem, tmp_dir, "--kinds", "jemalloc,tlsf",
+                     env={"RTMEM_STATIC_TLS_REEXEC": "x"})
+    assert r.returncode == 0 and d, explain(r)
+    assert names(d) == ["floor", "tlsf"]
+    assert [x["name"] for x in d["skipped"]] == ["jemalloc"]
+    assert "rtmem bench: jemalloc skipped: " in r.stderr
+    assert "note: jemalloc skipped" in r.stdout
 
-    # Rows come in the order of --kinds, as in every tool; without --kinds:
-    # every kind and its -none row, tlsf(typed), glibc, no peer.
-    path = os.path.join(tmp, "o.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds",
-            "glibc,tlsf-typed,tlsf", "--json", path)
-    d = load_json(path)
-    checks.ok(d and [a["name"] for a in d["allocators"]] == ["floor", "glibc", "tlsf(typed)", "tlsf"],
-              "bench: --kinds sets the order", d and d["allocators"])
 
-# Bad usage: exit status 2, the message, and how to get help; nothing run.
-no_cpu = max(os.sched_getaffinity(0)) + 1
-usage = [
+def test_kinds_sets_the_order_of_the_rows(rtmem, tmp_dir):
+    r, d = short_run(rtmem, tmp_dir, "--kinds", "glibc,tlsf-typed,tlsf")
+    assert r.returncode == 0 and d, explain(r)
+    assert names(d) == ["floor", "glibc", "tlsf(typed)", "tlsf"]
+
+
+NO_CPU = max(os.sched_getaffinity(0)) + 1
+USAGE = [
     (["--ops", "0"], "--ops: '0' is out of range [1, "),
     (["--ops", "-5"], "--ops needs a whole number in [1, "),
     (["--min-size", "100", "--max-size", "10"], "--min-size (100) is larger than --max-size (10)"),
@@ -100,21 +114,17 @@ usage = [
      "unknown allocator 'nosuch'"),
     (["--fill", "0"], "--fill: '0' is out of range"),
     (["--no-sweep", "--sweep-only"], "--no-sweep and --sweep-only exclude each other"),
-    (["--cpu", str(no_cpu)], "--cpu %d: no such CPU for this process (allowed: " % no_cpu),
+    (["--cpu", str(NO_CPU)], "--cpu %d: no such CPU for this process (allowed: " % NO_CPU),
+    (["--no-rt", "--prio", "50"], "--no-rt runs under SCHED_OTHER: --prio would not be used"),
     (["--plugin"], "option '--plugin' needs a value"),
     (["--bogus"], "unknown option '--bogus'"),
     (["stray"], "unexpected argument 'stray'"),
 ]
-for args, message in usage:
-    r = run(rtmem, "bench", *args)
-    checks.ok(r.returncode == 2 and message in r.stderr and
-              "Try 'rtmem bench --help'." in r.stderr and r.stdout == "",
-              "rtmem bench %s: exit 2 with '%s'" % (" ".join(args), message), r)
 
-r = run(rtmem, "bench", "--help")
-checks.ok(r.returncode == 0 and r.stdout.startswith("usage: rtmem bench") and
-          "  --ops N " in r.stdout and "exit status" in r.stdout, "bench --help", r)
-checks.ok(all(len(line) <= 80 for line in r.stdout.splitlines()),
-          "bench --help: lines within 80 columns",
-          [line for line in r.stdout.splitlines() if len(line) > 80])
-checks.done()
+
+@pytest.mark.parametrize("args,message", USAGE, ids=[" ".join(a) for a, _ in USAGE])
+def test_bad_usage_exits_2_with_the_message_and_the_help_hint(rtmem, args, message):
+    r = run(rtmem, "bench", *args)
+    assert r.returncode == 2, explain(r)
+    assert message in r.stderr and "Try 'rtmem bench --help'." in r.stderr
+    assert r.stdout == ""

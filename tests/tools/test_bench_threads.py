@@ -6,8 +6,6 @@ message and the --help hint. The shared type's heaps (POSIX shm) leave no
 object in /dev/shm: after a run, a run whose shared heap cannot be made
 (the row skipped with the reason), and a run interrupted or killed while
 a shared heap is mapped.
-
-usage: test_bench_threads.py RTMEM_BINARY
 """
 import math
 import os
@@ -15,13 +13,12 @@ import re
 import signal
 import statistics
 import subprocess
-import sys
 import time
 
-from rtmemtest import Checks, TempDir, envelope_ok, load_json, run
+import pytest
 
-rtmem = sys.argv[1]
-checks = Checks("lock.bench")
+from rtmemtest import assert_envelope, explain, load_json, run
+
 LOCKS = ["none", "pi", "robust", "shared"]
 SHM = "/dev/shm"
 
@@ -45,139 +42,205 @@ def objects_of(pid):
     return [n for n in os.listdir(SHM) if re.match(r"rtmem-bench-%d(\D|$)" % pid, n)]
 
 
-def no_objects_left(what):
-    checks.ok(not stale_objects(), "%s: no rtmem-bench object left in %s" % (what, SHM),
-              stale_objects())
+def bench_json(rtmem, directory, *args):
+    """`rtmem bench ARGS --json PATH`: (its result, its document or None)."""
+    path = os.path.join(directory, "t.json")
+    r = run(rtmem, "bench", *args, "--json", path)
+    return r, load_json(path)
 
 
-with TempDir() as tmp:
-    path = os.path.join(tmp, "t.json")
+@pytest.fixture(scope="module")
+def threads_only(rtmem, module_dir):
+    """`bench --threads-only` on 3 threads, every lock type: (its result, its
+    document, its arguments, the stale shm objects after it)."""
+    path = os.path.join(module_dir, "t.json")
     args = ["--threads-only", "--quick", "--no-rt", "--threads", "3", "--json", path]
     r = run(rtmem, "bench", *args)
-    checks.ok(r.returncode == 0, "bench --threads-only", r)
+    stale = stale_objects()
+    assert r.returncode == 0, explain(r)
     d = load_json(path)
-    envelope_ok(checks, d, "bench", "rtmem-bench/2", args)
-    if d:
-        t = d["threads"]
-        checks.ok(d["free_order"] is None and d["sweep"] is None and
-                  [a["name"] for a in d["allocators"]] == ["floor"] and
-                  d["params"]["main_phase"] is False,
-                  "bench --threads-only: no other phase", d["params"])
-        checks.ok(t["kind"] == "tlsf" and t["threads"] == 3 and len(t["cpus"]) == 3 and
-                  t["error"] is None and t["ops_per_thread"] == 2000,
-                  "bench --threads-only: the phase's setup on record", t)
-        un = {x["lock"]: x for x in t["uncontended"]["locks"]}
-        checks.ok([x["lock"] for x in t["uncontended"]["locks"]] == LOCKS,
-                  "uncontended: every lock type, shared included", un)
-        for name in ("pi", "robust", "shared"):
-            x = un.get(name, {})
-            checks.ok(all(finite(x.get(k)) for k in
-                          ("bare_lock_unlock_ns", "call_unlocked_ns", "call_locked_ns",
-                           "added_per_call_ns", "added_over_bare", "call_locked_over_unlocked",
-                           "call_locked_over_unlocked_round_min",
-                           "call_locked_over_unlocked_round_max")) and
-                      x["bare_lock_unlock_ns"] > 0 and x["call_locked_ns"] > 0 and
-                      x["call_locked_over_unlocked"] > 0 and x["skipped"] is None and
-                      x["call_locked_over_unlocked_round_min"] <= x["call_locked_over_unlocked"]
-                      <= x["call_locked_over_unlocked_round_max"] and
-                      len(x["rounds_call_locked_ns"]) == d["params"]["rounds"] and
-                      all(finite(v) and v > 0 for v in x["rounds_call_locked_ns"] +
-                          x["rounds_call_unlocked_ns"]),
-                      "uncontended %s: measured figures" % name, x)
-            checks.ok((x.get("target") is None) == (name != "shared"),
-                      "uncontended %s: a target only for shared" % name, x.get("target"))
-        sh = un.get("shared", {})
-        ratio = sh.get("call_locked_over_unlocked")
-        if finite(ratio):
-            per_round = sorted(lo / un for lo, un in zip(sh["rounds_call_locked_ns"],
-                                                          sh["rounds_call_unlocked_ns"]))
-            checks.ok(abs(ratio / statistics.median(per_round) - 1) < 1e-6 and
-                      abs(sh["call_locked_over_unlocked_round_min"] / per_round[0] - 1) < 1e-6 and
-                      abs(sh["call_locked_over_unlocked_round_max"] / per_round[-1] - 1) < 1e-6,
-                      "uncontended shared: the median over the rounds of locked/unlocked", sh)
-            met = ratio <= 3.0
-            checks.ok(sh["target"] == {"call_locked_over_unlocked_max": 3.0, "met": met},
-                      "uncontended shared: the target, judged on the median ratio", sh["target"])
-            line = re.search(r"^  shared .*?\s(not met|met)$", r.stdout, re.M)
-            checks.ok(line and line.group(1) == ("met" if met else "not met") and
-                      ("target <= 3.00x: %s\n" % ("met" if met else "not met")) in r.stdout,
-                      "bench --threads-only: the shared row's verdict, as the JSON's", r)
-        checks.ok(finite(un.get("none", {}).get("call_unlocked_ns")) and
-                  un.get("none", {}).get("added_per_call_ns") is None and
-                  un.get("none", {}).get("call_locked_over_unlocked") is None,
-                  "uncontended none: the unlocked call, nothing added", un.get("none"))
-        co = {x["lock"]: x for x in t["contended"]}
-        checks.ok([x["lock"] for x in t["contended"]] == LOCKS,
-                  "contended: every lock type, shared included", co)
-        for name, x in co.items():
-            rows = x["threads"]
-            checks.ok(x["skipped"] is None, "contended %s: not skipped" % name, x)
-            checks.ok(all(row["alloc"]["count"] + row["free"]["count"] + row["skipped_frees"] ==
-                          t["ops_per_thread"] and row["failed_allocs"] == 0 for row in rows),
-                      "contended %s: every operation of every thread timed" % name, rows)
-            checks.ok(len(rows) == 3 and x["heap_check_failures"] == 0 and
-                      all(row["free_errors"] == 0 and row["alloc"]["count"] > 0 and
-                          finite(row["alloc"]["p99_9_ns"]) and finite(row["free"]["max_ns"])
-                          for row in rows),
-                      "contended %s: a row per thread, every heap sound" % name, x)
-            checks.ok(x["heap"] == ("one per thread" if name == "none" else "shared"),
-                      "contended %s: which heap" % name, x["heap"])
-            if name != "none":
-                checks.ok(x["lock_calls"] >= sum(row["alloc"]["count"] + row["free"]["count"]
-                                                 for row in rows) and
-                          x["lock_contended"] <= x["lock_calls"],
-                          "contended %s: the lock's counts" % name, x)
-    for text in ("lock cost, uncontended", "added/bare", "locked/unlocked", "target <=3.00x",
-                 "3 threads on one tlsf heap", "alloc p50", "lock shared: "):
-        checks.ok(text in r.stdout, "bench --threads-only prints '%s'" % text, r)
-    no_objects_left("bench --threads-only")
+    assert d is not None, "bench --threads-only wrote no JSON"
+    return r, d, args, stale
 
-    # The shared type alone.
-    path = os.path.join(tmp, "s.json")
-    r = run(rtmem, "bench", "--threads-only", "--quick", "--no-rt", "--locks", "shared",
-            "--threads", "2", "--json", path)
-    d = load_json(path)
-    if checks.ok(r.returncode == 0 and d, "bench --locks shared", r):
-        t = d["threads"]
-        un, co = t["uncontended"]["locks"], t["contended"]
-        checks.ok([x["lock"] for x in un] == ["shared"] and [x["lock"] for x in co] == ["shared"],
-                  "bench --locks shared: that lock type only", t)
-        x = un[0]
-        checks.ok(x["skipped"] is None and finite(x["call_locked_over_unlocked"]) and
-                  x["call_locked_over_unlocked"] > 0 and x["call_unlocked_ns"] > 0 and
-                  len(x["rounds_call_unlocked_ns"]) == d["params"]["rounds"] and
-                  isinstance(x["target"]["met"], bool),
-                  "bench --locks shared: its figures and verdict", x)
-        rows = co[0]["threads"]
-        checks.ok(co[0]["skipped"] is None and co[0]["heap"] == "shared" and len(rows) == 2 and
-                  co[0]["heap_check_failures"] == 0 and
-                  all(row["alloc"]["count"] + row["free"]["count"] + row["skipped_frees"] ==
-                      t["ops_per_thread"] and row["free_errors"] == 0 for row in rows) and
-                  co[0]["lock_calls"] >= sum(row["alloc"]["count"] + row["free"]["count"]
-                                             for row in rows),
-                  "bench --locks shared: both threads on the shared heap, every call", co[0])
-    no_objects_left("bench --locks shared")
 
-    path = os.path.join(tmp, "k.json")
-    r = run(rtmem, "bench", "--threads-only", "--quick", "--no-rt", "--locks", "robust",
-            "--threads-kind", "xnheap", "--threads", "1", "--json", path)
-    d = load_json(path)
-    if checks.ok(r.returncode == 0 and d, "bench --locks robust --threads-kind xnheap", r):
-        t = d["threads"]
-        checks.ok(t["kind"] == "xnheap" and
-                  [x["lock"] for x in t["uncontended"]["locks"]] == ["robust"] and
-                  [x["lock"] for x in t["contended"]] == ["robust"],
-                  "bench --locks robust: that lock type only, on xnheap", t)
+@pytest.fixture(scope="module")
+def uncontended(threads_only):
+    return {x["lock"]: x for x in threads_only[1]["threads"]["uncontended"]["locks"]}
 
-    for extra in (["--threads", "0"], ["--sweep-only"]):
-        path = os.path.join(tmp, "z.json")
-        r = run(rtmem, "bench", "--quick", "--no-rt", "--kinds", "tlsf", "--no-free-order",
-                *extra, "--json", path)
-        d = load_json(path)
-        checks.ok(r.returncode == 0 and d and d["threads"] is None and
-                  "threads phase" not in r.stdout,
-                  "bench %s: no threads phase" % " ".join(extra), r)
 
+@pytest.fixture(scope="module")
+def contended(threads_only):
+    return {x["lock"]: x for x in threads_only[1]["threads"]["contended"]}
+
+
+def test_threads_only_writes_the_envelope(threads_only):
+    _, d, args, _ = threads_only
+    assert_envelope(d, "bench", "rtmem-bench/2", args)
+
+
+def test_threads_only_runs_no_other_phase(threads_only):
+    d = threads_only[1]
+    assert d["free_order"] is None and d["sweep"] is None, d["params"]
+    assert [a["name"] for a in d["allocators"]] == ["floor"]
+    assert d["params"]["main_phase"] is False
+
+
+def test_threads_only_puts_the_phases_setup_on_record(threads_only):
+    t = threads_only[1]["threads"]
+    assert t["kind"] == "tlsf" and t["threads"] == 3 and len(t["cpus"]) == 3, t
+    assert t["error"] is None and t["ops_per_thread"] == 2000, t
+
+
+def test_uncontended_has_every_lock_type_shared_included(threads_only):
+    locks = threads_only[1]["threads"]["uncontended"]["locks"]
+    assert [x["lock"] for x in locks] == LOCKS
+
+
+FIGURES = ("bare_lock_unlock_ns", "call_unlocked_ns", "call_locked_ns", "added_per_call_ns",
+           "added_over_bare", "call_locked_over_unlocked", "call_locked_over_unlocked_round_min",
+           "call_locked_over_unlocked_round_max")
+
+
+@pytest.mark.parametrize("lock", ["pi", "robust", "shared"])
+def test_uncontended_lock_has_its_measured_figures(threads_only, uncontended, lock):
+    x = uncontended.get(lock, {})
+    assert all(finite(x.get(k)) for k in FIGURES), x
+    assert x["bare_lock_unlock_ns"] > 0 and x["call_locked_ns"] > 0, x
+    assert x["call_locked_over_unlocked"] > 0 and x["skipped"] is None, x
+    assert (x["call_locked_over_unlocked_round_min"] <= x["call_locked_over_unlocked"]
+            <= x["call_locked_over_unlocked_round_max"]), x
+    assert len(x["rounds_call_locked_ns"]) == threads_only[1]["params"]["rounds"], x
+    assert all(finite(v) and v > 0
+               for v in x["rounds_call_locked_ns"] + x["rounds_call_unlocked_ns"]), x
+    # A target only for shared.
+    assert (x.get("target") is None) == (lock != "shared"), x.get("target")
+
+
+def test_uncontended_shared_ratio_is_the_median_over_the_rounds(uncontended):
+    sh = uncontended.get("shared", {})
+    ratio = sh.get("call_locked_over_unlocked")
+    assert finite(ratio), sh
+    per_round = sorted(lo / un for lo, un in zip(sh["rounds_call_locked_ns"],
+                                                  sh["rounds_call_unlocked_ns"]))
+    assert abs(ratio / statistics.median(per_round) - 1) < 1e-6, (ratio, per_round)
+    assert abs(sh["call_locked_over_unlocked_round_min"] / per_round[0] - 1) < 1e-6, sh
+    assert abs(sh["call_locked_over_unlocked_round_max"] / per_round[-1] - 1) < 1e-6, sh
+
+
+def test_uncontended_shared_target_is_judged_on_the_median_in_text_and_json(threads_only,
+                                                                           uncontended):
+    r = threads_only[0]
+    sh = uncontended.get("shared", {})
+    assert finite(sh.get("call_locked_over_unlocked")), sh
+    met = sh["call_locked_over_unlocked"] <= 3.0
+    assert sh["target"] == {"call_locked_over_unlocked_max": 3.0, "met": met}
+    verdict = "met" if met else "not met"
+    line = re.search(r"^  shared .*?\s(not met|met)$", r.stdout, re.M)
+    assert line and line.group(1) == verdict, r.stdout
+    assert ("target <= 3.00x: %s\n" % verdict) in r.stdout, r.stdout
+
+
+def test_uncontended_none_is_the_unlocked_call_with_nothing_added(uncontended):
+    x = uncontended.get("none", {})
+    assert finite(x.get("call_unlocked_ns")), x
+    assert x.get("added_per_call_ns") is None and x.get("call_locked_over_unlocked") is None, x
+
+
+def test_contended_has_every_lock_type_shared_included(threads_only):
+    assert [x["lock"] for x in threads_only[1]["threads"]["contended"]] == LOCKS
+
+
+@pytest.mark.parametrize("lock", LOCKS)
+def test_contended_lock_times_every_operation_of_every_thread(threads_only, contended, lock):
+    ops = threads_only[1]["threads"]["ops_per_thread"]
+    x = contended[lock]
+    rows = x["threads"]
+    assert x["skipped"] is None, x
+    assert all(row["alloc"]["count"] + row["free"]["count"] + row["skipped_frees"] == ops and
+               row["failed_allocs"] == 0 for row in rows), rows
+    # A row per thread, every heap sound.
+    assert len(rows) == 3 and x["heap_check_failures"] == 0, x
+    assert all(row["free_errors"] == 0 and row["alloc"]["count"] > 0 and
+               finite(row["alloc"]["p99_9_ns"]) and finite(row["free"]["max_ns"])
+               for row in rows), rows
+    assert x["heap"] == ("one per thread" if lock == "none" else "shared")
+    if lock != "none":
+        assert x["lock_calls"] >= sum(row["alloc"]["count"] + row["free"]["count"]
+                                      for row in rows), x
+        assert x["lock_contended"] <= x["lock_calls"], x
+
+
+TEXT = ["lock cost, uncontended", "added/bare", "locked/unlocked", "target <=3.00x",
+        "3 threads on one tlsf heap", "alloc p50", "lock shared: "]
+
+
+@pytest.mark.parametrize("text", TEXT)
+def test_threads_only_prints_its_tables(threads_only, text):
+    assert text in threads_only[0].stdout, threads_only[0].stdout
+
+
+def test_threads_only_leaves_no_shm_object(threads_only):
+    assert not threads_only[3], "left in %s: %s" % (SHM, threads_only[3])
+
+
+@pytest.fixture(scope="module")
+def shared_alone(rtmem, module_dir):
+    """`bench --threads-only --locks shared` on 2 threads: (its document,
+    the stale shm objects after it)."""
+    r, d = bench_json(rtmem, module_dir, "--threads-only", "--quick", "--no-rt", "--locks",
+                      "shared", "--threads", "2")
+    stale = stale_objects()
+    assert r.returncode == 0 and d, explain(r)
+    return d, stale
+
+
+def test_locks_shared_runs_that_lock_type_only(shared_alone):
+    t = shared_alone[0]["threads"]
+    assert [x["lock"] for x in t["uncontended"]["locks"]] == ["shared"], t
+    assert [x["lock"] for x in t["contended"]] == ["shared"], t
+
+
+def test_locks_shared_has_its_figures_and_verdict(shared_alone):
+    x = shared_alone[0]["threads"]["uncontended"]["locks"][0]
+    assert x["skipped"] is None and finite(x["call_locked_over_unlocked"]), x
+    assert x["call_locked_over_unlocked"] > 0 and x["call_unlocked_ns"] > 0, x
+    assert len(x["rounds_call_unlocked_ns"]) == shared_alone[0]["params"]["rounds"], x
+    assert isinstance(x["target"]["met"], bool), x
+
+
+def test_locks_shared_runs_both_threads_on_the_shared_heap_every_call_locked(shared_alone):
+    t = shared_alone[0]["threads"]
+    co = t["contended"][0]
+    rows = co["threads"]
+    assert co["skipped"] is None and co["heap"] == "shared" and len(rows) == 2, co
+    assert co["heap_check_failures"] == 0, co
+    assert all(row["alloc"]["count"] + row["free"]["count"] + row["skipped_frees"] ==
+               t["ops_per_thread"] and row["free_errors"] == 0 for row in rows), rows
+    assert co["lock_calls"] >= sum(row["alloc"]["count"] + row["free"]["count"]
+                                   for row in rows), co
+
+
+def test_locks_shared_leaves_no_shm_object(shared_alone):
+    assert not shared_alone[1], "left in %s: %s" % (SHM, shared_alone[1])
+
+
+def test_locks_robust_threads_kind_xnheap_runs_that_type_on_xnheap(rtmem, tmp_dir):
+    r, d = bench_json(rtmem, tmp_dir, "--threads-only", "--quick", "--no-rt", "--locks",
+                      "robust", "--threads-kind", "xnheap", "--threads", "1")
+    assert r.returncode == 0 and d, explain(r)
+    t = d["threads"]
+    assert t["kind"] == "xnheap", t
+    assert [x["lock"] for x in t["uncontended"]["locks"]] == ["robust"], t
+    assert [x["lock"] for x in t["contended"]] == ["robust"], t
+
+
+@pytest.mark.parametrize("extra", [["--threads", "0"], ["--sweep-only"]], ids=" ".join)
+def test_threads_0_and_sweep_only_leave_the_threads_phase_out(rtmem, tmp_dir, extra):
+    r, d = bench_json(rtmem, tmp_dir, "--quick", "--no-rt", "--kinds", "tlsf",
+                      "--no-free-order", *extra)
+    assert r.returncode == 0 and d, explain(r)
+    assert d["threads"] is None
+    assert "threads phase" not in r.stdout, r.stdout
 
 
 # ---- no shm object left behind, whatever ends the run ----------------------------------
@@ -226,116 +289,132 @@ LONG = ["bench", "--threads-only", "--no-rt", "--locks", "none,shared", "--round
         "--thread-ops", "200000"]
 
 
-def start_long():
-    """The long run, stopped once its measuring process maps a shared heap
-    whose name is already unlinked: (process, measuring pid), or None."""
+def start_long(rtmem):
+    """The long run, once its measuring process maps a shared heap whose
+    name is already unlinked: (process, measuring pid); the test fails
+    (the run killed) if it never does."""
     p = subprocess.Popen([rtmem, *LONG], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     child = measuring_process(p.pid, deadline)
     while child and time.time() < deadline and not maps_shared_heap(child, p.pid):
         time.sleep(0.005)
-    if checks.ok(child and maps_shared_heap(child, p.pid),
-                 "a shared heap is mapped with its name unlinked (%s)" % " ".join(LONG)):
+    if child and maps_shared_heap(child, p.pid):
         return p, child
     p.kill()
-    p.communicate()
-    return None
+    _, err = p.communicate()
+    pytest.fail("no shared heap mapped with its name unlinked (%s): %s" % (" ".join(LONG), err))
 
 
-# Ctrl-C: the tool kills its measuring process and dies of the signal.
-started = start_long()
-if started:
-    p, child = started
+def test_sigint_mid_phase_kills_the_measuring_process_and_leaves_no_object(rtmem):
+    p, child = start_long(rtmem)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
-    checks.ok(p.returncode == -signal.SIGINT and dead(child),
-              "SIGINT mid-phase: the tool and its measuring process die", (p.returncode, err))
-    checks.ok(not objects_of(p.pid), "SIGINT mid-phase: no object left", objects_of(p.pid))
+    assert p.returncode == -signal.SIGINT, (p.returncode, err)
+    assert dead(child), "the measuring process %d lives on" % child
+    assert not objects_of(p.pid), objects_of(p.pid)
 
-# The measuring process killed (as the watchdog does): the run fails, said so.
-started = start_long()
-if started:
-    p, child = started
+
+def test_the_measuring_process_killed_mid_phase_fails_the_run_leaving_no_object(rtmem):
+    # As the watchdog does.
+    p, child = start_long(rtmem)
     os.kill(child, signal.SIGKILL)
     _, err = p.communicate(timeout=60)
-    checks.ok(p.returncode == 1 and "the measuring process died of SIGKILL" in err,
-              "SIGKILL of the measuring process mid-phase: the run fails", (p.returncode, err))
-    checks.ok(not objects_of(p.pid), "SIGKILL of the measuring process: no object left",
-              objects_of(p.pid))
+    assert p.returncode == 1 and "the measuring process died of SIGKILL" in err, \
+        (p.returncode, err)
+    assert not objects_of(p.pid), objects_of(p.pid)
 
-# Both processes killed, nothing left to clean up: the unlinked name is gone.
-started = start_long()
-if started:
-    p, child = started
+
+def test_both_processes_killed_leave_no_object(rtmem):
+    # Nothing left to clean up: the unlinked name is gone.
+    p, child = start_long(rtmem)
     os.kill(p.pid, signal.SIGKILL)
     os.kill(child, signal.SIGKILL)
     p.communicate(timeout=60)
-    checks.ok(wait_dead(child), "SIGKILL of both processes: both die", child)
-    checks.ok(not objects_of(p.pid), "SIGKILL of both processes: no object left",
-              objects_of(p.pid))
+    assert wait_dead(child), "the measuring process %d lives on" % child
+    assert not objects_of(p.pid), objects_of(p.pid)
 
 
-def hold_name(pid):
-    """Makes the object a measuring process of run pid would have left had it
-    died between making its shared heap and unlinking it."""
+def hold_name(p):
+    """Makes the object a measuring process of run p would have left had it
+    died between making its shared heap and unlinking it; if the name is
+    not free, kills the run and fails the test."""
     try:
-        os.close(os.open("%s/rtmem-bench-%d" % (SHM, pid), os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                         0o600))
-        return True
+        os.close(os.open("%s/rtmem-bench-%d" % (SHM, p.pid),
+                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except OSError as e:
-        return checks.ok(False, "the name of run %d is free" % pid, e)
+        p.kill()
+        p.communicate()
+        pytest.fail("the name of run %d is not free: %s" % (p.pid, e))
 
 
-# The name taken: the shared rows are skipped with the reason, the run
-# passes, and the parent removes what holds its run's name.
-with TempDir() as tmp:
-    path = os.path.join(tmp, "x.json")
+@pytest.fixture(scope="module")
+def name_taken(rtmem, module_dir):
+    """A quick run whose shared heap's name is taken: (its exit status, its
+    stdout, its stderr, its document, its objects left)."""
+    path = os.path.join(module_dir, "x.json")
     p = subprocess.Popen([rtmem, "bench", "--threads-only", "--quick", "--no-rt", "--locks",
                           "none,shared", "--json", path], stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    held = hold_name(p.pid)
+    hold_name(p)
     out, err = p.communicate(timeout=300)
     d = load_json(path)
-    if held and checks.ok(p.returncode == 0 and d, "bench, its shared heap's name taken", err):
-        t = d["threads"]
-        un = {x["lock"]: x for x in t["uncontended"]["locks"]}
-        co = {x["lock"]: x for x in t["contended"]}
-        x, y = un.get("shared", {}), co.get("shared", {})
-        checks.ok("File exists" in (x.get("skipped") or "") and x["call_locked_ns"] is None and
-                  x["call_locked_over_unlocked"] is None and x["target"]["met"] is None,
-                  "name taken: uncontended shared skipped, with the reason", x)
-        checks.ok("File exists" in (y.get("skipped") or "") and y["threads"] == [],
-                  "name taken: contended shared skipped, with the reason", y)
-        checks.ok(un["none"]["skipped"] is None and finite(un["none"]["call_unlocked_ns"]) and
-                  len(co["none"]["threads"]) == t["threads"],
-                  "name taken: the other lock types measured", t)
-        checks.ok(out.count("shared: skipped: rtm_shared_create_ex") == 2 and
-                  re.search(r"^  shared .* skipped$", out, re.M),
-                  "name taken: the text says the shared rows were skipped, and why", out)
-    checks.ok(not objects_of(p.pid), "name taken: the parent removes it", objects_of(p.pid))
+    left = objects_of(p.pid)
+    assert p.returncode == 0 and d, (p.returncode, err)
+    return out, d["threads"], left
 
-# The name taken, and Ctrl-C: the signal's cleanup removes it.
-p = subprocess.Popen([rtmem, *LONG], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True)
-if hold_name(p.pid):
+
+def test_name_taken_skips_uncontended_shared_with_the_reason(name_taken):
+    x = {x["lock"]: x for x in name_taken[1]["uncontended"]["locks"]}.get("shared", {})
+    assert "File exists" in (x.get("skipped") or ""), x
+    assert x["call_locked_ns"] is None and x["call_locked_over_unlocked"] is None, x
+    assert x["target"]["met"] is None, x
+
+
+def test_name_taken_skips_contended_shared_with_the_reason(name_taken):
+    y = {x["lock"]: x for x in name_taken[1]["contended"]}.get("shared", {})
+    assert "File exists" in (y.get("skipped") or "") and y["threads"] == [], y
+
+
+def test_name_taken_measures_the_other_lock_types(name_taken):
+    t = name_taken[1]
+    un = {x["lock"]: x for x in t["uncontended"]["locks"]}
+    co = {x["lock"]: x for x in t["contended"]}
+    assert un["none"]["skipped"] is None and finite(un["none"]["call_unlocked_ns"]), un["none"]
+    assert len(co["none"]["threads"]) == t["threads"], co["none"]
+
+
+def test_name_taken_the_text_says_the_shared_rows_were_skipped_and_why(name_taken):
+    out = name_taken[0]
+    assert out.count("shared: skipped: rtm_shared_create_ex") == 2, out
+    assert re.search(r"^  shared .* skipped$", out, re.M), out
+
+
+def test_name_taken_the_parent_removes_it(name_taken):
+    assert not name_taken[2], name_taken[2]
+
+
+def test_name_taken_sigint_mid_phase_the_signals_cleanup_removes_it(rtmem):
+    p = subprocess.Popen([rtmem, *LONG], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    hold_name(p)
     line = ""
     while not line.startswith("threads     :") and p.poll() is None:
         line = p.stdout.readline()
     time.sleep(0.2)
-    checks.ok(p.poll() is None and objects_of(p.pid),
-              "name taken, mid-phase: the name is still held", objects_of(p.pid))
+    held = p.poll() is None and objects_of(p.pid)
     p.send_signal(signal.SIGINT)
     p.communicate(timeout=60)
-    checks.ok(p.returncode == -signal.SIGINT and not objects_of(p.pid),
-              "name taken, SIGINT mid-phase: the signal's cleanup removes it",
-              (p.returncode, objects_of(p.pid)))
-else:
-    p.kill()
-    p.communicate()
-no_objects_left("every run")
+    assert held, "mid-phase, the name is no longer held (exit status %s)" % p.returncode
+    assert p.returncode == -signal.SIGINT, p.returncode
+    assert not objects_of(p.pid), objects_of(p.pid)
 
-usage = [
+
+def test_no_rtmem_bench_object_is_left_after_every_run():
+    assert not stale_objects(), "left in %s: %s" % (SHM, stale_objects())
+
+
+USAGE = [
     (["--threads", "65"], "--threads: '65' is out of range [0, 64]"),
     (["--locks", "pi,,none"], "--locks: empty name in 'pi,,none'"),
     (["--locks", "spin"], "--locks: unknown lock type 'spin' (none, pi, robust, shared)"),
@@ -344,9 +423,11 @@ usage = [
     (["--threads-only", "--threads", "0"], "--threads-only needs threads (--threads is 0)"),
     (["--thread-ops", "0"], "--thread-ops: '0' is out of range [1, "),
 ]
-for args, message in usage:
+
+
+@pytest.mark.parametrize("args,message", USAGE, ids=[" ".join(a) for a, _ in USAGE])
+def test_bad_usage_exits_2_with_the_message_and_the_help_hint(rtmem, args, message):
     r = run(rtmem, "bench", *args)
-    checks.ok(r.returncode == 2 and message in r.stderr and
-              "Try 'rtmem bench --help'." in r.stderr and r.stdout == "",
-              "rtmem bench %s: exit 2 with '%s'" % (" ".join(args), message), r)
-checks.done()
+    assert r.returncode == 2, explain(r)
+    assert message in r.stderr and "Try 'rtmem bench --help'." in r.stderr, explain(r)
+    assert r.stdout == ""

@@ -6,7 +6,10 @@ the JSON; the run exits 1; no process is left behind, also when the run
 itself is interrupted. An allocator whose malloc_usable_size lies (injected
 with LD_PRELOAD) fails memcheck the same way.
 
-usage: test_failures.py RTMEM_BINARY CRASH_PLUGIN HANG_PLUGIN TLSF_PLUGIN [FAULT_LIBRARY]
+The build gives (tests/tools/CMakeLists.txt): --file crash_plugin=,
+--file hang_plugin=, --file tlsf_plugin=, and --file fault_lib= (the lying
+malloc_usable_size; not in a sanitizer build, whose runtime must come
+first in the process: those cases are skipped).
 """
 import os
 import re
@@ -14,186 +17,255 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
-from rtmemtest import Checks, TempDir, load_json, run
+import pytest
 
-rtmem, crash, hang, tlsf_plugin = sys.argv[1:5]
-fault_lib = sys.argv[5] if len(sys.argv) > 5 else None
-checks = Checks("tools.failures")
+from rtmemtest import children_of, explain, load_json, run, wait_children
 
 # Every process of a run carries this in its environment, so the test can
 # find the ones left behind (and only them: other tests run in parallel).
-mark_name, mark_value = "RTMEM_HARNESS_TEST", "%d.%d" % (os.getpid(), time.time_ns())
-env = {mark_name: mark_value}
+MARK_NAME, MARK_VALUE = "RTMEM_HARNESS_TEST", "%d.%d" % (os.getpid(), time.time_ns())
+ENV = {MARK_NAME: MARK_VALUE}
 # In a sanitizer build, a plugin's SIGSEGV must stay a SIGSEGV (the
 # sanitizers' runtimes catch it otherwise, and exit with status 1).
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
-    env[var] = (os.environ[var] + ":" if os.environ.get(var) else "") + "handle_segv=0"
+    ENV[var] = (os.environ[var] + ":" if os.environ.get(var) else "") + "handle_segv=0"
 
 
 def leftovers():
+    """Pids of the processes that carry this test's mark."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/environ" % pid, "rb") as f:
-                if ("%s=%s" % (mark_name, mark_value)).encode() in f.read().split(b"\0"):
+                if ("%s=%s" % (MARK_NAME, MARK_VALUE)).encode() in f.read().split(b"\0"):
                     found.append(int(pid))
         except OSError:
             continue
     return found
 
 
-def children(parent):
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % pid) as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == parent:
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
+@pytest.fixture(scope="module")
+def memcheck_broken(rtmem, files, module_dir):
+    """memcheck with the crashing and the hanging plugin beside tlsf and
+    glibc: (its result, its document or None, the processes left after)."""
+    path = os.path.join(module_dir, "m.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--plugin", files["crash_plugin"],
+            "--plugin", files["hang_plugin"], "--kinds", "tlsf,crash,hang,glibc", "--timeout",
+            "1", "--json", path, env=ENV)
+    return r, load_json(path), leftovers()
 
 
-with TempDir() as tmp:
-    # memcheck: the broken plugins fail, named, with a replay command.
-    path = os.path.join(tmp, "m.json")
-    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--plugin", crash, "--plugin", hang,
-            "--kinds", "tlsf,crash,hang,glibc", "--timeout", "1", "--json", path, env=env)
-    checks.ok(r.returncode == 1, "memcheck with broken plugins exits 1", r)
-    checks.ok(not leftovers(), "memcheck: no test process left", leftovers())
-    checks.ok(re.search(r"^FAILED: crash: pow2 phase, test #[0-9]+: heap [0-9]+ B, block [0-9]+ B: "
-                        r"crashed: killed by SIGSEGV \(Segmentation fault\)$", r.stdout, re.M),
-              "memcheck: the crash named", r)
-    checks.ok(re.search(r"^FAILED: hang: pow2 phase, test #[0-9]+: heap [0-9]+ B, block 1024 B: "
-                        r"hung: no progress for 1 s", r.stdout, re.M), "memcheck: the hang named", r)
-    for name in ("crash", "hang"):
-        checks.ok(re.search(r"^  replay: rtmem memcheck --plugin [^ ]*%s_plugin.so --kinds %s "
-                            r"--phases pow2 .*--timeout 1$" % (name, name), r.stdout, re.M),
-                  "memcheck: %s: replay command" % name, r)
-        checks.ok("FAILED: %s: " % name in r.stderr, "memcheck: %s: failure on stderr" % name, r)
-    checks.ok(re.search(r"^== summary", r.stdout, re.M) and
-              re.search(r"^  pow2   glibc ", r.stdout, re.M),
-              "memcheck: the report has the other allocators' summary", r)
-    d = load_json(path)
-    if checks.ok(d is not None, "memcheck: results written despite the failures"):
-        checks.ok(d["passed"] is False, "memcheck JSON: not passed")
-        a = {x["name"]: x for x in d["allocators"]}
-        for n in ("tlsf", "glibc"):
-            checks.ok(a[n]["passed"] and a[n]["failure"] is None and a[n]["pow2"]["rows"] and
-                      a[n]["random"]["rows"] and a[n]["churn"]["ops"] > 0,
-                      "memcheck JSON: %s ran every phase" % n)
-        for n, kind, sig in (("crash", "crash", "SIGSEGV"), ("hang", "timeout", None)):
-            f = a[n]["failure"]
-            ok = not a[n]["passed"] and f and f["phase"] == "pow2" and f["kind"] == kind and \
-                f["signal"] == sig
-            checks.ok(ok, "memcheck JSON: %s failure recorded" % n, f)
-            if ok:
-                test = int(re.search(r"test #(\d+)", f["message"]).group(1))
-                checks.ok(test > 0 and len(a[n]["pow2"]["rows"]) == test and
-                          a[n]["random"] is None and a[n]["churn"] is None,
-                          "memcheck JSON: %s kept the rows it finished, ran nothing after" % n)
+def test_memcheck_with_broken_plugins_exits_1_and_leaves_no_process(memcheck_broken):
+    r, _, left = memcheck_broken
+    assert r.returncode == 1, explain(r)
+    assert not left, "test processes left: %s" % left
 
-    # Interrupted while a test process spins: it is killed and reaped, the
-    # previous result file stays, the run dies of the signal.
+
+def test_memcheck_names_the_crash_its_phase_test_and_signal(memcheck_broken):
+    r = memcheck_broken[0]
+    assert re.search(r"^FAILED: crash: pow2 phase, test #[0-9]+: heap [0-9]+ B, block [0-9]+ B: "
+                     r"crashed: killed by SIGSEGV \(Segmentation fault\)$", r.stdout, re.M), \
+        explain(r)
+
+
+def test_memcheck_names_the_hang_its_phase_test_and_timeout(memcheck_broken):
+    r = memcheck_broken[0]
+    assert re.search(r"^FAILED: hang: pow2 phase, test #[0-9]+: heap [0-9]+ B, block 1024 B: "
+                     r"hung: no progress for 1 s", r.stdout, re.M), explain(r)
+
+
+@pytest.mark.parametrize("name", ["crash", "hang"])
+def test_memcheck_gives_each_failure_a_replay_command_and_says_it_on_stderr(memcheck_broken,
+                                                                             name):
+    r = memcheck_broken[0]
+    assert re.search(r"^  replay: rtmem memcheck --plugin [^ ]*%s_plugin.so --kinds %s "
+                     r"--phases pow2 .*--timeout 1$" % (name, name), r.stdout, re.M), explain(r)
+    assert "FAILED: %s: " % name in r.stderr, explain(r)
+
+
+def test_memcheck_report_keeps_the_other_allocators_summary(memcheck_broken):
+    r = memcheck_broken[0]
+    assert re.search(r"^== summary", r.stdout, re.M), explain(r)
+    assert re.search(r"^  pow2   glibc ", r.stdout, re.M), explain(r)
+
+
+def test_memcheck_writes_results_despite_the_failures_not_passed(memcheck_broken):
+    d = memcheck_broken[1]
+    assert d is not None, "memcheck wrote no results"
+    assert d["passed"] is False
+
+
+@pytest.mark.parametrize("name", ["tlsf", "glibc"])
+def test_memcheck_runs_every_phase_of_the_working_allocators(memcheck_broken, name):
+    d = memcheck_broken[1]
+    assert d is not None, "memcheck wrote no results"
+    a = {x["name"]: x for x in d["allocators"]}[name]
+    assert a["passed"] and a["failure"] is None, a["failure"]
+    assert a["pow2"]["rows"] and a["random"]["rows"] and a["churn"]["ops"] > 0, a["churn"]
+
+
+@pytest.mark.parametrize("name,kind,sig", [("crash", "crash", "SIGSEGV"),
+                                           ("hang", "timeout", None)], ids=["crash", "hang"])
+def test_memcheck_records_the_failure_and_keeps_the_rows_finished(memcheck_broken, name, kind,
+                                                                    sig):
+    d = memcheck_broken[1]
+    assert d is not None, "memcheck wrote no results"
+    a = {x["name"]: x for x in d["allocators"]}[name]
+    f = a["failure"]
+    assert not a["passed"] and f, a
+    assert (f["phase"], f["kind"], f["signal"]) == ("pow2", kind, sig), f
+    # The rows before the failing test are kept, nothing after it ran.
+    test = int(re.search(r"test #(\d+)", f["message"]).group(1))
+    assert test > 0 and len(a["pow2"]["rows"]) == test, (test, len(a["pow2"]["rows"]))
+    assert a["random"] is None and a["churn"] is None
+
+
+@pytest.fixture(scope="module")
+def interrupted(rtmem, files, module_dir):
+    """memcheck of the hanging plugin, sent SIGINT while its test process
+    spins, writing over a previous result file: (the test processes that
+    ran, its exit status, the processes left, the result file's text, the
+    directory's files after)."""
+    tmp = os.path.join(module_dir, "interrupted")
+    os.mkdir(tmp)
     keep = os.path.join(tmp, "keep.json")
     with open(keep, "w") as f:
         f.write("previous\n")
-    p = subprocess.Popen([rtmem, "memcheck", "--quick", "--no-rt", "--plugin", hang, "--kinds",
-                          "hang", "--phases", "pow2", "--json", keep],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
-    deadline = time.time() + 10
-    while time.time() < deadline and not children(p.pid):
-        time.sleep(0.05)
-    time.sleep(0.5)
-    spinning = children(p.pid)
+    p = subprocess.Popen([rtmem, "memcheck", "--quick", "--no-rt", "--plugin",
+                          files["hang_plugin"], "--kinds", "hang", "--phases", "pow2", "--json",
+                          keep], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, env=dict(os.environ, **ENV))
+    wait_children(p.pid, 1, timeout=10)
+    time.sleep(0.5)  # into the hang
+    spinning = children_of(p.pid)
     p.send_signal(signal.SIGINT)
     try:
         rc = p.wait(timeout=10)
     except subprocess.TimeoutExpired:
         p.kill()
         rc = p.wait()
-    checks.ok(spinning, "SIGINT: a test process was running")
-    checks.ok(rc == -signal.SIGINT, "SIGINT: memcheck dies of the signal", rc)
-    checks.ok(not any(os.path.exists("/proc/%d" % c) for c in spinning) and not leftovers(),
-              "SIGINT: the test process is killed and reaped", leftovers())
+    left = [c for c in spinning if os.path.exists("/proc/%d" % c)] + leftovers()
     with open(keep) as f:
-        checks.ok(f.read() == "previous\n", "SIGINT: the previous result file is intact")
-    checks.ok(not [n for n in os.listdir(tmp) if n.startswith(".keep")],
-              "SIGINT: no temporary file left", os.listdir(tmp))
+        text = f.read()
+    return spinning, rc, left, text, os.listdir(tmp)
 
-    # bench: the broken plugins are left out, named, with a replay command;
-    # the run measures everything else, a working plugin included.
-    path = os.path.join(tmp, "b.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--plugin", crash, "--plugin", hang,
-            "--plugin", tlsf_plugin, "--kinds", "tlsf,glibc,crash,hang,tlsf-plugin", "--timeout",
-            "1", "--json", path, env=env)
-    checks.ok(r.returncode == 1, "bench with broken plugins exits 1", r)
-    checks.ok(not leftovers(), "bench: no process left", leftovers())
-    checks.ok(re.search(r"^FAILED: crash: main phase, .*: crashed: killed by SIGSEGV "
-                        r"\(Segmentation fault\)", r.stdout, re.M), "bench: the crash named", r)
-    checks.ok(re.search(r"^FAILED: hang: main phase, .*: hung: no progress for 1 s", r.stdout,
-                        re.M), "bench: the hang named", r)
-    for name in ("crash", "hang"):
-        checks.ok(re.search(r"^  replay: rtmem bench --plugin [^ ]*%s_plugin.so --kinds %s "
-                            r".*--timeout 1$" % (name, name), r.stdout, re.M),
-                  "bench: %s: replay command" % name, r)
-    d = load_json(path)
-    if checks.ok(d is not None, "bench: results written despite the failures"):
-        names = [a["name"] for a in d["allocators"]]
-        checks.ok(names == ["floor", "tlsf", "glibc", "tlsf-plugin"] and
-                  all(a["alloc"]["count_total"] > 0 for a in d["allocators"]),
-                  "bench JSON: the others measured", names)
-        checks.ok([x["name"] for x in d["ratios_vs_glibc"]] == ["tlsf", "tlsf-plugin"],
-                  "bench JSON: ratios for the others")
-        failed = {f["name"]: f for f in d["failed_allocators"]}
-        checks.ok(failed.get("crash", {}).get("kind") == "crash" and
-                  failed["crash"]["signal"] == "SIGSEGV" and
-                  failed.get("hang", {}).get("kind") == "timeout" and
-                  failed["hang"]["api"] == "plugin", "bench JSON: the failures recorded", failed)
-        checks.ok(d["passed"] is False, "bench JSON: not passed")
 
-    # A replay command runs as printed, through a shell, and fails the same
-    # way: here with a plugin in a directory whose name a shell would split.
-    spaced = os.path.join(tmp, "a dir")
+def test_sigint_kills_and_reaps_the_spinning_test_process(interrupted):
+    spinning, _, left, _, _ = interrupted
+    assert spinning, "no test process was running when SIGINT came"
+    assert not left, "processes left: %s" % left
+
+
+def test_sigint_memcheck_dies_of_the_signal(interrupted):
+    assert interrupted[1] == -signal.SIGINT, "exit status %s" % interrupted[1]
+
+
+def test_sigint_keeps_the_previous_result_file_and_leaves_no_temporary(interrupted):
+    _, _, _, text, listing = interrupted
+    assert text == "previous\n"
+    assert not [n for n in listing if n.startswith(".keep")], listing
+
+
+@pytest.fixture(scope="module")
+def bench_broken(rtmem, files, module_dir):
+    """bench with the crashing and the hanging plugin beside tlsf, glibc
+    and the TLSF plugin: (its result, its document or None, the processes
+    left after)."""
+    path = os.path.join(module_dir, "b.json")
+    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--plugin", files["crash_plugin"],
+            "--plugin", files["hang_plugin"], "--plugin", files["tlsf_plugin"], "--kinds",
+            "tlsf,glibc,crash,hang,tlsf-plugin", "--timeout", "1", "--json", path, env=ENV)
+    return r, load_json(path), leftovers()
+
+
+def test_bench_with_broken_plugins_exits_1_and_leaves_no_process(bench_broken):
+    r, _, left = bench_broken
+    assert r.returncode == 1, explain(r)
+    assert not left, "processes left: %s" % left
+
+
+def test_bench_names_the_crash_and_the_hang(bench_broken):
+    r = bench_broken[0]
+    assert re.search(r"^FAILED: crash: main phase, .*: crashed: killed by SIGSEGV "
+                     r"\(Segmentation fault\)", r.stdout, re.M), explain(r)
+    assert re.search(r"^FAILED: hang: main phase, .*: hung: no progress for 1 s", r.stdout,
+                     re.M), explain(r)
+
+
+@pytest.mark.parametrize("name", ["crash", "hang"])
+def test_bench_gives_each_failure_a_replay_command(bench_broken, name):
+    r = bench_broken[0]
+    assert re.search(r"^  replay: rtmem bench --plugin [^ ]*%s_plugin.so --kinds %s "
+                     r".*--timeout 1$" % (name, name), r.stdout, re.M), explain(r)
+
+
+def test_bench_measures_the_others_a_working_plugin_included(bench_broken):
+    d = bench_broken[1]
+    assert d is not None, "bench wrote no results"
+    names = [a["name"] for a in d["allocators"]]
+    assert names == ["floor", "tlsf", "glibc", "tlsf-plugin"]
+    assert all(a["alloc"]["count_total"] > 0 for a in d["allocators"]), d["allocators"]
+    assert [x["name"] for x in d["ratios_vs_glibc"]] == ["tlsf", "tlsf-plugin"]
+
+
+def test_bench_records_the_failures_not_passed(bench_broken):
+    d = bench_broken[1]
+    assert d is not None, "bench wrote no results"
+    failed = {f["name"]: f for f in d["failed_allocators"]}
+    assert failed.get("crash", {}).get("kind") == "crash", failed
+    assert failed["crash"]["signal"] == "SIGSEGV", failed
+    assert failed.get("hang", {}).get("kind") == "timeout", failed
+    assert failed["hang"]["api"] == "plugin", failed
+    assert d["passed"] is False
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "bench"])
+def test_a_replay_command_run_through_a_shell_reproduces_the_crash(rtmem, files, tmp_dir, tool):
+    # The plugin in a directory whose name a shell would split.
+    spaced = os.path.join(tmp_dir, "a dir")
     os.mkdir(spaced)
     plugin = os.path.join(spaced, "libcrash_plugin.so")
-    shutil.copy(crash, plugin)
-    for tool in ("memcheck", "bench"):
-        r = run(rtmem, tool, "--quick", "--no-rt", "--plugin", plugin, "--kinds", "crash,tlsf",
-                *(["--phases", "pow2"] if tool == "memcheck" else ["--no-sweep"]), env=env)
-        m = re.search(r"^  replay: (rtmem .*)$", r.stdout, re.M)
-        if not checks.ok(r.returncode == 1 and m, "%s: a replay command for the crash" % tool, r):
-            continue
-        words = shlex.split(m.group(1))
-        checks.ok(plugin in words and words[words.index("--kinds") + 1] == "crash",
-                  "%s: the replay command's words, as a shell splits them" % tool, words)
-        again = run(rtmem, *words[1:], env=env)
-        checks.ok(again.returncode == 1 and "FAILED: crash: " in again.stdout and
-                  "killed by SIGSEGV" in again.stdout,
-                  "%s: the replay command reproduces the crash" % tool, again)
+    shutil.copy(files["crash_plugin"], plugin)
+    r = run(rtmem, tool, "--quick", "--no-rt", "--plugin", plugin, "--kinds", "crash,tlsf",
+            *(["--phases", "pow2"] if tool == "memcheck" else ["--no-sweep"]), env=ENV)
+    m = re.search(r"^  replay: (rtmem .*)$", r.stdout, re.M)
+    assert r.returncode == 1 and m, explain(r)
+    words = shlex.split(m.group(1))
+    assert plugin in words and words[words.index("--kinds") + 1] == "crash", words
+    again = run(rtmem, *words[1:], env=ENV)
+    assert again.returncode == 1, explain(again)
+    assert "FAILED: crash: " in again.stdout and "killed by SIGSEGV" in again.stdout, \
+        explain(again)
 
-    # A functional failure: glibc's malloc_usable_size lies. The run exits
-    # 1, names the allocator, the check and a replay command, writes results
-    # that say so, and still runs and passes tlsf. (Not with sanitizers:
-    # their runtime must come first in the process.)
-    if fault_lib:
-        path = os.path.join(tmp, "f.json")
-        r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "tlsf,glibc", "--json", path,
-                env={"LD_PRELOAD": fault_lib})
-        checks.ok(r.returncode == 1, "a lying malloc_usable_size fails memcheck", r)
-        checks.ok(re.search(r"^FAILED: glibc: pow2 phase, test #0: .*usable size 0 of block #0 is "
-                            r"below its request of 16 B", r.stdout, re.M), "its message", r)
-        checks.ok("replay: rtmem memcheck --kinds glibc --phases pow2 --seed " in r.stdout,
-                  "its replay command", r)
-        d = load_json(path)
-        if checks.ok(d is not None, "results written for the failed run"):
-            a = {x["name"]: x for x in d["allocators"]}
-            checks.ok(d["passed"] is False and a["tlsf"]["passed"] and
-                      a["tlsf"]["churn"] is not None and not a["glibc"]["passed"] and
-                      a["glibc"]["failure"]["phase"] == "pow2" and a["glibc"]["random"] is None,
-                      "JSON records the failure, tlsf still ran")
-checks.done()
+
+@pytest.fixture(scope="module")
+def lying(rtmem, files, module_dir):
+    """memcheck of tlsf and glibc, glibc's malloc_usable_size lying
+    (LD_PRELOAD): (its result, its document or None)."""
+    if "fault_lib" not in files:
+        pytest.skip("no fault library (a sanitizer build: its runtime must come first)")
+    path = os.path.join(module_dir, "f.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "tlsf,glibc", "--json", path,
+            env={"LD_PRELOAD": files["fault_lib"]})
+    return r, load_json(path)
+
+
+def test_a_lying_malloc_usable_size_fails_memcheck_named_with_a_replay(lying):
+    r = lying[0]
+    assert r.returncode == 1, explain(r)
+    assert re.search(r"^FAILED: glibc: pow2 phase, test #0: .*usable size 0 of block #0 is "
+                     r"below its request of 16 B", r.stdout, re.M), explain(r)
+    assert "replay: rtmem memcheck --kinds glibc --phases pow2 --seed " in r.stdout, explain(r)
+
+
+def test_a_lying_malloc_usable_size_is_recorded_and_tlsf_still_runs(lying):
+    d = lying[1]
+    assert d is not None, "no results written for the failed run"
+    a = {x["name"]: x for x in d["allocators"]}
+    assert d["passed"] is False
+    assert a["tlsf"]["passed"] and a["tlsf"]["churn"] is not None, a["tlsf"]["failure"]
+    assert not a["glibc"]["passed"] and a["glibc"]["failure"]["phase"] == "pow2", \
+        a["glibc"]["failure"]
+    assert a["glibc"]["random"] is None

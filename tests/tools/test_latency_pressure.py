@@ -6,240 +6,299 @@ the tool is killed; a load above half of MemAvailable is refused unless
 stride x size, in that order, skipping (with the reason) a stride larger
 than the size and a size above the memory share; bad combinations exit 2.
 
-No assertion depends on how fast the machine is.
-
-usage: test_latency_pressure.py RTMEM_BINARY
+To see every worker that outlives its parent, this test makes itself a
+child subreaper (conftest.py's subreaper). No assertion depends on how
+fast the machine is.
 """
 import os
 import signal
 import subprocess
-import sys
 import time
 
-from rtmemtest import (Checks, TempDir, alive, become_subreaper, envelope_ok, load_json, orphans,
-                       over_share, reap_ends, run, wait_children)
+import pytest
 
-rtmem = sys.argv[1]
-checks = Checks("tools.latency_pressure")
-checks.ok(become_subreaper(), "this test is a child subreaper")
+from rtmemtest import (alive, assert_envelope, explain, load_json, mem_available, orphans,
+                       over_share, reap_ends, run, started, wait_children)
+
+pytestmark = pytest.mark.usefixtures("subreaper")
+
 SUMMARY = ["samples", "overruns", "min_ns", "avg_ns", "p50_ns", "p99_ns", "p999_ns", "p9999_ns",
            "max_ns"]
+AVAIL = mem_available()
+ALLOWED = sorted(os.sched_getaffinity(0))
 
 
-def summary_ok(what, s, deadlines, stopped=False):
-    checks.ok(list(s.keys()) == SUMMARY, "%s: the summary has exactly its fields" % what, s)
-    if list(s.keys()) != SUMMARY:
-        return
+def assert_summary(what, s, deadlines, stopped=False):
+    assert list(s.keys()) == SUMMARY, "%s: the summary's fields: %s" % (what, s)
     order = [s["min_ns"], s["p50_ns"], s["p99_ns"], s["p999_ns"], s["p9999_ns"], s["max_ns"]]
-    checks.ok(order == sorted(order), "%s: min <= p50 <= ... <= max" % what, s)
+    assert order == sorted(order), "%s: not min <= p50 <= ... <= max: %s" % (what, s)
     if not stopped:
-        checks.ok(s["samples"] + s["overruns"] == deadlines,
-                  "%s: samples + overruns = deadlines" % what, (s, deadlines))
+        assert s["samples"] + s["overruns"] == deadlines, \
+            "%s: samples + overruns != deadlines %d: %s" % (what, deadlines, s)
 
 
-def start(*args):
-    return subprocess.Popen([rtmem, "latency"] + [str(a) for a in args],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
-                                                for s in (signal.SIGINT, signal.SIGTERM)])
+def latency(rtmem, *args):
+    return started(rtmem, "latency", *args)
 
 
-with open("/proc/meminfo") as f:
-    avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
-ncpus = len(os.sched_getaffinity(0))
+def ended(p, timeout=60):
+    out, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
-with TempDir() as tmp:
-    # One run under a load: the summary, the load as asked, its counters,
-    # the workers off the measured CPU, all of them reaped.
-    path = os.path.join(tmp, "p.json")
+
+# One run under a load: the summary, the load as asked, its counters, the
+# workers off the measured CPU, all of them reaped.
+
+@pytest.fixture(scope="module")
+def loaded(rtmem, module_dir, subreaper):
+    """A second's run beside two vm workers: (its result, its document,
+    its arguments, the orphans it left)."""
+    path = os.path.join(module_dir, "p.json")
     args = ["--duration", 1, "--pressure", "vm=2,bytes=4M,stride=4096", "--json", path]
     r = run(rtmem, "latency", *args, timeout=120)
-    checks.ok(r.returncode == 0, "latency --pressure", r)
-    checks.ok("pressure   : " in r.stdout and "every worker reaped" in r.stdout,
-              "the report describes the load and what it did", r)
-    d = load_json(path)
-    envelope_ok(checks, d, "latency", "rtmem-latency/1", args)
-    if d:
-        summary_ok("--pressure", d["summary"], d["deadlines"])
-        p = d["pressure"]
-        load, tot = p["load"], p["totals"]
-        checks.ok((load["vm"], load["bytes"], load["stride"], load["mode"], load["spin"]) ==
-                  (2, 4 << 20, 4096, "plain", 0), "the load as asked", load)
-        checks.ok(tot["vm_rounds"] > 0 and tot["ended_early_count"] == 0,
-                  "the workers worked, none ended early", tot)
-        cpu = d["real_time"]["cpu_now"]
-        if d["real_time"]["affinity"]["granted"] and ncpus > 1:
-            checks.ok(load["cpus"] is not None and cpu not in load["cpus"] and
-                      sorted(load["cpus"] + [cpu]) == sorted(os.sched_getaffinity(0)),
-                      "the workers on every CPU but the one measured", (cpu, load["cpus"]))
-    checks.ok(orphans() == [], "no worker outlived the run")
+    left = orphans()
+    assert r.returncode == 0, explain(r)
+    return r, load_json(path), args, left
 
-    # Where the workers really run (their Cpus_allowed_list): by default
-    # every CPU but the one measured, or --pressure-cpus.
-    def worker_cpus(pid):
-        out = {}
-        for k in wait_children(pid, 1):
-            try:
-                with open("/proc/%d/status" % k) as f:
-                    out[k] = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
-            except OSError:
-                pass
-        return out
 
-    def cpu_set(text):
-        """"0-2,5" as {0, 1, 2, 5}."""
-        out = set()
-        for part in text.split(","):
-            lo, _, hi = part.partition("-")
-            out.update(range(int(lo), int(hi or lo) + 1))
-        return out
+def test_a_run_under_a_load_writes_the_envelope_and_the_summary(loaded):
+    _, d, args, _ = loaded
+    assert_envelope(d, "latency", "rtmem-latency/1", args)
+    assert_summary("--pressure", d["summary"], d["deadlines"])
 
-    allowed = sorted(os.sched_getaffinity(0))
-    for extra, want in [([], set(allowed[:-1]) if len(allowed) > 1 else None),
-                        (["--pressure-cpus", str(allowed[0])], {allowed[0]})]:
-        p = start("--duration", 60, "--pressure", "vm=1,bytes=1M", *extra)
+
+def test_the_report_describes_the_load_and_what_it_did(loaded):
+    r, _, _, _ = loaded
+    assert "pressure   : " in r.stdout and "every worker reaped" in r.stdout, explain(r)
+
+
+def test_the_load_is_as_asked_and_every_worker_worked(loaded):
+    _, d, _, _ = loaded
+    load, tot = d["pressure"]["load"], d["pressure"]["totals"]
+    assert (load["vm"], load["bytes"], load["stride"], load["mode"], load["spin"]) == \
+        (2, 4 << 20, 4096, "plain", 0), load
+    assert tot["vm_rounds"] > 0 and tot["ended_early_count"] == 0, \
+        "the workers did not work, or one ended early: %s" % tot
+
+
+def test_the_workers_run_on_every_cpu_but_the_one_measured(loaded):
+    _, d, _, _ = loaded
+    if not (d["real_time"]["affinity"]["granted"] and len(ALLOWED) > 1):
+        pytest.skip("the run was not pinned, or this test has one CPU")
+    load, cpu = d["pressure"]["load"], d["real_time"]["cpu_now"]
+    assert load["cpus"] is not None and cpu not in load["cpus"] and \
+        sorted(load["cpus"] + [cpu]) == ALLOWED, (cpu, load["cpus"])
+
+
+def test_no_worker_outlived_the_run(loaded):
+    _, _, _, left = loaded
+    assert left == [], "outlived the run: %s" % left
+
+
+# Where the workers really run (their Cpus_allowed_list): by default every
+# CPU but the one measured, or --pressure-cpus.
+
+def worker_cpus(pid):
+    out = {}
+    for k in wait_children(pid, 1):
+        try:
+            with open("/proc/%d/status" % k) as f:
+                out[k] = next(l.split()[1] for l in f if l.startswith("Cpus_allowed_list:"))
+        except OSError:
+            pass
+    return out
+
+
+def cpu_set(text):
+    """"0-2,5" as {0, 1, 2, 5}."""
+    out = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@pytest.mark.parametrize("extra,want", [
+    ([], set(ALLOWED[:-1]) if len(ALLOWED) > 1 else None),
+    (["--pressure-cpus", str(ALLOWED[0])], {ALLOWED[0]})], ids=["default", "--pressure-cpus"])
+def test_a_worker_runs_on_the_cpus_it_is_given_and_is_reaped(rtmem, extra, want):
+    with latency(rtmem, "--duration", 60, "--pressure", "vm=1,bytes=1M", *extra) as p:
         time.sleep(0.5)
         cpus = worker_cpus(p.pid)
         p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-        if want is not None:
-            checks.ok([cpu_set(c) for c in cpus.values()] == [want],
-                      "%s: the worker runs on cpus %s" % (extra or "default", sorted(want)), cpus)
-        checks.ok(p.returncode == 0 and orphans() == [], "%s: ended, reaped" % extra, err)
+        r = ended(p)
+    if want is not None:
+        assert [cpu_set(c) for c in cpus.values()] == [want], \
+            "the worker does not run on cpus %s: %s" % (sorted(want), cpus)
+    assert r.returncode == 0, explain(r)
+    assert orphans() == [], "a worker was not reaped"
 
-    # A worker that dies during the run (the OOM killer, here kill -9): the
-    # run reports it and fails; its result file says so.
-    p = start("--duration", 3, "--pressure", "vm=2,bytes=4M", "--json", path)
-    kids = wait_children(p.pid, 2)
-    time.sleep(1)
-    if kids:
-        os.kill(kids[0], signal.SIGKILL)
-    out, err = p.communicate(timeout=60)
+
+def test_a_worker_killed_during_the_run_fails_it_named_and_on_record(rtmem, tmp_dir):
+    # (the OOM killer, here kill -9)
+    path = os.path.join(tmp_dir, "p.json")
+    with latency(rtmem, "--duration", 3, "--pressure", "vm=2,bytes=4M", "--json", path) as p:
+        kids = wait_children(p.pid, 2)
+        time.sleep(1)
+        if kids:
+            os.kill(kids[0], signal.SIGKILL)
+        r = ended(p)
+    assert r.returncode == 1 and "WORKER ENDED EARLY" in r.stdout and "SIGKILL" in r.stdout, \
+        explain(r)
     d = load_json(path)
-    checks.ok(p.returncode == 1 and "WORKER ENDED EARLY" in out and "SIGKILL" in out,
-              "a worker killed during the run fails it, named", (p.returncode, out, err))
-    checks.ok(d is not None and d["passed"] is False and
-              d["pressure"]["totals"]["ended_early_count"] == 1,
-              "the result file says the load did not run as asked", d and d.get("pressure"))
-    checks.ok(orphans() == [], "the other worker reaped")
+    assert d is not None and d["passed"] is False and \
+        d["pressure"]["totals"]["ended_early_count"] == 1, \
+        "the result file does not say the load did not run as asked: %s" % (d and d["pressure"])
+    assert orphans() == [], "the other worker was not reaped"
 
-    # SIGINT without --json: a complete run too.
-    p = start("--duration", 60, "--pressure", "vm=1,bytes=1M")
-    wait_children(p.pid, 1)
-    time.sleep(1)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
-    checks.ok(p.returncode == 0 and "stopped by SIGINT" in out,
-              "SIGINT without --json: a complete run", (p.returncode, err))
-    checks.ok(orphans() == [], "SIGINT without --json: every worker reaped")
 
-    # SIGINT: a complete run, the workers reaped; SIGKILL: they die with it.
-    p = start("--duration", 60, "--pressure", "vm=1,bytes=4M,spin=1", "--json", path)
-    kids = wait_children(p.pid, 2)
-    checks.ok(len(kids) == 2, "two workers beside the run", kids)
-    time.sleep(1.5)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+def test_sigint_without_json_ends_a_complete_run_every_worker_reaped(rtmem):
+    with latency(rtmem, "--duration", 60, "--pressure", "vm=1,bytes=1M") as p:
+        wait_children(p.pid, 1)
+        time.sleep(1)
+        p.send_signal(signal.SIGINT)
+        r = ended(p)
+    assert r.returncode == 0 and "stopped by SIGINT" in r.stdout, explain(r)
+    assert orphans() == [], "a worker was not reaped"
+
+
+def test_sigint_ends_a_complete_run_and_reaps_every_worker(rtmem, tmp_dir):
+    path = os.path.join(tmp_dir, "p.json")
+    with latency(rtmem, "--duration", 60, "--pressure", "vm=1,bytes=4M,spin=1",
+                 "--json", path) as p:
+        kids = wait_children(p.pid, 2)
+        assert len(kids) == 2, "not two workers beside the run: %s" % kids
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        r = ended(p)
     d = load_json(path)
-    checks.ok(p.returncode == 0 and d and d["stopped_by"] == "SIGINT" and
-              d["pressure"]["totals"]["vm_rounds"] > 0, "SIGINT: a complete run", (out, err))
-    checks.ok(not any(alive(k) for k in kids) and orphans() == [], "SIGINT: every worker reaped",
-              kids)
-    p = start("--duration", 60, "--pressure", "vm=1,bytes=4M,spin=1")
-    kids = wait_children(p.pid, 2)
-    checks.ok(len(kids) == 2, "SIGKILL: two workers beside the run", kids)
-    p.kill()
-    p.communicate(timeout=60)
+    assert r.returncode == 0 and d and d["stopped_by"] == "SIGINT" and \
+        d["pressure"]["totals"]["vm_rounds"] > 0, explain(r)
+    assert not any(alive(k) for k in kids) and orphans() == [], \
+        "a worker was not reaped: %s" % kids
+
+
+def test_sigkill_of_the_tool_ends_every_worker_with_it(rtmem):
+    with latency(rtmem, "--duration", 60, "--pressure", "vm=1,bytes=4M,spin=1") as p:
+        kids = wait_children(p.pid, 2)
+        assert len(kids) == 2, "not two workers beside the run: %s" % kids
+        p.kill()
+        p.communicate(timeout=60)
     ends = reap_ends(kids)
-    checks.ok(sorted(ends) == sorted(kids), "SIGKILL: every worker ended with the tool",
-              (kids, ends))
+    assert sorted(ends) == sorted(kids), "workers that did not end with the tool: %s of %s" \
+        % (sorted(set(kids) - set(ends)), kids)
 
-    # The memory share.
-    vm, big = over_share(avail)
+
+def test_a_load_above_the_memory_share_is_refused_naming_force(rtmem):
+    vm, big = over_share(AVAIL)
     r = run(rtmem, "latency", "--duration", 1, "--pressure", "vm=%d,bytes=%s" % (vm, big),
             timeout=60)
-    checks.ok(r.returncode == 2 and "MemAvailable" in r.stderr and "--force" in r.stderr and
-              r.stdout == "", "--pressure vm=%d,bytes=%s refused, naming --force" % (vm, big), r)
+    assert r.returncode == 2 and "MemAvailable" in r.stderr and "--force" in r.stderr and \
+        r.stdout == "", "--pressure vm=%d,bytes=%s: %s" % (vm, big, explain(r))
 
-    # A tiny sweep: its shape.
-    huge = "%dM" % ((avail * 6 // 10) >> 20)
-    path = os.path.join(tmp, "s.json")
-    args = ["--sweep", "--sizes", "1M,2M," + huge, "--strides", "4096,4M", "--modes",
+
+# A tiny sweep: its shape.
+HUGE = "%dM" % ((AVAIL * 6 // 10) >> 20)
+SIZES = sorted([1 << 20, 2 << 20, int(HUGE[:-1]) << 20])
+
+
+@pytest.fixture(scope="module")
+def sweep(rtmem, module_dir, subreaper):
+    """A sweep of 2 modes x 2 strides x 3 sizes, the last above the memory
+    share: (its result, its document, its arguments, the orphans it left)."""
+    path = os.path.join(module_dir, "s.json")
+    args = ["--sweep", "--sizes", "1M,2M," + HUGE, "--strides", "4096,4M", "--modes",
             "plain,keep", "--duration", "300ms", "--pressure", "vm=1", "--json", path]
     r = run(rtmem, "latency", *args, timeout=300)
-    checks.ok(r.returncode == 0, "a tiny sweep", r)
-    d = load_json(path)
-    envelope_ok(checks, d, "latency", "rtmem-latency/1", args)
-    if d:
-        checks.ok(d["mode"] == "sweep" and d["summary"] is None and d["pressure"] is None,
-                  "the sweep's document: mode sweep, no top-level summary", d["mode"])
-        s = d["sweep"]
-        sizes = sorted([1 << 20, 2 << 20, int(huge[:-1]) << 20])
-        checks.ok(s["sizes"] == sizes and s["strides"] == [4096, 4 << 20] and
-                  s["modes"] == ["plain", "keep"] and s["run_ns"] == 300000000,
-                  "the sweep's parameters", s)
-        checks.ok(s["runs_planned"] == 13 and s["runs_done"] == 13 and len(s["runs"]) == 12,
-                  "a baseline and 2 modes x 2 strides x 3 sizes", s["runs_planned"])
-        b = s["baseline"]
-        checks.ok(b["mode"] == "idle" and b["load"] is None and b["skipped"] is None,
-                  "the baseline is idle", b)
-        summary_ok("baseline", b["summary"], b["deadlines"])
-        order = [(x["mode"], x["stride"], x["bytes"]) for x in s["runs"]]
-        want = [(m, st, sz) for m in ("plain", "keep") for st in (4096, 4 << 20) for sz in sizes]
-        checks.ok(order == want, "runs in mode, stride, size order", order)
-        for x in s["runs"]:
-            what = "%s %s %s" % (x["mode"], x["stride"], x["bytes"])
-            if x["stride"] > x["bytes"]:
-                checks.ok(x["skipped"] and "stride" in x["skipped"] and x["summary"] is None,
-                          "%s: skipped, the stride larger than the size" % what, x)
-            elif x["bytes"] == sizes[-1]:
-                checks.ok(x["skipped"] and "memory available" in x["skipped"] and
-                          x["summary"] is None, "%s: skipped, above the memory share" % what, x)
-            else:
-                checks.ok(x["skipped"] is None and x["load"]["vm_rounds"] > 0 and
-                          x["load"]["ended_early_count"] == 0, "%s: ran, its load worked" % what, x)
-                summary_ok(what, x["summary"], x["deadlines"])
-        checks.ok("the worst of each curve" in r.stdout, "the report ends with the worst", r)
-    checks.ok(orphans() == [], "no worker outlived the sweep")
+    left = orphans()
+    assert r.returncode == 0, explain(r)
+    return r, load_json(path), args, left
 
-    # Another real-time task that may run on the measured CPU is named (one
-    # of the same priority delays the thread unseen). Root only: chrt.
-    cpu = max(os.sched_getaffinity(0))
+
+def test_the_sweep_writes_one_document_without_a_top_level_summary(sweep):
+    r, d, args, _ = sweep
+    assert_envelope(d, "latency", "rtmem-latency/1", args)
+    assert d["mode"] == "sweep" and d["summary"] is None and d["pressure"] is None, \
+        (d["mode"], d["summary"], d["pressure"])
+    assert "the worst of each curve" in r.stdout, explain(r)
+
+
+def test_the_sweep_records_its_parameters_and_runs(sweep):
+    s = sweep[1]["sweep"]
+    assert s["sizes"] == SIZES and s["strides"] == [4096, 4 << 20] and \
+        s["modes"] == ["plain", "keep"] and s["run_ns"] == 300000000, s
+    assert s["runs_planned"] == 13 and s["runs_done"] == 13 and len(s["runs"]) == 12, \
+        "not a baseline and 2 modes x 2 strides x 3 sizes: %s planned, %s done, %d runs" \
+        % (s["runs_planned"], s["runs_done"], len(s["runs"]))
+
+
+def test_the_sweep_starts_with_an_idle_baseline(sweep):
+    b = sweep[1]["sweep"]["baseline"]
+    assert b["mode"] == "idle" and b["load"] is None and b["skipped"] is None, b
+    assert_summary("baseline", b["summary"], b["deadlines"])
+
+
+def test_the_sweep_runs_in_mode_stride_size_order(sweep):
+    order = [(x["mode"], x["stride"], x["bytes"]) for x in sweep[1]["sweep"]["runs"]]
+    want = [(m, st, sz) for m in ("plain", "keep") for st in (4096, 4 << 20) for sz in SIZES]
+    assert order == want
+
+
+def test_each_sweep_run_ran_or_was_skipped_with_the_reason(sweep):
+    for x in sweep[1]["sweep"]["runs"]:
+        what = "%s %s %s" % (x["mode"], x["stride"], x["bytes"])
+        if x["stride"] > x["bytes"]:
+            assert x["skipped"] and "stride" in x["skipped"] and x["summary"] is None, \
+                "%s: not skipped for the stride larger than the size: %s" % (what, x)
+        elif x["bytes"] == SIZES[-1]:
+            assert x["skipped"] and "memory available" in x["skipped"] and \
+                x["summary"] is None, "%s: not skipped above the memory share: %s" % (what, x)
+        else:
+            assert x["skipped"] is None and x["load"]["vm_rounds"] > 0 and \
+                x["load"]["ended_early_count"] == 0, "%s: did not run its load: %s" % (what, x)
+            assert_summary(what, x["summary"], x["deadlines"])
+
+
+def test_no_worker_outlived_the_sweep(sweep):
+    assert sweep[3] == [], "outlived the sweep: %s" % sweep[3]
+
+
+def test_a_sched_fifo_neighbour_on_the_measured_cpu_is_named(rtmem, tmp_dir):
+    # (one of the same priority delays the thread unseen) Root only: chrt.
+    cpu = max(ALLOWED)
+    path = os.path.join(tmp_dir, "p.json")
     try:
-        other = subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", str(cpu), "sleep", "30"],
-                                 stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        other = started("chrt", "-f", "10", "taskset", "-c", cpu, "sleep", "30",
+                        stdout=None, stderr=subprocess.DEVNULL, preexec_fn=None)
     except OSError:
-        other = None
-    time.sleep(0.3)
-    if other is None or other.poll() is not None:
-        print("  (no real-time neighbour test: chrt -f refused here)")
-    else:
+        pytest.skip("no real-time neighbour: no chrt")
+    with other as o:
+        time.sleep(0.3)
+        if o.poll() is not None:
+            pytest.skip("no real-time neighbour: chrt -f refused here")
         r = run(rtmem, "latency", "--duration", "200ms", "--cpu", cpu, "--json", path, timeout=60)
-        other.kill()
-        other.wait()
-        d = load_json(path)
-        words = " ".join(r.stdout.split())
-        # Only the first one is named: another test's task may come first.
-        checks.ok(r.returncode == 0 and d is not None and
-                  (d["rt_neighbours"] or 0) >= 1 and "other real-time task" in words and
-                  ((d["rt_neighbours"] or 0) > 1 or "(sleep) SCHED_FIFO 10" in words),
-                  "a SCHED_FIFO neighbour on the measured CPU is named", r)
+    d = load_json(path)
+    words = " ".join(r.stdout.split())
+    assert r.returncode == 0 and d is not None, explain(r)
+    assert (d["rt_neighbours"] or 0) >= 1 and "other real-time task" in words, explain(r)
+    # Only the first one is named: another test's task may come first.
+    assert (d["rt_neighbours"] or 0) > 1 or "(sleep) SCHED_FIFO 10" in words, explain(r)
 
-    # Bad combinations.
-    for bad, why in [(["--sizes", "4M"], "need --sweep"),
-                     (["--noise", "--pressure", "vm=1"], "--noise runs on its own"),
-                     (["--pressure", "vm=1,bogus=2"], "unknown item 'bogus'"),
-                     (["--pressure", "vm=1,bytes"], "needs a value"),
-                     (["--pressure-cpus", "0"], "needs --pressure"),
-                     (["--force"], "needs --pressure"),
-                     (["--sweep", "--pressure", "spin=1"], "needs vm=N"),
-                     (["--sweep", "--pressure", "vm=1,hdd=1,dir=/nonexistent/rtmem"],
-                      "the disk writers' directory"),
-                     (["--sweep", "--modes", "plain,fast"], "not plain, keep or hang"),
-                     (["--pressure", "vm=1,bytes=4K,stride=8K"], "larger than the bytes")]:
-        r = run(rtmem, "latency", *bad, timeout=30)
-        checks.ok(r.returncode == 2 and why in r.stderr and r.stdout == "",
-                  "bad usage %s: exit 2, '%s'" % (bad, why), r)
 
-checks.done()
+BAD = [(["--sizes", "4M"], "need --sweep"),
+       (["--noise", "--pressure", "vm=1"], "--noise runs on its own"),
+       (["--pressure", "vm=1,bogus=2"], "unknown item 'bogus'"),
+       (["--pressure", "vm=1,bytes"], "needs a value"),
+       (["--pressure-cpus", "0"], "needs --pressure"),
+       (["--force"], "needs --pressure"),
+       (["--sweep", "--pressure", "spin=1"], "needs vm=N"),
+       (["--sweep", "--pressure", "vm=1,hdd=1,dir=/nonexistent/rtmem"],
+        "the disk writers' directory"),
+       (["--sweep", "--modes", "plain,fast"], "not plain, keep or hang"),
+       (["--pressure", "vm=1,bytes=4K,stride=8K"], "larger than the bytes")]
+
+
+@pytest.mark.parametrize("args,why", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_a_bad_combination_exits_2_saying_why(rtmem, args, why):
+    r = run(rtmem, "latency", *args, timeout=30)
+    assert r.returncode == 2 and why in r.stderr and r.stdout == "", explain(r)

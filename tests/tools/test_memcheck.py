@@ -4,195 +4,264 @@ plugin, in every phase; a plugin without stats runs with the checks it
 cannot have turned off; smokey's layout is exact; glibc is measured warm
 (page faults, not times); bad usage exits 2 with the message.
 
-usage: test_memcheck.py RTMEM_BINARY TLSF_PLUGIN BUMP_PLUGIN NO_SYMBOL_SO BAD_PLUGIN...
-TLSF_PLUGIN is examples/plugin/tlsf_plugin.c built; BUMP_PLUGIN a plugin
-without stats or check; NO_SYMBOL_SO a shared object without the plugin
-symbol; each BAD_PLUGIN a plugin memcheck must refuse.
+The build gives (tests/tools/CMakeLists.txt): --file tlsf_plugin=
+(examples/plugin/tlsf_plugin.c built), --file bump_plugin= (a plugin
+without stats or check), --file no_symbol= (a shared object without the
+plugin symbol), and a --bad-plugin for each plugin memcheck must refuse.
 """
 import os
 import re
-import sys
 
-from rtmemtest import (BITS, EMULATED, PEERS, Checks, TempDir, envelope_ok, have_lib, load_json, run)
+import pytest
 
-rtmem, tlsf_plugin, bump_plugin, no_symbol = sys.argv[1:5]
-bad_plugins = sys.argv[5:]
-sanitized = os.environ.get("RTMEM_SANITIZED") == "1"
-checks = Checks("tools.memcheck")
-kinds = run(rtmem, "kinds").stdout.split()
+from rtmemtest import BITS, EMULATED, PEERS, assert_envelope, explain, have_lib, load_json, run
+
+SANITIZED = os.environ.get("RTMEM_SANITIZED") == "1"
 
 
 def rows(a, phase, cols):
     return [dict(zip(cols, r)) for r in a[phase]["rows"]]
 
 
-def check_full_run(d, text):
-    cols = d["row_columns"]
-    skipped = {s["name"]: s["reason"] for s in d["skipped"]}
-    for p in skipped:
-        print("test_memcheck: peer %s skipped: %s" % (p, skipped[p]))
+def names(d):
+    return [a["name"] for a in d["allocators"]]
+
+
+def memcheck_json(rtmem, tmp_dir, *args, env=None):
+    """`rtmem memcheck --quick --no-rt ARGS --json PATH`: (its result, its
+    document or None)."""
+    path = os.path.join(tmp_dir, "m.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", *args, "--json", path, env=env)
+    return r, load_json(path)
+
+
+@pytest.fixture(scope="module")
+def full(rtmem, files, module_dir):
+    """One `memcheck --quick` run of the defaults and the TLSF plugin:
+    (its result, its document, its arguments)."""
+    path = os.path.join(module_dir, "m.json")
+    args = ["--quick", "--no-rt", "--plugin", files["tlsf_plugin"], "--json", path]
+    r = run(rtmem, "memcheck", *args)
+    assert r.returncode == 0, explain(r)
+    d = load_json(path)
+    assert d is not None, "memcheck --quick wrote no JSON at %s" % path
+    return r, d, args
+
+
+@pytest.fixture(scope="module")
+def by_name(full):
+    return {a["name"]: a for a in full[1]["allocators"]}
+
+
+def test_quick_run_writes_the_envelope(full):
+    _, d, args = full
+    assert_envelope(d, "memcheck", "rtmem-memcheck/2", args)
+
+
+def test_quick_run_passes_with_its_seed(full):
+    _, d, _ = full
+    assert d["passed"] is True and d["seed"] == 20240601, (d["passed"], d["seed"])
+
+
+def test_rows_are_every_kind_glibc_the_peers_that_loaded_and_the_plugin(rtmem, full):
+    _, d, _ = full
+    skipped = [s["name"] for s in d["skipped"]]
     loaded = [p for p in PEERS if p not in skipped]
-    names = [a["name"] for a in d["allocators"]]
-    checks.ok(names == kinds + ["glibc"] + loaded + ["tlsf-plugin"],
-              "memcheck: every kind, glibc, the peers that loaded, the plugin, in order", names)
-    by = {a["name"]: a for a in d["allocators"]}
-    checks.ok(all(by[p]["origin"] == "peer" for p in loaded) and
-              by["tlsf-plugin"]["origin"] == "plugin", "memcheck: origins")
+    kinds = run(rtmem, "kinds").stdout.split()
+    assert names(d) == kinds + ["glibc"] + loaded + ["tlsf-plugin"], d["skipped"]
+
+
+def test_peers_and_the_plugin_have_their_origin(full, by_name):
+    skipped = [s["name"] for s in full[1]["skipped"]]
+    loaded = [p for p in PEERS if p not in skipped]
+    assert {p: by_name.get(p, {}).get("origin") for p in loaded} == {p: "peer" for p in loaded}
+    assert by_name["tlsf-plugin"]["origin"] == "plugin"
+
+
+@pytest.mark.parametrize("phase", ["pow2", "random"])
+def test_the_tlsf_plugin_fills_as_the_tlsf_kind(full, by_name, phase):
     # The plugin is TLSF: through the ABI it must fill exactly as the kind does.
-    for ph in ("pow2", "random"):
-        nr = [[r["nrblocks"] for r in rows(by[n], ph, cols)] for n in ("tlsf", "tlsf-plugin")]
-        checks.ok(nr[0] == nr[1], "memcheck %s: the TLSF plugin fills as tlsf" % ph)
+    cols = full[1]["row_columns"]
+    kind, plugin = ([r["nrblocks"] for r in rows(by_name[n], phase, cols)]
+                    for n in ("tlsf", "tlsf-plugin"))
+    assert kind == plugin
+
+
+def test_every_allocator_passes_with_every_row_within_its_heap(full):
+    _, d, _ = full
+    cols = d["row_columns"]
     heaps = [8192 << i for i in range(64) if (8192 << i) < d["params"]["seq_heap_size"]]
     rounds = d["params"]["random_alloc_rounds"]
     pow2 = sum(4 * len([b for b in (16 << k for k in range(40)) if b < h // 2]) for h in heaps)
     for a in d["allocators"]:
         n = a["name"]
-        checks.ok(a["passed"] and a["failure"] is None, "memcheck: %s passed" % n, a["failure"])
-        checks.ok(len(a["pow2"]["rows"]) == a["pow2"]["tests"] == pow2,
-                  "memcheck: %s has every pow2 row" % n, len(a["pow2"]["rows"]))
-        checks.ok(len(a["random"]["rows"]) == 4 * rounds * len(heaps),
-                  "memcheck: %s has every random row" % n)
+        assert a["passed"] and a["failure"] is None, (n, a["failure"])
+        assert len(a["pow2"]["rows"]) == a["pow2"]["tests"] == pow2, \
+            (n, len(a["pow2"]["rows"]), a["pow2"]["tests"], pow2)
+        assert len(a["random"]["rows"]) == 4 * rounds * len(heaps), (n, len(a["random"]["rows"]))
         bad = [r for r in rows(a, "pow2", cols) + rows(a, "random", cols)
                if r["heap_bytes"] not in heaps or r["nrblocks"] < 1
                or r["nrblocks"] * r["block_bytes"] > r["heap_bytes"]]
-        checks.ok(not bad, "memcheck: %s rows within their heaps" % n, bad[:3])
-        checks.ok(a["pattern"]["tests"] == d["params"]["pattern_check_rounds"],
-                  "memcheck: %s pattern tests" % n)
-        checks.ok(a["churn"]["ops"] == d["params"]["churn_ops"] and a["churn"]["frag_samples"],
-                  "memcheck: %s churn" % n)
+        assert not bad, "%s: rows outside their heaps: %s" % (n, bad[:3])
+
+
+def test_every_allocator_runs_the_pattern_and_churn_phases(full):
+    _, d, _ = full
+    for a in d["allocators"]:
+        assert a["pattern"]["tests"] == d["params"]["pattern_check_rounds"], a["name"]
+        assert a["churn"]["ops"] == d["params"]["churn_ops"] and a["churn"]["frag_samples"], \
+            (a["name"], a["churn"])
+
+
+def test_heaps_are_exact_with_fail_a_and_tovrh_and_others_have_no_fail_a(full):
+    _, d, _ = full
+    cols = d["row_columns"]
+    for a in d["allocators"]:
+        n = a["name"]
         fail_a = [r["fail_alloc_ns"] for r in rows(a, "pow2", cols)]
         if a["sort"] == "heap":
-            checks.ok(all(h["exact"] for h in a["heap_sizes"]), "memcheck: %s heaps exact" % n)
-            checks.ok(all(v is not None for v in fail_a) and
-                      all(r["true_overhead_pct"] is not None for r in rows(a, "pow2", cols)),
-                      "memcheck: %s has FAIL-A and TOVRH%%" % n)
+            assert all(h["exact"] for h in a["heap_sizes"]), (n, a["heap_sizes"])
+            assert all(v is not None for v in fail_a), "%s: a pow2 row without FAIL-A" % n
+            assert all(r["true_overhead_pct"] is not None for r in rows(a, "pow2", cols)), \
+                "%s: a pow2 row without TOVRH%%" % n
         else:
-            checks.ok(all(v is None for v in fail_a), "memcheck: %s has no FAIL-A" % n)
-    # heapmem and xnheap promise zero overhead for power-of-two sizes.
-    for n in ("heapmem", "xnheap"):
-        if n in by:
-            checks.ok(by[n]["pow2"]["overall"]["avg_overhead_pct"] == 0,
-                      "memcheck: %s has no overhead for powers of two" % n)
-    checks.ok("average fragmentation" in text and "\n== summary" in text,
-              "memcheck: the overall lines and the summary")
-    checks.ok(re.search(r"^  TOVRH%: true overhead", text, re.M) is not None,
-              "memcheck: the legend defines TOVRH%")
-    # A peer that is installed must load (and run); one that is not is skipped.
-    for p, so in PEERS.items():
-        if not have_lib(so):
-            checks.ok(re.search(r"^  %s +SKIPPED: not installed" % p, text, re.M) is not None,
-                      "memcheck: %s not installed, and reported as skipped" % p)
-        else:
-            checks.ok(re.search(r"^  %s +process allocator: %s" % (p, p), text, re.M) is not None,
-                      "memcheck: %s is installed and ran" % p)
+            assert all(v is None for v in fail_a), "%s: FAIL-A on a process allocator" % n
 
 
-with TempDir() as tmp:
-    path = os.path.join(tmp, "m.json")
-    args = ["--quick", "--no-rt", "--plugin", tlsf_plugin, "--json", path]
-    r = run(rtmem, "memcheck", *args)
-    checks.ok(r.returncode == 0, "memcheck --quick", r)
+@pytest.mark.parametrize("kind", ["heapmem", "xnheap"])
+def test_heapmem_and_xnheap_have_no_overhead_for_powers_of_two(by_name, kind):
+    if kind not in by_name:
+        pytest.skip("%s is not built" % kind)
+    assert by_name[kind]["pow2"]["overall"]["avg_overhead_pct"] == 0
+
+
+def test_report_has_the_overall_lines_the_summary_and_the_tovrh_legend(full):
+    text = full[0].stdout
+    assert "average fragmentation" in text and "\n== summary" in text, text
+    assert re.search(r"^  TOVRH%: true overhead", text, re.M), text
+
+
+@pytest.mark.parametrize("peer", sorted(PEERS))
+def test_an_installed_peer_runs_and_a_missing_one_is_reported_skipped(full, peer):
+    text = full[0].stdout
+    if have_lib(PEERS[peer]):
+        assert re.search(r"^  %s +process allocator: %s" % (peer, peer), text, re.M), text
+    else:
+        assert re.search(r"^  %s +SKIPPED: not installed" % peer, text, re.M), text
+
+
+def test_jemalloc_alone_runs_executed_again_for_its_static_tls(rtmem, tmp_dir):
+    if not have_lib(PEERS["jemalloc"]):
+        pytest.skip("jemalloc is not installed")
+    r, d = memcheck_json(rtmem, tmp_dir, "--kinds", "jemalloc", "--phases", "pow2")
+    assert r.returncode == 0 and d and d["passed"], explain(r)
+    assert names(d) == ["jemalloc"] and d["allocators"][0]["pow2"]["rows"], d["allocators"]
+
+
+def test_a_plugin_without_stats_runs_with_those_checks_off(rtmem, files, tmp_dir):
+    r, d = memcheck_json(rtmem, tmp_dir, "--plugin", files["bump_plugin"], "--kinds", "bump")
+    assert r.returncode == 0 and d, explain(r)
+    a = d["allocators"][0]
+    assert d["passed"] and a["name"] == "bump" and a["origin"] == "plugin", a
+    assert not a["applies"]["stats"] and not a["applies"]["integrity_check"], a["applies"]
+    assert all(h["sized_by_memory"] for h in a["heap_sizes"]), a["heap_sizes"]
+    assert a["churn"]["frag_applies"] is False, a["churn"]
+    assert all(x["true_overhead_pct"] is None for x in rows(a, "pow2", d["row_columns"]))
+    assert "no stats: H is the memory given to create" in r.stdout, r.stdout
+
+
+def test_kinds_sets_the_order_and_an_unloadable_peer_is_skipped_and_said(rtmem, tmp_dir):
+    # jemalloc with the marker of a process already executed again (see
+    # test_bench.py) cannot load.
+    r, d = memcheck_json(rtmem, tmp_dir, "--kinds", "glibc,jemalloc,tlsf", "--phases", "pow2",
+                         "--seq-heap-size", "16K", env={"RTMEM_STATIC_TLS_REEXEC": "x"})
+    assert r.returncode == 0 and d, explain(r)
+    assert names(d) == ["glibc", "tlsf"]
+    assert [x["name"] for x in d["skipped"]] == ["jemalloc"]
+    assert "rtmem memcheck: jemalloc skipped: " in r.stderr, explain(r)
+
+
+def test_no_json_rows_keeps_the_overall_lines_without_the_rows(rtmem, tmp_dir):
+    r, d = memcheck_json(rtmem, tmp_dir, "--kinds", "tlsf", "--phases", "pow2",
+                         "--no-json-rows")
+    assert r.returncode == 0 and d, explain(r)
+    pow2 = d["allocators"][0]["pow2"]
+    assert pow2["rows"] is None and pow2["overall"]["tests"] > 0, pow2
+    assert d["params"]["json_rows"] is False
+
+
+@pytest.fixture(scope="module")
+def glibc_warm(rtmem, module_dir):
+    """glibc's pow2 and random phases on a 1M heap: its allocator entry."""
+    if SANITIZED:
+        pytest.skip("RTMEM_SANITIZED: the sanitizers' allocator stands in for glibc's")
+    path = os.path.join(module_dir, "w.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "glibc", "--phases",
+            "pow2,random", "--seq-heap-size", "1M", "--json", path, "--no-json-rows")
     d = load_json(path)
-    envelope_ok(checks, d, "memcheck", "rtmem-memcheck/2", args)
-    if d:
-        checks.ok(d["passed"] is True and d["seed"] == 20240601, "memcheck: passed, its seed")
-        check_full_run(d, r.stdout)
+    assert r.returncode == 0 and d and d["passed"], explain(r)
+    return d["allocators"][0]
 
-    # jemalloc alone: the run executes itself again once for its static TLS.
-    if have_lib(PEERS["jemalloc"]):
-        path = os.path.join(tmp, "j.json")
-        r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "jemalloc", "--phases", "pow2",
-                "--json", path)
-        d = load_json(path)
-        checks.ok(r.returncode == 0 and d and d["passed"] and
-                  [a["name"] for a in d["allocators"]] == ["jemalloc"] and
-                  d["allocators"][0]["pow2"]["rows"], "memcheck --kinds jemalloc", r)
 
-    # A plugin without stats or check runs; the checks it cannot have are
-    # off, and the report says so.
-    path = os.path.join(tmp, "p.json")
-    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--plugin", bump_plugin, "--kinds", "bump",
-            "--json", path)
-    d = load_json(path)
-    if checks.ok(r.returncode == 0 and d, "memcheck --plugin (no stats)", r):
-        a = d["allocators"][0]
-        cols = d["row_columns"]
-        checks.ok(d["passed"] and a["name"] == "bump" and a["origin"] == "plugin" and
-                  not a["applies"]["stats"] and not a["applies"]["integrity_check"] and
-                  all(h["sized_by_memory"] for h in a["heap_sizes"]) and
-                  a["churn"]["frag_applies"] is False and
-                  all(x["true_overhead_pct"] is None for x in rows(a, "pow2", cols)),
-                  "memcheck: a plugin without stats has those checks off", a["applies"])
-        checks.ok("no stats: H is the memory given to create" in r.stdout,
-                  "memcheck: the report says what a plugin without stats leaves out")
+@pytest.mark.parametrize("phase", ["pow2", "random"])
+def test_glibc_is_measured_warm_without_page_faults(glibc_warm, phase):
+    # A process that left glibc at its default thresholds took a fault per
+    # page its heap grew by. Code run for the first time may fault without
+    # mlockall (and under qemu-user the faults are the emulator's; 32-bit
+    # glibc never raises its mmap threshold past 512 KiB, so the warm-up
+    # cannot make it keep the memory of the large blocks, and its timed
+    # fills grow the heap: faults, which memcheck reports).
+    faults = glibc_warm[phase]["minor_faults"]
+    assert glibc_warm[phase]["tests"] > 0 and faults is not None, glibc_warm[phase]
+    assert faults < 32 or EMULATED or BITS == 32, "%d page faults" % faults
 
-    # --kinds sets the order; an unloadable peer (see test_bench.py) is
-    # skipped, said on stderr and recorded.
-    path = os.path.join(tmp, "o.json")
-    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "glibc,jemalloc,tlsf", "--phases",
-            "pow2", "--seq-heap-size", "16K", "--json", path,
-            env={"RTMEM_STATIC_TLS_REEXEC": "x"})
-    d = load_json(path)
-    checks.ok(r.returncode == 0 and d and [a["name"] for a in d["allocators"]] == ["glibc", "tlsf"]
-              and [x["name"] for x in d["skipped"]] == ["jemalloc"] and
-              "rtmem memcheck: jemalloc skipped: " in r.stderr,
-              "memcheck: --kinds order, an unloadable peer skipped and said", r)
 
-    # --no-json-rows: the overall lines without the rows.
-    path = os.path.join(tmp, "r.json")
+@pytest.fixture(scope="module")
+def smokey(rtmem):
     r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2",
-            "--no-json-rows", "--json", path)
-    d = load_json(path)
-    checks.ok(r.returncode == 0 and d and d["allocators"][0]["pow2"]["rows"] is None and
-              d["allocators"][0]["pow2"]["overall"]["tests"] > 0 and
-              d["params"]["json_rows"] is False, "memcheck --no-json-rows", r)
+            "--format", "smokey", "--compat")
+    assert r.returncode == 0, explain(r)
+    return r.stdout
 
-    # glibc measured warm: its pow2 and random phases take (nearly) no page
-    # faults; a process that left glibc at its default thresholds took a
-    # fault per page its heap grew by. Counts, not times. (Not with
-    # sanitizers: their allocator stands in for glibc's.)
-    if not sanitized:
-        path = os.path.join(tmp, "w.json")
-        r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "glibc", "--phases",
-                "pow2,random", "--seq-heap-size", "1M", "--json", path, "--no-json-rows")
-        d = load_json(path)
-        if checks.ok(r.returncode == 0 and d and d["passed"], "memcheck --kinds glibc", r):
-            g = d["allocators"][0]
-            for ph in ("pow2", "random"):
-                faults = g[ph]["minor_faults"]
-                # Code run for the first time may fault without mlockall
-                # (and under qemu-user the faults are the emulator's; 32-bit
-                # glibc never raises its mmap threshold past 512 KiB, so the
-                # warm-up cannot make it keep the memory of the large
-                # blocks, and its timed fills grow the heap: faults, which
-                # memcheck reports).
-                checks.ok(g[ph]["tests"] > 0 and faults is not None and
-                          (faults < 32 or EMULATED or BITS == 32),
-                          "memcheck: glibc's %s phase takes no page faults" % ph, faults)
 
-# --format smokey: smokey's headers, rows and overall lines, exactly.
-r = run(rtmem, "memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2", "--format",
-        "smokey", "--compat")
-checks.ok(r.returncode == 0, "memcheck --format smokey", r)
-for line in ["== memcheck started for tlsf at ", "     seq_heap_size=256k",
-             "[SEQUENTIAL ALLOC->FREE, ^2 BLOCK SIZES] ON 'tlsf'", "sorted by: max alloc time",
-             "sorted by: max fragmentation",
-             "  HEAPSZ  BLOCKSZ   NRBLKS  AVG-A  AVG-F  MAX-A  MAX-F   OVRH%  FRAG%  FLAGS",
-             "  ... (196 results following) ...", "overall:", "  worst alloc time: ",
-             "  average fragmentation: ", "== memcheck finished for tlsf at "]:
-    checks.ok(line in r.stdout, "smokey layout: '%s'" % line)
-checks.ok(re.search(r"^ +[0-9]+k +[0-9]+[ k] +[0-9]+ +[0-9]+\.[0-9] ", r.stdout, re.M) is not None,
-          "smokey layout: rows in us with one decimal")
+SMOKEY_LINES = [
+    "== memcheck started for tlsf at ", "     seq_heap_size=256k",
+    "[SEQUENTIAL ALLOC->FREE, ^2 BLOCK SIZES] ON 'tlsf'", "sorted by: max alloc time",
+    "sorted by: max fragmentation",
+    "  HEAPSZ  BLOCKSZ   NRBLKS  AVG-A  AVG-F  MAX-A  MAX-F   OVRH%  FRAG%  FLAGS",
+    "  ... (196 results following) ...", "overall:", "  worst alloc time: ",
+    "  average fragmentation: ", "== memcheck finished for tlsf at ",
+]
 
-# Plugins memcheck must refuse: exit status 2 and the reason.
-for plugin in bad_plugins + [no_symbol, "/nonexistent/nosuch.so"]:
+
+@pytest.mark.parametrize("line", SMOKEY_LINES, ids=[l.strip() for l in SMOKEY_LINES])
+def test_format_smokey_has_smokeys_headers_and_overall_lines(smokey, line):
+    assert line in smokey, smokey
+
+
+def test_format_smokey_rows_are_in_us_with_one_decimal(smokey):
+    assert re.search(r"^ +[0-9]+k +[0-9]+[ k] +[0-9]+ +[0-9]+\.[0-9] ", smokey, re.M), smokey
+
+
+def refused(rtmem, plugin):
     r = run(rtmem, "memcheck", "--quick", "--no-rt", "--plugin", plugin)
-    checks.ok(r.returncode == 2 and ("--plugin %s: " % plugin) in r.stderr,
-              "memcheck --plugin %s is refused" % plugin, r)
+    assert r.returncode == 2 and ("--plugin %s: " % plugin) in r.stderr, explain(r)
 
-# Bad usage: exit status 2, the message, and how to get help; nothing run.
-no_cpu = max(os.sched_getaffinity(0)) + 1
-usage = [
+
+def test_a_bad_plugin_is_refused_with_the_reason(rtmem, bad_plugin):
+    refused(rtmem, bad_plugin)
+
+
+def test_a_shared_object_without_the_plugin_symbol_is_refused(rtmem, files):
+    refused(rtmem, files["no_symbol"])
+
+
+def test_a_missing_plugin_file_is_refused(rtmem):
+    refused(rtmem, "/nonexistent/nosuch.so")
+
+
+NO_CPU = max(os.sched_getaffinity(0)) + 1
+USAGE = [
     (["--seq-heap-size", "4K"], "--seq-heap-size: '4K' is out of range"),
     (["--random-alloc-rounds", "x"], "--random-alloc-rounds needs a whole number"),
     (["--random-alloc-rounds", "0"], "--random-alloc-rounds: '0' is out of range [1, "),
@@ -207,32 +276,28 @@ usage = [
     (["--churn-fill", "0"], "--churn-fill: '0' is out of range"),
     (["--churn-max-size", "1M"], "--churn-max-size (1048576) is above the churn fill"),
     (["--seed", "-1"], "--seed needs a whole number"),
-    (["--cpu", str(no_cpu)], "--cpu %d: no such CPU for this process" % no_cpu),
+    (["--cpu", str(NO_CPU)], "--cpu %d: no such CPU for this process" % NO_CPU),
     (["--plugin", "a", "--plugin", "b", "--plugin", "c", "--plugin", "d", "--plugin", "e"],
      "--plugin: at most 4"),
     (["--plugin"], "option '--plugin' needs a value"),
     (["--bogus"], "unknown option '--bogus'"),
     (["stray"], "unexpected argument 'stray'"),
 ]
-for args, message in usage:
+
+
+@pytest.mark.parametrize("args,message", USAGE, ids=[" ".join(a) for a, _ in USAGE])
+def test_bad_usage_exits_2_with_the_message_and_the_help_hint(rtmem, args, message):
     r = run(rtmem, "memcheck", *args)
-    checks.ok(r.returncode == 2 and message in r.stderr and
-              "Try 'rtmem memcheck --help'." in r.stderr and r.stdout == "",
-              "rtmem memcheck %s: exit 2 with '%s'" % (" ".join(args), message), r)
+    assert r.returncode == 2, explain(r)
+    assert message in r.stderr and "Try 'rtmem memcheck --help'." in r.stderr, explain(r)
+    assert r.stdout == ""
 
-r = run(rtmem, "memcheck", "--help")
-checks.ok(r.returncode == 0 and r.stdout.startswith("usage: rtmem memcheck") and
-          "  --seq-heap-size B " in r.stdout and "exit status" in r.stdout, "memcheck --help", r)
-checks.ok(all(len(line) <= 80 for line in r.stdout.splitlines()),
-          "memcheck --help: lines within 80 columns",
-          [line for line in r.stdout.splitlines() if len(line) > 80])
 
-# The command itself.
-r = run(rtmem, "kinds")
-checks.ok(r.returncode == 0 and "tlsf" in r.stdout.split(), "rtmem kinds lists tlsf", r)
-r = run(rtmem, "nosuchcommand")
-checks.ok(r.returncode == 2 and "unknown command 'nosuchcommand'" in r.stderr, "unknown command", r)
-r = run(rtmem, "--help")
-checks.ok(r.returncode == 0 and "  bench " in r.stdout and "  memcheck " in r.stdout,
-          "rtmem --help lists the tools", r)
-checks.done()
+def test_rtmem_kinds_lists_tlsf(rtmem):
+    r = run(rtmem, "kinds")
+    assert r.returncode == 0 and "tlsf" in r.stdout.split(), explain(r)
+
+
+def test_an_unknown_command_exits_2_and_is_named(rtmem):
+    r = run(rtmem, "nosuchcommand")
+    assert r.returncode == 2 and "unknown command 'nosuchcommand'" in r.stderr, explain(r)

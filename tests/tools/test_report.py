@@ -7,10 +7,10 @@ directory written safely (never another's file, nothing left on failure
 or SIGINT), usage. Then the page rendered in headless Chromium: every
 image loaded, and a missing PNG seen as not loaded.
 
-usage: test_report.py RTMEM FIXTURES_DIR SCREENSHOT_PATH
-With RTMEM_REPORT_LAUNCHER_ONLY=1 (the sanitizer builds: the Python is the
-same, only the C launcher is built otherwise): usage and the fixtures'
-report alone.
+The build gives (tests/tools/CMakeLists.txt) --file screenshot=PATH: where
+the page as Chromium drew it is copied. With RTMEM_REPORT_LAUNCHER_ONLY=1
+(the sanitizer builds: the Python is the same, only the C launcher is
+built otherwise): usage and the fixtures' report alone.
 """
 
 import html.parser
@@ -20,15 +20,17 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import time
 import zlib
 
-from rtmemtest import Checks, TempDir, run
+import pytest
 
-rtmem, fixtures, screenshot = sys.argv[1], sys.argv[2], sys.argv[3]
-launcher_only = os.environ.get("RTMEM_REPORT_LAUNCHER_ONLY") == "1"
-checks = Checks("tools.report")
+from rtmemtest import explain, run
+
+LAUNCHER_ONLY = os.environ.get("RTMEM_REPORT_LAUNCHER_ONLY") == "1"
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "fixtures", "report")
+FIXTURE_FILES = sorted(n for n in os.listdir(FIXTURES) if n.endswith(".json"))
 
 EXPECTED = {
     "memcheck": ["memcheck-summary", "memcheck-time-by-block", "memcheck-space-by-block"],
@@ -42,7 +44,10 @@ EXPECTED = {
     "shm": ["shm-size-64K", "shm-size-1G"],
 }
 ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
+MEMCHECK_PNGS = sorted(n + ".png" for n in EXPECTED["memcheck"])
 
+
+# ---- a PNG's and a page's checks ------------------------------------------------------
 
 def png_pixels(raw, width, height, channels):
     """The rows of an 8-bit PNG's pixels, its scanline filters undone."""
@@ -172,11 +177,64 @@ def parse_page(path):
     return p
 
 
-def report(results, out, *extra, **kw):
+def assert_page(out, pngs):
+    """index.html parses, references only files that exist beside it, and
+    every PNG drawn is referenced: the parsed page."""
+    page = os.path.join(out, "index.html")
+    assert os.path.isfile(page), "no index.html written"
+    p = parse_page(page)
+    assert not p.errors, "the page's elements do not nest: %s" % p.errors[:5]
+    remote = [s for s in p.srcs + p.hrefs if "://" in s or s.startswith("//")]
+    assert not remote, "referenced over the network: %s" % remote
+    local = [s for s in p.srcs + [h for h in p.hrefs if not h.startswith("#")]]
+    missing = [s for s in local if not os.path.isfile(os.path.join(out, s))]
+    assert not missing, "referenced, not there: %s" % missing
+    anchors = [h[1:] for h in p.hrefs if h.startswith("#")]
+    assert all(a in p.ids for a in anchors), \
+        "links of the contents without their section: %s" % [a for a in anchors if a not in p.ids]
+    assert sorted(set(p.srcs)) == sorted(pngs), "the page does not show exactly the plots drawn"
+    return p
+
+
+def page_text(out):
+    path = os.path.join(out, "index.html")
+    if not os.path.isfile(path):
+        return ""
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# ---- running rtmem report -------------------------------------------------------------
+
+def report(rtmem, results, out, *extra, **kw):
     return run(rtmem, "report", results, "-o", out, *extra, timeout=300, **kw)
 
 
-def signalled_while_drawing(results, out, signum):
+def listing(d):
+    return sorted(os.listdir(d)) if os.path.isdir(d) else None
+
+
+def pngs_in(d):
+    return sorted(n for n in (listing(d) or []) if n.endswith(".png"))
+
+
+def contents(d):
+    """{name: bytes} of the files in d."""
+    out = {}
+    for n in listing(d):
+        with open(os.path.join(d, n), "rb") as f:
+            out[n] = f.read()
+    return out
+
+
+def copy_fixtures(dst, names=None):
+    os.makedirs(dst, exist_ok=True)
+    for n in FIXTURE_FILES:
+        if names is None or n in names:
+            shutil.copy(os.path.join(FIXTURES, n), dst)
+
+
+def signalled_while_drawing(rtmem, results, out, signum):
     """(exit status, stderr) of a report into out sent signum once its first
     temporary file appears (it is drawing then)."""
     proc = subprocess.Popen([rtmem, "report", results, "-o", out, "-q"],
@@ -191,339 +249,513 @@ def signalled_while_drawing(results, out, signum):
     return proc.returncode, err
 
 
-def copy_fixtures(dst, names=None):
-    os.makedirs(dst, exist_ok=True)
-    for n in sorted(os.listdir(fixtures)):
-        if n.endswith(".json") and (names is None or n in names):
-            shutil.copy(os.path.join(fixtures, n), dst)
-
-
-def listing(d):
-    return sorted(os.listdir(d)) if os.path.isdir(d) else None
-
-
-def check_page(out, what, pngs):
-    """index.html parses, references only files that exist beside it, and
-    every PNG drawn is referenced."""
-    page = os.path.join(out, "index.html")
-    if not checks.ok(os.path.isfile(page), "%s: index.html written" % what):
-        return None
-    p = parse_page(page)
-    checks.ok(not p.errors, "%s: the page's elements nest" % what, p.errors[:5])
-    remote = [s for s in p.srcs + p.hrefs if "://" in s or s.startswith("//")]
-    checks.ok(not remote, "%s: nothing referenced over the network" % what, remote)
-    local = [s for s in p.srcs + [h for h in p.hrefs if not h.startswith("#")]]
-    missing = [s for s in local if not os.path.isfile(os.path.join(out, s))]
-    checks.ok(not missing, "%s: every referenced file exists" % what, missing)
-    anchors = [h[1:] for h in p.hrefs if h.startswith("#")]
-    checks.ok(all(a in p.ids for a in anchors), "%s: every link of the contents has its "
-              "section" % what, [a for a in anchors if a not in p.ids])
-    checks.ok(sorted(set(p.srcs)) == sorted(pngs), "%s: the page shows exactly the plots drawn"
-              % what, (sorted(set(p.srcs)), pngs))
-    return p
-
-
-with TempDir() as tmp:
-    # -- usage --
+@pytest.fixture(scope="module", autouse=True)
+def drawable(rtmem):
+    """rtmem report can draw here (matplotlib installed): the whole file is
+    skipped otherwise. The --help it prints."""
     r = run(rtmem, "report", "--help")
     if r.returncode != 0 and "cannot draw" in r.stderr + r.stdout:
-        print("tools.report: SKIPPED: no matplotlib for rtmem report (scripts/ensure-deps.sh "
-              "report installs it):\n" + r.stderr)
-        sys.exit(0)
-    checks.ok(r.returncode == 0 and "RESULTS_DIR" in r.stdout and "REPORT_DIR" in r.stdout,
-              "report --help", r)
+        pytest.skip("no matplotlib for rtmem report (scripts/ensure-deps.sh report installs "
+                    "it): " + r.stderr)
+    return r
+
+
+@pytest.fixture
+def whole_report():
+    """Skips a case beyond the launcher under RTMEM_REPORT_LAUNCHER_ONLY."""
+    if LAUNCHER_ONLY:
+        pytest.skip("RTMEM_REPORT_LAUNCHER_ONLY: usage and the fixtures' report alone")
+
+
+@pytest.fixture(scope="module")
+def whole_report_module():
+    """whole_report, for a file's shared run."""
+    if LAUNCHER_ONLY:
+        pytest.skip("RTMEM_REPORT_LAUNCHER_ONLY: usage and the fixtures' report alone")
+
+
+# ---- usage ---------------------------------------------------------------------------
+
+def test_help_names_the_results_and_the_report_directory(drawable):
+    # (test_docs.py does not cover `rtmem report`, a command of its own.)
+    r = drawable
+    assert r.returncode == 0 and "RESULTS_DIR" in r.stdout and "REPORT_DIR" in r.stdout, \
+        explain(r)
+
+
+def test_no_results_dir_is_bad_usage(rtmem):
     r = run(rtmem, "report")
-    checks.ok(r.returncode == 2 and "RESULTS_DIR" in r.stderr, "no RESULTS_DIR: usage", r)
-    r = run(rtmem, "report", os.path.join(tmp, "nowhere"))
-    checks.ok(r.returncode == 2 and "not a directory" in r.stderr, "missing RESULTS_DIR", r)
-    r = run(rtmem, "report", tmp, "--bogus")
-    checks.ok(r.returncode == 2, "unknown option: usage", r)
+    assert r.returncode == 2 and "RESULTS_DIR" in r.stderr, explain(r)
 
-    # -- the fixtures: every section, every plot --
-    res = os.path.join(tmp, "results")
+
+def test_a_missing_results_dir_is_bad_usage(rtmem, tmp_dir):
+    r = run(rtmem, "report", os.path.join(tmp_dir, "nowhere"))
+    assert r.returncode == 2 and "not a directory" in r.stderr, explain(r)
+
+
+def test_an_unknown_option_is_bad_usage(rtmem, tmp_dir):
+    r = run(rtmem, "report", tmp_dir, "--bogus")
+    assert r.returncode == 2, explain(r)
+
+
+# ---- the fixtures: every section, every plot ------------------------------------------
+
+@pytest.fixture(scope="module")
+def full(rtmem, module_dir):
+    """The report of every fixture: (the results directory, the report
+    directory)."""
+    res = os.path.join(module_dir, "results")
     copy_fixtures(res)
-    out = os.path.join(tmp, "report")
-    r = report(res, out)
-    checks.ok(r.returncode == 0, "report from the fixtures", r)
-    drawn = sorted(n for n in (listing(out) or []) if n.endswith(".png"))
-    checks.ok(drawn == ALL_PNGS, "every expected plot, no other", (drawn, ALL_PNGS))
-    for n in ALL_PNGS:
-        why = png_problem(os.path.join(out, n))
-        checks.ok(why is None, "%s is a valid PNG with a plot in it" % n, why)
-    checks.ok(sorted(listing(out) or []) == sorted(ALL_PNGS + ["index.html", ".rtmem-report"]),
-              "nothing but the plots, the page and the list of them", listing(out))
-    p = check_page(out, "fixtures", ALL_PNGS)
-    if p:
-        for anchor in ["machine"] + list(EXPECTED):
-            checks.ok(anchor in p.ids, "the %s section is in the page" % anchor)
-        with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
-            text = f.read()
-        for n in sorted(os.listdir(res)):
-            with open(os.path.join(res, n)) as f:
-                cmd = " ".join(json.load(f)["command_line"])
-            checks.ok(cmd in text, "the command of %s is shown" % n, cmd)
-        checks.ok("Not in this report" not in text, "no section left out of the fixtures' page")
-        # A figure read back into its table: tlsf's worst alloc, power-of-two.
-        with open(os.path.join(res, "memcheck.json")) as f:
-            worst = json.load(f)["allocators"][0]["pow2"]["overall"]["worst_alloc_ns"]
-        checks.ok(("%.3g us" % (worst / 1000.0)) in text,
-                  "memcheck's summary shows tlsf's worst alloc", worst)
-    with open(os.path.join(out, ".rtmem-report")) as f:
+    out = os.path.join(module_dir, "report")
+    r = report(rtmem, res, out)
+    assert r.returncode == 0, explain(r)
+    return res, out
+
+
+def test_the_fixtures_report_draws_every_expected_plot_and_no_other(full):
+    assert pngs_in(full[1]) == ALL_PNGS
+
+
+@pytest.mark.parametrize("png", ALL_PNGS)
+def test_every_plot_of_the_fixtures_is_a_valid_png_with_a_plot_in_it(full, png):
+    why = png_problem(os.path.join(full[1], png))
+    assert why is None, why
+
+
+def test_the_fixtures_report_is_the_plots_the_page_and_the_list_of_them(full):
+    assert listing(full[1]) == sorted(ALL_PNGS + ["index.html", ".rtmem-report"])
+
+
+def test_the_fixtures_page_is_well_formed_and_shows_exactly_the_plots(full):
+    assert_page(full[1], ALL_PNGS)
+
+
+@pytest.mark.parametrize("section", ["machine"] + list(EXPECTED))
+def test_the_fixtures_page_has_every_section(full, section):
+    assert section in parse_page(os.path.join(full[1], "index.html")).ids
+
+
+@pytest.mark.parametrize("name", FIXTURE_FILES)
+def test_the_fixtures_page_shows_the_command_of_each_file(full, name):
+    with open(os.path.join(full[0], name)) as f:
+        cmd = " ".join(json.load(f)["command_line"])
+    assert cmd in page_text(full[1]), cmd
+
+
+def test_the_fixtures_page_leaves_no_section_out(full):
+    assert "Not in this report" not in page_text(full[1])
+
+
+def test_memchecks_summary_shows_tlsfs_worst_alloc(full):
+    # A figure read back into its table: tlsf's worst alloc, power-of-two.
+    with open(os.path.join(full[0], "memcheck.json")) as f:
+        worst = json.load(f)["allocators"][0]["pow2"]["overall"]["worst_alloc_ns"]
+    assert ("%.3g us" % (worst / 1000.0)) in page_text(full[1]), worst
+
+
+def test_the_list_of_what_rtmem_report_wrote(full):
+    with open(os.path.join(full[1], ".rtmem-report")) as f:
         manifest = f.read().splitlines()
-    checks.ok(manifest[1:] == sorted(ALL_PNGS + ["index.html"]),
-              "the list of what rtmem report wrote", manifest)
+    assert manifest[1:] == sorted(ALL_PNGS + ["index.html"]), manifest
 
-    if launcher_only:
-        checks.done()
 
-    # -- missing and older-schema files: sections left out, with a note --
-    part = os.path.join(tmp, "part")
-    copy_fixtures(part, ["memcheck.json", "bench.json"])
-    with open(os.path.join(part, "bench.json")) as f:
-        bench = json.load(f)
+# ---- missing and older-schema files: sections left out, with a note -------------------
+
+@pytest.fixture(scope="module")
+def partial(rtmem, module_dir, whole_report_module):
+    """A report of memcheck's fixture, an rtmem-bench/1 file, an older
+    memcheck file and a JSON file of another kind: (the results directory,
+    the report directory, the result)."""
+    part = os.path.join(module_dir, "part")
+    copy_fixtures(part, ["memcheck.json"])
     # rtmem-bench/1 had no envelope: none of its members is required.
-    bench = {"schema": "rtmem-bench/1", "tool": "rtmem bench", "rtmem_version": "0.0.9",
-             "rt": {}, "allocators": []}
     with open(os.path.join(part, "bench.json"), "w") as f:
-        json.dump(bench, f)
+        json.dump({"schema": "rtmem-bench/1", "tool": "rtmem bench", "rtmem_version": "0.0.9",
+                   "rt": {}, "allocators": []}, f)
     with open(os.path.join(part, "memcheck-old.json"), "w") as f:
         json.dump({"schema": "rtmem-memcheck/1", "rtmem_version": "0.0.9",
                    "machine": {"cpu_model": "x"}, "timer": {}, "allocators": []}, f)
     with open(os.path.join(part, "other.json"), "w") as f:
         json.dump({"name": "not a result of rtmem's"}, f)
-    pout = os.path.join(tmp, "part-report")
-    r = report(part, pout)
-    checks.ok(r.returncode == 0, "a partial results dir is no error", r)
-    pngs = sorted(n for n in (listing(pout) or []) if n.endswith(".png"))
-    checks.ok(pngs == sorted(n + ".png" for n in EXPECTED["memcheck"]),
-              "only memcheck's plots for memcheck alone", pngs)
-    check_page(pout, "partial", pngs)
-    text = open(os.path.join(pout, "index.html"), encoding="utf-8").read() \
-        if os.path.isfile(os.path.join(pout, "index.html")) else ""
-    checks.ok("rtmem-bench/1" in text and "reads rtmem-bench/2" in text,
-              "an older bench schema is left out with a note")
-    checks.ok("memcheck-old.json is rtmem-memcheck/1" in text,
-              "an older memcheck file beside a current one is noted, not drawn")
-    checks.ok("No result in" in text and "rtmem wcet --json" in text,
-              "a missing tool is noted with the command that makes its file")
-    checks.ok("other.json is no rtmem result" in text, "a JSON file of another kind is noted")
+    pout = os.path.join(module_dir, "part-report")
+    return part, pout, report(rtmem, part, pout)
 
-    # -- the report directory: safe writes --
-    keep = os.path.join(pout, "notes.txt")
+
+def test_a_partial_results_dir_is_no_error(partial):
+    assert partial[2].returncode == 0, explain(partial[2])
+
+
+def test_memcheck_alone_draws_only_memchecks_plots(partial):
+    assert pngs_in(partial[1]) == MEMCHECK_PNGS
+
+
+def test_the_partial_page_is_well_formed_and_shows_exactly_the_plots(partial):
+    assert_page(partial[1], pngs_in(partial[1]))
+
+
+NOTES = [
+    ("an older bench schema is left out", ["rtmem-bench/1", "reads rtmem-bench/2"]),
+    ("an older memcheck file beside a current one is not drawn",
+     ["memcheck-old.json is rtmem-memcheck/1"]),
+    ("a missing tool is named with the command that makes its file",
+     ["No result in", "rtmem wcet --json"]),
+    ("a json file of another kind", ["other.json is no rtmem result"]),
+]
+
+
+@pytest.mark.parametrize("phrases", [p for _, p in NOTES], ids=[w for w, _ in NOTES])
+def test_the_partial_page_notes_what_it_leaves_out(partial, phrases):
+    text = page_text(partial[1])
+    assert all(p in text for p in phrases), phrases
+
+
+# ---- the report directory: safe writes ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rewritten(rtmem, module_dir, partial):
+    """Copies of the partial report and its results, with a file of the
+    user's in the report, reported again: with wcet's file added, then
+    removed, then with the list of what rtmem report wrote edited by hand
+    to name the user's files. What each step saw."""
+    part, pout = os.path.join(module_dir, "re"), os.path.join(module_dir, "re-report")
+    shutil.copytree(partial[0], part)
+    shutil.copytree(partial[1], pout)
+    keep, holiday = os.path.join(pout, "notes.txt"), os.path.join(pout, "holiday.png")
+    wcet_png = os.path.join(pout, "wcet-scenarios.png")
     with open(keep, "w") as f:
         f.write("mine\n")
+    seen = {}
     copy_fixtures(part, ["wcet.json"])
-    r = report(part, pout)
-    checks.ok(r.returncode == 0 and os.path.isfile(os.path.join(pout, "wcet-scenarios.png")),
-              "a second run adds the new plots", r)
-    checks.ok(open(keep).read() == "mine\n", "a file of the user's in REPORT_DIR is kept")
+    r = report(rtmem, part, pout)
+    seen["added"] = r, os.path.isfile(wcet_png)
+    with open(keep) as f:
+        seen["kept"] = f.read()
     os.unlink(os.path.join(part, "wcet.json"))
-    r = report(part, pout)
-    checks.ok(r.returncode == 0 and not os.path.exists(os.path.join(pout, "wcet-scenarios.png")),
-              "a plot no longer drawn is removed (it was rtmem report's)", listing(pout))
-    checks.ok(os.path.isfile(keep), "the user's file survives that too")
-    holiday = os.path.join(pout, "holiday.png")
+    r = report(rtmem, part, pout)
+    seen["removed"] = r, os.path.exists(wcet_png), listing(pout)
+    seen["kept again"] = os.path.isfile(keep)
     with open(holiday, "w") as f:
         f.write("a picture\n")
     with open(os.path.join(pout, ".rtmem-report"), "a") as f:
-        f.write("notes.txt\nholiday.png\n")  # a list edited by hand names the user's files
-    r = report(part, pout)
-    checks.ok(r.returncode == 0 and os.path.isfile(keep) and os.path.isfile(holiday),
-              "names in the list that rtmem report never writes are not removed", r)
+        f.write("notes.txt\nholiday.png\n")
+    r = report(rtmem, part, pout)
+    seen["edited"] = r, os.path.isfile(keep), os.path.isfile(holiday)
+    return seen
 
-    theirs = os.path.join(tmp, "theirs")
+
+def test_a_second_run_adds_the_new_plots(rewritten):
+    r, drawn = rewritten["added"]
+    assert r.returncode == 0 and drawn, explain(r)
+
+
+def test_a_file_of_the_users_in_the_report_dir_is_kept(rewritten):
+    assert rewritten["kept"] == "mine\n"
+
+
+def test_a_plot_no_longer_drawn_is_removed_and_the_users_file_survives(rewritten):
+    r, there, files = rewritten["removed"]
+    assert r.returncode == 0 and not there, (explain(r), files)
+    assert rewritten["kept again"], files
+
+
+def test_names_rtmem_report_never_writes_are_not_removed_though_listed(rewritten):
+    # A list edited by hand names the user's files.
+    r, keep, holiday = rewritten["edited"]
+    assert r.returncode == 0 and keep and holiday, explain(r)
+
+
+def test_another_index_html_is_refused_and_left_untouched(rtmem, tmp_dir, partial):
+    theirs = os.path.join(tmp_dir, "theirs")
     os.makedirs(theirs)
     with open(os.path.join(theirs, "index.html"), "w") as f:
         f.write("their page\n")
-    r = report(part, theirs)
-    checks.ok(r.returncode == 1 and "not written by rtmem report" in r.stderr,
-              "another's index.html: refused", r)
-    checks.ok(open(os.path.join(theirs, "index.html")).read() == "their page\n" and
-              listing(theirs) == ["index.html"], "another's index.html: untouched, nothing added",
-              listing(theirs))
+    r = report(rtmem, partial[0], theirs)
+    assert r.returncode == 1 and "not written by rtmem report" in r.stderr, explain(r)
+    with open(os.path.join(theirs, "index.html")) as f:
+        assert f.read() == "their page\n"
+    assert listing(theirs) == ["index.html"], "files added: %s" % listing(theirs)
 
-    # -- malformed files: named, nothing written, an earlier report intact --
-    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    bad = os.path.join(tmp, "bad")
+
+# ---- malformed files: named, nothing written, an earlier report intact ----------------
+
+@pytest.fixture
+def earlier(full, tmp_dir, whole_report):
+    """A copy of the fixtures' report, to be left as it was: (its path, its
+    contents)."""
+    out = os.path.join(tmp_dir, "earlier")
+    shutil.copytree(full[1], out)
+    return out, contents(out)
+
+
+def test_a_truncated_file_is_named_and_the_earlier_report_left_as_it_was(rtmem, tmp_dir,
+                                                                         earlier):
+    bad = os.path.join(tmp_dir, "bad")
     copy_fixtures(bad)
     with open(os.path.join(bad, "stride.json"), "w") as f:
         f.write('{"schema": "rtmem-stride/1", "tool": ')
-    r = report(bad, out)
-    checks.ok(r.returncode == 1 and "stride.json" in r.stderr and "not valid JSON" in r.stderr,
-              "a truncated file is named", r)
-    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    checks.ok(after == before, "a failed run leaves the earlier report as it was",
-              sorted(set(after) ^ set(before)))
-    copy_fixtures(bad, ["stride.json"])
+    r = report(rtmem, bad, earlier[0])
+    assert r.returncode == 1, explain(r)
+    assert "stride.json" in r.stderr and "not valid JSON" in r.stderr, explain(r)
+    after = contents(earlier[0])
+    assert after == earlier[1], "changed: %s" % sorted(set(after) ^ set(earlier[1]))
+
+
+def bench_without_a_sweep_member(tmp_dir, value=None):
+    """Every fixture, bench's sweep.allocators[1].alloc_avg_ns missing (or
+    value): the results directory."""
+    bad = os.path.join(tmp_dir, "bad")
+    copy_fixtures(bad)
     with open(os.path.join(bad, "bench.json")) as f:
         bench = json.load(f)
-    del bench["sweep"]["allocators"][1]["alloc_avg_ns"]
+    if value is None:
+        del bench["sweep"]["allocators"][1]["alloc_avg_ns"]
+    else:
+        bench["sweep"]["allocators"][1]["alloc_avg_ns"] = value
     with open(os.path.join(bad, "bench.json"), "w") as f:
         json.dump(bench, f)
-    fresh = os.path.join(tmp, "fresh")
-    r = report(bad, fresh)
-    checks.ok(r.returncode == 1 and "bench.json" in r.stderr and
-              "sweep.allocators[1].alloc_avg_ns: missing" in r.stderr,
-              "a missing member is named with its path", r)
-    checks.ok(not os.path.exists(fresh), "a failed run removes the directory it made",
-              listing(fresh))
-    bench["sweep"]["allocators"][1]["alloc_avg_ns"] = "fast"
-    with open(os.path.join(bad, "bench.json"), "w") as f:
-        json.dump(bench, f)
-    r = report(bad, fresh)
-    checks.ok(r.returncode == 1 and "alloc_avg_ns: not an array" in r.stderr,
-              "a member of the wrong type is named", r)
+    return bad
 
-    # -- SIGINT while drawing: the directory as it was, no temporary file --
-    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    code, err = signalled_while_drawing(res, out, signal.SIGINT)
-    checks.ok(code == 130 and "interrupted" in err, "SIGINT while drawing ends the run (130)",
-              (code, err))
-    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    checks.ok(after == before, "SIGINT leaves the report directory as it was, no temporary file",
-              sorted(set(after) ^ set(before)))
 
-    # -- a fresh memcheck --quick run --
-    mres = os.path.join(tmp, "memcheck-run")
+def test_a_missing_member_is_named_with_its_path_and_the_new_directory_removed(
+        rtmem, tmp_dir, whole_report):
+    fresh = os.path.join(tmp_dir, "fresh")
+    r = report(rtmem, bench_without_a_sweep_member(tmp_dir), fresh)
+    assert r.returncode == 1 and "bench.json" in r.stderr, explain(r)
+    assert "sweep.allocators[1].alloc_avg_ns: missing" in r.stderr, explain(r)
+    assert not os.path.exists(fresh), "left: %s" % listing(fresh)
+
+
+def test_a_member_of_the_wrong_type_is_named(rtmem, tmp_dir, whole_report):
+    r = report(rtmem, bench_without_a_sweep_member(tmp_dir, "fast"),
+               os.path.join(tmp_dir, "fresh"))
+    assert r.returncode == 1 and "alloc_avg_ns: not an array" in r.stderr, explain(r)
+
+
+def test_sigint_while_drawing_ends_the_run_130_leaving_the_directory_as_it_was(rtmem, full,
+                                                                              earlier):
+    code, err = signalled_while_drawing(rtmem, full[0], earlier[0], signal.SIGINT)
+    assert code == 130 and "interrupted" in err, (code, err)
+    after = contents(earlier[0])
+    assert after == earlier[1], "changed, or a temporary file: %s" % sorted(
+        set(after) ^ set(earlier[1]))
+
+
+# ---- a fresh memcheck --quick run ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fresh_memcheck(rtmem, module_dir, whole_report_module):
+    """A report of a fresh memcheck --quick run: its directory."""
+    mres = os.path.join(module_dir, "memcheck-run")
     os.makedirs(mres)
     r = run(rtmem, "memcheck", "--quick", "--kinds", "tlsf,heapmem,xnheap,glibc", "--json",
             os.path.join(mres, "memcheck.json"), timeout=600)
-    checks.ok(r.returncode == 0, "memcheck --quick", r)
-    mout = os.path.join(tmp, "memcheck-report")
-    r = report(mres, mout)
-    checks.ok(r.returncode == 0, "report from a fresh memcheck --quick run", r)
-    pngs = sorted(n for n in (listing(mout) or []) if n.endswith(".png"))
-    checks.ok(pngs == sorted(n + ".png" for n in EXPECTED["memcheck"]),
-              "memcheck's plots from the fresh run", pngs)
-    for n in pngs:
-        why = png_problem(os.path.join(mout, n))
-        checks.ok(why is None, "fresh run: %s is a valid PNG" % n, why)
-    check_page(mout, "fresh memcheck", pngs)
+    assert r.returncode == 0, explain(r)
+    mout = os.path.join(module_dir, "memcheck-report")
+    r = report(rtmem, mres, mout)
+    assert r.returncode == 0, explain(r)
+    return mout
 
-    # -- the PNG check itself: an image of axes and text alone (grey) fails --
-    grey = os.path.join(tmp, "grey.png")
-    write_png(grey, 400, 300, lambda x, y: 128 if (x + y) % 7 == 0 else 255)
+
+def test_a_fresh_memcheck_run_draws_memchecks_plots(fresh_memcheck):
+    assert pngs_in(fresh_memcheck) == MEMCHECK_PNGS
+
+
+@pytest.mark.parametrize("png", MEMCHECK_PNGS)
+def test_a_fresh_memcheck_runs_plots_are_valid_pngs(fresh_memcheck, png):
+    why = png_problem(os.path.join(fresh_memcheck, png))
+    assert why is None, why
+
+
+def test_a_fresh_memcheck_runs_page_is_well_formed(fresh_memcheck):
+    assert_page(fresh_memcheck, pngs_in(fresh_memcheck))
+
+
+# ---- the PNG check itself ------------------------------------------------------------
+
+@pytest.fixture
+def grey(tmp_dir, whole_report):
+    """An image of axes and text alone: grey."""
+    path = os.path.join(tmp_dir, "grey.png")
+    write_png(path, 400, 300, lambda x, y: 128 if (x + y) % 7 == 0 else 255)
+    return path
+
+
+def test_a_grey_image_is_no_plot(grey):
     why = png_problem(grey)
-    checks.ok(why is not None and "no plot drawn" in why, "a grey image is no plot", why)
-    checks.ok(png_problem(grey, coloured=False) is None, "a grey image is a valid PNG")
+    assert why is not None and "no plot drawn" in why, why
 
-    # -- runs with phases left out, other kinds, nulls: drawn, never an error --
-    var = os.path.join(tmp, "variants")
-    os.makedirs(var)
-    for name, args in (("bench-threads", ["bench", "--quick", "--threads-only"]),
-                       ("bench-noglibc", ["bench", "--quick", "--kinds", "tlsf,heapmem",
-                                          "--threads", "0", "--no-free-order"]),
-                       ("memcheck-pc", ["memcheck", "--quick", "--phases", "pattern,churn",
-                                        "--kinds", "tlsf,glibc"]),
-                       ("memcheck-norows", ["memcheck", "--quick", "--no-json-rows", "--kinds",
-                                            "tlsf,xnheap"]),
-                       ("noise", ["latency", "--noise", "--duration", "1", "--no-rt"])):
-        r = run(rtmem, *(args + ["--json", os.path.join(var, name + ".json")]), timeout=600)
-        checks.ok(r.returncode == 0, "a variant run: %s" % " ".join(args), r)
-    with open(os.path.join(fixtures, "latency.json")) as f:
+
+def test_a_grey_image_is_a_valid_png(grey):
+    assert png_problem(grey, coloured=False) is None
+
+
+# ---- runs with phases left out, other kinds, nulls: drawn, never an error -------------
+
+VARIANTS = [("bench-threads", ["bench", "--quick", "--threads-only"]),
+            ("bench-noglibc", ["bench", "--quick", "--kinds", "tlsf,heapmem", "--threads", "0",
+                               "--no-free-order"]),
+            ("memcheck-pc", ["memcheck", "--quick", "--phases", "pattern,churn", "--kinds",
+                             "tlsf,glibc"]),
+            ("memcheck-norows", ["memcheck", "--quick", "--no-json-rows", "--kinds",
+                                 "tlsf,xnheap"]),
+            ("noise", ["latency", "--noise", "--duration", "1", "--no-rt"])]
+
+
+def write_null_variants(var):
+    """latency without a wake-up (every figure null, docs/json.md) and a
+    sweep with nulls, from the fixtures."""
+    with open(os.path.join(FIXTURES, "latency.json")) as f:
         lat = json.load(f)
     for k in lat["summary"]:
         if k not in ("samples", "overruns"):
-            lat["summary"][k] = None  # no wake-up: every figure null (docs/json.md)
+            lat["summary"][k] = None
     lat["summary"]["samples"] = 0
     lat["histogram"] = []
     for sec in lat["per_second"]:
         sec["max_ns"] = sec["min_ns"] = sec["avg_ns"] = None
     with open(os.path.join(var, "latency-none.json"), "w") as f:
         json.dump(lat, f)
-    with open(os.path.join(fixtures, "latency-sweep.json")) as f:
+    with open(os.path.join(FIXTURES, "latency-sweep.json")) as f:
         sw = json.load(f)
     sw["sweep"]["baseline"] = None
     sw["sweep"]["runs"][0]["summary"]["max_ns"] = None
     sw["sweep"]["runs"][0]["summary"]["p999_ns"] = None
     with open(os.path.join(var, "sweep-nulls.json"), "w") as f:
         json.dump(sw, f)
-    vout = os.path.join(tmp, "variants-report")
-    r = report(var, vout)
-    checks.ok(r.returncode == 0, "the variants drawn", r)
-    pngs = sorted(n for n in (listing(vout) or []) if n.endswith(".png"))
-    for n in pngs:
-        why = png_problem(os.path.join(vout, n), coloured=False)
-        checks.ok(why is None, "variants: %s is a valid PNG" % n, why)
-    for n in ("bench-calls.png", "memcheck-summary.png", "latency-histogram.png",
-              "sweep-curves.png"):
-        checks.ok(n in pngs, "variants: %s drawn" % n, pngs)
-    check_page(vout, "variants", pngs)
-    text = open(os.path.join(vout, "index.html"), encoding="utf-8").read() \
-        if os.path.isfile(os.path.join(vout, "index.html")) else ""
-    for phrase in ("without its main phase (--threads-only)", "did not run (--phases)",
-                   "without its rows (--no-json-rows)"):
-        checks.ok(phrase in text, "variants: the page says \"%s\"" % phrase)
 
-    # -- a bug in a section, a huge number, SIGTERM: nothing left behind --
-    before = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    r = report(res, out, env={"RTMEM_REPORT_TEST_RAISE": "stride"})
-    checks.ok(r.returncode == 1 and "internal error" in r.stderr and "Traceback" in r.stderr,
-              "a bug in a section: exit 1 with its traceback", r)
-    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    checks.ok(after == before, "a bug in a section leaves the report as it was",
-              sorted(set(after) ^ set(before)))
-    r = report(res, fresh, env={"RTMEM_REPORT_TEST_RAISE": "stride"})
-    checks.ok(r.returncode == 1 and not os.path.exists(fresh),
-              "a bug in a section removes the directory the run made", listing(fresh))
-    huge = os.path.join(tmp, "huge")
+
+@pytest.fixture(scope="module")
+def variants(rtmem, module_dir, whole_report_module):
+    """The variant runs' results, the nulls, and their report: ({name: the
+    run's result}, the report's result, its directory)."""
+    var = os.path.join(module_dir, "variants")
+    os.makedirs(var)
+    runs = {name: run(rtmem, *(args + ["--json", os.path.join(var, name + ".json")]),
+                      timeout=600) for name, args in VARIANTS}
+    write_null_variants(var)
+    vout = os.path.join(module_dir, "variants-report")
+    return runs, report(rtmem, var, vout), vout
+
+
+@pytest.mark.parametrize("name", [n for n, _ in VARIANTS])
+def test_a_variant_run_passes(variants, name):
+    r = variants[0][name]
+    assert r.returncode == 0, explain(r)
+
+
+def test_the_variants_are_drawn_every_plot_a_valid_png(variants):
+    _, r, vout = variants
+    assert r.returncode == 0, explain(r)
+    for n in pngs_in(vout):
+        why = png_problem(os.path.join(vout, n), coloured=False)
+        assert why is None, "%s: %s" % (n, why)
+
+
+@pytest.mark.parametrize("png", ["bench-calls.png", "memcheck-summary.png",
+                                 "latency-histogram.png", "sweep-curves.png"])
+def test_the_variants_plots_are_drawn(variants, png):
+    assert png in pngs_in(variants[2])
+
+
+def test_the_variants_page_is_well_formed(variants):
+    assert_page(variants[2], pngs_in(variants[2]))
+
+
+@pytest.mark.parametrize("phrase", ["without its main phase (--threads-only)",
+                                    "did not run (--phases)",
+                                    "without its rows (--no-json-rows)"])
+def test_the_variants_page_says_what_each_run_left_out(variants, phrase):
+    assert phrase in page_text(variants[2])
+
+
+# ---- a bug in a section, a huge number, SIGTERM: nothing left behind -------------------
+
+def test_a_bug_in_a_section_exits_1_with_its_traceback_leaving_the_report(rtmem, full,
+                                                                          earlier):
+    r = report(rtmem, full[0], earlier[0], env={"RTMEM_REPORT_TEST_RAISE": "stride"})
+    assert r.returncode == 1, explain(r)
+    assert "internal error" in r.stderr and "Traceback" in r.stderr, explain(r)
+    after = contents(earlier[0])
+    assert after == earlier[1], "changed: %s" % sorted(set(after) ^ set(earlier[1]))
+
+
+def test_a_bug_in_a_section_removes_the_directory_the_run_made(rtmem, full, tmp_dir,
+                                                               whole_report):
+    fresh = os.path.join(tmp_dir, "fresh")
+    r = report(rtmem, full[0], fresh, env={"RTMEM_REPORT_TEST_RAISE": "stride"})
+    assert r.returncode == 1, explain(r)
+    assert not os.path.exists(fresh), "left: %s" % listing(fresh)
+
+
+def test_a_number_out_of_range_is_named(rtmem, tmp_dir, whole_report):
+    huge = os.path.join(tmp_dir, "huge")
     copy_fixtures(huge, ["stride.json"])
     with open(os.path.join(huge, "stride.json")) as f:
         st = json.load(f)
     st["points"][0]["chase"]["median_ns_per_access"] = 10 ** 400
     with open(os.path.join(huge, "stride.json"), "w") as f:
         json.dump(st, f)
-    r = report(huge, fresh)
-    checks.ok(r.returncode == 1 and "points[0].chase.median_ns_per_access: not a number" in
-              r.stderr and "Traceback" not in r.stderr, "a number out of range is named", r)
-    code, err = signalled_while_drawing(res, out, signal.SIGTERM)
-    checks.ok(code == 143 and "SIGTERM" in err, "SIGTERM ends the run (143)", (code, err))
-    after = {n: open(os.path.join(out, n), "rb").read() for n in listing(out)}
-    checks.ok(after == before, "SIGTERM leaves the report directory as it was",
-              sorted(set(after) ^ set(before)))
+    r = report(rtmem, huge, os.path.join(tmp_dir, "fresh"))
+    assert r.returncode == 1, explain(r)
+    assert "points[0].chase.median_ns_per_access: not a number" in r.stderr, explain(r)
+    assert "Traceback" not in r.stderr, explain(r)
 
-    # -- in a real browser --
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        print("tools.report: SKIPPED the browser check: chromium is not installed "
-              "(scripts/ensure-deps.sh chromium installs it)")
-    else:
-        profile = os.path.join(tmp, "chromium-profile")
-        flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-                 "--user-data-dir=" + profile]
 
-        def dom(directory):
-            r = run(*(flags + ["--virtual-time-budget=5000", "--dump-dom",
-                               "file://" + os.path.join(directory, "index.html")]), timeout=120)
-            p = PageParser()
-            p.feed(r.stdout)
-            return r, p
+def test_sigterm_ends_the_run_143_leaving_the_directory_as_it_was(rtmem, full, earlier):
+    code, err = signalled_while_drawing(rtmem, full[0], earlier[0], signal.SIGTERM)
+    assert code == 143 and "SIGTERM" in err, (code, err)
+    after = contents(earlier[0])
+    assert after == earlier[1], "changed: %s" % sorted(set(after) ^ set(earlier[1]))
 
-        r, _ = dom(out)
-        body = r.stdout[r.stdout.find("<body"):][:200]
-        checks.ok('data-images="%d"' % len(ALL_PNGS) in body and 'data-images-broken="0"' in body,
-                  "Chromium loaded every plot (none with naturalWidth 0)", body or r)
-        checks.ok(r.stdout.count('data-loaded="yes"') == len(ALL_PNGS),
-                  "each image marked loaded", r.stdout.count('data-loaded="yes"'))
-        # The check itself: a page whose plot is gone shows it as not loaded.
-        gone = os.path.join(tmp, "gone")
-        shutil.copytree(out, gone)
-        os.unlink(os.path.join(gone, "bench-sweep.png"))
-        r, _ = dom(gone)
-        body = r.stdout[r.stdout.find("<body"):][:200]
-        checks.ok('data-images-broken="1"' in body and
-                  "1 of %d plots did not load" % len(ALL_PNGS) in r.stdout,
-                  "a missing PNG is seen as not loaded, and the page says so", body or r)
-        shot = os.path.join(tmp, "shot.png")
-        r = run(*(flags + ["--window-size=1280,20000", "--virtual-time-budget=5000",
-                           "--screenshot=" + shot, "file://" + os.path.join(out, "index.html")]),
-                timeout=120)
-        why = png_problem(shot, coloured=False)
-        checks.ok(why is None, "Chromium rendered the page to a screenshot", why or r)
-        if why is None:
-            shutil.copy(shot, screenshot)
-            print("tools.report: the page as Chromium drew it: %s" % screenshot)
 
-checks.done()
+# ---- in a real browser ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def chromium(module_dir, whole_report_module):
+    """Headless Chromium's command, with a profile of its own."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.skip("chromium is not installed (scripts/ensure-deps.sh chromium installs it)")
+    return [path, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--hide-scrollbars",
+            "--user-data-dir=" + os.path.join(module_dir, "chromium-profile")]
+
+
+def dom(chromium, directory):
+    """The page in directory as Chromium leaves it: (the result, the start
+    of its body)."""
+    r = run(*(chromium + ["--virtual-time-budget=5000", "--dump-dom",
+                          "file://" + os.path.join(directory, "index.html")]), timeout=120)
+    return r, r.stdout[r.stdout.find("<body"):][:200]
+
+
+def test_chromium_loads_every_plot(chromium, full):
+    r, body = dom(chromium, full[1])
+    assert 'data-images="%d"' % len(ALL_PNGS) in body, body or explain(r)
+    assert 'data-images-broken="0"' in body, body or explain(r)  # none with naturalWidth 0
+    assert r.stdout.count('data-loaded="yes"') == len(ALL_PNGS), \
+        "%d images marked loaded" % r.stdout.count('data-loaded="yes"')
+
+
+def test_chromium_sees_a_missing_png_as_not_loaded_and_the_page_says_so(chromium, full,
+                                                                        tmp_dir):
+    # The check itself: a page whose plot is gone shows it as not loaded.
+    gone = os.path.join(tmp_dir, "gone")
+    shutil.copytree(full[1], gone)
+    os.unlink(os.path.join(gone, "bench-sweep.png"))
+    r, body = dom(chromium, gone)
+    assert 'data-images-broken="1"' in body, body or explain(r)
+    assert "1 of %d plots did not load" % len(ALL_PNGS) in r.stdout, body or explain(r)
+
+
+def test_chromium_renders_the_page_to_a_screenshot(chromium, full, files, tmp_dir):
+    shot = os.path.join(tmp_dir, "shot.png")
+    r = run(*(chromium + ["--window-size=1280,20000", "--virtual-time-budget=5000",
+                          "--screenshot=" + shot, "file://" + os.path.join(full[1], "index.html")]),
+            timeout=120)
+    why = png_problem(shot, coloured=False)
+    assert why is None, "%s\n%s" % (why, explain(r))
+    if files.get("screenshot"):
+        shutil.copy(shot, files["screenshot"])
+        print("the page as Chromium drew it: %s" % files["screenshot"])

@@ -3,25 +3,23 @@ replaces PATH only with complete results, never removes or truncates a
 file the tool did not create (a device, a FIFO, a previous good result),
 and leaves no temporary file behind; a report that cannot be written fails
 the run with its cause.
-
-usage: test_result_files.py RTMEM_BINARY
 """
 import json
 import os
 import signal
 import stat
 import subprocess
-import sys
 import threading
 import time
 
-from rtmemtest import Checks, TempDir, load_json, run
+import pytest
 
-rtmem = sys.argv[1]
-checks = Checks("tools.result_files")
+from rtmemtest import explain, left_in, load_json, run
+
 # The shortest runs of each tool.
 BENCH = ["bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds", "tlsf,glibc"]
 MEMCHECK = ["memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2"]
+TOOLS = {"bench": BENCH, "memcheck": MEMCHECK}
 GOOD = '{"a previous": "good result"}\n'
 
 
@@ -30,132 +28,155 @@ def read(path):
         return f.read()
 
 
-with TempDir() as tmp:
-    d = os.path.join(tmp, "d")
-    os.mkdir(d)
-    good = os.path.join(d, "good.json")
-    expected = {"good.json"}
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
-    def no_leftovers(what):
-        left = set(os.listdir(d)) - expected
-        checks.ok(not left, "%s: nothing left behind" % what, sorted(left))
 
-    with open(good, "w") as f:
-        f.write(GOOD)
+@pytest.fixture
+def good(tmp_dir):
+    """A previous good result, tmp_dir/good.json."""
+    path = os.path.join(tmp_dir, "good.json")
+    write(path, GOOD)
+    return path
 
-    # A report that cannot be written fails the run, with its cause; the
-    # previous results stay as they were.
-    for tool in (BENCH, MEMCHECK):
-        with open("/dev/full", "w") as full:
-            r = run(rtmem, *tool, "--json", good, stdout=full)
-        checks.ok(r.returncode == 1 and
-                  "writing to standard output failed: No space left on device" in r.stderr,
-                  "%s > /dev/full fails with its cause" % tool[0], r)
-        checks.ok(read(good) == GOOD, "%s > /dev/full: the previous result is intact" % tool[0])
-        no_leftovers("%s > /dev/full" % tool[0])
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_report_that_cannot_be_written_fails_the_run_and_keeps_the_results(rtmem, tmp_dir,
+                                                                              good, tool):
+    with open("/dev/full", "w") as full:
+        r = run(rtmem, *TOOLS[tool], "--json", good, stdout=full)
+    assert r.returncode == 1, explain(r)
+    assert "writing to standard output failed: No space left on device" in r.stderr, explain(r)
+    assert read(good) == GOOD, "the previous result was changed"
+    assert not left_in(tmp_dir, ["good.json"])
+
+
+def test_rtmem_kinds_fails_when_its_output_cannot_be_written(rtmem):
     with open("/dev/full", "w") as full:
         r = run(rtmem, "kinds", stdout=full)
-    checks.ok(r.returncode == 1 and "No space left on device" in r.stderr,
-              "rtmem kinds > /dev/full", r)
+    assert r.returncode == 1 and "No space left on device" in r.stderr, explain(r)
 
-    # A device as the result file: written to, never removed. /dev/full
-    # itself, and a device node of our own where we may make one (root).
-    devices = ["/dev/full"]
-    own = os.path.join(d, "full")
+
+@pytest.fixture(params=["/dev/full", "own node"])
+def device(request, tmp_dir):
+    """A device as the result file: /dev/full itself, and a node of our own
+    (/dev/full's numbers) where we may make one (root)."""
+    if request.param == "/dev/full":
+        return request.param
+    own = os.path.join(tmp_dir, "full")
     try:
         os.mknod(own, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
-        devices.append(own)
-        expected.add("full")
-    except OSError:
-        print("test_result_files: cannot mknod (not root?): own device node not tested")
-    for dev in devices:
-        r = run(rtmem, *BENCH, "--json", dev)
-        checks.ok(r.returncode == 1 and
-                  ("writing '%s' failed: No space left on device" % dev) in r.stderr,
-                  "bench --json %s fails with its cause" % dev, r)
-        checks.ok(stat.S_ISCHR(os.stat(dev).st_mode), "bench --json %s: the device stays" % dev)
-        r = run(rtmem, *MEMCHECK, "--json", dev)
-        checks.ok(r.returncode == 1 and stat.S_ISCHR(os.stat(dev).st_mode),
-                  "memcheck --json %s" % dev, r)
-    no_leftovers("--json on a device")
+    except OSError as e:
+        pytest.skip("cannot mknod (not root?): %s" % e)
+    return own
 
-    # A FIFO is written directly, and stays a FIFO.
-    fifo = os.path.join(d, "fifo")
+
+def temporaries_beside(path):
+    """Files next to path other than it: temporaries the tool left."""
+    directory, name = os.path.split(path)
+    return [n for n in os.listdir(directory) if n.startswith("." + name)] \
+        if directory == "/dev" else left_in(directory, [name])
+
+
+def test_bench_json_on_a_device_fails_with_its_cause_and_the_device_stays(rtmem, device):
+    r = run(rtmem, *BENCH, "--json", device)
+    assert r.returncode == 1, explain(r)
+    assert ("writing '%s' failed: No space left on device" % device) in r.stderr, explain(r)
+    assert stat.S_ISCHR(os.stat(device).st_mode), "%s is no longer a device" % device
+    assert not temporaries_beside(device)
+
+
+def test_memcheck_json_on_a_device_fails_and_the_device_stays(rtmem, device):
+    r = run(rtmem, *MEMCHECK, "--json", device)
+    assert r.returncode == 1, explain(r)
+    assert stat.S_ISCHR(os.stat(device).st_mode), "%s is no longer a device" % device
+    assert not temporaries_beside(device)
+
+
+def test_a_fifo_is_written_directly_and_stays_a_fifo(rtmem, tmp_dir):
+    fifo = os.path.join(tmp_dir, "fifo")
     os.mkfifo(fifo)
-    expected.add("fifo")
     got = {}
 
     def reader():
         with open(fifo) as f:
             got["text"] = f.read()
-    t = threading.Thread(target=reader)
+    t = threading.Thread(target=reader, daemon=True)
     t.start()
     r = run(rtmem, *BENCH, "--json", fifo)
+    if t.is_alive():  # the tool never opened it: let the reader see the end
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
     t.join(timeout=60)
-    checks.ok(r.returncode == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode), "--json FIFO", r)
+    assert r.returncode == 0, explain(r)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced"
     try:
-        checks.ok(json.loads(got.get("text", ""))["schema"] == "rtmem-bench/2",
-                  "--json FIFO: the reader got the JSON")
+        schema = json.loads(got.get("text", ""))["schema"]
     except ValueError as e:
-        checks.ok(False, "--json FIFO: the reader got the JSON", e)
+        pytest.fail("the reader did not get JSON: %s: %r" % (e, got.get("text", "")[:200]))
+    assert schema == "rtmem-bench/2"
+    assert not left_in(tmp_dir, ["fifo"])
 
-    # /dev/stdout: the JSON goes into the report's stream, after the report.
+
+def test_json_to_dev_stdout_comes_after_the_report(rtmem):
     r = run(rtmem, *BENCH, "--json", "/dev/stdout")
-    checks.ok(r.returncode == 0 and '"schema": "rtmem-bench/2"' in r.stdout and
-              r.stdout.index("floor (no-op call") < r.stdout.index('"schema"'),
-              "--json /dev/stdout: the report, then the JSON", r)
+    assert r.returncode == 0 and '"schema": "rtmem-bench/2"' in r.stdout, explain(r)
+    assert r.stdout.index("floor (no-op call") < r.stdout.index('"schema"'), r.stdout
 
-    # A complete run replaces the file, keeping its mode; through a symbolic
-    # link, the link's target is replaced and the link stays.
+
+def test_a_complete_run_replaces_the_result_file_keeping_its_mode(rtmem, tmp_dir, good):
     os.chmod(good, 0o640)
     r = run(rtmem, *MEMCHECK, "--json", good)
     doc = load_json(good)
-    checks.ok(r.returncode == 0 and doc and doc["passed"] is True,
-              "a complete run replaces the result file", r)
-    checks.ok(stat.S_IMODE(os.stat(good).st_mode) == 0o640, "the replaced file keeps its mode")
-    with open(good, "w") as f:
-        f.write(GOOD)
-    real, link = os.path.join(d, "real.json"), os.path.join(d, "link.json")
-    with open(real, "w") as f:
-        f.write(GOOD)
+    assert r.returncode == 0 and doc and doc["passed"] is True, explain(r)
+    assert stat.S_IMODE(os.stat(good).st_mode) == 0o640, oct(os.stat(good).st_mode)
+    assert not left_in(tmp_dir, ["good.json"])
+
+
+def test_through_a_symbolic_link_the_target_is_replaced_and_the_link_stays(rtmem, tmp_dir):
+    real, link = os.path.join(tmp_dir, "real.json"), os.path.join(tmp_dir, "link.json")
+    write(real, GOOD)
     os.symlink("real.json", link)
-    expected |= {"real.json", "link.json"}
     r = run(rtmem, *BENCH, "--json", link)
-    checks.ok(r.returncode == 0 and os.path.islink(link) and
-              '"schema": "rtmem-bench/2"' in read(real), "--json through a symbolic link", r)
-    no_leftovers("complete runs")
+    assert r.returncode == 0, explain(r)
+    assert os.path.islink(link), "the link was replaced"
+    assert '"schema": "rtmem-bench/2"' in read(real), read(real)
+    assert not left_in(tmp_dir, ["real.json", "link.json"])
 
-    # Names that cannot be written: bad usage, found before the run.
-    sub = os.path.join(d, "sub")
+
+@pytest.mark.parametrize("where", ["a directory", "in a missing directory"])
+def test_a_name_that_cannot_be_written_is_bad_usage_before_the_run(rtmem, tmp_dir, where):
+    sub = os.path.join(tmp_dir, "sub")
     os.mkdir(sub)
-    expected.add("sub")
-    for path in (sub, os.path.join(d, "nosuchdir", "x.json")):
-        r = run(rtmem, *BENCH, "--json", path)
-        checks.ok(r.returncode == 2 and ("cannot write '%s'" % path) in r.stderr and
-                  r.stdout == "", "--json %s is bad usage, before the run" % path, r)
-    checks.ok(os.path.isdir(sub) and not os.listdir(sub), "--json on a directory leaves it")
+    path = sub if where == "a directory" else os.path.join(tmp_dir, "nosuchdir", "x.json")
+    r = run(rtmem, *BENCH, "--json", path)
+    assert r.returncode == 2 and ("cannot write '%s'" % path) in r.stderr, explain(r)
+    assert r.stdout == ""
+    assert os.path.isdir(sub) and not os.listdir(sub), "the directory was changed"
 
-    # Interrupted (SIGINT, SIGTERM) during a run: the previous result is
-    # intact, no temporary file is left, the tool dies of the signal.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        p = subprocess.Popen([rtmem, "memcheck", "--no-rt", "--kinds", "tlsf,glibc", "--json",
-                              good], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        # Interrupt it once its temporary file exists (the run has started).
-        deadline = time.time() + 10
-        while time.time() < deadline and p.poll() is None:
-            if any(n.startswith(".good.json.") for n in os.listdir(d)):
-                break
-            time.sleep(0.02)
-        time.sleep(0.3)
-        p.send_signal(sig)
-        try:
-            rc = p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            rc = p.wait()
-        name = signal.Signals(sig).name
-        checks.ok(rc == -sig, "%s during memcheck: it dies of the signal" % name, rc)
-        checks.ok(read(good) == GOOD, "%s during memcheck: the previous result is intact" % name)
-        no_leftovers("%s during memcheck" % name)
-checks.done()
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_memcheck_dies_of_the_signal_and_keeps_the_results(rtmem, tmp_dir, good,
+                                                                        sig):
+    p = subprocess.Popen([rtmem, "memcheck", "--no-rt", "--kinds", "tlsf,glibc", "--json",
+                          good], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    # Interrupt it once its temporary file exists (the run has started).
+    deadline = time.time() + 10
+    while time.time() < deadline and p.poll() is None:
+        if any(n.startswith(".good.json.") for n in os.listdir(tmp_dir)):
+            break
+        time.sleep(0.02)
+    time.sleep(0.3)
+    p.send_signal(sig)
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = p.wait()
+    assert rc == -sig, "exit status %s" % rc
+    assert read(good) == GOOD, "the previous result was changed"
+    assert not left_in(tmp_dir, ["good.json"])

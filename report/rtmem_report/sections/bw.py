@@ -114,9 +114,9 @@ def build(docs, ctx):
             out.append(_curves(doc, ctx, doc.arr("methods").objs(),
                                [m for m in METHODS], "methods", "copy bandwidth per method",
                                "Bandwidth of each copy method against the copy's size (source "
-                               "and destination each that size): memcpy, a byte loop (dumb), "
-                               "memcpy in blocks (mcblock; -same: the same block again). Dotted: "
-                               "the caches."))
+                               "and destination each that size): memcpy, an 8-byte element "
+                               "loop (dumb), memcpy in blocks (mcblock; -same: the same block "
+                               "again). Dotted: the caches."))
         out.append(_prep(doc, ctx))
         cache = doc.obj("cache", nullable=True)
         if cache is not None:
