@@ -284,10 +284,11 @@ __attribute__((no_sanitize_address)) static uint64_t write_every_page(void *base
     return thread_faults() - f0;
 }
 
-/* The report against smaps and VmLck as read here; lck0 is VmLck (kB)
- * before the open. */
-static void check_report(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
-                         const struct expect *x, int64_t lck0)
+/* The report's geometry against smaps: where, how large, which pages, what
+ * is resident; and a guard page on each side. Returns the smaps entry (not
+ * found when it is missing: a failure). */
+static struct entry report_geometry(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                                    const struct expect *x)
 {
     const struct rtm_arena_report *r = &a->report;
     size_t page = x->page ? x->page : g.page;
@@ -304,7 +305,7 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
         CHECK(base % (2 * MIB) == 0);
 
     struct entry e = own_smaps(base, false);
-    REQUIRE(e.found, );
+    REQUIRE(e.found, e);
     CHECK_EQ(e.start, base);
     if (!x->no_guards)
         CHECK_EQ(e.end - e.start, a->size_bytes);
@@ -322,22 +323,28 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
         CHECK(after.found && after.start == base + a->size_bytes &&
               after.end - after.start == g.page && !strcmp(after.perms, "---p"));
     }
+    return e;
+}
 
-    /* The lock, by VmLck and by the mapping's flags. */
+/* The lock, by VmLck (lck0 before the open, kB) and by the mapping's
+ * flags (e). */
+static void report_lock(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                        const struct expect *x, int64_t lck0, const struct entry *e)
+{
+    const struct rtm_arena_report *r = &a->report;
     int64_t delta_kb = own_vmlck_kb() - lck0;
     CHECK_EQ(r->locked_bytes, delta_kb * 1024);
-    bool locking = cfg->lock != RTM_ARENA_LOCK_NONE;
-    if (!locking) {
+    if (cfg->lock == RTM_ARENA_LOCK_NONE) {
         CHECK_EQ(r->lock_state, RTM_ARENA_UNLOCKED);
         CHECK_EQ(delta_kb, 0);
-        CHECK(!has_flag(&e, "lo"));
+        CHECK(!has_flag(e, "lo"));
     } else if (hugetlb_expected(x)) {
         CHECK_EQ(r->lock_state, RTM_ARENA_LOCKED_HUGETLB);
-        CHECK(has_flag(&e, "ht") && !has_flag(&e, "lo"));
+        CHECK(has_flag(e, "ht") && !has_flag(e, "lo"));
         CHECK_EQ(delta_kb, 0);
     } else if (g.mlock_works) {
         CHECK_EQ(r->lock_state, RTM_ARENA_LOCKED);
-        CHECK(has_flag(&e, "lo"));
+        CHECK(has_flag(e, "lo"));
         CHECK_EQ(delta_kb * 1024, a->size_bytes);
     } else {
         CHECK_EQ(r->lock_state, RTM_ARENA_LOCK_IGNORED);
@@ -345,14 +352,26 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
         CHECK(contains(a->message, "mlock was intercepted"));
     }
     CHECK_EQ(r->lock_errno, 0);
+}
 
-    /* What is present, and the faults it took. */
-    bool populated = cfg->prefault != RTM_ARENA_PREFAULT_NONE || (locking && g.mlock_works);
+/* Whether every page is present from the open: prefaulted, or locked. */
+static bool populated(const struct rtm_arena_config *cfg)
+{
+    return cfg->prefault != RTM_ARENA_PREFAULT_NONE ||
+           (cfg->lock != RTM_ARENA_LOCK_NONE && g.mlock_works);
+}
+
+/* What is present, and the faults it took. (Under an emulator the
+ * process's faults are the emulator's too: the fault counts are not
+ * checked there.) */
+static void report_presence(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                            const struct expect *x)
+{
+    const struct rtm_arena_report *r = &a->report;
+    size_t page = x->page ? x->page : g.page;
     uint64_t pages = a->size_bytes / page;
-    /* (Under an emulator the process's faults are the emulator's too: the
-     * fault counts are not checked there.) */
     bool count_faults = !test_emulated();
-    if (populated) {
+    if (populated(cfg)) {
         CHECK_EQ(r->resident_bytes, a->size_bytes);
         /* One fault per page, but where THP maps 2 MiB at once, and where
          * a file's read fault maps the cached pages around it too. */
@@ -365,21 +384,24 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
         if (count_faults)
             CHECK(r->minor_faults + r->major_faults < 64);
     }
+}
 
-    /* Memory that stays put: once prefaulted (or locked), writing every
-     * page takes no fault, but for a disk file's first writes. */
-    if (cfg->flags & RTM_ARENA_READ_ONLY)
-        return;
-    bool quiet = cfg->prefault == RTM_ARENA_PREFAULT_TOUCH || (populated && !x->disk_file);
+/* Memory that stays put: once prefaulted (or locked), writing every page
+ * takes no fault, but for a disk file's first writes. */
+static void report_quiet_writes(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                                const struct expect *x)
+{
+    size_t page = x->page ? x->page : g.page;
+    bool quiet = cfg->prefault == RTM_ARENA_PREFAULT_TOUCH || (populated(cfg) && !x->disk_file);
     /* A disk file's page that writeback cleaned since the open faults at
      * its next write: those (clean now, by smaps) are allowed to. */
     uint64_t clean = 0;
     if (x->disk_file) {
-        struct entry now = own_smaps(base, false);
+        struct entry now = own_smaps((uintptr_t)a->base, false);
         clean = (a->size_bytes - (now.dirty < a->size_bytes ? now.dirty : a->size_bytes)) / page;
     }
     uint64_t faults = write_every_page(a->base, a->size_bytes);
-    if (!count_faults)
+    if (test_emulated())
         return;
     if (quiet && clean && faults)
         printf("  note: writeback cleaned %" PRIu64 " pages of the file before they were "
@@ -391,10 +413,25 @@ static void check_report(const struct rtm_arena *a, const struct rtm_arena_confi
         CHECK(faults > 0);
 }
 
+/* The report against smaps and VmLck as read here; lck0 is VmLck (kB)
+ * before the open. */
+static void check_report(const struct rtm_arena *a, const struct rtm_arena_config *cfg,
+                         const struct expect *x, int64_t lck0)
+{
+    struct entry e = report_geometry(a, cfg, x);
+    if (!e.found)
+        return;
+    report_lock(a, cfg, x, lck0, &e);
+    report_presence(a, cfg, x);
+    if (!(cfg->flags & RTM_ARENA_READ_ONLY))
+        report_quiet_writes(a, cfg, x);
+}
+
 /* Opens, checks, fills heaps of every kind, closes; VmLck must come back.
  * Returns false when the open failed. */
 static bool run_case(const char *label, const struct rtm_arena_config *cfg, const struct expect *x)
 {
+    const char *was = test_context;
     test_context = label;
     int64_t lck0 = own_vmlck_kb();
     struct rtm_arena a;
@@ -402,6 +439,7 @@ static bool run_case(const char *label, const struct rtm_arena_config *cfg, cons
     CHECK_EQ(rc, 0);
     if (rc) {
         fprintf(stderr, "  %s: %s\n", label, a.message);
+        test_context = was;
         return false;
     }
     check_report(&a, cfg, x, lck0);
@@ -410,7 +448,7 @@ static bool run_case(const char *label, const struct rtm_arena_config *cfg, cons
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(a.base == NULL);
     CHECK_EQ(own_vmlck_kb(), lck0);
-    test_context = NULL;
+    test_context = was;
     return true;
 }
 
@@ -460,6 +498,7 @@ static int mappings(void)
 static void expect_failure(const char *label, const struct rtm_arena_config *cfg, int err,
                            const char *part1, const char *part2)
 {
+    const char *was = test_context;
     test_context = label;
     int64_t lck0 = own_vmlck_kb();
     struct rtm_arena a;
@@ -480,7 +519,7 @@ static void expect_failure(const char *label, const struct rtm_arena_config *cfg
     else
         CHECK_EQ(rtm_arena_close(&a), 0); /* a failed open leaves a closed arena */
     printf("  %s: %s\n", label, a.message);
-    test_context = NULL;
+    test_context = was;
 }
 
 /* ---- huge page pools ------------------------------------------------------ */
@@ -547,6 +586,26 @@ static int reserve_huge(size_t page, uint64_t need)
 
 /* ---- sections ------------------------------------------------------------- */
 
+/* A section that cannot run here says why and exits 77 (SKIP): when a case
+ * finds the section's means missing (skip_section), or when every case
+ * that may skip did (cases_tried of them, cases_skipped). Read by
+ * run_section, in the test process. */
+static bool skip_section;
+static int cases_tried, cases_skipped;
+
+/* A case that may not run here: counted as tried, and as skipped (saying
+ * why) when it cannot. */
+static void case_tried(void)
+{
+    cases_tried++;
+}
+
+static void case_skipped(const char *why)
+{
+    printf("SKIP: %s\n", why);
+    cases_skipped++;
+}
+
 /* Runs fn in a child process, which exits with its checks' verdict. */
 static void in_child(void (*fn)(void))
 {
@@ -554,7 +613,7 @@ static void in_child(void (*fn)(void))
     pid_t pid = fork();
     if (pid == 0) {
         fn();
-        _exit(test_checks_failed ? 1 : 0);
+        test_exit(test_checks_failed ? 1 : 0);
     }
     int status = 0;
     waitpid(pid, &status, 0);
@@ -568,12 +627,87 @@ static void describe_says(const struct rtm_arena *a, const char *part)
     CHECK(contains(text, part));
 }
 
+/* ---- sources ---- */
+
+/* 1 MiB - 100 bytes: the size is rounded up to the page. */
+#define SOURCE_SIZE (MIB - 100)
+
+TEST_CASE_IN("sources", "anonymous memory is what the report says, at every prefault and lock")
+{
+    run_matrix("anon", (struct rtm_arena_config){ .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+}
+
+TEST_CASE_IN("sources", "a memfd is what the report says, at every prefault and lock")
+{
+    run_matrix("memfd",
+               (struct rtm_arena_config){ .source = RTM_ARENA_MEMFD, .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+}
+
+TEST_CASE_IN("sources", "POSIX shm is what the report says, at every prefault and lock")
+{
+    char name[64];
+    shm_name(name, sizeof name, 1);
+    run_matrix("posix_shm",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_POSIX_SHM, .name = name, .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+}
+
+TEST_CASE_IN("sources", "SysV shm, private and keyed, is what the report says, at every prefault "
+                        "and lock")
+{
+    run_matrix("sysv_shm private",
+               (struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+    run_matrix("sysv_shm keyed",
+               (struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                          .sysv_key = sysv_key(1),
+                                          .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+}
+
+TEST_CASE_IN("sources", "a file on disk is what the report says, at every prefault and lock")
+{
+    char path[PATH_MAX];
+    scratch_path(path, sizeof path, "file");
+    run_matrix("file on disk",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_FILE, .name = path, .size_bytes = SOURCE_SIZE },
+               &(struct expect){ .disk_file = true });
+}
+
+TEST_CASE_IN("sources", "/dev/zero, shared and private at 1 MiB, is what the report says")
+{
+    run_matrix("device /dev/zero",
+               (struct rtm_arena_config){
+                   .source = RTM_ARENA_DEVICE, .name = "/dev/zero", .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+    run_matrix("device /dev/zero private at 1 MiB",
+               (struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
+                                          .name = "/dev/zero",
+                                          .offset = MIB,
+                                          .flags = RTM_ARENA_PRIVATE,
+                                          .size_bytes = SOURCE_SIZE },
+               &(struct expect){ 0 });
+}
+
+/* Lock tried rather than required: the same when it is granted. */
+TEST_CASE_IN("sources", "a lock tried is a lock required when it is granted")
+{
+    run_case("anon, prefault touch, lock try",
+             &(struct rtm_arena_config){ .size_bytes = SOURCE_SIZE,
+                                         .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                         .lock = RTM_ARENA_LOCK_TRY },
+             &(struct expect){ 0 });
+}
+
 /* With mlockall(MCL_FUTURE) in force, every new mapping is locked and
  * faulted in, asked or not: the report says so. (In a child: the lock is
  * the whole process's.) */
 static void mlockall_future(void)
 {
-    test_context = "mlockall(MCL_FUTURE)";
     CHECK(mlockall(MCL_CURRENT | MCL_FUTURE) == 0);
     int64_t lck0 = own_vmlck_kb();
     struct rtm_arena m;
@@ -588,11 +722,19 @@ static void mlockall_future(void)
     rtm_arena_close(&m);
 }
 
+TEST_CASE_IN("sources", "under mlockall(MCL_FUTURE) an arena is locked and present, and says so")
+{
+    if (!g.mlock_works) {
+        printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
+        return;
+    }
+    in_child(mlockall_future);
+}
+
 /* mlockall(MCL_FUTURE | MCL_ONFAULT): the mapping is marked locked (VmFlags
  * lo lf), but no page is present, and each faults at its first touch. */
 static void mlockall_on_fault(void)
 {
-    test_context = "mlockall(MCL_FUTURE | MCL_ONFAULT)";
     CHECK(mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0);
     struct rtm_arena m;
     CHECK_EQ(rtm_arena_open(&m, &(struct rtm_arena_config){ .size_bytes = MIB }), 0);
@@ -624,62 +766,20 @@ static void mlockall_on_fault(void)
     rtm_arena_close(&m);
 }
 
-static int section_sources(void)
+TEST_CASE_IN("sources", "under mlockall(MCL_ONFAULT) an arena is locked on fault, present once "
+                        "prefaulted or locked")
 {
-    char name[64], path[PATH_MAX];
-    struct expect base = { 0 }, disk = { .disk_file = true };
-    /* 1 MiB - 100 bytes: the size is rounded up to the page. */
-    size_t size = MIB - 100;
-
-    run_matrix("anon", (struct rtm_arena_config){ .size_bytes = size }, &base);
-    run_matrix("memfd", (struct rtm_arena_config){ .source = RTM_ARENA_MEMFD, .size_bytes = size },
-               &base);
-    shm_name(name, sizeof name, 1);
-    run_matrix("posix_shm",
-               (struct rtm_arena_config){
-                   .source = RTM_ARENA_POSIX_SHM, .name = name, .size_bytes = size },
-               &base);
-    run_matrix("sysv_shm private",
-               (struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .size_bytes = size },
-               &base);
-    run_matrix("sysv_shm keyed",
-               (struct rtm_arena_config){
-                   .source = RTM_ARENA_SYSV_SHM, .sysv_key = sysv_key(1), .size_bytes = size },
-               &base);
-    scratch_path(path, sizeof path, "file");
-    run_matrix(
-        "file on disk",
-        (struct rtm_arena_config){ .source = RTM_ARENA_FILE, .name = path, .size_bytes = size },
-        &disk);
-    run_matrix("device /dev/zero",
-               (struct rtm_arena_config){
-                   .source = RTM_ARENA_DEVICE, .name = "/dev/zero", .size_bytes = size },
-               &base);
-    run_matrix("device /dev/zero private at 1 MiB",
-               (struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
-                                          .name = "/dev/zero",
-                                          .offset = MIB,
-                                          .flags = RTM_ARENA_PRIVATE,
-                                          .size_bytes = size },
-               &base);
-    /* Lock tried rather than required: the same when it is granted. */
-    run_case("anon, prefault touch, lock try",
-             &(struct rtm_arena_config){ .size_bytes = size,
-                                         .prefault = RTM_ARENA_PREFAULT_TOUCH,
-                                         .lock = RTM_ARENA_LOCK_TRY },
-             &base);
-
-    if (g.mlock_works) {
-        in_child(mlockall_future);
-        in_child(mlockall_on_fault);
-    } else {
-        printf("SKIP: mlockall(MCL_FUTURE): mlock is a no-op in this process\n");
+    if (!g.mlock_works) {
+        printf("SKIP: mlockall(MCL_FUTURE | MCL_ONFAULT): mlock is a no-op in this process\n");
+        return;
     }
+    in_child(mlockall_on_fault);
+}
 
-    /* A write just past either end hits a guard page. */
-    test_context = "guard pages";
+TEST_CASE_IN("sources", "a write just past either end hits a guard page")
+{
     struct rtm_arena a;
-    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = 64 * KIB }) == 0, 1);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = 64 * KIB }) == 0, );
     for (int side = 0; side < 2; side++) {
         pid_t pid = fork();
         if (pid == 0) {
@@ -689,32 +789,70 @@ static int section_sources(void)
                 p[-1] = 1;
             else
                 p[a.size_bytes] = 1;
-            _exit(0);
+            test_exit(0);
         }
         int status = 0;
         waitpid(pid, &status, 0);
         CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
     }
     rtm_arena_close(&a);
-    test_context = NULL;
-    return test_summary("arena.sources");
+}
+
+/* ---- device ---- */
+
+/* /dev/zero shared at an offset: the kernel backs it with a shm object of
+ * the mapping's own length, so the pages past (length - offset) have
+ * nothing behind them. A prefault finds that out instead of a SIGBUS in
+ * the loop; so does a lock. */
+static struct rtm_arena_config zero_past_end(int prefault, int lock)
+{
+    return (struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
+                                      .name = "/dev/zero",
+                                      .offset = MIB,
+                                      .size_bytes = MIB,
+                                      .prefault = prefault,
+                                      .lock = lock };
+}
+
+TEST_CASE_IN("device", "/dev/zero shared past what backs it is refused by the prefault, not a "
+                       "SIGBUS")
+{
+    struct rtm_arena_config past = zero_past_end(RTM_ARENA_PREFAULT_TOUCH, RTM_ARENA_LOCK_NONE);
+    expect_failure("/dev/zero shared at 1 MiB, prefault", &past, EFAULT, "/dev/zero",
+                   "past the end");
+    past.prefault = RTM_ARENA_PREFAULT_POPULATE;
+    expect_failure("/dev/zero shared at 1 MiB, populate", &past, EFAULT, "/dev/zero",
+                   "past the end");
+}
+
+/* Tried, not required: memory that is not there is no refused lock. */
+TEST_CASE_IN("device", "/dev/zero shared past what backs it is refused by a lock, required or "
+                       "tried")
+{
+    if (!g.mlock_works) {
+        printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
+        return;
+    }
+    struct rtm_arena_config past = zero_past_end(RTM_ARENA_PREFAULT_NONE, RTM_ARENA_LOCK_MUST);
+    expect_failure("/dev/zero shared at 1 MiB, lock", &past, ENOMEM, "/dev/zero",
+                   "could not fault in every page");
+    past.lock = RTM_ARENA_LOCK_TRY;
+    expect_failure("/dev/zero shared at 1 MiB, lock try", &past, ENOMEM, "/dev/zero",
+                   "could not fault in every page");
 }
 
 /* The lock step alone, on a mapping of the test's own that outlives it:
  * /dev/zero shared at 1 MiB, whose pages cannot be faulted in. mlock marks
  * the mapping locked before it faults pages in; a failed mlock must not
  * leave it so (refused means unlocked). */
-static void failed_mlock_unlocks(void)
+TEST_CASE_IN("device", "a failed mlock leaves the mapping unlocked")
 {
-    test_context = "a failed mlock unlocks";
+    if (!g.mlock_works)
+        return; /* said above */
     int fd = open("/dev/zero", O_RDWR | O_CLOEXEC);
     void *m = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)MIB);
     REQUIRE(fd >= 0 && m != MAP_FAILED, );
-    struct rtm_arena_config cfg = { .source = RTM_ARENA_DEVICE,
-                                    .name = "/dev/zero",
-                                    .offset = MIB,
-                                    .size_bytes = MIB,
-                                    .lock = RTM_ARENA_LOCK_MUST };
+    struct rtm_arena_config cfg = zero_past_end(RTM_ARENA_PREFAULT_NONE, RTM_ARENA_LOCK_MUST);
     struct rtm__arena_plan p = { .cfg = &cfg,
                                  .base_page = g.page,
                                  .page = g.page,
@@ -732,40 +870,12 @@ static void failed_mlock_unlocks(void)
     CHECK_EQ(own_vmlck_kb(), lck0);
     munmap(m, MIB);
     close(fd);
-    test_context = NULL;
 }
 
-static int section_device(void)
+TEST_CASE_IN("device", "an offset off the page, no size, and sizes or offsets that overflow are "
+                       "refused")
 {
-    /* /dev/zero shared at an offset: the kernel backs it with a shm object
-     * of the mapping's own length, so the pages past (length - offset) have
-     * nothing behind them. A prefault finds that out instead of a SIGBUS in
-     * the loop; so does a lock. */
-    struct rtm_arena_config past = { .source = RTM_ARENA_DEVICE,
-                                     .name = "/dev/zero",
-                                     .offset = MIB,
-                                     .size_bytes = MIB,
-                                     .prefault = RTM_ARENA_PREFAULT_TOUCH };
-    expect_failure("/dev/zero shared at 1 MiB, prefault", &past, EFAULT, "/dev/zero",
-                   "past the end");
-    past.prefault = RTM_ARENA_PREFAULT_POPULATE;
-    expect_failure("/dev/zero shared at 1 MiB, populate", &past, EFAULT, "/dev/zero",
-                   "past the end");
-    past.prefault = RTM_ARENA_PREFAULT_NONE;
-    past.lock = RTM_ARENA_LOCK_MUST;
-    if (g.mlock_works)
-        expect_failure("/dev/zero shared at 1 MiB, lock", &past, ENOMEM, "/dev/zero",
-                       "could not fault in every page");
-    else
-        printf("SKIP: /dev/zero shared at 1 MiB, lock: mlock is a no-op in this process\n");
-    /* Tried, not required: memory that is not there is no refused lock. */
-    past.lock = RTM_ARENA_LOCK_TRY;
-    if (g.mlock_works) {
-        expect_failure("/dev/zero shared at 1 MiB, lock try", &past, ENOMEM, "/dev/zero",
-                       "could not fault in every page");
-        failed_mlock_unlocks();
-    }
-    past.lock = RTM_ARENA_LOCK_NONE;
+    struct rtm_arena_config past = zero_past_end(RTM_ARENA_PREFAULT_NONE, RTM_ARENA_LOCK_NONE);
     past.offset = MIB + 100;
     expect_failure("/dev/zero, offset not a page multiple", &past, EINVAL, "offset",
                    "not a multiple of the page size");
@@ -777,6 +887,10 @@ static int section_device(void)
     past.size_bytes = MIB;
     past.offset = UINT64_MAX - 4095;
     expect_failure("an offset that overflows", &past, EOVERFLOW, "overflows", NULL);
+}
+
+TEST_CASE_IN("device", "a device that does not exist, or a directory, is refused")
+{
     expect_failure("a device that does not exist",
                    &(struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
                                                .name = "/dev/rtmem-test-no-such-device",
@@ -788,38 +902,53 @@ static int section_device(void)
         "a directory as a device",
         &(struct rtm_arena_config){ .source = RTM_ARENA_DEVICE, .name = dir, .size_bytes = MIB },
         EISDIR, "is a directory", NULL);
-
-    return test_summary("arena.device");
 }
+
+/* ---- pfnmap ---- */
 
 /* A node whose mapping is VM_IO/VM_PFNMAP: mlock succeeds there and locks
  * nothing. /sys/kernel/btf/vmlinux is one anybody may map, read-only and
- * private, on kernels that let it be mapped (this test skips where it
- * cannot); /dev/mem and UIO nodes are others, which this test does not
- * touch. */
-static int section_pfnmap(void)
+ * private, on kernels that let it be mapped (the section skips where it
+ * cannot: pfnmap_setup); /dev/mem and UIO nodes are others, which this
+ * test does not touch. */
+static const char pfn_node[] = "/sys/kernel/btf/vmlinux";
+
+static struct rtm_arena_config pfn_config(void)
 {
-    const char *node = "/sys/kernel/btf/vmlinux";
-    struct rtm_arena_config cfg = { .source = RTM_ARENA_DEVICE,
-                                    .name = node,
-                                    .flags = RTM_ARENA_READ_ONLY | RTM_ARENA_PRIVATE,
-                                    .size_bytes = 4 * KIB,
-                                    .prefault = RTM_ARENA_PREFAULT_TOUCH,
-                                    .lock = RTM_ARENA_LOCK_MUST };
+    return (struct rtm_arena_config){ .source = RTM_ARENA_DEVICE,
+                                      .name = pfn_node,
+                                      .flags = RTM_ARENA_READ_ONLY | RTM_ARENA_PRIVATE,
+                                      .size_bytes = 4 * KIB,
+                                      .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                      .lock = RTM_ARENA_LOCK_MUST };
+}
+
+/* Whether the node opens as an arena mapped VM_IO/VM_PFNMAP: 0, or SKIP
+ * after saying why. */
+static int pfnmap_setup(void)
+{
+    struct rtm_arena_config cfg = pfn_config();
     struct rtm_arena a;
-    int64_t lck0 = own_vmlck_kb();
     int rc = rtm_arena_open(&a, &cfg);
     struct entry e = rc == 0 ? own_smaps((uintptr_t)a.base, false) : (struct entry){ 0 };
-    if (rc != 0 || !(has_flag(&e, "pf") || has_flag(&e, "io"))) {
+    bool pfn = rc == 0 && (has_flag(&e, "pf") || has_flag(&e, "io"));
+    if (!pfn)
         printf("SKIP: no VM_IO/VM_PFNMAP mapping to be had here: no /dev/mem or UIO device is "
                "used, and %s %s\n",
-               node, rc ? a.message : "is not mapped as VM_PFNMAP by this kernel");
-        if (rc == 0)
-            rtm_arena_close(&a);
-        return SKIP;
-    }
-    test_context = node;
-    printf("  %s: %s\n", node, a.message);
+               pfn_node, rc ? a.message : "is not mapped as VM_PFNMAP by this kernel");
+    if (rc == 0)
+        rtm_arena_close(&a);
+    return pfn ? 0 : SKIP;
+}
+
+TEST_CASE_IN("pfnmap", "mlock on a VM_PFNMAP node succeeds, locks nothing, and it is said")
+{
+    struct rtm_arena_config cfg = pfn_config();
+    struct rtm_arena a;
+    int64_t lck0 = own_vmlck_kb();
+    REQUIRE(rtm_arena_open(&a, &cfg) == 0, );
+    struct entry e = own_smaps((uintptr_t)a.base, false);
+    printf("  %s: %s\n", pfn_node, a.message);
     CHECK_EQ(a.report.lock_state, RTM_ARENA_LOCK_IGNORED);
     CHECK_EQ(a.report.lock_errno, 0);
     CHECK_EQ(a.report.locked_bytes, 0);
@@ -836,14 +965,21 @@ static int section_pfnmap(void)
     int n = rtm_arena_describe(&a, text, sizeof text);
     CHECK(n > 0 && (size_t)n < sizeof text && contains(text, "IGNORED"));
     CHECK_EQ(rtm_arena_close(&a), 0);
-    /* A file-like node has a size: an offset past it is refused. */
-    cfg.offset = (uint64_t)1 << 40;
-    expect_failure("offset past the node's end", &cfg, ENXIO, "past the end", node);
-    return test_summary("arena.pfnmap");
 }
+
+/* A file-like node has a size: an offset past it is refused. */
+TEST_CASE_IN("pfnmap", "an offset past the node's end is refused")
+{
+    struct rtm_arena_config cfg = pfn_config();
+    cfg.offset = (uint64_t)1 << 40;
+    expect_failure("offset past the node's end", &cfg, ENXIO, "past the end", pfn_node);
+}
+
+/* ---- thp ---- */
 
 static void thp_case(const char *label, struct rtm_arena_config cfg)
 {
+    const char *was = test_context;
     test_context = label;
     int64_t lck0 = own_vmlck_kb();
     struct rtm_arena a;
@@ -867,44 +1003,64 @@ static void thp_case(const char *label, struct rtm_arena_config cfg)
            a.size_bytes / MIB, a.message[0] ? "; " : "", a.message);
     heaps_on(&a);
     CHECK_EQ(rtm_arena_close(&a), 0);
-    test_context = NULL;
+    test_context = was;
 }
 
-static int section_thp(void)
+#define THP_SIZE (8 * MIB)
+
+TEST_CASE_IN("thp", "THP on anonymous memory is had, or its absence said, at every prefault")
+{
+    int on = RTM_ARENA_THP_ON, touch = RTM_ARENA_PREFAULT_TOUCH;
+    thp_case("anon, THP on, touch",
+             (struct rtm_arena_config){ .size_bytes = THP_SIZE, .thp = on, .prefault = touch });
+    thp_case("anon, THP on, populate",
+             (struct rtm_arena_config){
+                 .size_bytes = THP_SIZE, .thp = on, .prefault = RTM_ARENA_PREFAULT_POPULATE });
+    thp_case("anon, THP on, lock", (struct rtm_arena_config){ .size_bytes = THP_SIZE,
+                                                              .thp = on,
+                                                              .prefault = touch,
+                                                              .lock = RTM_ARENA_LOCK_MUST });
+}
+
+TEST_CASE_IN("thp", "THP off gives no huge page")
+{
+    thp_case("anon, THP off, touch",
+             (struct rtm_arena_config){ .size_bytes = THP_SIZE,
+                                        .thp = RTM_ARENA_THP_OFF,
+                                        .prefault = RTM_ARENA_PREFAULT_TOUCH });
+}
+
+TEST_CASE_IN("thp", "THP on a memfd, POSIX shm and SysV shm is had, or its absence said")
 {
     char name[64];
     shm_name(name, sizeof name, 2);
-    size_t size = 8 * MIB;
     int on = RTM_ARENA_THP_ON, touch = RTM_ARENA_PREFAULT_TOUCH;
-    thp_case("anon, THP on, touch",
-             (struct rtm_arena_config){ .size_bytes = size, .thp = on, .prefault = touch });
-    thp_case("anon, THP on, populate",
-             (struct rtm_arena_config){
-                 .size_bytes = size, .thp = on, .prefault = RTM_ARENA_PREFAULT_POPULATE });
-    thp_case("anon, THP on, lock",
-             (struct rtm_arena_config){
-                 .size_bytes = size, .thp = on, .prefault = touch, .lock = RTM_ARENA_LOCK_MUST });
-    thp_case("anon, THP off, touch", (struct rtm_arena_config){ .size_bytes = size,
-                                                                .thp = RTM_ARENA_THP_OFF,
-                                                                .prefault = touch });
     thp_case("memfd, THP on, touch",
              (struct rtm_arena_config){
-                 .source = RTM_ARENA_MEMFD, .size_bytes = size, .thp = on, .prefault = touch });
+                 .source = RTM_ARENA_MEMFD, .size_bytes = THP_SIZE, .thp = on, .prefault = touch });
     thp_case("posix_shm, THP on, touch", (struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                                     .name = name,
-                                                                    .size_bytes = size,
+                                                                    .size_bytes = THP_SIZE,
                                                                     .thp = on,
                                                                     .prefault = touch });
-    thp_case("sysv_shm, THP on, touch",
-             (struct rtm_arena_config){
-                 .source = RTM_ARENA_SYSV_SHM, .size_bytes = size, .thp = on, .prefault = touch });
-    /* THP advice is for base pages only. */
-    expect_failure("THP advice on huge pages",
-                   &(struct rtm_arena_config){
-                       .size_bytes = size, .page_bytes = RTM_ARENA_PAGE_2M, .thp = on },
-                   EINVAL, "THP advice is for base pages", NULL);
-    return test_summary("arena.thp");
+    thp_case("sysv_shm, THP on, touch", (struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                                   .size_bytes = THP_SIZE,
+                                                                   .thp = on,
+                                                                   .prefault = touch });
 }
+
+/* THP advice is for base pages only. */
+TEST_CASE_IN("thp", "THP advice on huge pages is refused")
+{
+    expect_failure("THP advice on huge pages",
+                   &(struct rtm_arena_config){ .size_bytes = THP_SIZE,
+                                               .page_bytes = RTM_ARENA_PAGE_2M,
+                                               .thp = RTM_ARENA_THP_ON },
+                   EINVAL, "THP advice is for base pages", NULL);
+}
+
+/* ---- ownership: what an arena creates, it removes (in its own process
+ * only); what it is given, it leaves as it was ---- */
 
 /* Closes the arena in a child process (which inherited it through fork):
  * true when the close succeeded there and still() holds afterwards. */
@@ -913,7 +1069,7 @@ static bool child_close_leaves(struct rtm_arena *a, bool (*still)(const char *),
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0)
-        _exit(rtm_arena_close(a) == 0 && still(what) ? 0 : 1);
+        test_exit(rtm_arena_close(a) == 0 && still(what) ? 0 : 1);
     int status = 0;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -948,116 +1104,17 @@ static int user_object(const char *path, bool shm)
     return fd;
 }
 
-/* An arena removes what it created, and only that: not an object someone
- * else put under the same name, not through a copy of the arena, not from
- * a child process; and it closes its own descriptor only. */
-static void ownership_identity(void)
+/* POSIX shm: created, shared with a second arena, removed at close; the
+ * user of an existing object, and a child that inherited the arena, remove
+ * nothing. */
+TEST_CASE_IN("ownership", "a POSIX shm object is removed at close, by no second arena nor child")
 {
-    char name[64], path[PATH_MAX], key_text[32];
-    struct rtm_arena a, copy;
-    struct stat st;
-
-    /* A copy of an open arena is refused; the arena itself is intact. */
-    test_context = "a copy of an open arena";
-    shm_name(name, sizeof name, 6);
-    struct rtm_arena_config shm = { .source = RTM_ARENA_POSIX_SHM,
-                                    .name = name,
-                                    .size_bytes = 64 * KIB };
-    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
-    memcpy(&copy, &a, sizeof copy);
-    CHECK_EQ(rtm_arena_close(&copy), -EINVAL);
-    errno = 0;
-    CHECK(rtm_arena_heap(&copy, "tlsf", NULL) == NULL && errno == EINVAL);
-    char text[64];
-    CHECK_EQ(rtm_arena_describe(&copy, text, sizeof text), -EINVAL);
-    CHECK(shm_exists(name) && fcntl(a.fd, F_GETFD) >= 0);
-    memset(a.base, 1, a.size_bytes);
-    /* Opening it again without closing it: refused, left open. */
-    void *base = a.base;
-    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }), -EBUSY);
-    CHECK(a.base == base && shm_exists(name));
-    CHECK_EQ(rtm_arena_close(&a), 0);
-    CHECK(!shm_exists(name));
-
-    /* Removed and created again by someone else: the new object stays. */
-    test_context = "posix_shm created again by someone else";
-    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
-    CHECK(shm_unlink(name) == 0);
-    int ufd = user_object(name, true);
-    CHECK_EQ(rtm_arena_close(&a), 0);
-    CHECK(shm_exists(name) && fcntl(ufd, F_GETFD) >= 0);
-    close(ufd);
-    shm_unlink(name);
-
-    /* The arena's descriptor made to refer to the user's new object
-     * (dup2 over it): neither the object nor the descriptor is the arena's
-     * to remove or close. */
-    test_context = "posix_shm descriptor replaced";
-    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
-    int afd = a.fd;
-    CHECK(shm_unlink(name) == 0);
-    ufd = user_object(name, true);
-    CHECK(dup2(ufd, afd) == afd);
-    CHECK_EQ(rtm_arena_close(&a), -EBADF);
-    CHECK(contains(a.message, "no longer refers to"));
-    CHECK(a.base == NULL);
-    CHECK(shm_exists(name) && fcntl(afd, F_GETFD) >= 0);
-    close(afd);
-    close(ufd);
-    shm_unlink(name);
-
-    test_context = "file descriptor replaced";
-    scratch_path(path, sizeof path, "identity");
-    struct rtm_arena_config file = { .source = RTM_ARENA_FILE,
-                                     .name = path,
-                                     .size_bytes = 64 * KIB };
-    REQUIRE(rtm_arena_open(&a, &file) == 0, );
-    afd = a.fd;
-    CHECK(unlink(path) == 0);
-    ufd = user_object(path, false);
-    CHECK(dup2(ufd, afd) == afd);
-    CHECK_EQ(rtm_arena_close(&a), -EBADF);
-    CHECK(stat(path, &st) == 0 && st.st_size == 4 && fcntl(afd, F_GETFD) >= 0);
-    close(afd);
-    close(ufd);
-    unlink(path);
-
-    /* A child that inherited the arena removes nothing: a file, a keyed
-     * SysV segment (the POSIX shm case is in section_ownership). */
-    test_context = "file closed in a child";
-    REQUIRE(rtm_arena_open(&a, &file) == 0, );
-    CHECK(child_close_leaves(&a, file_exists, path));
-    CHECK(file_exists(path));
-    CHECK_EQ(rtm_arena_close(&a), 0);
-    CHECK(!file_exists(path));
-    test_context = "sysv_shm closed in a child";
-    int key = sysv_key(6);
-    snprintf(key_text, sizeof key_text, "%d", key);
-    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
-                                                           .sysv_key = key,
-                                                           .size_bytes = MIB }) == 0, );
-    CHECK(child_close_leaves(&a, sysv_exists, key_text));
-    CHECK(sysv_exists(key_text));
-    CHECK_EQ(rtm_arena_close(&a), 0);
-    CHECK(!sysv_exists(key_text));
-    test_context = NULL;
-}
-
-/* What an arena creates, it removes (in its own process only); what it is
- * given, it leaves as it was. */
-static int section_ownership(void)
-{
-    char name[64], path[PATH_MAX], moved[PATH_MAX];
+    char name[64];
     struct rtm_arena a, b;
-    struct stat st;
-
-    /* POSIX shm: created, shared with a second arena, removed at close. */
-    test_context = "posix_shm";
     shm_name(name, sizeof name, 3);
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                            .name = name,
-                                                           .size_bytes = 3 * MIB }) == 0,
-            1);
+                                                           .size_bytes = 3 * MIB }) == 0, );
     memset(a.base, 0x5a, a.size_bytes);
     CHECK_EQ(rtm_arena_open(&b, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                             .name = name,
@@ -1069,39 +1126,27 @@ static int section_ownership(void)
     errno = 0;
     CHECK(rtm_arena_heap(&b, "tlsf", NULL) == NULL && errno == EACCES);
     CHECK_EQ(rtm_arena_close(&b), 0);
-    int fd = shm_open(name, O_RDONLY, 0);
-    CHECK(fd >= 0); /* the user of an existing object removes nothing */
-    if (fd >= 0)
-        close(fd);
-    /* A child that inherited the arena removes nothing either. */
-    pid_t pid = fork();
-    if (pid == 0) {
-        int rc = rtm_arena_close(&a);
-        int still = shm_open(name, O_RDONLY, 0);
-        _exit(rc == 0 && still >= 0 ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    fd = shm_open(name, O_RDONLY, 0);
-    CHECK(fd >= 0);
-    if (fd >= 0)
-        close(fd);
+    CHECK(shm_exists(name)); /* the user of an existing object removes nothing */
+    CHECK(child_close_leaves(&a, shm_exists, name));
+    CHECK(shm_exists(name));
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
+}
 
-    /* The longest names taken: NAME_MAX bytes after the slash, and a file's
-     * last component of NAME_MAX bytes; both removed at close. */
-    test_context = "longest names";
-    char longest[NAME_MAX + 2];
+/* NAME_MAX bytes after the slash, and a file's last component of NAME_MAX
+ * bytes; both removed at close. */
+TEST_CASE_IN("ownership", "the longest names are taken, and removed at close")
+{
+    struct rtm_arena a;
+    struct stat st;
+    char longest[NAME_MAX + 2], path[PATH_MAX];
     shm_name(longest, sizeof longest, 5);
     size_t used = strlen(longest);
     memset(longest + used, 'n', sizeof longest - 1 - used);
     longest[sizeof longest - 1] = '\0';
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
                                                            .name = longest,
-                                                           .size_bytes = 64 * KIB }) == 0,
-            1);
+                                                           .size_bytes = 64 * KIB }) == 0, );
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shm_open(longest, O_RDONLY, 0) < 0 && errno == ENOENT);
     scratch_path(path, sizeof path, "");
@@ -1110,19 +1155,20 @@ static int section_ownership(void)
     path[used + NAME_MAX] = '\0';
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
                                                            .name = path,
-                                                           .size_bytes = 64 * KIB }) == 0,
-            1);
+                                                           .size_bytes = 64 * KIB }) == 0, );
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(stat(path, &st) != 0 && errno == ENOENT);
+}
 
-    /* SysV, keyed: removed at close; private: gone from the namespace at
-     * once (marked for removal), so it cannot outlive the process. */
-    test_context = "sysv_shm";
+/* SysV, keyed: removed at close; private: gone from the namespace at once
+ * (marked for removal), so it cannot outlive the process. */
+TEST_CASE_IN("ownership", "a keyed SysV segment is removed at close, a private one at once")
+{
+    struct rtm_arena a, b;
     int key = sysv_key(3);
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
                                                            .sysv_key = key,
-                                                           .size_bytes = MIB }) == 0,
-            1);
+                                                           .size_bytes = MIB }) == 0, );
     CHECK(shmget(key, 0, 0) == a.shm_id);
     CHECK_EQ(rtm_arena_open(&b, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
                                                             .sysv_key = key,
@@ -1134,34 +1180,43 @@ static int section_ownership(void)
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shmget(key, 0, 0) < 0 && errno == ENOENT);
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
-                                                           .size_bytes = MIB }) == 0,
-            1);
+                                                           .size_bytes = MIB }) == 0, );
     struct shmid_ds ds;
     CHECK(shmctl(a.shm_id, IPC_STAT, &ds) == 0 && (ds.shm_perm.mode & SHM_DEST));
     int id = a.shm_id;
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(shmctl(id, IPC_STAT, &ds) != 0);
+}
 
-    /* A file: created, removed; a file it was given: mapped, kept whole. */
-    test_context = "file";
+TEST_CASE_IN("ownership", "a file an arena created is made as asked, and removed at close")
+{
+    struct rtm_arena a;
+    struct stat st;
+    char path[PATH_MAX];
     scratch_path(path, sizeof path, "owned");
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
                                                            .name = path,
                                                            .mode = 0640,
-                                                           .size_bytes = MIB }) == 0,
-            1);
+                                                           .size_bytes = MIB }) == 0, );
     CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB && (st.st_mode & 0777) == 0640);
     memset(a.base, 0x33, MIB);
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(stat(path, &st) != 0 && errno == ENOENT);
-    /* Renamed away and replaced by another file: neither is removed. */
+}
+
+/* Renamed away and replaced by another file: neither is removed. */
+TEST_CASE_IN("ownership", "a file renamed away and one put in its place are both left")
+{
+    struct rtm_arena a;
+    struct stat st;
+    char path[PATH_MAX], moved[PATH_MAX];
+    scratch_path(path, sizeof path, "owned");
     scratch_path(moved, sizeof moved, "owned-moved");
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
                                                            .name = path,
-                                                           .size_bytes = MIB }) == 0,
-            1);
+                                                           .size_bytes = MIB }) == 0, );
     CHECK(rename(path, moved) == 0);
-    fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
     CHECK(fd >= 0 && write(fd, "user", 4) == 4);
     close(fd);
     CHECK_EQ(rtm_arena_close(&a), 0);
@@ -1169,20 +1224,23 @@ static int section_ownership(void)
     CHECK(stat(moved, &st) == 0);
     unlink(path);
     unlink(moved);
+}
 
-    /* memfd: its descriptor is the arena's until close. */
-    test_context = "memfd";
+TEST_CASE_IN("ownership", "a memfd's descriptor is the arena's until close")
+{
+    struct rtm_arena a;
+    struct stat st;
     REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_MEMFD,
                                                            .name = "arena-test",
-                                                           .size_bytes = MIB }) == 0,
-            1);
+                                                           .size_bytes = MIB }) == 0, );
     CHECK(fstat(a.fd, &st) == 0 && st.st_size == (off_t)MIB);
-    fd = a.fd;
+    int fd = a.fd;
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);
+}
 
-    /* Closing what is not open. */
-    test_context = "close";
+TEST_CASE_IN("ownership", "closing what is not open does nothing, and NULL is refused")
+{
     struct rtm_arena zero;
     memset(&zero, 0, sizeof zero);
     CHECK_EQ(rtm_arena_close(&zero), 0);
@@ -1192,10 +1250,12 @@ static int section_ownership(void)
     errno = 0;
     CHECK(rtm_arena_heap(&zero, "tlsf", NULL) == NULL && errno == EINVAL);
     CHECK(rtm_arena_heap(NULL, "tlsf", NULL) == NULL);
+}
 
-    /* describe: snprintf's contract. */
-    test_context = "describe";
-    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }) == 0, 1);
+TEST_CASE_IN("ownership", "describe keeps snprintf's contract, and a heap config passes through")
+{
+    struct rtm_arena a;
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }) == 0, );
     char text[512], small[16];
     int n = rtm_arena_describe(&a, text, sizeof text);
     CHECK(n > 0 && (size_t)n == strlen(text) && contains(text, "anon: 1 MiB of 4 KiB pages"));
@@ -1204,7 +1264,6 @@ static int section_ownership(void)
     CHECK(strlen(small) == sizeof small - 1);
     CHECK_EQ(rtm_arena_describe(&a, NULL, 5), -EINVAL);
     CHECK_EQ(rtm_arena_describe(NULL, text, sizeof text), -EINVAL);
-    /* A heap config passes through. */
     struct rtm_heap_config hc = { .hardening = RTM_HEAP_HARDEN_NONE };
     struct rtm_heap *h = rtm_arena_heap(&a, "tlsf", &hc);
     CHECK(h && rtm_heap_hardening(h) == RTM_HEAP_HARDEN_NONE);
@@ -1214,53 +1273,130 @@ static int section_ownership(void)
     CHECK_EQ(rtm_arena_close(&a), 0);
     n = rtm_arena_describe(&a, text, sizeof text);
     CHECK(contains(text, "not open"));
-    test_context = NULL;
-    ownership_identity();
-    return test_summary("arena.ownership");
 }
 
-/* The reader of /proc files (no stdio): short lines, a line longer than
- * its buffer (its start, the rest skipped), a last line without newline. */
-static void line_reader(void)
+/* The POSIX shm arena of the identity cases. */
+static struct rtm_arena_config identity_shm(char *name, size_t size)
 {
-    test_context = "line reader";
-    char path[PATH_MAX];
-    scratch_path(path, sizeof path, "lines");
-    struct rtm__arena_lines l;
-    size_t cut = sizeof l.buf - 1, longest = 3 * sizeof l.buf;
-    char *text = malloc(longest + 64);
-    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
-    size_t n = (size_t)sprintf(text, "first\n");
-    memset(text + n, 'x', longest);
-    n += longest;
-    n += (size_t)sprintf(text + n, "\n\nafter\nlast");
-    CHECK(fd >= 0 && write(fd, text, n) == (ssize_t)n);
-    close(fd);
-    REQUIRE(rtm__arena_lines_open(&l, path), );
-    const char *line = rtm__arena_lines_next(&l);
-    CHECK(line && !strcmp(line, "first"));
-    line = rtm__arena_lines_next(&l);
-    CHECK(line && strlen(line) == cut && strspn(line, "x") == cut);
-    line = rtm__arena_lines_next(&l);
-    CHECK(line && !strcmp(line, ""));
-    line = rtm__arena_lines_next(&l);
-    CHECK(line && !strcmp(line, "after"));
-    line = rtm__arena_lines_next(&l);
-    CHECK(line && !strcmp(line, "last"));
-    CHECK(rtm__arena_lines_next(&l) == NULL);
-    CHECK(rtm__arena_lines_next(&l) == NULL);
-    rtm__arena_lines_close(&l);
-    CHECK(!rtm__arena_lines_open(&l, "/proc/self/no-such-file"));
-    unlink(path);
-    free(text);
-    test_context = NULL;
+    shm_name(name, size, 6);
+    return (struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                      .name = name,
+                                      .size_bytes = 64 * KIB };
 }
 
-static int section_errors(void)
+/* A copy of an open arena is refused; the arena itself is intact. Opening
+ * it again without closing it: refused, left open. */
+TEST_CASE_IN("ownership", "a copy of an open arena is refused, and so is opening it again")
 {
-    char name[64], path[PATH_MAX], dir[PATH_MAX];
+    char name[64];
+    struct rtm_arena a, copy;
+    struct rtm_arena_config shm = identity_shm(name, sizeof name);
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    memcpy(&copy, &a, sizeof copy);
+    CHECK_EQ(rtm_arena_close(&copy), -EINVAL);
+    errno = 0;
+    CHECK(rtm_arena_heap(&copy, "tlsf", NULL) == NULL && errno == EINVAL);
+    char text[64];
+    CHECK_EQ(rtm_arena_describe(&copy, text, sizeof text), -EINVAL);
+    CHECK(shm_exists(name) && fcntl(a.fd, F_GETFD) >= 0);
+    memset(a.base, 1, a.size_bytes);
+    void *base = a.base;
+    CHECK_EQ(rtm_arena_open(&a, &(struct rtm_arena_config){ .size_bytes = MIB }), -EBUSY);
+    CHECK(a.base == base && shm_exists(name));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!shm_exists(name));
+}
+
+/* Removed and created again by someone else: the new object stays. */
+TEST_CASE_IN("ownership", "a POSIX shm object someone else made again under the name stays")
+{
+    char name[64];
     struct rtm_arena a;
+    struct rtm_arena_config shm = identity_shm(name, sizeof name);
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    CHECK(shm_unlink(name) == 0);
+    int ufd = user_object(name, true);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(shm_exists(name) && fcntl(ufd, F_GETFD) >= 0);
+    close(ufd);
+    shm_unlink(name);
+}
 
+/* The arena's descriptor made to refer to the user's new object (dup2 over
+ * it): neither the object nor the descriptor is the arena's to remove or
+ * close. */
+TEST_CASE_IN("ownership", "a POSIX shm descriptor replaced is not closed, nor its object removed")
+{
+    char name[64];
+    struct rtm_arena a;
+    struct rtm_arena_config shm = identity_shm(name, sizeof name);
+    REQUIRE(rtm_arena_open(&a, &shm) == 0, );
+    int afd = a.fd;
+    CHECK(shm_unlink(name) == 0);
+    int ufd = user_object(name, true);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(contains(a.message, "no longer refers to"));
+    CHECK(a.base == NULL);
+    CHECK(shm_exists(name) && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    shm_unlink(name);
+}
+
+/* The file arena of the identity cases. */
+static struct rtm_arena_config identity_file(char *path, size_t size)
+{
+    scratch_path(path, size, "identity");
+    return (
+        struct rtm_arena_config){ .source = RTM_ARENA_FILE, .name = path, .size_bytes = 64 * KIB };
+}
+
+TEST_CASE_IN("ownership", "a file descriptor replaced is not closed, nor its file removed")
+{
+    char path[PATH_MAX];
+    struct rtm_arena a;
+    struct stat st;
+    struct rtm_arena_config file = identity_file(path, sizeof path);
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    int afd = a.fd;
+    CHECK(unlink(path) == 0);
+    int ufd = user_object(path, false);
+    CHECK(dup2(ufd, afd) == afd);
+    CHECK_EQ(rtm_arena_close(&a), -EBADF);
+    CHECK(stat(path, &st) == 0 && st.st_size == 4 && fcntl(afd, F_GETFD) >= 0);
+    close(afd);
+    close(ufd);
+    unlink(path);
+}
+
+/* A child that inherited the arena removes nothing: a file, a keyed SysV
+ * segment (the POSIX shm case is above). */
+TEST_CASE_IN("ownership", "a child that inherited a file or SysV arena removes nothing")
+{
+    char path[PATH_MAX], key_text[32];
+    struct rtm_arena a;
+    struct rtm_arena_config file = identity_file(path, sizeof path);
+    REQUIRE(rtm_arena_open(&a, &file) == 0, );
+    CHECK(child_close_leaves(&a, file_exists, path));
+    CHECK(file_exists(path));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!file_exists(path));
+    int key = sysv_key(6);
+    snprintf(key_text, sizeof key_text, "%d", key);
+    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                                           .sysv_key = key,
+                                                           .size_bytes = MIB }) == 0, );
+    CHECK(child_close_leaves(&a, sysv_exists, key_text));
+    CHECK(sysv_exists(key_text));
+    CHECK_EQ(rtm_arena_close(&a), 0);
+    CHECK(!sysv_exists(key_text));
+}
+
+/* ---- errors ---- */
+
+TEST_CASE_IN("errors", "a configuration missing, unknown or out of range is refused")
+{
     expect_failure("no config", NULL, EINVAL, "no config", NULL);
     CHECK_EQ(rtm_arena_open(NULL, &(struct rtm_arena_config){ .size_bytes = MIB }), -EINVAL);
     expect_failure("unknown source", &(struct rtm_arena_config){ .source = 99, .size_bytes = MIB },
@@ -1278,6 +1414,11 @@ static int section_errors(void)
     expect_failure("a huge page size the CPU lacks",
                    &(struct rtm_arena_config){ .size_bytes = MIB, .page_bytes = 4 * MIB },
                    EOPNOTSUPP, "no 4 MiB huge pages", HUGE_DIR "/hugepages-4096kB");
+}
+
+TEST_CASE_IN("errors", "options that do not apply to the source are refused")
+{
+    char name[64];
     shm_name(name, sizeof name, 4);
     expect_failure("huge pages on POSIX shm",
                    &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
@@ -1291,6 +1432,20 @@ static int section_errors(void)
     expect_failure("an offset on anonymous memory",
                    &(struct rtm_arena_config){ .size_bytes = MIB, .offset = MIB }, EINVAL, "offset",
                    NULL);
+    expect_failure("read-only and new",
+                   &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
+                                               .name = name,
+                                               .flags = RTM_ARENA_READ_ONLY,
+                                               .size_bytes = MIB },
+                   EINVAL, "RTM_ARENA_EXISTING", NULL);
+    expect_failure(
+        "SysV key 0 is nobody's",
+        &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .flags = RTM_ARENA_EXISTING },
+        EINVAL, "IPC_PRIVATE", NULL);
+}
+
+TEST_CASE_IN("errors", "a shm name without one slash, or too long, and a setuid mode are refused")
+{
     expect_failure("a shm name without its slash",
                    &(struct rtm_arena_config){
                        .source = RTM_ARENA_POSIX_SHM, .name = "noslash", .size_bytes = MIB },
@@ -1311,19 +1466,15 @@ static int section_errors(void)
                    &(struct rtm_arena_config){
                        .source = RTM_ARENA_SYSV_SHM, .mode = 04600, .size_bytes = MIB },
                    EINVAL, "mode 04600", NULL);
-    expect_failure("read-only and new",
-                   &(struct rtm_arena_config){ .source = RTM_ARENA_POSIX_SHM,
-                                               .name = name,
-                                               .flags = RTM_ARENA_READ_ONLY,
-                                               .size_bytes = MIB },
-                   EINVAL, "RTM_ARENA_EXISTING", NULL);
-    expect_failure(
-        "SysV key 0 is nobody's",
-        &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM, .flags = RTM_ARENA_EXISTING },
-        EINVAL, "IPC_PRIVATE", NULL);
+}
 
-    /* A POSIX shm name that exists: refused, and the object is left as it
-     * was; RTM_ARENA_EXISTING maps it. */
+/* A POSIX shm name that exists: refused, and the object is left as it
+ * was; RTM_ARENA_EXISTING maps it. */
+TEST_CASE_IN("errors", "an existing POSIX shm name is refused unless asked for, and left as it was")
+{
+    char name[64];
+    struct rtm_arena a;
+    shm_name(name, sizeof name, 4);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     CHECK(fd >= 0 && ftruncate(fd, 64 * KIB) == 0 && write(fd, "user data", 9) == 9);
     struct rtm_arena_config shm = { .source = RTM_ARENA_POSIX_SHM,
@@ -1343,8 +1494,10 @@ static int section_errors(void)
     close(fd);
     CHECK(shm_unlink(name) == 0); /* still there: the arena did not remove it */
     expect_failure("a POSIX shm object that does not exist", &shm, ENOENT, name, "create it first");
+}
 
-    /* A SysV key that exists. */
+TEST_CASE_IN("errors", "an existing SysV key is refused unless asked for, and left as it was")
+{
     int key = sysv_key(4);
     int id = shmget(key, 64 * KIB, IPC_CREAT | IPC_EXCL | 0600);
     CHECK(id >= 0);
@@ -1364,25 +1517,60 @@ static int section_errors(void)
     CHECK(shmget(key, 0, 0) == id);
     shmctl(id, IPC_RMID, NULL);
     expect_failure("a SysV key that does not exist", &sysv, ENOENT, "no SysV segment of key", NULL);
-    /* A segment of base pages asked as one of huge pages: smaps tells. */
-    if (access(HUGE_DIR "/hugepages-2048kB", F_OK) == 0) {
-        id = shmget(key, 4 * MIB, IPC_CREAT | IPC_EXCL | 0600);
-        CHECK(id >= 0);
-        sysv.size_bytes = 0;
-        sysv.page_bytes = RTM_ARENA_PAGE_2M;
-        expect_failure("an existing SysV segment of another page size", &sysv, EINVAL,
-                       "pages of 4 KiB (smaps KernelPageSize), not the 2 MiB asked", NULL);
-        CHECK(shmget(key, 0, 0) == id); /* an existing segment stays */
-        shmctl(id, IPC_RMID, NULL);
-    }
+}
 
-    /* Files: one that exists is refused unless asked for, never truncated
-     * or removed; an offset past its end is refused. */
-    scratch_path(path, sizeof path, "user-file");
-    fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
+/* A segment of base pages asked as one of huge pages: smaps tells. */
+TEST_CASE_IN("errors", "an existing SysV segment asked with another page size is refused, and "
+                       "stays")
+{
+    if (access(HUGE_DIR "/hugepages-2048kB", F_OK) != 0)
+        return;
+    int key = sysv_key(4);
+    int id = shmget(key, 4 * MIB, IPC_CREAT | IPC_EXCL | 0600);
+    CHECK(id >= 0);
+    struct rtm_arena_config sysv = { .source = RTM_ARENA_SYSV_SHM,
+                                     .sysv_key = key,
+                                     .flags = RTM_ARENA_EXISTING,
+                                     .page_bytes = RTM_ARENA_PAGE_2M };
+    expect_failure("an existing SysV segment of another page size", &sysv, EINVAL,
+                   "pages of 4 KiB (smaps KernelPageSize), not the 2 MiB asked", NULL);
+    CHECK(shmget(key, 0, 0) == id); /* an existing segment stays */
+    shmctl(id, IPC_RMID, NULL);
+}
+
+/* A file of the user's: 1 MiB, "keep" at its start; its config in *file
+ * (RTM_ARENA_EXISTING, 1 MiB), its path in path. */
+static void user_file(char *path, size_t size, struct rtm_arena_config *file)
+{
+    scratch_path(path, size, "user-file");
+    int fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
     CHECK(fd >= 0 && ftruncate(fd, (off_t)MIB) == 0 && pwrite(fd, "keep", 4, 0) == 4);
     close(fd);
-    struct rtm_arena_config file = { .source = RTM_ARENA_FILE, .name = path, .size_bytes = MIB };
+    *file = (struct rtm_arena_config){
+        .source = RTM_ARENA_FILE, .name = path, .flags = RTM_ARENA_EXISTING, .size_bytes = MIB
+    };
+}
+
+/* The user's file is whole: 1 MiB, "keep" at its start. */
+static void user_file_kept(const char *path)
+{
+    struct stat st;
+    char head[4] = { 0 };
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0 && pread(fd, head, 4, 0) == 4 && memcmp(head, "keep", 4) == 0);
+    CHECK(fstat(fd, &st) == 0 && st.st_size == (off_t)MIB);
+    close(fd);
+}
+
+/* One that exists is refused unless asked for, never truncated or removed;
+ * an offset or a size past its end is refused. */
+TEST_CASE_IN("errors", "an existing file is refused unless asked for, and mapped within its length")
+{
+    char path[PATH_MAX];
+    struct rtm_arena a;
+    struct rtm_arena_config file;
+    user_file(path, sizeof path, &file);
+    file.flags = 0;
     expect_failure("an existing file", &file, EEXIST, path, "RTM_ARENA_EXISTING");
     file.flags = RTM_ARENA_EXISTING;
     file.offset = 2 * MIB;
@@ -1395,30 +1583,42 @@ static int section_errors(void)
     CHECK_EQ(rtm_arena_open(&a, &file), 0);
     CHECK_EQ(a.size_bytes, MIB - 4 * KIB);
     CHECK_EQ(rtm_arena_close(&a), 0);
-    file.offset = 0;
+    file.offset = 100;
+    expect_failure("a file offset that is not a page multiple", &file, EINVAL,
+                   "not a multiple of the page size", NULL);
+    user_file_kept(path);
+    unlink(path);
+}
+
+TEST_CASE_IN("errors", "a file mapped private is never written, and read-only maps its pages")
+{
+    char path[PATH_MAX];
+    struct rtm_arena a;
+    struct rtm_arena_config file;
+    user_file(path, sizeof path, &file);
+    file.size_bytes = 0; /* the whole file */
     file.flags |= RTM_ARENA_PRIVATE;
     CHECK_EQ(rtm_arena_open(&a, &file), 0);
     CHECK(a.base && memcmp(a.base, "keep", 4) == 0);
     memcpy(a.base, "lost", 4); /* private: never reaches the file */
     CHECK_EQ(rtm_arena_close(&a), 0);
-    char head[4] = { 0 };
-    fd = open(path, O_RDONLY);
-    CHECK(fd >= 0 && pread(fd, head, 4, 0) == 4 && memcmp(head, "keep", 4) == 0);
-    CHECK(fstat(fd, &st) == 0 && st.st_size == (off_t)MIB);
-    close(fd);
+    user_file_kept(path);
     /* Read-only, prefaulted and locked: the file's pages, mapped. */
     file.flags = RTM_ARENA_EXISTING | RTM_ARENA_READ_ONLY;
     file.prefault = RTM_ARENA_PREFAULT_TOUCH;
     file.lock = RTM_ARENA_LOCK_MUST;
     run_case("an existing file, read-only", &file, &(struct expect){ .disk_file = true });
-    file.prefault = RTM_ARENA_PREFAULT_NONE;
-    file.lock = RTM_ARENA_LOCK_NONE;
-    file.flags = RTM_ARENA_EXISTING;
-    file.offset = 100;
-    expect_failure("a file offset that is not a page multiple", &file, EINVAL,
-                   "not a multiple of the page size", NULL);
-    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB);
+    user_file_kept(path);
     unlink(path);
+}
+
+TEST_CASE_IN("errors", "a file missing, in no directory, a directory or a device is refused")
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    scratch_path(path, sizeof path, "user-file");
+    struct rtm_arena_config file = {
+        .source = RTM_ARENA_FILE, .name = path, .flags = RTM_ARENA_EXISTING, .offset = 100
+    };
     expect_failure("a file that does not exist", &file, ENOENT, path, "create it first");
     file.flags = 0;
     file.offset = 0;
@@ -1432,9 +1632,44 @@ static int section_errors(void)
     expect_failure("a directory as a file", &file, EISDIR, "is a directory", NULL);
     file.name = "/dev/zero";
     expect_failure("a device as a file", &file, EINVAL, "RTM_ARENA_DEVICE", NULL);
-    line_reader();
-    return test_summary("arena.errors");
 }
+
+/* The reader of /proc files (no stdio): short lines, a line longer than
+ * its buffer (its start, the rest skipped), a last line without newline. */
+TEST_CASE_IN("errors", "the line reader cuts a long line, and takes a last line without newline")
+{
+    char path[PATH_MAX];
+    scratch_path(path, sizeof path, "lines");
+    struct rtm__arena_lines l;
+    size_t cut = sizeof l.buf - 1, longest = 3 * sizeof l.buf;
+    char *text = malloc(longest + 64);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    size_t n = (size_t)sprintf(text, "first\n");
+    memset(text + n, 'x', longest);
+    n += longest;
+    n += (size_t)sprintf(text + n, "\n\nafter\nlast");
+    CHECK(fd >= 0 && write(fd, text, n) == (ssize_t)n);
+    close(fd);
+    free(text);
+    REQUIRE(rtm__arena_lines_open(&l, path), );
+    const char *line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "first"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && strlen(line) == cut && strspn(line, "x") == cut);
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, ""));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "after"));
+    line = rtm__arena_lines_next(&l);
+    CHECK(line && !strcmp(line, "last"));
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    CHECK(rtm__arena_lines_next(&l) == NULL);
+    rtm__arena_lines_close(&l);
+    CHECK(!rtm__arena_lines_open(&l, "/proc/self/no-such-file"));
+    unlink(path);
+}
+
+/* ---- memlock ---- */
 
 static bool has_cap_ipc_lock(void)
 {
@@ -1459,37 +1694,52 @@ static bool drop_cap_ipc_lock(void)
     return syscall(SYS_capset, &hdr, data) == 0 && !has_cap_ipc_lock();
 }
 
-static void memlock_child(void)
+/* A child's start: without CAP_IPC_LOCK, RLIMIT_MEMLOCK 8 MiB (exits
+ * SKIP when it cannot be had). */
+static void memlock_limited(void)
 {
     struct rlimit rl = { 8 * MIB, 8 * MIB };
     if (!drop_cap_ipc_lock() || setrlimit(RLIMIT_MEMLOCK, &rl) != 0) {
         printf("could not drop CAP_IPC_LOCK and lower RLIMIT_MEMLOCK\n");
-        _exit(SKIP);
+        test_exit(SKIP);
     }
-    struct rtm_arena_config cfg = { .size_bytes = 64 * MIB,
-                                    .prefault = RTM_ARENA_PREFAULT_TOUCH,
-                                    .lock = RTM_ARENA_LOCK_MUST };
-    const char *text = "RLIMIT_MEMLOCK is 8 MiB, 64 MiB asked";
-    /* Refused before 64 MiB are faulted in. */
+}
+
+/* 64 MiB, prefaulted, to lock under a limit of 8. */
+#define BEYOND_TEXT "RLIMIT_MEMLOCK is 8 MiB, 64 MiB asked"
+static const struct rtm_arena_config beyond = { .size_bytes = 64 * MIB,
+                                                .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                                .lock = RTM_ARENA_LOCK_MUST };
+
+/* Refused before 64 MiB are faulted in; refused after the object was
+ * created: it is removed. */
+static void memlock_refused(void)
+{
+    memlock_limited();
     uint64_t f0 = thread_faults();
-    expect_failure("lock must, beyond the limit", &cfg, ENOMEM, text, "CAP_IPC_LOCK");
+    expect_failure("lock must, beyond the limit", &beyond, ENOMEM, BEYOND_TEXT, "CAP_IPC_LOCK");
     CHECK(thread_faults() - f0 < 1024);
-    /* Refused after the object was created: it is removed. */
     char name[64];
     shm_name(name, sizeof name, 8);
-    struct rtm_arena_config created = cfg;
+    struct rtm_arena_config created = beyond;
     created.source = RTM_ARENA_POSIX_SHM;
     created.name = name;
-    expect_failure("lock must, beyond the limit, posix_shm", &created, ENOMEM, text, NULL);
+    expect_failure("lock must, beyond the limit, posix_shm", &created, ENOMEM, BEYOND_TEXT, NULL);
     CHECK(shm_open(name, O_RDONLY, 0) < 0 && errno == ENOENT);
     created.source = RTM_ARENA_SYSV_SHM;
     created.name = NULL;
     created.sysv_key = sysv_key(8);
-    expect_failure("lock must, beyond the limit, keyed sysv_shm", &created, ENOMEM, text, NULL);
+    expect_failure("lock must, beyond the limit, keyed sysv_shm", &created, ENOMEM, BEYOND_TEXT,
+                   NULL);
     CHECK(shmget(created.sysv_key, 0, 0) < 0 && errno == ENOENT);
+    test_exit(test_summary("arena.memlock (child)"));
+}
 
-    /* Tried: the arena is there, prefaulted, unlocked, and says why. */
-    test_context = "lock try, beyond the limit";
+/* Tried: the arena is there, prefaulted, unlocked, and says why. */
+static void memlock_tried(void)
+{
+    memlock_limited();
+    struct rtm_arena_config cfg = beyond;
     cfg.lock = RTM_ARENA_LOCK_TRY;
     struct rtm_arena a;
     CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
@@ -1497,15 +1747,20 @@ static void memlock_child(void)
     CHECK_EQ(a.report.lock_errno, ENOMEM);
     CHECK_EQ(a.report.locked_bytes, 0);
     CHECK_EQ(a.report.resident_bytes, 64 * MIB);
-    CHECK(contains(a.message, text));
+    CHECK(contains(a.message, BEYOND_TEXT));
     printf("  lock try: %s\n", a.message);
     CHECK_EQ(rtm_arena_close(&a), 0);
+    test_exit(test_summary("arena.memlock (child)"));
+}
 
-    /* Within the limit; then one more that the locked one leaves no room
-     * for. */
-    test_context = "lock must, within the limit";
-    cfg.lock = RTM_ARENA_LOCK_MUST;
+/* Within the limit; then one more that the locked one leaves no room
+ * for. */
+static void memlock_within(void)
+{
+    memlock_limited();
+    struct rtm_arena_config cfg = beyond;
     cfg.size_bytes = 6 * MIB;
+    struct rtm_arena a;
     CHECK_EQ(rtm_arena_open(&a, &cfg), 0);
     CHECK_EQ(a.report.lock_state, g.mlock_works ? RTM_ARENA_LOCKED : RTM_ARENA_LOCK_IGNORED);
     cfg.size_bytes = 4 * MIB;
@@ -1513,14 +1768,61 @@ static void memlock_child(void)
         expect_failure("lock must, beyond what is left", &cfg, ENOMEM,
                        "RLIMIT_MEMLOCK is 8 MiB, 4 MiB asked (6 MiB locked already)", NULL);
     CHECK_EQ(rtm_arena_close(&a), 0);
+    test_exit(test_summary("arena.memlock (child)"));
+}
 
-    rl.rlim_cur = rl.rlim_max = 0;
+static void memlock_zero(void)
+{
+    memlock_limited();
+    struct rlimit rl = { 0, 0 };
     CHECK(setrlimit(RLIMIT_MEMLOCK, &rl) == 0);
+    struct rtm_arena_config cfg = beyond;
     cfg.size_bytes = MIB;
     expect_failure("lock must, limit 0", &cfg, EPERM, "RLIMIT_MEMLOCK is 0", "CAP_IPC_LOCK");
     cfg.lock = RTM_ARENA_LOCK_NONE;
     run_case("no lock asked, limit 0", &cfg, &(struct expect){ 0 });
-    _exit(test_summary("arena.memlock (child)"));
+    test_exit(test_summary("arena.memlock (child)"));
+}
+
+/* Runs child() in a child process, which ends with test_exit: a case that
+ * may skip (when the child exits SKIP, saying why). */
+static void memlock_in_child(void (*child)(void), const char *why)
+{
+    case_tried();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        child();
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP) {
+        case_skipped(why);
+        return;
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+#define MEMLOCK_WHY "the test needs a process without CAP_IPC_LOCK and a lower RLIMIT_MEMLOCK"
+
+TEST_CASE_IN("memlock", "a lock required beyond RLIMIT_MEMLOCK is refused before the prefault, "
+                        "what it made removed")
+{
+    memlock_in_child(memlock_refused, MEMLOCK_WHY);
+}
+
+TEST_CASE_IN("memlock", "a lock tried beyond RLIMIT_MEMLOCK leaves the arena unlocked, saying why")
+{
+    memlock_in_child(memlock_tried, MEMLOCK_WHY);
+}
+
+TEST_CASE_IN("memlock", "a lock within RLIMIT_MEMLOCK is taken, one beyond what is left refused")
+{
+    memlock_in_child(memlock_within, MEMLOCK_WHY);
+}
+
+TEST_CASE_IN("memlock", "with RLIMIT_MEMLOCK 0 a lock is refused, and no lock asked works")
+{
+    memlock_in_child(memlock_zero, MEMLOCK_WHY);
 }
 
 /* CAP_IPC_LOCK in a user namespace of its own: CapEff shows it, but it does
@@ -1534,7 +1836,7 @@ static void memlock_userns_child(void)
     struct rlimit rl = { 8 * MIB, 8 * MIB };
     if (setrlimit(RLIMIT_MEMLOCK, &rl) != 0 || unshare(CLONE_NEWUSER) != 0 || !has_cap_ipc_lock()) {
         printf("SKIP: no user namespace with CAP_IPC_LOCK to be had: %s\n", strerror(errno));
-        _exit(SKIP);
+        test_exit(SKIP);
     }
     struct rtm_arena_config cfg = { .size_bytes = 16 * MIB, .lock = RTM_ARENA_LOCK_TRY };
     const char *text = "RLIMIT_MEMLOCK is 8 MiB, 16 MiB asked";
@@ -1555,7 +1857,17 @@ static void memlock_userns_child(void)
     cfg.lock = RTM_ARENA_LOCK_MUST;
     expect_failure("lock must, capability of a user namespace", &cfg, ENOMEM, text,
                    "user namespace");
-    _exit(test_summary("arena.memlock (user namespace)"));
+    test_exit(test_summary("arena.memlock (user namespace)"));
+}
+
+TEST_CASE_IN("memlock", "CAP_IPC_LOCK of a user namespace is no exemption: the lock is refused")
+{
+    if (!g.mlock_works) {
+        case_tried();
+        case_skipped("lock refused after the check: mlock is a no-op here");
+        return;
+    }
+    memlock_in_child(memlock_userns_child, "lock refused after the check: no user namespace");
 }
 
 /* Sets RLIMIT_MEMLOCK (below its hard limit) to what is locked now and
@@ -1580,7 +1892,7 @@ static void memlock_future_child(void)
 {
     if (!drop_cap_ipc_lock() || mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
         printf("could not drop CAP_IPC_LOCK and lock all\n");
-        _exit(SKIP);
+        test_exit(SKIP);
     }
     struct rtm_arena a;
     /* Room for 1 MiB and a quarter: the arena fits; the reservation and the
@@ -1588,7 +1900,7 @@ static void memlock_future_child(void)
     test_context = "mlockall(MCL_FUTURE), 1 MiB";
     if (!memlock_room(MIB + MIB / 4) || !memlock_room(3 * MIB + MIB / 4)) {
         printf("RLIMIT_MEMLOCK's hard limit leaves no room for the test\n");
-        _exit(SKIP);
+        test_exit(SKIP);
     }
     memlock_room(MIB + MIB / 4);
     int64_t lck0 = own_vmlck_kb();
@@ -1615,49 +1927,29 @@ static void memlock_future_child(void)
     expect_failure("mlockall(MCL_FUTURE), beyond the limit",
                    &(struct rtm_arena_config){ .size_bytes = 8 * MIB }, EAGAIN, "MCL_FUTURE",
                    "8 MiB");
-    _exit(test_summary("arena.memlock (mlockall)"));
+    test_exit(test_summary("arena.memlock (mlockall)"));
 }
 
-/* Runs child() in a child process; SKIP if it skipped. */
-static int memlock_in_child(void (*child)(void), const char *why)
+TEST_CASE_IN("memlock", "under mlockall(MCL_FUTURE) an arena costs its size against the limit, no "
+                        "more")
 {
-    pid_t pid = fork();
-    if (pid == 0)
-        child();
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == SKIP) {
-        printf("SKIP: %s\n", why);
-        return SKIP;
+    if (!g.mlock_works) {
+        case_tried();
+        case_skipped("mlockall(MCL_FUTURE) and a limit: mlock is a no-op here");
+        return;
     }
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    return 0;
+    memlock_in_child(memlock_future_child,
+                     "mlockall(MCL_FUTURE) and a limit: CAP_IPC_LOCK cannot be dropped");
 }
 
-static int section_memlock(void)
-{
-    int skipped = memlock_in_child(memlock_child, "the test needs a process without "
-                                                  "CAP_IPC_LOCK and a lower RLIMIT_MEMLOCK");
-    if (g.mlock_works) {
-        skipped += memlock_in_child(memlock_userns_child, "lock refused after the check: no "
-                                                          "user namespace");
-        skipped += memlock_in_child(memlock_future_child, "mlockall(MCL_FUTURE) and a limit: "
-                                                          "CAP_IPC_LOCK cannot be dropped");
-    } else {
-        skipped += 2 * SKIP;
-        printf("SKIP: lock refused after the check, mlockall: mlock is a no-op here\n");
-    }
-    if (skipped == 3 * SKIP)
-        return SKIP;
-    return test_summary("arena.memlock");
-}
+/* ---- huge_missing: huge pages asked with none free. Only where the pool
+ * is empty, or its pages are all taken: a pool is never shrunk to provoke
+ * the refusal (its pages are someone's), and that case is skipped, saying
+ * so. ---- */
 
-/* Huge pages asked with none free. Only where the pool is empty, or its
- * pages are all taken: a pool is never shrunk to provoke the refusal (its
- * pages are someone's), and that case is skipped, saying so. */
-static int section_huge_missing(void)
+static void huge_missing(size_t page)
 {
-    int tested = 0;
+    case_tried();
     char path[128];
     uint64_t dflt = 0;
     char *mi = slurp("/proc/meminfo");
@@ -1665,124 +1957,179 @@ static int section_huge_missing(void)
     if (l)
         dflt = strtoull(l + 13, NULL, 10) * 1024;
     free(mi);
-    static const size_t pages[] = { 2 << 20, 1 << 30 };
-    for (int i = 0; i < 2; i++) {
-        size_t page = pages[i];
-        pool_file(path, sizeof path, page, "nr_hugepages");
-        if (access(path, F_OK) != 0) {
-            printf("SKIP: no %s huge pages in this kernel\n", page_name(page));
-            continue;
-        }
-        uint64_t nr = pool_value(page, "nr_hugepages"),
-                 over = pool_value(page, "nr_overcommit_hugepages"),
-                 free_now = pool_value(page, "free_hugepages"),
-                 resv = pool_value(page, "resv_hugepages");
-        uint64_t avail = free_now > resv ? free_now - resv : 0;
-        char expect[256];
-        if (nr == 0 && over == 0) {
-            snprintf(expect, sizeof expect, "no %s huge pages reserved: write to %s",
-                     page_name(page), page == dflt ? "/proc/sys/vm/nr_hugepages" : path);
-        } else if (over == 0 && avail < 2) {
-            snprintf(expect, sizeof expect, "huge pages needed, %" PRIu64 " free", avail);
-        } else {
-            printf("SKIP: %s huge pages are reserved (nr_hugepages %" PRIu64
-                   ", nr_overcommit_hugepages %" PRIu64 ", %" PRIu64
-                   " free): their refusal is not tested, since emptying the pool would take "
-                   "pages others reserved\n",
-                   page_name(page), nr, over, avail);
-            continue;
-        }
-        struct rtm_arena_config cfg = { .size_bytes = 2 * page, .page_bytes = page };
-        expect_failure("anon huge pages, none free", &cfg, ENOMEM, expect, NULL);
-        cfg.source = RTM_ARENA_MEMFD;
-        expect_failure("memfd huge pages, none free", &cfg, ENOMEM, expect, NULL);
-        /* SHM_HUGETLB asks for a privilege first. */
-        cfg.source = RTM_ARENA_SYSV_SHM;
-        if (has_cap_ipc_lock())
-            expect_failure("SysV huge pages, none free", &cfg, ENOMEM, expect, NULL);
-        else
-            expect_failure("SysV huge pages, no privilege", &cfg, EPERM,
-                           "SHM_HUGETLB needs CAP_IPC_LOCK", "hugetlb_shm_group");
-        tested++;
+    char why[256];
+    pool_file(path, sizeof path, page, "nr_hugepages");
+    if (access(path, F_OK) != 0) {
+        snprintf(why, sizeof why, "no %s huge pages in this kernel", page_name(page));
+        case_skipped(why);
+        return;
     }
-    if (!tested)
-        return SKIP;
-    return test_summary("arena.huge_missing");
+    uint64_t nr = pool_value(page, "nr_hugepages"),
+             over = pool_value(page, "nr_overcommit_hugepages"),
+             free_now = pool_value(page, "free_hugepages"),
+             resv = pool_value(page, "resv_hugepages");
+    uint64_t avail = free_now > resv ? free_now - resv : 0;
+    char expect[256];
+    if (nr == 0 && over == 0) {
+        snprintf(expect, sizeof expect, "no %s huge pages reserved: write to %s", page_name(page),
+                 page == dflt ? "/proc/sys/vm/nr_hugepages" : path);
+    } else if (over == 0 && avail < 2) {
+        snprintf(expect, sizeof expect, "huge pages needed, %" PRIu64 " free", avail);
+    } else {
+        snprintf(why, sizeof why,
+                 "%s huge pages are reserved (nr_hugepages %" PRIu64
+                 ", nr_overcommit_hugepages %" PRIu64 ", %" PRIu64
+                 " free): their refusal is not tested, since emptying the pool would take "
+                 "pages others reserved",
+                 page_name(page), nr, over, avail);
+        case_skipped(why);
+        return;
+    }
+    struct rtm_arena_config cfg = { .size_bytes = 2 * page, .page_bytes = page };
+    expect_failure("anon huge pages, none free", &cfg, ENOMEM, expect, NULL);
+    cfg.source = RTM_ARENA_MEMFD;
+    expect_failure("memfd huge pages, none free", &cfg, ENOMEM, expect, NULL);
+    /* SHM_HUGETLB asks for a privilege first. */
+    cfg.source = RTM_ARENA_SYSV_SHM;
+    if (has_cap_ipc_lock())
+        expect_failure("SysV huge pages, none free", &cfg, ENOMEM, expect, NULL);
+    else
+        expect_failure("SysV huge pages, no privilege", &cfg, EPERM,
+                       "SHM_HUGETLB needs CAP_IPC_LOCK", "hugetlb_shm_group");
 }
 
-static int huge_section(size_t page, const char *name)
+TEST_CASE_IN("huge_missing", "2 MiB pages asked with none free are refused, saying how to get them")
 {
-    uint64_t need = page == GIB ? 1 : 4;
-    int rc = reserve_huge(page, need);
-    if (rc)
-        return rc;
+    huge_missing(2 * MIB);
+}
+
+TEST_CASE_IN("huge_missing", "1 GiB pages asked with none free are refused, saying how to get them")
+{
+    huge_missing(GIB);
+}
+
+/* ---- huge_2m, huge_1g: arenas of huge pages (the pages reserved first:
+ * huge_setup) ---- */
+
+/* The size of the arenas of page-sized pages: 4 MiB - 1 of 2 MiB pages,
+ * one 1 GiB page. */
+static size_t huge_size(size_t page)
+{
+    return page == GIB ? GIB : 4 * MIB - 1;
+}
+
+/* 1 GiB pages are zeroed when faulted in: one prefaulted, locked arena of
+ * each source, not every combination. */
+static void huge_anon(size_t page)
+{
     struct expect x = { .page = page };
-    size_t size = page == GIB ? GIB : 4 * MIB - 1;
-    struct rtm_arena_config cfg = { .size_bytes = size, .page_bytes = page };
+    struct rtm_arena_config cfg = { .size_bytes = huge_size(page), .page_bytes = page };
     char label[64];
-    snprintf(label, sizeof label, "anon %s", name);
+    snprintf(label, sizeof label, "anon %s", page_name(page));
     if (page == GIB) {
-        /* 1 GiB pages are zeroed when faulted in: one prefaulted, locked
-         * arena of each source, not every combination. */
         cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
         cfg.lock = RTM_ARENA_LOCK_MUST;
         run_case(label, &cfg, &x);
     } else {
         run_matrix(label, cfg, &x);
     }
-    snprintf(label, sizeof label, "memfd %s", name);
-    cfg.source = RTM_ARENA_MEMFD;
+}
+
+static void huge_memfd_sysv(size_t page)
+{
+    struct expect x = { .page = page };
+    struct rtm_arena_config cfg = { .source = RTM_ARENA_MEMFD,
+                                    .size_bytes = huge_size(page),
+                                    .page_bytes = page };
+    if (page == GIB) {
+        cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+        cfg.lock = RTM_ARENA_LOCK_MUST;
+    }
+    char label[64];
+    snprintf(label, sizeof label, "memfd %s", page_name(page));
     run_case(label, &cfg, &x);
     if (page != GIB) {
         cfg.prefault = RTM_ARENA_PREFAULT_POPULATE;
         cfg.lock = RTM_ARENA_LOCK_NONE;
         run_case(label, &cfg, &x);
     }
-    snprintf(label, sizeof label, "sysv_shm %s", name);
+    snprintf(label, sizeof label, "sysv_shm %s", page_name(page));
     cfg.source = RTM_ARENA_SYSV_SHM;
     cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
     cfg.lock = RTM_ARENA_LOCK_MUST;
     run_case(label, &cfg, &x);
-    /* More than the pool holds: the message says how many are free. */
-    cfg.source = RTM_ARENA_ANON;
-    cfg.size_bytes = (size_t)(pool_value(page, "nr_hugepages") + 1) * page;
-    /* An existing segment of huge pages: page_bytes must say so. */
-    if (page != GIB && has_cap_ipc_lock()) {
-        int key = sysv_key(7);
-        int id = shmget(key, 3 * MIB, IPC_CREAT | IPC_EXCL | SHM_HUGETLB | 0600);
-        CHECK(id >= 0);
-        struct rtm_arena_config seg = { .source = RTM_ARENA_SYSV_SHM,
-                                        .sysv_key = key,
-                                        .flags = RTM_ARENA_EXISTING };
-        expect_failure("an existing hugetlb segment asked as base pages", &seg, EINVAL,
-                       "pages of 2 MiB (smaps KernelPageSize), not the 4 KiB asked", NULL);
-        seg.page_bytes = page;
-        seg.prefault = RTM_ARENA_PREFAULT_TOUCH;
-        run_case("an existing hugetlb segment", &seg,
-                 &(struct expect){ .page = page, .no_guards = true });
-        CHECK(shmget(key, 0, 0) == id);
-        shmctl(id, IPC_RMID, NULL);
-    }
+}
+
+/* More than the pool holds: the message says how many are free. */
+static void huge_too_many(size_t page)
+{
+    struct rtm_arena_config cfg = {
+        .size_bytes = (size_t)(pool_value(page, "nr_hugepages") + 1) * page,
+        .page_bytes = page,
+        .prefault = RTM_ARENA_PREFAULT_TOUCH,
+        .lock = RTM_ARENA_LOCK_MUST,
+    };
     expect_failure("more huge pages than reserved", &cfg, ENOMEM, "huge pages needed",
                    "nr_hugepages");
-    return 0;
 }
 
-static int section_huge_2m(void)
+TEST_CASE_IN("huge_2m", "anonymous 2 MiB pages are what the report says, at every prefault and "
+                        "lock")
 {
-    int rc = huge_section(2 * MIB, "2 MiB");
-    return rc ? rc : test_summary("arena.huge_2m");
+    huge_anon(2 * MIB);
 }
 
-static int section_huge_1g(void)
+TEST_CASE_IN("huge_2m", "a memfd and SysV shm of 2 MiB pages are what the report says")
 {
-    int rc = huge_section(GIB, "1 GiB");
-    return rc ? rc : test_summary("arena.huge_1g");
+    huge_memfd_sysv(2 * MIB);
 }
 
-/* A file on hugetlbfs, and a tmpfs too small for its arena: mounted in a
- * mount namespace of this process alone, gone when it exits. */
-static int section_mounts(void)
+/* An existing segment of huge pages: page_bytes must say so. */
+TEST_CASE_IN("huge_2m", "an existing hugetlb segment is mapped when asked with its page size only")
+{
+    if (!has_cap_ipc_lock())
+        return; /* SHM_HUGETLB needs it */
+    int key = sysv_key(7);
+    int id = shmget(key, 3 * MIB, IPC_CREAT | IPC_EXCL | SHM_HUGETLB | 0600);
+    CHECK(id >= 0);
+    struct rtm_arena_config seg = { .source = RTM_ARENA_SYSV_SHM,
+                                    .sysv_key = key,
+                                    .flags = RTM_ARENA_EXISTING };
+    expect_failure("an existing hugetlb segment asked as base pages", &seg, EINVAL,
+                   "pages of 2 MiB (smaps KernelPageSize), not the 4 KiB asked", NULL);
+    seg.page_bytes = 2 * MIB;
+    seg.prefault = RTM_ARENA_PREFAULT_TOUCH;
+    run_case("an existing hugetlb segment", &seg,
+             &(struct expect){ .page = 2 * MIB, .no_guards = true });
+    CHECK(shmget(key, 0, 0) == id);
+    shmctl(id, IPC_RMID, NULL);
+}
+
+TEST_CASE_IN("huge_2m", "more 2 MiB pages than reserved are refused, saying how many are free")
+{
+    huge_too_many(2 * MIB);
+}
+
+TEST_CASE_IN("huge_1g", "an anonymous 1 GiB page is what the report says, prefaulted and locked")
+{
+    huge_anon(GIB);
+}
+
+TEST_CASE_IN("huge_1g", "a memfd and SysV shm of a 1 GiB page are what the report says")
+{
+    huge_memfd_sysv(GIB);
+}
+
+TEST_CASE_IN("huge_1g", "more 1 GiB pages than reserved are refused, saying how many are free")
+{
+    huge_too_many(GIB);
+}
+
+/* ---- mounts: a file on hugetlbfs, and a tmpfs too small for its arena,
+ * mounted in a mount namespace of this process alone (mounts_setup), gone
+ * when it exits ---- */
+
+static int mounts_setup(void)
 {
     if (!g.root) {
         printf("SKIP: mounting hugetlbfs and tmpfs for the test needs root\n");
@@ -1792,7 +2139,12 @@ static int section_mounts(void)
         printf("SKIP: no mount namespace of the test's own: %s\n", strerror(errno));
         return SKIP;
     }
-    char huge[PATH_MAX], small[PATH_MAX], path[PATH_MAX];
+    return 0;
+}
+
+TEST_CASE_IN("mounts", "a file larger than its tmpfs is refused before a SIGBUS, and not left")
+{
+    char small[PATH_MAX], path[PATH_MAX];
     scratch_path(small, sizeof small, "tmpfs");
     mkdir(small, 0700);
     CHECK(mount("none", small, "tmpfs", 0, "size=1m") == 0);
@@ -1802,14 +2154,21 @@ static int section_mounts(void)
         &(struct rtm_arena_config){ .source = RTM_ARENA_FILE, .name = path, .size_bytes = 4 * MIB },
         ENOSPC, "has 1 MiB free, 4 MiB asked", "SIGBUS");
     CHECK(access(path, F_OK) != 0); /* the refused file is not left behind */
+}
 
-    if (reserve_huge(2 * MIB, 4) != 0)
-        return SKIP;
+/* Without the pages the section skips; without the mount it says so. */
+TEST_CASE_IN("mounts", "a file on hugetlbfs has its mount's page size, and is not left")
+{
+    if (reserve_huge(2 * MIB, 4) != 0) {
+        skip_section = true;
+        return;
+    }
+    char huge[PATH_MAX], path[PATH_MAX];
     scratch_path(huge, sizeof huge, "hugetlbfs");
     mkdir(huge, 0700);
     if (mount("none", huge, "hugetlbfs", 0, "pagesize=2M") != 0) {
         printf("SKIP: hugetlbfs cannot be mounted: %s\n", strerror(errno));
-        return test_summary("arena.mounts");
+        return;
     }
     scratch_path(path, sizeof path, "hugetlbfs/file");
     struct rtm_arena_config cfg = { .source = RTM_ARENA_FILE,
@@ -1823,58 +2182,82 @@ static int section_mounts(void)
     expect_failure("file on hugetlbfs, another page size", &cfg, EINVAL,
                    "hugetlbfs mount of 2 MiB pages", NULL);
     CHECK(access(path, F_OK) != 0);
-    return test_summary("arena.mounts");
 }
 
-/* SysV segments attach where shmat takes them: on SHMLBA (four pages on
- * 32-bit ARM, which refuses any other address with EINVAL; one page
- * elsewhere). Private and keyed, small and past 2 MiB, each attached on
- * that boundary, written and read back whole. Only the arena's own word on
- * the mapping: this section runs under emulation too. */
-static int section_shmlba(void)
+/* ---- shmlba: SysV segments attach where shmat takes them: on SHMLBA
+ * (four pages on 32-bit ARM, which refuses any other address with EINVAL;
+ * one page elsewhere). Only the arena's own word on the mapping: this
+ * section runs under emulation too. ---- */
+
+/* Private and keyed, small and past 2 MiB, each attached on that boundary,
+ * written and read back whole. */
+static void shmlba_one(bool keyed, size_t i, size_t size)
+{
+    struct rtm_arena a;
+    int rc = rtm_arena_open(
+        &a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
+                                        .sysv_key = keyed ? sysv_key(40 + (int)i) : 0,
+                                        .size_bytes = size });
+    if (rc != 0)
+        printf("  %s %zu bytes: %s\n", keyed ? "keyed" : "private", size, a.message);
+    CHECK_EQ(rc, 0);
+    if (rc != 0)
+        return;
+    CHECK_EQ((uintptr_t)a.base % (uintptr_t)SHMLBA, 0);
+    CHECK(a.size_bytes >= size);
+    unsigned char *m = a.base;
+    for (size_t off = 0; off < a.size_bytes; off += g.page)
+        m[off] = (unsigned char)(off / g.page * 7 + 1);
+    size_t wrong = 0;
+    for (size_t off = 0; off < a.size_bytes; off += g.page)
+        wrong += m[off] != (unsigned char)(off / g.page * 7 + 1);
+    CHECK_EQ(wrong, 0);
+    CHECK_EQ(rtm_arena_close(&a), 0);
+}
+
+TEST_CASE_IN("shmlba",
+             "SysV segments, private and keyed, attach on SHMLBA and hold what is written")
 {
     static const size_t sizes[] = { 4096, MIB, 3 * MIB };
     for (int keyed = 0; keyed < 2; keyed++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             test_context = keyed ? "keyed" : "private";
-            struct rtm_arena a;
-            int rc = rtm_arena_open(
-                &a, &(struct rtm_arena_config){ .source = RTM_ARENA_SYSV_SHM,
-                                                .sysv_key = keyed ? sysv_key(40 + (int)i) : 0,
-                                                .size_bytes = sizes[i] });
-            if (rc != 0)
-                printf("  %s %zu bytes: %s\n", test_context, sizes[i], a.message);
-            CHECK_EQ(rc, 0);
-            if (rc != 0)
-                continue;
-            CHECK_EQ((uintptr_t)a.base % (uintptr_t)SHMLBA, 0);
-            CHECK(a.size_bytes >= sizes[i]);
-            unsigned char *m = a.base;
-            for (size_t off = 0; off < a.size_bytes; off += g.page)
-                m[off] = (unsigned char)(off / g.page * 7 + 1);
-            size_t wrong = 0;
-            for (size_t off = 0; off < a.size_bytes; off += g.page)
-                wrong += m[off] != (unsigned char)(off / g.page * 7 + 1);
-            CHECK_EQ(wrong, 0);
-            CHECK_EQ(rtm_arena_close(&a), 0);
+            shmlba_one(keyed, i, sizes[i]);
         }
-    test_context = NULL;
-    return test_summary("arena.shmlba");
 }
 
 /* ---- the wrapper ------------------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    int (*run)(void);
-} sections[] = {
-    { "sources", section_sources },     { "device", section_device },
-    { "pfnmap", section_pfnmap },       { "thp", section_thp },
-    { "ownership", section_ownership }, { "errors", section_errors },
-    { "memlock", section_memlock },     { "huge_missing", section_huge_missing },
-    { "huge_2m", section_huge_2m },     { "huge_1g", section_huge_1g },
-    { "mounts", section_mounts },       { "shmlba", section_shmlba },
-};
+static const char *const sections[] = { "sources",   "device",  "pfnmap",  "thp",
+                                        "ownership", "errors",  "memlock", "huge_missing",
+                                        "huge_2m",   "huge_1g", "mounts",  "shmlba" };
+
+/* What a section needs before its cases run: 0, or SKIP after saying why
+ * (huge pages reserved as root, a VM_PFNMAP node, a mount namespace). */
+static int section_setup(const char *section)
+{
+    if (!strcmp(section, "pfnmap"))
+        return pfnmap_setup();
+    if (!strcmp(section, "huge_2m"))
+        return reserve_huge(2 * MIB, 4);
+    if (!strcmp(section, "huge_1g"))
+        return reserve_huge(GIB, 1);
+    if (!strcmp(section, "mounts"))
+        return mounts_setup();
+    return 0;
+}
+
+/* The section's cases (the group argv[1]), in the test process: its exit
+ * status, SKIP when it could not run here and nothing failed. */
+static int run_section(int argc, char **argv)
+{
+    int rc = section_setup(argv[1]);
+    if (rc)
+        return rc;
+    rc = test_main(argc, argv, "arena_test");
+    bool all_skipped = cases_tried > 0 && cases_skipped == cases_tried;
+    return rc == 0 && (skip_section || all_skipped) ? SKIP : rc;
+}
 
 /* Whether mlock really locks in this process (a sanitizer runtime makes it
  * a no-op that returns 0). */
@@ -1962,25 +2345,20 @@ static void pass_signal(int sig)
         kill(g.child, sig);
 }
 
-int main(int argc, char **argv)
+/* Under qemu-user: the exit status of a section skipped there (its
+ * reason said), or 0. */
+static int emulated_skip(const char *section)
 {
-    int (*run)(void) = NULL;
-    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++)
-        if (!strcmp(argv[1], sections[i].name))
-            run = sections[i].run;
-    if (!run) {
-        fprintf(stderr, "usage: arena_test SECTION (sources, device, pfnmap, thp, ownership, "
-                        "errors, memlock, huge_missing, huge_2m, huge_1g, mounts, shmlba)\n");
-        return 2;
-    }
+    if (!test_emulated())
+        return 0;
     /* These sections check what the kernel reports of the mapping:
      * residency, page faults, smaps flags, the lock, the mapping count and
      * placement. Under qemu-user the process's memory is the emulator's
      * (its own mappings and faults mixed in, smaps made up): skipped. */
     static const char *const kernel_view[] = { "sources", "device",  "pfnmap", "thp",
                                                "memlock", "huge_2m", "huge_1g" };
-    for (size_t i = 0; test_emulated() && i < sizeof kernel_view / sizeof kernel_view[0]; i++)
-        if (!strcmp(argv[1], kernel_view[i]))
+    for (size_t i = 0; i < sizeof kernel_view / sizeof kernel_view[0]; i++)
+        if (!strcmp(section, kernel_view[i]))
             return test_skip_emulated(
                 "arena_test",
                 "this section checks the kernel's view of the mapping (residency, page faults, "
@@ -1989,10 +2367,18 @@ int main(int argc, char **argv)
      * which qemu-user passes through for a 64-bit program on a 64-bit host
      * (the same addresses), but not for a 32-bit one, which it maps at an
      * offset into its own address space. */
-    if (test_emulated() && sizeof(void *) == 4 && strcmp(argv[1], "shmlba") != 0)
+    if (sizeof(void *) == 4 && strcmp(section, "shmlba") != 0)
         return test_skip_emulated("arena_test",
                                   "qemu-user maps a 32-bit program at an offset into its own "
                                   "address space: /proc's addresses are not the program's");
+    return 0;
+}
+
+/* The run's state (g): its pid, the page size, root, whether mlock works,
+ * the scratch directory, the page shared with the test process. False
+ * after saying why when it cannot be had. */
+static bool wrapper_setup(const char *section)
+{
     setvbuf(stdout, NULL, _IOLBF, 0);
     g.run = (int)getpid();
     g.page = (size_t)sysconf(_SC_PAGESIZE);
@@ -2003,37 +2389,24 @@ int main(int argc, char **argv)
                "locks are expected to be reported as ignored\n");
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd) ||
-        snprintf(g.dir, sizeof g.dir, "%s/arena_test.%s.XXXXXX", cwd, argv[1]) >=
+        snprintf(g.dir, sizeof g.dir, "%s/arena_test.%s.XXXXXX", cwd, section) >=
             (int)sizeof g.dir ||
         !mkdtemp(g.dir)) {
         perror("arena_test: scratch directory");
-        return 1;
+        return false;
     }
     g.pages_added = mmap(NULL, g.page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g.pages_added == MAP_FAILED) {
         perror("arena_test: shared page");
-        return 1;
+        return false;
     }
+    return true;
+}
 
-    struct sigaction sa = { .sa_handler = pass_signal };
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-    for (int i = 0; i < 3; i++)
-        sigaction(sigs[i], &sa, NULL);
-    fflush(NULL);
-    g.child = fork();
-    if (g.child == 0) {
-        /* Dies with the wrapper, which alone cleans up. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != g.run)
-            _exit(1);
-        for (int i = 0; i < 3; i++)
-            signal(sigs[i], SIG_DFL);
-        fflush(NULL);
-        _exit(run());
-    }
-    int status = 0;
-    while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
-        ;
+/* After the test process: whatever it left removed, the pages it added
+ * taken back, a signal passed on; the section's exit status. */
+static int wrapper_finish(const char *section, int status)
+{
     int left = clean_up();
     bool restored = true;
     for (int i = 0; i < 2; i++) /* both, whatever the first does */
@@ -2044,15 +2417,54 @@ int main(int argc, char **argv)
         raise(g.signal);
     }
     if (g.child < 0 || !WIFEXITED(status)) {
-        printf("arena_test %s: the test process %s\n", argv[1],
+        printf("arena_test %s: the test process %s\n", section,
                g.child < 0 ? "could not start" : strsignal(WTERMSIG(status)));
         return 1;
     }
     if (left) {
-        printf("arena_test %s: FAILED: %d object(s) left behind (above)\n", argv[1], left);
+        printf("arena_test %s: FAILED: %d object(s) left behind (above)\n", section, left);
         return 1;
     }
     if (!restored)
         return 1;
     return WEXITSTATUS(status);
+}
+
+/* The wrapper: the section's cases run in a test process of their own
+ * (run_section), and the wrapper cleans up after it. */
+int main(int argc, char **argv)
+{
+    bool known = false;
+    for (size_t i = 0; argc == 2 && i < sizeof sections / sizeof sections[0]; i++)
+        known |= !strcmp(argv[1], sections[i]);
+    if (!known) {
+        fprintf(stderr, "usage: arena_test SECTION (sources, device, pfnmap, thp, ownership, "
+                        "errors, memlock, huge_missing, huge_2m, huge_1g, mounts, shmlba)\n");
+        return 2;
+    }
+    int skip = emulated_skip(argv[1]);
+    if (skip)
+        return skip;
+    if (!wrapper_setup(argv[1]))
+        return 1;
+    struct sigaction sa = { .sa_handler = pass_signal };
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], &sa, NULL);
+    fflush(NULL);
+    g.child = fork();
+    if (g.child == 0) {
+        /* Dies with the wrapper, which alone cleans up. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != g.run)
+            test_exit(1);
+        for (int i = 0; i < 3; i++)
+            signal(sigs[i], SIG_DFL);
+        fflush(NULL);
+        test_exit(run_section(argc, argv));
+    }
+    int status = 0;
+    while (g.child > 0 && waitpid(g.child, &status, 0) < 0 && errno == EINTR)
+        ;
+    return wrapper_finish(argv[1], status);
 }

@@ -1,7 +1,26 @@
 /*
- * A tiny test kit: CHECK records a failure with its location and goes on;
- * REQUIRE returns from the current test function. Each test binary ends with
- * test_summary(), which prints "N passed, N failed" and gives the exit code.
+ * A tiny test kit: named cases, and checks inside them.
+ *
+ *     TEST_CASE("free merges both neighbours")
+ *     {
+ *         ...
+ *         CHECK_EQ(stats.free_blocks, 1);
+ *     }
+ *
+ *     int main(int argc, char **argv) { return test_main(argc, argv, "tlsf"); }
+ *
+ * A case is a function, registered before main runs; test_main runs every
+ * case of the file in the order they are written, each with its title as
+ * the context of its checks, and prints "N passed, N failed" (the exit
+ * code follows). TEST_CASE_IN(group, title) puts a case in a group, and
+ * test_main runs only the group named by its first argument when there is
+ * one (a CTest entry per group: "arena_test ownership"). RTMEM_TEST_CASE in
+ * the environment runs only the cases whose title holds it, for a
+ * debugging session.
+ *
+ * CHECK records a failure with its location and the case's title and goes
+ * on; REQUIRE returns from the case (or the helper it is in). A binary
+ * without cases ends with test_summary() instead.
  */
 #ifndef RTMEM_TESTS_CHECK_H
 #define RTMEM_TESTS_CHECK_H
@@ -68,6 +87,32 @@ static inline uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
 }
 
 int test_summary(const char *name);
+
+/* What a test's child process ends with instead of _exit: the same (no
+ * atexit handler, no stdio flush), except that a coverage build
+ * (-DRTMEM_COVERAGE=ON) writes the lines the child ran first. Not for a
+ * signal handler. */
+void test_exit(int status) __attribute__((noreturn));
+
+/* Named cases (above). test_register is TEST_CASE's, at start-up. */
+void test_register(const char *group, const char *title, void (*fn)(void), const char *file,
+                   int line);
+int test_main(int argc, char **argv, const char *name);
+/* The arguments test_main got after the group (a case that needs a path). */
+extern int test_argc;
+extern char **test_argv;
+
+#define TEST_CAT_(a, b) a##b
+#define TEST_CAT(a, b)  TEST_CAT_(a, b)
+#define TEST_CASE_IN_(group, title, fn)                                    \
+    static void fn(void);                                                  \
+    __attribute__((constructor)) static void TEST_CAT(fn, _register)(void) \
+    {                                                                      \
+        test_register(group, title, fn, __FILE__, __LINE__);               \
+    }                                                                      \
+    static void fn(void)
+#define TEST_CASE_IN(group, title) TEST_CASE_IN_(group, title, TEST_CAT(test_case_, __LINE__))
+#define TEST_CASE(title)           TEST_CASE_IN(NULL, title)
 
 /* The emulator a cross build's tests run under ("qemu-user"), or NULL
  * natively: CTest sets RTMEM_TEST_EMULATED on every test of a build with

@@ -48,12 +48,26 @@ static void garbage(unsigned char *p, size_t n, uint64_t *rng)
     }
 }
 
+/* Runs a check on every kind (or the one --kind names), "kind/section" as
+ * its context. */
+static void each_kind(const char *section, void (*check)(const char *kind))
+{
+    static char ctx[96];
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        if (only_kind && strcmp(only_kind, *k) != 0)
+            continue;
+        snprintf(ctx, sizeof(ctx), "%s/%s", *k, section);
+        test_context = ctx;
+        check(*k);
+    }
+}
+
 /* ---- model: long random sequences against the shadow model ---------------- */
 
-static void section_model(const char *kind)
+/* One pool, in garbage-filled memory at an odd address. */
+static void model_one_pool(const char *kind)
 {
     uint64_t rng = seed;
-    /* One pool, in garbage-filled memory at an odd address. */
     size_t span = 4u << 20;
     unsigned char *mem = map_bytes(span);
     REQUIRE(mem != NULL, );
@@ -68,15 +82,25 @@ static void section_model(const char *kind)
     model_fini(&m);
     rtm_heap_destroy(h);
     munmap(mem, span);
+}
 
-    /* Four pools, not adjacent, one below the creating memory, one small,
-     * added while blocks are live. */
-    span = 8u << 20;
-    mem = map_bytes(span);
+TEST_CASE_IN("model", "one pool in garbage at an odd address keeps to the model")
+{
+    each_kind("model", model_one_pool);
+}
+
+/* Four pools, not adjacent, one below the creating memory, one small,
+ * added while blocks are live. */
+static void model_four_pools(const char *kind)
+{
+    uint64_t rng = seed ^ 0x4f001;
+    size_t span = 8u << 20;
+    unsigned char *mem = map_bytes(span);
     REQUIRE(mem != NULL, );
     garbage(mem, span, &rng);
-    h = create(kind, mem + (3u << 20), 2u << 20);
+    struct rtm_heap *h = create(kind, mem + (3u << 20), 2u << 20);
     REQUIRE(h != NULL, );
+    struct model m;
     model_init(&m, h, mem, span, 2u << 20);
     model_run(&m, &rng, model_ops / 4, 5000);
     struct {
@@ -99,6 +123,11 @@ static void section_model(const char *kind)
     model_drain(&m, &rng);
     model_fini(&m);
     munmap(mem, span);
+}
+
+TEST_CASE_IN("model", "four pools added while blocks are live keep to the model, and drain back")
+{
+    each_kind("model", model_four_pools);
 }
 
 /* ---- fill: how many B-byte blocks fit in a fresh heap ------------------------ */
@@ -149,7 +178,7 @@ static void fill_one(const char *kind, unsigned char *mem, size_t span, int npoo
     rtm_heap_destroy(h);
 }
 
-static void section_fill(const char *kind)
+static void fill_counts(const char *kind)
 {
     uint64_t rng = seed ^ 0xf111;
     size_t span = 1u << 20;
@@ -165,9 +194,23 @@ static void section_fill(const char *kind)
     }
     for (int i = 0; i < 40; i++)
         fill_one(kind, mem, span, 1 + i % 3, (size_t)rng_range(&rng, 0, 70000), &rng);
+    munmap(mem, span);
+}
 
-    /* The largest single allocation from a fresh heap is close to the free
-     * size, is what largest_free_bytes says, and nothing larger fits. */
+TEST_CASE_IN("fill", "a fresh heap holds at least the documented count of blocks of any size")
+{
+    each_kind("fill", fill_counts);
+}
+
+/* The largest single allocation from a fresh heap is close to the free
+ * size, is what largest_free_bytes says, and nothing larger fits. */
+static void fill_largest(const char *kind)
+{
+    uint64_t rng = seed ^ 0xf112;
+    size_t span = 1u << 20;
+    unsigned char *mem = map_bytes(span);
+    REQUIRE(mem != NULL, );
+    garbage(mem, span, &rng);
     struct rtm_heap *h = create(kind, mem, span);
     REQUIRE(h != NULL, );
     struct rtm_heap_stats st;
@@ -181,59 +224,97 @@ static void section_fill(const char *kind)
     munmap(mem, span);
 }
 
+TEST_CASE_IN("fill", "the largest allocation is what largest_free_bytes says, close to all")
+{
+    each_kind("fill", fill_largest);
+}
+
 /* ---- pools: several pools, non-adjacent ----------------------------------------- */
 
-static void section_pools(const char *kind)
+/* Xenomai heapmem's extent bug, as a scenario for every kind: 32 bytes, the
+ * rest of the first pool as one block, a second pool, then two 16-byte
+ * blocks: none may overlap (the model checks every granule). */
+static void pools_extent_bug(const char *kind)
 {
     uint64_t rng = seed ^ 0x9001;
-    size_t span = 1u << 20;
-    unsigned char *mem = map_bytes(span);
-    REQUIRE(mem != NULL, );
-    garbage(mem, span, &rng);
-    size_t first = 64u << 10;
-    struct rtm_heap *h = create(kind, mem + (512u << 10), first);
-    REQUIRE(h != NULL, );
-    struct model m;
-    model_init(&m, h, mem, span, first);
+    unsigned char *m2 = map_bytes(256u << 10);
+    REQUIRE(m2 != NULL, );
+    struct rtm_heap *x = create(kind, m2 + (128u << 10), 64u << 10);
+    REQUIRE(x != NULL, );
+    struct model xm;
+    model_init(&xm, x, m2, 256u << 10, 64u << 10);
+    CHECK(model_alloc(&xm, 32) >= 0);
+    struct rtm_heap_stats xs;
+    rtm_heap_stats(x, &xs);
+    model_alloc(&xm, xs.largest_free_bytes);
+    CHECK_EQ(rtm_heap_add_pool(x, m2, 64u << 10), 0);
+    model_pool_added(&xm, 64u << 10);
+    CHECK(model_alloc(&xm, 16) >= 0);
+    CHECK(model_alloc(&xm, 16) >= 0);
+    model_checkpoint(&xm);
+    model_drain(&xm, &rng);
+    model_fini(&xm);
+    munmap(m2, 256u << 10);
+}
 
-    /* Xenomai heapmem's extent bug, as a scenario for every kind: 32 bytes,
-     * the rest of the first pool as one block, a second pool, then two
-     * 16-byte blocks: none may overlap (the model checks every granule). */
-    {
-        unsigned char *m2 = map_bytes(256u << 10);
-        REQUIRE(m2 != NULL, );
-        struct rtm_heap *x = create(kind, m2 + (128u << 10), 64u << 10);
-        REQUIRE(x != NULL, );
-        struct model xm;
-        model_init(&xm, x, m2, 256u << 10, 64u << 10);
-        CHECK(model_alloc(&xm, 32) >= 0);
-        struct rtm_heap_stats xs;
-        rtm_heap_stats(x, &xs);
-        model_alloc(&xm, xs.largest_free_bytes);
-        CHECK_EQ(rtm_heap_add_pool(x, m2, 64u << 10), 0);
-        model_pool_added(&xm, 64u << 10);
-        CHECK(model_alloc(&xm, 16) >= 0);
-        CHECK(model_alloc(&xm, 16) >= 0);
-        model_checkpoint(&xm);
-        model_drain(&xm, &rng);
-        model_fini(&xm);
-        munmap(m2, 256u << 10);
+TEST_CASE_IN("pools", "blocks after a pool is added to an extended heap overlap nothing")
+{
+    each_kind("pools", pools_extent_bug);
+}
+
+/* The pools section's heap: 64 KiB at 512 KiB into *mem (1 MiB of
+ * garbage), its model in *m; with the first pool full of small blocks
+ * and a second pool of 64 KiB at 128 KiB added when second is set. */
+static struct rtm_heap *pools_heap(const char *kind, unsigned char **mem, struct model *m,
+                                   uint64_t *rng, bool second)
+{
+    *mem = map_bytes(1u << 20);
+    REQUIRE(*mem != NULL, NULL);
+    garbage(*mem, 1u << 20, rng);
+    struct rtm_heap *h = create(kind, *mem + (512u << 10), 64u << 10);
+    REQUIRE(h != NULL, NULL);
+    model_init(m, h, *mem, 1u << 20, 64u << 10);
+    if (second) {
+        while (model_alloc(m, 32) >= 0)
+            ;
+        CHECK_EQ(rtm_heap_add_pool(h, *mem + (128u << 10), 64u << 10), 0);
+        model_pool_added(m, 64u << 10);
     }
+    return h;
+}
 
-    /* Fill the first pool completely with small blocks, then add a pool: small
-     * blocks must come from the new pool and overlap nothing. */
-    while (model_alloc(&m, 32) >= 0)
-        ;
-    size_t len = 64u << 10;
-    CHECK_EQ(rtm_heap_add_pool(h, mem + (128u << 10), len), 0);
-    model_pool_added(&m, len);
+/* Fill the first pool completely with small blocks, then add a pool: small
+ * blocks must come from the new pool and overlap nothing. */
+static void pools_small_from_new(const char *kind)
+{
+    uint64_t rng = seed ^ 0x9002;
+    unsigned char *mem;
+    struct model m;
+    if (!pools_heap(kind, &mem, &m, &rng, true))
+        return;
     size_t got = 0;
     for (int i = 0; i < 64; i++)
         got += model_alloc(&m, 16) >= 0;
     CHECK_EQ(got, 64);
     model_checkpoint(&m);
+    model_fini(&m);
+    munmap(mem, 1u << 20);
+}
 
-    /* Add pools of assorted sizes and alignments; each must be usable. */
+TEST_CASE_IN("pools", "a pool added to a full heap gives small blocks that overlap nothing")
+{
+    each_kind("pools", pools_small_from_new);
+}
+
+/* Add pools of assorted sizes and alignments; each must be usable. */
+static void pools_assorted(const char *kind)
+{
+    uint64_t rng = seed ^ 0x9003;
+    unsigned char *mem;
+    struct model m;
+    struct rtm_heap *h = pools_heap(kind, &mem, &m, &rng, true);
+    if (!h)
+        return;
     size_t offs[] = { 300u << 10, 700u << 10, 900u << 10 };
     size_t lens[] = { 4096 + 5, 100u << 10, 33u << 10 };
     for (size_t i = 0; i < 3; i++) {
@@ -249,8 +330,24 @@ static void section_pools(const char *kind)
     model_drain(&m, &rng);
     model_run(&m, &rng, 50000, 2500);
     model_drain(&m, &rng);
+    model_fini(&m);
+    munmap(mem, 1u << 20);
+}
 
-    /* Overlapping or bad pools are refused and change nothing. */
+TEST_CASE_IN("pools", "pools of assorted sizes and alignments are each usable")
+{
+    each_kind("pools", pools_assorted);
+}
+
+/* Overlapping or bad pools are refused and change nothing. */
+static void pools_refused(const char *kind)
+{
+    uint64_t rng = seed ^ 0x9004;
+    unsigned char *mem;
+    struct model m;
+    struct rtm_heap *h = pools_heap(kind, &mem, &m, &rng, true);
+    if (!h)
+        return;
     struct rtm_heap_stats before, after;
     rtm_heap_stats(h, &before);
     CHECK_EQ(rtm_heap_add_pool(h, mem + (512u << 10) + 100, 4096), -EINVAL); /* inside the heap */
@@ -264,30 +361,46 @@ static void section_pools(const char *kind)
     CHECK_EQ(after.usable_bytes, before.usable_bytes);
     CHECK_EQ(rtm_heap_check(h), 0);
     model_fini(&m);
-    munmap(mem, span);
+    munmap(mem, 1u << 20);
+}
+
+TEST_CASE_IN("pools", "overlapping or bad pools are refused and change nothing")
+{
+    each_kind("pools", pools_refused);
 }
 
 /* ---- bad: bad input of every sort ------------------------------------------------ */
 
-static void section_bad(const char *kind)
-{
-    uint64_t rng = seed ^ 0xbad;
-    size_t span = 256u << 10;
-    unsigned char *mem = map_bytes(span);
-    REQUIRE(mem != NULL, );
+#define BAD_SPAN (256u << 10)
 
+static void bad_create(const char *kind)
+{
+    unsigned char *mem = map_bytes(BAD_SPAN);
+    REQUIRE(mem != NULL, );
     errno = 0;
-    CHECK(create(kind, NULL, span) == NULL && errno == EINVAL);
+    CHECK(create(kind, NULL, BAD_SPAN) == NULL && errno == EINVAL);
     errno = 0;
-    CHECK(create("no-such-kind", mem, span) == NULL && errno == ENOENT);
+    CHECK(create("no-such-kind", mem, BAD_SPAN) == NULL && errno == ENOENT);
     errno = 0;
-    CHECK(create(NULL, mem, span) == NULL && errno == EINVAL);
+    CHECK(create(NULL, mem, BAD_SPAN) == NULL && errno == EINVAL);
     errno = 0;
     CHECK(create(kind, (void *)(UINTPTR_MAX - 64), 4096) == NULL && errno == EINVAL);
+    munmap(mem, BAD_SPAN);
+}
 
-    /* Tiny arenas, full of garbage: refused with ENOMEM, or a working heap. */
+TEST_CASE_IN("bad", "create refuses no memory, an unknown kind, no kind and a wrapping range")
+{
+    each_kind("bad", bad_create);
+}
+
+/* Tiny arenas, full of garbage: refused with ENOMEM, or a working heap. */
+static void bad_tiny(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem = map_bytes(BAD_SPAN);
+    REQUIRE(mem != NULL, );
     for (size_t size = 0; size <= 16384; size += size < 512 ? 1 : 509) {
-        garbage(mem, span, &rng);
+        garbage(mem, BAD_SPAN, &rng);
         errno = 0;
         struct rtm_heap *h = create(kind, mem + size % 16, size);
         if (!h) {
@@ -297,21 +410,44 @@ static void section_bad(const char *kind)
         CHECK((unsigned char *)h >= mem && (unsigned char *)h < mem + 16 + size);
         CHECK_EQ(rtm_heap_check(h), 0);
         struct model m;
-        model_init(&m, h, mem, span, size);
+        model_init(&m, h, mem, BAD_SPAN, size);
         model_run(&m, &rng, 200, 50);
         model_drain(&m, &rng);
         model_fini(&m);
     }
+    munmap(mem, BAD_SPAN);
+}
 
-    garbage(mem, span, &rng);
-    struct rtm_heap *h = create(kind, mem + 1, span - 1);
-    REQUIRE(h != NULL, );
+TEST_CASE_IN("bad", "a tiny arena full of garbage is refused with ENOMEM, or a working heap")
+{
+    each_kind("bad", bad_tiny);
+}
+
+/* The bad section's heap, in garbage at an odd address, after a workload
+ * of 2000 calls through the model m; *mem is its memory. */
+static struct rtm_heap *bad_heap(const char *kind, unsigned char **mem, struct model *m,
+                                 uint64_t *rng)
+{
+    *mem = map_bytes(BAD_SPAN);
+    REQUIRE(*mem != NULL, NULL);
+    garbage(*mem, BAD_SPAN, rng);
+    struct rtm_heap *h = create(kind, *mem + 1, BAD_SPAN - 1);
+    REQUIRE(h != NULL, NULL);
     CHECK(strcmp(rtm_heap_kind(h), kind) == 0);
-    struct model m;
-    model_init(&m, h, mem, span, span - 1);
-    model_run(&m, &rng, 2000, 500);
+    model_init(m, h, *mem, BAD_SPAN, BAD_SPAN - 1);
+    model_run(m, rng, 2000, 500);
+    return h;
+}
 
-    /* Impossible sizes: NULL, and each counted as a failed allocation. */
+/* Impossible sizes: NULL, and each counted as a failed allocation. */
+static void bad_sizes(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem;
+    struct model m;
+    struct rtm_heap *h = bad_heap(kind, &mem, &m, &rng);
+    if (!h)
+        return;
     struct rtm_heap_stats st;
     rtm_heap_stats(h, &st);
     uint64_t failed = st.failed_allocs;
@@ -337,8 +473,25 @@ static void section_bad(const char *kind)
     CHECK_EQ(st.failed_allocs, failed);
     m.failed = failed;
     CHECK_EQ(rtm_heap_check(h), 0);
+    model_checkpoint(&m);
+    model_fini(&m);
+    munmap(mem, BAD_SPAN);
+}
 
-    /* alloc(0) and realloc(p, 0) give distinct minimum blocks, never NULL. */
+TEST_CASE_IN("bad", "impossible sizes give NULL, each counted as a failed allocation")
+{
+    each_kind("bad", bad_sizes);
+}
+
+/* alloc(0) and realloc(p, 0) give distinct minimum blocks, never NULL; a
+ * realloc to an impossible size fails and leaves the block as it was. */
+static void bad_zero_and_impossible(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem;
+    struct model m;
+    if (!bad_heap(kind, &mem, &m, &rng))
+        return;
     long a = model_alloc(&m, 0), b = model_alloc(&m, 0);
     CHECK(a >= 0 && b >= 0);
     if (a >= 0 && b >= 0)
@@ -347,38 +500,87 @@ static void section_bad(const char *kind)
         CHECK(model_realloc(&m, (size_t)b, 0) >= 0);
     long c = model_calloc(&m, 0, 100);
     CHECK(c >= 0);
-
-    /* realloc to an impossible size fails and leaves the block as it was. */
     long d = model_alloc(&m, 100);
     if (d >= 0) {
         CHECK(model_realloc(&m, (size_t)d, SIZE_MAX) < 0);
         CHECK(model_realloc(&m, (size_t)d, SIZE_MAX / 2) < 0);
     }
-    /* Bad frees of every sort, with live blocks around. */
+    model_checkpoint(&m);
+    model_drain(&m, &rng);
+    model_fini(&m);
+    munmap(mem, BAD_SPAN);
+}
+
+TEST_CASE_IN("bad", "size 0 gives distinct minimum blocks, an impossible realloc keeps the block")
+{
+    each_kind("bad", bad_zero_and_impossible);
+}
+
+/* Bad frees of every sort, with live blocks around. */
+static void bad_frees(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem;
+    struct model m;
+    if (!bad_heap(kind, &mem, &m, &rng))
+        return;
     for (int i = 0; i < 20; i++)
         model_bad_frees(&m, &rng);
     model_checkpoint(&m);
     model_drain(&m, &rng);
+    model_fini(&m);
+    munmap(mem, BAD_SPAN);
+}
 
-    /* realloc(NULL, n) is alloc(n); usable_size of NULL or foreign is 0. */
-    {
-        struct rtm_heap_stats s0;
-        rtm_heap_stats(h, &s0);
-        void *r = rtm_heap_realloc(h, NULL, 300);
-        CHECK(r != NULL);
-        if (r) {
-            CHECK(rtm_heap_usable_size(h, r) >= 300);
-            rtm_heap_stats(h, &st);
-            CHECK_EQ(st.live_blocks, s0.live_blocks + 1);
-            CHECK_EQ(rtm_heap_free(h, r), 0);
-        }
-        int local;
-        CHECK_EQ(rtm_heap_usable_size(h, NULL), 0);
-        CHECK_EQ(rtm_heap_usable_size(h, &local), 0);
-        CHECK_EQ(rtm_heap_usable_size(NULL, &local), 0);
+TEST_CASE_IN("bad", "bad frees of every sort are refused, with live blocks around")
+{
+    each_kind("bad", bad_frees);
+}
+
+/* realloc(NULL, n) is alloc(n); usable_size of NULL or foreign is 0. */
+static void bad_realloc_null(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem;
+    struct model m;
+    struct rtm_heap *h = bad_heap(kind, &mem, &m, &rng);
+    if (!h)
+        return;
+    model_drain(&m, &rng);
+    struct rtm_heap_stats s0, st;
+    rtm_heap_stats(h, &s0);
+    void *r = rtm_heap_realloc(h, NULL, 300);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(rtm_heap_usable_size(h, r) >= 300);
+        rtm_heap_stats(h, &st);
+        CHECK_EQ(st.live_blocks, s0.live_blocks + 1);
+        CHECK_EQ(rtm_heap_free(h, r), 0);
     }
+    int local;
+    CHECK_EQ(rtm_heap_usable_size(h, NULL), 0);
+    CHECK_EQ(rtm_heap_usable_size(h, &local), 0);
+    CHECK_EQ(rtm_heap_usable_size(NULL, &local), 0);
+    model_fini(&m);
+    munmap(mem, BAD_SPAN);
+}
 
-    /* A NULL or destroyed heap is refused everywhere, without a crash. */
+TEST_CASE_IN("bad", "realloc of NULL is alloc, and a NULL or foreign block has no usable size")
+{
+    each_kind("bad", bad_realloc_null);
+}
+
+/* A NULL or destroyed heap is refused everywhere, without a crash. */
+static void bad_heap_gone(const char *kind)
+{
+    uint64_t rng = seed ^ 0xbad;
+    unsigned char *mem;
+    struct model m;
+    struct rtm_heap *h = bad_heap(kind, &mem, &m, &rng);
+    if (!h)
+        return;
+    model_drain(&m, &rng);
+    struct rtm_heap_stats st;
     CHECK(rtm_heap_alloc(NULL, 16) == NULL);
     CHECK_EQ(rtm_heap_free(NULL, mem), -EINVAL);
     CHECK_EQ(rtm_heap_check(NULL), -EINVAL);
@@ -394,14 +596,19 @@ static void section_bad(const char *kind)
     CHECK(rtm_heap_kind(h) == NULL);
     rtm_heap_destroy(NULL);
     model_fini(&m);
-    munmap(mem, span);
+    munmap(mem, BAD_SPAN);
+}
+
+TEST_CASE_IN("bad", "a NULL or destroyed heap is refused everywhere, without a crash")
+{
+    each_kind("bad", bad_heap_gone);
 }
 
 /* ---- big: pools above 4 GiB, and pools larger than a kind supports ------------- */
 
-static void section_big(const char *kind)
-{
 #if SIZE_MAX > 0xffffffffu
+static void big_above_4g(const char *kind)
+{
     size_t size = (size_t)5 << 30; /* reserved, not touched: only headers are written */
     unsigned char *mem = map_bytes(size);
     if (!mem) {
@@ -431,23 +638,27 @@ static void section_big(const char *kind)
     CHECK_EQ(st.used_bytes, 0);
     CHECK_EQ(rtm_heap_check(h), 0);
     munmap(mem, size);
+}
 
-    /* 2 TiB of address space: used whole, or refused with E2BIG. Never
-     * silently truncated. (Not under an emulator: qemu-user keeps its own
-     * record of every page of a guest mapping, and terabytes of them
-     * exhaust its memory.) */
+/* 2 TiB of address space: used whole, or refused with E2BIG. Never
+ * silently truncated. (Not under an emulator: qemu-user keeps its own
+ * record of every page of a guest mapping, and terabytes of them exhaust
+ * its memory.) */
+static void big_2t(const char *kind)
+{
     if (test_emulated()) {
         printf("  [%s] big: 2 TiB of address space not tried under %s\n", kind, test_emulated());
         return;
     }
-    size = (size_t)2 << 40;
-    mem = map_bytes(size);
+    size_t size = (size_t)2 << 40;
+    unsigned char *mem = map_bytes(size);
     if (!mem) {
         printf("  [%s] big: cannot reserve 2 TiB of address space, skipped\n", kind);
         return;
     }
+    struct rtm_heap_stats st;
     errno = 0;
-    h = create(kind, mem, size);
+    struct rtm_heap *h = create(kind, mem, size);
     if (h) {
         rtm_heap_stats(h, &st);
         CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
@@ -469,14 +680,33 @@ static void section_big(const char *kind)
         }
     }
     munmap(mem, size);
+}
 #else
-    (void)kind; /* a 32-bit address space holds no pool above 4 GiB */
+/* A 32-bit address space holds no pool above 4 GiB. */
+static void big_above_4g(const char *kind)
+{
+    (void)kind;
+}
+static void big_2t(const char *kind)
+{
+    (void)kind;
+}
 #endif
+
+TEST_CASE_IN("big", "a pool of 5 GiB holds a block of 4.5 GiB above 4 GiB")
+{
+    each_kind("big", big_above_4g);
+}
+
+TEST_CASE_IN("big", "2 TiB of address space is used whole, or refused with E2BIG and pooled")
+{
+    each_kind("big", big_2t);
 }
 
 /* ---- relocate: a heap image works at another address ----------------------- */
 
-static void section_relocate(const char *kind)
+/* Moves the image, wipes the original, and goes on at the new address. */
+static void relocated(const char *kind)
 {
     uint64_t rng = seed ^ 0x4e10c;
     size_t span = 512u << 10;
@@ -489,8 +719,6 @@ static void section_relocate(const char *kind)
     model_init(&m, h, a, span, span);
     model_run(&m, &rng, 20000, 0);
     CHECK_EQ(rtm_heap_check(h), 0);
-
-    /* Move the image, wipe the original, and go on at the new address. */
     memcpy(b, a, span);
     memset(a, 0xee, span);
     ptrdiff_t delta = b - a;
@@ -506,17 +734,15 @@ static void section_relocate(const char *kind)
     munmap(b, span);
 }
 
+TEST_CASE_IN("relocate", "a heap image copied elsewhere works at its new address")
+{
+    each_kind("relocate", relocated);
+}
+
 /* ---- driver ----------------------------------------------------------------------- */
 
-struct section {
-    const char *name;
-    void (*run)(const char *kind);
-};
-
-static const struct section sections[] = {
-    { "model", section_model }, { "fill", section_fill }, { "pools", section_pools },
-    { "bad", section_bad },     { "big", section_big },   { "relocate", section_relocate },
-};
+static const char *const sections[] = { "model", "fill", "pools", "bad", "big", "relocate" };
+#define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 static void usage(FILE *f)
 {
@@ -527,6 +753,8 @@ static void usage(FILE *f)
                "--lock: every heap created with that lock (default none)\n");
 }
 
+/* Parses the options into the globals above, then runs the sections named
+ * (each a group of the cases above), or all of them. */
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -554,44 +782,34 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    printf("conformance: seed %#llx (replay with --seed %#llx)%s\n", (unsigned long long)seed,
-           (unsigned long long)seed,
-           lock == RTM_HEAP_LOCK_PI              ? ", heaps locked (pi)"
-           : lock == RTM_HEAP_LOCK_ROBUST_SHARED ? ", heaps locked (robust)"
-                                                 : "");
-    int nkinds = 0;
-    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
-        if (only_kind && strcmp(only_kind, *k) != 0)
-            continue;
-        nkinds++;
-        for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
-            bool wanted = optind == argc;
-            for (int i = optind; i < argc; i++)
-                wanted |= strcmp(argv[i], sections[s].name) == 0;
-            if (!wanted)
-                continue;
-            char ctx[96];
-            snprintf(ctx, sizeof(ctx), "%s/%s", *k, sections[s].name);
-            test_context = ctx;
-            unsigned long before = test_checks_failed;
-            sections[s].run(*k);
-            printf("  %-20s %s\n", ctx, test_checks_failed == before ? "ok" : "FAILED");
-            fflush(stdout);
-        }
-    }
     for (int i = optind; i < argc; i++) {
         bool known = false;
-        for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++)
-            known |= strcmp(argv[i], sections[s].name) == 0;
+        for (size_t s = 0; s < N_SECTIONS; s++)
+            known |= strcmp(argv[i], sections[s]) == 0;
         if (!known) {
             fprintf(stderr, "conformance: unknown section '%s'\n", argv[i]);
             return 2;
         }
     }
+    int nkinds = 0;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        nkinds += !only_kind || strcmp(only_kind, *k) == 0;
     if (nkinds == 0) {
         fprintf(stderr, "conformance: no kind to test\n");
         return 2;
     }
-    test_context = NULL;
-    return test_summary("conformance");
+    printf("conformance: seed %#llx (replay with --seed %#llx)%s\n", (unsigned long long)seed,
+           (unsigned long long)seed,
+           lock == RTM_HEAP_LOCK_PI              ? ", heaps locked (pi)"
+           : lock == RTM_HEAP_LOCK_ROBUST_SHARED ? ", heaps locked (robust)"
+                                                 : "");
+    if (optind == argc)
+        return test_main(1, argv, "conformance"); /* every section */
+    int rc = 0;
+    for (int i = optind; i < argc; i++) {
+        char *one[] = { argv[0], argv[i], NULL };
+        int r = test_main(2, one, "conformance");
+        rc = r > rc ? r : rc;
+    }
+    return rc;
 }

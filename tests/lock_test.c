@@ -92,14 +92,13 @@ static uintptr_t align_up(uintptr_t v, size_t a)
     return (v + a - 1) & ~(uintptr_t)(a - 1);
 }
 
-/* A locked heap at each trim: the lock area first, aligned, then the kind's
- * heap exactly as an unlocked heap created on the rest of the memory. */
 /* What rtm_heap_lock_bytes promises: a heap of kind under lock has at most
  * that many usable bytes fewer than an unlocked one in the same memory, at
  * every size (sizes from 4 KiB up, a few bytes apart, cross every
  * rounding of the page heaps). */
-static void lock_bytes_bound(const char *kind, int lock)
+static void lock_bytes_bound(const char *kind, int lock, size_t trim)
 {
+    (void)trim; /* the same memory at every trim, as before */
     static unsigned char mem[64u << 10] __attribute__((aligned(64)));
     for (size_t sz = 4096; sz < sizeof mem; sz = sz * 9 / 8 + 8) {
         struct rtm_heap *a = rtm_heap_create(kind, mem, sz);
@@ -120,72 +119,6 @@ static void lock_bytes_bound(const char *kind, int lock)
     }
 }
 
-static void layout_one(const char *kind, int lock, size_t trim)
-{
-    unsigned char *mem = arena + trim;
-    size_t size = (256u << 10) - trim;
-    uintptr_t area = align_up((uintptr_t)mem, RTM_HEAP_LOCK_ALIGN);
-    /* A robust heap keeps its undo log after the lock area, sized for its
-     * kind and memory, and an owner record of 16 bytes in every block. */
-    uint32_t kind_id = 0;
-    while (strcmp(rtm_heap_kinds()[kind_id], kind) != 0)
-        kind_id++;
-    bool robust = lock == RTM_HEAP_LOCK_ROBUST_SHARED;
-    size_t log = robust ? rtm_undo_bytes(rtm__undo_capacity(kind_id, size)) : 0;
-    size_t rec = robust ? 16 : 0;
-    unsigned char *rest = (unsigned char *)area + RTM_HEAP_LOCK_AREA_BYTES + log;
-    size_t rest_size = (size_t)(mem + size - rest);
-
-    /* The kind's heap on the rest, unlocked: the figures to match. */
-    struct rtm_heap *u = rtm_heap_create(kind, rest, rest_size);
-    REQUIRE(u != NULL, );
-    struct rtm_heap_stats us = stats_of(u);
-    size_t fills[] = { 0, 16, 100, 300, 1000, 5000 };
-    size_t ufill[6];
-    for (int i = 0; i < 6; i++)
-        ufill[i] = rtm_heap_fill_count(u, fills[i] + rec);
-    ptrdiff_t uoff = (unsigned char *)u - rest;
-    rtm_heap_destroy(u);
-
-    struct rtm_heap *h = create_locked(kind, mem, size, lock);
-    REQUIRE(h != NULL, );
-    CHECK_EQ((unsigned char *)h - rest, uoff); /* the same place in the rest */
-    CHECK_EQ(rtm_heap_lock_type(h), lock);
-    struct rtm_heap_stats st = stats_of(h);
-    CHECK_EQ(st.usable_bytes, us.usable_bytes);
-    CHECK_EQ(st.overhead_bytes, us.overhead_bytes + (size_t)(rest - mem));
-    CHECK_EQ(st.usable_bytes + st.overhead_bytes, size);
-    CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + log);
-    CHECK_EQ(rtm__heap_undo_bytes(h), log);
-    size_t rounding = strcmp(kind, "tlsf") == 0 ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
-    CHECK_EQ(rtm_heap_lock_bytes(kind, lock, size), RTM_HEAP_LOCK_OVERHEAD_MAX + log + rounding);
-    lock_bytes_bound(kind, lock);
-    for (int i = 0; i < 6; i++)
-        CHECK_EQ(rtm_heap_fill_count(h, fills[i]), ufill[i]);
-
-    struct rtm_heap_lock_stats ls = lock_stats_of(h);
-    CHECK_EQ(ls.type, lock);
-    CHECK_EQ(ls.recoverable, 1);
-    CHECK_EQ(ls.owner_deaths, 0);
-    CHECK_EQ(ls.contended, 0);
-    uint64_t calls = ls.calls;
-    void *p = rtm_heap_alloc(h, 100);
-    CHECK(p != NULL);
-    CHECK_EQ(rtm_heap_free(h, p), 0);
-    CHECK_EQ(lock_stats_of(h).calls, calls + 2);
-
-    /* A pool may not overlap the lock area, nor the trim before it. */
-    CHECK_EQ(rtm_heap_add_pool(h, (void *)area, 4096), -EINVAL);
-    CHECK_EQ(rtm_heap_add_pool(h, (void *)(area + RTM_HEAP_LOCK_AREA_BYTES - 1), 4096), -EINVAL);
-    if (area > (uintptr_t)mem)
-        CHECK_EQ(rtm_heap_add_pool(h, mem - 4096, 4097), -EINVAL);
-    CHECK_EQ(rtm_heap_add_pool(h, arena + (512u << 10), 64u << 10), 0);
-    CHECK_EQ(stats_of(h).pool_count, 2);
-    CHECK_EQ(rtm_heap_check(h), 0);
-    rtm_heap_destroy(h);
-    CHECK_EQ(rtm_heap_lock_type(h), -EINVAL);
-}
-
 static unsigned handler_calls;
 static int handler_alloc_errno, handler_stats_rc, handler_free_rc;
 
@@ -203,53 +136,180 @@ static void call_back(const struct rtm_heap_corruption *c, void *arg)
     handler_free_rc = rtm_heap_free(h, NULL);
 }
 
-static void test_layout(void)
+/* A locked heap's memory at a trim: the lock area first, aligned; on a
+ * robust heap its undo log next, sized for its kind and memory (and an
+ * owner record of rec bytes in every block); then the kind's heap exactly
+ * as an unlocked heap created on the rest of the memory. */
+struct locked_layout {
+    unsigned char *mem, *rest;
+    size_t size, log, rec, rest_size;
+    uintptr_t area;
+};
+
+static struct locked_layout layout_at(const char *kind, int lock, size_t trim)
 {
-    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+    struct locked_layout l = { .mem = arena + trim, .size = (256u << 10) - trim };
+    l.area = align_up((uintptr_t)l.mem, RTM_HEAP_LOCK_ALIGN);
+    uint32_t kind_id = 0;
+    while (strcmp(rtm_heap_kinds()[kind_id], kind) != 0)
+        kind_id++;
+    bool robust = lock == RTM_HEAP_LOCK_ROBUST_SHARED;
+    l.log = robust ? rtm_undo_bytes(rtm__undo_capacity(kind_id, l.size)) : 0;
+    l.rec = robust ? 16 : 0;
+    l.rest = (unsigned char *)l.area + RTM_HEAP_LOCK_AREA_BYTES + l.log;
+    l.rest_size = (size_t)(l.mem + l.size - l.rest);
+    return l;
+}
+
+static void layout_figures(const char *kind, int lock, size_t trim)
+{
+    struct locked_layout l = layout_at(kind, lock, trim);
+    /* The kind's heap on the rest, unlocked: the figures to match. */
+    struct rtm_heap *u = rtm_heap_create(kind, l.rest, l.rest_size);
+    REQUIRE(u != NULL, );
+    struct rtm_heap_stats us = stats_of(u);
+    size_t fills[] = { 0, 16, 100, 300, 1000, 5000 };
+    size_t ufill[6];
+    for (int i = 0; i < 6; i++)
+        ufill[i] = rtm_heap_fill_count(u, fills[i] + l.rec);
+    ptrdiff_t uoff = (unsigned char *)u - l.rest;
+    rtm_heap_destroy(u);
+
+    struct rtm_heap *h = create_locked(kind, l.mem, l.size, lock);
+    REQUIRE(h != NULL, );
+    CHECK_EQ((unsigned char *)h - l.rest, uoff); /* the same place in the rest */
+    CHECK_EQ(rtm_heap_lock_type(h), lock);
+    struct rtm_heap_stats st = stats_of(h);
+    CHECK_EQ(st.usable_bytes, us.usable_bytes);
+    CHECK_EQ(st.overhead_bytes, us.overhead_bytes + (size_t)(l.rest - l.mem));
+    CHECK_EQ(st.usable_bytes + st.overhead_bytes, l.size);
+    CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + l.log);
+    CHECK_EQ(rtm__heap_undo_bytes(h), l.log);
+    size_t rounding = strcmp(kind, "tlsf") == 0 ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+    CHECK_EQ(rtm_heap_lock_bytes(kind, lock, l.size),
+             RTM_HEAP_LOCK_OVERHEAD_MAX + l.log + rounding);
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ(rtm_heap_fill_count(h, fills[i]), ufill[i]);
+    rtm_heap_destroy(h);
+}
+
+static void layout_stats_and_pools(const char *kind, int lock, size_t trim)
+{
+    struct locked_layout l = layout_at(kind, lock, trim);
+    struct rtm_heap *h = create_locked(kind, l.mem, l.size, lock);
+    REQUIRE(h != NULL, );
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK_EQ(ls.type, lock);
+    CHECK_EQ(ls.recoverable, 1);
+    CHECK_EQ(ls.owner_deaths, 0);
+    CHECK_EQ(ls.contended, 0);
+    uint64_t calls = ls.calls;
+    void *p = rtm_heap_alloc(h, 100);
+    CHECK(p != NULL);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    CHECK_EQ(lock_stats_of(h).calls, calls + 2);
+
+    /* A pool may not overlap the lock area, nor the trim before it. */
+    CHECK_EQ(rtm_heap_add_pool(h, (void *)l.area, 4096), -EINVAL);
+    CHECK_EQ(rtm_heap_add_pool(h, (void *)(l.area + RTM_HEAP_LOCK_AREA_BYTES - 1), 4096), -EINVAL);
+    if (l.area > (uintptr_t)l.mem)
+        CHECK_EQ(rtm_heap_add_pool(h, l.mem - 4096, 4097), -EINVAL);
+    CHECK_EQ(rtm_heap_add_pool(h, arena + (512u << 10), 64u << 10), 0);
+    CHECK_EQ(stats_of(h).pool_count, 2);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    rtm_heap_destroy(h);
+    CHECK_EQ(rtm_heap_lock_type(h), -EINVAL);
+}
+
+/* Runs a check for every kind and lock type, at trims of 0 to 78 bytes. */
+static void each_kind_and_lock(void (*check)(const char *kind, int lock, size_t trim))
+{
+    static char ctx[64];
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
         for (size_t t = 0; t < N_LOCK_TYPES; t++) {
-            char ctx[64];
             snprintf(ctx, sizeof(ctx), "layout %s/%s", *k, lock_name(lock_types[t]));
             test_context = ctx;
             for (size_t trim = 0; trim < 80; trim += 13)
-                layout_one(*k, lock_types[t], trim);
+                check(*k, lock_types[t], trim);
         }
-        char ctx[64];
+}
+
+TEST_CASE_IN("layout", "a locked heap is the kind's heap on the memory after its lock area")
+{
+    each_kind_and_lock(layout_figures);
+}
+
+TEST_CASE_IN("layout", "a lock costs at most rtm_heap_lock_bytes at every size")
+{
+    each_kind_and_lock(lock_bytes_bound);
+}
+
+TEST_CASE_IN("layout", "a locked heap counts its calls and keeps pools off its lock area")
+{
+    each_kind_and_lock(layout_stats_and_pools);
+}
+
+/* Runs a check for every kind, the kind as its context. */
+static void each_kind(void (*check)(const char *kind))
+{
+    static char ctx[64];
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
         snprintf(ctx, sizeof(ctx), "layout %s", *k);
         test_context = ctx;
-
-        /* No lock: rtm_heap_create's heap, at the same place, same figures. */
-        struct rtm_heap_config none = { .lock = RTM_HEAP_LOCK_NONE };
-        struct rtm_heap *a = rtm_heap_create(*k, arena + 3, 100000);
-        REQUIRE(a != NULL, );
-        struct rtm_heap_stats sa = stats_of(a);
-        rtm_heap_destroy(a);
-        struct rtm_heap *b = rtm_heap_create_ex(*k, arena + 3, 100000, &none);
-        REQUIRE(b != NULL, );
-        CHECK(a == b);
-        struct rtm_heap_stats sb = stats_of(b);
-        CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
-        CHECK_EQ(rtm_heap_lock_type(b), RTM_HEAP_LOCK_NONE);
-        struct rtm_heap_lock_stats ls = lock_stats_of(b);
-        CHECK(ls.type == RTM_HEAP_LOCK_NONE && ls.recoverable == 1 && ls.calls == 0);
-        CHECK_EQ(rtm__heap_lock_hold(b), -EINVAL);
-        rtm_heap_destroy(b);
-
-        /* Refused: unknown lock types; memory too small for the lock area
-         * and a heap. */
-        for (int bad = -1; bad <= 3; bad += 4) {
-            struct rtm_heap_config c = { .lock = bad };
-            errno = 0;
-            CHECK(rtm_heap_create_ex(*k, arena, sizeof(arena), &c) == NULL && errno == EINVAL);
-        }
-        errno = 0;
-        CHECK(create_locked(*k, arena, RTM_HEAP_LOCK_AREA_BYTES, RTM_HEAP_LOCK_PI) == NULL &&
-              errno == ENOMEM);
-        errno = 0;
-        CHECK(create_locked(*k, arena, 100, RTM_HEAP_LOCK_PI) == NULL && errno == ENOMEM);
-        errno = 0;
-        CHECK(create_locked(*k, NULL, 4096, RTM_HEAP_LOCK_PI) == NULL && errno == EINVAL);
+        check(*k);
     }
-    test_context = "layout: typed fronts";
+}
+
+/* No lock: rtm_heap_create's heap, at the same place, same figures. */
+static void no_lock(const char *kind)
+{
+    struct rtm_heap_config none = { .lock = RTM_HEAP_LOCK_NONE };
+    struct rtm_heap *a = rtm_heap_create(kind, arena + 3, 100000);
+    REQUIRE(a != NULL, );
+    struct rtm_heap_stats sa = stats_of(a);
+    rtm_heap_destroy(a);
+    struct rtm_heap *b = rtm_heap_create_ex(kind, arena + 3, 100000, &none);
+    REQUIRE(b != NULL, );
+    CHECK(a == b);
+    struct rtm_heap_stats sb = stats_of(b);
+    CHECK(memcmp(&sa, &sb, sizeof(sa)) == 0);
+    CHECK_EQ(rtm_heap_lock_type(b), RTM_HEAP_LOCK_NONE);
+    struct rtm_heap_lock_stats ls = lock_stats_of(b);
+    CHECK(ls.type == RTM_HEAP_LOCK_NONE && ls.recoverable == 1 && ls.calls == 0);
+    CHECK_EQ(rtm__heap_lock_hold(b), -EINVAL);
+    rtm_heap_destroy(b);
+}
+
+TEST_CASE_IN("layout", "no lock gives the heap rtm_heap_create gives")
+{
+    each_kind(no_lock);
+}
+
+/* Refused: unknown lock types; memory too small for the lock area and a
+ * heap. */
+static void refused_locks(const char *kind)
+{
+    for (int bad = -1; bad <= 3; bad += 4) {
+        struct rtm_heap_config c = { .lock = bad };
+        errno = 0;
+        CHECK(rtm_heap_create_ex(kind, arena, sizeof(arena), &c) == NULL && errno == EINVAL);
+    }
+    errno = 0;
+    CHECK(create_locked(kind, arena, RTM_HEAP_LOCK_AREA_BYTES, RTM_HEAP_LOCK_PI) == NULL &&
+          errno == ENOMEM);
+    errno = 0;
+    CHECK(create_locked(kind, arena, 100, RTM_HEAP_LOCK_PI) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(create_locked(kind, NULL, 4096, RTM_HEAP_LOCK_PI) == NULL && errno == EINVAL);
+}
+
+TEST_CASE_IN("layout", "unknown lock types and memory too small for a lock are refused")
+{
+    each_kind(refused_locks);
+}
+
+TEST_CASE_IN("layout", "the typed fronts refuse a lock")
+{
     struct rtm_heap_config pi = { .lock = RTM_HEAP_LOCK_PI };
     errno = 0;
     CHECK(rtm_tlsf_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
@@ -257,11 +317,13 @@ static void test_layout(void)
     CHECK(rtm_heapmem_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
     errno = 0;
     CHECK(rtm_xnheap_create_ex(arena, sizeof(arena), &pi) == NULL && errno == EINVAL);
+}
 
-    /* A thread that holds the lock and calls the heap gets EDEADLK, never a
-     * deadlock: through the test hook, and from a corruption handler (TLSF:
-     * a header overwritten past the block before). */
-    test_context = "layout: calls from inside a call";
+/* A thread that holds the lock and calls the heap gets EDEADLK, never a
+ * deadlock: through the test hook here, and from a corruption handler
+ * below. */
+TEST_CASE_IN("layout", "a call from inside a call gets EDEADLK")
+{
     struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, RTM_HEAP_LOCK_ROBUST_SHARED);
     REQUIRE(h != NULL, );
     CHECK_EQ(rtm__heap_lock_hold(h), 0);
@@ -273,9 +335,15 @@ static void test_layout(void)
     CHECK_EQ(rtm_heap_set_corruption_handler(h, NULL, NULL), -EDEADLK);
     CHECK_EQ(rtm__heap_lock_release(h), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
-    /* A handler is an address in one process: a heap shared between
-     * processes takes none, at create or later; clearing is allowed. */
-    test_context = "layout: no handler on a shared heap";
+    rtm_heap_destroy(h);
+}
+
+/* A handler is an address in one process: a heap shared between processes
+ * takes none, at create or later; clearing is allowed. */
+TEST_CASE_IN("layout", "a heap shared between processes takes no corruption handler")
+{
+    struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
     CHECK_EQ(rtm_heap_set_corruption_handler(h, call_back, h), -EINVAL);
     CHECK_EQ(rtm_heap_set_corruption_handler(h, NULL, NULL), 0);
     struct rtm_heap_config with_handler = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED,
@@ -285,8 +353,13 @@ static void test_layout(void)
     CHECK(rtm_heap_create_ex("tlsf", other, sizeof(other), &with_handler) == NULL &&
           errno == EINVAL);
     rtm_heap_destroy(h);
-    test_context = "layout: a handler calling its heap";
-    h = create_locked("tlsf", arena, 64u << 10, RTM_HEAP_LOCK_PI);
+}
+
+/* TLSF: a header overwritten past the block before calls the handler,
+ * whose calls back into the heap are refused. */
+TEST_CASE_IN("layout", "a corruption handler calling its heap gets EDEADLK")
+{
+    struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, RTM_HEAP_LOCK_PI);
     REQUIRE(h != NULL, );
     CHECK_EQ(rtm_heap_set_corruption_handler(h, call_back, h), 0);
     unsigned char *p = rtm_heap_alloc(h, 24), *q = rtm_heap_alloc(h, 24);
@@ -494,22 +567,25 @@ static void threads_one(const char *kind, int lock, uint64_t seed)
     munmap(mem, THREADS_HEAP);
 }
 
-static int test_threads(const char *kind)
+/* The kind is the argument after the group: lock_test threads KIND (main
+ * has checked that it names one). */
+static void threads_under(int lock, uint64_t seed)
 {
-    bool known = false;
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        known |= strcmp(*k, kind) == 0;
-    if (!known) {
-        fprintf(stderr, "lock_test: no kind '%s'\n", kind);
-        return 2;
-    }
-    for (size_t t = 0; t < N_LOCK_TYPES; t++) {
-        char ctx[64];
-        snprintf(ctx, sizeof(ctx), "threads %s/%s", kind, lock_name(lock_types[t]));
-        test_context = ctx;
-        threads_one(kind, lock_types[t], 0x10c4 + t);
-    }
-    return 0;
+    static char ctx[64];
+    const char *kind = test_argv[0];
+    snprintf(ctx, sizeof(ctx), "threads %s/%s", kind, lock_name(lock));
+    test_context = ctx;
+    threads_one(kind, lock, seed);
+}
+
+TEST_CASE_IN("threads", "threads share a PI-locked heap and lose nothing")
+{
+    threads_under(RTM_HEAP_LOCK_PI, 0x10c4);
+}
+
+TEST_CASE_IN("threads", "threads share a robust-locked heap and lose nothing")
+{
+    threads_under(RTM_HEAP_LOCK_ROBUST_SHARED, 0x10c5);
 }
 
 /* ---- robust: a holder that dies ------------------------------------------------------ */
@@ -541,6 +617,25 @@ static void expect_recovered(struct rtm_heap *h, uint64_t deaths)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+/* Every call of a heap whose dead holder damaged it fails (block: one of
+ * its blocks). */
+static void expect_unrecoverable(struct rtm_heap *h, void *block)
+{
+    errno = 0;
+    CHECK(rtm_heap_alloc(h, 16) == NULL && errno == ENOTRECOVERABLE);
+    CHECK_EQ(lock_stats_of(h).recoverable, 0);
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(h, &st), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_free(h, block), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_check(h), -ENOTRECOVERABLE);
+    CHECK_EQ(rtm_heap_add_pool(h, arena, sizeof(arena)), -ENOTRECOVERABLE);
+    errno = 0;
+    CHECK(rtm_heap_calloc(h, 2, 8) == NULL && errno == ENOTRECOVERABLE);
+    CHECK(rtm_heap_realloc(h, block, 8) == NULL);
+    CHECK_EQ(rtm_heap_usable_size(h, block), 0);
+    CHECK_EQ(rtm_heap_fill_count(h, 16), 0);
+}
+
 /* Damage that the kind's check finds, as a holder dying halfway through an
  * operation leaves: TLSF, a live block's header; heapmem and xnheap, the
  * guard of a free page run between two live ones. */
@@ -554,53 +649,113 @@ static void damage(const char *kind, struct rtm_heap *h, void **blocks, size_t n
     memset(blocks[n / 2], 0x77, 8); /* freed by the caller: a run's first page */
 }
 
-static void robust_kind(const char *kind)
+/* Runs a check for every kind, the kind as its context. */
+static void each_robust_kind(void (*check)(const char *kind))
 {
-    unsigned char *mem = map_shared(ROBUST_HEAP);
-    REQUIRE(mem != NULL, );
-    struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
-    REQUIRE(h != NULL, );
+    static char ctx[64];
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        snprintf(ctx, sizeof(ctx), "robust %s", *k);
+        test_context = ctx;
+        check(*k);
+    }
+}
 
-    /* A thread ends holding the lock. */
+/* A thread ends holding the lock: the heap has seen deaths owner deaths,
+ * all recovered from, since it was made. */
+static void thread_dies_holding(struct rtm_heap *h, uint64_t deaths)
+{
     struct holder t = { h, -1 };
     pthread_t tid;
     REQUIRE(pthread_create(&tid, NULL, hold_then_end, &t) == 0, );
     pthread_join(tid, NULL);
     CHECK_EQ(t.rc, 0);
-    expect_recovered(h, 1);
+    expect_recovered(h, deaths);
+}
 
-    /* A process dies holding it: exits, then killed by a signal. */
-    for (int sig = 0; sig <= SIGKILL; sig += SIGKILL) {
-        fflush(NULL);
-        pid_t pid = fork();
-        REQUIRE(pid >= 0, );
-        if (pid == 0) {
-            if (rtm__heap_lock_hold(h) != 0)
-                _exit(3);
-            if (sig)
-                raise(sig);
-            _exit(0);
-        }
-        int status;
-        waitpid(pid, &status, 0);
-        CHECK(sig ? WIFSIGNALED(status) : WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        expect_recovered(h, sig ? 3 : 2);
+/* A process dies holding it: exits (sig 0), or killed by sig. */
+static void process_dies_holding(struct rtm_heap *h, int sig, uint64_t deaths)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        if (rtm__heap_lock_hold(h) != 0)
+            test_exit(3);
+        if (sig)
+            raise(sig);
+        test_exit(0);
     }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(sig ? WIFSIGNALED(status) : WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    expect_recovered(h, deaths);
+}
 
-    /* A process dies holding it, the heap damaged: the next caller finds the
-     * damage, every call fails from then on, and the counters say why. */
-    void *blocks[256];
-    size_t n = 0;
-    while (n < 256 && (blocks[n] = rtm_heap_alloc(h, 600)) != NULL)
-        n++;
-    REQUIRE(n >= 8, );
+static void thread_death(const char *kind)
+{
+    unsigned char *mem = map_shared(ROBUST_HEAP);
+    REQUIRE(mem != NULL, );
+    struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
+    thread_dies_holding(h, 1);
+    munmap(mem, ROBUST_HEAP);
+}
+
+TEST_CASE_IN("robust", "a thread that ends holding the lock is recovered from")
+{
+    each_robust_kind(thread_death);
+}
+
+static void process_death(const char *kind)
+{
+    unsigned char *mem = map_shared(ROBUST_HEAP);
+    REQUIRE(mem != NULL, );
+    struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
+    process_dies_holding(h, 0, 1);
+    process_dies_holding(h, SIGKILL, 2);
+    munmap(mem, ROBUST_HEAP);
+}
+
+TEST_CASE_IN("robust", "a process that exits or is killed holding the lock is recovered from")
+{
+    each_robust_kind(process_death);
+}
+
+/* A heap in use, every block it could give of 600 bytes held (*n of them,
+ * in blocks); the page heaps then use every page and free one run: a free
+ * run between live ones. */
+static bool fill_for_damage(const char *kind, struct rtm_heap *h, void **blocks, size_t *n)
+{
+    *n = 0;
+    while (*n < 256 && (blocks[*n] = rtm_heap_alloc(h, 600)) != NULL)
+        (*n)++;
+    REQUIRE(*n >= 8, false);
     if (strcmp(kind, "tlsf") != 0) {
-        /* Every page used, then one run freed: a free run between live ones. */
         while (rtm_heap_alloc(h, 300) || rtm_heap_alloc(h, 16))
             ;
-        CHECK_EQ(rtm_heap_free(h, blocks[n / 2]), 0);
+        CHECK_EQ(rtm_heap_free(h, blocks[*n / 2]), 0);
     }
     CHECK_EQ(rtm_heap_check(h), 0);
+    return true;
+}
+
+/* A process dies holding the lock, the heap damaged (after three deaths
+ * recovered from): the next caller finds the damage, every call fails from
+ * then on, and the counters say why. */
+static void damaged_death(const char *kind)
+{
+    unsigned char *mem = map_shared(ROBUST_HEAP);
+    REQUIRE(mem != NULL, );
+    struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
+    REQUIRE(h != NULL, );
+    thread_dies_holding(h, 1);
+    process_dies_holding(h, 0, 2);
+    process_dies_holding(h, SIGKILL, 3);
+    void *blocks[256];
+    size_t n;
+    if (!fill_for_damage(kind, h, blocks, &n))
+        return;
     /* A shared heap takes no corruption handler (an address in one
      * process): the damage shows in the lock's state. */
     CHECK_EQ(rtm_heap_set_corruption_handler(h, call_back, NULL), -EINVAL);
@@ -609,26 +764,14 @@ static void robust_kind(const char *kind)
     REQUIRE(pid >= 0, );
     if (pid == 0) {
         if (rtm__heap_lock_hold(h) != 0)
-            _exit(3);
+            test_exit(3);
         damage(kind, h, blocks, n);
-        _exit(0);
+        test_exit(0);
     }
     int status;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    errno = 0;
-    CHECK(rtm_heap_alloc(h, 16) == NULL && errno == ENOTRECOVERABLE);
-    CHECK_EQ(lock_stats_of(h).recoverable, 0);
-    struct rtm_heap_stats st;
-    CHECK_EQ(rtm_heap_stats(h, &st), -ENOTRECOVERABLE);
-    CHECK_EQ(rtm_heap_free(h, blocks[0]), -ENOTRECOVERABLE);
-    CHECK_EQ(rtm_heap_check(h), -ENOTRECOVERABLE);
-    CHECK_EQ(rtm_heap_add_pool(h, arena, sizeof(arena)), -ENOTRECOVERABLE);
-    errno = 0;
-    CHECK(rtm_heap_calloc(h, 2, 8) == NULL && errno == ENOTRECOVERABLE);
-    CHECK(rtm_heap_realloc(h, blocks[0], 8) == NULL);
-    CHECK_EQ(rtm_heap_usable_size(h, blocks[0]), 0);
-    CHECK_EQ(rtm_heap_fill_count(h, 16), 0);
+    expect_unrecoverable(h, blocks[0]);
     struct rtm_heap_lock_stats ls = lock_stats_of(h);
     CHECK_EQ(ls.recoverable, 0);
     CHECK_EQ(ls.owner_deaths, 4);
@@ -639,10 +782,58 @@ static void robust_kind(const char *kind)
     munmap(mem, ROBUST_HEAP);
 }
 
-/* Processes killed at random while they allocate and free in a shared heap:
- * whenever one dies holding the lock, the next call either goes on (the
- * heap checked consistent) or fails for good (damaged); never anything in
- * between. */
+TEST_CASE_IN("robust", "a holder that dies after damaging the heap makes every call fail")
+{
+    each_robust_kind(damaged_death);
+}
+
+/* Allocates and frees in h until killed, saying first that it started. */
+static void churn(struct rtm_heap *h, int round, int *started) __attribute__((noreturn));
+static void churn(struct rtm_heap *h, int round, int *started)
+{
+    void *live[32] = { 0 };
+    uint64_t s = (uint64_t)round;
+    __atomic_store_n(started, 1, __ATOMIC_RELEASE);
+    for (;;) {
+        uint64_t r = rng_next(&s);
+        void **slot = &live[r % 32];
+        if (*slot)
+            rtm_heap_free(h, *slot);
+        *slot = rtm_heap_alloc(h, (size_t)(r >> 16) % 2000);
+    }
+}
+
+/* What 40 kills left: deaths while holding the lock, heaps found intact
+ * after them, heaps found damaged. */
+struct kills {
+    unsigned deaths, recovered, damaged;
+};
+
+/* After a kill: the next call either goes on (the heap checked
+ * consistent) or fails for good (damaged); never anything in between. */
+static void after_kill(struct rtm_heap *h, struct kills *k)
+{
+    struct rtm_heap_stats st;
+    int rc = rtm_heap_stats(h, &st);
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    k->deaths += (unsigned)ls.owner_deaths;
+    if (rc == 0) {
+        CHECK_EQ(ls.owner_deaths, ls.recovered);
+        CHECK_EQ(rtm_heap_check(h), 0);
+        k->recovered += (unsigned)ls.recovered;
+        void *p = rtm_heap_alloc(h, 32);
+        CHECK(p != NULL || st.largest_free_bytes < 32);
+        if (p)
+            CHECK_EQ(rtm_heap_free(h, p), 0);
+    } else {
+        CHECK_EQ(rc, -ENOTRECOVERABLE);
+        CHECK(ls.owner_deaths == 1 && ls.recovered == 0 && ls.recoverable == 0);
+        CHECK(rtm_heap_alloc(h, 16) == NULL);
+        k->damaged++;
+    }
+}
+
+/* Processes killed at random while they allocate and free in a shared heap. */
 static void robust_kills(const char *kind)
 {
     unsigned char *mem = map_shared(ROBUST_HEAP);
@@ -653,7 +844,7 @@ static void robust_kills(const char *kind)
         mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     REQUIRE(started != MAP_FAILED, );
     uint64_t rng = 0x6b111;
-    unsigned deaths = 0, recovered = 0, damaged = 0;
+    struct kills k = { 0 };
     for (int round = 0; round < 40; round++) {
         __atomic_store_n(started, 0, __ATOMIC_RELAXED);
         struct rtm_heap *h = create_locked(kind, mem, ROBUST_HEAP, RTM_HEAP_LOCK_ROBUST_SHARED);
@@ -661,18 +852,8 @@ static void robust_kills(const char *kind)
         fflush(NULL);
         pid_t pid = fork();
         REQUIRE(pid >= 0, );
-        if (pid == 0) {
-            void *live[32] = { 0 };
-            uint64_t s = (uint64_t)round;
-            __atomic_store_n(started, 1, __ATOMIC_RELEASE);
-            for (;;) {
-                uint64_t r = rng_next(&s);
-                void **slot = &live[r % 32];
-                if (*slot)
-                    rtm_heap_free(h, *slot);
-                *slot = rtm_heap_alloc(h, (size_t)(r >> 16) % 2000);
-            }
-        }
+        if (pid == 0)
+            churn(h, round, started);
         for (int wait = 0; !__atomic_load_n(started, __ATOMIC_ACQUIRE) && wait < 20000; wait++) {
             struct timespec w = { 0, 100000 };
             nanosleep(&w, NULL);
@@ -681,44 +862,21 @@ static void robust_kills(const char *kind)
         nanosleep(&d, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        struct rtm_heap_stats st;
-        int rc = rtm_heap_stats(h, &st);
-        struct rtm_heap_lock_stats ls = lock_stats_of(h);
-        deaths += (unsigned)ls.owner_deaths;
-        if (rc == 0) {
-            CHECK_EQ(ls.owner_deaths, ls.recovered);
-            CHECK_EQ(rtm_heap_check(h), 0);
-            recovered += (unsigned)ls.recovered;
-            void *p = rtm_heap_alloc(h, 32);
-            CHECK(p != NULL || st.largest_free_bytes < 32);
-            if (p)
-                CHECK_EQ(rtm_heap_free(h, p), 0);
-        } else {
-            CHECK_EQ(rc, -ENOTRECOVERABLE);
-            CHECK(ls.owner_deaths == 1 && ls.recovered == 0 && ls.recoverable == 0);
-            CHECK(rtm_heap_alloc(h, 16) == NULL);
-            damaged++;
-        }
+        after_kill(h, &k);
         rtm_heap_destroy(h);
     }
     printf("  %-8s 40 processes killed while allocating: %u died holding the lock, the heap "
            "intact after %u, damaged after %u\n",
-           kind, deaths, recovered, damaged);
-    CHECK(deaths > 0);
-    CHECK_EQ(damaged, 0); /* the undo log rolls every death back */
+           kind, k.deaths, k.recovered, k.damaged);
+    CHECK(k.deaths > 0);
+    CHECK_EQ(k.damaged, 0); /* the undo log rolls every death back */
     munmap(started, sizeof(int));
     munmap(mem, ROBUST_HEAP);
 }
 
-static void test_robust(void)
+TEST_CASE_IN("robust", "processes killed at random while allocating leave the heap intact")
 {
-    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
-        char ctx[64];
-        snprintf(ctx, sizeof(ctx), "robust %s", *k);
-        test_context = ctx;
-        robust_kind(*k);
-        robust_kills(*k);
-    }
+    each_robust_kind(robust_kills);
 }
 
 /* ---- pi: priority inheritance at work ----------------------------------------------- */
@@ -843,7 +1001,12 @@ static int run_scene(struct scene *s)
     return s->err ? -1 : 0;
 }
 
-static int test_pi(void)
+/* The CPU the pi scene runs on, the last this process may use; main puts
+ * the process there at SCHED_FIFO PRIO_MAIN before the group runs. */
+static int pi_cpu = -1;
+
+/* 0, SKIPPED when SCHED_FIFO on one CPU is not granted, or 1. */
+static int pi_setup(void)
 {
     struct sched_param sp = { .sched_priority = PRIO_MAIN };
     cpu_set_t set;
@@ -867,26 +1030,35 @@ static int test_pi(void)
     printf("  on CPU %d, SCHED_FIFO: low %d holds the lock for %llu ms of work, high %d "
            "waits for it, medium %d works %llu ms\n",
            cpu, PRIO_LOW, HOLD_NS / 1000000, PRIO_HIGH, PRIO_MEDIUM, SPIN_NS / 1000000);
+    pi_cpu = cpu;
+    return 0;
+}
 
-    /* The scene first with a plain mutex: the inversion must show, or the
-     * scene proves nothing. */
-    test_context = "pi: plain mutex";
+/* The scene first with a plain mutex: the inversion must show, or the
+ * scene proves nothing. */
+TEST_CASE_IN("pi", "a plain mutex lets the medium thread hold the high one up")
+{
+    REQUIRE(pi_cpu >= 0, );
     pthread_mutex_t plain = PTHREAD_MUTEX_INITIALIZER;
-    struct scene s = { .plain = &plain, .cpu = cpu };
-    REQUIRE(run_scene(&s) == 0, 1);
+    struct scene s = { .plain = &plain, .cpu = pi_cpu };
+    REQUIRE(run_scene(&s) == 0, );
     printf("  %-26s the high thread got the lock at %6.1f ms, the medium one ended at "
            "%6.1f ms\n",
            "plain mutex (no PI):", s.high_got_ns / 1e6, s.medium_done_ns / 1e6);
     CHECK(s.high_got_ns > s.medium_done_ns);
+}
 
+TEST_CASE_IN("pi", "a heap's holder is boosted so the high thread gets in before the medium ends")
+{
+    REQUIRE(pi_cpu >= 0, );
+    static char ctx[64];
     for (size_t t = 0; t < N_LOCK_TYPES; t++) {
-        char ctx[64];
         snprintf(ctx, sizeof(ctx), "pi: heap, lock %s", lock_name(lock_types[t]));
         test_context = ctx;
         struct rtm_heap *h = create_locked("tlsf", arena, 64u << 10, lock_types[t]);
-        REQUIRE(h != NULL, 1);
-        s = (struct scene){ .h = h, .cpu = cpu };
-        REQUIRE(run_scene(&s) == 0, 1);
+        REQUIRE(h != NULL, );
+        struct scene s = { .h = h, .cpu = pi_cpu };
+        REQUIRE(run_scene(&s) == 0, );
         printf("  heap, lock %-15s the high thread got the lock at %6.1f ms, the medium one "
                "ended at %6.1f ms\n",
                lock_name(lock_types[t]), s.high_got_ns / 1e6, s.medium_done_ns / 1e6);
@@ -896,7 +1068,6 @@ static int test_pi(void)
         CHECK_EQ(lock_stats_of(h).contended, 1);
         rtm_heap_destroy(h);
     }
-    return 0;
 }
 
 /* Why owner death is not tried under an emulator. */
@@ -904,26 +1075,34 @@ static int test_pi(void)
     "qemu-user implements no robust futex list (set_robust_list), so glibc cannot recover " \
     "a lock whose owner died: this needs a real kernel (a board, or qemu-system)"
 
+static bool is_kind(const char *kind)
+{
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        if (strcmp(*k, kind) == 0)
+            return true;
+    return false;
+}
+
+/* The section is the group (its cases above); robust is skipped under an
+ * emulator, and pi puts the process on one CPU at SCHED_FIFO first. */
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
-    int rc = 0;
-    if (strcmp(what, "layout") == 0)
-        test_layout();
-    else if (strcmp(what, "threads") == 0 && argc == 3)
-        rc = test_threads(argv[2]);
-    else if (strcmp(what, "robust") == 0 && test_emulated())
-        return test_skip_emulated("lock.robust", ROBUST_WHY);
-    else if (strcmp(what, "robust") == 0)
-        test_robust();
-    else if (strcmp(what, "pi") == 0)
-        rc = test_pi();
-    else {
+    if (strcmp(what, "threads") == 0 && argc == 3 && !is_kind(argv[2])) {
+        fprintf(stderr, "lock_test: no kind '%s'\n", argv[2]);
+        return 2;
+    }
+    if (!(strcmp(what, "layout") == 0 || (strcmp(what, "threads") == 0 && argc == 3) ||
+          strcmp(what, "robust") == 0 || strcmp(what, "pi") == 0)) {
         fprintf(stderr, "usage: lock_test layout | threads KIND | robust | pi\n");
         return 2;
     }
-    if (rc)
-        return rc;
-    test_context = NULL;
-    return test_summary("lock_test");
+    if (strcmp(what, "robust") == 0 && test_emulated())
+        return test_skip_emulated("lock.robust", ROBUST_WHY);
+    if (strcmp(what, "pi") == 0) {
+        int rc = pi_setup();
+        if (rc)
+            return rc;
+    }
+    return test_main(argc, argv, "lock_test");
 }

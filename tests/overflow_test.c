@@ -184,56 +184,122 @@ static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t
     }
 }
 
-static void trial(const char *kind, int hardening, size_t len, int pat, enum neighbour nb,
-                  size_t size_a, uint64_t seed)
+/* The heap of a trial in fresh memory between guard zones (*mem, of
+ * MEM_SPAN bytes): every other trial, two pools from adjacent memory, where
+ * an overflow at the end of one reaches the start of the other. */
+#define MEM_SPAN (HEAP_BYTES + 2 * GUARD)
+static bool trial_heap(struct trial *t, unsigned char **mem, const char *kind, int hardening,
+                       uint64_t seed)
 {
-    size_t span = HEAP_BYTES + 2 * GUARD;
-    unsigned char *mem =
-        mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(mem != MAP_FAILED, );
-    memset(mem, GUARD_BYTE, span);
     static struct held held[MAX_HELD];
-    static struct trial t;
-    memset(&t, 0, sizeof(t));
-    t.lo = mem + GUARD;
-    t.hi = mem + GUARD + HEAP_BYTES;
-    t.held = held;
-    t.rng = seed;
+    *mem = mmap(NULL, MEM_SPAN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(*mem != MAP_FAILED, false);
+    memset(*mem, GUARD_BYTE, MEM_SPAN);
+    memset(t, 0, sizeof(*t));
+    t->lo = *mem + GUARD;
+    t->hi = *mem + GUARD + HEAP_BYTES;
+    t->held = held;
+    t->rng = seed;
     struct rtm_heap_config cfg = { .hardening = hardening, .check_interval = 64 };
-    /* every other trial: two pools from adjacent memory, where an overflow
-     * at the end of one reaches the start of the other */
     bool two_pools = seed & 1;
-    t.h = rtm_heap_create_ex(kind, t.lo, two_pools ? HEAP_BYTES / 2 : HEAP_BYTES, &cfg);
-    snprintf(trial_desc, sizeof(trial_desc),
-             "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
-             "neighbour %s, %s",
-             kind, hardening, len, pat, size_a, nb_names[nb], two_pools ? "two pools" : "one pool");
-    REQUIRE(t.h != NULL, (void)munmap(mem, span));
+    t->h = rtm_heap_create_ex(kind, t->lo, two_pools ? HEAP_BYTES / 2 : HEAP_BYTES, &cfg);
+    REQUIRE(t->h != NULL, ((void)munmap(*mem, MEM_SPAN), false));
     if (two_pools)
-        CHECK_EQ(rtm_heap_add_pool(t.h, t.lo + HEAP_BYTES / 2, HEAP_BYTES / 2), 0);
+        CHECK_EQ(rtm_heap_add_pool(t->h, t->lo + HEAP_BYTES / 2, HEAP_BYTES / 2), 0);
+    return true;
+}
 
-    /* Some history, with a header swallowed by a merge (for a kind with
-     * headers): g1 freed, then g0 before it. Then A and its successor B,
-     * allocated back to back. */
-    random_ops(&t, 60);
-    long g0 = take(&t, 24), g1 = take(&t, 40);
+/* Some history, with a header swallowed by a merge (for a kind with
+ * headers): g1 freed, then g0 before it. Returns that header's offset. */
+static uint64_t history(struct trial *t)
+{
+    random_ops(t, 60);
+    long g0 = take(t, 24), g1 = take(t, 40);
     uint64_t gone = 0;
     if (g0 >= 0 && g1 >= 0) {
-        unsigned char *p0 = t.held[g0].p, *p1 = t.held[g1].p;
-        gone = (uint64_t)(p1 - (unsigned char *)t.h) - 8;
-        give(&t, (size_t)g1);
-        for (size_t i = 0; i < t.n; i++)
-            if (t.held[i].p == p0) {
-                give(&t, i); /* g0, wherever give() moved it */
+        unsigned char *p0 = t->held[g0].p, *p1 = t->held[g1].p;
+        gone = (uint64_t)(p1 - (unsigned char *)t->h) - 8;
+        give(t, (size_t)g1);
+        for (size_t i = 0; i < t->n; i++)
+            if (t->held[i].p == p0) {
+                give(t, i); /* g0, wherever give() moved it */
                 break;
             }
     }
+    return gone;
+}
+
+/* The overflow: len bytes of pattern pat past A's usable end (B follows
+ * it). Returns whether they changed anything. What it overwrote in a live
+ * block of the program's own is the program's business: those bytes are
+ * no longer compared. */
+static bool overflow(struct trial *t, const char *kind, unsigned char *pa, unsigned char *pb,
+                     size_t len, int pat, enum neighbour nb, uint64_t offset, uint64_t gone)
+{
+    unsigned char *end = pa + rtm_heap_usable_size(t->h, pa);
+    bool changed = false;
+    for (size_t i = 0; i < len && end + i < t->hi; i++) {
+        unsigned char v = pattern_byte(pat, i, end[i], offset, gone);
+        changed |= v != end[i];
+        if (v != end[i] && nb != NB_FREE && !strcmp(kind, "tlsf") && end + i >= pb - 8 &&
+            end + i < pb)
+            t->header_hit = pb;
+        end[i] = v;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        struct held *h = &t->held[i];
+        if (h->p < end + len && end < h->p + h->usable) {
+            size_t upto = (size_t)(end + len - h->p);
+            if (upto > h->usable)
+                upto = h->usable;
+            if (upto > h->skip)
+                h->skip = upto;
+        }
+    }
+    return changed;
+}
+
+/* After the drain: damage is never silent, nothing reported where nothing
+ * changed, nothing written outside the heap. */
+static void verdict(struct trial *t, const unsigned char *mem, bool changed)
+{
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_heap_stats(t->h, &st), 0);
+    int check = rtm_heap_check(t->h);
+    CHECK(check == 0 || check == -EFAULT);
+    if (check != 0 && st.corruptions == 0) {
+        CHECK(!"damaged metadata went unreported");
+        fprintf(stderr, "  (%s)\n", trial_desc);
+    }
+    if (!changed)
+        CHECK_EQ(st.corruptions, 0); /* nothing damaged: nothing reported */
+    for (size_t i = 0; i < GUARD; i++) {
+        if (mem[i] != GUARD_BYTE || mem[GUARD + HEAP_BYTES + i] != GUARD_BYTE) {
+            CHECK(!"nothing written outside the heap");
+            break;
+        }
+    }
+}
+
+static void trial(const char *kind, int hardening, size_t len, int pat, enum neighbour nb,
+                  size_t size_a, uint64_t seed)
+{
+    static struct trial t;
+    unsigned char *mem;
+    snprintf(trial_desc, sizeof(trial_desc),
+             "%s, level %d, %zu bytes of pattern %d past a %zu-byte block, "
+             "neighbour %s, %s",
+             kind, hardening, len, pat, size_a, nb_names[nb], seed & 1 ? "two pools" : "one pool");
+    if (!trial_heap(&t, &mem, kind, hardening, seed))
+        return;
+    /* Then A and its successor B, allocated back to back. */
+    uint64_t gone = history(&t);
     long a = take(&t, size_a);
     long b = take(&t, size_a);
     long other = take(&t, 40);
     if (a < 0 || b < 0 || other < 0) {
         CHECK(!"room for the trial's blocks");
-        munmap(mem, span);
+        munmap(mem, MEM_SPAN);
         return;
     }
     unsigned char *pa = t.held[a].p;
@@ -249,30 +315,7 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     }
     if (nb == NB_FREE)
         CHECK_EQ(give(&t, (size_t)b), 0);
-
-    /* The overflow. */
-    unsigned char *end = pa + rtm_heap_usable_size(t.h, pa);
-    bool changed = false;
-    for (size_t i = 0; i < len && end + i < t.hi; i++) {
-        unsigned char v = pattern_byte(pat, i, end[i], offset, gone);
-        changed |= v != end[i];
-        if (v != end[i] && nb != NB_FREE && !strcmp(kind, "tlsf") && end + i >= pb - 8 &&
-            end + i < pb)
-            t.header_hit = pb;
-        end[i] = v;
-    }
-    /* What it overwrote in a live block of its own is the program's
-     * business: those bytes are no longer compared. */
-    for (size_t i = 0; i < t.n; i++) {
-        struct held *h = &t.held[i];
-        if (h->p < end + len && end < h->p + h->usable) {
-            size_t upto = (size_t)(end + len - h->p);
-            if (upto > h->usable)
-                upto = h->usable;
-            if (upto > h->skip)
-                h->skip = upto;
-        }
-    }
+    bool changed = overflow(&t, kind, pa, pb, len, pat, nb, offset, gone);
     if (nb == NB_FREED_AFTER) {
         for (size_t i = 0; i < t.n; i++)
             if (t.held[i].p == pb) {
@@ -282,24 +325,8 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     }
     random_ops(&t, 300);
     fill_and_drain(&t);
-
-    struct rtm_heap_stats st;
-    CHECK_EQ(rtm_heap_stats(t.h, &st), 0);
-    int check = rtm_heap_check(t.h);
-    CHECK(check == 0 || check == -EFAULT);
-    if (check != 0 && st.corruptions == 0) {
-        CHECK(!"damaged metadata went unreported");
-        fprintf(stderr, "  (%s)\n", trial_desc);
-    }
-    if (!changed)
-        CHECK_EQ(st.corruptions, 0); /* nothing damaged: nothing reported */
-    for (size_t i = 0; i < GUARD; i++) {
-        if (mem[i] != GUARD_BYTE || mem[GUARD + HEAP_BYTES + i] != GUARD_BYTE) {
-            CHECK(!"nothing written outside the heap");
-            break;
-        }
-    }
-    munmap(mem, span);
+    verdict(&t, mem, changed);
+    munmap(mem, MEM_SPAN);
 }
 
 static void overflow_trials(const char *kind, int hardening)
@@ -313,6 +340,37 @@ static void overflow_trials(const char *kind, int hardening)
                 size_t size_a = sizes[(len + (size_t)pat + (size_t)nb) % 5];
                 trial(kind, hardening, len, pat, (enum neighbour)nb, size_a, seed++);
             }
+}
+
+/* The kinds given (overflow_test [kind ...]), or every kind; each as the
+ * context of the checks run on it. */
+static void each_kind(void (*check)(const char *kind))
+{
+    const char *const *names = test_argc > 0 ? (const char *const *)test_argv : rtm_heap_kinds();
+    for (; *names; names++) {
+        test_context = *names;
+        check(*names);
+    }
+}
+
+static void trials_default(const char *kind)
+{
+    overflow_trials(kind, RTM_HEAP_HARDEN_O1);
+}
+
+TEST_CASE("overflows past a block at the default level crash nothing, and damage is never silent")
+{
+    each_kind(trials_default);
+}
+
+static void trials_full(const char *kind)
+{
+    overflow_trials(kind, RTM_HEAP_HARDEN_FULL);
+}
+
+TEST_CASE("overflows past a block at full hardening crash nothing, and damage is never silent")
+{
+    each_kind(trials_full);
 }
 
 /* The handler hears of damage with the block and what was found, and the
@@ -332,10 +390,11 @@ static void on_corruption(const struct rtm_heap_corruption *c, void *arg)
     h->what = c->what;
 }
 
-static void handler_and_levels(const char *kind)
+static unsigned char mem[1 << 16] __attribute__((aligned(4096)));
+static unsigned char other[1 << 16] __attribute__((aligned(4096)));
+
+static void handler_hears(const char *kind)
 {
-    static unsigned char mem[1 << 16] __attribute__((aligned(4096)));
-    static unsigned char other[1 << 16] __attribute__((aligned(4096)));
     struct heard heard = { 0, NULL, NULL };
     struct rtm_heap_config cfg = { .on_corruption = on_corruption, .on_corruption_arg = &heard };
     /* the heap leaves the array's last page free: the overflow below may
@@ -368,13 +427,28 @@ static void handler_and_levels(const char *kind)
     rtm_heap_destroy(h);
     CHECK_EQ(rtm_heap_set_corruption_handler(h, on_corruption, &heard), -EINVAL);
     CHECK_EQ(rtm_heap_hardening(h), -EINVAL);
+}
 
-    /* an unknown level is refused */
+TEST_CASE("the handler hears of damage with the block and what was found, counted")
+{
+    each_kind(handler_hears);
+}
+
+static void unknown_level(const char *kind)
+{
     struct rtm_heap_config bad = { .hardening = 7 };
     errno = 0;
     CHECK(rtm_heap_create_ex(kind, mem, sizeof(mem), &bad) == NULL && errno == EINVAL);
+}
 
-    /* the same clean workload at every level: same addresses, no corruption */
+TEST_CASE("an unknown hardening level is refused")
+{
+    each_kind(unknown_level);
+}
+
+/* The same clean workload at every level: same addresses, no corruption. */
+static void levels_alike(const char *kind)
+{
     for (int level = RTM_HEAP_HARDEN_O1; level <= RTM_HEAP_HARDEN_FULL; level++) {
         struct rtm_heap_config c1 = { .hardening = RTM_HEAP_HARDEN_NONE };
         struct rtm_heap_config c2 = { .hardening = level, .check_interval = 3 };
@@ -405,14 +479,20 @@ static void handler_and_levels(const char *kind)
     }
 }
 
+TEST_CASE("every level gives the blocks no hardening gives, and counts nothing, on a clean "
+          "workload")
+{
+    each_kind(levels_alike);
+}
+
 /* RTM_HEAP_HARDEN_FULL: damage that no O(1) check reads (a free block's
  * footer in the middle of nowhere) is found by the next periodic check, and
  * every operation is refused from then on. */
 static void full_level_finds_damage(const char *kind)
 {
-    static unsigned char mem[1 << 16] __attribute__((aligned(4096)));
+    static unsigned char own[1 << 16] __attribute__((aligned(4096)));
     struct rtm_heap_config cfg = { .hardening = RTM_HEAP_HARDEN_FULL, .check_interval = 4 };
-    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, sizeof(mem), &cfg);
+    struct rtm_heap *h = rtm_heap_create_ex(kind, own, sizeof(own), &cfg);
     REQUIRE(h != NULL, );
     unsigned char *a = rtm_heap_alloc(h, 1000);
     unsigned char *b = rtm_heap_alloc(h, 1000);
@@ -432,16 +512,12 @@ static void full_level_finds_damage(const char *kind)
     CHECK(st.corruptions > 0);
 }
 
+TEST_CASE("full hardening finds damage no O(1) check reads, and refuses from then on")
+{
+    each_kind(full_level_finds_damage);
+}
+
 int main(int argc, char **argv)
 {
-    const char *const *kinds = rtm_heap_kinds();
-    const char *const *names = argc > 1 ? (const char *const *)(argv + 1) : kinds;
-    for (; *names; names++) {
-        test_context = *names;
-        overflow_trials(*names, RTM_HEAP_HARDEN_O1);
-        overflow_trials(*names, RTM_HEAP_HARDEN_FULL);
-        handler_and_levels(*names);
-        full_level_finds_damage(*names);
-    }
-    return test_summary("overflow");
+    return test_main(argc, argv, "overflow");
 }

@@ -25,6 +25,16 @@ static struct rtm_heap_stats stats(const struct rtm_heap *h)
     return st;
 }
 
+/* Runs a check on a heap of each page kind, the kind as its context. */
+static void each_kind(void (*check)(const char *kind))
+{
+    static const char *const kinds[] = { "heapmem", "xnheap" };
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        test_context = kinds[k];
+        check(kinds[k]);
+    }
+}
+
 static bool disjoint(const struct rtm_heap *h, const unsigned char *a, const unsigned char *b)
 {
     size_t ua = rtm_heap_usable_size(h, a), ub = rtm_heap_usable_size(h, b);
@@ -37,7 +47,7 @@ static bool disjoint(const struct rtm_heap *h, const unsigned char *a, const uns
  * inside a live 32-byte block. The scenario: 32 bytes, the rest of the first
  * pool as one run, a second pool, then two 16-byte blocks.
  */
-static void test_extent_bug(const char *kind)
+static void extent_bug(const char *kind)
 {
     memset(arena, 0x5a, sizeof(arena));
     struct rtm_heap *h = rtm_heap_create(kind, arena, 64u << 10);
@@ -69,9 +79,14 @@ static void test_extent_bug(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("an extended heap never hands out a block inside a live one")
+{
+    each_kind(extent_bug);
+}
+
 /* A bucket page: full leaves its list, a freed slot is reused first, an
  * empty page goes back to the page runs. */
-static void test_bucket_pages(const char *kind)
+static void bucket_pages(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -109,7 +124,12 @@ static void test_bucket_pages(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
-static void test_runs_and_bad_frees(const char *kind)
+TEST_CASE("a bucket page fills, reuses a freed slot first and empties back into the runs")
+{
+    each_kind(bucket_pages);
+}
+
+static void runs_and_bad_frees(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -143,11 +163,16 @@ static void test_runs_and_bad_frees(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("bad frees are refused and freed runs merge into one")
+{
+    each_kind(runs_and_bad_frees);
+}
+
 /* Review finding: pages never handed out have uninitialised page-map
  * entries; garbage there that reads as a live run must not make a free
  * valid. Every word of the memory reads as a page-map entry "RUN of 1 page"
  * here, whatever the page map's alignment. */
-static void test_never_used_pages(const char *kind)
+static void never_used_pages(const char *kind)
 {
     uint64_t fake = 0x0000000100000001ull; /* type RUN, one page, in any 8-byte slot */
     for (size_t i = 0; i < sizeof(arena); i += 8)
@@ -168,8 +193,13 @@ static void test_never_used_pages(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("garbage in never-used page-map entries makes no free valid")
+{
+    each_kind(never_used_pages);
+}
+
 /* check() finds a corrupted free-run descriptor (and does not crash). */
-static void test_check_finds_corruption(const char *kind)
+static void check_finds_corruption(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -187,8 +217,13 @@ static void test_check_finds_corruption(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("check finds a corrupted free-run descriptor")
+{
+    each_kind(check_finds_corruption);
+}
+
 /* Review finding: going smaller must not fail on a full heap. */
-static void test_shrink_on_full_heap(const char *kind)
+static void shrink_on_full_heap(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, 64u << 10);
     REQUIRE(h != NULL, );
@@ -210,9 +245,14 @@ static void test_shrink_on_full_heap(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("going smaller on a full heap stays in place")
+{
+    each_kind(shrink_on_full_heap);
+}
+
 /* Review finding: runs grow in place into a free run that is larger than
  * needed (its descriptor moves to the rest). */
-static void test_grow_into_larger_run(const char *kind)
+static void grow_into_larger_run(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -227,7 +267,12 @@ static void test_grow_into_larger_run(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
-static void test_e2big(const char *kind)
+TEST_CASE("a run grows in place into a larger free run")
+{
+    each_kind(grow_into_larger_run);
+}
+
+static void e2big(const char *kind)
 {
     /* (Terabytes of guest mapping exhaust qemu-user's own record of its
      * pages: not tried under an emulator.) */
@@ -261,10 +306,14 @@ static void test_e2big(const char *kind)
     munmap(mem, size);
 }
 
-/* The typed APIs and the generic one give the same heap. */
-static void test_typed(void)
+TEST_CASE("a pool beyond the page limit is refused with E2BIG")
 {
-    test_context = "typed";
+    each_kind(e2big);
+}
+
+/* The typed APIs and the generic one give the same heap. */
+TEST_CASE("the typed APIs give the same heap as the generic one")
+{
     static unsigned char other[sizeof(arena)] __attribute__((aligned(4096)));
     struct rtm_heapmem *m = rtm_heapmem_create(arena, sizeof(arena));
     struct rtm_heap *g = rtm_heap_create("heapmem", other, sizeof(other));
@@ -308,7 +357,7 @@ static void test_typed(void)
     CHECK_EQ(rtm_heapmem_stats(m, &sd), -EINVAL);
 }
 
-static void test_realloc_in_place(const char *kind)
+static void realloc_in_place(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -334,7 +383,12 @@ static void test_realloc_in_place(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
-static void test_aligned_beyond_page(const char *kind)
+TEST_CASE("realloc shrinks and grows runs in place")
+{
+    each_kind(realloc_in_place);
+}
+
+static void aligned_beyond_page(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -354,7 +408,12 @@ static void test_aligned_beyond_page(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
-static void test_exact_fill(const char *kind)
+TEST_CASE("alignments beyond a page give the slack back")
+{
+    each_kind(aligned_beyond_page);
+}
+
+static void exact_fill(const char *kind)
 {
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof(arena));
     REQUIRE(h != NULL, );
@@ -379,9 +438,14 @@ static void test_exact_fill(const char *kind)
     }
 }
 
+TEST_CASE("fill counts are exact for every size class")
+{
+    each_kind(exact_fill);
+}
+
 /* 64 GiB of address space: create touches no page map, and only what is
  * used is ever written. */
-static void test_lazy_page_map(const char *kind)
+static void lazy_page_map(const char *kind)
 {
     size_t size = (size_t)64 << 30;
     unsigned char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -408,6 +472,11 @@ static void test_lazy_page_map(const char *kind)
             resident++;
     CHECK(resident <= 4);
     munmap(mem, size);
+}
+
+TEST_CASE("a 64 GiB heap writes only the pages it uses")
+{
+    each_kind(lazy_page_map);
 }
 
 /* ---- hardening: overflows past a block ------------------------------------------ */
@@ -529,58 +598,60 @@ enum { P_00, P_41, P_FF, P_OFFSET, P_GUARD_COPY, P_LINKS_COPY, P_COUNT };
  */
 static unsigned long trials_run, trials_damaged, trials_refusing;
 
-static void overflow_trial(const char *kind, int level, enum victim v, enum neighbour nb,
-                           size_t len, int pat, uint64_t seed)
+/* A trial's heap: runs come from the tail, in address order downwards:
+ * fillers (every other one freed, so that the trees hold several runs), X1,
+ * the neighbour X2, the victim, a live run below it; *next is the block
+ * the victim's end touches, *a_free_run a free run that did not merge. */
+static bool trial_layout(struct trial *t, enum victim v, enum neighbour nb, unsigned char **x2p,
+                         unsigned char **next_p, unsigned char **a_free_run)
 {
-    static struct trial t;
-    memset(&t, 0, sizeof(t));
-    memset(ovf_mem, 0xa5, sizeof(ovf_mem));
-    struct reports rep = { 0 };
-    struct rtm_heap_config cfg = { level, 0, record, &rep, RTM_HEAP_LOCK_NONE };
-    t.h = rtm_heap_create_ex(kind, OVF_LO, OVF_HEAP, &cfg);
-    REQUIRE(t.h != NULL, );
-    /* Runs come from the tail, in address order downwards: fillers (every
-     * other one freed below, so that the trees hold several runs), X1, the
-     * neighbour X2, the victim. */
     unsigned char *filler[10];
     for (int i = 0; i < 10; i++)
-        filler[i] = take(&t, (size_t)(1 + i % 4) * PAGE);
-    unsigned char *x1 = take(&t, 2 * PAGE), *x2 = take(&t, 3 * PAGE);
-    REQUIRE(x1 && x2, );
+        filler[i] = take(t, (size_t)(1 + i % 4) * PAGE);
+    unsigned char *x1 = take(t, 2 * PAGE), *x2 = take(t, 3 * PAGE);
+    REQUIRE(x1 && x2, false);
     unsigned char *victim = NULL, *next = x2;
     switch (v) {
-    case V_RUN1: victim = take(&t, PAGE); break;
-    case V_RUN2: victim = take(&t, 2 * PAGE); break;
+    case V_RUN1: victim = take(t, PAGE); break;
+    case V_RUN2: victim = take(t, 2 * PAGE); break;
     case V_SLOT16_LAST:
         for (int i = 0; i < 32; i++)
-            victim = take(&t, 16);
+            victim = take(t, 16);
         break;
     case V_SLOT256_LAST:
-        take(&t, 256);
-        victim = take(&t, 256);
+        take(t, 256);
+        victim = take(t, 256);
         break;
     case V_SLOT_INTO_SLOT:
-        victim = take(&t, 64);
-        next = take(&t, 64);
+        victim = take(t, 64);
+        next = take(t, 64);
         break;
     default: break;
     }
-    REQUIRE(victim != NULL && next != NULL, );
-    size_t vlen = rtm_heap_usable_size(t.h, victim);
-    REQUIRE(victim + vlen == next, );
-    take(&t, PAGE); /* a live run below the victim */
+    REQUIRE(victim != NULL && next != NULL, false);
+    size_t vlen = rtm_heap_usable_size(t->h, victim);
+    REQUIRE(victim + vlen == next, false);
+    take(t, PAGE); /* a live run below the victim */
     for (int i = 0; i < 10; i += 2)
-        give(&t, held_index(&t, filler[i]));
-    unsigned char *a_free_run = filler[0]; /* free, and not merged: its neighbours are live */
-    size_t x2i = held_index(&t, x2);
+        give(t, held_index(t, filler[i]));
+    *a_free_run = filler[0]; /* free, and not merged: its neighbours are live */
+    size_t x2i = held_index(t, x2);
     if (nb == N_FREE)
-        give(&t, x2i);
+        give(t, x2i);
     else if (nb == N_LIVE_LINKS && next == x2)
-        memcpy(x2, a_free_run, t.b[x2i].len); /* looks like a descriptor with real links */
+        memcpy(x2, *a_free_run, t->b[x2i].len); /* looks like a descriptor with real links */
+    *x2p = x2;
+    *next_p = next;
+    return true;
+}
 
-    /* The overflow. */
+/* The overflow: len bytes of pattern pat written at next. Returns whether
+ * they changed what was there. */
+static bool trial_overflow(const struct trial *t, unsigned char *next, size_t len, int pat,
+                           const unsigned char *a_free_run)
+{
     unsigned char bytes[16];
-    size_t off = (size_t)((uintptr_t)a_free_run - (uintptr_t)t.h);
+    size_t off = (size_t)((uintptr_t)a_free_run - (uintptr_t)t->h);
     for (size_t i = 0; i < sizeof(bytes); i++) {
         switch (pat) {
         case P_00: bytes[i] = 0x00; break;
@@ -594,6 +665,42 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
     }
     bool changed = memcmp(next, bytes, len) != 0;
     memcpy(next, bytes, len);
+    return changed;
+}
+
+/* Random operations, then allocate until failure and free everything. */
+static void trial_drain(struct trial *t, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (int op = 0; op < 200; op++) {
+        if (t->n && rng_range(&s, 0, 1))
+            give(t, rng_range(&s, 0, t->n - 1));
+        else
+            take(t, rng_range(&s, 0, 1) ? rng_range(&s, 0, 256) : rng_range(&s, 257, 3 * PAGE));
+    }
+    while (take(t, PAGE))
+        ;
+    while (take(t, 16))
+        ;
+    for (size_t round = 0; round < 2; round++)
+        for (size_t i = t->n; i-- > 0;)
+            give(t, i);
+}
+
+static void overflow_trial(const char *kind, int level, enum victim v, enum neighbour nb,
+                           size_t len, int pat, uint64_t seed)
+{
+    static struct trial t;
+    memset(&t, 0, sizeof(t));
+    memset(ovf_mem, 0xa5, sizeof(ovf_mem));
+    struct reports rep = { 0 };
+    struct rtm_heap_config cfg = { level, 0, record, &rep, RTM_HEAP_LOCK_NONE };
+    t.h = rtm_heap_create_ex(kind, OVF_LO, OVF_HEAP, &cfg);
+    REQUIRE(t.h != NULL, );
+    unsigned char *x2, *next, *a_free_run;
+    if (!trial_layout(&t, v, nb, &x2, &next, &a_free_run))
+        return;
+    bool changed = trial_overflow(&t, next, len, pat, a_free_run);
     /* At RTM_HEAP_HARDEN_NONE the bytes a short overflow reaches hold
      * nothing: no damage, nothing to report. */
     bool damaged = level != RTM_HEAP_HARDEN_NONE && nb == N_FREE && next == x2 && changed;
@@ -607,22 +714,7 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
         if (nb == N_FREED_AFTER)
             give(&t, i);
     }
-
-    /* Random operations, then allocate until failure and free everything. */
-    uint64_t s = seed;
-    for (int op = 0; op < 200; op++) {
-        if (t.n && rng_range(&s, 0, 1))
-            give(&t, rng_range(&s, 0, t.n - 1));
-        else
-            take(&t, rng_range(&s, 0, 1) ? rng_range(&s, 0, 256) : rng_range(&s, 257, 3 * PAGE));
-    }
-    while (take(&t, PAGE))
-        ;
-    while (take(&t, 16))
-        ;
-    for (size_t round = 0; round < 2; round++)
-        for (size_t i = t.n; i-- > 0;)
-            give(&t, i);
+    trial_drain(&t, seed);
 
     struct rtm_heap_stats st = stats(t.h);
     for (size_t i = 0; i < OVF_GUARD; i++)
@@ -645,7 +737,7 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
     }
 }
 
-static void test_overflow_trials(const char *kind)
+static void overflow_trials(const char *kind)
 {
     static const size_t lens[] = { 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16 };
     uint64_t seed = 0x6f766572666c6f77ull;
@@ -674,6 +766,11 @@ static void test_overflow_trials(const char *kind)
     }
 }
 
+TEST_CASE("overflows past a block stay in the heap and damage is reported")
+{
+    each_kind(overflow_trials);
+}
+
 /* A heap of the level given, laid out as the trials lay it out: a free run
  * X2 of 3 pages between the live runs X1 (above) and V (below), and a
  * bucket page with free slots. Returns V; *x2 is the free run. */
@@ -696,7 +793,7 @@ static unsigned char *guarded_layout(struct rtm_heap **hp, const char *kind, int
 
 /* The handler hears of a refused free: the block given, where the damage
  * lies, what was found; the heap is unchanged and the block still live. */
-static void test_handler_and_refusal(const char *kind)
+static void handler_and_refusal(const char *kind)
 {
     struct reports rep = { 0 };
     struct rtm_heap *h;
@@ -742,9 +839,14 @@ static void test_handler_and_refusal(const char *kind)
     CHECK_EQ(rep.calls, 3);
 }
 
+TEST_CASE("the handler hears of a refused free and the heap is unchanged")
+{
+    each_kind(handler_and_refusal);
+}
+
 /* RTM_HEAP_HARDEN_FULL finds damage at its next periodic check, even in
  * operations that use no free run; O1 does not see it there. */
-static void test_full_periodic(const char *kind)
+static void full_periodic(const char *kind)
 {
     for (int level = RTM_HEAP_HARDEN_O1; level <= RTM_HEAP_HARDEN_FULL; level += 2) {
         struct reports rep = { 0 };
@@ -777,9 +879,14 @@ static void test_full_periodic(const char *kind)
     }
 }
 
+TEST_CASE("full hardening finds damage at its next periodic check")
+{
+    each_kind(full_periodic);
+}
+
 /* RTM_HEAP_HARDEN_NONE: the same blocks as the default level on a clean
  * workload, every kind of request included; nothing is reported. */
-static void test_none_same_as_default(const char *kind)
+static void none_same_as_default(const char *kind)
 {
     const size_t half = sizeof(arena) / 2;
     struct rtm_heap_config none = { RTM_HEAP_HARDEN_NONE, 0, NULL, NULL, RTM_HEAP_LOCK_NONE };
@@ -827,10 +934,15 @@ static void test_none_same_as_default(const char *kind)
     CHECK_EQ(rtm_heap_check(hd), 0);
 }
 
+TEST_CASE("no hardening gives the same blocks as the default level")
+{
+    each_kind(none_same_as_default);
+}
+
 /* Pools back to back: an overflow of 16 bytes past the last page of one
  * lands in the unused bytes that open the next (the control structure or a
  * pool descriptor follows them), and nothing is damaged. */
-static void test_adjacent_pools(const char *kind)
+static void adjacent_pools(const char *kind)
 {
     const size_t part = 32u << 10;
     /* pools a, c (creating), b */
@@ -868,12 +980,16 @@ static void test_adjacent_pools(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
+TEST_CASE("an overflow past a pool's last page damages nothing in the next pool")
+{
+    each_kind(adjacent_pools);
+}
+
 /* Review finding: taking a free run whole unlinked its address node without
  * checking that node's guard, so damage there (a write through a dangling
  * pointer) was erased unreported, or its links followed. */
-static void test_taken_run_checked_whole(const char *kind)
+static void taken_run_checked_whole(const char *kind)
 {
-    test_context = kind;
     static unsigned char mem[64 * 1024] __attribute__((aligned(4096)));
     struct rtm_heap *h = rtm_heap_create(kind, mem, sizeof(mem));
     REQUIRE(h != NULL, );
@@ -890,12 +1006,16 @@ static void test_taken_run_checked_whole(const char *kind)
     CHECK(rtm_heap_check(h) == -EFAULT); /* the damage stays seen */
 }
 
+TEST_CASE("a free run taken whole has its guard checked")
+{
+    each_kind(taken_run_checked_whole);
+}
+
 /* Review finding: a refused realloc left its new block allocated. The new
  * block used up the free run just below the old one, whose free then met the
  * run below that, damaged and unchecked. */
-static void test_realloc_refusal_leaks_nothing(const char *kind)
+static void realloc_refusal_leaks_nothing(const char *kind)
 {
-    test_context = kind;
     static unsigned char mem[64 * 1024] __attribute__((aligned(4096)));
     struct rtm_heap *h = rtm_heap_create(kind, mem, sizeof(mem));
     REQUIRE(h != NULL, );
@@ -939,32 +1059,12 @@ static void test_realloc_refusal_leaks_nothing(const char *kind)
     CHECK_EQ(rtm_heap_check(h), 0);
 }
 
-int main(void)
+TEST_CASE("a refused realloc leaks no block")
 {
-    const char *kinds[] = { "heapmem", "xnheap" };
-    for (size_t k = 0; k < 2; k++) {
-        test_context = kinds[k];
-        test_extent_bug(kinds[k]);
-        test_bucket_pages(kinds[k]);
-        test_runs_and_bad_frees(kinds[k]);
-        test_realloc_in_place(kinds[k]);
-        test_aligned_beyond_page(kinds[k]);
-        test_exact_fill(kinds[k]);
-        test_lazy_page_map(kinds[k]);
-        test_never_used_pages(kinds[k]);
-        test_check_finds_corruption(kinds[k]);
-        test_shrink_on_full_heap(kinds[k]);
-        test_grow_into_larger_run(kinds[k]);
-        test_e2big(kinds[k]);
-        test_overflow_trials(kinds[k]);
-        test_handler_and_refusal(kinds[k]);
-        test_full_periodic(kinds[k]);
-        test_none_same_as_default(kinds[k]);
-        test_adjacent_pools(kinds[k]);
-        test_taken_run_checked_whole(kinds[k]);
-        test_realloc_refusal_leaks_nothing(kinds[k]);
-    }
-    test_typed();
-    test_context = NULL;
-    return test_summary("pageheap");
+    each_kind(realloc_refusal_leaks_nothing);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv, "pageheap");
 }

@@ -89,14 +89,37 @@ static struct rtm_heap_stats stats(struct rtm_heap *h)
 
 /* ---- owners ------------------------------------------------------------------------ */
 
-static void owners_of(const char *kind, int n)
+/* A fresh shared heap of the kind, 1 MiB, under a name of its own. */
+static struct rtm_shared *owners_heap(const char *kind)
 {
-    char ctx[64];
-    snprintf(ctx, sizeof ctx, "owners %s", kind);
-    test_context = ctx;
-    new_name(n);
+    static int serial;
+    new_name(++serial);
     struct rtm_shared *s = rtm_shared_create(name, kind, 1u << 20);
-    CHECK(s != NULL);
+    REQUIRE(s != NULL, NULL);
+    return s;
+}
+
+/* Its end: detached and unlinked. */
+static void owners_done(struct rtm_shared *s)
+{
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* Runs a check for every kind, the kind as its context. */
+static void each_kind(void (*check)(const char *kind))
+{
+    static char ctx[64];
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        snprintf(ctx, sizeof ctx, "owners %s", *k);
+        test_context = ctx;
+        check(*k);
+    }
+}
+
+static void owner_recorded(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
     if (!s)
         return;
     struct rtm_heap *h = rtm_shared_heap(s);
@@ -109,9 +132,24 @@ static void owners_of(const char *kind, int n)
     mine = rtm_heap_realloc(h, mine, 3000);
     CHECK(mine != NULL);
     CHECK_EQ(rtm_shared_owner(s, mine), me);
+    owners_done(s);
+}
 
-    /* A child allocates ten blocks, publishes one, gives one to the heap,
-     * and exits without freeing any. */
+TEST_CASE_IN("owners", "a block's owner is recorded at allocation and kept by realloc")
+{
+    each_kind(owner_recorded);
+}
+
+/* A child allocates ten blocks, publishes one, gives one to the heap, and
+ * exits without freeing any; this process holds one of its own. */
+static void exited_child_blocks(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int me = (int)getpid();
+    REQUIRE(rtm_heap_alloc(h, 3000) != NULL, );
     size_t live_before = stats(h).live_blocks;
     pid_t child = fork();
     if (child == 0) {
@@ -119,14 +157,14 @@ static void owners_of(const char *kind, int n)
         for (int i = 0; i < 10; i++) {
             p[i] = rtm_heap_alloc(h, 50 + 300 * (size_t)i);
             if (!p[i])
-                _exit(1);
+                test_exit(1);
             memset(p[i], i, 50);
         }
         if (rtm_shared_publish(s, "kept", (char *)p[3] + 8) != 0)
-            _exit(2);
+            test_exit(2);
         if (rtm_shared_set_owner(s, p[5], 0) != 0 || rtm_shared_owner(s, p[5]) != 0)
-            _exit(3);
-        _exit(0);
+            test_exit(3);
+        test_exit(0);
     }
     CHECK_EQ(reap(child, NULL), 0);
     CHECK_EQ(stats(h).live_blocks, live_before + 10);
@@ -146,13 +184,34 @@ static void owners_of(const char *kind, int n)
     CHECK_EQ(stats(h).live_blocks, live_before + 2); /* the published and the heap's */
     CHECK(rtm_shared_lookup(s, "kept") != NULL);
     CHECK_EQ(rtm_heap_check(h), 0);
+    owners_done(s);
+}
 
-    /* A realloc by another process keeps the owner; so does one that
-     * moves the block. alloc(0) has a usable byte (0 would mean no block). */
-    child = fork();
+TEST_CASE_IN("owners", "an exited process's blocks are listed and reclaimed, but not the "
+                       "published or the heap's")
+{
+    each_kind(exited_child_blocks);
+}
+
+/* A realloc by another process keeps the owner; so does one that moves the
+ * block (a neighbour below keeps it from growing in place). alloc(0) has a
+ * usable byte (0 would mean no block). */
+static void realloc_elsewhere(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int me = (int)getpid();
+    char *mine = rtm_heap_realloc(h, rtm_heap_alloc(h, 100), 3000);
+    REQUIRE(mine != NULL, );
+    void *neighbour = rtm_heap_alloc(h, 3000);
+    CHECK(neighbour != NULL);
+    pid_t child = fork();
     if (child == 0) {
         char *q = rtm_heap_realloc(h, mine, 20000); /* grows past its neighbours: moves */
-        _exit(q && rtm_shared_owner(s, q) == me && rtm_shared_publish(s, "moved", q) == 0 ? 0 : 1);
+        test_exit(q && rtm_shared_owner(s, q) == me && rtm_shared_publish(s, "moved", q) == 0 ? 0
+                                                                                              : 1);
     }
     CHECK_EQ(reap(child, NULL), 0);
     mine = rtm_shared_lookup(s, "moved");
@@ -162,16 +221,49 @@ static void owners_of(const char *kind, int n)
     void *zero = rtm_heap_alloc(h, 0);
     CHECK(zero && rtm_heap_usable_size(h, zero) >= 1);
     CHECK_EQ(rtm_heap_free(h, zero), 0);
+    owners_done(s);
+}
 
-    /* set_owner: to the heap, to a process that is gone (refused) */
+TEST_CASE_IN("owners", "a realloc by another process keeps the owner, moved or not")
+{
+    each_kind(realloc_elsewhere);
+}
+
+/* set_owner: to the heap, to a process that is gone (refused). */
+static void set_owner(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    int me = (int)getpid();
+    char *mine = rtm_heap_alloc(rtm_shared_heap(s), 100);
+    REQUIRE(mine != NULL, );
+    pid_t child = fork();
+    if (child == 0)
+        test_exit(0);
+    CHECK_EQ(reap(child, NULL), 0);
     CHECK_EQ(rtm_shared_set_owner(s, mine, 0), 0);
     CHECK_EQ(rtm_shared_owner(s, mine), 0);
     CHECK_EQ(rtm_shared_set_owner(s, mine, (int)child), -ESRCH);
     CHECK_EQ(rtm_shared_set_owner(s, mine, me), 0);
     CHECK_EQ(rtm_shared_owner(s, mine), me);
+    owners_done(s);
+}
 
-    /* A pid the system gave to a new process: the record's start time
-     * tells it from the one that allocated the block. */
+TEST_CASE_IN("owners", "set_owner gives a block to the heap and back, never to a process gone")
+{
+    each_kind(set_owner);
+}
+
+/* A pid the system gave to a new process: the record's start time tells it
+ * from the one that allocated the block. */
+static void reused_pid(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    struct rtm_shared_orphan out[16];
     void *reused = rtm_heap_alloc(h, 64);
     CHECK(reused != NULL);
     uint32_t pid, stamp;
@@ -181,9 +273,22 @@ static void owners_of(const char *kind, int n)
     CHECK_EQ(out[0].offset, rtm_shared_to_offset(s, reused));
     CHECK_EQ(rtm_shared_reclaim(s, 0), 1);
     CHECK_EQ(rtm_heap_usable_size(h, reused), 0);
+    owners_done(s);
+}
 
-    /* A record its user overran: no owner known, never reclaimed, and the
-     * block frees as any other. */
+TEST_CASE_IN("owners", "a reused pid is told from the process that allocated by its start time")
+{
+    each_kind(reused_pid);
+}
+
+/* A record its user overran: no owner known, never reclaimed, and the block
+ * frees as any other. */
+static void overrun_record(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
     char *over = rtm_heap_alloc(h, 40);
     CHECK(over != NULL);
     size_t u = rtm_heap_usable_size(h, over);
@@ -192,8 +297,22 @@ static void owners_of(const char *kind, int n)
     CHECK_EQ(rtm_shared_orphans(s, NULL, 0), 0);
     CHECK_EQ(rtm_heap_free(h, over), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
+    owners_done(s);
+}
 
-    /* refusals */
+TEST_CASE_IN("owners", "an overrun owner record names no owner and is never reclaimed")
+{
+    each_kind(overrun_record);
+}
+
+static void owner_refusals(const char *kind)
+{
+    struct rtm_shared *s = owners_heap(kind);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    char *mine = rtm_heap_alloc(h, 100);
+    REQUIRE(mine != NULL, );
     static unsigned char elsewhere[64u << 10] __attribute__((aligned(64)));
     CHECK_EQ(rtm_heap_add_pool(h, elsewhere, sizeof elsewhere), -ENOTSUP); /* all its memory */
     CHECK_EQ(rtm_shared_orphans(NULL, NULL, 0), -EINVAL);
@@ -205,10 +324,12 @@ static void owners_of(const char *kind, int n)
     CHECK_EQ(rtm_shared_owner(s, NULL), -EINVAL);
     CHECK_EQ(rtm_shared_owner(s, mine + 16), -EINVAL);
     CHECK_EQ(rtm_shared_owner(NULL, mine), -EINVAL);
+    owners_done(s);
+}
 
-    CHECK_EQ(rtm_shared_detach(s), 0);
-    CHECK_EQ(rtm_shared_unlink(name), 0);
-    test_context = NULL;
+TEST_CASE_IN("owners", "the owner calls refuse bad arguments, and a shared heap takes no pool")
+{
+    each_kind(owner_refusals);
 }
 
 /* Many owners: 300 processes that run and hold a block each, then one
@@ -216,12 +337,9 @@ static void owners_of(const char *kind, int n)
  * others own blocks. */
 #define MANY 300
 
-static void many_owners(void)
+TEST_CASE_IN("owners", "reclaiming a dead process finds its blocks among 300 live owners")
 {
-    test_context = "owners many";
-    new_name(50);
-    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1u << 20);
-    CHECK(s != NULL);
+    struct rtm_shared *s = owners_heap("tlsf");
     if (!s)
         return;
     struct rtm_heap *h = rtm_shared_heap(s);
@@ -234,10 +352,10 @@ static void many_owners(void)
         if (kid[i] == 0) {
             close(go[1]);
             if (!rtm_heap_alloc(h, 32))
-                _exit(1);
+                test_exit(1);
             char c;
             (void)!read(go[0], &c, 1); /* until the parent closes the pipe */
-            _exit(0);
+            test_exit(0);
         }
         started += kid[i] > 0;
     }
@@ -250,8 +368,8 @@ static void many_owners(void)
     if (last == 0) {
         for (int i = 0; i < 5; i++)
             if (!rtm_heap_alloc(h, 100))
-                _exit(1);
-        _exit(0);
+                test_exit(1);
+        test_exit(0);
     }
     CHECK_EQ(reap(last, NULL), 0);
     CHECK_EQ(rtm_shared_orphans(s, NULL, 0), 5);
@@ -279,20 +397,17 @@ static void *leader_gone_worker(void *arg)
     int *go = args[1];
     char *p = rtm_heap_alloc(h, 64);
     if (!p)
-        _exit(1);
+        test_exit(1);
     char c;
     (void)!write(go[1], "r", 1); /* allocated */
     (void)!read(go[2], &c, 1);   /* until the parent has tried to reclaim */
     memset(p, 0x77, 64);         /* still its block */
-    _exit(rtm_heap_free(h, p) == 0 ? 0 : 2);
+    test_exit(rtm_heap_free(h, p) == 0 ? 0 : 2);
 }
 
-static void leader_gone(void)
+TEST_CASE_IN("owners", "a process whose leader thread exited is alive, its blocks kept")
 {
-    test_context = "owners zombie leader";
-    new_name(60);
-    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1u << 20);
-    CHECK(s != NULL);
+    struct rtm_shared *s = owners_heap("tlsf");
     if (!s)
         return;
     struct rtm_heap *h = rtm_shared_heap(s);
@@ -309,7 +424,7 @@ static void leader_gone(void)
         args[1] = go;
         pthread_t t;
         if (pthread_create(&t, NULL, leader_gone_worker, args) != 0)
-            _exit(3);
+            test_exit(3);
         pthread_exit(NULL); /* the leader goes; the worker runs on */
     }
     char c = 0;
@@ -323,17 +438,13 @@ static void leader_gone(void)
     close(up[0]), close(up[1]), close(down[0]), close(down[1]);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
-    test_context = NULL;
 }
 
 /* A segment whose log names an added pool: a shared heap takes none, so
  * attach refuses it, untouched. */
-static void crafted_pool(void)
+TEST_CASE_IN("owners", "a segment whose undo log names an added pool is refused untouched")
 {
-    test_context = "owners crafted pool";
-    new_name(70);
-    struct rtm_shared *s = rtm_shared_create(name, "heapmem", 1u << 20);
-    CHECK(s != NULL);
+    struct rtm_shared *s = owners_heap("heapmem");
     if (!s)
         return;
     struct rtm_undo *u = rtm_undo_of(rtm_shared_heap(s));
@@ -350,17 +461,6 @@ static void crafted_pool(void)
         CHECK_EQ(rtm_shared_detach(again), 0);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
-    test_context = NULL;
-}
-
-static void test_owners(void)
-{
-    const char *const *kinds = rtm_heap_kinds();
-    for (int k = 0; kinds[k]; k++)
-        owners_of(kinds[k], k);
-    many_owners();
-    leader_gone();
-    crafted_pool();
 }
 
 /* ---- kill -------------------------------------------------------------------------- */
@@ -400,7 +500,7 @@ static void holder_fail(struct control *c, int code, const char *what, size_t k)
 {
     snprintf(c->why, sizeof c->why, "holder: %s (block %zu, errno %d)", what, k, errno);
     __atomic_store_n(&c->failed, code, __ATOMIC_RELEASE);
-    _exit(code);
+    test_exit(code);
 }
 
 /* The holder: its blocks must never change but by its own hand. */
@@ -449,7 +549,7 @@ static void holder(struct rtm_heap *h, struct control *c)
     for (size_t k = 0; k < HOLDER_BLOCKS; k++)
         if (!intact(p[k], n[k], tag[k]))
             holder_fail(c, 1, "a block changed", k);
-    _exit(0); /* its blocks stay: the parent reclaims them */
+    test_exit(0); /* its blocks stay: the parent reclaims them */
 }
 
 /* A victim: attaches (at its own address) and churns until killed. */
@@ -457,7 +557,7 @@ static void victim(struct control *c, uint64_t seed)
 {
     struct rtm_shared *s = rtm_shared_attach(name);
     if (!s)
-        _exit(10);
+        test_exit(10);
     __atomic_fetch_add(&c->attached, 1, __ATOMIC_RELEASE);
     struct rtm_heap *h = rtm_shared_heap(s);
     void *p[32] = { 0 };
@@ -466,7 +566,7 @@ static void victim(struct control *c, uint64_t seed)
         size_t k = tk_rng_below(&rng, 32);
         if (p[k] && tk_rng_below(&rng, 2)) {
             if (rtm_heap_free(h, p[k]) != 0)
-                _exit(11);
+                test_exit(11);
             p[k] = NULL;
             continue;
         }
@@ -474,7 +574,7 @@ static void victim(struct control *c, uint64_t seed)
         void *q = p[k] ? rtm_heap_realloc(h, p[k], want) : rtm_heap_alloc(h, want);
         if (!q) {
             if (errno == ENOTRECOVERABLE)
-                _exit(12);
+                test_exit(12);
             continue; /* full for now */
         }
         memset(q, 0xa5, want < 64 ? want : 64);
@@ -489,22 +589,95 @@ static void sleep_us(uint64_t us)
     }
 }
 
-static void test_kill(const char *kind, unsigned long kills)
+/* What a run of kills came to, for the checks and the report. */
+struct kill_run {
+    unsigned long killed, not_killed, check_failed, reclaimed;
+    uint64_t deaths, recovered, rolled; /* of the heap's lock, and its undo log */
+};
+
+/* Victims one at a time, each killed a random 1 to 500 us into its churn
+ * once it has attached (or after 2 s, if attach never returns: a failure
+ * below); after each, the next call takes the lock (it recovers a death,
+ * then checks) and the dead one's blocks are reclaimed. Stops early when
+ * the holder has failed. */
+static void kill_victims(struct rtm_shared *s, struct control *c, unsigned long kills,
+                         struct kill_run *r)
 {
-    char ctx[64];
+    struct rtm_heap *h = rtm_shared_heap(s);
+    uint64_t rng = 0x6b111u ^ (uint64_t)kills;
+    for (unsigned long i = 0; i < kills && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE); i++) {
+        pid_t v = fork();
+        if (v == 0)
+            victim(c, rng + i);
+        kids[1] = v;
+        for (int wait = 0; __atomic_load_n(&c->attached, __ATOMIC_ACQUIRE) == i && wait < 20000;
+             wait++)
+            sleep_us(100);
+        sleep_us(1 + tk_rng_below(&rng, 500));
+        kill(v, SIGKILL);
+        int st = 0;
+        reap(v, &st);
+        kids[1] = 0;
+        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+            r->killed++;
+        else
+            r->not_killed++;
+        if (rtm_heap_check(h) != 0)
+            r->check_failed++;
+        long n = rtm_shared_reclaim(s, v);
+        if (n >= 0)
+            r->reclaimed += (unsigned long)n;
+        else
+            r->check_failed++;
+    }
+}
+
+/* Every death the lock saw since l0 was recovered (rolled back by the undo
+ * log where it fell mid-call), and the kills did land inside calls. */
+static void deaths_recovered(struct rtm_heap *h, const struct rtm_heap_lock_stats *l0,
+                             uint64_t rollbacks0, unsigned long kills, struct kill_run *r)
+{
+    struct rtm_heap_lock_stats l1;
+    CHECK_EQ(rtm_heap_lock_stats(h, &l1), 0);
+    r->deaths = l1.owner_deaths - l0->owner_deaths;
+    r->recovered = l1.recovered - l0->recovered;
+    r->rolled = rtm_undo_of(h)->rollbacks - rollbacks0;
+    CHECK_EQ(l1.recoverable, 1);
+    CHECK_EQ(r->recovered, r->deaths);
+    CHECK(r->deaths > kills / 4);
+    CHECK_EQ(rtm_undo_of(h)->overflows, 0);
+}
+
+/* The holder exited without freeing: its blocks go back too, and then the
+ * heap holds nothing at all. True if it is empty. */
+static bool holder_reclaimed(struct rtm_shared *s)
+{
+    struct rtm_heap *h = rtm_shared_heap(s);
+    long holder_blocks = rtm_shared_reclaim(s, 0);
+    CHECK_EQ(holder_blocks, HOLDER_BLOCKS);
+    struct rtm_heap_stats st = stats(h);
+    CHECK_EQ(st.live_blocks, 0);
+    CHECK_EQ(st.used_bytes, 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    return st.live_blocks == 0 && st.used_bytes == 0;
+}
+
+/* shared_kill kill KIND [KILLS]: the kind and the number of kills are the
+ * arguments after the group. */
+TEST_CASE_IN("kill", "processes killed at random leave the heap whole, the holder's blocks intact")
+{
+    const char *kind = test_argv[0];
+    unsigned long kills = test_argc > 1 ? strtoul(test_argv[1], NULL, 10) : 1000;
+    static char ctx[64];
     snprintf(ctx, sizeof ctx, "kill %s", kind);
     test_context = ctx;
     new_name(100);
     struct rtm_shared *s = rtm_shared_create(name, kind, 8u << 20);
-    CHECK(s != NULL);
-    if (!s)
-        return;
+    REQUIRE(s != NULL, );
     struct rtm_heap *h = rtm_shared_heap(s);
     struct control *c =
         mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(c != MAP_FAILED);
-    if (c == MAP_FAILED)
-        return;
+    REQUIRE(c != MAP_FAILED, );
     memset(c, 0, sizeof *c);
     struct rtm_heap_lock_stats l0;
     CHECK_EQ(rtm_heap_lock_stats(h, &l0), 0);
@@ -515,79 +688,33 @@ static void test_kill(const char *kind, unsigned long kills)
         holder(h, c);
     kids[0] = hp;
     sleep_us(20000); /* the holder's blocks first */
-
-    uint64_t rng = 0x6b111u ^ (uint64_t)kills;
-    unsigned long killed = 0, not_killed = 0, check_failed = 0, reclaimed = 0;
-    for (unsigned long i = 0; i < kills && !__atomic_load_n(&c->failed, __ATOMIC_ACQUIRE); i++) {
-        pid_t v = fork();
-        if (v == 0)
-            victim(c, rng + i);
-        kids[1] = v;
-        /* Killed a random 1 to 500 us into its churn, once it has attached
-         * (or after 2 s, if attach never returns: a failure below). */
-        for (int wait = 0; __atomic_load_n(&c->attached, __ATOMIC_ACQUIRE) == i && wait < 20000;
-             wait++)
-            sleep_us(100);
-        sleep_us(1 + tk_rng_below(&rng, 500));
-        kill(v, SIGKILL);
-        int st = 0;
-        reap(v, &st);
-        kids[1] = 0;
-        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
-            killed++;
-        else
-            not_killed++;
-        /* The next call takes the lock: it recovers a death, then checks. */
-        if (rtm_heap_check(h) != 0)
-            check_failed++;
-        long r = rtm_shared_reclaim(s, v);
-        if (r >= 0)
-            reclaimed += (unsigned long)r;
-        else
-            check_failed++;
-    }
+    struct kill_run r = { 0 };
+    kill_victims(s, c, kills, &r);
     __atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
     int hst = reap(hp, NULL);
     kids[0] = 0;
     if (hst != 0)
         fprintf(stderr, "[%s] %s\n", ctx, c->why[0] ? c->why : "holder died");
     CHECK_EQ(hst, 0);
-    CHECK_EQ(not_killed, 0);
-    CHECK_EQ(killed, kills);
-    CHECK_EQ(check_failed, 0);
-
-    struct rtm_heap_lock_stats l1;
-    CHECK_EQ(rtm_heap_lock_stats(h, &l1), 0);
-    uint64_t deaths = l1.owner_deaths - l0.owner_deaths;
-    uint64_t recovered = l1.recovered - l0.recovered;
-    uint64_t rolled = rtm_undo_of(h)->rollbacks - rollbacks0;
-    CHECK_EQ(l1.recoverable, 1);
-    CHECK_EQ(recovered, deaths);
-    CHECK(deaths > kills / 4); /* the kills did land inside calls */
-    CHECK_EQ(rtm_undo_of(h)->overflows, 0);
-
-    /* The holder exited without freeing: its blocks go back too, and then
-     * the heap holds nothing at all. */
-    long holder_blocks = rtm_shared_reclaim(s, 0);
-    CHECK_EQ(holder_blocks, HOLDER_BLOCKS);
-    struct rtm_heap_stats st = stats(h);
-    CHECK_EQ(st.live_blocks, 0);
-    CHECK_EQ(st.used_bytes, 0);
-    CHECK_EQ(rtm_heap_check(h), 0);
-    bool empty = st.live_blocks == 0 && st.used_bytes == 0;
+    CHECK_EQ(r.not_killed, 0);
+    CHECK_EQ(r.killed, kills);
+    CHECK_EQ(r.check_failed, 0);
+    deaths_recovered(h, &l0, rollbacks0, kills, &r);
+    bool empty = holder_reclaimed(s);
     printf("%-8s %lu processes killed: %llu holding the heap's lock (%llu mid-call, rolled back), "
            "%llu recovered, %llu unrecoverable; holder: %llu verifications, %llu reallocs, %s; "
            "%lu blocks of the dead reclaimed; heap %s at the end\n",
-           kind, killed, (unsigned long long)deaths, (unsigned long long)rolled,
-           (unsigned long long)recovered, (unsigned long long)(deaths - recovered),
+           kind, r.killed, (unsigned long long)r.deaths, (unsigned long long)r.rolled,
+           (unsigned long long)r.recovered, (unsigned long long)(r.deaths - r.recovered),
            (unsigned long long)c->verified, (unsigned long long)c->reallocs,
-           hst == 0 ? "nothing damaged" : "FAILED", reclaimed, empty ? "empty" : "NOT empty");
+           hst == 0 ? "nothing damaged" : "FAILED", r.reclaimed, empty ? "empty" : "NOT empty");
     munmap(c, sizeof *c);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
-    test_context = NULL;
 }
 
+/* The group is the first argument (owners, or kill KIND [KILLS]); main
+ * arranges the cleanup, on a signal too, and skips under an emulator. */
 int main(int argc, char **argv)
 {
     if (test_emulated() && argc >= 2)
@@ -595,6 +722,11 @@ int main(int argc, char **argv)
             "shared_kill",
             "owners that die are found through the kernel's robust futex list, which qemu-user "
             "does not implement: this needs a real kernel (a board, or qemu-system)");
+    if (!(argc == 2 && strcmp(argv[1], "owners") == 0) &&
+        !((argc == 3 || argc == 4) && strcmp(argv[1], "kill") == 0)) {
+        fprintf(stderr, "usage: shared_kill owners | kill KIND [KILLS]\n");
+        return 2;
+    }
     owner_pid = (int)getpid();
     atexit(remove_name);
     static const int fatal[] = {
@@ -603,13 +735,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
         signal(fatal[i], cleanup_on_signal);
     alarm(50); /* CTest's timeout for these is 60 s */
-    if (argc == 2 && strcmp(argv[1], "owners") == 0)
-        test_owners();
-    else if ((argc == 3 || argc == 4) && strcmp(argv[1], "kill") == 0)
-        test_kill(argv[2], argc == 4 ? strtoul(argv[3], NULL, 10) : 1000);
-    else {
-        fprintf(stderr, "usage: shared_kill owners | kill KIND [KILLS]\n");
-        return 2;
-    }
-    return test_summary("shared_kill");
+    return test_main(argc, argv, "shared_kill");
 }

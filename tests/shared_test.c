@@ -281,7 +281,20 @@ static void *base_of(const struct rtm_shared *s)
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
-static void test_lifecycle(void)
+/* Last in every section: what it made removed (as at exit), and nothing
+ * of this process left in /dev/shm or on the hugetlbfs mount. */
+static void section_cleanup(void)
+{
+    remove_all();
+    CHECK_EQ(leftovers(), 0);
+}
+#define SECTION_CLEANUP(section)                                             \
+    TEST_CASE_IN(section, "the " section " section leaves no object behind") \
+    {                                                                        \
+        section_cleanup();                                                   \
+    }
+
+TEST_CASE_IN("lifecycle", "create makes the heap asked for, and the name is then taken")
 {
     const char *name = new_name();
     errno = 0;
@@ -304,8 +317,17 @@ static void test_lifecycle(void)
     CHECK(rtm_shared_create(name, "tlsf", 1 << 20) == NULL && errno == EEXIST);
     errno = 0;
     CHECK(rtm_shared_create(name, "heapmem", 2 << 20) == NULL && errno == EEXIST);
+    CHECK_EQ(rtm_shared_detach(a), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* a second attachment in the same process: another mapping, same heap */
+/* A second attachment in the same process: another mapping, same heap. */
+TEST_CASE_IN("lifecycle", "a second attachment maps the same heap elsewhere, offsets agreeing")
+{
+    const char *name = new_name();
+    struct rtm_shared *a = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(a != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(a);
     struct rtm_shared *b = rtm_shared_attach(name);
     REQUIRE(b != NULL, );
     CHECK_EQ(attach_count(a), 2);
@@ -320,8 +342,23 @@ static void test_lifecycle(void)
     CHECK_EQ(rtm_shared_to_offset(b, q), off);
     CHECK_EQ(rtm_heap_usable_size(rtm_shared_heap(b), q) >= 100, 1);
     CHECK_EQ(rtm_shared_publish(b, "greeting", q), 0);
+    CHECK_EQ(rtm_shared_detach(b), 0);
+    CHECK_EQ(attach_count(a), 1);
+    CHECK_EQ(rtm_shared_detach(a), 0);
+    CHECK_EQ(rtm_shared_detach(NULL), -EINVAL);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* offsets: 0 and outside the segment stand for nothing */
+TEST_CASE_IN("lifecycle", "offset 0 and offsets outside the segment stand for nothing")
+{
+    const char *name = new_name();
+    struct rtm_shared *a = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(a != NULL, );
+    struct rtm_shared_info info;
+    CHECK_EQ(rtm_shared_get_info(a, &info), 0);
+    char *p = rtm_heap_alloc(rtm_shared_heap(a), 100);
+    REQUIRE(p != NULL, );
+    uint64_t off = rtm_shared_to_offset(a, p);
     CHECK_EQ(rtm_shared_to_offset(a, NULL), 0);
     CHECK_EQ(rtm_shared_to_offset(a, &info), 0);
     CHECK_EQ(rtm_shared_to_offset(NULL, p), 0);
@@ -330,13 +367,20 @@ static void test_lifecycle(void)
     CHECK(rtm_shared_from_offset(a, UINT64_MAX) == NULL);
     CHECK(rtm_shared_from_offset(NULL, off) == NULL);
     CHECK(rtm_shared_heap(NULL) == NULL);
-
-    CHECK_EQ(rtm_shared_detach(b), 0);
-    CHECK_EQ(attach_count(a), 1);
     CHECK_EQ(rtm_shared_detach(a), 0);
-    CHECK_EQ(rtm_shared_detach(NULL), -EINVAL);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* the heap outlives every attachment until the name goes */
+TEST_CASE_IN("lifecycle", "the heap outlives every attachment until its name goes")
+{
+    const char *name = new_name();
+    struct rtm_shared *a = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(a != NULL, );
+    char *p = rtm_heap_alloc(rtm_shared_heap(a), 100);
+    REQUIRE(p != NULL, );
+    strcpy(p, "written through a");
+    CHECK_EQ(rtm_shared_publish(a, "greeting", p), 0);
+    CHECK_EQ(rtm_shared_detach(a), 0);
     CHECK(exists(name));
     struct rtm_shared *c = rtm_shared_attach(name);
     REQUIRE(c != NULL, );
@@ -345,8 +389,15 @@ static void test_lifecycle(void)
     CHECK(g != NULL && strcmp(g, "written through a") == 0);
     CHECK_EQ(rtm_heap_free(rtm_shared_heap(c), g), 0);
     CHECK_EQ(rtm_heap_check(rtm_shared_heap(c)), 0);
+    CHECK_EQ(rtm_shared_detach(c), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* unlink: the name goes, this mapping stays usable */
+TEST_CASE_IN("lifecycle", "unlink removes the name, and a mapping stays usable")
+{
+    const char *name = new_name();
+    struct rtm_shared *c = rtm_shared_create(name, "tlsf", 1 << 20);
+    REQUIRE(c != NULL, );
     CHECK_EQ(rtm_shared_unlink(name), 0);
     CHECK(!exists(name));
     errno = 0;
@@ -356,8 +407,10 @@ static void test_lifecycle(void)
     CHECK(r != NULL);
     CHECK_EQ(rtm_heap_free(rtm_shared_heap(c), r), 0);
     CHECK_EQ(rtm_shared_detach(c), 0);
+}
 
-    /* names */
+TEST_CASE_IN("lifecycle", "names too long, malformed or missing are refused")
+{
     char longest[RTM_SHARED_NAME_MAX + 2];
     memset(longest, 'x', RTM_SHARED_NAME_MAX + 1);
     longest[RTM_SHARED_NAME_MAX + 1] = '\0';
@@ -378,8 +431,10 @@ static void test_lifecycle(void)
     CHECK(rtm_shared_create(NULL, "tlsf", 1 << 20) == NULL && errno == EINVAL);
     errno = 0;
     CHECK(rtm_shared_attach(NULL) == NULL && errno == EINVAL);
+}
 
-    /* refusals leave no object behind */
+TEST_CASE_IN("lifecycle", "refused creates leave no object behind")
+{
     const char *n2 = new_name();
     errno = 0;
     CHECK(rtm_shared_create(n2, "no-such-kind", 1 << 20) == NULL && errno == ENOENT);
@@ -397,41 +452,46 @@ static void test_lifecycle(void)
     errno = 0;
     CHECK(rtm_shared_create_ex(n2, "tlsf", 1 << 20, &cfg) == NULL && errno == EINVAL);
     CHECK(!exists(n2));
+}
 
-    /* the longest name; options; attach_ex refuses create-only fields */
+/* The longest name; options; attach_ex refuses create-only fields. */
+TEST_CASE_IN("lifecycle", "the longest name and the create options hold, attach_ex takes neither")
+{
+    char longest[RTM_SHARED_NAME_MAX + 2];
+    memset(longest, 'x', RTM_SHARED_NAME_MAX + 1);
     memcpy(longest, "shtest-", 7);
     snprintf(longest + 7, sizeof longest - 7, "%d-", (int)getpid());
     longest[strlen(longest)] = 'x';
     longest[RTM_SHARED_NAME_MAX] = '\0';
     snprintf(names[name_count++], sizeof names[0], "%s", longest); /* for the cleanup */
     remember_paths();
-    cfg = (struct rtm_shared_config){ .mode = 0640,
-                                      .catalog_entries = 4,
-                                      .prefault = RTM_ARENA_PREFAULT_TOUCH,
-                                      .hardening = RTM_HEAP_HARDEN_FULL,
-                                      .check_interval = 16 };
+    struct rtm_shared_config cfg = { .mode = 0640,
+                                     .catalog_entries = 4,
+                                     .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                     .hardening = RTM_HEAP_HARDEN_FULL,
+                                     .check_interval = 16 };
     struct rtm_shared *d = rtm_shared_create_ex(longest, "xnheap", 1 << 20, &cfg);
-    CHECK(d != NULL);
-    if (d) {
-        char path[300];
-        struct stat st;
-        snprintf(path, sizeof path, "/dev/shm/rtmem-%s", longest);
-        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
-        CHECK_EQ(rtm_heap_hardening(rtm_shared_heap(d)), RTM_HEAP_HARDEN_FULL);
-        struct rtm_shared_config only_map = { .lock = RTM_ARENA_LOCK_TRY };
-        struct rtm_shared *e = rtm_shared_attach_ex(longest, &only_map);
-        CHECK(e != NULL);
-        if (e) {
-            CHECK_EQ(attach_count(e), 2);
-            CHECK_EQ(rtm_shared_detach(e), 0);
-        }
-        struct rtm_shared_config create_only = { .catalog_entries = 8 };
-        errno = 0;
-        CHECK(rtm_shared_attach_ex(longest, &create_only) == NULL && errno == EINVAL);
-        CHECK_EQ(rtm_shared_detach(d), 0);
-        CHECK_EQ(rtm_shared_unlink(longest), 0);
+    REQUIRE(d != NULL, );
+    char path[300];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/rtmem-%s", longest);
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640);
+    CHECK_EQ(rtm_heap_hardening(rtm_shared_heap(d)), RTM_HEAP_HARDEN_FULL);
+    struct rtm_shared_config only_map = { .lock = RTM_ARENA_LOCK_TRY };
+    struct rtm_shared *e = rtm_shared_attach_ex(longest, &only_map);
+    CHECK(e != NULL);
+    if (e) {
+        CHECK_EQ(attach_count(e), 2);
+        CHECK_EQ(rtm_shared_detach(e), 0);
     }
+    struct rtm_shared_config create_only = { .catalog_entries = 8 };
+    errno = 0;
+    CHECK(rtm_shared_attach_ex(longest, &create_only) == NULL && errno == EINVAL);
+    CHECK_EQ(rtm_shared_detach(d), 0);
+    CHECK_EQ(rtm_shared_unlink(longest), 0);
 }
+
+SECTION_CLEANUP("lifecycle")
 
 /* ---- exists ------------------------------------------------------------------------- */
 
@@ -447,19 +507,19 @@ static pid_t spawn_creator(const char *name, bool wait_for_kill, int *ready_fd)
         close(fds[0]);
         struct rtm_shared *s = rtm_shared_create(name, "heapmem", 1 << 20);
         if (!s)
-            _exit(1);
+            test_exit(1);
         char *p = rtm_heap_alloc(rtm_shared_heap(s), 32);
         if (!p)
-            _exit(2);
+            test_exit(2);
         strcpy(p, "from the creator");
         if (rtm_shared_publish(s, "data", p) != 0)
-            _exit(3);
+            test_exit(3);
         if (write(fds[1], "r", 1) != 1)
-            _exit(4);
+            test_exit(4);
         if (wait_for_kill)
             for (;;)
                 pause();
-        _exit(0); /* no detach, no unlink */
+        test_exit(0); /* no detach, no unlink */
     }
     close(fds[1]);
     *ready_fd = fds[0];
@@ -489,32 +549,81 @@ static void check_survivor(const char *name, uint32_t count_before)
     CHECK_EQ(rtm_shared_detach(s), 0);
 }
 
-static void test_exists(void)
+/* A creator that exits (or is killed) without detaching or unlinking: its
+ * name stays taken, and the heap attaches. */
+static void creator_gone(bool killed)
 {
-    for (int killed = 0; killed < 2; killed++) {
-        test_context = killed ? "creator killed" : "creator exited";
-        const char *name = new_name();
-        int ready;
-        pid_t pid = spawn_creator(name, killed, &ready);
-        REQUIRE(pid > 0, );
-        CHECK(wait_ready(ready));
-        if (killed)
-            kill(pid, SIGKILL);
-        CHECK_EQ(wait_child(pid), killed ? 128 + SIGKILL : 0);
-        errno = 0;
-        CHECK(rtm_shared_create(name, "heapmem", 1 << 20) == NULL && errno == EEXIST);
-        errno = 0;
-        CHECK(rtm_shared_create(name, "tlsf", 4 << 20) == NULL && errno == EEXIST);
-        /* the dead creator never detached: it stays counted */
-        check_survivor(name, 1);
-        CHECK_EQ(rtm_shared_unlink(name), 0);
-    }
-    test_context = NULL;
+    const char *name = new_name();
+    int ready;
+    pid_t pid = spawn_creator(name, killed, &ready);
+    REQUIRE(pid > 0, );
+    CHECK(wait_ready(ready));
+    if (killed)
+        kill(pid, SIGKILL);
+    CHECK_EQ(wait_child(pid), killed ? 128 + SIGKILL : 0);
+    errno = 0;
+    CHECK(rtm_shared_create(name, "heapmem", 1 << 20) == NULL && errno == EEXIST);
+    errno = 0;
+    CHECK(rtm_shared_create(name, "tlsf", 4 << 20) == NULL && errno == EEXIST);
+    /* the dead creator never detached: it stays counted */
+    check_survivor(name, 1);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
 }
+
+TEST_CASE_IN("exists", "a creator that exited leaves its name taken and its heap attachable")
+{
+    creator_gone(false);
+}
+
+TEST_CASE_IN("exists", "a creator that was killed leaves its name taken and its heap attachable")
+{
+    creator_gone(true);
+}
+
+SECTION_CLEANUP("exists")
 
 /* ---- address ------------------------------------------------------------------------ */
 
-static void test_address(void)
+/* What the child of the address section publishes. */
+struct address_msg {
+    void *base;
+    uint64_t self_off;
+    char text[16];
+};
+
+/* The child: maps the segment elsewhere than its parent did, finds the
+ * parent's block by its offset, publishes one of its own. Its exit status. */
+static int address_child(const char *name, void *parent_base, uint64_t mine_off)
+{
+    /* take address space first, so that this process maps the segment
+     * elsewhere than its parent did (the parent's mapping is dropped) */
+    munmap(parent_base, 1 << 20);
+    void *filler = mmap(NULL, 64 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (filler == MAP_FAILED)
+        return 10;
+    struct rtm_shared *c = rtm_shared_attach(name);
+    if (!c)
+        return 11;
+    if (base_of(c) == parent_base)
+        return 12;
+    char *p = rtm_shared_from_offset(c, mine_off);
+    if (!p || strcmp(p, "parent's") != 0)
+        return 13;
+    struct address_msg *msg = rtm_heap_alloc(rtm_shared_heap(c), sizeof *msg);
+    if (!msg)
+        return 14;
+    msg->base = base_of(c);
+    msg->self_off = rtm_shared_to_offset(c, msg);
+    strcpy(msg->text, "child's");
+    if (rtm_shared_publish(c, "msg", msg) != 0)
+        return 15;
+    if (rtm_heap_check(rtm_shared_heap(c)) != 0)
+        return 16;
+    return rtm_shared_detach(c) == 0 ? 0 : 17;
+}
+
+TEST_CASE_IN("address",
+             "a child maps the heap elsewhere: offsets agree, each sees the other's data")
 {
     const char *name = new_name();
     struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1 << 20);
@@ -525,46 +634,12 @@ static void test_address(void)
     strcpy(mine, "parent's");
     uint64_t mine_off = rtm_shared_to_offset(s, mine);
     void *parent_base = base_of(s);
-
     pid_t pid = fork();
-    if (pid == 0) {
-        /* take address space first, so that this process maps the segment
-         * elsewhere than its parent did (the parent's mapping is dropped) */
-        munmap(parent_base, 1 << 20);
-        void *filler = mmap(NULL, 64 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (filler == MAP_FAILED)
-            _exit(10);
-        struct rtm_shared *c = rtm_shared_attach(name);
-        if (!c)
-            _exit(11);
-        if (base_of(c) == parent_base)
-            _exit(12);
-        char *p = rtm_shared_from_offset(c, mine_off);
-        if (!p || strcmp(p, "parent's") != 0)
-            _exit(13);
-        struct {
-            void *base;
-            uint64_t self_off;
-            char text[16];
-        } *msg = rtm_heap_alloc(rtm_shared_heap(c), sizeof *msg);
-        if (!msg)
-            _exit(14);
-        msg->base = base_of(c);
-        msg->self_off = rtm_shared_to_offset(c, msg);
-        strcpy(msg->text, "child's");
-        if (rtm_shared_publish(c, "msg", msg) != 0)
-            _exit(15);
-        if (rtm_heap_check(rtm_shared_heap(c)) != 0)
-            _exit(16);
-        _exit(rtm_shared_detach(c) == 0 ? 0 : 17);
-    }
+    if (pid == 0)
+        test_exit(address_child(name, parent_base, mine_off));
     REQUIRE(pid > 0, );
     CHECK_EQ(wait_child(pid), 0);
-    struct {
-        void *base;
-        uint64_t self_off;
-        char text[16];
-    } *msg = rtm_shared_lookup(s, "msg");
+    struct address_msg *msg = rtm_shared_lookup(s, "msg");
     REQUIRE(msg != NULL, );
     CHECK(msg->base != parent_base);
     CHECK_EQ(rtm_shared_to_offset(s, msg), msg->self_off);
@@ -576,6 +651,8 @@ static void test_address(void)
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
+
+SECTION_CLEANUP("address")
 
 /* ---- concurrent --------------------------------------------------------------------- */
 
@@ -645,47 +722,52 @@ static int worker(const char *name, uint64_t seed, uint64_t deadline)
     return rtm_shared_detach(s) == 0 ? 0 : 7;
 }
 
-static void test_concurrent(void)
+static void concurrent_kind(const char *kind)
+{
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, kind, 1 << 20);
+    REQUIRE(s != NULL, );
+    struct rtm_heap_stats before;
+    CHECK_EQ(rtm_heap_stats(rtm_shared_heap(s), &before), 0);
+    uint64_t deadline = now_ns() + 300000000u;
+    pid_t pids[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0)
+            test_exit(worker(name, 0x5eed0000u + (uint64_t)w, deadline));
+    }
+    for (int w = 0; w < WORKERS; w++)
+        CHECK_EQ(pids[w] > 0 ? wait_child(pids[w]) : -1, 0);
+    struct rtm_heap *h = rtm_shared_heap(s);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    struct rtm_heap_stats after;
+    CHECK_EQ(rtm_heap_stats(h, &after), 0);
+    CHECK_EQ(after.live_blocks, 0);
+    CHECK_EQ(after.used_bytes, 0);
+    CHECK_EQ(after.largest_free_bytes, before.largest_free_bytes);
+    struct rtm_heap_lock_stats ls;
+    CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
+    CHECK(ls.calls > 1000 * WORKERS);
+    CHECK_EQ(ls.owner_deaths, 0);
+    CHECK_EQ(attach_count(s), 1);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+TEST_CASE_IN("concurrent", "processes sharing a heap of every kind lose nothing, and it checks")
 {
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
         test_context = *kind;
-        const char *name = new_name();
-        struct rtm_shared *s = rtm_shared_create(name, *kind, 1 << 20);
-        REQUIRE(s != NULL, );
-        struct rtm_heap_stats before;
-        CHECK_EQ(rtm_heap_stats(rtm_shared_heap(s), &before), 0);
-        uint64_t deadline = now_ns() + 300000000u;
-        pid_t pids[WORKERS];
-        for (int w = 0; w < WORKERS; w++) {
-            pids[w] = fork();
-            if (pids[w] == 0)
-                _exit(worker(name, 0x5eed0000u + (uint64_t)w, deadline));
-        }
-        for (int w = 0; w < WORKERS; w++)
-            CHECK_EQ(pids[w] > 0 ? wait_child(pids[w]) : -1, 0);
-        struct rtm_heap *h = rtm_shared_heap(s);
-        CHECK_EQ(rtm_heap_check(h), 0);
-        struct rtm_heap_stats after;
-        CHECK_EQ(rtm_heap_stats(h, &after), 0);
-        CHECK_EQ(after.live_blocks, 0);
-        CHECK_EQ(after.used_bytes, 0);
-        CHECK_EQ(after.largest_free_bytes, before.largest_free_bytes);
-        struct rtm_heap_lock_stats ls;
-        CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
-        CHECK(ls.calls > 1000 * WORKERS);
-        CHECK_EQ(ls.owner_deaths, 0);
-        CHECK_EQ(attach_count(s), 1);
-        CHECK_EQ(rtm_shared_detach(s), 0);
-        CHECK_EQ(rtm_shared_unlink(name), 0);
+        concurrent_kind(*kind);
     }
-    test_context = NULL;
 }
+
+SECTION_CLEANUP("concurrent")
 
 /* ---- creator ------------------------------------------------------------------------ */
 
-static void test_creator(void)
+TEST_CASE_IN("creator", "a creator killed while others are attached: they go on")
 {
-    /* killed while others are attached: they go on */
     const char *name = new_name();
     int ready;
     pid_t pid = spawn_creator(name, true, &ready);
@@ -705,21 +787,24 @@ static void test_creator(void)
     check_survivor(name, 2);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* killed holding the heap's lock, between operations: the next caller
-     * checks the heap, finds it consistent and goes on (rtmem/lock.h) */
-    name = new_name();
-    s = rtm_shared_create(name, "tlsf", 1 << 20);
+/* Killed holding the heap's lock, between operations: the next caller
+ * checks the heap, finds it consistent and goes on (rtmem/lock.h). */
+TEST_CASE_IN("creator", "a process killed holding the heap's lock: the next caller goes on")
+{
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1 << 20);
     REQUIRE(s != NULL, );
     int fds[2];
     REQUIRE(pipe(fds) == 0, );
-    pid = fork();
+    pid_t pid = fork();
     if (pid == 0) {
         struct rtm_shared *c = rtm_shared_attach(name);
         if (!c || rtm__heap_lock_hold(rtm_shared_heap(c)) != 0)
-            _exit(1);
+            test_exit(1);
         if (write(fds[1], "h", 1) != 1)
-            _exit(2);
+            test_exit(2);
         for (;;)
             pause();
     }
@@ -739,6 +824,8 @@ static void test_creator(void)
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
+
+SECTION_CLEANUP("creator")
 
 /* ---- stale -------------------------------------------------------------------------- */
 
@@ -858,7 +945,7 @@ static void edit_lock_offset(struct shared_header *hd)
     h->lock_offset = (uint32_t)hd->heap_offset + 4096; /* before the segment */
 }
 
-static void test_stale(void)
+TEST_CASE_IN("stale", "objects that are no heap are refused, left byte for byte")
 {
     const char *name = new_name();
     test_context = "empty object";
@@ -880,7 +967,10 @@ static void test_stale(void)
     REQUIRE(make_object(name, STALE_BYTES, 0), );
     check_refused(name, EBUSY);
     CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
+TEST_CASE_IN("stale", "a heap whose header was changed is refused, left byte for byte")
+{
     static const struct {
         const char *what;
         header_edit edit;
@@ -900,6 +990,7 @@ static void test_stale(void)
         { "handler address", edit_handler, EINVAL },
         { "lock offset", edit_lock_offset, EINVAL },
     };
+    const char *name = new_name();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         test_context = cases[i].what;
         struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
@@ -909,8 +1000,9 @@ static void test_stale(void)
         CHECK_EQ(rtm_shared_detach(s), 0);
         CHECK_EQ(rtm_shared_unlink(name), 0);
     }
-    test_context = NULL;
 }
+
+SECTION_CLEANUP("stale")
 
 /* ---- crafted ------------------------------------------------------------------------ */
 
@@ -1035,7 +1127,7 @@ static void craft_control_random(struct shared_header *hd, struct rtm_heap *h,
         c[i] = (unsigned char)rng_next(&rng);
 }
 
-static void test_crafted(void)
+TEST_CASE_IN("crafted", "a segment whose kind's layout does not hold is refused untouched")
 {
     static const struct {
         const char *what;
@@ -1058,7 +1150,7 @@ static void test_crafted(void)
     const char *name = new_name();
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            char context[128];
+            static char context[128];
             snprintf(context, sizeof context, "%s: %s", *kind, cases[i].what);
             test_context = context;
             struct rtm_shared *s = rtm_shared_create(name, *kind, STALE_BYTES);
@@ -1080,27 +1172,43 @@ static void test_crafted(void)
             CHECK_EQ(rtm_shared_unlink(name), 0);
         }
     }
-    test_context = NULL;
 }
+
+SECTION_CLEANUP("crafted")
 
 /* ---- catalog ------------------------------------------------------------------------ */
 
-static void test_catalog(void)
+/* A heap whose catalog has 4 entries, and 5 objects in it holding 0 to 4. */
+static struct rtm_shared *catalog_heap(const char *name, int **obj)
 {
-    const char *name = new_name();
     struct rtm_shared_config cfg = { .catalog_entries = 4 };
     struct rtm_shared *s = rtm_shared_create_ex(name, "tlsf", 1 << 20, &cfg);
-    REQUIRE(s != NULL, );
-    struct rtm_heap *h = rtm_shared_heap(s);
-    int *obj[5];
+    REQUIRE(s != NULL, NULL);
     for (int i = 0; i < 5; i++) {
-        obj[i] = rtm_heap_alloc(h, sizeof(int));
-        REQUIRE(obj[i] != NULL, );
+        obj[i] = rtm_heap_alloc(rtm_shared_heap(s), sizeof(int));
+        REQUIRE(obj[i] != NULL, NULL);
         *obj[i] = i;
     }
+    return s;
+}
+
+/* A name of RTM_SHARED_CATALOG_NAME_MAX + 1 bytes, one too many. */
+static void too_long(char *longest, size_t size)
+{
+    memset(longest, 'n', size - 1);
+    longest[size - 1] = '\0';
+}
+
+TEST_CASE_IN("catalog", "publish refuses bad names and objects, and a full catalog")
+{
+    const char *name = new_name();
+    int *obj[5];
+    struct rtm_shared *s = catalog_heap(name, obj);
+    if (!s)
+        return;
+    struct rtm_shared_config cfg = { 0 };
     char longest[RTM_SHARED_CATALOG_NAME_MAX + 2];
-    memset(longest, 'n', sizeof longest - 1);
-    longest[sizeof longest - 1] = '\0';
+    too_long(longest, sizeof longest);
     CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), -EINVAL);
     CHECK_EQ(rtm_shared_publish(s, "", obj[0]), -EINVAL);
     CHECK_EQ(rtm_shared_publish(s, NULL, obj[0]), -EINVAL);
@@ -1114,6 +1222,24 @@ static void test_catalog(void)
     CHECK_EQ(rtm_shared_publish(s, "two", obj[2]), 0);
     CHECK_EQ(rtm_shared_publish(s, "three", obj[3]), 0);
     CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), -ENOSPC);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+TEST_CASE_IN("catalog", "lookup and unpublish find what is published, and freed entries are reused")
+{
+    const char *name = new_name();
+    int *obj[5];
+    struct rtm_shared *s = catalog_heap(name, obj);
+    if (!s)
+        return;
+    char longest[RTM_SHARED_CATALOG_NAME_MAX + 2];
+    too_long(longest, sizeof longest);
+    longest[RTM_SHARED_CATALOG_NAME_MAX] = '\0';
+    CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "one", obj[1]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "two", obj[2]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "three", obj[3]), 0);
     CHECK(rtm_shared_lookup(s, longest) == obj[0]);
     CHECK(rtm_shared_lookup(s, "two") == obj[2]);
     errno = 0;
@@ -1136,7 +1262,20 @@ static void test_catalog(void)
     CHECK(rtm_shared_lookup(s, longest) == NULL && errno == ENOENT);
     CHECK_EQ(rtm_shared_unpublish(s, "ab"), 0);
     CHECK_EQ(rtm_shared_publish(s, longest, obj[0]), 0);
-    /* The lock's errors come back: here from the thread that holds it. */
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* The lock's errors come back: here from the thread that holds it. */
+TEST_CASE_IN("catalog", "the catalog's calls give the lock's errors back")
+{
+    const char *name = new_name();
+    int *obj[5];
+    struct rtm_shared *s = catalog_heap(name, obj);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), 0);
     CHECK_EQ(rtm__heap_lock_hold(h), 0);
     CHECK_EQ(rtm_shared_publish(s, "held", obj[0]), -EDEADLK);
     errno = 0;
@@ -1147,27 +1286,44 @@ static void test_catalog(void)
     /* Offset 0 is the header: the segment's first byte is no object. */
     CHECK_EQ(rtm_shared_to_offset(s, base_of(s)), 0);
     CHECK_EQ(rtm_shared_to_offset(s, (char *)base_of(s) + 1), 1);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
 
-    /* across processes: a child finds, changes and publishes */
+/* The child of the catalog section: finds, changes and publishes. */
+static int catalog_child(const char *name)
+{
+    struct rtm_shared *c = rtm_shared_attach(name);
+    if (!c)
+        return 1;
+    int *four = rtm_shared_lookup(c, "four");
+    if (!four || *four != 4)
+        return 2;
+    *four = 40;
+    if (rtm_shared_unpublish(c, "one") != 0)
+        return 3;
+    int *mine = rtm_heap_alloc(rtm_shared_heap(c), sizeof(int));
+    if (!mine)
+        return 4;
+    *mine = 77;
+    if (rtm_shared_publish(c, "child", mine) != 0)
+        return 5;
+    return rtm_shared_detach(c) == 0 ? 0 : 6;
+}
+
+TEST_CASE_IN("catalog", "a child finds, changes, unpublishes and publishes across processes")
+{
+    const char *name = new_name();
+    int *obj[5];
+    struct rtm_shared *s = catalog_heap(name, obj);
+    if (!s)
+        return;
+    struct rtm_heap *h = rtm_shared_heap(s);
+    CHECK_EQ(rtm_shared_publish(s, "one", obj[1]), 0);
+    CHECK_EQ(rtm_shared_publish(s, "four", obj[4]), 0);
     pid_t pid = fork();
-    if (pid == 0) {
-        struct rtm_shared *c = rtm_shared_attach(name);
-        if (!c)
-            _exit(1);
-        int *four = rtm_shared_lookup(c, "four");
-        if (!four || *four != 4)
-            _exit(2);
-        *four = 40;
-        if (rtm_shared_unpublish(c, "one") != 0)
-            _exit(3);
-        int *mine = rtm_heap_alloc(rtm_shared_heap(c), sizeof(int));
-        if (!mine)
-            _exit(4);
-        *mine = 77;
-        if (rtm_shared_publish(c, "child", mine) != 0)
-            _exit(5);
-        _exit(rtm_shared_detach(c) == 0 ? 0 : 6);
-    }
+    if (pid == 0)
+        test_exit(catalog_child(name));
     REQUIRE(pid > 0, );
     CHECK_EQ(wait_child(pid), 0);
     CHECK_EQ(*obj[4], 40);
@@ -1180,21 +1336,34 @@ static void test_catalog(void)
     for (int i = 0; i < 5; i++)
         CHECK_EQ(rtm_heap_free(h, obj[i]), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
-    /* A child that detaches the handle it inherited unmaps its own view
-     * only: the parent's attachment still counts, and its view still works. */
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* A child that detaches the handle it inherited unmaps its own view only:
+ * the parent's attachment still counts, and its view still works. */
+TEST_CASE_IN("catalog", "a child detaching its inherited handle leaves the parent's attached")
+{
+    const char *name = new_name();
+    int *obj[5];
+    struct rtm_shared *s = catalog_heap(name, obj);
+    if (!s)
+        return;
     struct rtm_shared_info before, after;
     CHECK_EQ(rtm_shared_get_info(s, &before), 0);
-    pid = fork();
+    pid_t pid = fork();
     if (pid == 0)
-        _exit(rtm_shared_detach(s) == 0 ? 0 : 1);
+        test_exit(rtm_shared_detach(s) == 0 ? 0 : 1);
     REQUIRE(pid > 0, );
     CHECK_EQ(wait_child(pid), 0);
     CHECK_EQ(rtm_shared_get_info(s, &after), 0);
     CHECK_EQ(after.attach_count, before.attach_count);
-    CHECK_EQ(rtm_heap_check(h), 0);
+    CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
+
+SECTION_CLEANUP("catalog")
 
 /* ---- threads ---------------------------------------------------------------------- */
 
@@ -1246,7 +1415,7 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-static void test_threads(void)
+TEST_CASE_IN("threads", "threads sharing one handle, each attaching its own, lose nothing")
 {
     const char *name = new_name();
     struct rtm_shared *s = rtm_shared_create(name, "tlsf", 1 << 20);
@@ -1259,9 +1428,7 @@ static void test_threads(void)
     }
     for (int i = 0; i < THREADS; i++) {
         CHECK_EQ(pthread_join(tid[i], NULL), 0);
-        test_context = "a thread's verdict";
-        CHECK_EQ(args[i].result, 0);
-        test_context = NULL;
+        CHECK_EQ(args[i].result, 0); /* the thread's verdict */
     }
     struct rtm_heap_stats st;
     CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
@@ -1274,9 +1441,9 @@ static void test_threads(void)
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
 
-/* ---- huge ---------------------------------------------------------------------------- */
+SECTION_CLEANUP("threads")
 
-static bool skipped; /* the section could not run here: exit 77 */
+/* ---- huge ---------------------------------------------------------------------------- */
 
 static uint64_t pool_value(const char *file)
 {
@@ -1460,26 +1627,44 @@ static int huge_child(const char *name, void *parent_base, size_t size, uint64_t
     return rtm_shared_detach(c) == 0 ? 0 : 16;
 }
 
-static void test_huge(void)
-{
-    /* heap A (2 pages) and the workers' room; the ENOMEM case asks one
-     * page more than is free */
-    if (!take_mount() || !take_pages(4)) {
-        skipped = true;
-        return;
-    }
-    remember_paths(); /* the hugetlbfs paths too, for a signal's cleanup */
-    uint64_t nr0 = 0;
-    read_persistent(&nr0);
-    nr0 -= pages_added;
-    uint64_t avail0 = pages_available();
-    struct rtm_shared_config huge = { .page_bytes = HUGE };
+/* The pool's persistent pages before the test added any (main, once it
+ * has the mount and the pages). */
+static uint64_t huge_nr0;
+static const struct rtm_shared_config huge = { .page_bytes = HUGE };
 
-    test_context = "create";
-    const char *a_name = new_name();
+/* The section's mount and pages (heap A takes 2, and the workers' room;
+ * the ENOMEM case asks one page more than is free): false, after saying
+ * why, when they cannot be had. */
+static bool huge_setup(void)
+{
+    if (!take_mount() || !take_pages(4))
+        return false;
+    remember_paths(); /* the hugetlbfs paths too, for a signal's cleanup */
+    read_persistent(&huge_nr0);
+    huge_nr0 -= pages_added;
+    return true;
+}
+
+/* Heap A: TLSF in 3 MiB and a byte of 2 MiB pages, prefaulted. */
+static struct rtm_shared *create_a(const char *a_name)
+{
     struct rtm_shared_config cfg = huge;
     cfg.prefault = RTM_ARENA_PREFAULT_TOUCH;
-    struct rtm_shared *a = rtm_shared_create_ex(a_name, "tlsf", 3 * MIB + 1, &cfg);
+    return rtm_shared_create_ex(a_name, "tlsf", 3 * MIB + 1, &cfg);
+}
+
+/* A heap done with: its name unlinked, its view detached. */
+static void drop(struct rtm_shared *s, const char *name)
+{
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+}
+
+TEST_CASE_IN("huge", "a heap of huge pages takes whole pages, aligned, on hugetlbfs alone")
+{
+    uint64_t avail0 = pages_available();
+    const char *a_name = new_name();
+    struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
     struct rtm_shared_info info;
     CHECK_EQ(rtm_shared_get_info(a, &info), 0);
@@ -1493,8 +1678,17 @@ static void test_huge(void)
     struct stat st;
     snprintf(path, sizeof path, "%s/rtmem-%s", huge_dir, a_name);
     CHECK(stat(path, &st) == 0 && st.st_size == (off_t)(4 * MIB) && (st.st_mode & 0777) == 0600);
+    drop(a, a_name);
+}
 
-    test_context = "across processes";
+TEST_CASE_IN("huge", "a child maps the huge heap elsewhere, and processes share it")
+{
+    uint64_t avail0 = pages_available();
+    const char *a_name = new_name();
+    struct rtm_shared *a = create_a(a_name);
+    REQUIRE(a != NULL, );
+    struct rtm_shared_info info;
+    CHECK_EQ(rtm_shared_get_info(a, &info), 0);
     struct rtm_heap *h = rtm_shared_heap(a);
     unsigned char *mine = rtm_heap_alloc(h, 3000);
     REQUIRE(mine != NULL, );
@@ -1503,7 +1697,7 @@ static void test_huge(void)
     uint64_t mine_off = rtm_shared_to_offset(a, mine);
     pid_t pid = fork();
     if (pid == 0)
-        _exit(huge_child(a_name, info.base, info.size_bytes, mine_off));
+        test_exit(huge_child(a_name, info.base, info.size_bytes, mine_off));
     REQUIRE(pid > 0, );
     CHECK_EQ(wait_child(pid), 0);
     unsigned char *theirs = rtm_shared_lookup(a, "child");
@@ -1518,7 +1712,7 @@ static void test_huge(void)
     for (int w = 0; w < 2; w++) {
         pids[w] = fork();
         if (pids[w] == 0)
-            _exit(worker(a_name, 0x96e0000u + (uint64_t)w, deadline));
+            test_exit(worker(a_name, 0x96e0000u + (uint64_t)w, deadline));
     }
     for (int w = 0; w < 2; w++)
         CHECK_EQ(pids[w] > 0 ? wait_child(pids[w]) : -1, 0);
@@ -1527,8 +1721,15 @@ static void test_huge(void)
     CHECK_EQ(rtm_heap_free(h, mine), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
     CHECK_EQ(pages_available(), avail0 - 2); /* attaching took no page */
+    drop(a, a_name);
+}
 
-    test_context = "one name space";
+TEST_CASE_IN("huge", "a name is taken on hugetlbfs and in /dev/shm alike (EEXIST both ways)")
+{
+    uint64_t avail0 = pages_available();
+    const char *a_name = new_name();
+    struct rtm_shared *a = create_a(a_name);
+    REQUIRE(a != NULL, );
     errno = 0;
     CHECK(rtm_shared_create(a_name, "tlsf", 1 << 20) == NULL && errno == EEXIST);
     CHECK(!exists(a_name));
@@ -1546,14 +1747,24 @@ static void test_huge(void)
     CHECK(b2 != NULL && page_of(b2) == (size_t)sysconf(_SC_PAGESIZE));
     if (b2)
         CHECK_EQ(rtm_shared_detach(b2), 0);
-    /* in both places (made by hand on hugetlbfs): attach takes /dev/shm's,
-     * unlink removes both */
+    drop(b, b_name);
+    drop(a, a_name);
+}
+
+/* In both places (made by hand on hugetlbfs): attach takes /dev/shm's,
+ * unlink removes both. */
+TEST_CASE_IN("huge", "a name in both places: attach takes /dev/shm's, unlink removes both")
+{
+    const char *b_name = new_name();
+    struct rtm_shared *b = rtm_shared_create(b_name, "heapmem", 1 << 20);
+    REQUIRE(b != NULL, );
     int fd = -1;
+    char path[sizeof huge_dir + 256];
     snprintf(path, sizeof path, "%s/rtmem-%s", huge_dir, b_name);
     CHECK((fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0);
     if (fd >= 0)
         close(fd);
-    b2 = rtm_shared_attach(b_name);
+    struct rtm_shared *b2 = rtm_shared_attach(b_name);
     CHECK(b2 != NULL && page_of(b2) == (size_t)sysconf(_SC_PAGESIZE));
     if (b2)
         CHECK_EQ(rtm_shared_detach(b2), 0);
@@ -1561,8 +1772,14 @@ static void test_huge(void)
     CHECK(!exists(b_name) && !huge_file_exists(b_name));
     CHECK_EQ(rtm_shared_unlink(b_name), -ENOENT);
     CHECK_EQ(rtm_shared_detach(b), 0);
-    /* an empty hugetlbfs file (a creator between creating and sizing it) */
+}
+
+/* An empty hugetlbfs file: a creator between creating and sizing it. */
+TEST_CASE_IN("huge", "an empty hugetlbfs file is busy to attach and taken to create")
+{
     const char *e_name = new_name();
+    int fd = -1;
+    char path[sizeof huge_dir + 256];
     snprintf(path, sizeof path, "%s/rtmem-%s", huge_dir, e_name);
     CHECK((fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0);
     if (fd >= 0)
@@ -1574,25 +1791,13 @@ static void test_huge(void)
     CHECK(!exists(e_name));
     CHECK_EQ(rtm_shared_unlink(e_name), 0);
     CHECK(!huge_file_exists(e_name));
+}
 
-    test_context = "refusals";
-    const char *c_name = new_name();
-    uint64_t avail = pages_available();
-    errno = 0;
-    CHECK(rtm_shared_create_ex(c_name, "tlsf", (size_t)(avail + 1) * HUGE, &huge) == NULL &&
-          errno == ENOMEM);
-    cfg = huge;
-    cfg.thp = RTM_ARENA_THP_ON;
-    errno = 0;
-    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
-    cfg = (struct rtm_shared_config){ .page_bytes = 3 * MIB };
-    errno = 0;
-    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
-    cfg.page_bytes = 1024;
-    errno = 0;
-    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
+/* Page sizes of 1 GiB and 4 MiB: refused as this machine has them. */
+static void other_page_sizes_refused(const char *c_name)
+{
+    struct rtm_shared_config cfg = { .page_bytes = 4 * MIB };
     if (access("/sys/kernel/mm/hugepages/hugepages-4096kB", F_OK) != 0) {
-        cfg.page_bytes = 4 * MIB;
         errno = 0;
         CHECK(rtm_shared_create_ex(c_name, "tlsf", 4 * MIB, &cfg) == NULL && errno == EOPNOTSUPP);
     }
@@ -1604,6 +1809,29 @@ static void test_huge(void)
         CHECK(rtm_shared_create_ex(c_name, "tlsf", 1 << 20, &cfg) == NULL &&
               errno == (gib_pages ? ENODEV : EOPNOTSUPP));
     }
+}
+
+TEST_CASE_IN("huge", "each refusal of a huge heap has its errno and takes no page")
+{
+    const char *a_name = new_name();
+    struct rtm_shared *a = create_a(a_name);
+    REQUIRE(a != NULL, );
+    const char *c_name = new_name();
+    uint64_t avail = pages_available();
+    errno = 0;
+    CHECK(rtm_shared_create_ex(c_name, "tlsf", (size_t)(avail + 1) * HUGE, &huge) == NULL &&
+          errno == ENOMEM);
+    struct rtm_shared_config cfg = huge;
+    cfg.thp = RTM_ARENA_THP_ON;
+    errno = 0;
+    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
+    cfg = (struct rtm_shared_config){ .page_bytes = 3 * MIB };
+    errno = 0;
+    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
+    cfg.page_bytes = 1024;
+    errno = 0;
+    CHECK(rtm_shared_create_ex(c_name, "tlsf", HUGE, &cfg) == NULL && errno == EINVAL);
+    other_page_sizes_refused(c_name);
     cfg = (struct rtm_shared_config){ .page_bytes = HUGE };
     errno = 0;
     CHECK(rtm_shared_attach_ex(a_name, &cfg) == NULL && errno == EINVAL); /* create only */
@@ -1612,8 +1840,16 @@ static void test_huge(void)
     CHECK(rtm_shared_attach_ex(a_name, &cfg) == NULL && errno == EINVAL);
     CHECK(!exists(c_name) && !huge_file_exists(c_name));
     CHECK_EQ(pages_available(), avail);
+    drop(a, a_name);
+}
 
-    test_context = "unlink";
+TEST_CASE_IN("huge", "unlinked, a huge heap's view lives on, and its pages go with it")
+{
+    uint64_t avail0 = pages_available();
+    const char *a_name = new_name();
+    struct rtm_shared *a = create_a(a_name);
+    REQUIRE(a != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(a);
     CHECK_EQ(rtm_shared_unlink(a_name), 0);
     CHECK(!huge_file_exists(a_name));
     errno = 0;
@@ -1624,28 +1860,35 @@ static void test_huge(void)
     CHECK_EQ(rtm_heap_free(h, r), 0);
     CHECK_EQ(rtm_shared_detach(a), 0);
     CHECK_EQ(pages_available(), avail0); /* the last view gone, the pages are back */
+}
 
-    test_context = "cleanup";
+TEST_CASE_IN("huge", "the huge pages reserved go back, exactly, and no file is left")
+{
     CHECK_EQ(leftovers(), 0);
     CHECK(give_back_pages());
     uint64_t nr_end = 0;
-    CHECK(read_persistent(&nr_end) && nr_end == nr0);
-    test_context = NULL;
+    CHECK(read_persistent(&nr_end) && nr_end == huge_nr0);
 }
 
+SECTION_CLEANUP("huge")
+
+static const char *const sections[] = { "lifecycle", "exists",  "address", "concurrent", "creator",
+                                        "stale",     "catalog", "crafted", "threads",    "huge" };
+
+/* The section is the group; main arranges the cleanup (at exit, on a fatal
+ * signal), skips what an emulator cannot run, and takes huge's mount and
+ * pages first (exit 77 without them). */
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*run)(void);
-    } sections[] = {
-        { "lifecycle", test_lifecycle }, { "exists", test_exists },
-        { "address", test_address },     { "concurrent", test_concurrent },
-        { "creator", test_creator },     { "stale", test_stale },
-        { "catalog", test_catalog },     { "crafted", test_crafted },
-        { "threads", test_threads },     { "huge", test_huge },
-    };
     const char *what = argc > 1 ? argv[1] : "";
+    bool known = false;
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        known |= strcmp(what, sections[i]) == 0;
+    if (!known) {
+        fprintf(stderr, "usage: shared_test lifecycle | exists | address | concurrent | creator | "
+                        "stale | catalog | crafted | threads | huge\n");
+        return 2;
+    }
     owner_pid = (int)getpid();
     atexit(remove_all);
     if (__sanitizer_set_death_callback)
@@ -1668,19 +1911,9 @@ int main(int argc, char **argv)
             "shared.creator",
             "the creator's death is recovered through the kernel's robust futex list, which "
             "qemu-user does not implement: this needs a real kernel (a board, or qemu-system)");
-    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
-        if (strcmp(what, sections[i].name) != 0)
-            continue;
-        sections[i].run();
+    if (strcmp(what, "huge") == 0 && !huge_setup()) {
         remove_all();
-        test_context = "cleanup";
-        CHECK_EQ(leftovers(), 0);
-        test_context = NULL;
-        if (skipped && !test_checks_failed)
-            return SKIP;
-        return test_summary("shared_test");
+        return leftovers() ? 1 : SKIP;
     }
-    fprintf(stderr, "usage: shared_test lifecycle | exists | address | concurrent | creator | "
-                    "stale | catalog | crafted | threads | huge\n");
-    return 2;
+    return test_main(argc, argv, "shared_test");
 }

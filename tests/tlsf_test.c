@@ -25,7 +25,7 @@ static struct rtm_heap_stats stats(const struct rtm_tlsf *t)
     return st;
 }
 
-static void test_sizes(void)
+TEST_CASE("sizes")
 {
     test_context = "sizes";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -47,7 +47,7 @@ static void test_sizes(void)
 }
 
 /* A fresh one-pool heap holds exactly floor(usable / cost) blocks. */
-static void test_exact_fill(void)
+TEST_CASE("exact fill")
 {
     test_context = "exact-fill";
     for (size_t n = 1; n <= 70000; n = n * 3 / 2 + 1) {
@@ -64,7 +64,7 @@ static void test_exact_fill(void)
 }
 
 /* largest_free_bytes is exact: that request succeeds, one byte more fails. */
-static void test_exact_largest(void)
+TEST_CASE("exact largest")
 {
     test_context = "exact-largest";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -102,7 +102,7 @@ static void test_exact_largest(void)
     CHECK_EQ(rtm_tlsf_check(t), 0);
 }
 
-static void test_realloc_in_place(void)
+TEST_CASE("realloc in place")
 {
     test_context = "realloc";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -154,7 +154,7 @@ static void test_realloc_in_place(void)
 
 /* The front gap of an aligned block goes back to the free lists: used bytes
  * grow by the block's cost only. */
-static void test_aligned_no_waste(void)
+TEST_CASE("aligned no waste")
 {
     test_context = "aligned";
     for (size_t align = 16; align <= 65536; align *= 2) {
@@ -177,7 +177,7 @@ static void test_aligned_no_waste(void)
     }
 }
 
-static void test_merge_both_neighbours(void)
+TEST_CASE("merge both neighbours")
 {
     test_context = "merge";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -203,7 +203,7 @@ static void test_merge_both_neighbours(void)
 
 /* The same operations through the typed and the generic API give the same
  * heap. */
-static void test_typed_matches_generic(void)
+TEST_CASE("typed matches generic")
 {
     test_context = "typed";
     static unsigned char other[sizeof(arena)] __attribute__((aligned(64)));
@@ -236,7 +236,7 @@ static void test_typed_matches_generic(void)
 /* Review finding: a free block's prev link lies at a header position; a
  * stale pointer into free memory must still be refused after the memory was
  * split differently, even over garbage. */
-static void test_stale_frees(void)
+TEST_CASE("stale frees")
 {
     test_context = "stale-frees";
     for (int fill = 0; fill < 2; fill++) {
@@ -273,7 +273,7 @@ static void test_stale_frees(void)
 
 /* Review finding: peak_used_bytes is the highest used_bytes, realloc in
  * place included. */
-static void test_peak_exact(void)
+TEST_CASE("peak exact")
 {
     test_context = "peak";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -301,7 +301,7 @@ static void test_peak_exact(void)
 
 /* Review finding: a remainder too small to stand alone goes with the block;
  * the usable size then exceeds the request by up to 39 bytes, as documented. */
-static void test_absorbed_remainder(void)
+TEST_CASE("absorbed remainder")
 {
     test_context = "absorbed";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -321,7 +321,7 @@ static void test_absorbed_remainder(void)
 }
 
 /* check() finds a corrupted block header (and does not crash). */
-static void test_check_finds_corruption(void)
+TEST_CASE("check finds corruption")
 {
     test_context = "corruption";
     struct rtm_tlsf *t = rtm_tlsf_create(arena, sizeof(arena));
@@ -340,7 +340,7 @@ static void test_check_finds_corruption(void)
     CHECK_EQ(rtm_tlsf_check(t), -EFAULT);
 }
 
-static void test_too_large_pool(void)
+TEST_CASE("too large pool")
 {
     test_context = "e2big";
     if (sizeof(size_t) < 8)
@@ -407,7 +407,7 @@ static void free_bounds_in(struct rtm_tlsf *t, unsigned char *lo, unsigned char 
     CHECK_EQ(rtm_tlsf_check(t), 0);
 }
 
-static void test_free_bounds(void)
+TEST_CASE("free bounds")
 {
     test_context = "free-bounds";
     size_t span = 64u << 10;
@@ -445,7 +445,7 @@ static uint64_t corruptions_of(struct rtm_heap *h)
 /* One word written 8 bytes past a live block (its free successor's header
  * untouched): a next link that points at a list head's pseudo-node. Once
  * accepted, list code wrote through it outside the heap. */
-static void test_link_into_list_heads(void)
+TEST_CASE("link into list heads")
 {
     test_context = "link-into-heads";
     struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
@@ -480,7 +480,7 @@ static void test_link_into_list_heads(void)
 
 /* A free successor swallowed by a merge kept a valid free header; a link
  * overwritten to point at it made alloc hand out two overlapping blocks. */
-static void test_link_to_swallowed_header(void)
+TEST_CASE("link to swallowed header")
 {
     test_context = "link-to-swallowed";
     struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
@@ -506,7 +506,7 @@ static void test_link_to_swallowed_header(void)
 
 /* Two pools from adjacent memory: 9 to 16 bytes past the first pool's last
  * block were the next pool's descriptor. They now lie inside the pool. */
-static void test_overflow_at_a_pool_end(void)
+TEST_CASE("overflow at a pool end")
 {
     test_context = "pool-end";
     static unsigned char pools[2 * 4096] __attribute__((aligned(4096)));
@@ -540,7 +540,7 @@ static void test_overflow_at_a_pool_end(void)
 
 /* Damage to a free predecessor's header, then a merge into it: the merge
  * rewrote the header without looking at its tag, and the damage vanished. */
-static void test_damaged_predecessor_not_laundered(void)
+TEST_CASE("damaged predecessor not laundered")
 {
     test_context = "launder";
     struct rtm_heap *h = rtm_heap_create("tlsf", arena, sizeof(arena));
@@ -567,7 +567,7 @@ static void count_calls(const struct rtm_heap_corruption *c, void *arg)
     handler_calls++;
 }
 
-static void test_free_bit_set_by_overflow(void)
+TEST_CASE("free bit set by overflow")
 {
     test_context = "free-bit";
     struct rtm_heap_config cfg = { .on_corruption = count_calls };
@@ -590,7 +590,7 @@ static void test_free_bit_set_by_overflow(void)
  * what a prev link back would (the program's own data): taking the damaged
  * block made the live one a list head, and a later alloc of that class
  * handed it out, too small, over the block after it. */
-static void test_link_to_live_block(void)
+TEST_CASE("link to live block")
 {
     test_context = "link-to-live";
     static unsigned char mem[1 << 15] __attribute__((aligned(64)));
@@ -619,7 +619,7 @@ static void test_link_to_live_block(void)
 /* The same with the target inside the live block: its data reads as a free
  * header 16 bytes in, and as a prev link back 16 bytes further. A check of
  * the target's flags alone let alloc, and free's unlink, write there. */
-static void test_link_into_live_data(void)
+TEST_CASE("link into live data")
 {
     test_context = "link-into-live-data";
     static unsigned char mem[1 << 15] __attribute__((aligned(64)));
@@ -653,7 +653,7 @@ static void test_link_into_live_data(void)
 /* Five bytes past a block into the only free block, its free flag kept and
  * its size made 0: stats read that size unchecked (largest_free_bytes came
  * out as SIZE_MAX - 7). */
-static void test_stats_with_a_damaged_head(void)
+TEST_CASE("stats with a damaged head")
 {
     test_context = "stats-damaged-head";
     static unsigned char mem[1 << 15] __attribute__((aligned(64)));
@@ -669,29 +669,7 @@ static void test_stats_with_a_damaged_head(void)
     CHECK_EQ(corruptions_of(h), 1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_sizes();
-    test_exact_fill();
-    test_exact_largest();
-    test_realloc_in_place();
-    test_aligned_no_waste();
-    test_merge_both_neighbours();
-    test_typed_matches_generic();
-    test_stale_frees();
-    test_peak_exact();
-    test_absorbed_remainder();
-    test_check_finds_corruption();
-    test_too_large_pool();
-    test_free_bounds();
-    test_link_into_list_heads();
-    test_link_to_swallowed_header();
-    test_overflow_at_a_pool_end();
-    test_damaged_predecessor_not_laundered();
-    test_free_bit_set_by_overflow();
-    test_link_to_live_block();
-    test_link_into_live_data();
-    test_stats_with_a_damaged_head();
-    test_context = NULL;
-    return test_summary("tlsf");
+    return test_main(argc, argv, "tlsf");
 }

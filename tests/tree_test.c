@@ -318,7 +318,16 @@ static bool drain(struct env *e, uint64_t *rng)
 
 /* ---- tests ----------------------------------------------------------------- */
 
-static void test_empty(const struct kind *k)
+/* Runs a check on each kind of tree, the kind as its context. */
+static void each_kind(void (*check)(const struct kind *k))
+{
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        test_context = kinds[i].name;
+        check(&kinds[i]);
+    }
+}
+
+static void empty(const struct kind *k)
 {
     struct env *e = &env_storage;
     env_init(e, k, pool_a, shifted(pool_a, -64));
@@ -335,8 +344,13 @@ static void test_empty(const struct kind *k)
     CHECK_EQ(e->root, 0);
 }
 
+TEST_CASE("an empty tree walks and searches to nothing, and one node is a root")
+{
+    each_kind(empty);
+}
+
 /* Base below the nodes (ordinary), one cycle per key mode and more. */
-static void test_random(const struct kind *k)
+static void random_ops(const struct kind *k)
 {
     struct env *e = &env_storage;
     env_init(e, k, pool_a, shifted(pool_a, -64));
@@ -347,8 +361,13 @@ static void test_random(const struct kind *k)
            BIG_OPS, MAX_LIVE, e->max_height_full, MAX_LIVE, k->height_bound(MAX_LIVE));
 }
 
+TEST_CASE("random inserts and removals match the shadow within the height bound")
+{
+    each_kind(random_ops);
+}
+
 /* In order of keys, all distinct: the classic worst input for plain trees. */
-static void test_sorted(const struct kind *k)
+static void sorted(const struct kind *k)
 {
     struct env *e = &env_storage;
     env_init(e, k, pool_a, shifted(pool_a, -64));
@@ -369,9 +388,14 @@ static void test_sorted(const struct kind *k)
            up, down);
 }
 
+TEST_CASE("sorted inserts stay within the height bound")
+{
+    each_kind(sorted);
+}
+
 /* Offsets that wrap: base far above every node, and base amid the nodes (some
  * offsets "negative", some positive). Neither base is ever dereferenced. */
-static void test_wrapped_bases(const struct kind *k)
+static void wrapped_bases(const struct kind *k)
 {
     struct env *e = &env_storage;
     char *above = shifted(pool_a, (intptr_t)1 << (sizeof(intptr_t) == 8 ? 40 : 30));
@@ -386,9 +410,14 @@ static void test_wrapped_bases(const struct kind *k)
     }
 }
 
+TEST_CASE("offsets that wrap around the base work")
+{
+    each_kind(wrapped_bases);
+}
+
 /* A tree copied to another address works with the base moved alike, and no
  * longer depends on the original memory. */
-static void test_relocation(const struct kind *k)
+static void relocation(const struct kind *k)
 {
     struct env *e = &env_storage;
     env_init(e, k, pool_a, (char *)&pool_a[7].key);
@@ -412,17 +441,33 @@ static void test_relocation(const struct kind *k)
     CHECK(drain(e, &rng));
 }
 
-/* Builds a 200-node tree in pool_a; each corruption below is made on it,
- * checked, and undone by restoring the copy in pool_b. */
-static void test_corrupt(const struct kind *k)
+TEST_CASE("a tree copied elsewhere works with its base moved alike")
+{
+    each_kind(relocation);
+}
+
+/* Builds a 200-node tree in pool_a, checked, and its copy in pool_b: each
+ * corruption below is made on it, checked, and undone by restoring the
+ * copy. NULL if the tree does not verify. */
+static struct env *corrupt_setup(const struct kind *k)
 {
     struct env *e = &env_storage;
     env_init(e, k, pool_a, shifted(pool_a, -64));
     uint64_t rng = seed ^ 0x4004;
     for (size_t i = 0; i < 200; i++)
         op_insert(e, (size_t)rng_next(&rng) % 1000);
-    REQUIRE(verify(e), );
+    REQUIRE(verify(e), NULL);
     memcpy(pool_b, pool_a, sizeof(pool_a));
+    return e;
+}
+
+/* One link or word changed at a time: the check refuses each, and passes
+ * once the copy is restored. */
+static void corrupt_links(const struct kind *k)
+{
+    struct env *e = corrupt_setup(k);
+    if (!e)
+        return;
     void *base = e->base;
     size_t root = e->root, n = e->n;
     size_t first = e->sorted[0], last = e->sorted[n - 1];
@@ -466,15 +511,41 @@ static void test_corrupt(const struct kind *k)
         CHECK_EQ(k->check(base, root, item_cmp, n), n);
     }
     test_context = k->name;
+}
 
-    /* A two-node cycle made the root, both of its links consistent but one. */
+TEST_CASE("a corrupt link or word anywhere is refused")
+{
+    each_kind(corrupt_links);
+}
+
+/* A two-node cycle made the root, both of its links consistent but one. */
+static void corrupt_cycle(const struct kind *k)
+{
+    struct env *e = corrupt_setup(k);
+    if (!e)
+        return;
+    void *base = e->base;
     size_t a = e->sorted[10], b = e->sorted[20];
     *rtm_tnode_at(base, a) = (struct rtm_tnode){ .left = b, .right = 0, .parent = 0, .meta = 0 };
     *rtm_tnode_at(base, b) = (struct rtm_tnode){ .left = a, .right = 0, .parent = a, .meta = 0 };
     CHECK_EQ(k->check(base, a, item_cmp, SIZE_MAX), -1);
+    memcpy(pool_a, pool_b, sizeof(pool_a));
+}
 
-    /* A well-formed ordered chain deeper than any balanced tree: refused at
-     * RTM_TREE_MAX_HEIGHT levels, without walking past its per-level state. */
+TEST_CASE("a two-node cycle is refused")
+{
+    each_kind(corrupt_cycle);
+}
+
+/* A well-formed ordered chain deeper than any balanced tree: refused at
+ * RTM_TREE_MAX_HEIGHT levels, without walking past its per-level state. */
+static void corrupt_chain(const struct kind *k)
+{
+    struct env *e = corrupt_setup(k);
+    if (!e)
+        return;
+    void *base = e->base;
+    size_t root = e->root, n = e->n;
     for (size_t i = 0; i < 200; i++) {
         size_t o = e->sorted[i];
         item_at(base, o)->key = i;
@@ -488,6 +559,12 @@ static void test_corrupt(const struct kind *k)
     CHECK_EQ(k->check(base, root, item_cmp, SIZE_MAX), n);
 }
 
+TEST_CASE("an ordered chain deeper than any balanced tree is refused")
+{
+    each_kind(corrupt_chain);
+}
+
+/* --seed N replaces the seed; the cases take no argument. */
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -500,15 +577,5 @@ int main(int argc, char **argv)
     }
     printf("tree_test: seed %#llx (replay with --seed %#llx)\n", (unsigned long long)seed,
            (unsigned long long)seed);
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        const struct kind *k = &kinds[i];
-        test_context = k->name;
-        test_empty(k);
-        test_random(k);
-        test_sorted(k);
-        test_wrapped_bases(k);
-        test_relocation(k);
-        test_corrupt(k);
-    }
-    return test_summary("tree_test");
+    return test_main(1, argv, "tree_test");
 }

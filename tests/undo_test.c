@@ -145,31 +145,52 @@ static void *one_call(struct rtm_heap *h, struct rtm_undo *u, const struct call 
     return q2;
 }
 
-static void run(const char *kind, unsigned kind_id, int hardening, unsigned long ops, uint64_t seed)
+/* A robust heap of the kind and level in mem, 128 KiB of it: above its
+ * pool-to-be (the pool below the log: its entries' distances are negative)
+ * or below it, by turns; the bytes not compared noted. *up is its log,
+ * *to_end the bytes from the heap to the end of its memory. */
+static struct rtm_heap *undo_heap(const char *kind, unsigned kind_id, int hardening,
+                                  struct rtm_undo **up, size_t *to_end)
 {
-    char ctx[64];
-    snprintf(ctx, sizeof(ctx), "%s/harden%d", kind, hardening);
-    test_context = ctx;
     memset(mem, 0, HEAP_BYTES);
     struct rtm_heap_config cfg = { .hardening = hardening, .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
-    /* the heap above its added pool (the pool below the log: its entries'
-     * distances are negative) or below it, by turns */
     below = (kind_id + (unsigned)hardening) % 2 == 0;
     unsigned char *heap_at = below ? mem + (HEAP_BYTES - POOL_AT) : mem;
     struct rtm_heap *h = rtm_heap_create_ex(kind, heap_at, POOL_AT, &cfg);
-    CHECK(h != NULL);
-    if (!h)
-        return;
-    struct rtm_undo *u = rtm_undo_of(h);
+    REQUIRE(h != NULL, NULL);
+    struct rtm_undo *u = *up = rtm_undo_of(h);
     /* the lock area (its mutex, its call counters) and the log */
     log_lo = (size_t)((unsigned char *)u - mem) - RTM_HEAP_LOCK_AREA_BYTES;
     log_hi = log_lo + rtm_undo_bytes(u->capacity);
     count_lo = (size_t)((unsigned char *)&h->until_check - mem);
     count_hi = count_lo + sizeof(h->until_check);
-    /* What attach checks of the log (rtm__heap_validate): it must span
-     * exactly to the end of the memory, fit before the heap, and count no
-     * more than it holds; a roll back trusts all three. */
-    size_t to_end = (size_t)(heap_at + POOL_AT - (unsigned char *)h);
+    *to_end = (size_t)(heap_at + POOL_AT - (unsigned char *)h);
+    return h;
+}
+
+/* Runs a check for every kind and hardening level, the two as its context. */
+static void each_level(void (*check)(const char *kind, unsigned kind_id, int hardening))
+{
+    static char ctx[64];
+    const char *const *kinds = rtm_heap_kinds();
+    for (unsigned k = 0; kinds[k]; k++)
+        for (int hard = RTM_HEAP_HARDEN_O1; hard <= RTM_HEAP_HARDEN_FULL; hard++) {
+            snprintf(ctx, sizeof(ctx), "%s/harden%d", kinds[k], hard);
+            test_context = ctx;
+            check(kinds[k], k, hard);
+        }
+}
+
+/* What attach checks of the log (rtm__heap_validate): it must span exactly
+ * to the end of the memory, fit before the heap, and count no more than it
+ * holds; a roll back trusts all three. */
+static void log_validated(const char *kind, unsigned kind_id, int hardening)
+{
+    struct rtm_undo *u;
+    size_t to_end;
+    struct rtm_heap *h = undo_heap(kind, kind_id, hardening, &u, &to_end);
+    if (!h)
+        return;
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
     u->span++;
     CHECK_EQ(rtm__heap_validate(h, to_end), -EFAULT);
@@ -182,8 +203,22 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     CHECK_EQ(rtm__undo_rollback(u, (size_t)((char *)h - (char *)u), 0), -1); /* writes nothing */
     u->count = 0;
     CHECK_EQ(rtm__heap_validate(h, to_end), 0);
-    /* A crafted log may not write the heap's header but failed_allocs (a
-     * handler address, a kind, a key), nor name pools in a fixed heap. */
+}
+
+TEST_CASE("a log whose span, capacity or count does not hold is refused, and written by no one")
+{
+    each_level(log_validated);
+}
+
+/* A crafted log may not write the heap's header but failed_allocs (a
+ * handler address, a kind, a key). */
+static void header_entries_refused(const char *kind, unsigned kind_id, int hardening)
+{
+    struct rtm_undo *u;
+    size_t to_end;
+    struct rtm_heap *h = undo_heap(kind, kind_id, hardening, &u, &to_end);
+    if (!h)
+        return;
     size_t room = (size_t)((char *)h - (char *)u);
     uint64_t fa = h->failed_allocs;
     const struct {
@@ -205,6 +240,23 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
         u->count = 0;
     }
     CHECK_EQ(h->failed_allocs, fa);
+}
+
+TEST_CASE("a crafted log writes no word of the heap's header but failed_allocs")
+{
+    each_level(header_entries_refused);
+}
+
+/* Nor may it name pools in a fixed heap. */
+static void pools_refused_when_fixed(const char *kind, unsigned kind_id, int hardening)
+{
+    struct rtm_undo *u;
+    size_t to_end;
+    struct rtm_heap *h = undo_heap(kind, kind_id, hardening, &u, &to_end);
+    if (!h)
+        return;
+    size_t room = (size_t)((char *)h - (char *)u);
+    uint64_t fa = h->failed_allocs;
     u->pools = 1;
     u->pool[0].at = (uint64_t)POOL_AT;
     u->pool[0].len = 4096;
@@ -215,29 +267,62 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
     u->pools = 0;
     CHECK_EQ(rtm__undo_rollback(u, room, 1), 0);
     CHECK_EQ(h->failed_allocs, fa);
+}
+
+TEST_CASE("a crafted log names no pool in a fixed heap")
+{
+    each_level(pools_refused_when_fixed);
+}
+
+/* A call drawn at random on slot k's block: free or realloc it if there is
+ * one, else alloc or aligned alloc (calloc is an alloc, then a memset after
+ * the call: the memset is the caller's, no call of the heap's to undo). */
+static struct call random_call(uint64_t *rng, void *const *slot, unsigned *k)
+{
+    *k = (unsigned)tk_rng_below(rng, SLOTS);
+    struct call c = { .p = slot[*k] };
+    unsigned dice = (unsigned)tk_rng_below(rng, 10);
+    /* sizes: mostly small, some page runs, now and then large */
+    unsigned band = (unsigned)tk_rng_below(rng, 8);
+    c.size = band < 5   ? 1 + tk_rng_below(rng, 256)
+             : band < 7 ? 256 + tk_rng_below(rng, 4096)
+                        : 4096 + tk_rng_below(rng, 24u << 10);
+    if (slot[*k] && dice < 4) {
+        c.op = OP_FREE;
+    } else if (slot[*k]) {
+        c.op = OP_REALLOC;
+    } else {
+        c.op = dice < 7 ? OP_ALLOC : OP_ALIGNED;
+        c.align = (size_t)1 << (3 + tk_rng_below(rng, 9));
+        if (tk_rng_below(rng, 50) == 0)
+            c.align = tk_rng_below(rng, 2) ? 0 : 48; /* refused: counted, logged */
+    }
+    return c;
+}
+
+/* The operations per kind and level: undo_test [OPS]. */
+static unsigned long ops_asked(void)
+{
+    return test_argc > 0 ? strtoul(test_argv[0], NULL, 10) : 2000;
+}
+
+/* The failures before the case below: it stops at its first (the calls
+ * after it would only repeat it). */
+static unsigned long failed_before_calls;
+
+static void calls_rolled_back(const char *kind, unsigned kind_id, int hardening)
+{
+    struct rtm_undo *u;
+    size_t to_end;
+    struct rtm_heap *h = undo_heap(kind, kind_id, hardening, &u, &to_end);
+    if (!h)
+        return;
+    unsigned long ops = ops_asked();
     void *slot[SLOTS] = { 0 };
-    uint64_t rng = seed;
-    for (unsigned long i = 0; i < ops && !test_checks_failed; i++) {
-        unsigned k = (unsigned)tk_rng_below(&rng, SLOTS);
-        struct call c = { .p = slot[k] };
-        unsigned dice = (unsigned)tk_rng_below(&rng, 10);
-        /* sizes: mostly small, some page runs, now and then large */
-        unsigned band = (unsigned)tk_rng_below(&rng, 8);
-        c.size = band < 5   ? 1 + tk_rng_below(&rng, 256)
-                 : band < 7 ? 256 + tk_rng_below(&rng, 4096)
-                            : 4096 + tk_rng_below(&rng, 24u << 10);
-        if (slot[k] && dice < 4) {
-            c.op = OP_FREE;
-        } else if (slot[k]) {
-            c.op = OP_REALLOC;
-        } else {
-            /* (calloc is an alloc, then a memset after the call: the
-             * memset is the caller's, no call of the heap's to undo) */
-            c.op = dice < 7 ? OP_ALLOC : OP_ALIGNED;
-            c.align = (size_t)1 << (3 + tk_rng_below(&rng, 9));
-            if (tk_rng_below(&rng, 50) == 0)
-                c.align = tk_rng_below(&rng, 2) ? 0 : 48; /* refused: counted, logged */
-        }
+    uint64_t rng = 0x5eed0000u + kind_id * 7 + (unsigned)hardening;
+    for (unsigned long i = 0; i < ops && test_checks_failed == failed_before_calls; i++) {
+        unsigned k;
+        struct call c = random_call(&rng, slot, &k);
         if (i == ops / 3) { /* the second pool, once, half way through */
             struct call pool = { .op = OP_POOL };
             one_call(h, u, &pool, kind_id);
@@ -249,20 +334,20 @@ static void run(const char *kind, unsigned kind_id, int hardening, unsigned long
         else if (q)
             slot[k] = q;
     }
-    test_context = NULL;
 }
 
-int main(int argc, char **argv)
+TEST_CASE("every call rolled back leaves the heap as it found it, and made again the same")
 {
-    unsigned long ops = argc > 1 ? strtoul(argv[1], NULL, 10) : 2000;
+    failed_before_calls = test_checks_failed;
+    each_level(calls_rolled_back);
     const char *const *kinds = rtm_heap_kinds();
     for (unsigned k = 0; kinds[k]; k++)
-        for (int hard = RTM_HEAP_HARDEN_O1; hard <= RTM_HEAP_HARDEN_FULL; hard++)
-            run(kinds[k], k, hard, ops, 0x5eed0000u + k * 7 + (unsigned)hard);
-    for (unsigned k = 0; kinds[k]; k++)
         printf("%-8s most log entries one call wrote: %u\n", kinds[k], worst_entries[k]);
-    /* A robust heap's log names at most RTM_UNDO_POOLS added pools. */
-    test_context = "pools";
+}
+
+/* A robust heap's log names at most RTM_UNDO_POOLS added pools. */
+TEST_CASE("a robust heap takes at most RTM_UNDO_POOLS added pools")
+{
     struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
     struct rtm_heap *h = rtm_heap_create_ex("tlsf", mem, 64u << 10, &cfg);
     CHECK(h != NULL);
@@ -270,5 +355,9 @@ int main(int argc, char **argv)
         CHECK_EQ(rtm_heap_add_pool(h, mem + (64u << 10) + i * 8192u, 8192),
                  i < RTM_UNDO_POOLS ? 0 : -ENOSPC);
     CHECK(h && rtm_heap_check(h) == 0);
-    return test_summary("undo_test");
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv, "undo_test");
 }

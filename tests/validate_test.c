@@ -146,17 +146,46 @@ static void ph_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
 }
 
-static void test_layout_kind(const char *kind)
+/* Runs a check on each kind, the kind as its context. */
+static void each_kind(void (*check)(const char *kind))
 {
-    unsigned char *end = arena + sizeof arena;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        test_context = *k;
+        check(*k);
+    }
+}
+
+/* A fresh heap of the kind on the whole arena (filled with 0xa5 first),
+ * its layout in *l and the bytes from it to the arena's end in *bytes. */
+static struct rtm_heap *fresh_heap(const char *kind, struct heap_layout *l, size_t *bytes)
+{
     memset(arena, 0xa5, sizeof arena);
     struct rtm_heap *h = rtm_heap_create(kind, arena, sizeof arena);
-    REQUIRE(h != NULL, );
-    size_t bytes = bytes_after(h, end);
-    test_context = "fresh";
-    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    REQUIRE(h != NULL, NULL);
+    *bytes = bytes_after(h, arena + sizeof arena);
+    REQUIRE(heap_layout_find(h, l), NULL);
+    return h;
+}
+
+/* Allocations of many sizes, every other one freed again. */
+static void put_in_use(struct rtm_heap *h)
+{
+    void *p[64];
+    for (int i = 0; i < 64; i++)
+        p[i] = rtm_heap_alloc(h, (size_t)(i * 97 % 3000) + 1);
+    for (int i = 0; i < 64; i += 2)
+        rtm_heap_free(h, p[i]);
+}
+
+static void layout_fresh(const char *kind)
+{
+    unsigned char *end = arena + sizeof arena;
     struct heap_layout l;
-    REQUIRE(heap_layout_find(h, &l), );
+    size_t bytes;
+    struct rtm_heap *h = fresh_heap(kind, &l, &bytes);
+    if (!h)
+        return;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
     /* exactly the memory the pools use, and not a byte less */
     CHECK(l.needed <= bytes);
     CHECK_EQ(rtm__heap_validate(h, l.needed), 0);
@@ -174,17 +203,39 @@ static void test_layout_kind(const char *kind)
     memcpy(last, h, sizeof *last);
     CHECK_EQ(rtm__heap_validate(last, sizeof *last), -EFAULT);
     *last = was;
+}
 
-    /* a heap in use: what allocations change is not the layout */
-    test_context = "in use";
-    void *p[64];
-    for (int i = 0; i < 64; i++)
-        p[i] = rtm_heap_alloc(h, (size_t)(i * 97 % 3000) + 1);
-    for (int i = 0; i < 64; i += 2)
-        rtm_heap_free(h, p[i]);
+TEST_CASE_IN("layout", "a fresh heap passes with exactly the memory its pools use")
+{
+    each_kind(layout_fresh);
+}
+
+/* What allocations change is not the layout. */
+static void layout_in_use(const char *kind)
+{
+    struct heap_layout l;
+    size_t bytes;
+    struct rtm_heap *h = fresh_heap(kind, &l, &bytes);
+    if (!h)
+        return;
+    put_in_use(h);
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
     CHECK_EQ(rtm__heap_validate(h, l.needed), 0);
+}
 
+TEST_CASE_IN("layout", "a heap in use passes as it did fresh")
+{
+    each_kind(layout_in_use);
+}
+
+static void layout_refusals(const char *kind)
+{
+    struct heap_layout l;
+    size_t bytes;
+    struct rtm_heap *h = fresh_heap(kind, &l, &bytes);
+    if (!h)
+        return;
+    put_in_use(h);
     common_refusals(h, bytes, &l, strcmp(kind, "tlsf") == 0 ? RTM_TLSF_GRANULE : PAGE);
     if (strcmp(kind, "tlsf") == 0)
         tlsf_refusals(h, bytes, &l);
@@ -193,15 +244,24 @@ static void test_layout_kind(const char *kind)
     test_context = "after the refusals";
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
+}
 
-    /* A pool added above the heap: inside; two pools that cycle: refused. */
-    test_context = "second pool";
+TEST_CASE_IN("layout", "each field of the layout changed alone is refused")
+{
+    each_kind(layout_refusals);
+}
+
+/* A pool added above the heap: inside; two pools that cycle: refused. */
+static void layout_second_pool(const char *kind)
+{
+    unsigned char *end = arena + sizeof arena;
     size_t half = sizeof arena / 2;
     memset(arena, 0xa5, sizeof arena);
-    h = rtm_heap_create(kind, arena, half);
+    struct rtm_heap *h = rtm_heap_create(kind, arena, half);
     REQUIRE(h != NULL, );
+    struct heap_layout l;
     REQUIRE(heap_layout_find(h, &l), );
-    bytes = bytes_after(h, end);
+    size_t bytes = bytes_after(h, end);
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
     CHECK_EQ(rtm_heap_add_pool(h, arena + half, half), 0);
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
@@ -209,33 +269,47 @@ static void test_layout_kind(const char *kind)
     size_t *second_next = (size_t *)(void *)((char *)h + *l.next);
     refused_with(h, bytes, "two pools that cycle", second_next, l.pool0, -EFAULT);
     refused_with(h, bytes, "second pool links itself", second_next, *l.next, -EFAULT);
+}
 
-    /* A pool below the heap lies outside what the caller says is mapped. */
-    test_context = "pool below the heap";
+TEST_CASE_IN("layout", "a second pool inside the memory passes and pools that cycle do not")
+{
+    each_kind(layout_second_pool);
+}
+
+/* A pool below the heap lies outside what the caller says is mapped. */
+static void layout_pool_below(const char *kind)
+{
+    size_t half = sizeof arena / 2;
     memset(arena, 0xa5, sizeof arena);
-    h = rtm_heap_create(kind, arena + half, half);
+    struct rtm_heap *h = rtm_heap_create(kind, arena + half, half);
     REQUIRE(h != NULL, );
     CHECK_EQ(rtm_heap_add_pool(h, arena, half), 0);
-    CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), -EFAULT);
+    CHECK_EQ(rtm__heap_validate(h, bytes_after(h, arena + sizeof arena)), -EFAULT);
+}
 
-    /* Locked: the kind's heap follows the lock area, its raw memory starts
-     * before it. */
-    test_context = "locked";
+TEST_CASE_IN("layout", "a pool below the heap is refused")
+{
+    each_kind(layout_pool_below);
+}
+
+/* Locked: the kind's heap follows the lock area, its raw memory starts
+ * before it. */
+static void layout_locked(const char *kind)
+{
+    unsigned char *end = arena + sizeof arena;
     memset(arena, 0xa5, sizeof arena);
     struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_PI };
-    h = rtm_heap_create_ex(kind, arena + 3, sizeof arena - 3, &cfg);
+    struct rtm_heap *h = rtm_heap_create_ex(kind, arena + 3, sizeof arena - 3, &cfg);
     REQUIRE(h != NULL, );
     CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), 0);
     rtm_heap_destroy(h);
     test_context = "destroyed";
     CHECK_EQ(rtm__heap_validate(h, bytes_after(h, end)), -EINVAL);
-    test_context = NULL;
 }
 
-static void test_layout(void)
+TEST_CASE_IN("layout", "a locked heap passes and a destroyed one does not")
 {
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        test_layout_kind(*k);
+    each_kind(layout_locked);
 }
 
 /* ---- check ---------------------------------------------------------------------------- */
@@ -292,42 +366,52 @@ static size_t sure_words(struct rtm_heap *h, size_t **out)
     return n;
 }
 
-static void test_check_kind(const char *kind, int hardening)
+/* A heap of the kind between two PROT_NONE guard pages (*map, of
+ * *map_bytes), with blocks of every size class, half of them freed again:
+ * free runs, bucket pages, free lists of several classes. */
+static struct rtm_heap *guarded_heap(const char *kind, int hardening, uint64_t *rng,
+                                     unsigned char **map, size_t *map_bytes)
 {
-    size_t map_bytes = GUARD + HEAP_BYTES + GUARD;
-    unsigned char *map =
-        mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(map != MAP_FAILED, );
-    REQUIRE(mprotect(map, GUARD, PROT_NONE) == 0 &&
-                mprotect(map + GUARD + HEAP_BYTES, GUARD, PROT_NONE) == 0, );
-    unsigned char *mem = map + GUARD, *end = mem + HEAP_BYTES;
+    *map_bytes = GUARD + HEAP_BYTES + GUARD;
+    *map = mmap(NULL, *map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(*map != MAP_FAILED, NULL);
+    REQUIRE(mprotect(*map, GUARD, PROT_NONE) == 0 &&
+                mprotect(*map + GUARD + HEAP_BYTES, GUARD, PROT_NONE) == 0,
+            NULL);
     struct rtm_heap_config cfg = { .hardening = hardening };
-    struct rtm_heap *h = rtm_heap_create_ex(kind, mem, HEAP_BYTES, &cfg);
-    REQUIRE(h != NULL, );
-    size_t bytes = bytes_after(h, end);
-
-    /* Blocks of every size class, half of them freed again: free runs,
-     * bucket pages, free lists of several classes. */
-    uint64_t rng = 0x5eedc0deu + (uint64_t)hardening;
+    struct rtm_heap *h = rtm_heap_create_ex(kind, *map + GUARD, HEAP_BYTES, &cfg);
+    REQUIRE(h != NULL, NULL);
     void *live[LIVE] = { 0 };
     for (int i = 0; i < 4 * LIVE; i++) {
-        size_t k = (size_t)(rng_next(&rng) % LIVE);
+        size_t k = (size_t)(rng_next(rng) % LIVE);
         if (live[k]) {
             rtm_heap_free(h, live[k]);
             live[k] = NULL;
         } else {
-            size_t top = (size_t)1 << rng_range(&rng, 4, 12);
-            live[k] = rtm_heap_alloc(h, (size_t)rng_range(&rng, 1, top));
+            size_t top = (size_t)1 << rng_range(rng, 4, 12);
+            live[k] = rtm_heap_alloc(h, (size_t)rng_range(rng, 1, top));
         }
     }
-    REQUIRE(rtm_heap_check(h) == 0 && rtm__heap_validate(h, bytes) == 0, );
+    return h;
+}
 
+/* What the trials saw: heaps rtm_heap_check read, of which it found damage
+ * in; heaps validate refused. */
+struct tally {
+    size_t checked, found, refused;
+};
+
+/* TRIALS times, one to three words of the heap (which ends at hi) changed
+ * and put back: whenever validate takes the heap, rtm_heap_check runs and
+ * must report a change to sure words only. */
+static struct tally damage_trials(struct rtm_heap *h, uintptr_t hi, uint64_t *rng)
+{
+    struct tally t = { 0 };
     size_t *sure[8];
     size_t nsure = sure_words(h, sure);
     CHECK(nsure >= 2);
-    uintptr_t lo = (uintptr_t)mem, hi = (uintptr_t)end, base = (uintptr_t)h;
-    size_t words = (size_t)(hi - base) / sizeof(size_t);
-    size_t checked = 0, found = 0, refused = 0;
+    uintptr_t lo = hi - HEAP_BYTES, base = (uintptr_t)h;
+    size_t bytes = (size_t)(hi - base), words = bytes / sizeof(size_t);
     size_t *lock_word =
         (size_t *)(void *)h + offsetof(struct rtm_heap, lock_offset) / sizeof(size_t);
     for (int trial = 0; trial < TRIALS; trial++) {
@@ -335,14 +419,14 @@ static void test_check_kind(const char *kind, int hardening)
          * any of the heap's (the lock offset aside: a lock area is the
          * caller's to check, as attach does). */
         size_t *at[3], old[3];
-        int n = (int)rng_range(&rng, 1, 3), sure_only = 1;
+        int n = (int)rng_range(rng, 1, 3), sure_only = 1;
         for (int i = 0; i < n; i++) {
-            size_t pick = (size_t)(rng_next(&rng) % 3);
+            size_t pick = (size_t)(rng_next(rng) % 3);
             if (pick == 0 && nsure) {
-                at[i] = sure[rng_next(&rng) % nsure];
+                at[i] = sure[rng_next(rng) % nsure];
             } else {
                 size_t span = pick == 1 ? 512 / sizeof(size_t) : words;
-                at[i] = (size_t *)(void *)h + rng_next(&rng) % span;
+                at[i] = (size_t *)(void *)h + rng_next(rng) % span;
                 sure_only = 0;
             }
             if (at[i] == lock_word)
@@ -350,51 +434,64 @@ static void test_check_kind(const char *kind, int hardening)
             old[i] = *at[i];
         }
         for (int i = 0; i < n; i++)
-            *at[i] = wild_value(&rng, *at[i], base, lo, hi);
+            *at[i] = wild_value(rng, *at[i], base, lo, hi);
         bool changed = false;
         for (int i = 0; i < n; i++)
             changed |= *at[i] != old[i];
         if (rtm__heap_validate(h, bytes) != 0) {
-            refused++;
+            t.refused++;
         } else {
             int rc = rtm_heap_check(h);
-            checked++;
-            found += rc != 0;
+            t.checked++;
+            t.found += rc != 0;
             if (sure_only && changed)
                 CHECK(rc != 0);
         }
         for (int i = n - 1; i >= 0; i--)
             *at[i] = old[i];
     }
-    test_context = kind;
+    return t;
+}
+
+static void check_damage(const char *kind, int hardening)
+{
+    uint64_t rng = 0x5eedc0deu + (uint64_t)hardening;
+    unsigned char *map;
+    size_t map_bytes;
+    struct rtm_heap *h = guarded_heap(kind, hardening, &rng, &map, &map_bytes);
+    if (!h)
+        return;
+    uintptr_t end = (uintptr_t)(map + GUARD + HEAP_BYTES);
+    REQUIRE(rtm_heap_check(h) == 0 && rtm__heap_validate(h, end - (uintptr_t)h) == 0, );
+    struct tally t = damage_trials(h, end, &rng);
     CHECK_EQ(rtm_heap_check(h), 0); /* every word back as it was */
-    CHECK(checked > TRIALS / 2 && found > checked / 4 && refused > 0);
+    CHECK(t.checked > TRIALS / 2 && t.found > t.checked / 4 && t.refused > 0);
     printf("%s, hardening %d: %zu checked (%zu found damage), %zu refused by validate\n", kind,
-           hardening, checked, found, refused);
+           hardening, t.checked, t.found, t.refused);
     munmap(map, map_bytes);
 }
 
-static void test_check(void)
+static void check_damage_o1(const char *kind)
 {
-    static const int levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE };
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
-            test_context = *k;
-            test_check_kind(*k, levels[i]);
-        }
-    test_context = NULL;
+    check_damage(kind, RTM_HEAP_HARDEN_O1);
+}
+
+static void check_damage_none(const char *kind)
+{
+    check_damage(kind, RTM_HEAP_HARDEN_NONE);
+}
+
+TEST_CASE_IN("check", "damage validate accepts is read only inside the heap, hardened")
+{
+    each_kind(check_damage_o1);
+}
+
+TEST_CASE_IN("check", "damage validate accepts is read only inside the heap, unhardened")
+{
+    each_kind(check_damage_none);
 }
 
 int main(int argc, char **argv)
 {
-    const char *what = argc > 1 ? argv[1] : "";
-    if (strcmp(what, "layout") == 0)
-        test_layout();
-    else if (strcmp(what, "check") == 0)
-        test_check();
-    else {
-        fprintf(stderr, "usage: validate_test layout | check\n");
-        return 2;
-    }
-    return test_summary("validate_test");
+    return test_main(argc, argv, "validate_test");
 }

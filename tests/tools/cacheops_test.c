@@ -49,9 +49,16 @@ static void fill(unsigned char *p, size_t n, unsigned seed)
         p[i] = (unsigned char)(i * 131u + seed * 7u + (i >> 8));
 }
 
-static void test_method(const struct tk_cacheops *c)
+/* The kit's operations, set up as rtmem bw sets them up (an eviction buffer
+ * of 1 MiB); tk_cacheops_destroy after. */
+static bool cacheops_init(struct tk_cacheops *c)
 {
-    test_context = "method";
+    REQUIRE(tk_cacheops_init(c, 1u << 20) == 0, false);
+    return true;
+}
+
+static void method(const struct tk_cacheops *c)
+{
     size_t l = c->line_bytes;
     CHECK(l >= 16 && l <= 1024 && (l & (l - 1)) == 0);
 #if defined(__x86_64__)
@@ -70,6 +77,19 @@ static void test_method(const struct tk_cacheops *c)
 #else
     CHECK(c->method == TK_FLUSH_EVICT || c->method == TK_FLUSH_NONE);
 #endif
+}
+
+TEST_CASE("the flush method is the one the CPU offers, its line a power of two")
+{
+    struct tk_cacheops c;
+    if (!cacheops_init(&c))
+        return;
+    method(&c);
+    tk_cacheops_destroy(&c);
+}
+
+TEST_CASE("the method names are distinct")
+{
     const char *names[] = { tk_flush_method_name(TK_FLUSH_CLFLUSHOPT),
                             tk_flush_method_name(TK_FLUSH_CLFLUSH),
                             tk_flush_method_name(TK_FLUSH_DC_CIVAC),
@@ -80,9 +100,8 @@ static void test_method(const struct tk_cacheops *c)
             CHECK(strcmp(names[i], names[k]) != 0);
 }
 
-static void test_flush_keeps(const struct tk_cacheops *c)
+static void flush_keeps(const struct tk_cacheops *c)
 {
-    test_context = "flush keeps the bytes";
     size_t n = 3 * 4096 + 200;
     unsigned char *p = malloc(n), *copy = malloc(n);
     CHECK(p && copy);
@@ -102,9 +121,17 @@ out:
     free(copy);
 }
 
-static void test_copy_nt(const struct tk_cacheops *c)
+TEST_CASE("a flush leaves every byte as it was, for any start and length")
 {
-    test_context = "copy_nt";
+    struct tk_cacheops c;
+    if (!cacheops_init(&c))
+        return;
+    flush_keeps(&c);
+    tk_cacheops_destroy(&c);
+}
+
+static void copy_nt(const struct tk_cacheops *c)
+{
     size_t big = (1u << 20) + 13;
     unsigned char *src = malloc(big + 64), *dst = malloc(big + 64 + 2 * GUARD),
                   *want = malloc(big + 64 + 2 * GUARD);
@@ -137,14 +164,25 @@ out:
     free(want);
 }
 
-int main(void)
+TEST_CASE("the non-temporal copy copies exactly the bytes asked, or says -ENOTSUP")
 {
     struct tk_cacheops c;
-    CHECK_EQ(tk_cacheops_init(&c, 1u << 20), 0);
-    test_method(&c);
-    test_flush_keeps(&c);
-    test_copy_nt(&c);
+    if (!cacheops_init(&c))
+        return;
+    copy_nt(&c);
+    tk_cacheops_destroy(&c);
+}
+
+TEST_CASE("destroy lets the eviction buffer go")
+{
+    struct tk_cacheops c;
+    if (!cacheops_init(&c))
+        return;
     tk_cacheops_destroy(&c);
     CHECK(c.evict == NULL);
-    return test_summary("tools.cacheops");
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv, "tools.cacheops");
 }

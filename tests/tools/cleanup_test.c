@@ -39,7 +39,10 @@ static int fill(const char *dir, int n)
 {
     for (int i = 0; i < n; i++) {
         char p[4096];
-        snprintf(p, sizeof(p), "%s/valgrind_proc_%d_cmdline_a-rather-long-name-%04d", dir, i, i);
+        int w = snprintf(p, sizeof(p), "%s/valgrind_proc_%d_cmdline_a-rather-long-name-%04d", dir,
+                         i, i);
+        if (w < 0 || (size_t)w >= sizeof(p))
+            return -1;
         int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
             return -1;
@@ -54,9 +57,18 @@ static bool exists(const char *p)
     return lstat(p, &st) == 0;
 }
 
-static void many_files(void)
+/* Removes what a case left on purpose, under base (deepest first). */
+static void tidy(const char *const *left, size_t n)
 {
-    test_context = "many files";
+    for (size_t i = 0; i < n; i++) {
+        char p[4096];
+        path_of(p, sizeof(p), base, left[i]);
+        CHECK_EQ(remove(p), 0);
+    }
+}
+
+TEST_CASE("a scratch directory of more files than a getdents buffer holds is removed")
+{
     char d[4096];
     path_of(d, sizeof(d), base, "many");
     REQUIRE(mkdir(d, 0700) == 0, );
@@ -65,9 +77,8 @@ static void many_files(void)
     CHECK(!exists(d));
 }
 
-static void subdirectory(void)
+TEST_CASE("a scratch directory holding a directory stays, its files gone")
 {
-    test_context = "a subdirectory";
     char d[4096], sub[4096], f[4096];
     path_of(d, sizeof(d), base, "nested");
     path_of(sub, sizeof(sub), d, "sub");
@@ -85,11 +96,16 @@ static void subdirectory(void)
     char inner[4096];
     path_of(inner, sizeof(inner), sub, "valgrind_proc_0_cmdline_a-rather-long-name-0000");
     CHECK(exists(inner)); /* no recursion */
+    static const char *const left[] = {
+        "nested/sub/valgrind_proc_0_cmdline_a-rather-long-name-0000",
+        "nested/sub",
+        "nested",
+    };
+    tidy(left, sizeof(left) / sizeof(left[0]));
 }
 
-static void symlink_refused(void)
+TEST_CASE("a symbolic link to a directory is refused, and what it points to left alone")
 {
-    test_context = "a symbolic link";
     char target[4096], link[4096], f[4096];
     path_of(target, sizeof(target), base, "target");
     path_of(link, sizeof(link), base, "link");
@@ -98,11 +114,16 @@ static void symlink_refused(void)
     REQUIRE(symlink(target, link) == 0, );
     CHECK_EQ(tk_cleanup_remove_scratch_dir(link), -1);
     CHECK(exists(link) && exists(target) && exists(f));
+    static const char *const left[] = {
+        "target/valgrind_proc_0_cmdline_a-rather-long-name-0000",
+        "target",
+        "link",
+    };
+    tidy(left, sizeof(left) / sizeof(left[0]));
 }
 
-static void on_signal(void)
+TEST_CASE("on SIGINT the scratch directory goes, and a plain one keeps a file it did not register")
 {
-    test_context = "SIGINT";
     char scratch[4096], plain[4096], foreign[4096];
     path_of(scratch, sizeof(scratch), base, "sig-scratch");
     path_of(plain, sizeof(plain), base, "sig-plain");
@@ -119,48 +140,34 @@ static void on_signal(void)
         tk_cleanup_install();
         if (tk_cleanup_add_scratch_dir(scratch) < 0 || tk_cleanup_add_dir(plain) < 0 ||
             fill(scratch, 150) != 0)
-            _exit(2);
+            test_exit(2);
         int fd = open(foreign, O_WRONLY | O_CREAT | O_EXCL, 0600);
         if (fd < 0)
-            _exit(2);
+            test_exit(2);
         close(fd);
         raise(SIGINT);
-        _exit(3); /* not reached: the handler raises it again */
+        test_exit(3); /* not reached: the handler raises it again */
     }
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid, );
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
     CHECK(!exists(scratch));
     CHECK(exists(plain) && exists(foreign));
+    static const char *const left[] = { "sig-plain/not-registered", "sig-plain" };
+    tidy(left, sizeof(left) / sizeof(left[0]));
 }
 
+/* Last: each case removed what it left on purpose. */
+TEST_CASE("the cases leave their directory empty")
+{
+    CHECK_EQ(rmdir(base), 0);
+}
+
+/* The cases' directory, made under the one given. */
 int main(int argc, char **argv)
 {
     REQUIRE(argc == 2, 1);
     snprintf(base, sizeof(base), "%s/cleanup_test.XXXXXX", argv[1]);
     REQUIRE(mkdtemp(base) != NULL, 1);
-    many_files();
-    subdirectory();
-    symlink_refused();
-    on_signal();
-    /* What the cases left on purpose, then the base. */
-    test_context = "tidy";
-    static const char *const left[] = {
-        "nested/sub/valgrind_proc_0_cmdline_a-rather-long-name-0000",
-        "nested/sub",
-        "nested",
-        "target/valgrind_proc_0_cmdline_a-rather-long-name-0000",
-        "target",
-        "link",
-        "sig-plain/not-registered",
-        "sig-plain",
-    };
-    for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
-        char p[4096];
-        path_of(p, sizeof(p), base, left[i]);
-        CHECK_EQ(remove(p), 0);
-    }
-    CHECK_EQ(rmdir(base), 0);
-    test_context = NULL;
-    return test_summary("tools.cleanup");
+    return test_main(argc, argv, "tools.cleanup");
 }

@@ -70,10 +70,9 @@ static const char *all_kinds(bool with_none)
     return buf;
 }
 
-static void test_defaults(void)
+TEST_CASE("the defaults select every kind, then glibc, in the list's order")
 {
     char want[512];
-    test_context = "defaults";
     CHECK(select_(&listed, NULL, NULL, 0) == 0);
     snprintf(want, sizeof(want), "%s,glibc", all_kinds(false));
     check_names(want);
@@ -81,12 +80,10 @@ static void test_defaults(void)
     snprintf(want, sizeof(want), "%s,tlsf(typed),glibc", all_kinds(true));
     check_names(want);
     CHECK_EQ(k.n_skipped, 0);
-    test_context = NULL;
 }
 
-static void test_kinds_arg(void)
+TEST_CASE("--kinds sets the order and runs a name given twice once")
 {
-    test_context = "--kinds";
     CHECK(select_(&listed, "glibc,tlsf-typed,tlsf", NULL, 0) == 0);
     check_names("glibc,tlsf(typed),tlsf");
     /* Whatever a tool runs by default, --kinds sets the order. */
@@ -97,12 +94,12 @@ static void test_kinds_arg(void)
     check_names("tlsf,tlsf(typed),heapmem-none");
     CHECK(select_(&canonical, "tlsf(typed),tlsf-typed", NULL, 0) == 0);
     check_names("tlsf(typed)");
-    test_context = NULL;
 }
 
 static void refused(const struct tk_kinds_spec *spec, const char *kinds, const char *want,
                     int status)
 {
+    const char *was = test_context;
     test_context = kinds;
     capture_begin();
     int rc = select_(spec, kinds, NULL, 0);
@@ -112,10 +109,10 @@ static void refused(const struct tk_kinds_spec *spec, const char *kinds, const c
     if (!strstr(err, want))
         fprintf(stderr, "  wanted '%s' in: %s", want, err);
     CHECK(strstr(err, "Try 'rtmem t --help'.") != NULL);
-    test_context = NULL;
+    test_context = was;
 }
 
-static void test_refusals(void)
+TEST_CASE("unknown and empty names are refused in the tools' voice")
 {
     refused(&listed, "foo", "rtmem t: --kinds: unknown allocator 'foo'; known: tlsf, tlsf-none, ",
             TK_EXIT_USAGE);
@@ -128,18 +125,20 @@ static void test_refusals(void)
             "unknown allocator 'tlsf-01234567890123456789", TK_EXIT_USAGE);
     refused(&listed, "TLSF", "unknown allocator 'TLSF'", TK_EXIT_USAGE);
     refused(&listed, "tlsf-", "unknown allocator 'tlsf-'", TK_EXIT_USAGE);
-    /* Nothing selected by default: a run-time failure, not bad usage. */
+}
+
+/* Nothing selected by default: a run-time failure, not bad usage. */
+TEST_CASE("an empty default is a run-time failure")
+{
     const struct tk_kinds_spec none = { 0 };
-    test_context = "empty default";
     capture_begin();
     int rc = select_(&none, NULL, NULL, 0);
     const char *err = capture_end();
     CHECK_EQ(rc, TK_EXIT_FAILED);
     CHECK(strstr(err, "rtmem t: no allocator left to run") != NULL);
-    test_context = NULL;
 }
 
-static void test_names(void)
+TEST_CASE("the list of names is complete and truncated, never overrun")
 {
     char buf[512];
     tk_kinds_names(buf, sizeof(buf));
@@ -160,7 +159,7 @@ static void test_names(void)
 }
 
 /* Each entry drives its allocator: a heap in a buffer, a block, its free. */
-static void test_entries(void)
+TEST_CASE("each entry drives its allocator")
 {
     static unsigned char mem[1 << 20] __attribute__((aligned(64)));
     CHECK(select_(&canonical, NULL, NULL, 0) == 0);
@@ -201,14 +200,14 @@ static void test_entries(void)
             CHECK(rtm_heap_hardening(rtm_tlsf_heap(h)) == RTM_HEAP_HARDEN_O1);
         a->hops->destroy(h);
     }
-    test_context = NULL;
 }
 
-static void test_plugins(const char *tlsf_plugin, const char *bump_plugin, const char *bad_plugin)
+/* The plugins are the arguments: TLSF_PLUGIN.so BUMP_PLUGIN.so BAD_PLUGIN.so
+ * (main has checked that there are three). */
+TEST_CASE("plugins run after the kinds and --kinds knows them once loaded")
 {
-    const char *both[] = { tlsf_plugin, bump_plugin };
+    const char *both[] = { test_argv[0], test_argv[1] };
     char want[512];
-    test_context = "plugins";
     CHECK(select_(&listed, NULL, both, 2) == 0);
     snprintf(want, sizeof(want), "%s,glibc,tlsf-plugin,bump", all_kinds(false));
     check_names(want);
@@ -222,11 +221,15 @@ static void test_plugins(const char *tlsf_plugin, const char *bump_plugin, const
     const char *err = capture_end();
     CHECK_EQ(rc, TK_EXIT_USAGE);
     CHECK(strstr(err, ", tlsf-plugin, bump\n") != NULL);
-    /* A plugin that is refused, or does not exist, is bad usage. */
-    const char *bad[] = { bad_plugin };
+}
+
+TEST_CASE("a plugin refused, missing or loaded twice is bad usage")
+{
+    const char *bump_plugin = test_argv[1];
+    const char *bad[] = { test_argv[2] };
     capture_begin();
-    rc = select_(&listed, NULL, bad, 1);
-    err = capture_end();
+    int rc = select_(&listed, NULL, bad, 1);
+    const char *err = capture_end();
     CHECK_EQ(rc, TK_EXIT_USAGE);
     CHECK(strstr(err, "rtmem t: --plugin ") != NULL && strstr(err, "<rtmem/plugin.h>") != NULL);
     const char *missing[] = { "/nonexistent/plugin.so" };
@@ -241,7 +244,6 @@ static void test_plugins(const char *tlsf_plugin, const char *bump_plugin, const
     rc = select_(&listed, NULL, twice, 2);
     err = capture_end();
     CHECK_EQ(rc, TK_EXIT_USAGE);
-    test_context = NULL;
 }
 
 int main(int argc, char **argv)
@@ -250,11 +252,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: kinds_test TLSF_PLUGIN.so BUMP_PLUGIN.so BAD_PLUGIN.so\n");
         return 2;
     }
-    test_defaults();
-    test_kinds_arg();
-    test_refusals();
-    test_names();
-    test_entries();
-    test_plugins(argv[1], argv[2], argv[3]);
-    return test_summary("tools.kinds");
+    return test_main(argc, argv, "tools.kinds");
 }

@@ -135,7 +135,7 @@ static void refused(const char *line, const char *want)
     test_context = NULL;
 }
 
-static void test_values(void)
+TEST_CASE("values")
 {
     CHECK(parse("") == 0);
     CHECK_EQ(o.ops, 10);
@@ -185,7 +185,7 @@ static void test_values(void)
     CHECK(parsed.help);
 }
 
-static void test_refusals(void)
+TEST_CASE("refusals")
 {
     refused("--ops 0", "--ops: '0' is out of range [1, 1000000]");
     refused("--ops -1", "--ops needs a whole number in [1, 1000000], not '-1'");
@@ -223,7 +223,7 @@ static void test_refusals(void)
 }
 
 /* The kit's shared types: lists of sizes and seeds. */
-static void test_sizes_and_seed(void)
+TEST_CASE("sizes and seed")
 {
     CHECK(parse("") == 0);
     CHECK_EQ(o.sizes.n, 2); /* the default list, untouched */
@@ -256,7 +256,7 @@ static void test_sizes_and_seed(void)
     refused("--seed 5x", "--seed: '5x' is not a whole number");
 }
 
-static void test_quick(void)
+TEST_CASE("quick")
 {
     CHECK(parse("--quick") == 0);
     CHECK_EQ(o.ops, 20);
@@ -287,7 +287,7 @@ static size_t column_of(const char *text, const char *needle)
     return (size_t)(at - line);
 }
 
-static void test_help(void)
+TEST_CASE("help")
 {
     char *text = NULL;
     size_t len = 0;
@@ -453,7 +453,7 @@ static void m_sizes_field(struct tk_opt *t, struct topts *d)
     t[15].size = sizeof(uint64_t); /* --sizes: a struct tk_sizes */
 }
 
-static void test_check(void)
+TEST_CASE("check")
 {
     char why[160] = "";
     CHECK(tk_opt_check(table, N_OPTS, &defaults, why, sizeof(why)) == 0);
@@ -479,7 +479,7 @@ static void test_check(void)
 }
 
 /* %D shows an int field's default as a signed number. */
-static void test_signed_default(void)
+TEST_CASE("signed default")
 {
     static struct tk_opt t[N_OPTS];
     struct topts d = defaults;
@@ -496,7 +496,7 @@ static void test_signed_default(void)
     free(text);
 }
 
-static void test_fmt_time(void)
+TEST_CASE("fmt time")
 {
     char buf[32];
     CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 0), "0ns") == 0);
@@ -507,7 +507,7 @@ static void test_fmt_time(void)
     CHECK(strcmp(tk_args_fmt_time(buf, sizeof(buf), 86400000000000u), "86400s") == 0);
 }
 
-static void test_fmt_bytes(void)
+TEST_CASE("fmt bytes")
 {
     char buf[32];
     CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), 0), "0") == 0);
@@ -521,16 +521,7 @@ static void test_fmt_bytes(void)
     CHECK(strcmp(tk_opt_fmt_bytes(buf, sizeof(buf), ((uint64_t)1 << 20) + 1024), "1025K") == 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_values();
-    test_refusals();
-    test_quick();
-    test_sizes_and_seed();
-    test_help();
-    test_fmt_bytes();
-    test_fmt_time();
-    test_check();
-    test_signed_default();
-    return test_summary("tools.opt");
+    return test_main(argc, argv, "tools.opt");
 }

@@ -25,7 +25,7 @@ static uint64_t splitmix64_at(uint64_t seed, uint64_t k)
     return z;
 }
 
-static void test_next(void)
+TEST_CASE("next")
 {
     test_context = "tk_rng_next";
     /* The reference code's first outputs for seed 0. */
@@ -71,7 +71,7 @@ static uint64_t below_count(uint64_t seed, uint64_t n_max, uint64_t split, int d
     return under;
 }
 
-static void test_below(void)
+TEST_CASE("below")
 {
     test_context = "tk_rng_below";
     uint64_t s = 5;
@@ -126,9 +126,8 @@ static int cmp_int(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static void test_shuffle(void)
+TEST_CASE("a shuffle is a permutation, the same for a seed")
 {
-    test_context = "tk_rng_shuffle";
     enum { N = 50 };
     int v[N], w[N], sorted[N];
     for (int i = 0; i < N; i++)
@@ -153,8 +152,10 @@ static void test_shuffle(void)
     uint64_t s3 = 9;
     tk_rng_shuffle(w, N, sizeof w[0], &s3);
     CHECK(memcmp(v, w, sizeof v) != 0); /* another seed, another order */
+}
 
-    /* Elements of every size it takes keep their bytes. */
+TEST_CASE("a shuffle keeps the bytes of elements of every size it takes")
+{
     for (size_t size = 1; size <= TK_RNG_MAX_ELEM; size++) {
         unsigned char e[20 * TK_RNG_MAX_ELEM], before[sizeof e];
         for (size_t i = 0; i < 20 * size; i++)
@@ -175,8 +176,10 @@ static void test_shuffle(void)
         CHECK(ok);
         CHECK(memcmp(e, before, 20 * size) != 0);
     }
+}
 
-    /* Sizes it does not take, and n of 0 and 1, leave v as it is. */
+TEST_CASE("a shuffle leaves alone sizes it does not take, and n of 0 and 1")
+{
     int u[4] = { 1, 2, 3, 4 };
     uint64_t s = 3;
     tk_rng_shuffle(u, 4, 0, &s);
@@ -187,12 +190,15 @@ static void test_shuffle(void)
     s = 3;
     tk_rng_shuffle(u, 1, sizeof u[0], &s);
     CHECK_EQ(s, 3); /* n - 1 = 0 draws */
+}
 
-    /* Every permutation equally likely: the 6 orders of 3 elements, each
-     * about a sixth of 60000 shuffles (5 sigma), and with 4 elements each
-     * element at each place a quarter of the time. */
+/* Every permutation equally likely: the 6 orders of 3 elements, each about
+ * a sixth of 60000 shuffles (5 sigma), and with 4 elements each element at
+ * each place a quarter of the time. */
+TEST_CASE("every order of a shuffle is equally likely")
+{
     uint64_t orders[6] = { 0 }, place[4][4] = { { 0 } };
-    s = 2024;
+    uint64_t s = 2024;
     for (int t = 0; t < 60000; t++) {
         int x[3] = { 0, 1, 2 };
         tk_rng_shuffle(x, 3, sizeof x[0], &s);
@@ -210,10 +216,7 @@ static void test_shuffle(void)
             CHECK(place[e][i] > 14470 && place[e][i] < 15530);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_next();
-    test_below();
-    test_shuffle();
-    return test_summary("tools.rng");
+    return test_main(argc, argv, "tools.rng");
 }

@@ -41,7 +41,7 @@ static uint64_t nearest_rank(const uint64_t *v, size_t n, unsigned q_per_10k)
     return best;
 }
 
-static void test_init(void)
+TEST_CASE("init")
 {
     test_context = "init";
     struct tk_samples s;
@@ -74,7 +74,7 @@ static void test_init(void)
     tk_samples_destroy(&s);
 }
 
-static void test_empty(void)
+TEST_CASE("empty")
 {
     test_context = "empty";
     struct tk_samples s = store_of(NULL, 0, 4);
@@ -89,7 +89,7 @@ static void test_empty(void)
     tk_samples_destroy(&s);
 }
 
-static void test_one(void)
+TEST_CASE("one")
 {
     test_context = "one value";
     uint64_t v[] = { 42 };
@@ -106,7 +106,7 @@ static void test_one(void)
 }
 
 /* 1..100 given in a scrambled order: the percentile sorts on demand. */
-static void test_hundred(void)
+TEST_CASE("hundred")
 {
     test_context = "1..100";
     uint64_t v[100];
@@ -148,7 +148,7 @@ static void test_hundred(void)
 }
 
 /* Ties, and percentiles checked against the definition on many small sets. */
-static void test_ties(void)
+TEST_CASE("ties")
 {
     test_context = "ties";
     uint64_t v[] = { 7, 5, 5, 5 };
@@ -183,7 +183,7 @@ static void test_ties(void)
 
 /* "With fewer than 1 / (1 - q) samples the percentile is the maximum; e.g.
  * p99.99 of 5000 samples is the max", and at 1 / (1 - q) it no longer is. */
-static void test_tail_rule(void)
+TEST_CASE("tail rule")
 {
     test_context = "tail rule";
     struct tk_samples s;
@@ -203,7 +203,7 @@ static void test_tail_rule(void)
     tk_samples_destroy(&s);
 }
 
-static void test_hist(void)
+TEST_CASE("hist")
 {
     test_context = "histogram";
     CHECK_EQ(tk_hist_bucket_lo(0), 0);
@@ -256,7 +256,7 @@ static void test_hist(void)
 }
 
 /* Values above a threshold, strictly, at every edge. */
-static void test_count_above(void)
+TEST_CASE("count above")
 {
     test_context = "count above";
     uint64_t v[] = { 5, 1, 3, 3, 9, 0 };
@@ -274,7 +274,7 @@ static void test_count_above(void)
 }
 
 /* The histogram's JSON and text: the span of non-empty buckets only. */
-static void test_hist_out(void)
+TEST_CASE("hist out")
 {
     test_context = "histogram out";
     struct tk_hist h;
@@ -334,7 +334,7 @@ static void test_hist_out(void)
 }
 
 /* The spread's members, null where the summary has NaN. */
-static void test_spread_json(void)
+TEST_CASE("spread json")
 {
     test_context = "spread json";
     char *buf = NULL;
@@ -384,17 +384,7 @@ static void test_spread_json(void)
     free(buf);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    test_init();
-    test_empty();
-    test_one();
-    test_hundred();
-    test_ties();
-    test_tail_rule();
-    test_hist();
-    test_count_above();
-    test_hist_out();
-    test_spread_json();
-    return test_summary("tools.samples");
+    return test_main(argc, argv, "tools.samples");
 }

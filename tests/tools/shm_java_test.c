@@ -33,6 +33,7 @@
 static char dir[64];      /* the test's own directory */
 static char tmp_dir[128]; /* TMPDIR for the runner: dir/tmp */
 static char why[512];
+static bool with_javac; /* main found one: the runner's cases run */
 
 static bool has_javac(void)
 {
@@ -105,9 +106,31 @@ static uint64_t expected_checksum(uint64_t bytes, uint64_t writes, uint64_t seed
     return sum;
 }
 
-static void test_run(void)
+/* Whether the runner finds the JDK (asked once; the case below checks it):
+ * the cases that start a JVM run only then. */
+static bool jvm_ready(void)
 {
-    test_context = "run";
+    static int ready = -1;
+    if (ready < 0) {
+        ready = shm_java_available(why, sizeof(why));
+        if (!ready)
+            fprintf(stderr, "shm_java_available: %s\n", why);
+    }
+    return ready;
+}
+
+TEST_CASE("the JDK here is available, and leaves nothing in TMPDIR")
+{
+    if (!with_javac)
+        return;
+    CHECK(jvm_ready());
+    CHECK_EQ(entries(tmp_dir), 0);
+}
+
+TEST_CASE("a small job's phases and counts are right, its region the same workload's in C")
+{
+    if (!with_javac || !jvm_ready())
+        return;
     char path[128];
     snprintf(path, sizeof(path), "%s/region", dir);
     struct shm_java_job j;
@@ -143,8 +166,10 @@ static void test_run(void)
 
 /* Each bulk fill zeroes the region (the JVM says so, or the run fails),
  * with a budget instead of a count. */
-static void test_methods(void)
+TEST_CASE("each bulk fill method zeroes the region within a budget")
 {
+    if (!with_javac || !jvm_ready())
+        return;
     static const char *const methods[] = { SHM_JAVA_ZERO_METHODS };
     char path[128];
     snprintf(path, sizeof(path), "%s/region", dir);
@@ -172,9 +197,10 @@ static void test_methods(void)
 }
 
 /* Bad jobs are refused before a JVM starts; a file that is there stays. */
-static void test_refusals(void)
+TEST_CASE("bad jobs are refused before a JVM starts, and a file that is there stays")
 {
-    test_context = "refusals";
+    if (!with_javac || !jvm_ready())
+        return;
     char path[128];
     snprintf(path, sizeof(path), "%s/someone-elses", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -204,9 +230,10 @@ static void test_refusals(void)
 }
 
 /* A JVM past its timeout is killed and reaped; its file removed. */
-static void test_timeout(void)
+TEST_CASE("a JVM past its timeout is killed and reaped, its file removed")
 {
-    test_context = "timeout";
+    if (!with_javac || !jvm_ready())
+        return;
     char path[128];
     snprintf(path, sizeof(path), "%s/region", dir);
     struct shm_java_job j;
@@ -268,16 +295,17 @@ static int signal_child(const char *path)
 
 /* SIGTERM while the JVM zeroes the region: the runner's process dies of
  * it, and the JVM, its file and the private directory are gone. */
-static void test_signal(void)
+TEST_CASE("SIGTERM mid-run kills the runner, and the JVM, its file and directory go")
 {
-    test_context = "signal";
+    if (!with_javac || !jvm_ready())
+        return;
     char path[128];
     snprintf(path, sizeof(path), "%s/region", dir);
     pid_t pid = fork();
     REQUIRE(pid >= 0, );
     if (pid == 0) {
         execl("/proc/self/exe", "shm_java_test", "--signal-child", path, (char *)NULL);
-        _exit(4);
+        test_exit(4);
     }
     /* The JVM has made the file: it is in its phases. */
     for (int i = 0; i < 3000 && !exists(path); i++)
@@ -321,9 +349,8 @@ static void expect_bad(const char *from, const char *to, int line)
         fprintf(stderr, "  for '%s': %s\n", to, why);
 }
 
-static void test_parse(void)
+TEST_CASE("the protocol parser reads every field of good output")
 {
-    test_context = "parse";
     struct shm_java_result r;
     REQUIRE(shm_java_parse(good, 10, &r, why, sizeof(why)) == 0, );
     CHECK(strcmp(r.runtime, "Some VM 17.0.1") == 0);
@@ -336,7 +363,10 @@ static void test_parse(void)
     CHECK_EQ(r.gcs[SHM_PHASE_TEARDOWN], 2);
     for (int i = 0; i < SHM_PHASES; i++)
         CHECK(r.phase[i].done);
+}
 
+TEST_CASE("the protocol parser refuses bad output, naming its line")
+{
     expect_bad("rtmem-shm-java 1", "rtmem-shm-java 2", 1);
     expect_bad("zero-method longs", "zero-method memset", 3);
     expect_bad("rng ops=10", "rng ops=11", 4);
@@ -354,9 +384,10 @@ static void test_parse(void)
 
 /* Without javac on PATH (and no JAVA_HOME) the runner says what is
  * missing and how to get it. */
-static void test_no_javac(void)
+TEST_CASE("without javac on PATH the runner says what is missing and how to get it")
 {
-    test_context = "no javac";
+    if (!with_javac)
+        return;
     char *path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
     char *home = getenv("JAVA_HOME") ? strdup(getenv("JAVA_HOME")) : NULL;
     setenv("PATH", dir, 1);
@@ -379,15 +410,30 @@ static void test_no_javac(void)
     free(home);
 }
 
+/* Last: none should be left; any that is (a check above failed) is killed.
+ * The test's directories go. */
+TEST_CASE("no JVM is left running, and nothing on disk")
+{
+    if (!with_javac)
+        return;
+    CHECK_EQ(processes_with(tmp_dir, SIGKILL), 0);
+    rmdir(tmp_dir);
+    CHECK(rmdir(dir) == 0);
+}
+
+/* The test's directory and the runner's TMPDIR in it, for the cases that
+ * need javac; without one, the parser's cases alone, and the status says
+ * skipped. */
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--signal-child") == 0)
         return signal_child(argv[2]);
-    test_parse();
-    if (!has_javac()) {
+    with_javac = has_javac();
+    if (!with_javac) {
         printf("tools.shm_java: skipped, no javac in $JAVA_HOME/bin or on PATH "
                "(scripts/ensure-deps.sh java installs one)\n");
-        return test_checks_failed ? 1 : SKIP;
+        int rc = test_main(argc, argv, "tools.shm_java");
+        return rc ? rc : SKIP;
     }
     const char *t = getenv("TMPDIR");
     snprintf(dir, sizeof(dir), "%s/shm-java-test-XXXXXX", t && *t ? t : "/tmp");
@@ -401,26 +447,8 @@ int main(int argc, char **argv)
         return 1;
     }
     setenv("TMPDIR", tmp_dir, 1);
-
-    test_context = "available";
-    bool ok = shm_java_available(why, sizeof(why));
-    if (!ok)
-        fprintf(stderr, "shm_java_available: %s\n", why);
-    CHECK(ok);
-    CHECK_EQ(entries(tmp_dir), 0);
-    if (ok) {
-        test_run();
-        test_methods();
-        test_refusals();
-        test_timeout();
-        test_signal();
-    }
-    test_no_javac();
-    /* None should be left; any that is (a check above failed) is killed. */
-    test_context = "leftovers";
-    CHECK_EQ(processes_with(tmp_dir, SIGKILL), 0);
-
-    rmdir(tmp_dir);
-    CHECK(rmdir(dir) == 0);
-    return test_summary("tools.shm_java");
+    int rc = test_main(argc, argv, "tools.shm_java");
+    rmdir(tmp_dir); /* when the last case did not run (RTMEM_TEST_CASE) */
+    rmdir(dir);
+    return rc;
 }

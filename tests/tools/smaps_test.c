@@ -38,9 +38,15 @@ static const char made_up[] = "00400000-00401000 r-xp 00000000 08:01 123 /bin/tr
                               "Rss:                2048 kB\n"
                               "AnonHugePages:      2048 kB\n";
 
-static void test_made_up(const char *dir)
+/* The directory for made-up files: the argument, or this one. */
+static const char *files_dir(void)
 {
-    test_context = "made-up smaps";
+    return test_argc > 0 ? test_argv[0] : ".";
+}
+
+TEST_CASE("a made-up smaps gives exactly the fields of the entry holding an address")
+{
+    const char *dir = files_dir();
     char path[512];
     snprintf(path, sizeof(path), "%s/smaps", dir);
     FILE *f = fopen(path, "w");
@@ -77,9 +83,8 @@ static void test_made_up(const char *dir)
     CHECK_EQ(tk_smaps_find(path, (void *)0x400000ull, &e), -ENOENT); /* the file is gone */
 }
 
-static void test_self(void)
+TEST_CASE("a private mapping of this process shows its pages and what is resident")
 {
-    test_context = "/proc/self/smaps";
     /* qemu-user passes smaps through for a 64-bit program on a 64-bit host
      * (the same addresses), but maps a 32-bit one at an offset into its
      * own address space: its smaps is not the program's. */
@@ -112,9 +117,9 @@ static void test_self(void)
 
 /* A mapping whose path is longer than any fixed line buffer, and whose
  * tail looks like a header ("7f...-7f... "): read as one line. */
-static void test_long_path(const char *dir)
+TEST_CASE("a path longer than any line buffer is read as one line")
 {
-    test_context = "a long path";
+    const char *dir = files_dir();
     char path[512];
     snprintf(path, sizeof(path), "%s/smaps-long", dir);
     FILE *f = fopen(path, "w");
@@ -134,8 +139,5 @@ static void test_long_path(const char *dir)
 
 int main(int argc, char **argv)
 {
-    test_made_up(argc > 1 ? argv[1] : ".");
-    test_long_path(argc > 1 ? argv[1] : ".");
-    test_self();
-    return test_summary("tools.smaps");
+    return test_main(argc, argv, "tools.smaps");
 }

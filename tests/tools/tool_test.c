@@ -207,9 +207,8 @@ static bool no_leftovers(void)
     return system(cmd) != 0;
 }
 
-static void test_help_and_usage(void)
+TEST_CASE("--help prints the synopsis, the options, the notes and the manual")
 {
-    test_context = "help";
     CHECK_EQ(fake_main("--help"), TK_EXIT_OK);
     CHECK(has(out_text, "usage: rtmem fake [options]\na tool for the test.\n"));
     CHECK(has(out_text, "\noptions:\n  --json FILE "));
@@ -221,39 +220,52 @@ static void test_help_and_usage(void)
     CHECK(has(out_text, "\nmanual: "));
     CHECK(has(out_text, "/fake.md\n"));
     CHECK(strcmp(trace, "") == 0);
+}
 
-    test_context = "--no-rt with --prio";
+TEST_CASE("--no-rt with --prio is bad usage, with --seed random it is not")
+{
     CHECK_EQ(fake_main("--no-rt --prio 50"), TK_EXIT_USAGE);
     CHECK(has(err_text, "rtmem fake: --no-rt runs under SCHED_OTHER: --prio would not be used\n"));
     CHECK(strcmp(trace, "") == 0);
     CHECK_EQ(fake_main("--seed random --no-rt"), TK_EXIT_OK);
+}
 
-    test_context = "bad option";
+TEST_CASE("an unknown option or choice is bad usage before any step")
+{
     CHECK_EQ(fake_main("--nosuch"), TK_EXIT_USAGE);
     CHECK(has(err_text, "rtmem fake: unknown option '--nosuch'\nTry 'rtmem fake --help'.\n"));
     CHECK(strcmp(trace, "") == 0);
     CHECK(out_text[0] == '\0');
     CHECK_EQ(fake_main("--end sideways"), TK_EXIT_USAGE);
     CHECK(has(err_text, "--end: 'sideways' is not one of passed, failed, aborted"));
+}
 
-    test_context = "check";
+TEST_CASE("a check that refuses is bad usage, and no step follows it")
+{
     CHECK_EQ(fake_main("--refuse"), TK_EXIT_USAGE);
     CHECK(has(err_text, "rtmem fake: --refuse: refused"));
     CHECK(strcmp(trace, "c") == 0);
+}
 
-    test_context = "setup";
+TEST_CASE("a setup that fails goes to the teardown and fails the run")
+{
     CHECK_EQ(fake_main("--setup-fails"), TK_EXIT_FAILED);
     CHECK(has(err_text, "rtmem fake: setup failed"));
     CHECK(strcmp(trace, "cst") == 0);
-    test_context = NULL;
 }
 
-static void test_runs(void)
+/* The result file of the runs below, in the directory given. */
+static const char *result_path(void)
 {
-    char path[512], line[700];
+    static char path[512];
     snprintf(path, sizeof(path), "%s/r.json", dir);
+    return path;
+}
 
-    test_context = "passed";
+TEST_CASE("a passed run reports and writes the JSON envelope")
+{
+    const char *path = result_path();
+    char line[700];
     snprintf(line, sizeof(line), "--seed 99 --json %s", path);
     CHECK_EQ(fake_main(line), TK_EXIT_OK);
     CHECK(strcmp(trace, "csrpjt") == 0);
@@ -273,44 +285,60 @@ static void test_runs(void)
     CHECK(has(j, "\"seconds\": "));
     CHECK(has(j, "\"passed\": true,\n  \"state\": 42\n}\n"));
     CHECK(no_leftovers());
+}
 
-    test_context = "failed";
+TEST_CASE("a failed run reports and writes its verdict")
+{
+    const char *path = result_path();
+    char line[700];
     snprintf(line, sizeof(line), "--end failed --json %s", path);
     CHECK_EQ(fake_main(line), TK_EXIT_FAILED);
     CHECK(strcmp(trace, "csrpjt") == 0);
     CHECK(has(out_text, "report of state 42"));
-    j = slurp(path);
+    const char *j = slurp(path);
     CHECK(has(j, "\"passed\": false"));
     CHECK(has(j, "\"seed\": 7,"));
+}
 
-    /* No verdict: no report, and the previous results stay as they were. */
-    test_context = "aborted";
+/* No verdict: no report, and the previous results stay as they were (and
+ * are removed after). */
+TEST_CASE("an aborted run reports nothing and leaves the previous results as they were")
+{
+    const char *path = result_path();
+    char line[700];
     write_file(path, "previous results\n");
     snprintf(line, sizeof(line), "--end aborted --json %s", path);
     CHECK_EQ(fake_main(line), TK_EXIT_FAILED);
     CHECK(strcmp(trace, "csrt") == 0);
     CHECK(strcmp(out_text, "header\n") == 0);
-    j = slurp(path);
+    const char *j = slurp(path);
     CHECK(j && strcmp(j, "previous results\n") == 0);
     CHECK(no_leftovers());
+    CHECK(unlink(path) == 0);
+}
 
-    /* A result file that cannot be written: bad usage, found before the run. */
-    test_context = "unwritable";
+/* A result file that cannot be written: bad usage, found before the run. */
+TEST_CASE("a result file that cannot be written is bad usage before the run")
+{
+    char line[700];
     snprintf(line, sizeof(line), "--json %s/no/such/dir/r.json", dir);
     CHECK_EQ(fake_main(line), TK_EXIT_USAGE);
     CHECK(strcmp(trace, "cst") == 0);
     CHECK(has(err_text, "rtmem fake: cannot write '"));
+}
 
-    /* Without --json: no file, same report. */
-    test_context = "no json";
-    CHECK(unlink(path) == 0);
+TEST_CASE("without --json no file is written, and the report is the same")
+{
+    const char *path = result_path();
+    unlink(path); /* whatever a case before left there */
     CHECK_EQ(fake_main(""), TK_EXIT_OK);
     CHECK(strcmp(trace, "csrpt") == 0);
     CHECK(strcmp(out_text, "header\nreport of state 42\n") == 0);
     CHECK(access(path, F_OK) != 0);
-    test_context = NULL;
 }
 
+/* The directory (made here when missing) and the machine the JSON names,
+ * for every case. */
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -323,7 +351,5 @@ int main(int argc, char **argv)
         return 2;
     }
     snprintf(machine.cpu_model, sizeof(machine.cpu_model), "test CPU");
-    test_help_and_usage();
-    test_runs();
-    return test_summary("tools.tool");
+    return test_main(argc, argv, "tools.tool");
 }
