@@ -345,6 +345,11 @@ TEST_CASE("too large pool")
     test_context = "e2big";
     if (sizeof(size_t) < 8)
         return;
+    if (test_emulated()) { /* qemu-user keeps a record of every guest page */
+        printf("tlsf: under %s, a terabyte of address space is left out: E2BIG test skipped\n",
+               test_emulated());
+        return;
+    }
     size_t size = RTM_TLSF_MAX_BLOCK + ((size_t)1 << 30);
     void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

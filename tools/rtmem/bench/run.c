@@ -175,10 +175,15 @@ static int measure(void *arg)
         if (bench_allocator_open(&b->al[i], b->o.heap_bytes) != 0)
             return 1;
     }
+    /* Progress for the watchdog after each step of the set-up, whose time
+     * grows with the memory it maps and locks. */
     b->now.set = false;
+    tk_child_beat(&b->beat);
     if (b->o.threads && bench_threads_open(b) != 0)
         return 1;
+    tk_child_beat(&b->beat);
     tk_rt_lock_memory(&b->rt);
+    tk_child_beat(&b->beat);
     if (!b->header_done) {
         bench_print_header(stdout, b);
         b->header_done = true;
