@@ -113,6 +113,11 @@ if [ -n "$why" ]; then
 else
     echo "test-cross: binfmt_misc hands ARM programs to qemu: the whole suite runs"
 fi
+# RTMEM_CROSS_TESTS: a ctest -R of the tests to run, for a developer's run.
+if [ -n "${RTMEM_CROSS_TESTS:-}" ]; then
+    arm64_only=${arm64_only:+$arm64_only|}$RTMEM_CROSS_TESTS
+    armv7_only=${armv7_only:+$armv7_only|}$RTMEM_CROSS_TESTS
+fi
 
 # ctest in build directory $1 with the arguments after it, and -R $2 when
 # $2 is not empty.

@@ -1,5 +1,6 @@
 #include "check.h"
 
+#include <time.h>
 #include <unistd.h>
 
 unsigned long test_checks_failed;
@@ -70,6 +71,7 @@ int test_main(int argc, char **argv, const char *name)
     test_argc = argc > skip ? argc - skip : 0;
     test_argv = argv + (argc > skip ? skip : argc);
     const char *only = getenv("RTMEM_TEST_CASE");
+    bool times = getenv("RTMEM_TEST_TIMES") != NULL;
     qsort(cases, n_cases, sizeof(cases[0]), by_place);
     size_t ran = 0, failed = 0;
     bool known = !group;
@@ -80,7 +82,14 @@ int test_main(int argc, char **argv, const char *name)
             continue;
         unsigned long before = test_checks_failed;
         test_context = c->title;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         c->fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (times)
+            printf("%8.3f s  %s\n",
+                   (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                   c->title);
         fflush(stdout);
         ran++;
         if (test_checks_failed != before) {

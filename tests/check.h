@@ -16,7 +16,7 @@
  * test_main runs only the group named by its first argument when there is
  * one (a CTest entry per group: "arena_test ownership"). RTMEM_TEST_CASE in
  * the environment runs only the cases whose title holds it, for a
- * debugging session.
+ * debugging session; RTMEM_TEST_TIMES prints each case's time.
  *
  * CHECK records a failure with its location and the case's title and goes
  * on; REQUIRE returns from the case (or the helper it is in). A binary
