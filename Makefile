@@ -149,7 +149,9 @@ cross:
 # under emulation mean nothing. Those that qemu-user cannot support skip
 # themselves saying why (robust futexes, the kernel's view of a mapping,
 # valgrind's counts, terabytes of address space); the model runs 100000
-# operations per configuration and the undo log 500. docs/targets.md has
+# operations per configuration, the undo log 500 and fuzz_replay 200
+# generated inputs. RTMEM_CROSS_TESTS=REGEX runs only the tests it
+# matches. docs/targets.md has
 # the list.
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu

@@ -6,6 +6,8 @@
 #   BUILD  the build directory's prefix: the builds are BUILD-arm64 and
 #          BUILD-armv7 (make cross)
 #   JOBS   ctest -j
+#   RTMEM_CROSS_TESTS=REGEX in the environment runs only the tests it
+#   matches (ctest -R), on both targets.
 #
 # CTest starts each test program under qemu (the toolchain files name it),
 # but many tests start target programs themselves (the tools' Python tests,

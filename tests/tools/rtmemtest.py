@@ -35,6 +35,24 @@ def tail(text, lines=30):
     return "\n".join(text.splitlines()[-lines:])
 
 
+# A previous result file, which a run that fails or is interrupted leaves
+# as it was.
+GOOD = '{"a previous": "good result"}\n'
+
+
+def previous_result(path):
+    """Writes GOOD to path; returns path."""
+    with open(path, "w") as f:
+        f.write(GOOD)
+    return path
+
+
+def assert_kept(path, what="the previous result"):
+    """The file at path still holds GOOD."""
+    with open(path) as f:
+        assert f.read() == GOOD, "%s was changed" % what
+
+
 def run(*args, timeout=900, env=None, stdout=subprocess.PIPE, stderr=subprocess.PIPE):
     """Runs args with no standard input; text output captured."""
     full_env = dict(os.environ)

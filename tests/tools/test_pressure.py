@@ -18,7 +18,7 @@ import time
 import pytest
 
 from rtmemtest import (BITS, alive, assert_envelope, explain, load_json, mem_available, orphans,
-                       over_share, reap_ends, run, started, wait_children)
+                       over_share, previous_result, reap_ends, run, started, wait_children)
 
 pytestmark = pytest.mark.usefixtures("subreaper")
 
@@ -257,8 +257,7 @@ def test_a_worker_that_cannot_allocate_fails_the_run_with_the_cause(rtmem, tmp_d
     if overcommit() == "1":
         pytest.skip("overcommit_memory 1 grants any mapping")
     path = os.path.join(tmp_dir, "f.json")
-    with open(path, "w") as f:
-        f.write('{"a previous": "good result"}\n')
+    previous_result(path)
     # (3G on 32-bit: within its address space, but more than it maps)
     huge = "1T" if BITS == 64 else "3G"
     r = run(rtmem, "pressure", "--vm", 1, "--bytes", huge, "--stride", huge, "--alloc", "mmap",

@@ -14,13 +14,12 @@ import time
 
 import pytest
 
-from rtmemtest import explain, left_in, load_json, run
+from rtmemtest import assert_kept, explain, left_in, load_json, previous_result, run
 
 # The shortest runs of each tool.
 BENCH = ["bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds", "tlsf,glibc"]
 MEMCHECK = ["memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2"]
 TOOLS = {"bench": BENCH, "memcheck": MEMCHECK}
-GOOD = '{"a previous": "good result"}\n'
 
 
 def read(path):
@@ -28,16 +27,11 @@ def read(path):
         return f.read()
 
 
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
 @pytest.fixture
 def good(tmp_dir):
     """A previous good result, tmp_dir/good.json."""
     path = os.path.join(tmp_dir, "good.json")
-    write(path, GOOD)
+    previous_result(path)
     return path
 
 
@@ -48,7 +42,7 @@ def test_a_report_that_cannot_be_written_fails_the_run_and_keeps_the_results(rtm
         r = run(rtmem, *TOOLS[tool], "--json", good, stdout=full)
     assert r.returncode == 1, explain(r)
     assert "writing to standard output failed: No space left on device" in r.stderr, explain(r)
-    assert read(good) == GOOD, "the previous result was changed"
+    assert_kept(good)
     assert not left_in(tmp_dir, ["good.json"])
 
 
@@ -138,7 +132,7 @@ def test_a_complete_run_replaces_the_result_file_keeping_its_mode(rtmem, tmp_dir
 
 def test_through_a_symbolic_link_the_target_is_replaced_and_the_link_stays(rtmem, tmp_dir):
     real, link = os.path.join(tmp_dir, "real.json"), os.path.join(tmp_dir, "link.json")
-    write(real, GOOD)
+    previous_result(real)
     os.symlink("real.json", link)
     r = run(rtmem, *BENCH, "--json", link)
     assert r.returncode == 0, explain(r)
@@ -178,5 +172,5 @@ def test_interrupted_memcheck_dies_of_the_signal_and_keeps_the_results(rtmem, tm
         p.kill()
         rc = p.wait()
     assert rc == -sig, "exit status %s" % rc
-    assert read(good) == GOOD, "the previous result was changed"
+    assert_kept(good)
     assert not left_in(tmp_dir, ["good.json"])

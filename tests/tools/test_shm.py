@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from rtmemtest import (BITS, EMULATED, alive, assert_envelope, become_subreaper, explain,
-                       load_json, orphans, run, started, wait_children)
+from rtmemtest import (BITS, EMULATED, alive, assert_envelope, assert_kept, become_subreaper,
+                       explain, load_json, orphans, previous_result, run, started, wait_children)
 
 KIB, MIB = 1024, 1024 * 1024
 MECHS = ["file-disk", "file-tmpfs", "posix", "sysv", "memfd", "anon-shared", "memfd-thp",
@@ -36,7 +36,6 @@ BY_NAME = {"file-disk", "file-tmpfs", "posix"}
 PRIVATE = {"anon-huge2m", "anon-huge1g", "anon-private", "anon-thp"}
 PHASES = ["touch", "writes", "zeroings", "sync", "teardown"]
 QUICK_SIZES = [64 * KIB, 4 * MIB]
-GOOD = '{"a previous": "good result"}\n'
 
 
 def sysv_ids():
@@ -465,17 +464,14 @@ USAGE = [(["--mechanisms", "bogus"], "'bogus' is not a mechanism"),
 @pytest.mark.parametrize("args,said", USAGE, ids=[" ".join(a) for a, _ in USAGE])
 def test_bad_usage_exits_2_with_the_message_and_keeps_the_result_file(rtmem, tmp_dir, args,
                                                                        said):
-    out = os.path.join(tmp_dir, "keep.json")
-    with open(out, "w") as f:
-        f.write(GOOD)
+    out = previous_result(os.path.join(tmp_dir, "keep.json"))
     if "LONG" in args:  # a directory of 500 bytes and more
         long_dir = os.path.join(tmp_dir, *(["d" * 100] * 5))
         os.makedirs(long_dir)
         args = [long_dir if a == "LONG" else a for a in args]
     r = run(rtmem, "shm", *args, "--json", out)
     assert r.returncode == 2 and said in r.stderr and "rtmem shm --help" in r.stderr, explain(r)
-    with open(out) as f:
-        assert f.read() == GOOD, "the result file was changed"
+    assert_kept(out, "the result file")
 
 
 def test_help_lists_every_mechanism(rtmem):

@@ -22,13 +22,12 @@ import signal
 
 import pytest
 
-from rtmemtest import (as_nobody, assert_envelope, explain, left_in, load_json, run, signal_at,
-                       started)
+from rtmemtest import (as_nobody, assert_envelope, assert_kept, explain, left_in, load_json,
+                       previous_result, run, signal_at, started)
 
 PATTERNS = ["stride_1", "stride_16", "chase"]
 RESULT = ["median_ns_per_access", "min_ns_per_access", "max_ns_per_access", "p10_ns_per_access",
           "p90_ns_per_access", "reps", "accesses", "passes", "rep_ns_min", "minor_faults"]
-GOOD = '{"a previous": "good result"}\n'
 KIB, MIB = 1024, 1024 * 1024
 # The CPU a run measures by default: the last this process may use.
 CPU = max(os.sched_getaffinity(0))
@@ -292,15 +291,7 @@ def test_without_sysfs_caches_are_unknown_and_64_byte_lines_assumed_and_said(rtm
 @pytest.fixture
 def previous(tmp_dir):
     """A previous result in a directory of its own: its path."""
-    path = os.path.join(tmp_dir, "s.json")
-    with open(path, "w") as f:
-        f.write(GOOD)
-    return path
-
-
-def assert_kept(previous):
-    with open(previous) as f:
-        assert f.read() == GOOD, "the previous result was changed"
+    return previous_result(os.path.join(tmp_dir, "s.json"))
     assert left_in(os.path.dirname(previous), ["s.json"]) == [], "left behind"
 
 

@@ -40,13 +40,12 @@ import time
 
 import pytest
 
-from rtmemtest import (BITS, EMULATED, MACHINE, assert_envelope, children_of, explain, load_json,
-                       orphans, run)
+from rtmemtest import (BITS, EMULATED, MACHINE, assert_envelope, assert_kept, children_of, explain,
+                       load_json, orphans, previous_result, run)
 
 SANITIZED = bool(os.environ.get("RTMEM_SANITIZED"))
 # Under qemu-user (a cross build's tests) valgrind, the host's, cannot run
 # rtmem: nothing is counted, and the run says why.
-GOOD = '{"a previous": "good result"}\n'
 SCENARIOS = {
     "tlsf": ["alloc-search-split", "alloc-fallback", "free-merge-both", "free-merge-last-pool",
              "aligned-largest-gap", "realloc-move"],
@@ -332,9 +331,7 @@ def test_a_spoiled_scenario_fails_its_check_and_the_others_are_measured(rtmem, k
 
 
 def test_a_failed_run_names_the_scenario_and_why_in_its_result_file(rtmem, tmp_dir):
-    path = os.path.join(tmp_dir, "failed.json")
-    with open(path, "w") as f:
-        f.write(GOOD)
+    path = previous_result(os.path.join(tmp_dir, "failed.json"))
     r = run(rtmem, "wcet", "--kinds", "tlsf", "--reps", "2", "--count", "none", "--json", path,
             env={"RTMEM_WCET_SPOIL": "free-merge-both"})
     assert r.returncode == 1, explain(r)
@@ -482,8 +479,7 @@ def interrupt(rtmem, work, path, name, marker, args):
     a few times. Returns (was the marker seen, the exit status)."""
     env = dict(os.environ, TMPDIR=work)
     for _ in range(3):
-        with open(path, "w") as f:
-            f.write(GOOD)
+        previous_result(path)
         p = subprocess.Popen([rtmem, "wcet"] + args + ["--json", path],
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
@@ -524,8 +520,7 @@ def test_sigint_leaves_the_result_file_as_it_was_and_nothing_behind(rtmem, tmp_d
     path = os.path.join(work, "r.json")
     seen, rc = interrupt(rtmem, work, path, name, marker, args)
     assert seen and rc == -signal.SIGINT, "'%s' seen: %s; exit status %s" % (marker, seen, rc)
-    with open(path) as f:
-        assert f.read() == GOOD, "the result file was changed"
+    assert_kept(path, "the result file")
     assert os.listdir(work) == ["r.json"], "a temporary file or directory left"
     time.sleep(0.5)
     left = orphans()
