@@ -209,23 +209,24 @@ test-ubsan:
 
 # The tests of locked and shared heaps built with clang's ThreadSanitizer;
 # any report fails the run. ctest -R lock: threads sharing a heap, owner
-# death, priority inheritance, the conformance suite through the lock, the
-# threads phase of rtmem bench. ctest -R shared: threads sharing one
+# death, priority inheritance, the threads phase of rtmem bench. ctest -R
+# shared: threads sharing one
 # handle, and the process tests (TSan watches each process on its own:
 # a forked child halts with a report too, and its exit status fails its
-# section). Left out: lock.undo, shared.owners and shared.kill.*,
-# single-threaded programs (TSan sees races between the threads of one
-# process) that take minutes under it; make test and make test-asan run
-# them. Only the programs run are built.
+# section). Left out: lock.undo, lock.conformance.*, shared.owners and
+# shared.kill.*, single-threaded programs (TSan sees races between the
+# threads of one process) that take minutes under it; make test and make
+# test-asan run them. Only the programs run are built.
 # tests/tsan.supp names the one report that is no race of rtmem's (TLSF's
 # free reading a live neighbour's last word, and throwing it away).
 test-tsan:
 	@sh scripts/ensure-deps.sh sanitizers
 	CC=clang cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTMEM_SANITIZE=ON -DRTMEM_DEBUG=ON \
 	    -DRTMEM_SANITIZERS=thread -DRTMEM_BUILD_TOOLS=ON >/dev/null
-	cmake --build $(BUILD)-tsan -j $(JOBS) --target lock_test conformance rtmem shared_test
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target lock_test rtmem shared_test
 	cd $(BUILD)-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp \
-	    ctest --output-on-failure -j $(JOBS) -R '^(lock|shared)\.' -E '^(lock\.undo|shared\.(owners|kill\..*))$$'
+	    ctest --output-on-failure -j $(JOBS) -R '^(lock|shared)\.' \
+	    -E '^(lock\.undo|lock\.conformance\..*|shared\.(owners|kill\..*))$$'
 
 # Coverage-guided fuzzing with libFuzzer (clang). The library is instrumented
 # as well as the fuzz target (coverage, ASan, UBSan), so libFuzzer learns from
