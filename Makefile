@@ -235,9 +235,12 @@ test-tsan:
 # fuzz-merge` minimises those and tests/fuzz_corpus/merged into the latter
 # (commit it: the next runs, CI's included, start from it; a merge leaves out
 # the inputs that crash, so merge where make fuzz runs clean). FUZZ_SECONDS
-# bounds a run; FUZZ_CMAKE_FLAGS is passed to cmake (for example
+# bounds a run, FUZZ_JOBS fuzzing processes at once (libFuzzer -fork: one
+# per CPU of JOBS; 1 runs the fuzzer in this process, without forking);
+# FUZZ_CMAKE_FLAGS is passed to cmake (for example
 # -DRTMEM_FUZZ_SANITIZE_FLAGS=... to change the sanitizers).
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= $(JOBS)
 FUZZ_CMAKE_FLAGS ?=
 FUZZER = $(BUILD)-fuzz/tests/fuzz_heap_libfuzzer
 fuzz-build:
@@ -248,8 +251,8 @@ fuzz-build:
 	@mkdir -p $(BUILD)-fuzz/corpus tests/fuzz_corpus/merged
 
 fuzz: fuzz-build
-	$(FUZZER) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=$(BUILD)-fuzz/ \
-	    $(BUILD)-fuzz/corpus tests/fuzz_corpus
+	$(FUZZER) $(if $(filter-out 0 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=4096 -artifact_prefix=$(BUILD)-fuzz/ $(BUILD)-fuzz/corpus tests/fuzz_corpus
 
 fuzz-merge: fuzz-build
 	rm -rf $(BUILD)-fuzz/merged && mkdir $(BUILD)-fuzz/merged
