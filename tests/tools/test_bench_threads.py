@@ -338,14 +338,25 @@ def test_both_processes_killed_leave_no_object(rtmem):
 def hold_name(p):
     """Makes the object a measuring process of run p would have left had it
     died between making its shared heap and unlinking it; if the name is
-    not free, kills the run and fails the test."""
+    not free, kills the run and fails the test. Its path (drop_name removes
+    it where the run did not)."""
+    path = "%s/rtmem-bench-%d" % (SHM, p.pid)
     try:
-        os.close(os.open("%s/rtmem-bench-%d" % (SHM, p.pid),
-                         os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except OSError as e:
         p.kill()
         p.communicate()
         pytest.fail("the name of run %d is not free: %s" % (p.pid, e))
+    return path
+
+
+def drop_name(path):
+    """Removes the object hold_name made, if the run (failing, say) left
+    it: a test leaves nothing behind."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 @pytest.fixture(scope="module")
@@ -356,10 +367,13 @@ def name_taken(rtmem, module_dir):
     p = subprocess.Popen([rtmem, "bench", "--threads-only", "--quick", "--no-rt", "--locks",
                           "none,shared", "--json", path], stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    hold_name(p)
-    out, err = p.communicate(timeout=300)
-    d = load_json(path)
-    left = objects_of(p.pid)
+    held = hold_name(p)
+    try:
+        out, err = p.communicate(timeout=300)
+        d = load_json(path)
+        left = objects_of(p.pid)
+    finally:
+        drop_name(held)
     assert p.returncode == 0 and d, (p.returncode, err)
     return out, d["threads"], left
 
@@ -397,17 +411,21 @@ def test_name_taken_the_parent_removes_it(name_taken):
 def test_name_taken_sigint_mid_phase_the_signals_cleanup_removes_it(rtmem):
     p = subprocess.Popen([rtmem, *LONG], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    hold_name(p)
-    line = ""
-    while not line.startswith("threads     :") and p.poll() is None:
-        line = p.stdout.readline()
-    time.sleep(0.2)
-    held = p.poll() is None and objects_of(p.pid)
-    p.send_signal(signal.SIGINT)
-    p.communicate(timeout=60)
+    name = hold_name(p)
+    try:
+        line = ""
+        while not line.startswith("threads     :") and p.poll() is None:
+            line = p.stdout.readline()
+        time.sleep(0.2)
+        held = p.poll() is None and objects_of(p.pid)
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=60)
+        left = objects_of(p.pid)
+    finally:
+        drop_name(name)
     assert held, "mid-phase, the name is no longer held (exit status %s)" % p.returncode
     assert p.returncode == -signal.SIGINT, p.returncode
-    assert not objects_of(p.pid), objects_of(p.pid)
+    assert not left, left
 
 
 def test_no_rtmem_bench_object_is_left_after_every_run():
