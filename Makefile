@@ -237,10 +237,13 @@ test-tsan:
 # the inputs that crash, so merge where make fuzz runs clean). FUZZ_SECONDS
 # bounds a run, FUZZ_JOBS fuzzing processes at once (libFuzzer -fork: one
 # per CPU of JOBS; 1 runs the fuzzer in this process, without forking);
+# FUZZ_RUNS (with FUZZ_JOBS=1) ends it after that many inputs instead, for
+# a run beside other work (CI) that must not lose inputs to it;
 # FUZZ_CMAKE_FLAGS is passed to cmake (for example
 # -DRTMEM_FUZZ_SANITIZE_FLAGS=... to change the sanitizers).
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= $(JOBS)
+FUZZ_RUNS ?=
 FUZZ_CMAKE_FLAGS ?=
 FUZZER = $(BUILD)-fuzz/tests/fuzz_heap_libfuzzer
 fuzz-build:
@@ -251,7 +254,8 @@ fuzz-build:
 	@mkdir -p $(BUILD)-fuzz/corpus tests/fuzz_corpus/merged
 
 fuzz: fuzz-build
-	$(FUZZER) $(if $(filter-out 0 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) -max_total_time=$(FUZZ_SECONDS) \
+	$(FUZZER) $(if $(filter-out 0 1,$(FUZZ_JOBS)),-fork=$(FUZZ_JOBS)) $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS)) \
+	    -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=4096 -artifact_prefix=$(BUILD)-fuzz/ $(BUILD)-fuzz/corpus tests/fuzz_corpus
 
 fuzz-merge: fuzz-build

@@ -2,9 +2,11 @@
  * The conformance suite: every kind that rtm_heap_kinds() lists is held to the
  * contract of rtmem/heap.h. A new kind is covered by registering it.
  *
- *   conformance [--seed N] [--ops N] [--kind NAME] [--lock pi|robust] SECTION...
+ *   conformance [--seed N] [--ops N] [--quick] [--kind NAME] [--lock pi|robust] SECTION...
  *
  * Sections: model, fill, pools, bad, big, relocate (all when none is named).
+ * --quick (for emulators, tens of times slower) fills fewer sizes: each
+ * power of two and one size between, and 10 random sizes instead of 40.
  * The seed is printed; rerun with --seed to replay a failure. --lock creates
  * every heap with that lock (rtmem/lock.h): a locked heap keeps the whole
  * contract, through the same calls.
@@ -20,6 +22,7 @@
 
 static uint64_t seed = 0x5eed2026ull;
 static unsigned long model_ops = 500000; /* per configuration; two per kind */
+static bool quick;                       /* --quick: fewer fill sizes */
 static const char *only_kind;
 static int lock = RTM_HEAP_LOCK_NONE; /* --lock */
 
@@ -185,14 +188,14 @@ static void fill_counts(const char *kind)
     unsigned char *mem = map_bytes(span);
     REQUIRE(mem != NULL, );
     for (size_t b = 16; b <= 65536; b *= 2) {
-        size_t sizes[] = { b, b + 1, b + b / 2 + 3, b - 8 };
-        for (size_t i = 0; i < 4; i++) {
+        size_t sizes[] = { b, b + b / 2 + 3, b + 1, b - 8 };
+        for (size_t i = 0; i < (quick ? 2u : 4u); i++) {
             garbage(mem, span, &rng);
             fill_one(kind, mem, span, 1, sizes[i], &rng);
             fill_one(kind, mem, span, 3, sizes[i], &rng);
         }
     }
-    for (int i = 0; i < 40; i++)
+    for (int i = 0; i < (quick ? 10 : 40); i++)
         fill_one(kind, mem, span, 1 + i % 3, (size_t)rng_range(&rng, 0, 70000), &rng);
     munmap(mem, span);
 }
@@ -751,10 +754,11 @@ static const char *const sections[] = { "model", "fill", "pools", "bad", "big", 
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: conformance [--seed N] [--ops N] [--kind NAME] [--lock pi|robust] "
-               "[SECTION...]\n"
+    fprintf(f, "usage: conformance [--seed N] [--ops N] [--quick] [--kind NAME] "
+               "[--lock pi|robust] [SECTION...]\n"
                "sections: model fill pools bad big relocate (default: all)\n"
                "--ops N: model operations per configuration (two per kind; default 500000)\n"
+               "--quick: fill fewer sizes (each power of two and one between, 10 random)\n"
                "--lock: every heap created with that lock (default none)\n");
 }
 
@@ -763,15 +767,20 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        { "seed", required_argument, NULL, 's' }, { "ops", required_argument, NULL, 'o' },
-        { "kind", required_argument, NULL, 'k' }, { "lock", required_argument, NULL, 'l' },
-        { "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+        { "seed", required_argument, NULL, 's' },
+        { "ops", required_argument, NULL, 'o' },
+        { "kind", required_argument, NULL, 'k' },
+        { "lock", required_argument, NULL, 'l' },
+        { "quick", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'o': model_ops = strtoul(optarg, NULL, 0); break;
+        case 'q': quick = true; break;
         case 'k': only_kind = optarg; break;
         case 'l':
             if (strcmp(optarg, "pi") == 0)
