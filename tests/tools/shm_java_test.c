@@ -321,10 +321,10 @@ TEST_CASE("SIGTERM mid-run kills the runner, and the JVM, its file and directory
     CHECK_EQ(processes_with(tmp_dir, 0), 0);
 }
 
-static const char good[] = "rtmem-shm-java 1\n"
+static const char good[] = "rtmem-shm-java 2\n"
                            "runtime Some VM 17.0.1\n"
                            "zero-method longs\n"
-                           "rng ops=10 ns=100 sink=1\n"
+                           "rng ops=10 ns=100 max=130 sink=1\n"
                            "checksum 42\n"
                            "zeroed 1\n"
                            "phase touch ops=16 ns=1000 minflt=16 majflt=0 jit-ms=0 gcs=0\n"
@@ -356,7 +356,8 @@ TEST_CASE("the protocol parser reads every field of good output")
     CHECK(strcmp(r.runtime, "Some VM 17.0.1") == 0);
     CHECK(strcmp(r.zero_method, "longs") == 0);
     CHECK(r.rng_ns_per_write == 10.0);
-    CHECK(r.phase[SHM_PHASE_WRITES].ns == 200.0);
+    CHECK(r.rng_spread_ns == 3.0);
+    CHECK(r.phase[SHM_PHASE_WRITES].ns == 300.0); /* whole: the generator not subtracted */
     CHECK_EQ(r.checksum, 42);
     CHECK_EQ(r.phase[SHM_PHASE_TOUCH].minor_faults, 16);
     CHECK_EQ(r.jit_ms[SHM_PHASE_ZEROINGS], 1);
@@ -367,9 +368,11 @@ TEST_CASE("the protocol parser reads every field of good output")
 
 TEST_CASE("the protocol parser refuses bad output, naming its line")
 {
-    expect_bad("rtmem-shm-java 1", "rtmem-shm-java 2", 1);
+    expect_bad("rtmem-shm-java 2", "rtmem-shm-java 1", 1);
     expect_bad("zero-method longs", "zero-method memset", 3);
     expect_bad("rng ops=10", "rng ops=11", 4);
+    expect_bad("max=130", "max=90", 4); /* the slowest faster than the fastest */
+    expect_bad(" max=130", "", 4);
     expect_bad("checksum 42", "checksum 42x", 5);
     expect_bad("checksum 42", "checksum 99999999999999999999", 5);
     expect_bad("zeroed 1", "zeroed 0", 6);

@@ -93,7 +93,7 @@ def rows_of(quick):
 def test_a_quick_run_passes_and_writes_the_envelope(quick):
     r, doc, args, _ = quick
     assert r.returncode == 0, explain(r)
-    assert_envelope(doc, "shm", "rtmem-shm/1", args)
+    assert_envelope(doc, "shm", "rtmem-shm/2", args)
 
 
 def test_a_quick_run_leaves_nothing_in_dir_or_dev_shm(quick):
@@ -106,6 +106,43 @@ def test_a_quick_run_has_a_row_per_mechanism_and_size_sizes_outer(quick):
         [(m, b) for b in QUICK_SIZES for m in MECHS]
     assert doc["params"]["mechanisms"] == MECHS, doc["params"]
     assert doc["rng_ns_per_write"] > 0, "the generator's cost is not measured"
+
+
+def test_the_generator_is_timed_in_five_runs_of_as_many_draws_as_writes_at_least_2_20(quick):
+    rng = quick[1]["rng"]
+    assert rng["runs"] == 5 and rng["draws"] == 1 << 20, rng
+    assert rng["fastest_ns_per_draw"] == quick[1]["rng_ns_per_write"] and \
+        rng["spread_ns_per_draw"] >= 0, rng
+
+
+def measured_rows(quick):
+    return [x for x in rows_of(quick) if x["status"] == "measured"]
+
+
+def test_the_writes_are_timed_whole_never_a_clamped_zero(quick):
+    # (The net, the writes less the generator, was once written in their
+    # place, and clamped at 0 where the generator cost more.)
+    whole = [(x["mechanism"], x["bytes"], x["phases"]["writes"]["ns"]) for x in measured_rows(quick)]
+    assert whole and all(ns > 0 for _, _, ns in whole), whole
+
+
+def test_the_net_is_the_whole_less_the_generator_with_its_precision(quick):
+    for x in measured_rows(quick):
+        w = x["phases"]["writes"]
+        assert abs(x["net_ns_per_write"] - (w["ns_per_op"] - x["rng_ns_per_write"])) < 1e-6, x
+        # --quick's 10^5 writes come in at least 8 slices: the spread is known.
+        assert x["rng_spread_ns"] >= 0 and x["writes_spread_ns"] >= 0, x
+        p = x["net_precision_ns"]
+        assert abs(p - (x["rng_spread_ns"] + x["writes_spread_ns"])) < 1e-6, x
+        assert x["net_resolved"] == (x["net_ns_per_write"] > p), x
+
+
+def test_the_table_prints_the_net_with_its_precision_or_below_it(quick):
+    out = quick[0].stdout
+    assert re.search(r"^mechanism .* write +vs sysv +net write ", out, re.M), explain(quick[0])
+    cells = re.findall(r"^(?:sysv|memfd) +\d+ [KM]iB .*x +(\S+) +\S+ +\S+ +\S+ *$", out, re.M)
+    assert cells and all(re.fullmatch(r"<\d+\.\d\d|-?\d+\.\d\d~\d+\.\d\d", c) for c in cells), \
+        (cells, out)
 
 
 @pytest.mark.parametrize("mech,size", [(m, b) for b in QUICK_SIZES for m in MECHS],

@@ -536,13 +536,13 @@ static bool parse_phase(char *s, int i, struct shm_java_result *r)
     return true;
 }
 
-static bool parse_line(char *s, int line, uint64_t writes, uint64_t *rng_ns,
+static bool parse_line(char *s, int line, uint64_t writes, uint64_t rng_ns[2],
                        struct shm_java_result *r)
 {
     uint64_t v, sink;
     char *cur;
     switch (line) {
-    case 0: return strcmp(s, "rtmem-shm-java 1") == 0;
+    case 0: return strcmp(s, "rtmem-shm-java 2") == 0;
     case 1:
         if (strncmp(s, "runtime ", 8) != 0 || !s[8] || strlen(s + 8) >= sizeof(r->runtime))
             return false;
@@ -561,7 +561,8 @@ static bool parse_line(char *s, int line, uint64_t writes, uint64_t *rng_ns,
         if (strncmp(s, "rng ", 4) != 0)
             return false;
         cur = s + 4;
-        return take_kv(&cur, "ops", &v) && v == writes && take_kv(&cur, "ns", rng_ns) &&
+        return take_kv(&cur, "ops", &v) && v == writes && take_kv(&cur, "ns", &rng_ns[0]) &&
+               take_kv(&cur, "max", &rng_ns[1]) && rng_ns[1] >= rng_ns[0] &&
                take_kv(&cur, "sink", &sink) && sink <= 1 && !*cur;
     case 4: return strncmp(s, "checksum ", 9) == 0 && parse_u64(s + 9, &r->checksum);
     case 5: return strcmp(s, "zeroed 1") == 0;
@@ -574,10 +575,10 @@ int shm_java_parse(const char *text, uint64_t writes, struct shm_java_result *r,
                    size_t size)
 {
     static const char *const expected[] = {
-        "rtmem-shm-java 1",
+        "rtmem-shm-java 2",
         "runtime <name> <version>",
         "zero-method <name>",
-        "rng ops=<writes> ns=<n> sink=<0|1>",
+        "rng ops=<writes> ns=<fastest> max=<slowest> sink=<0|1>",
         "checksum <n>",
         "zeroed 1 (every byte 0 after the zeroings)",
         "phase touch ops= ns= minflt= majflt= jit-ms= gcs=",
@@ -588,7 +589,7 @@ int shm_java_parse(const char *text, uint64_t writes, struct shm_java_result *r,
         "end",
     };
     memset(r, 0, sizeof(*r));
-    uint64_t rng_ns = 0;
+    uint64_t rng_ns[2] = { 0, 0 };
     int line = 0;
     const char *p = text;
     char buf[512];
@@ -604,7 +605,7 @@ int shm_java_parse(const char *text, uint64_t writes, struct shm_java_result *r,
         if (ok) {
             memcpy(buf, p, len);
             buf[len] = '\0';
-            ok = strlen(buf) == len && parse_line(buf, line, writes, &rng_ns, r);
+            ok = strlen(buf) == len && parse_line(buf, line, writes, rng_ns, r);
         }
         if (!ok) {
             say(why, size, "the JVM's output, line %d: '%.*s' is not '%s'%s", line + 1,
@@ -618,9 +619,8 @@ int shm_java_parse(const char *text, uint64_t writes, struct shm_java_result *r,
         say(why, size, "the JVM's output ends at line %d: '%s' missing", line + 1, expected[line]);
         return -EPROTO;
     }
-    struct shm_phase *w = &r->phase[SHM_PHASE_WRITES];
-    r->rng_ns_per_write = writes ? (double)rng_ns / (double)writes : 0;
-    w->ns -= (double)rng_ns;
+    r->rng_ns_per_write = writes ? (double)rng_ns[0] / (double)writes : 0;
+    r->rng_spread_ns = writes ? (double)(rng_ns[1] - rng_ns[0]) / (double)writes : 0;
     return 0;
 }
 

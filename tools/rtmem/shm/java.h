@@ -61,12 +61,14 @@ struct shm_java_result {
      * (bytes / page size, rounded up), job->writes, the zeroings made,
      * 1, 1. Faults: the whole JVM's (its compiler and collector threads
      * too), from /proc/self/stat around the phase. writes' ns is the
-     * loop's time less the generator's (rng_ns_per_write * writes); with
-     * a small region it can come out at or below 0, within the noise. */
+     * loop's whole time, the generator included. */
     struct shm_phase phase[SHM_PHASES];
-    double rng_ns_per_write; /* the generator's own cost, subtracted */
-    char runtime[128];       /* the JVM, e.g. "OpenJDK 64-Bit Server VM 17.0.15" */
-    char zero_method[16];    /* the fill the zeroings used */
+    /* The generator alone, per draw: the fastest of its runs, and the
+     * slowest less the fastest (the net write's precision: shm.h). */
+    double rng_ns_per_write;
+    double rng_spread_ns;
+    char runtime[128];    /* the JVM, e.g. "OpenJDK 64-Bit Server VM 17.0.15" */
+    char zero_method[16]; /* the fill the zeroings used */
     /* Compile time (whole ms) and collections that fell inside each phase:
      * 0 and 0 when the warm-up did its job. */
     uint64_t jit_ms[SHM_PHASES];

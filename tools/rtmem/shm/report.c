@@ -32,6 +32,24 @@ static double per_op(const struct shm_phase *ph)
     return ph->done && ph->ops ? ph->ns / (double)ph->ops : NAN;
 }
 
+/* The store's own cost per write (shm_net_per_write) to two decimals with
+ * its precision (shm_net_precision), "0.42~0.05"; "<0.05" where it is not
+ * above its precision (never a clamped 0); "0.42~?" where the precision is
+ * not known, "-" where the net is not. */
+static const char *fmt_net(char *buf, size_t size, const struct shm_row *r)
+{
+    double net = shm_net_per_write(r), p = shm_net_precision(r);
+    if (isnan(net))
+        snprintf(buf, size, "-");
+    else if (isnan(p))
+        snprintf(buf, size, "%.2f~?", net);
+    else if (net <= p)
+        snprintf(buf, size, "<%.2f", p < 0.005 ? 0.01 : p);
+    else
+        snprintf(buf, size, "%.2f~%.2f", net, p);
+    return buf;
+}
+
 /* Bytes of the region that transparent huge pages map. */
 static uint64_t thp_bytes(const struct shm_row *row)
 {
@@ -56,15 +74,22 @@ void shm_print_header(FILE *f, const struct shm *sh)
     tk_timer_print(f, "timer: ", &sh->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &sh->rt);
     if (sh->o.generator == SHM_GEN_RAND)
-        fprintf(f,
-                "generator  : rand() %% bytes (srand %" PRIu64 "), value the index's low byte: "
-                "%.2f ns per draw alone, subtracted from the writes\n",
-                sh->o.seed, sh->rng_ns_per_write);
+        fprintf(f, "generator  : rand() %% bytes (srand %" PRIu64 "), value the index's low byte\n",
+                sh->o.seed);
     else
         fprintf(f,
                 "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, "
-                "seed %" PRIu64 ": %.2f ns per draw alone, subtracted from the writes\n",
-                sh->o.seed, sh->rng_ns_per_write);
+                "seed %" PRIu64 "\n",
+                sh->o.seed);
+    fprintf(f,
+            "             alone: %.2f ns per draw, the fastest of %d runs of %" PRIu64
+            " draws (the median +%.2f ns);\n"
+            "             the writes are timed whole, generator included; their net (the "
+            "store alone) is\n"
+            "             that less %.2f ns, known to within (~) the spread of the generator's "
+            "runs and of the writes' slices\n",
+            sh->rng_ns_per_write, SHM_RNG_TRIALS, sh->rng_draws, sh->rng_spread_ns,
+            sh->rng_ns_per_write);
     if (sh->o.duration_ns)
         fprintf(f, "mode       : --duration %.0f s per region\n", (double)sh->o.duration_ns / 1e9);
     else
@@ -86,14 +111,14 @@ void shm_print_header(FILE *f, const struct shm *sh)
 
 static void print_times(FILE *f, const struct shm *sh)
 {
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %8s %9s %9s\n", "mechanism", "size", "page",
-            "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "zero us", "sync ms",
-            "close ms");
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %8s %9s %9s\n", "", "", "", "", "(total)", "",
-            "ns", "", "(each)", "", "");
+    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %11s %8s %9s %9s\n", "mechanism", "size", "page",
+            "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "net write", "zero us",
+            "sync ms", "close ms");
+    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %11s %8s %9s %9s\n", "", "", "", "", "(total)",
+            "", "ns", "", "ns", "(each)", "", "");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
-        char size[32], page[16], c[9][TK_FMT_MAX];
+        char size[32], page[16], c[9][TK_FMT_MAX], net[2 * TK_FMT_MAX];
         tk_fmt_iec(size, sizeof(size), r->bytes);
         if (r->skipped) {
             fprintf(f, "%-13s %8s  skipped (below)\n", r->mech, size);
@@ -105,13 +130,13 @@ static void print_times(FILE *f, const struct shm *sh)
         double thp = r->pages.read && r->mapped_bytes
                          ? 100.0 * (double)thp_bytes(r) / (double)r->mapped_bytes
                          : NAN;
-        fprintf(f, "%-13s %8s %4s %5s %9s %8s %6s%s %10s %8s %9s %9s%s\n", r->mech, size,
+        fprintf(f, "%-13s %8s %4s %5s %9s %8s %6s%s %10s %11s %8s %9s %9s%s\n", r->mech, size,
                 fmt_page(page, sizeof(page), r->pages.smaps.kernel_page_bytes),
                 tk_fmt_double(c[0], sizeof(c[0]), thp, 0),
                 tk_fmt_double(c[1], sizeof(c[1]), r->phase[SHM_PHASE_TOUCH].ns / 1e3, 1),
                 tk_fmt_double(c[2], sizeof(c[2]), per_op(&r->phase[SHM_PHASE_TOUCH]) / 1e3, 3),
                 tk_fmt_double(c[3], sizeof(c[3]), w, 2), r->writes_capped ? "*" : " ",
-                tk_fmt_ratio(c[4], sizeof(c[4]), w / ref_w),
+                tk_fmt_ratio(c[4], sizeof(c[4]), w / ref_w), fmt_net(net, sizeof(net), r),
                 tk_fmt_double(c[5], sizeof(c[5]), per_op(&r->phase[SHM_PHASE_ZEROINGS]) / 1e3, 1),
                 tk_fmt_double(
                     c[6], sizeof(c[6]),
@@ -375,6 +400,14 @@ static void row_json(const struct shm *sh, struct tk_json *j, const struct shm_r
     if (tk_json_key_or_null(j, "pages", !r->skipped && r->pages.read))
         pages_json(j, r);
     tk_json_kv_double(j, "rng_ns_per_write", r->skipped ? NAN : r->rng_ns_per_write);
+    tk_json_kv_double(j, "rng_spread_ns", r->skipped ? NAN : r->rng_spread_ns);
+    tk_json_kv_double(j, "writes_spread_ns", r->skipped ? NAN : r->writes_spread_ns);
+    double net = r->skipped ? NAN : shm_net_per_write(r);
+    double precision = r->skipped ? NAN : shm_net_precision(r);
+    tk_json_kv_double(j, "net_ns_per_write", net);
+    tk_json_kv_double(j, "net_precision_ns", precision);
+    if (tk_json_key_or_null(j, "net_resolved", !isnan(net) && !isnan(precision)))
+        tk_json_bool(j, net > precision);
     tk_json_kv_bool(j, "writes_capped", r->writes_capped);
     tk_json_key(j, "phases");
     tk_json_begin_object(j);
@@ -418,6 +451,13 @@ void shm_json(const struct tk_session *s, struct tk_json *j)
     params_json(sh, j);
     system_json(sh, j);
     tk_json_kv_double(j, "rng_ns_per_write", sh->rng_ns_per_write);
+    tk_json_key(j, "rng");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "runs", SHM_RNG_TRIALS);
+    tk_json_kv_uint(j, "draws", sh->rng_draws);
+    tk_json_kv_double(j, "fastest_ns_per_draw", sh->rng_ns_per_write);
+    tk_json_kv_double(j, "spread_ns_per_draw", sh->rng_spread_ns);
+    tk_json_end_object(j);
     if (tk_json_key_or_null(j, "java", sh->o.java)) {
         tk_json_begin_object(j);
         tk_json_kv_bool(j, "available", sh->java_ok);

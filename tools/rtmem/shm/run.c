@@ -196,7 +196,7 @@ int shm_setup(struct tk_session *s)
         sh->rows_capacity = rows + SHM_EXTRA_ROWS * sh->sizes.n;
         sh->rows = calloc(sh->rows_capacity, sizeof(*sh->rows));
     }
-    if (!sh->durs && !sh->rows) {
+    if ((!sh->durs && !sh->rows) || tk_samples_init(&sh->slices, SHM_MAX_SLICES) != 0) {
         fprintf(stderr, "%s: out of memory for the results\n", s->cli.prog);
         return TK_EXIT_FAILED;
     }
@@ -215,6 +215,7 @@ void shm_teardown(struct tk_session *s)
         free(sh->durs[i].ticks);
     free(sh->durs);
     free(sh->rows);
+    tk_samples_destroy(&sh->slices);
     free(sh);
     s->state = NULL;
 }
@@ -293,7 +294,7 @@ enum tk_run_end shm_run(struct tk_session *s)
         goto out;
     }
     sh->timer_ok = true;
-    sh->rng_ns_per_write = shm_rng_cost(sh);
+    shm_rng_cost(sh);
     shm_print_header(stdout, sh);
     if (tk_stdout_check(sh->prog) != 0)
         goto out;

@@ -49,12 +49,13 @@
 #include "common/opt.h"
 #include "common/out.h"
 #include "common/rt.h"
+#include "common/samples.h"
 #include "common/smaps.h"
 #include "common/timer.h"
 #include "phase.h"
 #include "rtmem/arena.h"
 
-#define SHM_SCHEMA "rtmem-shm/1"
+#define SHM_SCHEMA "rtmem-shm/2"
 
 #define KIB       ((uint64_t)1 << 10)
 #define MIB       ((uint64_t)1 << 20)
@@ -134,7 +135,14 @@ struct shm_row {
     uint64_t mapped_bytes; /* arena size_bytes (rounded to its pages) */
     uint64_t page_bytes;   /* arena page size asked */
     struct shm_pages pages;
-    double rng_ns_per_write; /* subtracted from the writes */
+    /* The writes phase's ns is the loop's whole time, the generator
+     * included (what the published comparison timed). The store's own
+     * cost, the net, is that less rng_ns_per_write per write: a figure
+     * known to within shm_net_precision (NAN: not known), how much the
+     * generator's timed runs and the writes' slices vary. */
+    double rng_ns_per_write; /* the generator alone, per draw */
+    double rng_spread_ns;    /* its median run less its fastest, per draw */
+    double writes_spread_ns; /* the writes' slices' interquartile range, per write */
     bool writes_capped;      /* the budget stopped the writes before --writes */
     uint64_t checksum;       /* of the region after the writes */
     struct shm_reader reader;
@@ -203,8 +211,15 @@ struct shm {
     struct tk_rt_state rt;
     struct tk_timer timer;
     bool timer_ok;
-    double rng_ns_per_write; /* the generator alone, measured once */
-    bool java_ok;            /* --java and a JDK found (java_why: why not) */
+    /* The generator alone, timed SHM_RNG_TRIALS times before the rows
+     * (shm_rng_cost): the fastest run per draw, and the median less it. */
+    double rng_ns_per_write;
+    double rng_spread_ns;
+    uint64_t rng_draws; /* per run */
+    /* The ticks of each whole slice of a row's writes (workload.c), for
+     * their spread: allocated once (shm_setup), reset per row. */
+    struct tk_samples slices; /* SHM_MAX_SLICES: the spread of the first ones */
+    bool java_ok;             /* --java and a JDK found (java_why: why not) */
     char java_why[512];
     char java_runtime[128]; /* the JVM that measured the java rows */
     char java_zero_method[16];
@@ -249,9 +264,23 @@ int shm_region_close(struct shm_region *r);
 
 /* workload.c: the phases, each on an open region. */
 void shm_faults(uint64_t *minor, uint64_t *major);
-/* ns per draw of the generator alone (the loop of the writes without the
- * store). */
-double shm_rng_cost(struct shm *sh);
+/* The generator alone (the loop of the writes without the store),
+ * SHM_RNG_TRIALS runs of as many draws as the writes asked (at least
+ * 2^20, at most 2^24): sets sh->rng_ns_per_write (the fastest run, per
+ * draw), rng_spread_ns (the median run less the fastest: one run slowed
+ * by the machine does not count) and rng_draws. */
+#define SHM_RNG_TRIALS 5
+/* Slices of writes whose times are kept, per row. */
+#define SHM_MAX_SLICES 4096
+void shm_rng_cost(struct shm *sh);
+/* The store's own cost per write: the writes' whole time per write less the
+ * generator's (NAN when the row has no writes). It is not clamped: at or
+ * below row->rng_spread_ns it is within the measurement's precision. */
+double shm_net_per_write(const struct shm_row *row);
+/* How precise that is, per write: rng_spread_ns + writes_spread_ns (NAN
+ * when either is not known: fewer than 4 slices of writes, or the Java
+ * rows', timed in one loop). */
+double shm_net_precision(const struct shm_row *row);
 void shm_touch(struct shm *sh, struct shm_row *row, struct shm_region *r, uint64_t t_open_ns,
                uint64_t minor0, uint64_t major0);
 void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r);

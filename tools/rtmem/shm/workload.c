@@ -1,14 +1,19 @@
 /*
  * `rtmem shm`: the workloads of phase.h on one open region: the first
- * touch, the random writes (and the generator's own cost, subtracted),
+ * touch, the random writes (and the generator's own cost, timed apart),
  * the zeroings, the msync. The teardown is the region's close (run.c).
  *
  * Long phases run in slices (WRITE_SLICE writes, or one zeroing), each
  * timed on its own, so that a rest between slices (tk_rt_breather under
  * --fifo) is not counted, and the budget is checked between slices only.
+ * The writes take at least MIN_WRITE_SLICES slices when there are that many
+ * writes: the spread of their times (the interquartile range: a slice that
+ * the machine stalled does not count) is part of the net figure's
+ * precision.
  * Faults are the calling thread's (getrusage RUSAGE_THREAD), read before
  * and after the phase.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,10 +24,12 @@
 
 /* Writes between two looks at the clock: the budget overshoots by at most
  * one slice. */
-#define WRITE_SLICE ((uint64_t)1 << 20)
-/* Draws timed to cost the generator: the cheapest of RNG_TRIALS runs. */
-#define RNG_DRAWS   ((uint64_t)1 << 24)
-#define RNG_TRIALS  3
+#define WRITE_SLICE      ((uint64_t)1 << 20)
+#define MIN_WRITE_SLICES 8
+/* Draws per run of the generator alone (shm_rng_cost): as many as the
+ * writes asked, within these. */
+#define RNG_MIN_DRAWS    ((uint64_t)1 << 20)
+#define RNG_MAX_DRAWS    ((uint64_t)1 << 24)
 
 void shm_faults(uint64_t *minor, uint64_t *major)
 {
@@ -108,22 +115,42 @@ __attribute__((noinline)) static uint64_t rng_loop(int gen, uint64_t bytes, uint
     return sink;
 }
 
-double shm_rng_cost(struct shm *sh)
+void shm_rng_cost(struct shm *sh)
 {
-    double best = 0;
+    uint64_t draws = sh->o.writes;
+    draws = draws < RNG_MIN_DRAWS ? RNG_MIN_DRAWS : draws > RNG_MAX_DRAWS ? RNG_MAX_DRAWS : draws;
+    double ns[SHM_RNG_TRIALS];
     volatile uint64_t sink = 0;
     uint64_t s;
     shm_seed(sh, &s);
-    for (int i = 0; i < RNG_TRIALS; i++) {
+    for (int i = 0; i < SHM_RNG_TRIALS; i++) {
         tk_rt_breather(&sh->rt);
         uint64_t t0 = tk_timer_start();
-        sink += rng_loop(sh->o.generator, sh->sizes.bytes[0], RNG_DRAWS, &s);
-        double ns = tk_timer_ns(&sh->timer, tk_timer_end() - t0) / (double)RNG_DRAWS;
-        if (i == 0 || ns < best)
-            best = ns;
+        sink += rng_loop(sh->o.generator, sh->sizes.bytes[0], draws, &s);
+        ns[i] = tk_timer_ns(&sh->timer, tk_timer_end() - t0) / (double)draws;
+        for (int k = i; k > 0 && ns[k] < ns[k - 1]; k--) { /* kept sorted */
+            double t = ns[k];
+            ns[k] = ns[k - 1];
+            ns[k - 1] = t;
+        }
     }
     (void)sink;
-    return best;
+    sh->rng_ns_per_write = ns[0];
+    sh->rng_spread_ns = ns[SHM_RNG_TRIALS / 2] - ns[0];
+    sh->rng_draws = draws;
+}
+
+double shm_net_per_write(const struct shm_row *row)
+{
+    const struct shm_phase *ph = &row->phase[SHM_PHASE_WRITES];
+    if (!ph->done || ph->ops == 0)
+        return NAN;
+    return ph->ns / (double)ph->ops - row->rng_ns_per_write;
+}
+
+double shm_net_precision(const struct shm_row *row)
+{
+    return row->rng_spread_ns + row->writes_spread_ns;
 }
 
 void shm_touch(struct shm *sh, struct shm_row *row, struct shm_region *r, uint64_t t_open_ns,
@@ -148,6 +175,9 @@ void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r)
 {
     struct shm_phase *ph = &row->phase[SHM_PHASE_WRITES];
     uint64_t s, done = 0, ticks = 0, minor0, major0;
+    uint64_t slice = (sh->o.writes + MIN_WRITE_SLICES - 1) / MIN_WRITE_SLICES;
+    slice = slice < WRITE_SLICE ? slice : WRITE_SLICE;
+    tk_samples_reset(&sh->slices); /* ticks of each whole slice */
     shm_seed(sh, &s);
     uint64_t start = tk_clock_ns();
     shm_faults(&minor0, &major0);
@@ -156,17 +186,26 @@ void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r)
             row->writes_capped = true;
             break;
         }
-        uint64_t k = sh->o.writes - done < WRITE_SLICE ? sh->o.writes - done : WRITE_SLICE;
+        uint64_t k = sh->o.writes - done < slice ? sh->o.writes - done : slice;
         tk_rt_breather(&sh->rt);
         uint64_t t0 = tk_timer_start();
         shm_write_loop(sh->o.generator, r->a.base, row->bytes, k, &s);
-        ticks += tk_timer_end() - t0;
+        uint64_t t = tk_timer_end() - t0;
+        ticks += t;
         done += k;
+        if (k == slice)
+            tk_samples_add(&sh->slices, t);
     }
     phase_faults(ph, minor0, major0);
     row->rng_ns_per_write = sh->rng_ns_per_write;
-    double ns = tk_timer_ns(&sh->timer, ticks) - sh->rng_ns_per_write * (double)done;
-    ph->ns = ns > 0 ? ns : 0;
+    row->rng_spread_ns = sh->rng_spread_ns;
+    row->writes_spread_ns = NAN;
+    if (sh->slices.n >= 4) {
+        uint64_t q1 = tk_samples_percentile(&sh->slices, 0.25);
+        uint64_t q3 = tk_samples_percentile(&sh->slices, 0.75);
+        row->writes_spread_ns = tk_timer_ns(&sh->timer, q3 - q1) / (double)slice;
+    }
+    ph->ns = tk_timer_ns(&sh->timer, ticks);
     ph->ops = done;
     ph->done = true;
 }
