@@ -145,13 +145,10 @@ TEST_CASE("a small job's phases and counts are right, its region the same worklo
     for (int i = 0; i < SHM_PHASES; i++) {
         CHECK(r.phase[i].done);
         CHECK_EQ(r.phase[i].ops, want[i]);
-        /* writes: the loop's time, before the generator's is taken off
-         * (the difference can be within the noise on 64 KiB). */
-        double ns = r.phase[i].ns;
-        if (i == SHM_PHASE_WRITES)
-            ns += r.rng_ns_per_write * JOB_WRITES;
-        CHECK(ns > 0);
+        CHECK(r.phase[i].ns > 0); /* writes: the loop's whole time */
     }
+    CHECK(r.rng_ns_per_write > 0);
+    CHECK(r.rng_spread_ns >= 0);
     /* Every page touched took a fault, at least (the JVM's own too). */
     CHECK(r.phase[SHM_PHASE_TOUCH].minor_faults + r.phase[SHM_PHASE_TOUCH].major_faults >=
           want[SHM_PHASE_TOUCH]);

@@ -63,8 +63,9 @@ struct shm_java_result {
      * too), from /proc/self/stat around the phase. writes' ns is the
      * loop's whole time, the generator included. */
     struct shm_phase phase[SHM_PHASES];
-    /* The generator alone, per draw: the fastest of its runs, and the
-     * slowest less the fastest (the net write's precision: shm.h). */
+    /* The generator alone, per draw: the fastest of its three runs, and
+     * the slowest less the fastest (three runs have no interquartile
+     * range; the net write's precision: shm.h). */
     double rng_ns_per_write;
     double rng_spread_ns;
     char runtime[128];    /* the JVM, e.g. "OpenJDK 64-Bit Server VM 17.0.15" */

@@ -142,7 +142,7 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
     memcpy(row->phase, r.phase, sizeof(row->phase));
     row->rng_ns_per_write = r.rng_ns_per_write;
     row->rng_spread_ns = r.rng_spread_ns;
-    row->writes_spread_ns = NAN; /* one timed loop */
+    row->slice_ns_per_write = row->writes_spread_ns = NAN; /* one timed loop */
     row->checksum = r.checksum;
     /* The same seed, generator and writes on a region of the same size
      * leave the same bytes: Java did the work C did. */

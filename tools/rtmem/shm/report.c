@@ -33,9 +33,11 @@ static double per_op(const struct shm_phase *ph)
 }
 
 /* The store's own cost per write (shm_net_per_write) to two decimals with
- * its precision (shm_net_precision), "0.42~0.05"; "<0.05" where it is not
- * above its precision (never a clamped 0); "0.42~?" where the precision is
- * not known, "-" where the net is not. */
+ * its precision (shm_net_precision), "0.42~0.05"; "<0.05" where it is
+ * within its precision of 0 (never a clamped 0); "-0.47~0.09!" where it is
+ * below minus its precision (shm_net_inconsistent: the note under the
+ * table says why); "0.42~?" where the precision is not known, "-" where
+ * the net is not. */
 static const char *fmt_net(char *buf, size_t size, const struct shm_row *r)
 {
     double net = shm_net_per_write(r), p = shm_net_precision(r);
@@ -43,6 +45,8 @@ static const char *fmt_net(char *buf, size_t size, const struct shm_row *r)
         snprintf(buf, size, "-");
     else if (isnan(p))
         snprintf(buf, size, "%.2f~?", net);
+    else if (shm_net_inconsistent(r))
+        snprintf(buf, size, "%.2f~%.2f!", net, p);
     else if (net <= p)
         snprintf(buf, size, "<%.2f", p < 0.005 ? 0.01 : p);
     else
@@ -81,15 +85,16 @@ void shm_print_header(FILE *f, const struct shm *sh)
                 "generator  : splitmix64, index ((z >> 32) * bytes) >> 32, value z & 0xff, "
                 "seed %" PRIu64 "\n",
                 sh->o.seed);
-    fprintf(f,
-            "             alone: %.2f ns per draw, the fastest of %d runs of %" PRIu64
-            " draws (the median +%.2f ns);\n"
-            "             the writes are timed whole, generator included; their net (the "
-            "store alone) is\n"
-            "             that less %.2f ns, known to within (~) the spread of the generator's "
-            "runs and of the writes' slices\n",
-            sh->rng_ns_per_write, SHM_RNG_TRIALS, sh->rng_draws, sh->rng_spread_ns,
-            sh->rng_ns_per_write);
+    if (!sh->o.duration_ns)
+        fprintf(f,
+                "             alone: %.2f ns per draw, the median of %d runs of %" PRIu64
+                " draws (interquartile range %.2f ns);\n"
+                "             the writes are timed whole, generator included; their net (the "
+                "store alone) is\n"
+                "             their median slice less %.2f ns, known to within (~) the "
+                "interquartile ranges of both\n",
+                sh->rng_ns_per_write, SHM_RNG_TRIALS, sh->rng_draws, sh->rng_spread_ns,
+                sh->rng_ns_per_write);
     if (sh->o.duration_ns)
         fprintf(f, "mode       : --duration %.0f s per region\n", (double)sh->o.duration_ns / 1e9);
     else
@@ -111,10 +116,10 @@ void shm_print_header(FILE *f, const struct shm *sh)
 
 static void print_times(FILE *f, const struct shm *sh)
 {
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %11s %8s %9s %9s\n", "mechanism", "size", "page",
+    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", "mechanism", "size", "page",
             "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "net write", "zero us",
             "sync ms", "close ms");
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %11s %8s %9s %9s\n", "", "", "", "", "(total)",
+    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", "", "", "", "", "(total)",
             "", "ns", "", "ns", "(each)", "", "");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
@@ -130,7 +135,7 @@ static void print_times(FILE *f, const struct shm *sh)
         double thp = r->pages.read && r->mapped_bytes
                          ? 100.0 * (double)thp_bytes(r) / (double)r->mapped_bytes
                          : NAN;
-        fprintf(f, "%-13s %8s %4s %5s %9s %8s %6s%s %10s %11s %8s %9s %9s%s\n", r->mech, size,
+        fprintf(f, "%-13s %8s %4s %5s %9s %8s %6s%s %10s %13s %8s %9s %9s%s\n", r->mech, size,
                 fmt_page(page, sizeof(page), r->pages.smaps.kernel_page_bytes),
                 tk_fmt_double(c[0], sizeof(c[0]), thp, 0),
                 tk_fmt_double(c[1], sizeof(c[1]), r->phase[SHM_PHASE_TOUCH].ns / 1e3, 1),
@@ -280,14 +285,21 @@ void shm_report(const struct tk_session *s, FILE *f)
     }
     fprintf(f, "\n");
     print_times(f, sh);
-    bool capped = false;
-    for (size_t i = 0; i < sh->n_rows; i++)
+    bool capped = false, inconsistent = false;
+    for (size_t i = 0; i < sh->n_rows; i++) {
         capped |= sh->rows[i].writes_capped;
+        inconsistent |= !sh->rows[i].skipped && shm_net_inconsistent(&sh->rows[i]);
+    }
     if (capped)
         fprintf(f,
                 "* writes cut at --budget before the %" PRIu64 " asked (the JSON has how "
                 "many were done)\n",
                 sh->o.writes);
+    if (inconsistent)
+        fprintf(f, "! a net below minus its precision: the generator alone costs more than "
+                   "inside the writes' loop,\n"
+                   "  where the CPU overlaps each store with the next draw; the store is not "
+                   "measured there: read the write\n");
     print_faults(f, sh);
     if (sh->o.processes > 1)
         print_readers(f, sh);
@@ -404,10 +416,13 @@ static void row_json(const struct shm *sh, struct tk_json *j, const struct shm_r
     tk_json_kv_double(j, "writes_spread_ns", r->skipped ? NAN : r->writes_spread_ns);
     double net = r->skipped ? NAN : shm_net_per_write(r);
     double precision = r->skipped ? NAN : shm_net_precision(r);
+    tk_json_kv_double(j, "slice_ns_per_write", r->skipped ? NAN : r->slice_ns_per_write);
     tk_json_kv_double(j, "net_ns_per_write", net);
     tk_json_kv_double(j, "net_precision_ns", precision);
     if (tk_json_key_or_null(j, "net_resolved", !isnan(net) && !isnan(precision)))
         tk_json_bool(j, net > precision);
+    if (tk_json_key_or_null(j, "net_consistent", !isnan(net) && !isnan(precision)))
+        tk_json_bool(j, !shm_net_inconsistent(r));
     tk_json_kv_bool(j, "writes_capped", r->writes_capped);
     tk_json_key(j, "phases");
     tk_json_begin_object(j);
@@ -455,8 +470,8 @@ void shm_json(const struct tk_session *s, struct tk_json *j)
     tk_json_begin_object_compact(j);
     tk_json_kv_uint(j, "runs", SHM_RNG_TRIALS);
     tk_json_kv_uint(j, "draws", sh->rng_draws);
-    tk_json_kv_double(j, "fastest_ns_per_draw", sh->rng_ns_per_write);
-    tk_json_kv_double(j, "spread_ns_per_draw", sh->rng_spread_ns);
+    tk_json_kv_double(j, "median_ns_per_draw", sh->rng_ns_per_write);
+    tk_json_kv_double(j, "iqr_ns_per_draw", sh->rng_spread_ns);
     tk_json_end_object(j);
     if (tk_json_key_or_null(j, "java", sh->o.java)) {
         tk_json_begin_object(j);

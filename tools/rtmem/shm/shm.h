@@ -137,14 +137,15 @@ struct shm_row {
     struct shm_pages pages;
     /* The writes phase's ns is the loop's whole time, the generator
      * included (what the published comparison timed). The store's own
-     * cost, the net, is that less rng_ns_per_write per write: a figure
-     * known to within shm_net_precision (NAN: not known), how much the
-     * generator's timed runs and the writes' slices vary. */
-    double rng_ns_per_write; /* the generator alone, per draw */
-    double rng_spread_ns;    /* its median run less its fastest, per draw */
-    double writes_spread_ns; /* the writes' slices' interquartile range, per write */
-    bool writes_capped;      /* the budget stopped the writes before --writes */
-    uint64_t checksum;       /* of the region after the writes */
+     * cost, the net (shm_net_per_write), is a write less a draw of the
+     * generator alone, known to within shm_net_precision (NAN: not
+     * known): how much the generator's runs and the writes' slices vary. */
+    double rng_ns_per_write;   /* the generator alone, per draw (C rows: median run) */
+    double rng_spread_ns;      /* its runs' spread, per draw (shm_rng_cost; Java: java.h) */
+    double slice_ns_per_write; /* the writes' median slice, per write (NAN: < 4 slices) */
+    double writes_spread_ns;   /* the writes' slices' interquartile range, per write */
+    bool writes_capped;        /* the budget stopped the writes before --writes */
+    uint64_t checksum;         /* of the region after the writes */
     struct shm_reader reader;
 };
 
@@ -212,7 +213,7 @@ struct shm {
     struct tk_timer timer;
     bool timer_ok;
     /* The generator alone, timed SHM_RNG_TRIALS times before the rows
-     * (shm_rng_cost): the fastest run per draw, and the median less it. */
+     * (shm_rng_cost): the median run per draw, and the runs' spread. */
     double rng_ns_per_write;
     double rng_spread_ns;
     uint64_t rng_draws; /* per run */
@@ -266,17 +267,23 @@ int shm_region_close(struct shm_region *r);
 void shm_faults(uint64_t *minor, uint64_t *major);
 /* The generator alone (the loop of the writes without the store),
  * SHM_RNG_TRIALS runs of as many draws as the writes asked (at least
- * 2^20, at most 2^24): sets sh->rng_ns_per_write (the fastest run, per
- * draw), rng_spread_ns (the median run less the fastest: one run slowed
- * by the machine does not count) and rng_draws. */
+ * 2^20, at most 2^24): sets sh->rng_ns_per_write (the median run, per
+ * draw), rng_spread_ns (the 4th fastest run less the 2nd: the
+ * interquartile range of five, which one run slowed by the machine does
+ * not widen) and rng_draws. */
 #define SHM_RNG_TRIALS 5
 /* Slices of writes whose times are kept, per row. */
 #define SHM_MAX_SLICES 4096
 void shm_rng_cost(struct shm *sh);
-/* The store's own cost per write: the writes' whole time per write less the
- * generator's (NAN when the row has no writes). It is not clamped: at or
- * below row->rng_spread_ns it is within the measurement's precision. */
+/* The store's own cost per write: the writes' median slice per write (the
+ * whole time per write where there are fewer than 4 slices: the Java
+ * rows) less the generator's rng_ns_per_write; NAN when the row has no
+ * writes. It is not clamped: within shm_net_precision of 0 it is not
+ * resolved, and below minus it the generator alone costs more than in the
+ * writes' loop (the CPU overlaps a store with the next draw): no
+ * measurement of the store (shm_net_inconsistent). */
 double shm_net_per_write(const struct shm_row *row);
+bool shm_net_inconsistent(const struct shm_row *row);
 /* How precise that is, per write: rng_spread_ns + writes_spread_ns (NAN
  * when either is not known: fewer than 4 slices of writes, or the Java
  * rows', timed in one loop). */

@@ -97,7 +97,7 @@ __attribute__((noinline)) static uint64_t rng_loop(int gen, uint64_t bytes, uint
 {
     /* bytes is opaque to the optimiser: with the constant the caller gives,
      * a division (rand's modulo) or a multiply (the index) would be folded
-     * into a shift, and the cost subtracted would be less than the loop's. */
+     * into a shift, and the cost timed would be less than the loop's. */
     __asm__("" : "+r"(bytes));
     uint64_t s = *state, sink = 0;
     if (gen == SHM_GEN_RAND) {
@@ -135,8 +135,8 @@ void shm_rng_cost(struct shm *sh)
         }
     }
     (void)sink;
-    sh->rng_ns_per_write = ns[0];
-    sh->rng_spread_ns = ns[SHM_RNG_TRIALS / 2] - ns[0];
+    sh->rng_ns_per_write = ns[SHM_RNG_TRIALS / 2];
+    sh->rng_spread_ns = ns[SHM_RNG_TRIALS * 3 / 4] - ns[SHM_RNG_TRIALS / 4];
     sh->rng_draws = draws;
 }
 
@@ -145,7 +145,15 @@ double shm_net_per_write(const struct shm_row *row)
     const struct shm_phase *ph = &row->phase[SHM_PHASE_WRITES];
     if (!ph->done || ph->ops == 0)
         return NAN;
-    return ph->ns / (double)ph->ops - row->rng_ns_per_write;
+    double write =
+        isnan(row->slice_ns_per_write) ? ph->ns / (double)ph->ops : row->slice_ns_per_write;
+    return write - row->rng_ns_per_write;
+}
+
+bool shm_net_inconsistent(const struct shm_row *row)
+{
+    double net = shm_net_per_write(row), p = shm_net_precision(row);
+    return !isnan(net) && !isnan(p) && net < -p;
 }
 
 double shm_net_precision(const struct shm_row *row)
@@ -199,10 +207,12 @@ void shm_writes(struct shm *sh, struct shm_row *row, struct shm_region *r)
     phase_faults(ph, minor0, major0);
     row->rng_ns_per_write = sh->rng_ns_per_write;
     row->rng_spread_ns = sh->rng_spread_ns;
-    row->writes_spread_ns = NAN;
+    row->slice_ns_per_write = row->writes_spread_ns = NAN;
     if (sh->slices.n >= 4) {
         uint64_t q1 = tk_samples_percentile(&sh->slices, 0.25);
+        uint64_t q2 = tk_samples_percentile(&sh->slices, 0.5);
         uint64_t q3 = tk_samples_percentile(&sh->slices, 0.75);
+        row->slice_ns_per_write = tk_timer_ns(&sh->timer, q2) / (double)slice;
         row->writes_spread_ns = tk_timer_ns(&sh->timer, q3 - q1) / (double)slice;
     }
     ph->ns = tk_timer_ns(&sh->timer, ticks);

@@ -64,6 +64,10 @@ import java.nio.file.Paths;
 import java.util.List;
 
 public final class RtmemShm {
+    /* Runs of the generator alone: their spread is how precise the writes'
+     * net cost (their time less the generator's) is. */
+    private static final int RNG_RUNS = 3;
+
     /* splitmix64's constants, as in tools/common/rng.h. */
     private static final long GOLDEN = 0x9e3779b97f4a7c15L;
     private static final long MIX1 = 0xbf58476d1ce4e5b9L;
@@ -333,10 +337,6 @@ public final class RtmemShm {
     }
 
     /* The same draws, summed into a sink the caller prints. */
-    /* Runs of the generator alone: their spread is how precise the writes'
-     * net cost (their time less the generator's) is. */
-    private static final int RNG_RUNS = 3;
-
     private static long generator(long n, long seed, long bytes) {
         long s = seed, sink = 0;
         for (long i = 0; i < n; i++) {
