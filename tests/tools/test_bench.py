@@ -9,8 +9,9 @@ import pytest
 
 from rtmemtest import BITS, assert_envelope, explain, load_json, run
 
-# A short run: the main phase only, of a few allocators.
-SHORT = ["--quick", "--no-rt", "--no-sweep", "--no-free-order"]
+# A short run: the main phase only, of a few allocators (the threads phase
+# is test_bench_threads.py's: lock.bench).
+SHORT = ["--quick", "--no-rt", "--no-sweep", "--no-free-order", "--threads", "0"]
 
 
 @pytest.fixture(scope="module")

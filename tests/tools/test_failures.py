@@ -178,7 +178,8 @@ def bench_broken(rtmem, files, module_dir):
     and the TLSF plugin: (its result, its document or None, the processes
     left after)."""
     path = os.path.join(module_dir, "b.json")
-    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--plugin", files["crash_plugin"],
+    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--threads", "0", "--plugin",
+            files["crash_plugin"],
             "--plugin", files["hang_plugin"], "--plugin", files["tlsf_plugin"], "--kinds",
             "tlsf,glibc,crash,hang,tlsf-plugin", "--timeout", TIMEOUT, "--json", path, env=ENV)
     return r, load_json(path), leftovers()
@@ -233,7 +234,8 @@ def test_a_replay_command_run_through_a_shell_reproduces_the_crash(rtmem, files,
     plugin = os.path.join(spaced, "libcrash_plugin.so")
     shutil.copy(files["crash_plugin"], plugin)
     r = run(rtmem, tool, "--quick", "--no-rt", "--plugin", plugin, "--kinds", "crash,tlsf",
-            *(["--phases", "pow2"] if tool == "memcheck" else ["--no-sweep"]), env=ENV)
+            *(["--phases", "pow2"] if tool == "memcheck" else ["--no-sweep", "--threads", "0"]),
+            env=ENV)
     m = re.search(r"^  replay: (rtmem .*)$", r.stdout, re.M)
     assert r.returncode == 1 and m, explain(r)
     words = shlex.split(m.group(1))

@@ -17,7 +17,9 @@ import pytest
 from rtmemtest import assert_kept, explain, left_in, load_json, previous_result, run
 
 # The shortest runs of each tool.
-BENCH = ["bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--kinds", "tlsf,glibc"]
+# (The shortest runs that write a result: no sweep, no free order, no threads.)
+BENCH = ["bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--threads", "0", "--kinds",
+         "tlsf,glibc"]
 MEMCHECK = ["memcheck", "--quick", "--no-rt", "--kinds", "tlsf", "--phases", "pow2"]
 TOOLS = {"bench": BENCH, "memcheck": MEMCHECK}
 
