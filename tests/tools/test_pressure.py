@@ -172,7 +172,7 @@ def workers(rtmem, module_dir, subreaper):
         while time.monotonic() < deadline:
             seen = dict(x for x in (describe(k) for k in kids) if x)
             if sorted(seen) == WORKERS and seen["rtmem-hdd"][2][-1:] == [3] and \
-                    len(seen["rtmem-vm"][2]) == 3:
+                    len(seen["rtmem-vm"][2]) == 3 and len(seen["rtmem-spin"][2]) == 3:
                 break
             time.sleep(0.05)
         p.send_signal(signal.SIGTERM)

@@ -489,9 +489,6 @@ static _Noreturn void worker_main(struct tk_pressure *p, size_t i, pid_t parent,
         (void)sigaction(handled_signals[k], &sa, NULL);
     }
     sigprocmask(SIG_SETMASK, mask, NULL);
-    static const char *const names[TK_PW_KINDS] = { "rtmem-vm", "rtmem-spin", "rtmem-sync",
-                                                    "rtmem-hdd" };
-    (void)prctl(PR_SET_NAME, names[w->kind], 0, 0, 0);
     struct sched_param sp = { .sched_priority = 0 };
     (void)sched_setscheduler(0, SCHED_OTHER, &sp);
     int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -517,6 +514,11 @@ static _Noreturn void worker_main(struct tk_pressure *p, size_t i, pid_t parent,
         if (null > 2 && null != fd)
             (void)close(null);
     }
+    /* Named last: a worker seen under its name is set up (pinned, its
+     * descriptors closed). */
+    static const char *const names[TK_PW_KINDS] = { "rtmem-vm", "rtmem-spin", "rtmem-sync",
+                                                    "rtmem-hdd" };
+    (void)prctl(PR_SET_NAME, names[w->kind], 0, 0, 0);
     struct worker_ctx c = { .spec = &p->spec, .sh = p->sh, .w = w, .deadline = deadline, .fd = fd };
     atomic_store(&w->state, TK_PW_RUNNING);
     switch (w->kind) {
