@@ -15,6 +15,7 @@ against each other, never against a bound in microseconds.
 """
 import os
 import signal
+import subprocess
 
 import pytest
 
@@ -344,6 +345,10 @@ def test_a_run_without_privileges_says_so_and_still_measures(rtmem, tmp_dir):
         d["real_time"]["fifo"]["error"], d["real_time"]
     s = assert_summary("without privileges", d)
     assert s["samples"] > 0, s
+    dma = d["cpu_dma_latency"]
+    if os.path.exists(DMA):
+        assert dma["hold_zero"] is True and dma["held"] is False and dma["error"], dma
+        assert "/dev/cpu_dma_latency NOT held at 0" in words(r.stdout), explain(r)
 
 
 # Bad usage: exit status 2, the message, the hint; nothing run.
@@ -391,6 +396,76 @@ def test_no_rt_runs_under_sched_other_pinned_only_to_the_cpu_given(rtmem, tmp_di
     assert rt.get("policy") == "SCHED_OTHER" and not rt["fifo"]["requested"], rt
     assert rt["affinity"]["requested"] == pinned, rt
     assert not pinned or (rt["cpu_now"] == CPU and rt["cpus_allowed"] == 1), rt
+
+
+# /dev/cpu_dma_latency: held at 0 for the run, as cyclictest holds it,
+# unless --default-system; a machine without it still measures.
+DMA = "/dev/cpu_dma_latency"
+
+
+def words(text):
+    """text with its line breaks and indents as single spaces (wrapped lines)."""
+    return " ".join(text.split())
+
+
+def dma_now():
+    """The idle-state limit in force, in us; None if it cannot be read."""
+    try:
+        with open(DMA, "rb") as f:
+            return int.from_bytes(f.read(4), "little", signed=True)
+    except OSError:
+        return None
+
+
+def test_the_idle_state_limit_is_held_at_0_while_the_run_measures(rtmem, tmp_dir):
+    before = dma_now()
+    if before is None or os.geteuid() != 0:
+        pytest.skip("%s cannot be read here, or this test is not root" % DMA)
+    if before == 0:
+        pytest.skip("%s is 0 already: a hold could not be told from none" % DMA)
+    path = os.path.join(tmp_dir, "d.json")
+    with started(rtmem, "latency", "--duration", "3", "--json", path) as p:
+        # the first per-second line: the run is measuring
+        out = []
+        for line in p.stdout:
+            out.append(line)
+            if line.startswith("RTD|"):
+                break
+        during = dma_now()
+        rest, err = p.communicate(timeout=120)
+    r = subprocess.CompletedProcess(p.args, p.returncode, "".join(out) + rest, err)
+    assert r.returncode == 0, explain(r)
+    assert during == 0, (during, before)
+    dma = load_json(path)["cpu_dma_latency"]
+    assert dma == {"file": DMA, "hold_zero": True, "held": True, "machine_us": dma["machine_us"],
+                   "in_force_us": 0, "error": None}, dma
+    assert isinstance(dma["machine_us"], int) and dma["machine_us"] >= 0, dma
+    assert DMA + " held at 0 us for the run" in words(r.stdout), explain(r)
+
+
+def test_default_system_leaves_the_idle_state_limit_and_says_so(rtmem, tmp_dir):
+    path = os.path.join(tmp_dir, "d.json")
+    r = run(rtmem, "latency", "--duration", "100ms", "--default-system", "--json", path)
+    assert r.returncode == 0, explain(r)
+    dma = load_json(path)["cpu_dma_latency"]
+    assert dma["hold_zero"] is False and dma["held"] is False and dma["in_force_us"] is None \
+        and dma["error"] is None, dma
+    assert (dma["machine_us"] is None) == (dma_now() is None), dma
+    assert "left at the machine's setting" in words(r.stdout) and \
+        "(--default-system)" in r.stdout, explain(r)
+
+
+def test_a_machine_without_the_idle_state_limit_still_measures_and_says_so(rtmem, tmp_dir):
+    path = os.path.join(tmp_dir, "d.json")
+    r = run(rtmem, "latency", "--duration", "100ms", "--json", path,
+            env={"RTMEM_LATENCY_DMA_FILE": os.path.join(tmp_dir, "none")})
+    assert r.returncode == 0, explain(r)
+    d = load_json(path)
+    assert d["cpu_dma_latency"] == {
+        "file": os.path.join(tmp_dir, "none"), "hold_zero": True, "held": False,
+        "machine_us": None, "in_force_us": None, "error": "No such file or directory"}, d
+    assert d["summary"]["samples"] > 0, d["summary"]
+    assert "none NOT held at 0: No such file or directory" in words(r.stdout), explain(r)
 
 
 def test_help_gives_the_period_and_duration_defaults(rtmem):

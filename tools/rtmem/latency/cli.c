@@ -147,6 +147,8 @@ static const struct tk_opt options[] = {
     { "pressure-cpus", TK_OPT_CUSTOM, "LIST", "the load's CPUs (default: all but the measured)",
       F(pressure_cpus), .parse = parse_pressure_cpus },
     TK_OPT_KIT_FORCE(F(force)),
+    { "default-system", TK_OPT_FLAG, NULL,
+      "leave /dev/cpu_dma_latency as it is (default: held at 0)", F(default_system) },
     { "sweep", TK_OPT_FLAG, NULL, "the study: latency under every size x stride x mode", F(sweep) },
     TK_OPT_KIT_SIZES(F(sizes), 1, TK_PRESSURE_MAX_BYTES),
     { "strides", TK_OPT_SIZES, "B[,B...]", "--sweep: the vm workers' strides", F(strides), .lo = 1,

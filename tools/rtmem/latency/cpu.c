@@ -1,10 +1,15 @@
 /*
  * `rtmem latency`: what the kernel says about the measured CPU: its steal
  * time (/proc/stat), whether it is isolated (isolcpus), whether other
- * real-time tasks may run on it, and whether the machine is a virtual one. Read before and after the loops, never in them.
+ * real-time tasks may run on it, and whether the machine is a virtual one, read before and after the loops,
+ * never in them; and the CPU's idle-state limit (/dev/cpu_dma_latency),
+ * held for the run.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,4 +181,52 @@ size_t lat_rt_neighbours(int cpu, pid_t self, char *first, size_t first_len)
     }
     closedir(procs);
     return n;
+}
+
+/* One value of the file: a 32-bit integer in microseconds, as the kernel
+ * reads and writes it. false if it cannot be read. */
+static bool dma_read(int fd, int32_t *us)
+{
+    return pread(fd, us, sizeof(*us), 0) == (ssize_t)sizeof(*us);
+}
+
+void lat_dma_hold(struct lat_dma *d, bool hold)
+{
+    const char *path = getenv(LAT_DMA_FILE_ENV);
+    d->path = path && *path ? path : LAT_DMA_FILE;
+    d->fd = -1;
+    d->hold = hold;
+    d->held = false;
+    d->err = 0;
+    d->machine_known = d->in_force_known = false;
+    int fd = open(d->path, (hold ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0) {
+        d->err = errno;
+        return;
+    }
+    d->machine_known = dma_read(fd, &d->machine_us);
+    if (!hold) {
+        close(fd);
+        return;
+    }
+    /* The request lasts as long as the file stays open: the kernel drops
+     * it when the descriptor is closed, at lat_dma_release or at exit. */
+    int32_t zero = 0;
+    if (write(fd, &zero, sizeof(zero)) != (ssize_t)sizeof(zero)) {
+        d->err = errno ? errno : EIO;
+        close(fd);
+        return;
+    }
+    d->fd = fd;
+    /* Verified, not assumed: the target in force is the least of every
+     * request, which must be ours now. */
+    d->in_force_known = dma_read(fd, &d->in_force_us);
+    d->held = d->in_force_known && d->in_force_us == 0;
+}
+
+void lat_dma_release(struct lat_dma *d)
+{
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
 }

@@ -62,6 +62,7 @@ void lat_print_header(FILE *f, const struct lat *l)
     tk_timer_print(f, "clock: ", &l->clock, TK_DETAIL_BRIEF);
     tk_rt_print(f, &l->rt);
     fprintf(f, "  timer slack  : %ld ns (PR_SET_TIMERSLACK)\n", l->timer_slack_ns);
+    lat_print_dma(f, l);
     if (l->rt.affinity.granted && l->cpu_isolated_known)
         fprintf(f, "  isolation    : cpu %d is %s\n", l->rt.cpu_now,
                 l->cpu_isolated ? "isolated (isolcpus)"
@@ -89,6 +90,36 @@ void lat_print_header(FILE *f, const struct lat *l)
                 l->o.pressure_cpus.given ? " (--pressure-cpus)" : ": it is the only one allowed");
     lat_print_setup_verdict(f, l);
     fprintf(f, "\n");
+}
+
+void lat_print_dma(FILE *f, const struct lat *l)
+{
+    const struct lat_dma *d = &l->dma;
+    char was[48] = "unknown";
+    if (d->machine_known)
+        snprintf(was, sizeof(was), "%ld us", (long)d->machine_us);
+    char text[400];
+    if (d->held)
+        snprintf(text, sizeof(text),
+                 "%s held at 0 us for the run, as cyclictest does: no CPU enters an idle state "
+                 "slower to leave (the machine's setting: %s; --default-system keeps it)",
+                 d->path, was);
+    else if (!d->hold)
+        snprintf(text, sizeof(text),
+                 "%s left at the machine's setting, %s (--default-system): a wake-up from a "
+                 "deep idle state adds its exit time, which cyclictest's default run does not",
+                 d->path, was);
+    else if (d->err)
+        snprintf(text, sizeof(text),
+                 "%s NOT held at 0: %s; the run keeps the machine's setting (%s), and a wake-up "
+                 "from a deep idle state adds its exit time",
+                 d->path, strerror(d->err), was);
+    else
+        snprintf(text, sizeof(text),
+                 "%s NOT held at 0: 0 written but %s%ld us read back; the run keeps that setting",
+                 d->path, d->in_force_known ? "" : "nothing ", (long)d->in_force_us);
+    fputs("  idle states  : ", f);
+    tk_opt_wrap(f, text, 17, 17);
 }
 
 void lat_print_load(FILE *f, const struct lat *l)

@@ -81,6 +81,24 @@
 #define LAT_TEST_STALLS      3u
 #define LAT_TEST_STALL_MAX   1000u
 
+/* The kernel's limit on how long the CPUs may take to leave an idle state
+ * (PM QoS), in us. cyclictest writes 0 to it for its run by default, which
+ * keeps the CPUs out of deep idle states; so does rtmem latency, unless
+ * --default-system. LAT_DMA_FILE_ENV names another file (a test hook). */
+#define LAT_DMA_FILE     "/dev/cpu_dma_latency"
+#define LAT_DMA_FILE_ENV "RTMEM_LATENCY_DMA_FILE"
+
+struct lat_dma {
+    const char *path;
+    int fd;    /* open while held, -1 otherwise */
+    bool hold; /* asked to hold it at 0 (no --default-system) */
+    bool held; /* 0 written and read back in force */
+    int err;   /* errno of the open or write that failed, 0 if none */
+    bool machine_known, in_force_known;
+    int32_t machine_us;  /* before the run: the machine's own setting */
+    int32_t in_force_us; /* read back once 0 was written */
+};
+
 struct lat_thresholds {
     uint64_t ns[LAT_MAX_THRESHOLDS]; /* ascending, no repeats */
     size_t n;
@@ -118,6 +136,7 @@ struct lat_opts {
     struct lat_load pressure;
     struct lat_cpus pressure_cpus;
     bool force;
+    bool default_system; /* leave /dev/cpu_dma_latency alone */
     bool sweep;
     struct tk_sizes sizes, strides; /* --sweep's */
     struct lat_modes modes;
@@ -194,6 +213,7 @@ struct lat {
     long timer_slack_ns;
     bool cpu_isolated_known, cpu_isolated;
     bool virtual_machine; /* /proc/cpuinfo has the hypervisor flag */
+    struct lat_dma dma;   /* held by lat_run around every mode's runs */
     size_t rt_neighbours; /* other real-time tasks that may run on the CPU */
     char rt_neighbour[96];
 
@@ -315,6 +335,14 @@ bool lat_cpu_isolated(int cpu, bool *known);
 size_t lat_rt_neighbours(int cpu, pid_t self, char *first, size_t first_len);
 /* Does /proc/cpuinfo list the hypervisor flag (a virtual machine)? */
 bool lat_virtual_machine(void);
+/* The machine's setting of the idle-state limit read, and, if hold, 0
+ * written and kept in force until lat_dma_release; what failed in d->err.
+ * Never fails the run: a machine without the file, or a user who may not
+ * write it, measures with the machine's setting, reported as such. */
+void lat_dma_hold(struct lat_dma *d, bool hold);
+void lat_dma_release(struct lat_dma *d);
+/* header.c: the idle-state limit of the run, one line of the header. */
+void lat_print_dma(FILE *f, const struct lat *l);
 
 /* probe.c: microseconds for the text, with 3 decimals, into buf (TK_FMT_MAX). */
 const char *lat_fmt_us(char *buf, size_t size, uint64_t ns);

@@ -52,6 +52,23 @@ static void params_json(const struct lat *l, struct tk_json *j)
     tk_json_end_object(j);
 }
 
+/* The idle-state limit over the run (docs/json.md). */
+static void dma_json(const struct lat_dma *d, struct tk_json *j)
+{
+    tk_json_key(j, "cpu_dma_latency");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_string(j, "file", d->path);
+    tk_json_kv_bool(j, "hold_zero", d->hold);
+    tk_json_kv_bool(j, "held", d->held);
+    if (tk_json_key_or_null(j, "machine_us", d->machine_known))
+        tk_json_int(j, d->machine_us);
+    if (tk_json_key_or_null(j, "in_force_us", d->in_force_known))
+        tk_json_int(j, d->in_force_us);
+    if (tk_json_key_or_null(j, "error", d->err != 0))
+        tk_json_string(j, strerror(d->err));
+    tk_json_end_object(j);
+}
+
 /* The latency members, null in a noise run. */
 static const char *const latency_members[] = { "summary", "deadlines", "early",     "dropped",
                                                "above",   "histogram", "per_second" };
@@ -63,6 +80,7 @@ void lat_json(const struct tk_session *s, struct tk_json *j)
     params_json(l, j);
     tk_json_kv_string(j, "clock", "CLOCK_MONOTONIC");
     tk_json_kv_int(j, "timer_slack_ns", l->timer_slack_ns);
+    dma_json(&l->dma, j);
     tk_json_kv_bool(j, "real_time_granted", lat_real_time(l));
     if (tk_json_key_or_null(j, "cpu_isolated", l->rt.affinity.granted && l->cpu_isolated_known))
         tk_json_bool(j, l->cpu_isolated);

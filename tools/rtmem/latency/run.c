@@ -75,6 +75,7 @@ int lat_setup(struct tk_session *s)
     l->prog = s->cli.prog;
     l->stall_periods = l->o.noise ? 0 : test_stall_periods();
     l->steal_ms = -1;
+    l->dma.fd = -1;
     s->comment = "\n";
 
     /* One malloc arena: what the measuring thread's setup allocates (stdio
@@ -126,6 +127,7 @@ void lat_teardown(struct tk_session *s)
     if (!l)
         return;
     tk_pressure_release(&l->pressure);
+    lat_dma_release(&l->dma);
     tk_samples_destroy(&l->samples);
     free(l->seconds);
     free(l->runs);
@@ -133,22 +135,16 @@ void lat_teardown(struct tk_session *s)
     s->state = NULL;
 }
 
-enum tk_run_end lat_run(struct tk_session *s)
+/* One run, or the sweep's runs, with the load of --pressure. */
+static enum tk_run_end run_all(struct lat *l)
 {
-    struct lat *l = s->state;
-    struct tk_stop_saved saved;
-    tk_stop_catch(&saved);
-    if (l->o.sweep) {
-        enum tk_run_end end = lat_sweep(l);
-        tk_stop_release(&saved);
-        return end;
-    }
+    if (l->o.sweep)
+        return lat_sweep(l);
     /* The load first: its workers are forked while this process has one
      * thread. */
     if (l->o.pressure.given) {
         char why[256];
         if (lat_load_start(l, &l->load, why, sizeof(why)) != 0) {
-            tk_stop_release(&saved);
             fprintf(stderr, "%s: the load cannot start: %s\n", l->prog, why);
             return TK_RUN_ABORTED;
         }
@@ -156,7 +152,6 @@ enum tk_run_end lat_run(struct tk_session *s)
     int rc = lat_measure(l, false);
     if (l->load_on)
         lat_load_stop(l);
-    tk_stop_release(&saved);
     if (rc != 0) {
         fprintf(stderr, "%s: cannot start the measuring thread: %s\n", l->prog, strerror(rc));
         return TK_RUN_ABORTED;
@@ -168,4 +163,17 @@ enum tk_run_end lat_run(struct tk_session *s)
     lat_summarize(l);
     /* The load did not run as asked: the figures are not what they claim. */
     return l->load_on && l->pressure.n_ended ? TK_RUN_FAILED : TK_RUN_PASSED;
+}
+
+enum tk_run_end lat_run(struct tk_session *s)
+{
+    struct lat *l = s->state;
+    struct tk_stop_saved saved;
+    tk_stop_catch(&saved);
+    /* Held over every run, as cyclictest holds it over its own. */
+    lat_dma_hold(&l->dma, !l->o.default_system);
+    enum tk_run_end end = run_all(l);
+    lat_dma_release(&l->dma);
+    tk_stop_release(&saved);
+    return end;
 }
