@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing rtmem needs, only what is missing.
 # Idempotent: a second run installs nothing.
-#   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [java] [valgrind]
+#   ensure-deps.sh [clang] [format] [fuzz] [sanitizers] [peers] [rt-tests] [stress] [java] [valgrind]
 #                  [report] [chromium] [cross] [qemu] [i686]
 #     clang  also the clang compiler (CI)
 #     format clang-format 19, the one version .clang-format is written for
@@ -21,6 +21,9 @@
 #     rt-tests cyclictest, which scripts/compare-cyclictest.sh measures
 #            `rtmem latency` against (make compare-cyclictest): Debian's
 #            rt-tests
+#     stress Debian's stress, the load scripts/compare-cyclictest.sh puts
+#            beside both tools. Optional, like peers: without it the script
+#            uses rtmem pressure as the load of both, and says so.
 #     java   a JDK (javac and java), for `rtmem shm --java` and its test
 #            (tools.shm_java): Debian's openjdk-17-jdk-headless, unless a
 #            javac is on PATH or in $JAVA_HOME/bin. Optional, like peers:
@@ -55,6 +58,7 @@ set -eu
 need=""
 want=""
 want_java=""
+want_stress=""
 want_valgrind=""
 want_chromium=""
 want_report=no
@@ -102,6 +106,7 @@ for arg in "$@"; do
         check_san=yes
         ;;
     rt-tests) command -v cyclictest >/dev/null 2>&1 || need="$need rt-tests" ;;
+    stress) command -v stress >/dev/null 2>&1 || want_stress=stress ;;
     peers)
         # Debian package : the library memcheck loads
         for p in libjemalloc2:libjemalloc.so.2 libmimalloc2.0:libmimalloc.so.2 \
@@ -155,7 +160,7 @@ clang_links() {
 fuzz_links() { clang_links fuzzer; }
 sanitizers_link() { clang_links undefined && clang_links thread; }
 
-[ -z "$need$want$want_java$want_valgrind$want_chromium" ] && [ "$check_fuzz" = no ] &&
+[ -z "$need$want$want_java$want_stress$want_valgrind$want_chromium" ] && [ "$check_fuzz" = no ] &&
     [ "$check_san" = no ] && [ "$want_report" = no ] && [ "$want_pytest" = no ] && exit 0
 
 can_apt=yes
@@ -221,6 +226,8 @@ optional() {
     "memcheck runs without them"
 [ -n "$want_java" ] && optional " $want_java" "a JDK for rtmem shm --java" \
     "rtmem shm runs without its Java contender"
+[ -n "$want_stress" ] && optional " $want_stress" "stress, the comparison's load" \
+    "compare-cyclictest.sh loads with rtmem pressure"
 [ -n "$want_valgrind" ] && optional " $want_valgrind" "valgrind for rtmem wcet's counts" \
     "rtmem wcet runs without counting"
 [ -n "$want_chromium" ] && optional " $want_chromium" "a browser for tools.report's page check" \
