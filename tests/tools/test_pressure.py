@@ -92,6 +92,15 @@ def test_bytes_written_are_rounds_times_bytes_over_stride_and_swept_times_stride
     assert tot["vm_bytes_swept"] == tot["vm_bytes_written"] * 64, tot
 
 
+def test_a_round_reads_back_every_byte_it_wrote_as_stress_does(short):
+    tot = short[1]["totals"]
+    # A round is counted once its bytes are read back: every completed
+    # round's, and at most the round in progress's written bytes besides.
+    per_round = (8 << 20) // 64
+    assert tot["vm_rounds"] * per_round <= tot["vm_bytes_read"] <= tot["vm_bytes_written"], tot
+    assert "a byte written and read back every 64" in short[0].stdout, short[0].stdout
+
+
 def test_a_short_run_has_a_line_for_its_one_second_and_was_not_stopped(short):
     d = short[1]
     lines = d["per_second"]

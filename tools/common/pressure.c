@@ -378,6 +378,29 @@ static void touch(volatile char *p, const struct worker_ctx *c)
     atomic_fetch_add_explicit(&c->w->swept, bytes - from, memory_order_relaxed);
 }
 
+/* Reads back every byte touch wrote, as stress does in every mode: a round
+ * is the write and the read. A byte read back that is not the one written
+ * ends the worker (the memory does not hold what it was given). */
+static void read_back(const volatile char *p, const struct worker_ctx *c)
+{
+    const uint64_t bytes = c->spec->bytes, stride = c->spec->stride;
+    uint64_t next_check = VM_CHECK_BYTES, read = 0;
+    for (uint64_t off = 0; off < bytes; off += stride) {
+        if (p[off] != 'Z') {
+            atomic_fetch_add_explicit(&c->w->read, read, memory_order_relaxed);
+            end_as(c->w, TK_PW_CORRUPT, 0);
+        }
+        read++;
+        if (off >= next_check) {
+            atomic_fetch_add_explicit(&c->w->read, read, memory_order_relaxed);
+            read = 0;
+            next_check = off + VM_CHECK_BYTES;
+            check_time(c);
+        }
+    }
+    atomic_fetch_add_explicit(&c->w->read, read, memory_order_relaxed);
+}
+
 static void *vm_alloc(const struct tk_pressure_spec *s)
 {
     if (s->alloc == TK_PRESSURE_MMAP) {
@@ -408,6 +431,7 @@ static _Noreturn void vm_worker(const struct worker_ctx *c)
         note_faults(c->w);
         if (s->hang_ns)
             hold(c, s->hang_ns);
+        read_back(p, c);
         if (s->keep)
             kept = p;
         else
@@ -786,6 +810,7 @@ void tk_pressure_totals(const struct tk_pressure *p, struct tk_pressure_totals *
         t->bytes[k] += atomic_load_explicit(&w->bytes, memory_order_relaxed);
         if (k == TK_PW_VM) {
             t->swept += atomic_load_explicit(&w->swept, memory_order_relaxed);
+            t->read += atomic_load_explicit(&w->read, memory_order_relaxed);
             t->minflt += atomic_load_explicit(&w->minflt, memory_order_relaxed);
             t->majflt += atomic_load_explicit(&w->majflt, memory_order_relaxed);
         }
@@ -814,8 +839,8 @@ void tk_pressure_print_spec(FILE *f, const char *indent, const struct tk_pressur
 {
     char a[24], b[24], c[24];
     if (s->vm) {
-        fprintf(f, "%s%u vm worker%s: %s each, a byte written every %s, %s, %s", indent, s->vm,
-                s->vm == 1 ? "" : "s", tk_opt_fmt_bytes(a, sizeof(a), s->bytes),
+        fprintf(f, "%s%u vm worker%s: %s each, a byte written and read back every %s, %s, %s",
+                indent, s->vm, s->vm == 1 ? "" : "s", tk_opt_fmt_bytes(a, sizeof(a), s->bytes),
                 tk_opt_fmt_bytes(b, sizeof(b), s->stride),
                 s->alloc == TK_PRESSURE_MMAP ? "mmap'd" : "malloc'd",
                 s->keep ? "kept and written again" : "then freed");
@@ -880,6 +905,8 @@ static void describe_end(char *buf, size_t size, const struct tk_pressure *p,
      * caught by the stop's SIGKILL before its _exit. */
     if (state == TK_PW_FAILED)
         snprintf(buf, size, "failed: %s", strerror(err));
+    else if (state == TK_PW_CORRUPT)
+        snprintf(buf, size, "failed: read back a byte other than the one it wrote");
     else if (state == TK_PW_ORPHANED)
         snprintf(buf, size,
                  "ended: the tool stopped renewing its lease (it was stopped, or blocked, "
@@ -946,6 +973,7 @@ void tk_pressure_totals_json(struct tk_json *j, const struct tk_pressure_totals 
     tk_json_kv_uint(j, "vm_rounds", t->ops[TK_PW_VM]);
     tk_json_kv_uint(j, "vm_bytes_written", t->bytes[TK_PW_VM]);
     tk_json_kv_uint(j, "vm_bytes_swept", t->swept);
+    tk_json_kv_uint(j, "vm_bytes_read", t->read);
     tk_json_kv_uint(j, "vm_minor_faults", t->minflt);
     tk_json_kv_uint(j, "vm_major_faults", t->majflt);
     tk_json_kv_uint(j, "spin_loops", t->ops[TK_PW_SPIN] << 20);

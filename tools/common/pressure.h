@@ -135,6 +135,7 @@ struct tk_pressure_worker {
                                         * sync: calls; hdd: files filled */
     _Atomic uint64_t bytes;            /* vm: bytes written (one per stride); hdd: written */
     _Atomic uint64_t swept;            /* vm: the range the strides covered */
+    _Atomic uint64_t read;             /* vm: bytes read back (one per stride) */
     _Atomic uint64_t minflt, majflt;   /* the worker's page faults so far */
     _Atomic uint64_t ended_ns;         /* when it ended by itself (CLOCK_MONOTONIC), or 0 */
     _Atomic int state;                 /* TK_PW_STARTING, ... */
@@ -149,6 +150,7 @@ enum {
     TK_PW_FAILED,   /* ended on an error (err) */
     TK_PW_DONE,     /* ended at its deadline, as asked */
     TK_PW_ORPHANED, /* ended because the tool stopped renewing its lease */
+    TK_PW_CORRUPT,  /* vm: read back a byte other than the one it wrote */
 };
 
 /* The memory the tool and its workers share: the tool renews its lease at
@@ -214,6 +216,7 @@ void tk_pressure_release(struct tk_pressure *p);
 struct tk_pressure_totals {
     uint64_t ops[TK_PW_KINDS], bytes[TK_PW_KINDS];
     uint64_t swept;          /* of the vm workers: the range their strides covered */
+    uint64_t read;           /* of the vm workers: bytes read back */
     uint64_t minflt, majflt; /* of the vm workers */
     double seconds;          /* since the start */
 };
