@@ -10,6 +10,7 @@
 #include "../cmd.h"
 #include "common/opt.h"
 #include "common/tool.h"
+#include "java.h"
 #include "shm.h"
 
 #define DEFAULT_WRITES    100000000u
@@ -58,6 +59,27 @@ static int parse_mechs(const struct tk_args *cli, const char *value, void *field
     return 0;
 }
 
+/* --java-zero M[,M...]: the Java rows' fills, added to those given so far. */
+static int parse_java_zero(const struct tk_args *cli, const char *value, void *field)
+{
+    unsigned *set = field;
+    const char *p = value;
+    do {
+        size_t len = strcspn(p, ",");
+        int m = 0;
+        while (m < SHM_JAVA_ZERO_N && !(strlen(shm_java_zero_methods[m]) == len &&
+                                        strncmp(p, shm_java_zero_methods[m], len) == 0))
+            m++;
+        if (m == SHM_JAVA_ZERO_N)
+            return tk_args_bad(cli,
+                               "--java-zero: '%.*s' is not longs, loop, bytes, direct or unsafe",
+                               (int)len, p);
+        *set |= 1u << m;
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}
+
 #define F(field) TK_FIELD(struct shm_opts, field)
 
 static const struct tk_opt options[] = {
@@ -83,6 +105,9 @@ static const struct tk_opt options[] = {
     TK_OPT_KIT_SEED(F(seed)),
     TK_OPT_KIT_FORCE(F(force)),
     { "java", TK_OPT_FLAG, NULL, "also the phases in a JVM (MappedByteBuffer)", F(java) },
+    { "java-zero", TK_OPT_CUSTOM, "M[,M...]",
+      "Java zeroing: longs (default), loop (docs/shm-java.md)", F(java_zero),
+      .parse = parse_java_zero },
     TK_OPT_KIT_JSON(F(json_path)),
     TK_OPT_KIT_QUICK(F(quick)),
 };
@@ -117,6 +142,8 @@ static int check(struct tk_session *s)
                                     "2 applies to the phases only");
     if (o->java && o->duration_ns)
         return tk_args_bad(&s->cli, "--java runs the phases: not with --duration");
+    if (o->java_zero && !o->java)
+        return tk_args_bad(&s->cli, "--java-zero is the Java rows' fill: give --java too");
     if (o->java && o->generator == SHM_GEN_RAND)
         return tk_args_bad(&s->cli, "--java draws with splitmix64 only: not with --generator rand");
     return 0;

@@ -41,7 +41,8 @@ extern const size_t shm_java_source_len;
  * dropped. The protocol's output is well under a KiB. */
 #define CAPTURE_BYTES      16384
 
-static const char *const zero_methods[] = { SHM_JAVA_ZERO_METHODS };
+const char *const shm_java_zero_methods[SHM_JAVA_ZERO_N] = { SHM_JAVA_ZERO_METHODS };
+#define zero_methods   shm_java_zero_methods
 #define N_ZERO_METHODS (sizeof(zero_methods) / sizeof(zero_methods[0]))
 
 static const char *const phase_names[SHM_PHASES] = { "touch", "writes", "zeroings", "sync",
@@ -661,7 +662,7 @@ static int check_job(const struct shm_java_job *job, char *why, size_t size)
         while (i < N_ZERO_METHODS && strcmp(job->zero_method, zero_methods[i]) != 0)
             i++;
         if (i == N_ZERO_METHODS) {
-            say(why, size, "zero method '%s': not one of bytes, direct, longs, unsafe",
+            say(why, size, "zero method '%s': not one of bytes, direct, longs, unsafe, loop",
                 job->zero_method);
             return -EINVAL;
         }

@@ -45,12 +45,17 @@ struct shm_java_job {
     const char *zero_method;
 };
 
-/* The zeroings' bulk fills RtmemShm.java offers. bytes: put(int, byte[])
- * from a zeroed 64 KiB array, chunk by chunk; direct: the same from a
- * zeroed direct buffer; longs: putLong(int, 0) on every 8 bytes; unsafe:
- * sun.misc.Unsafe.setMemory on the mapping (no public API: a reference). */
-#define SHM_JAVA_ZERO_METHODS "bytes", "direct", "longs", "unsafe"
+/* The zeroings' fills RtmemShm.java offers. bytes: put(int, byte[]) from a
+ * zeroed 64 KiB array, chunk by chunk; direct: the same from a zeroed
+ * direct buffer; longs: putLong(int, 0) on every 8 bytes; unsafe:
+ * sun.misc.Unsafe.setMemory on the mapping (no public API: a reference);
+ * loop: put((byte) 0) on every byte from position 0, one at a time (the
+ * relative put), the published comparison's Java zeroing. */
+#define SHM_JAVA_ZERO_METHODS "bytes", "direct", "longs", "unsafe", "loop"
+#define SHM_JAVA_ZERO_N       5
+#define SHM_JAVA_ZERO_LONGS   2 /* the default's index */
 #define SHM_JAVA_ZERO_DEFAULT "longs"
+extern const char *const shm_java_zero_methods[SHM_JAVA_ZERO_N];
 
 /* Largest region: one MappedByteBuffer holds at most Integer.MAX_VALUE
  * bytes. */

@@ -9,6 +9,7 @@
 
 #include "common/opt.h"
 #include "common/tool.h"
+#include "java.h"
 #include "shm.h"
 
 /* The row whose writes the others are set against: SysV shm, the study's
@@ -114,19 +115,30 @@ void shm_print_header(FILE *f, const struct shm *sh)
     fprintf(f, "\n");
 }
 
+/* The mechanism column's width: the longest name ("java:tmpfs:direct"), 13 at least. */
+static int mech_width(const struct shm *sh)
+{
+    size_t w = 13;
+    for (size_t i = 0; i < sh->n_rows; i++)
+        if (strlen(sh->rows[i].mech) > w)
+            w = strlen(sh->rows[i].mech);
+    return (int)w;
+}
+
 static void print_times(FILE *f, const struct shm *sh)
 {
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", "mechanism", "size", "page",
-            "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "net write", "zero us",
+    int mw = mech_width(sh);
+    fprintf(f, "%-*s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", mw, "mechanism", "size",
+            "page", "thp%", "touch us", "us/page", "write", "vs " REFERENCE, "net write", "zero us",
             "sync ms", "close ms");
-    fprintf(f, "%-13s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", "", "", "", "", "(total)",
-            "", "ns", "", "ns", "(each)", "", "");
+    fprintf(f, "%-*s %8s %4s %5s %9s %8s %7s %10s %13s %8s %9s %9s\n", mw, "", "", "", "",
+            "(total)", "", "ns", "", "ns", "(each)", "", "");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
         char size[32], page[16], c[9][TK_FMT_MAX], net[2 * TK_FMT_MAX];
         tk_fmt_iec(size, sizeof(size), r->bytes);
         if (r->skipped) {
-            fprintf(f, "%-13s %8s  skipped (below)\n", r->mech, size);
+            fprintf(f, "%-*s %8s  skipped (below)\n", mw, r->mech, size);
             continue;
         }
         const struct shm_row *ref = reference_row(sh, r->bytes);
@@ -135,7 +147,7 @@ static void print_times(FILE *f, const struct shm *sh)
         double thp = r->pages.read && r->mapped_bytes
                          ? 100.0 * (double)thp_bytes(r) / (double)r->mapped_bytes
                          : NAN;
-        fprintf(f, "%-13s %8s %4s %5s %9s %8s %6s%s %10s %13s %8s %9s %9s%s\n", r->mech, size,
+        fprintf(f, "%-*s %8s %4s %5s %9s %8s %6s%s %10s %13s %8s %9s %9s%s\n", mw, r->mech, size,
                 fmt_page(page, sizeof(page), r->pages.smaps.kernel_page_bytes),
                 tk_fmt_double(c[0], sizeof(c[0]), thp, 0),
                 tk_fmt_double(c[1], sizeof(c[1]), r->phase[SHM_PHASE_TOUCH].ns / 1e3, 1),
@@ -153,11 +165,12 @@ static void print_times(FILE *f, const struct shm *sh)
 
 static void print_faults(FILE *f, const struct shm *sh)
 {
+    int w = mech_width(sh);
     fprintf(f, "\npage faults of the writing thread, minor/major, per phase\n");
-    fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10s %9s\n", "mechanism", "size", "touch",
+    fprintf(f, "%-*s %8s %14s %14s %14s %14s %14s %10s %9s\n", w, "mechanism", "size", "touch",
             "writes", "zeroings", "sync", "teardown", "writes", "zeroings");
-    fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10s %9s\n", "", "", "", "", "", "", "", "done",
-            "done");
+    fprintf(f, "%-*s %8s %14s %14s %14s %14s %14s %10s %9s\n", w, "", "", "", "", "", "", "",
+            "done", "done");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
         if (r->skipped)
@@ -171,7 +184,7 @@ static void print_faults(FILE *f, const struct shm *sh)
             else
                 snprintf(c[p], sizeof(c[p]), "-");
         }
-        fprintf(f, "%-13s %8s %14s %14s %14s %14s %14s %10" PRIu64 " %9" PRIu64 "\n", r->mech,
+        fprintf(f, "%-*s %8s %14s %14s %14s %14s %14s %10" PRIu64 " %9" PRIu64 "\n", w, r->mech,
                 tk_fmt_iec(size, sizeof(size), r->bytes), c[0], c[1], c[2], c[3], c[4],
                 r->phase[SHM_PHASE_WRITES].ops, r->phase[SHM_PHASE_ZEROINGS].ops);
     }
@@ -179,8 +192,9 @@ static void print_faults(FILE *f, const struct shm *sh)
 
 static void print_readers(FILE *f, const struct shm *sh)
 {
+    int w = mech_width(sh);
     fprintf(f, "\nthe second process: attach, first touch of every page (read), contents\n");
-    fprintf(f, "%-13s %8s %-10s %10s %8s %14s  %s\n", "mechanism", "size", "attach", "touch us",
+    fprintf(f, "%-*s %8s %-10s %10s %8s %14s  %s\n", w, "mechanism", "size", "attach", "touch us",
             "us/page", "faults", "contents");
     for (size_t i = 0; i < sh->n_rows; i++) {
         const struct shm_row *r = &sh->rows[i];
@@ -190,11 +204,11 @@ static void print_readers(FILE *f, const struct shm *sh)
         char size[32], c[2][TK_FMT_MAX], faults[48];
         tk_fmt_iec(size, sizeof(size), r->bytes);
         if (!d->done) {
-            fprintf(f, "%-13s %8s %s\n", r->mech, size, d->why);
+            fprintf(f, "%-*s %8s %s\n", w, r->mech, size, d->why);
             continue;
         }
         snprintf(faults, sizeof(faults), "%" PRIu64 "/%" PRIu64, d->minor_faults, d->major_faults);
-        fprintf(f, "%-13s %8s %-10s %10s %8s %14s  %s\n", r->mech, size,
+        fprintf(f, "%-*s %8s %-10s %10s %8s %14s  %s\n", w, r->mech, size,
                 d->by_name ? "by name" : "inherited",
                 tk_fmt_double(c[0], sizeof(c[0]), d->touch_ns / 1e3, 1),
                 tk_fmt_double(c[1], sizeof(c[1]),
@@ -213,6 +227,31 @@ static bool said_before(const struct shm *sh, size_t i)
         if (sh->rows[k].skipped && strcmp(sh->rows[k].mech, r->mech) == 0)
             return true;
     return false;
+}
+
+/* What each Java fill is, and its rows, for the notes. */
+static const char *java_fills(char *buf, size_t size, const struct shm *sh)
+{
+    static const char *const what[SHM_JAVA_ZERO_N] = {
+        "put(int, byte[]) from a zeroed 64 KiB array",
+        "put(int, ByteBuffer) from a zeroed 64 KiB direct buffer",
+        "putLong(int, 0) over every 8 bytes, a bulk fill",
+        "sun.misc.Unsafe.setMemory (no public API)",
+        "put((byte) 0) on every byte, one at a time, the published comparison's loop",
+    };
+    unsigned fills = sh->o.java_zero ? sh->o.java_zero : 1u << SHM_JAVA_ZERO_LONGS;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int m = 0; m < SHM_JAVA_ZERO_N && len < size; m++) {
+        if (!(fills & (1u << m)))
+            continue;
+        bool dflt = m == SHM_JAVA_ZERO_LONGS;
+        len += (size_t)snprintf(buf + len, size - len, "%s%s (java:disk%s%s, java:tmpfs%s%s)",
+                                len ? "; " : "", what[m], dflt ? "" : ":",
+                                dflt ? "" : shm_java_zero_methods[m], dflt ? "" : ":",
+                                dflt ? "" : shm_java_zero_methods[m]);
+    }
+    return buf;
 }
 
 static void print_notes(FILE *f, const struct shm *sh)
@@ -237,11 +276,11 @@ static void print_notes(FILE *f, const struct shm *sh)
         tk_opt_wrap(f, line, 2, 4);
     }
     if (sh->java_runtime[0]) {
-        char line[512];
+        char line[1024], fills[512];
         snprintf(line, sizeof(line),
                  "java rows: %s, through FileChannel.map's MappedByteBuffer, zeroings by %s; "
                  "their faults are the whole JVM's (its compiler and collector threads too)",
-                 sh->java_runtime, sh->java_zero_method);
+                 sh->java_runtime, java_fills(fills, sizeof(fills), sh));
         fprintf(f, "\n");
         tk_opt_wrap(f, line, 0, 2);
     }
@@ -249,6 +288,7 @@ static void print_notes(FILE *f, const struct shm *sh)
 
 static void print_durations(FILE *f, const struct shm *sh)
 {
+    int w = 13;
     fprintf(f, "\n%-13s %8s %8s %12s %12s %12s %10s %10s\n", "mechanism", "size", "seconds",
             "writes/s", "min w/s", "max w/s", "minor", "major");
     for (size_t i = 0; i < sh->n_durs; i++) {
@@ -256,7 +296,7 @@ static void print_durations(FILE *f, const struct shm *sh)
         char size[32];
         tk_fmt_iec(size, sizeof(size), d->bytes);
         if (d->skipped) {
-            fprintf(f, "%-13s %8s skipped: %s\n", d->mech, size, d->why);
+            fprintf(f, "%-*s %8s skipped: %s\n", w, d->mech, size, d->why);
             continue;
         }
         double lo = INFINITY, hi = 0, secs = 0;
@@ -271,7 +311,7 @@ static void print_durations(FILE *f, const struct shm *sh)
             minor += t->minor_faults;
             major += t->major_faults;
         }
-        fprintf(f, "%-13s %8s %8.0f %12.0f %12.0f %12.0f %10" PRIu64 " %10" PRIu64 "\n", d->mech,
+        fprintf(f, "%-*s %8s %8.0f %12.0f %12.0f %12.0f %10" PRIu64 " %10" PRIu64 "\n", w, d->mech,
                 size, secs, secs > 0 ? (double)writes / secs : 0, d->n ? lo : 0, hi, minor, major);
     }
 }
@@ -403,6 +443,8 @@ static void row_json(const struct shm *sh, struct tk_json *j, const struct shm_r
 {
     tk_json_begin_object(j);
     tk_json_kv_string(j, "mechanism", r->mech);
+    if (tk_json_key_or_null(j, "zero_method", r->zero_method[0] != '\0'))
+        tk_json_string(j, r->zero_method);
     tk_json_kv_uint(j, "bytes", r->bytes);
     tk_json_kv_string(j, "status", r->skipped ? "skipped" : r->failed ? "failed" : "measured");
     tk_json_kv_string(j, "why", r->why);
@@ -478,7 +520,13 @@ void shm_json(const struct tk_session *s, struct tk_json *j)
         tk_json_kv_bool(j, "available", sh->java_ok);
         tk_json_kv_string(j, "why", sh->java_ok ? "" : sh->java_why);
         tk_json_kv_string(j, "runtime", sh->java_runtime);
-        tk_json_kv_string(j, "zero_method", sh->java_zero_method);
+        tk_json_key(j, "zero_methods");
+        tk_json_begin_array_compact(j);
+        unsigned fills = sh->o.java_zero ? sh->o.java_zero : 1u << SHM_JAVA_ZERO_LONGS;
+        for (int m = 0; m < SHM_JAVA_ZERO_N; m++)
+            if (fills & (1u << m))
+                tk_json_string(j, shm_java_zero_methods[m]);
+        tk_json_end_array(j);
         tk_json_end_object(j);
     }
     tk_json_key(j, "rows");

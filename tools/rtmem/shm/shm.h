@@ -125,10 +125,11 @@ struct shm_pages {
 
 /* One mechanism at one size. */
 struct shm_row {
-    char mech[32];  /* shm_mechs[].name, or "java:disk" */
-    uint64_t bytes; /* as asked */
-    bool skipped;   /* not measured: why says so */
-    bool failed;    /* measured, and a check failed (why) */
+    char mech[32]; /* shm_mechs[].name, or "java:disk" ("java:disk:loop": a fill not longs) */
+    char zero_method[16]; /* Java rows: the zeroings' fill (java.h); "" for C rows */
+    uint64_t bytes;       /* as asked */
+    bool skipped;         /* not measured: why says so */
+    bool failed;          /* measured, and a check failed (why) */
     char why[RTM_ARENA_MESSAGE_BYTES + 256];
     char note[RTM_ARENA_MESSAGE_BYTES]; /* what the arena did not obtain ("THP asked...") */
     struct shm_phase phase[SHM_PHASES];
@@ -190,12 +191,16 @@ struct shm_opts {
     int generator;
     bool force;
     bool java; /* --java: java:disk and java:tmpfs rows (java.h) */
+    /* --java-zero: bit per fill of SHM_JAVA_ZERO_METHODS (java.h), each
+     * its own pair of rows; 0: the default, longs alone. */
+    unsigned java_zero;
     const char *json_path;
     bool quick;
 };
 
 #define SHM_MIN_ZEROINGS 3u
-#define SHM_EXTRA_ROWS   2u
+/* Per size: java:disk and java:tmpfs for each of the Java fills. */
+#define SHM_EXTRA_ROWS   (2u * 5u)
 
 struct shm {
     struct shm_opts o;
@@ -223,7 +228,6 @@ struct shm {
     bool java_ok;             /* --java and a JDK found (java_why: why not) */
     char java_why[512];
     char java_runtime[128]; /* the JVM that measured the java rows */
-    char java_zero_method[16];
 
     /* In the order measured: room for every selected mechanism and
      * SHM_EXTRA_ROWS more per size (java:disk, java:tmpfs: java.h), so
