@@ -22,8 +22,8 @@ import signal
 
 import pytest
 
-from rtmemtest import (as_nobody, assert_envelope, assert_kept, explain, left_in, load_json,
-                       previous_result, run, signal_at, started)
+from rtmemtest import (EMULATED, as_nobody, assert_envelope, assert_kept, explain, left_in,
+                       load_json, previous_result, run, signal_at, started)
 
 PATTERNS = ["stride_1", "stride_16", "chase"]
 RESULT = ["median_ns_per_access", "min_ns_per_access", "max_ns_per_access", "p10_ns_per_access",
@@ -161,6 +161,44 @@ def test_quick_is_pinned_to_the_cpu_it_measures(quick):
 
 def test_quick_figures_agree_with_one_another(quick):
     assert_doc("quick", quick[1], reps=3)
+
+
+def test_quick_gives_both_ratios_per_access_and_per_pass(quick):
+    r, d, _ = quick
+    for p in d["points"]:
+        per_access, per_pass = p["ratio_16_over_1"], p["pass_ratio_1_over_16"]
+        assert per_access > 0 and abs(per_pass * per_access - 16) < 1e-6 * 16, p
+    assert "16/1   pass" in r.stdout, r.stdout
+
+
+# --first-touch: the published program's form, each loop timed whole on a
+# fresh buffer: loop 1 takes a fault per page, loop 2 and loop 1 again none.
+def test_first_touch_times_the_published_loops_and_loop_1_takes_the_faults(rtmem, tmp_dir):
+    path = os.path.join(tmp_dir, "f.json")
+    r = run(rtmem, "stride", "--first-touch", "--sizes", "8M", "--reps", "3", "--json", path,
+            timeout=300)
+    assert r.returncode == 0, explain(r)
+    d = load_json(path)
+    assert d["passed"] is True and len(d["first_touch"]) == 1, d.get("first_touch")
+    ft = d["first_touch"][0]
+    assert ft["bytes"] == 8 << 20 and ft["reps"] == 3, ft
+    pages = (8 << 20) // os.sysconf("SC_PAGESIZE")
+    first, loop2, again = ft["loop1_first_touch"], ft["loop2"], ft["loop1_again"]
+    if not EMULATED:
+        # every page faulted in by loop 1, twice at most (the read maps the
+        # zero page, the write copies it; fewer if the kernel maps larger
+        # folios at a fault), none by the loops after it
+        assert 3 <= first["minor_faults"] <= 3 * 2 * pages and loop2["minor_faults"] == 0 and \
+            again["minor_faults"] == 0, ft
+    for k in (first, loop2, again):
+        assert 0 < k["p10_ns"] <= k["median_ns"] <= k["p90_ns"], ft
+    assert abs(ft["ratio_loop1_over_loop2"] - first["median_ns"] / loop2["median_ns"]) < 1e-6 * \
+        ft["ratio_loop1_over_loop2"], ft
+    assert abs(ft["ratio_16_over_1_per_access"] - 16 * loop2["median_ns"] / again["median_ns"]) \
+        < 1e-6 * ft["ratio_16_over_1_per_access"], ft
+    said = unwrapped(r.stdout)
+    assert "the published program's ratio, loop 1's first touch included" in said, r.stdout
+    assert "loop 1, stride 1 int, first touch" in r.stdout, r.stdout
 
 
 def test_quick_sizes_double_from_4k_up_to_4x_the_last_level_cache(quick):
@@ -357,6 +395,8 @@ USAGE = [
     (["--rep-time", "10us"], "--rep-time: '10us' is out of range [100us, 1s]"),
     (["--thp", "maybe"], "--thp: 'maybe' is not one of default, on, off"),
     (["--prio", "100"], "--prio: '100' is out of range [1, 99]"),
+    (["--first-touch", "--rounds", "1"], "--first-touch times whole loops on fresh buffers"),
+    (["--first-touch", "--thp", "on"], "--first-touch times whole loops on fresh buffers"),
     (["--nosuch"], "unknown option '--nosuch'"),
     (["operand"], "unexpected argument 'operand'"),
 ]

@@ -57,6 +57,8 @@ static const struct tk_opt options[] = {
     { "thp", TK_OPT_CHOICE, "MODE", "THP advice: on, off, or default (the system's)", F(thp),
       .choices = stride_thp_choices },
     TK_OPT_KIT_SEED(F(seed)),
+    { "first-touch", TK_OPT_FLAG, NULL, "the published program: loop 1 on a fresh buffer, loop 2",
+      F(first_touch) },
     TK_OPT_KIT_JSON(F(json_path)),
     TK_OPT_KIT_QUICK(F(quick)),
 };
@@ -74,6 +76,11 @@ static int check(struct tk_session *s)
                            "--rounds (%u) is more than --reps (%u): each round times a "
                            "repetition at least",
                            o->rounds, o->reps);
+    if (o->first_touch &&
+        (tk_opt_given(options, n, p, "rounds") || tk_opt_given(options, n, p, "rep-time") ||
+         tk_opt_given(options, n, p, "thp")))
+        return tk_args_bad(&s->cli, "--first-touch times whole loops on fresh buffers: "
+                                    "--rounds, --rep-time and --thp are the sweep's");
     if (tk_opt_given(options, n, p, "sizes") && tk_opt_given(options, n, p, "max-size"))
         return tk_args_bad(&s->cli, "--max-size bounds the default sizes; --sizes names them: "
                                     "give one or the other");

@@ -31,6 +31,15 @@ static double ratio_16_1(const struct stride_point *p)
                                          : NAN;
 }
 
+/* A whole pass of stride 1 over one of stride 16, in time: 16 times the
+ * accesses, each costing 1/ratio_16_1 as much. The published study's
+ * ratio is of this kind (see --first-touch). */
+static double pass_ratio_1_16(const struct stride_point *p)
+{
+    double r = ratio_16_1(p);
+    return r > 0 ? STRIDE_WIDE_INTS / r : NAN;
+}
+
 static const char *thp_advice(const struct stride *st)
 {
     return stride_thp_choices[st->o.thp];
@@ -79,8 +88,12 @@ static void print_sizes(FILE *f, const struct stride *st)
         snprintf(how, sizeof(how), ", doubling, up to %u x %s", STRIDE_LLC_FACTOR, llc->name);
     else
         snprintf(how, sizeof(how), ", doubling (no cache known)");
-    tk_item(f, "sizes", "%zu, %s to %s%s", s->n, tk_fmt_iec(a, sizeof(a), s->bytes[0]),
-            tk_fmt_iec(b, sizeof(b), s->bytes[s->n - 1]), how);
+    if (st->o.first_touch && !st->o.sizes.n)
+        tk_item(f, "size", "%s, the largest of the default sizes%s",
+                tk_fmt_iec(a, sizeof(a), s->bytes[0]), how);
+    else
+        tk_item(f, "sizes", "%zu, %s to %s%s", s->n, tk_fmt_iec(a, sizeof(a), s->bytes[0]),
+                tk_fmt_iec(b, sizeof(b), s->bytes[s->n - 1]), how);
     if (st->sizes_capped)
         tk_item(f, "", "capped at %s: the larger ones do not fit in half of MemAvailable (%s)",
                 tk_fmt_iec(a, sizeof(a), s->bytes[s->n - 1]),
@@ -105,6 +118,21 @@ void stride_print_header(FILE *f, const struct stride *st)
     tk_timer_print(f, "timer: ", &st->timer, TK_DETAIL_BRIEF);
     tk_rt_print(f, &st->rt);
     print_caches(f, st);
+    if (st->o.first_touch) {
+        print_sizes(f, st);
+        tk_item(f, "first touch",
+                "the published program's form, per repetition (%u): a fresh mapping of the "
+                "size, never touched (no prefault, no lock), walked by loop 1 (stride 1 int, "
+                "read-modify-write: every first touch of a page faults it in), loop 2 (stride 16 "
+                "ints, the pages now present), then loop 1 again (not in the published program: "
+                "loop 1 without the faults), each timed whole",
+                st->o.reps);
+        if (not_real_time(st))
+            tk_item(f, "NOT RT", "%s: other tasks may take the CPU during a loop",
+                    not_real_time(st));
+        fprintf(f, "\n");
+        return;
+    }
     print_buffer(f, st);
     print_sizes(f, st);
     tk_item(f, "patterns", "%s: read-modify-write of every int, in order",
@@ -130,27 +158,30 @@ void stride_print_header(FILE *f, const struct stride *st)
 
 static void print_table_head(FILE *f)
 {
-    fprintf(f, "%10s  %-7s %18s %18s %18s\n", "", "", "stride 1 int", "stride 16 ints",
-            "random chase");
-    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s\n", "size", "fits", "ns", "spread", "ns",
-            "spread", "ns", "spread", "16/1");
-    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s\n", "----------", "-------", "----------",
-            "-------", "----------", "-------", "----------", "-------", "------");
+    fprintf(f, "%10s  %-7s %18s %18s %18s %13s\n", "", "", "stride 1 int", "stride 16 ints",
+            "random chase", "1 over 16");
+    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s %6s\n", "size", "fits", "ns", "spread",
+            "ns", "spread", "ns", "spread", "16/1", "pass");
+    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s %6s\n", "----------", "-------",
+            "----------", "-------", "----------", "-------", "----------", "-------", "------",
+            "------");
 }
 
 static void print_row(FILE *f, const struct stride *st, size_t i)
 {
     const struct stride_point *p = &st->points[i];
-    char size[32], ns[N_PATTERNS][TK_FMT_MAX], sp[N_PATTERNS][TK_FMT_MAX], ratio[TK_FMT_MAX];
+    char size[32], ns[N_PATTERNS][TK_FMT_MAX], sp[N_PATTERNS][TK_FMT_MAX], ratio[TK_FMT_MAX],
+        pass[TK_FMT_MAX];
     for (int k = 0; k < N_PATTERNS; k++) {
         fmt_ns(ns[k], sizeof(ns[k]), p->r[k].median);
         char pct[TK_FMT_MAX];
         snprintf(sp[k], sizeof(sp[k]), "%s%%",
                  tk_fmt_double(pct, sizeof(pct), spread_pct(&p->r[k]), 0));
     }
-    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s\n",
+    fprintf(f, "%10s  %-7s %10s %7s %10s %7s %10s %7s %6s %6s\n",
             tk_fmt_iec(size, sizeof(size), p->bytes), p->level, ns[0], sp[0], ns[1], sp[1], ns[2],
-            sp[2], tk_fmt_double(ratio, sizeof(ratio), ratio_16_1(p), 2));
+            sp[2], tk_fmt_double(ratio, sizeof(ratio), ratio_16_1(p), 2),
+            tk_fmt_double(pass, sizeof(pass), pass_ratio_1_16(p), 2));
 }
 
 /* The jumps of pattern pat's cost into out (room for n_points); returns how
@@ -269,10 +300,63 @@ static uint64_t faults_timed(const struct stride *st)
     return n;
 }
 
+static const char *const ft_names[FT_LOOPS] = {
+    [FT_LOOP1_FIRST] = "loop 1, stride 1 int, first touch",
+    [FT_LOOP2] = "loop 2, stride 16 ints",
+    [FT_LOOP1_AGAIN] = "loop 1 again, pages present",
+};
+static const char *const ft_ids[FT_LOOPS] = {
+    [FT_LOOP1_FIRST] = "loop1_first_touch",
+    [FT_LOOP2] = "loop2",
+    [FT_LOOP1_AGAIN] = "loop1_again",
+};
+
+static double ft_ratio(const struct stride_first *ft, int a, int b)
+{
+    return ft->median[b] > 0 ? ft->median[a] / ft->median[b] : NAN;
+}
+
+static void first_touch_report(const struct stride *st, FILE *f)
+{
+    char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX], size[32];
+    for (size_t i = 0; i < st->n_points; i++) {
+        const struct stride_first *ft = &st->first[i];
+        fprintf(f, "%s, %u repetitions: each loop's whole time\n",
+                tk_fmt_iec(size, sizeof(size), ft->bytes), st->o.reps);
+        fprintf(f, "  %-36s %12s %12s %12s %14s\n", "loop", "median ms", "p10 ms", "p90 ms",
+                "page faults");
+        for (int k = 0; k < FT_LOOPS; k++)
+            fprintf(f, "  %-36s %12s %12s %12s %14" PRIu64 "\n", ft_names[k],
+                    tk_fmt_double(a, sizeof(a), ft->median[k] / 1e6, 3),
+                    tk_fmt_double(b, sizeof(b), ft->p10[k] / 1e6, 3),
+                    tk_fmt_double(c, sizeof(c), ft->p90[k] / 1e6, 3),
+                    ft->faults[k] / (st->o.reps ? st->o.reps : 1));
+        fprintf(f, "  (page faults: per repetition)\n");
+        tk_item(f, "loop 1 / 2", "%s: the published program's ratio, loop 1's first touch included",
+                tk_fmt_double(a, sizeof(a), ft_ratio(ft, FT_LOOP1_FIRST, FT_LOOP2), 2));
+        tk_item(f, "again / 2", "%s: the same without the faults, a pass over a pass",
+                tk_fmt_double(a, sizeof(a), ft_ratio(ft, FT_LOOP1_AGAIN, FT_LOOP2), 2));
+        tk_item(f, "per access",
+                "%s: stride 16 over stride 1 per access (%u x loop 2 / loop 1 again), what "
+                "the sweep's 16/1 column gives",
+                tk_fmt_double(a, sizeof(a),
+                              STRIDE_WIDE_INTS * ft_ratio(ft, FT_LOOP2, FT_LOOP1_AGAIN), 2),
+                STRIDE_WIDE_INTS);
+        fprintf(f, "\n");
+    }
+    if (not_real_time(st))
+        tk_item(f, "NOT RT", "%s: the figures may include other tasks' time", not_real_time(st));
+}
+
 void stride_report(const struct tk_session *s, FILE *f)
 {
     const struct stride *st = s->state;
     char a[TK_FMT_MAX], b[TK_FMT_MAX], c[TK_FMT_MAX];
+    if (st->o.first_touch) {
+        fprintf(f, "\n");
+        first_touch_report(st, f);
+        return;
+    }
     fprintf(f, "\n");
     print_table_head(f);
     for (size_t i = 0; i < st->n_points; i++)
@@ -427,7 +511,8 @@ static void points_json(const struct stride *st, struct tk_json *j)
 {
     tk_json_key(j, "points");
     tk_json_begin_array(j);
-    for (size_t i = 0; i < st->n_points; i++) {
+    /* --first-touch measures no point: its figures are first_touch's. */
+    for (size_t i = 0; !st->o.first_touch && i < st->n_points; i++) {
         const struct stride_point *p = &st->points[i];
         const uint64_t per_pass[N_PATTERNS] = { p->bytes / sizeof(uint32_t),
                                                 p->bytes / (STRIDE_WIDE_INTS * sizeof(uint32_t)),
@@ -438,6 +523,7 @@ static void points_json(const struct stride *st, struct tk_json *j)
         for (int k = 0; k < N_PATTERNS; k++)
             result_json(j, stride_pattern_ids[k], &p->r[k], per_pass[k]);
         tk_json_kv_double(j, "ratio_16_over_1", ratio_16_1(p));
+        tk_json_kv_double(j, "pass_ratio_1_over_16", pass_ratio_1_16(p));
         tk_json_end_object(j);
     }
     tk_json_end_array(j);
@@ -449,7 +535,7 @@ static void jumps_json(const struct stride *st, struct tk_json *j)
     tk_json_begin_object(j);
     for (int p = 0; p < N_PATTERNS; p++) {
         struct stride_jump jumps[STRIDE_MAX_SIZES];
-        size_t n = stride_jumps(st, (enum stride_pattern)p, jumps);
+        size_t n = st->o.first_touch ? 0 : stride_jumps(st, (enum stride_pattern)p, jumps);
         tk_json_key(j, stride_pattern_ids[p]);
         tk_json_begin_array(j);
         for (size_t k = 0; k < n; k++) {
@@ -475,9 +561,38 @@ static void jumps_json(const struct stride *st, struct tk_json *j)
     tk_json_end_object(j);
 }
 
+static void first_touch_json(const struct stride *st, struct tk_json *j)
+{
+    if (!tk_json_key_or_null(j, "first_touch", st->o.first_touch))
+        return;
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < st->n_points; i++) {
+        const struct stride_first *ft = &st->first[i];
+        tk_json_begin_object(j);
+        tk_json_kv_uint(j, "bytes", ft->bytes);
+        tk_json_kv_uint(j, "reps", st->o.reps);
+        for (int k = 0; k < FT_LOOPS; k++) {
+            tk_json_key(j, ft_ids[k]);
+            tk_json_begin_object_compact(j);
+            tk_json_kv_double(j, "median_ns", ft->median[k]);
+            tk_json_kv_double(j, "p10_ns", ft->p10[k]);
+            tk_json_kv_double(j, "p90_ns", ft->p90[k]);
+            tk_json_kv_uint(j, "minor_faults", ft->faults[k]);
+            tk_json_end_object(j);
+        }
+        tk_json_kv_double(j, "ratio_loop1_over_loop2", ft_ratio(ft, FT_LOOP1_FIRST, FT_LOOP2));
+        tk_json_kv_double(j, "ratio_again_over_loop2", ft_ratio(ft, FT_LOOP1_AGAIN, FT_LOOP2));
+        tk_json_kv_double(j, "ratio_16_over_1_per_access",
+                          STRIDE_WIDE_INTS * ft_ratio(ft, FT_LOOP2, FT_LOOP1_AGAIN));
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+}
+
 void stride_json(const struct tk_session *s, struct tk_json *j)
 {
     const struct stride *st = s->state;
+    first_touch_json(st, j);
     params_json(st, j);
     caches_json(st, j);
     buffer_json(st, j);

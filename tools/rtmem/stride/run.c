@@ -4,9 +4,12 @@
  * real-time setup, maps the buffer, calibrates the timer, and measures
  * every size, printing its row as soon as it is measured.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "common/pressure.h"
@@ -99,10 +102,15 @@ int stride_setup(struct tk_session *s)
         st->thp_mode[0] = '\0';
 
     bool given = st->o.sizes.n > 0 || st->o.max_size > 0;
-    if (st->o.sizes.n)
+    if (st->o.sizes.n) {
         st->sizes = st->o.sizes;
-    else
+    } else {
         default_sizes(st);
+        if (st->o.first_touch) { /* the published program's one buffer: the top */
+            st->sizes.bytes[0] = st->sizes.bytes[st->sizes.n - 1];
+            st->sizes.n = 1;
+        }
+    }
     /* The largest size must fit: one the user named is refused, the default
      * sizes stop below. */
     while (!fits_memory(st, st->sizes.bytes[st->sizes.n - 1])) {
@@ -125,11 +133,16 @@ int stride_setup(struct tk_session *s)
     for (size_t i = 0; i < st->n_points; i++) {
         st->points[i].bytes = st->sizes.bytes[i];
         st->points[i].level = tk_caches_level_of(&st->caches, st->sizes.bytes[i]);
+        bool oom = false;
         for (int p = 0; p < N_PATTERNS; p++)
-            if (tk_samples_init(&st->points[i].r[p].ticks, st->o.reps) != 0) {
-                fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
-                return TK_EXIT_FAILED;
-            }
+            oom |= tk_samples_init(&st->points[i].r[p].ticks, st->o.reps) != 0;
+        st->first[i].bytes = st->sizes.bytes[i];
+        for (int k = 0; st->o.first_touch && k < FT_LOOPS; k++)
+            oom |= tk_samples_init(&st->first[i].ns[k], st->o.reps) != 0;
+        if (oom) {
+            fprintf(stderr, "%s: out of memory for the run's results\n", s->cli.prog);
+            return TK_EXIT_FAILED;
+        }
     }
     tk_machine_collect(&st->mf);
     return 0;
@@ -146,6 +159,9 @@ void stride_teardown(struct tk_session *s)
     for (size_t i = 0; i < st->n_points; i++)
         for (int p = 0; p < N_PATTERNS; p++)
             tk_samples_destroy(&st->points[i].r[p].ticks);
+    for (size_t i = 0; i < st->n_points; i++)
+        for (int k = 0; k < FT_LOOPS; k++)
+            tk_samples_destroy(&st->first[i].ns[k]);
     free(st);
     s->state = NULL;
 }
@@ -302,9 +318,83 @@ static int map_buffer(struct stride *st)
     return 0;
 }
 
+/* One loop of --first-touch over ints: its time in ns, its faults. */
+static void first_loop(struct stride *st, volatile uint32_t *ints, uint64_t bytes, size_t stride,
+                       struct stride_first *ft, int k)
+{
+    size_t per_pass = (size_t)(bytes / sizeof(uint32_t) / stride);
+    tk_rt_breather(&st->rt);
+    uint64_t f0 = thread_minor_faults();
+    uint64_t t0 = tk_timer_start();
+    size_t at = stride_rmw_walk(ints, per_pass, stride, 0, per_pass);
+    uint64_t t1 = tk_timer_end();
+    ft->faults[k] += thread_minor_faults() - f0;
+    tk_samples_add(&ft->ns[k], (uint64_t)tk_timer_ns(&st->timer, t1 - t0));
+    st->checksum = st->checksum * 31 + at + ints[per_pass / 2 * stride];
+}
+
+/* --first-touch at size i: per repetition a fresh mapping, never touched
+ * (no prefault, no lock: mlockall was not asked for), walked by loop 1,
+ * loop 2, and loop 1 again, then unmapped. 0, or -1 (reported). */
+static int first_touch(struct stride *st, size_t i)
+{
+    struct stride_first *ft = &st->first[i];
+    for (unsigned r = 0; r < st->o.reps; r++) {
+        void *p = mmap(NULL, (size_t)ft->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED) {
+            fprintf(stderr, "%s: cannot map a fresh buffer of %" PRIu64 " bytes: %s\n", st->prog,
+                    ft->bytes, strerror(errno));
+            ft->failed = true;
+            return -1;
+        }
+        volatile uint32_t *ints = p;
+        first_loop(st, ints, ft->bytes, 1, ft, FT_LOOP1_FIRST);
+        first_loop(st, ints, ft->bytes, STRIDE_WIDE_INTS, ft, FT_LOOP2);
+        first_loop(st, ints, ft->bytes, 1, ft, FT_LOOP1_AGAIN);
+        munmap(p, (size_t)ft->bytes);
+    }
+    for (int k = 0; k < FT_LOOPS; k++) {
+        ft->median[k] = (double)tk_samples_percentile(&ft->ns[k], 0.5);
+        ft->p10[k] = (double)tk_samples_percentile(&ft->ns[k], 0.1);
+        ft->p90[k] = (double)tk_samples_percentile(&ft->ns[k], 0.9);
+    }
+    return 0;
+}
+
+/* --first-touch: the setup without the memory lock (which would fault a
+ * fresh buffer in at its mapping), then each size's repetitions. */
+static enum tk_run_end run_first_touch(struct stride *st)
+{
+    struct tk_rt_request req = tk_rt_request_of(&st->o.rt, false);
+    req.cpu = st->cpu;
+    tk_rt_setup(&req, &st->rt);
+    enum tk_run_end end = TK_RUN_ABORTED;
+    int rc = tk_timer_init(&st->timer, TIMER_CALIBRATION_MS);
+    if (rc != 0) {
+        fprintf(stderr, "%s: the timer cannot be calibrated: %s\n", st->prog, strerror(-rc));
+        goto out;
+    }
+    st->timer_ok = true;
+    stride_print_header(stdout, st);
+    if (tk_stdout_check(st->prog) != 0)
+        goto out;
+    for (size_t i = 0; i < st->n_points; i++)
+        if (first_touch(st, i) != 0)
+            goto out;
+    end = TK_RUN_PASSED;
+out:
+    tk_rt_refresh(&st->rt);
+    struct tk_rt_state rt = st->rt;
+    tk_rt_undo(&rt);
+    return end;
+}
+
 enum tk_run_end stride_run(struct tk_session *s)
 {
     struct stride *st = s->state;
+    if (st->o.first_touch)
+        return run_first_touch(st);
     struct tk_rt_request req = tk_rt_request_of(&st->o.rt, false); /* locked once mapped */
     req.cpu = st->cpu; /* resolved in the setup: the caches read are this CPU's */
     struct tk_rt_state rt;

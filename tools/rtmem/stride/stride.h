@@ -118,6 +118,7 @@ struct stride_opts {
     uint64_t seed;
     const char *json_path;
     bool quick;
+    bool first_touch; /* --first-touch: the published program's form (run.c) */
 };
 
 /* One point: one size, one pattern. Times in ns per access. */
@@ -135,6 +136,21 @@ struct stride_point {
     uint64_t bytes;
     const char *level; /* the smallest data cache it fits in, "memory", or "unknown" */
     struct stride_result r[N_PATTERNS];
+};
+
+/* --first-touch: per repetition, a fresh buffer of the size, walked as the
+ * published program walks it. Its loops, in its order: loop 1, stride 1
+ * int, over pages never touched (each first touch faults a page in); loop
+ * 2, stride 16 ints, over the same pages, now present; then, not in the
+ * published program, loop 1 again, the pages present: what loop 1 costs
+ * without the faults. ns are each loop's whole time. */
+enum { FT_LOOP1_FIRST, FT_LOOP2, FT_LOOP1_AGAIN, FT_LOOPS };
+struct stride_first {
+    uint64_t bytes;
+    struct tk_samples ns[FT_LOOPS]; /* each repetition's, in ns */
+    uint64_t faults[FT_LOOPS];      /* minor faults, all repetitions */
+    double median[FT_LOOPS], p10[FT_LOOPS], p90[FT_LOOPS];
+    bool failed; /* a fresh buffer could not be mapped */
 };
 
 /* A jump of a pattern's cost (STRIDE_RISE, STRIDE_JUMP), for the report. */
@@ -165,6 +181,7 @@ struct stride {
     uint64_t rng;
 
     /* Results. */
+    struct stride_first first[STRIDE_MAX_SIZES]; /* --first-touch: per size, n_points */
     struct stride_point points[STRIDE_MAX_SIZES];
     size_t n_points;
     uint64_t checksum; /* of every walk's end: kept so that none is elided */
