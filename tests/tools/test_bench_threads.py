@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from rtmemtest import assert_envelope, explain, load_json, run
+from rtmemtest import assert_envelope, bench_status, explain, load_json, run
 
 LOCKS = ["none", "pi", "robust", "shared"]
 SHM = "/dev/shm"
@@ -42,10 +42,10 @@ def objects_of(pid):
     return [n for n in os.listdir(SHM) if re.match(r"rtmem-bench-%d(\D|$)" % pid, n)]
 
 
-def bench_json(rtmem, directory, *args):
+def bench_json(rtmem, directory, *args, env=None):
     """`rtmem bench ARGS --json PATH`: (its result, its document or None)."""
     path = os.path.join(directory, "t.json")
-    r = run(rtmem, "bench", *args, "--json", path)
+    r = run(rtmem, "bench", *args, "--json", path, env=env)
     return r, load_json(path)
 
 
@@ -57,9 +57,9 @@ def threads_only(rtmem, module_dir):
     args = ["--threads-only", "--quick", "--no-rt", "--threads", "3", "--json", path]
     r = run(rtmem, "bench", *args)
     stale = stale_objects()
-    assert r.returncode == 0, explain(r)
     d = load_json(path)
     assert d is not None, "bench --threads-only wrote no JSON"
+    assert r.returncode == bench_status(d), explain(r)
     return r, d, args, stale
 
 
@@ -140,6 +140,22 @@ def test_uncontended_shared_target_is_judged_on_the_median_in_text_and_json(thre
     assert ("target <= 3.00x: %s\n" % verdict) in r.stdout, r.stdout
 
 
+# A target not met fails the run: the text, the JSON's passed and the exit
+# status say so (RTMEM_BENCH_TEST_TARGET: the target a test judges against).
+@pytest.mark.parametrize("target,met", [("0.01", False), ("100000", True)],
+                         ids=["unmet", "met"])
+def test_the_shared_target_not_met_fails_the_run_and_met_passes_it(rtmem, tmp_dir, target, met):
+    r, d = bench_json(rtmem, tmp_dir, "--threads-only", "--quick", "--no-rt", "--locks",
+                      "none,shared", "--threads", "1",
+                      env={"RTMEM_BENCH_TEST_TARGET": target})
+    assert d, explain(r)
+    sh = {x["lock"]: x for x in d["threads"]["uncontended"]["locks"]}["shared"]
+    assert sh["target"] == {"call_locked_over_unlocked_max": float(target), "met": met}, sh
+    assert d["params"]["test_shared_target"] == float(target), d["params"]
+    assert d["passed"] is met and r.returncode == (0 if met else 1), explain(r)
+    assert ("TARGET NOT MET" in r.stdout) is not met, r.stdout
+
+
 def test_uncontended_none_is_the_unlocked_call_with_nothing_added(uncontended):
     x = uncontended.get("none", {})
     assert finite(x.get("call_unlocked_ns")), x
@@ -190,7 +206,7 @@ def shared_alone(rtmem, module_dir):
     r, d = bench_json(rtmem, module_dir, "--threads-only", "--quick", "--no-rt", "--locks",
                       "shared", "--threads", "2")
     stale = stale_objects()
-    assert r.returncode == 0 and d, explain(r)
+    assert d and r.returncode == bench_status(d), explain(r)
     return d, stale
 
 

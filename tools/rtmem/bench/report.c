@@ -183,6 +183,8 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_uint(j, "ops", b->o.ops);
     tk_json_kv_uint(j, "rounds", b->o.rounds);
     tk_json_kv_uint(j, "warmup_passes", 1);
+    if (tk_json_key_or_null(j, "test_shared_target", b->target_given))
+        tk_json_double(j, b->target);
     tk_json_kv_uint(j, "min_size_bytes", b->o.min_size_bytes);
     tk_json_kv_uint(j, "max_size_bytes", b->o.max_size_bytes);
     tk_json_kv_uint(j, "live_cap", b->o.live_cap);
