@@ -152,25 +152,81 @@ def _free_order(doc, ctx):
                         "shuffled / in order", "in order p99", "shuffled p99"), rows))
 
 
+def _target(lk):
+    """The shared row's target cell: met, or not met (bad), or "-"."""
+    t = lk.obj("target", nullable=True)
+    if t is None:
+        return "-"
+    met = t.raw("met")
+    limit = "<= %.2fx" % t.num("call_locked_over_unlocked_max")
+    if met is None:
+        return limit + ": not measured"
+    return limit + ": met" if met else (limit + ": NOT MET", "bad")
+
+
 def _threads(doc):
     t = doc.obj("threads", nullable=True)
     if t is None:
         return ""
     rows = []
+    unmet = []
     for lk in t.obj("uncontended").arr("locks").objs():
         if lk.has("skipped"):
             rows.append((lk.str("lock"), ("skipped: " + lk.str("skipped"), "bad"), "", "", "",
-                         ""))
+                         "", ""))
             continue
         ratio = lk.num("call_locked_over_unlocked", nullable=True)
+        target = _target(lk)
+        if isinstance(target, tuple):
+            unmet.append("%s: %.2fx" % (lk.str("lock"), ratio))
         rows.append((lk.str("lock"), page.fmt_ns(lk.num("bare_lock_unlock_ns", nullable=True)),
                      page.fmt_ns(lk.num("call_unlocked_ns")),
                      page.fmt_ns(lk.num("call_locked_ns", nullable=True)),
                      page.fmt_ns(lk.num("added_per_call_ns", nullable=True)),
-                     "-" if ratio is None else "%.2fx" % ratio))
-    return (page.heading(3, "A heap shared by threads: the lock's price, uncontended") +
-            page.table(("lock", "bare lock+unlock", "call, no lock", "call, locked",
-                        "added per call", "locked / unlocked"), rows))
+                     "-" if ratio is None else "%.2fx" % ratio, target))
+    out = [page.heading(3, "A heap shared by threads: the lock's price, uncontended")]
+    if unmet:
+        out.append(page.note("The shared heap's cost target was NOT MET (%s): bench failed."
+                             % "; ".join(unmet)))
+    out.append(page.table(("lock", "bare lock+unlock", "call, no lock", "call, locked",
+                           "added per call", "locked / unlocked", "target"), rows))
+    out.append(_contended(t))
+    return "".join(out)
+
+
+def _contended(t):
+    """Each lock type's threads at once on one heap (none: a heap each):
+    every thread's alloc and free latency, p50, p99 and max, and how often
+    a call found the lock held. The real-time figure of a shared heap."""
+    rows = []
+    for c in t.arr("contended").objs():
+        lock = c.str("lock")
+        if c.has("skipped"):
+            rows.append((lock, ("skipped: " + c.str("skipped"), "bad"), "", "", "", "", "", "",
+                         ""))
+            continue
+        calls = c.num("lock_calls")
+        held = c.num("lock_contended")
+        share = "-" if lock == "none" or not calls else "%.1f%%" % (100.0 * held / calls)
+        for th in c.arr("threads").objs():
+            a, f = th.obj("alloc"), th.obj("free")
+            rows.append(("%s, thread %d" % (lock, th.num("thread")), "%d" % th.num("cpu"),
+                         page.fmt_ns(a.num("p50_ns", nullable=True)),
+                         page.fmt_ns(a.num("p99_ns", nullable=True)),
+                         page.fmt_ns(a.num("max_ns", nullable=True)),
+                         page.fmt_ns(f.num("p50_ns", nullable=True)),
+                         page.fmt_ns(f.num("p99_ns", nullable=True)),
+                         page.fmt_ns(f.num("max_ns", nullable=True)), share))
+    if not rows:
+        return ""
+    return (page.heading(3, "Contended: %d threads at once on one heap" % t.num("threads")) +
+            page.note("Each lock type's threads call alloc and free on one heap at the same "
+                      "time (none: a heap per thread, no lock); latency of each call in ns, "
+                      "timer overhead included; found held: the share of lock calls that "
+                      "found the lock taken. The pi row is the priority-inheritance lock a "
+                      "real-time task waits on.") +
+            page.table(("lock, thread", "cpu", "alloc p50", "alloc p99", "alloc max",
+                        "free p50", "free p99", "free max", "found held"), rows))
 
 
 def build(docs, ctx):

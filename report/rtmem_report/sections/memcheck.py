@@ -20,23 +20,70 @@ SUMMARY = (("worst_alloc_ns", "worst alloc", True), ("worst_free_ns", "worst fre
            ("avg_frag_pct", "fragmentation", False))
 
 
-def _summary_table(doc, phase):
-    rows, values = [], {}
+# The summary's time columns and the row column each is made of, and how:
+# "max" (the largest over the phase's tests) or "mean" (over them).
+FROM_ROWS = {"worst_alloc_ns": ("max_alloc_ns", "max"), "worst_free_ns": ("max_free_ns", "max"),
+             "avg_max_alloc_ns": ("max_alloc_ns", "mean"),
+             "avg_max_free_ns": ("max_free_ns", "mean"),
+             "avg_alloc_ns": ("avg_alloc_ns", "mean"), "avg_free_ns": ("avg_free_ns", "mean")}
+
+
+def _nearest_rank(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, max(0, int(-(-q * len(v) // 1)) - 1))]
+
+
+def _noise(doc, a, phase, key, floor_ns):
+    """How far a summary figure of allocator a may move by chance, measured
+    in this run: for a mean over the phase's tests, twice its standard
+    error; for a largest over them (a worst figure), the spread of the
+    tests' figures it is the largest of (p90 - p10); never less than a pair
+    of timer readings. 0 for overhead and fragmentation, which no timing
+    moves; None when the run has no rows to measure it from."""
+    if key not in FROM_ROWS:
+        return 0.0
+    col, how = FROM_ROWS[key]
+    names = doc.arr("row_columns").strs()
+    if col not in names or not a.obj(phase).has("rows"):
+        return None
+    i = names.index(col)
+    v = [r[i] for r in a.obj(phase).raw("rows") if isinstance(r[i], (int, float))]
+    if len(v) < 2:
+        return None
+    if how == "mean":
+        spread = 2 * statistics.stdev(v) / len(v) ** 0.5
+    else:
+        spread = _nearest_rank(v, 0.9) - _nearest_rank(v, 0.1)
+    return max(spread, floor_ns or 0.0)
+
+
+def _summary_table(doc, phase, floor_ns):
+    rows, values, noise = [], {}, {}
     allocs = [a for a in doc.arr("allocators").objs() if a.has(phase)]
     if not allocs:
         return page.note("This phase did not run (--phases).")
     for a in allocs:
         o = a.obj(phase).obj("overall")
         values[a.str("name")] = [o.num(k, nullable=True) for k, _, _ in SUMMARY]
+        noise[a.str("name")] = [_noise(doc, a, phase, k, floor_ns) for k, _, _ in SUMMARY]
     sorts = {a.str("name"): a.str("sort") for a in allocs}
 
     def best(i, name):
-        """The column's least value: among all for a time, among the same
-        sort (a heap, a process allocator) for overhead and fragmentation,
-        which the two sorts measure differently."""
-        col = [v[i] for n, v in values.items() if v[i] is not None and
-               (SUMMARY[i][2] or sorts[n] == sorts[name])]
-        return min(col) if len(col) > 1 else None
+        """Whether name's figure is its column's least (among all for a
+        time; among the same sort, a heap or a process allocator, for
+        overhead and fragmentation, which the two sorts measure
+        differently) by more than the noise of either figure: only then is
+        it the best, and not the luck of this run."""
+        v = values[name][i]
+        others = [n for n in values if n != name and values[n][i] is not None and
+                  (SUMMARY[i][2] or sorts[n] == sorts[name])]
+        if v is None or not others:
+            return False
+        for n in others:
+            margin = [noise[name][i], noise[n][i]]
+            if None in margin or values[n][i] - v <= max(margin):
+                return False
+        return True
 
     for a in allocs:
         name = a.str("name")
@@ -45,7 +92,7 @@ def _summary_table(doc, phase):
         for i, (_, _, is_time) in enumerate(SUMMARY):
             v = values[name][i]
             text = page.fmt_ns(v) if is_time else page.fmt_pct(v)
-            cells.append((text, "best") if v is not None and v == best(i, name) else text)
+            cells.append((text, "best") if best(i, name) else text)
         cells.append(page.fmt_num(a.obj(phase).num("tests")))
         rows.append(cells)
     return page.table(["allocator"] + [h for _, h, _ in SUMMARY] + ["tests"], rows)
@@ -214,10 +261,18 @@ def build(docs, ctx):
                 "%s (%s)" % (s.str("name"), s.str("reason")) for s in skipped)))
         for phase, label in PHASES:
             out.append(page.heading(3, "Overall summary, %s" % label))
-            out.append(_summary_table(doc, phase))
-        out.append(page.para("Best of each column in green (overhead and fragmentation: among "
-                             "rtmem's heaps and among the process allocators apart, which "
-                             "measure them differently). Overhead and fragmentation are means "
+            out.append(_summary_table(doc, phase, floor_ns))
+        out.append(page.para("Green: the best of a column, and only where it beats every other "
+                             "figure of the column by more than the noise measured in this "
+                             "run (for a time averaged over the phase's tests, twice its "
+                             "standard error; for a worst figure, the spread p10-p90 of the "
+                             "tests' maxima it is the largest of; never less than a pair of "
+                             "timer readings). A worst time on a virtual machine is mostly the "
+                             "machine's stall, and a best one inside that noise is luck: it is "
+                             "left unshaded, as is every time of a run without its rows "
+                             "(--no-json-rows). Overhead and fragmentation, which no timing "
+                             "moves, are compared among rtmem's heaps and among the process "
+                             "allocators apart (they measure them differently); they are means "
                              "over the phase's tests."))
         out.append(_summary_plot(doc, ctx, floor_ns, floor_label))
         out.append(page.heading(3, "Against block size"))
