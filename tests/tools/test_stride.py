@@ -185,10 +185,11 @@ def test_first_touch_times_the_published_loops_and_loop_1_takes_the_faults(rtmem
     pages = (8 << 20) // os.sysconf("SC_PAGESIZE")
     first, loop2, again = ft["loop1_first_touch"], ft["loop2"], ft["loop1_again"]
     if not EMULATED:
-        # every page faulted in by loop 1, twice at most (the read maps the
+        # every page faulted in by loop 1, about twice (the read maps the
         # zero page, the write copies it; fewer if the kernel maps larger
-        # folios at a fault), none by the loops after it
-        assert 3 <= first["minor_faults"] <= 3 * 2 * pages and loop2["minor_faults"] == 0 and \
+        # folios at a fault; a few more in a sanitizer's build, whose shadow
+        # memory faults in beside), none by the loops after it
+        assert 3 <= first["minor_faults"] <= 3 * 3 * pages and loop2["minor_faults"] == 0 and \
             again["minor_faults"] == 0, ft
     for k in (first, loop2, again):
         assert 0 < k["p10_ns"] <= k["median_ns"] <= k["p90_ns"], ft
