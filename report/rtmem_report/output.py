@@ -77,8 +77,15 @@ class Output:
 
     def _temporary(self, name):
         """A new file in the directory for name's content: its path."""
-        fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=self.dir)
-        self.staged.append((tmp, name))
+        # SIGINT and SIGTERM held between the file's making and its record:
+        # their handler raises, and a file made but not yet recorded would
+        # outlive abandon()
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=self.dir)
+            self.staged.append((tmp, name))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         mask = os.umask(0)
         os.umask(mask)
         os.fchmod(fd, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600
