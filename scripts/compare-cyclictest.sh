@@ -227,7 +227,8 @@ import os, signal, sys, time
 tool = sys.argv[1]
 skip = {tool, str(os.getpid()), "2"}
 waited = {}
-worst = 0  # the most it waited between two readings
+read_at = {}
+worst = 0  # the most it waited in a tenth of a second between two readings
 
 
 def done(*_):
@@ -279,9 +280,13 @@ def tool_waits():
             if policy_and_parent(base + "stat")[1]:
                 with open(base + "schedstat") as f:
                     now = int(f.read().split()[1])
+                t = time.monotonic()
                 if tid in waited:
-                    worst = max(worst, now - waited[tid])
+                    # per tenth of a second, however late this reading is
+                    dt = max(0.1, t - read_at[tid])
+                    worst = max(worst, int((now - waited[tid]) * 0.1 / dt))
                 waited[tid] = now
+                read_at[tid] = t
         except (OSError, ValueError, IndexError):
             pass
 

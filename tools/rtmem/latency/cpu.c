@@ -212,6 +212,7 @@ void lat_dma_hold(struct lat_dma *d, bool hold)
     /* The request lasts as long as the file stays open: the kernel drops
      * it when the descriptor is closed, at lat_dma_release or at exit. */
     int32_t zero = 0;
+    errno = 0;
     if (write(fd, &zero, sizeof(zero)) != (ssize_t)sizeof(zero)) {
         d->err = errno ? errno : EIO;
         close(fd);

@@ -114,10 +114,14 @@ void lat_print_dma(FILE *f, const struct lat *l)
                  "%s NOT held at 0: %s; the run keeps the machine's setting (%s), and a wake-up "
                  "from a deep idle state adds its exit time",
                  d->path, strerror(d->err), was);
+    else if (d->in_force_known)
+        snprintf(text, sizeof(text),
+                 "%s NOT held at 0: 0 written but %ld us read back; the run keeps that setting",
+                 d->path, (long)d->in_force_us);
     else
         snprintf(text, sizeof(text),
-                 "%s NOT held at 0: 0 written but %s%ld us read back; the run keeps that setting",
-                 d->path, d->in_force_known ? "" : "nothing ", (long)d->in_force_us);
+                 "%s NOT held at 0: 0 written but the limit in force could not be read back",
+                 d->path);
     fputs("  idle states  : ", f);
     tk_opt_wrap(f, text, 17, 17);
 }

@@ -123,14 +123,18 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
         .zero_method = method,
     };
     c_counts(sh, c, &job.writes, &job.zeroings);
-    /* The byte loop is a hundred times slower than a bulk fill: as many
-     * as fit in the budget, unless --zeroings. */
+    /* The byte loop is some twenty times slower than a bulk fill: as many
+     * as fit in the budget, unless --zeroings (its time limit then allows
+     * for that: JAVA_TIMEOUT_FACTOR more again). */
     if (strcmp(method, "loop") == 0 && !sh->zeroings_given)
         job.zeroings = 0;
     /* Counts given, or large: the C row's time for them, many times over. */
     if (c)
         job.timeout_ns += (uint64_t)(JAVA_TIMEOUT_FACTOR * (c->phase[SHM_PHASE_WRITES].ns +
                                                             c->phase[SHM_PHASE_ZEROINGS].ns));
+    if (c && strcmp(method, "loop") == 0)
+        job.timeout_ns +=
+            (uint64_t)(JAVA_TIMEOUT_FACTOR * JAVA_TIMEOUT_FACTOR * c->phase[SHM_PHASE_ZEROINGS].ns);
     row->writes_capped = !sh->writes_given && job.writes < sh->o.writes;
     struct shm_java_result r;
     int rc = shm_java_run(&job, &r, row->why, sizeof(row->why));

@@ -71,7 +71,7 @@ static int check(struct tk_session *s)
     struct stride_opts *o = s->opts;
     const struct tk_opt_parse *p = &s->parsed;
     size_t n = sizeof(options) / sizeof(options[0]);
-    if (o->rounds > o->reps)
+    if (!o->first_touch && o->rounds > o->reps)
         return tk_args_bad(&s->cli,
                            "--rounds (%u) is more than --reps (%u): each round times a "
                            "repetition at least",
