@@ -164,6 +164,17 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/compare-cyclictest.XXXXXX") || die "mktemp -d f
 pids=""
 groups="" # the loads started in a session of their own: stress's workers
 
+# Waits up to 5 s for process group $1 to end, then SIGKILLs what is left.
+# shellcheck disable=SC2317 # also called by the EXIT trap
+reap_group() {
+    n=0
+    while kill -0 "-$1" 2>/dev/null && [ "$n" -lt 50 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    kill -KILL "-$1" 2>/dev/null
+}
+
 # Stops what is still running (SIGTERM: each tool then ends as a complete
 # run), waits for it, SIGKILL after 5 s, and removes the directory.
 # shellcheck disable=SC2317 # called by the EXIT trap
@@ -179,14 +190,7 @@ cleanup() {
         kill -KILL "$p" 2>/dev/null
         wait "$p" 2>/dev/null
     done
-    for g in $groups; do
-        n=0
-        while kill -0 "-$g" 2>/dev/null && [ "$n" -lt 50 ]; do
-            sleep 0.1
-            n=$((n + 1))
-        done
-        kill -KILL "-$g" 2>/dev/null
-    done
+    for g in $groups; do reap_group "$g"; done
     pids=""
     groups=""
     rm -rf "$tmp"
@@ -357,12 +361,7 @@ load_stop() {
         echo "$faults $(date +%s.%N) $lstart" > "$1.rate"
         kill -TERM "-$lpid" 2>/dev/null
         finish "$lpid"
-        n=0
-        while kill -0 "-$lpid" 2>/dev/null && [ "$n" -lt 50 ]; do
-            sleep 0.1
-            n=$((n + 1))
-        done
-        kill -KILL "-$lpid" 2>/dev/null
+        reap_group "$lpid"
         rest=""
         for g in $groups; do [ "$g" = "$lpid" ] || rest="$rest $g"; done
         groups=$rest
