@@ -11,6 +11,8 @@
 #                make format-check only checks (CI's first step)
 #   make compare-cyclictest  rtmem latency beside cyclictest, idle and under
 #                pressure (scripts/compare-cyclictest.sh; not part of bench)
+#   make figures three runs of make bench (and two studies), then every figure the
+#                README and docs/ quote rewritten from them (docs/figures.md)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
 
 BUILD   ?= build
@@ -20,7 +22,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
-        format format-check compare-cyclictest
+        format format-check compare-cyclictest figures
 
 all: build
 
@@ -136,6 +138,14 @@ sweep: build
 COMPARE_FLAGS ?=
 compare-cyclictest: build
 	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
+
+# Every figure README.md and docs/ quote, regenerated: FIGURE_RUNS runs of make
+# bench and the two studies the pages quote (results/figures-<time>/), then the
+# pages' figure markers rewritten from them (scripts/figures, docs/figures.md).
+# About three make bench long; on a quiet machine.
+FIGURE_RUNS ?= 3
+figures: build
+	python3 scripts/figures run --runs $(FIGURE_RUNS) --build $(BUILD)
 
 # The library, the tools and the tests cross-built for arm64 and 32-bit ARM
 # (armv7, hard-float) with Debian's cross compilers (installed on demand) and

@@ -396,6 +396,26 @@ def test_a_bench_whose_target_was_not_met_is_drawn_failed_with_the_reason(rtmem,
     assert "FAILED" in text, "the bench run is not marked failed"
 
 
+def test_latency_says_whether_idle_states_were_held(rtmem, module_dir, whole_report_module):
+    res = os.path.join(module_dir, "idle-states")
+    os.makedirs(res)
+    with open(os.path.join(FIXTURES, "latency.json")) as f:
+        held = json.load(f)
+    assert held["cpu_dma_latency"]["held"], "the fixture was not made holding the setting"
+    machine = json.loads(json.dumps(held))
+    machine["cpu_dma_latency"].update(hold_zero=False, held=False, in_force_us=None)
+    for name, d in (("latency.json", held), ("latency-default-system.json", machine)):
+        with open(os.path.join(res, name), "w") as f:
+            json.dump(d, f)
+    out = os.path.join(module_dir, "idle-states-report")
+    r = report(rtmem, res, out)
+    assert r.returncode == 0, explain(r)
+    text = page_text(out)
+    assert "idle states held (cpu_dma_latency 0)" in text, "the held setting is not shown"
+    assert "the machine&#x27;s idle states (--default-system)" in text or \
+        "the machine's idle states (--default-system)" in text, "--default-system is not shown"
+
+
 def test_the_fixtures_report_draws_every_expected_plot_and_no_other(full):
     assert pngs_in(full[1]) == ALL_PNGS
 

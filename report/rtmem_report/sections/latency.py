@@ -44,6 +44,14 @@ def _setup(doc):
         bits.append("isolated CPU")
     if doc.raw("steal_ms"):
         bits.append("steal %d ms" % doc.num("steal_ms"))
+    if doc.has("cpu_dma_latency"):
+        dma = doc.obj("cpu_dma_latency")
+        if dma.bool("held"):
+            bits.append("idle states held (cpu_dma_latency 0)")
+        elif not dma.bool("hold_zero"):
+            bits.append("the machine's idle states (--default-system)")
+        else:
+            bits.append("idle states NOT held")
     return ", ".join(bits)
 
 
