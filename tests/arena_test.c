@@ -1188,17 +1188,20 @@ TEST_CASE_IN("ownership", "a keyed SysV segment is removed at close, a private o
     CHECK(shmctl(id, IPC_STAT, &ds) != 0);
 }
 
+/* The mode is applied as given: the umask (027 here) takes nothing from it. */
 TEST_CASE_IN("ownership", "a file an arena created is made as asked, and removed at close")
 {
     struct rtm_arena a;
     struct stat st;
     char path[PATH_MAX];
     scratch_path(path, sizeof path, "owned");
-    REQUIRE(rtm_arena_open(&a, &(struct rtm_arena_config){ .source = RTM_ARENA_FILE,
-                                                           .name = path,
-                                                           .mode = 0640,
-                                                           .size_bytes = MIB }) == 0, );
-    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB && (st.st_mode & 0777) == 0640);
+    mode_t old = umask(027);
+    int rc = rtm_arena_open(
+        &a, &(struct rtm_arena_config){
+                .source = RTM_ARENA_FILE, .name = path, .mode = 0664, .size_bytes = MIB });
+    umask(old);
+    REQUIRE(rc == 0, );
+    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)MIB && (st.st_mode & 0777) == 0664);
     memset(a.base, 0x33, MIB);
     CHECK_EQ(rtm_arena_close(&a), 0);
     CHECK(stat(path, &st) != 0 && errno == ENOENT);

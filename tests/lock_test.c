@@ -338,6 +338,76 @@ TEST_CASE_IN("layout", "a call from inside a call gets EDEADLK")
     rtm_heap_destroy(h);
 }
 
+/* A thread that holds a PI heap's lock and does not give it back: with a
+ * timeout, another thread's call gives up after it (never sooner),
+ * counted; a timeout needs a lock. */
+struct sitter {
+    struct rtm_heap *h;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int held, done;
+};
+
+static void *hold_until_done(void *arg)
+{
+    struct sitter *t = arg;
+    int rc = rtm__heap_lock_hold(t->h);
+    pthread_mutex_lock(&t->m);
+    t->held = rc == 0 ? 1 : -1;
+    pthread_cond_broadcast(&t->c);
+    while (!t->done)
+        pthread_cond_wait(&t->c, &t->m);
+    pthread_mutex_unlock(&t->m);
+    if (rc == 0)
+        rtm__heap_lock_release(t->h);
+    return NULL;
+}
+
+TEST_CASE_IN("layout", "a call that waits longer than the heap's timeout gives up, counted")
+{
+    struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_PI, .lock_timeout_us = 20000 };
+    struct rtm_heap *h = rtm_heap_create_ex("tlsf", arena, 64u << 10, &cfg);
+    REQUIRE(h != NULL, );
+    struct sitter t = { .h = h, .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, hold_until_done, &t) == 0, );
+    pthread_mutex_lock(&t.m);
+    while (!t.held)
+        pthread_cond_wait(&t.c, &t.m);
+    pthread_mutex_unlock(&t.m);
+    CHECK_EQ(t.held, 1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    errno = 0;
+    CHECK(rtm_heap_alloc(h, 16) == NULL && errno == ETIMEDOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000 >= 20000);
+    CHECK_EQ(rtm_heap_free(h, NULL), -ETIMEDOUT);
+    struct rtm_heap_lock_stats ls = lock_stats_of(h);
+    CHECK_EQ(ls.timeout_us, 20000);
+    CHECK_EQ(ls.timeouts, 2);
+    pthread_mutex_lock(&t.m);
+    t.done = 1;
+    pthread_cond_broadcast(&t.c);
+    pthread_mutex_unlock(&t.m);
+    pthread_join(th, NULL);
+    void *p = rtm_heap_alloc(h, 16);
+    CHECK(p != NULL);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    CHECK_EQ(lock_stats_of(h).timeouts, 2);
+    CHECK_EQ(rtm_heap_set_lock_timeout(h, 0), 0);
+    CHECK_EQ(lock_stats_of(h).timeout_us, 0);
+    rtm_heap_destroy(h);
+    /* no lock, no timeout */
+    struct rtm_heap_config unlocked = { .lock_timeout_us = 1000 };
+    errno = 0;
+    CHECK(rtm_heap_create_ex("tlsf", arena, 64u << 10, &unlocked) == NULL && errno == EINVAL);
+    struct rtm_heap *u = rtm_heap_create("tlsf", arena, 64u << 10);
+    REQUIRE(u != NULL, );
+    CHECK_EQ(rtm_heap_set_lock_timeout(u, 1000), -EINVAL);
+    rtm_heap_destroy(u);
+}
+
 /* A handler is an address in one process: a heap shared between processes
  * takes none, at create or later; clearing is allowed. */
 TEST_CASE_IN("layout", "a heap shared between processes takes no corruption handler")

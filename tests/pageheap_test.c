@@ -694,7 +694,9 @@ static void overflow_trial(const char *kind, int level, enum victim v, enum neig
     memset(&t, 0, sizeof(t));
     memset(ovf_mem, 0xa5, sizeof(ovf_mem));
     struct reports rep = { 0 };
-    struct rtm_heap_config cfg = { level, 0, record, &rep, RTM_HEAP_LOCK_NONE };
+    struct rtm_heap_config cfg = { .hardening = level,
+                                   .on_corruption = record,
+                                   .on_corruption_arg = &rep };
     t.h = rtm_heap_create_ex(kind, OVF_LO, OVF_HEAP, &cfg);
     REQUIRE(t.h != NULL, );
     unsigned char *x2, *next, *a_free_run;
@@ -778,7 +780,10 @@ static unsigned char *guarded_layout(struct rtm_heap **hp, const char *kind, int
                                      uint32_t interval, struct reports *rep, unsigned char **x2)
 {
     memset(arena, 0, sizeof(arena));
-    struct rtm_heap_config cfg = { level, interval, record, rep, RTM_HEAP_LOCK_NONE };
+    struct rtm_heap_config cfg = { .hardening = level,
+                                   .check_interval = interval,
+                                   .on_corruption = record,
+                                   .on_corruption_arg = rep };
     struct rtm_heap *h = *hp = rtm_heap_create_ex(kind, arena, 64u << 10, &cfg);
     REQUIRE(h != NULL, NULL);
     CHECK_EQ(rtm_heap_hardening(h), level);
@@ -889,7 +894,7 @@ TEST_CASE("full hardening finds damage at its next periodic check")
 static void none_same_as_default(const char *kind)
 {
     const size_t half = sizeof(arena) / 2;
-    struct rtm_heap_config none = { RTM_HEAP_HARDEN_NONE, 0, NULL, NULL, RTM_HEAP_LOCK_NONE };
+    struct rtm_heap_config none = { .hardening = RTM_HEAP_HARDEN_NONE };
     struct rtm_heap *hn = rtm_heap_create_ex(kind, arena, half, &none);
     struct rtm_heap *hd = rtm_heap_create(kind, arena + half, half);
     REQUIRE(hn && hd, );

@@ -1,7 +1,9 @@
 /*
  * Shared heaps (rtmem/shared.h), one section per CTest entry (ctest -R
  * shared):
- *   lifecycle  create, attach, detach, unlink, and the errno of each refusal
+ *   lifecycle  create, attach, detach, unlink, and the errno of each refusal;
+ *              the mode as given whatever the umask, attach racing create
+ *              (EBUSY, never EINVAL), who may attach (EPERM otherwise)
  *   exists     a name whose creator exited or was killed: EEXIST, and the
  *              heap still attaches
  *   address    a child that maps the segment elsewhere: addresses differ,
@@ -491,6 +493,160 @@ TEST_CASE_IN("lifecycle", "the longest name and the create options hold, attach_
     CHECK_EQ(rtm_shared_unlink(longest), 0);
 }
 
+/* The mode a creator asks is the object's, whatever its umask: a group
+ * member it admits with 0660 must not find 0640. */
+TEST_CASE_IN("lifecycle", "the mode asked is the object's mode, whatever the umask")
+{
+    static const struct {
+        unsigned mode, umask, want;
+    } cases[] = { { 0660, 022, 0660 }, { 0666, 077, 0666 }, { 0, 0377, 0600 } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *n = new_name();
+        struct rtm_shared_config cfg = { .mode = cases[i].mode };
+        mode_t old = umask((mode_t)cases[i].umask);
+        struct rtm_shared *s = rtm_shared_create_ex(n, "tlsf", 1 << 20, &cfg);
+        umask(old);
+        REQUIRE(s != NULL, );
+        char path[128];
+        struct stat st;
+        snprintf(path, sizeof path, "/dev/shm/rtmem-%s", n);
+        CHECK(stat(path, &st) == 0);
+        CHECK_EQ(st.st_mode & 0777, cases[i].want);
+        CHECK_EQ(rtm_shared_detach(s), 0);
+        CHECK_EQ(rtm_shared_unlink(n), 0);
+    }
+}
+
+/* A heap being created is EBUSY to attach, never EINVAL ("not an rtmem
+ * shared heap": a program may unlink on it). A child creates, detaches and
+ * unlinks one name over and over while this process attaches it. */
+TEST_CASE_IN("lifecycle", "attach during create and unlink churn: EBUSY or ENOENT, never EINVAL")
+{
+    const char *n = new_name();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            struct rtm_shared *c = rtm_shared_create(n, "tlsf", 256 << 10);
+            if (c) {
+                rtm_shared_detach(c);
+                rtm_shared_unlink(n);
+            } else if (errno != EEXIST) {
+                test_exit(1);
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1500000000L);
+        test_exit(0);
+    }
+    unsigned long ok = 0, busy = 0, gone = 0, invalid = 0, other = 0;
+    int status;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        errno = 0;
+        struct rtm_shared *a = rtm_shared_attach(n);
+        if (a) {
+            ok++;
+            rtm_shared_detach(a);
+        } else if (errno == EBUSY) {
+            busy++;
+        } else if (errno == ENOENT) {
+            gone++;
+        } else if (errno == EINVAL) {
+            invalid++;
+        } else {
+            other++;
+        }
+    }
+    printf("#   attach during churn: %lu attached, %lu EBUSY, %lu ENOENT, %lu EINVAL, %lu other\n",
+           ok, busy, gone, invalid, other);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_EQ(invalid, 0);
+    CHECK_EQ(other, 0);
+    CHECK(ok > 0);
+    rtm_shared_unlink(n);
+}
+
+/* A user's own segment, its mode as the creator made it or not: attach
+ * trusts what its creator (this user) chose, and refuses a world-writable
+ * mode someone gave it later (EPERM) unless told to trust it. */
+TEST_CASE_IN("lifecycle", "a world-writable segment is attached only if its creator made it so")
+{
+    const char *made = new_name(), *later = new_name();
+    struct rtm_shared_config cfg = { .mode = 0666 };
+    struct rtm_shared *a = rtm_shared_create_ex(made, "tlsf", 1 << 20, &cfg);
+    struct rtm_shared *b = rtm_shared_create(later, "tlsf", 1 << 20);
+    REQUIRE(a && b, );
+    struct rtm_shared *x = rtm_shared_attach(made);
+    CHECK(x != NULL);
+    if (x)
+        rtm_shared_detach(x);
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm/rtmem-%s", later);
+    CHECK(chmod(path, 0666) == 0);
+    errno = 0;
+    CHECK(rtm_shared_attach(later) == NULL && errno == EPERM);
+    struct rtm_shared_config trust = { .trust = RTM_SHARED_TRUST_WORLD_WRITABLE };
+    x = rtm_shared_attach_ex(later, &trust);
+    CHECK(x != NULL);
+    if (x)
+        rtm_shared_detach(x);
+    /* trust is attach's: create refuses it, attach refuses unknown flags */
+    struct rtm_shared_config bad = { .trust = 4 };
+    errno = 0;
+    CHECK(rtm_shared_attach_ex(made, &bad) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(rtm_shared_create_ex(new_name(), "tlsf", 1 << 20, &trust) == NULL && errno == EINVAL);
+    bad = (struct rtm_shared_config){ .trusted_uid = 1000 };
+    errno = 0;
+    CHECK(rtm_shared_create_ex(new_name(), "tlsf", 1 << 20, &bad) == NULL && errno == EINVAL);
+    rtm_shared_detach(a);
+    rtm_shared_detach(b);
+    rtm_shared_unlink(made);
+    rtm_shared_unlink(later);
+}
+
+/* A user who creates the name first (nobody, 65534, here) must not get
+ * root's attach into a segment that user controls: EPERM, unless root
+ * names that user (trusted_uid) or trusts any owner. Needs root. */
+TEST_CASE_IN("lifecycle", "a segment another user owns is refused unless that user is trusted")
+{
+    if (geteuid() != 0) {
+        printf("#   skipped: needs root, to create a heap as another user\n");
+        return;
+    }
+    const uid_t nobody = 65534;
+    const char *n = new_name();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        if (setgid(nobody) != 0 || setuid(nobody) != 0)
+            test_exit(1);
+        struct rtm_shared_config cfg = { .mode = 0666 };
+        struct rtm_shared *c = rtm_shared_create_ex(n, "tlsf", 1 << 20, &cfg);
+        test_exit(c ? 0 : 2);
+    }
+    REQUIRE(wait_child(pid) == 0, );
+    errno = 0;
+    CHECK(rtm_shared_create(n, "tlsf", 1 << 20) == NULL && errno == EEXIST);
+    errno = 0;
+    CHECK(rtm_shared_attach(n) == NULL && errno == EPERM);
+    struct rtm_shared_config named = { .trusted_uid = nobody };
+    struct rtm_shared *x = rtm_shared_attach_ex(n, &named);
+    CHECK(x != NULL);
+    if (x)
+        rtm_shared_detach(x);
+    named.trusted_uid = nobody - 1;
+    errno = 0;
+    CHECK(rtm_shared_attach_ex(n, &named) == NULL && errno == EPERM);
+    struct rtm_shared_config any = { .trust = RTM_SHARED_TRUST_ANY_OWNER };
+    x = rtm_shared_attach_ex(n, &any);
+    CHECK(x != NULL);
+    if (x)
+        rtm_shared_detach(x);
+    CHECK_EQ(rtm_shared_unlink(n), 0);
+}
+
 SECTION_CLEANUP("lifecycle")
 
 /* ---- exists ------------------------------------------------------------------------- */
@@ -821,6 +977,69 @@ TEST_CASE_IN("creator", "a process killed holding the heap's lock: the next call
     CHECK_EQ(ls.recovered, 1);
     CHECK_EQ(rtm_heap_free(rtm_shared_heap(s), q), 0);
     CHECK_EQ(rtm_heap_check(rtm_shared_heap(s)), 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+}
+
+/* A holder stopped (SIGSTOP) with the lock: a heap with a timeout makes
+ * the next call give up after it (-ETIMEDOUT, never sooner), counted;
+ * without one it would wait for ever. Resumed, the holder gives the lock
+ * back and calls go on. */
+TEST_CASE_IN("creator", "a stopped holder: a call with a timeout gives up, counted")
+{
+    const char *name = new_name();
+    struct rtm_shared_config cfg = { .lock_timeout_us = 50000 };
+    struct rtm_shared *s = rtm_shared_create_ex(name, "tlsf", 1 << 20, &cfg);
+    REQUIRE(s != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(s);
+    int fds[2], back[2];
+    REQUIRE(pipe(fds) == 0 && pipe(back) == 0, );
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rtm_shared *c = rtm_shared_attach(name);
+        if (!c || rtm__heap_lock_hold(rtm_shared_heap(c)) != 0)
+            test_exit(1);
+        if (write(fds[1], "h", 1) != 1)
+            test_exit(2);
+        raise(SIGSTOP);
+        char b;
+        if (read(back[0], &b, 1) != 1) /* resumed: told when to give it back */
+            test_exit(3);
+        test_exit(rtm__heap_lock_release(rtm_shared_heap(c)) == 0 ? 0 : 4);
+    }
+    REQUIRE(pid > 0, );
+    close(fds[1]);
+    CHECK(wait_ready(fds[0]));
+    int st;
+    CHECK(waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    errno = 0;
+    void *p = rtm_heap_alloc(h, 64);
+    int err = errno;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long waited_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    CHECK(p == NULL && err == ETIMEDOUT);
+    CHECK(waited_us >= 50000);
+    CHECK_EQ(rtm_heap_check(h), -ETIMEDOUT);
+    struct rtm_heap_lock_stats ls;
+    CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
+    CHECK_EQ(ls.timeout_us, 50000);
+    CHECK_EQ(ls.timeouts, 2);
+    /* a longer bound, set on the live heap, for every process */
+    CHECK_EQ(rtm_heap_set_lock_timeout(h, 5000000), 0);
+    kill(pid, SIGCONT);
+    CHECK(write(back[1], "g", 1) == 1);
+    p = rtm_heap_alloc(h, 64); /* waits for the release, well within 5 s */
+    CHECK(p != NULL);
+    CHECK_EQ(wait_child(pid), 0);
+    CHECK_EQ(rtm_heap_free(h, p), 0);
+    CHECK_EQ(rtm_heap_lock_stats(h, &ls), 0);
+    CHECK_EQ(ls.timeouts, 2);
+    CHECK_EQ(rtm_heap_check(h), 0);
+    close(back[0]);
+    close(back[1]);
+    close(fds[0]);
     CHECK_EQ(rtm_shared_detach(s), 0);
     CHECK_EQ(rtm_shared_unlink(name), 0);
 }
@@ -1172,6 +1391,149 @@ TEST_CASE_IN("crafted", "a segment whose kind's layout does not hold is refused 
             CHECK_EQ(rtm_shared_unlink(name), 0);
         }
     }
+}
+
+/* The mutex in a segment's lock area. */
+static pthread_mutex_t *mutex_of(struct rtm_shared *s)
+{
+    struct rtm_heap *h = rtm_shared_heap(s);
+    return &((struct rtm_lock *)(void *)((char *)h - h->lock_offset))->mutex;
+}
+
+/* A child attaches name and checks the heap, under a 5 s alarm (a mutex
+ * held by a live thread makes a call wait). Its wait status: exit 0
+ * checked clean, 10 attach refused with EINVAL, 11 refused otherwise, 12
+ * the check failed; or the signal that ended it. */
+static int attach_and_check_in_child(const char *name)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        alarm(5);
+        errno = 0;
+        struct rtm_shared *a = rtm_shared_attach(name);
+        if (!a)
+            _exit(errno == EINVAL ? 10 : 11);
+        _exit(rtm_heap_check(rtm_shared_heap(a)) == 0 ? 0 : 12);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
+/* A thread id that named a process now gone (reaped). */
+static pid_t gone_tid(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+#define LOCK_OWNER_DIED 0x40000000u
+
+/* glibc aborts a process that waits on a robust mutex whose word names a
+ * thread that is gone, or whose kind says it is not robust while its word
+ * says its holder died: attach refuses both (EINVAL), untouched. */
+TEST_CASE_IN("crafted", "a crafted lock is a refused attach, never an abort")
+{
+#if defined(__GLIBC__)
+    const char *name = new_name();
+    for (int c = 0; c < 3; c++) {
+        struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
+        REQUIRE(s != NULL, );
+        pthread_mutex_t *m = mutex_of(s);
+        if (c == 0) {
+            m->__data.__lock = (int)gone_tid(); /* held by a thread that is gone */
+        } else if (c == 1) {
+            m->__data.__kind &= ~16; /* PTHREAD_MUTEX_ROBUST_NORMAL_NP */
+            m->__data.__lock = (int)LOCK_OWNER_DIED;
+        } else {
+            m->__data.__kind = 0x7fffffff; /* no kind glibc makes */
+        }
+        int st = attach_and_check_in_child(name);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 10);
+        check_refused(name, EINVAL);
+        CHECK_EQ(rtm_shared_detach(s), 0);
+        CHECK_EQ(rtm_shared_unlink(name), 0);
+    }
+#else
+    printf("#   skipped: the mutex's fields are glibc's\n");
+#endif
+}
+
+/* A robust lock whose holder is found gone after attach (damaged while
+ * attached): the call reports a corruption and fails, it does not wait. */
+TEST_CASE_IN("crafted", "a lock damaged after attach: the call fails and counts a corruption")
+{
+#if defined(__GLIBC__)
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
+    REQUIRE(s != NULL, );
+    struct rtm_heap *h = rtm_shared_heap(s);
+    pthread_mutex_t *m = mutex_of(s);
+    m->__data.__lock = (int)gone_tid();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        alarm(5);
+        errno = 0;
+        void *p = rtm_heap_alloc(h, 64);
+        _exit(p == NULL && errno == ENOTRECOVERABLE ? 0 : 1);
+    }
+    uint64_t before = h->corruptions;
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ(h->corruptions, before + 1); /* counted in the heap, which every process sees */
+    m->__data.__lock = 0;
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
+#else
+    printf("#   skipped: the mutex's fields are glibc's\n");
+#endif
+}
+
+/* Random bytes in the mutex, 300 times: each attach is refused or checks,
+ * or waits (a live thread named: the alarm ends it); no child dies of
+ * anything else. */
+TEST_CASE_IN("crafted", "a mutex of random bytes never aborts a process that attaches")
+{
+    const char *name = new_name();
+    struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
+    REQUIRE(s != NULL, );
+    pthread_mutex_t *m = mutex_of(s), saved = *m;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    unsigned refused = 0, attached = 0, waited = 0, died = 0;
+    for (int i = 0; i < 300; i++) {
+        unsigned char *b = (unsigned char *)m;
+        /* all bytes, or one word, random */
+        size_t from = i % 2 ? 0 : (size_t)(i / 2 % (sizeof *m / 4)) * 4;
+        size_t to = i % 2 ? sizeof *m : from + 4;
+        for (size_t k = from; k < to; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            b[k] = (unsigned char)x;
+        }
+        int st = attach_and_check_in_child(name);
+        if (WIFEXITED(st) && (WEXITSTATUS(st) == 10 || WEXITSTATUS(st) == 11))
+            refused++;
+        else if (WIFEXITED(st))
+            attached++;
+        else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+            waited++;
+        else
+            died++;
+        *m = saved;
+    }
+    printf("#   random mutexes: %u refused, %u attached, %u waited, %u died\n", refused, attached,
+           waited, died);
+    CHECK_EQ(died, 0);
+    CHECK(refused > 0);
+    CHECK_EQ(rtm_shared_detach(s), 0);
+    CHECK_EQ(rtm_shared_unlink(name), 0);
 }
 
 SECTION_CLEANUP("crafted")

@@ -211,7 +211,8 @@ struct rtm_arena_config {
                         the namespace so that it cannot outlive its users */
     unsigned mode;   /* permissions of a created shm object, segment or file:
                         0777 at most (no setuid, setgid, sticky); 0 means
-                        0600 */
+                        0600. Applied as given: the process's umask takes
+                        nothing from it */
     int prefault;    /* RTM_ARENA_PREFAULT_* */
     int lock;        /* RTM_ARENA_LOCK_* */
     int thp;         /* RTM_ARENA_THP_*; only for base pages */

@@ -176,6 +176,12 @@ struct rtm_heap_config {
     /* RTM_HEAP_LOCK_* (rtmem/lock.h); 0 is RTM_HEAP_LOCK_NONE. Only
      * rtm_heap_create_ex takes a lock: a typed create_ex refuses one. */
     int lock;
+    /* A locked heap: how long a call waits for a lock another thread holds
+     * before it gives up with -ETIMEDOUT, in microseconds (0: no bound; the
+     * wait then lasts as long as the holder holds it). rtmem/lock.h,
+     * "Bounded waits"; rtm_heap_set_lock_timeout changes it later. With no
+     * lock it must be 0. */
+    uint32_t lock_timeout_us;
 };
 
 /* Names of the heap kinds built into this library, NULL-terminated, "tlsf"

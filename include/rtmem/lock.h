@@ -120,7 +120,24 @@
  * handler it calls from inside a heap call can make it) leaves it held for
  * ever: later callers wait, as with any mutex.
  *
- * When the lock cannot be taken (-EDEADLK, -ENOTRECOVERABLE), a call does
+ * Bounded waits. A lock held by a thread that does not give it back (one
+ * stopped by SIGSTOP or a debugger, one of low priority starved on a
+ * kernel without priority inheritance for it, a process gone wrong) makes
+ * every other caller wait as long, with no bound. A heap given a timeout
+ * (rtm_heap_config.lock_timeout_us, rtm_shared_config.lock_timeout_us,
+ * rtm_heap_set_lock_timeout) bounds that wait instead: a call that has
+ * waited that long gives up, does nothing and returns -ETIMEDOUT (an
+ * allocation: NULL, errno ETIMEDOUT), and the lock's timeouts counter
+ * grows (rtm_heap_lock_stats), so that a monitor sees it. The wait is
+ * measured on CLOCK_MONOTONIC (with glibc 2.30 or later; CLOCK_REALTIME
+ * otherwise, which a change of the wall clock moves), and ends that long
+ * after the call found the lock held, plus the kernel's wake-up latency.
+ * The uncontended path does not change. The timeout is the heap's, in its
+ * lock area: every thread and process that uses the heap has it. Choose it
+ * above the longest operation any user of the heap makes (see "Time"), so
+ * that only a holder gone wrong makes a call give up.
+ *
+ * When the lock cannot be taken (-EDEADLK, -ENOTRECOVERABLE, -ETIMEDOUT), a call does
  * nothing and returns that code; an allocation returns NULL with errno set
  * to the code, and is not counted in failed_allocs; usable_size and
  * fill_count return 0.
@@ -186,6 +203,10 @@ struct rtm_heap_lock_stats {
      * recoverable is 0. */
     uint64_t owner_deaths;
     uint64_t recovered;
+    /* The heap's bound on a wait for the lock, in microseconds (0: none),
+     * and the waits that reached it and gave up (-ETIMEDOUT). */
+    uint32_t timeout_us;
+    uint64_t timeouts;
 };
 
 /* The heap's lock type (RTM_HEAP_LOCK_*), or -EINVAL for a NULL or destroyed
@@ -200,6 +221,14 @@ RTM_API int rtm_heap_lock_type(const struct rtm_heap *h);
  * than an unlocked one would need (a shared segment: its header and catalog
  * too, rtmem/shared.h). O(1). */
 RTM_API size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size);
+
+/* Sets how long a call on the locked heap h waits for a lock another
+ * thread holds before it gives up with -ETIMEDOUT, in microseconds (0: no
+ * bound), for every thread and every process that uses h from now on
+ * (rtm_heap_config.lock_timeout_us sets it at create; "Bounded waits"
+ * above). Returns 0, or -EINVAL for NULL, a destroyed or an unlocked heap.
+ * O(1); takes no lock. */
+RTM_API int rtm_heap_set_lock_timeout(struct rtm_heap *h, uint32_t timeout_us);
 
 /* Copies what the heap's lock has seen into *out (an unlocked heap: type
  * RTM_HEAP_LOCK_NONE, recoverable 1, counters 0). Returns 0, or -EINVAL for

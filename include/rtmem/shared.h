@@ -77,23 +77,47 @@
  * blocks and its sentinel; heapmem and xnheap: a pool's page map and
  * pages), aligned and in order, their sizes adding up to the heap's counts,
  * the pool list ending after as many pools as the heap counts (a cycle is
- * refused). O(pools), reading nothing outside the segment, whatever it
- * holds. A heap with a pool added outside the segment (rtm_heap_add_pool
- * of this process's own memory) is refused too: other processes could not
- * reach that pool. What attach does not check is what every operation
- * changes (free lists, trees, page maps, block headers) and the lock's
- * mutex: a segment that rtmem wrote is consistent there (or its lock says
- * it is not, rtmem/lock.h), but one damaged there by something else, or
- * crafted, can still make an rtm_heap_* call fault. rtm_heap_check is the
- * exception: on a heap attach accepted it reads nothing outside the
- * segment, whatever those hold, and reports their damage (-EFAULT); a
- * process that cannot trust what it attached to calls it first (a damaged
- * mutex can still make it fail or wait, as any call that takes the lock).
+ * refused). And the lock's mutex, before any call takes it: its type and
+ * (with glibc) the kind its init gave, and no holder
+ * that is gone (the kernel clears a dead holder of a robust mutex; glibc
+ * aborts a process that waits on one that names a missing thread): a
+ * crafted mutex is a refused attach, never an abort. A call that later
+ * finds its lock held by a thread that is gone reports a corruption and
+ * fails (-ENOTRECOVERABLE) instead of waiting. O(pools), reading nothing
+ * outside the segment, whatever it holds. A heap with a pool added outside
+ * the segment (rtm_heap_add_pool of this process's own memory) is refused
+ * too: other processes could not reach that pool. What attach does not
+ * check is what every operation changes (free lists, trees, page maps,
+ * block headers): a segment that rtmem wrote is consistent there (or its
+ * lock says it is not, rtmem/lock.h), but one damaged there by something
+ * else, or crafted, can still make an rtm_heap_* call fault.
+ * rtm_heap_check is the exception: on a heap attach accepted it reads
+ * nothing outside the segment, whatever those hold, and reports their
+ * damage (-EFAULT); a process that cannot trust what it attached to calls
+ * it first (a mutex held by a live thread that never gives it back still
+ * makes it wait, as any call that takes the lock).
  * Share a heap only between processes you trust with its memory: each can
  * change it at any time. Every process
  * attached must run the same rtmem build: the layout version guards the
  * segment, and a heap's kind is recorded as an index into this library's
  * list of kinds.
+ *
+ * Who can attach what. The operating system decides who may open the
+ * segment: its mode (rtm_shared_config.mode, 0600 by default, applied as
+ * given) must let the process read and write it (EACCES otherwise). On top
+ * of that, attach refuses (EPERM) a segment it should not trust, before it
+ * reads a byte of it: one owned by a user other than this process's
+ * effective user, root, or rtm_shared_config.trusted_uid (a user who
+ * creates a name first, another's attach would otherwise land in a
+ * segment that user controls); and one writable by every user (o+w) that
+ * its creator did not make so (the mode create gave is kept in the
+ * header). A heap meant for several users is created by one of them (or
+ * root) with a group mode, such as 0660, and the others attach with
+ * trusted_uid set to the creator's uid. RTM_SHARED_TRUST_ANY_OWNER and
+ * RTM_SHARED_TRUST_WORLD_WRITABLE lift either check, for a process that
+ * trusts every user of the machine. Whoever may write the segment can
+ * damage the heap (a damaged heap is reported, rtm_heap_check), so admit
+ * only trusted users.
  *
  * Attach count. The header counts the processes attached (create and each
  * attach add one, each detach takes one away, atomically). A process that
@@ -196,8 +220,8 @@ struct rtm_shared;
  * RTM_HEAP_HARDEN_O1, base pages, no prefault, no lock, no THP advice. */
 struct rtm_shared_config {
     /* Create only: permissions of the shm object or hugetlbfs file (0777 at
-     * most; 0: 0600). A process attaches only if they let it read and
-     * write. */
+     * most; 0: 0600), applied as given (the umask takes nothing from them).
+     * A process attaches only if they let it read and write. */
     unsigned mode;
     /* Create only: catalog entries (0: RTM_SHARED_CATALOG_DEFAULT; at most
      * RTM_SHARED_CATALOG_MAX). */
@@ -206,6 +230,12 @@ struct rtm_shared_config {
      * its check_interval (rtmem/heap.h). */
     int hardening;
     uint32_t check_interval;
+    /* Create only: the heap's bound on a wait for its lock, in microseconds
+     * (0: no bound): a call that waits longer for a holder (one stopped,
+     * or gone wrong) gives up with -ETIMEDOUT (rtmem/lock.h, "Bounded
+     * waits"). It is the heap's, for every process attached;
+     * rtm_heap_set_lock_timeout changes it. */
+    uint32_t lock_timeout_us;
     /* Create only: 0 for base pages (a POSIX shm object in /dev/shm; the
      * base page size means the same), or a huge page size
      * (RTM_ARENA_PAGE_2M, RTM_ARENA_PAGE_1G: a power of two the kernel lists
@@ -221,7 +251,18 @@ struct rtm_shared_config {
     int prefault;
     int lock;
     int thp;
+    /* Attach only: whom this process trusts with the segment (see "Who can
+     * attach what"): RTM_SHARED_TRUST_* flags (0: its own effective user
+     * and root own it, and only a creator made it world-writable), and one
+     * more owner it accepts (0: none more). */
+    unsigned trust;
+    uint32_t trusted_uid;
 };
+
+/* rtm_shared_config.trust: attach a segment whatever user owns it; attach
+ * one writable by every user although its creator did not make it so. */
+#define RTM_SHARED_TRUST_ANY_OWNER      1u
+#define RTM_SHARED_TRUST_WORLD_WRITABLE 2u
 
 /* What a shared heap's header says (rtm_shared_get_info). */
 struct rtm_shared_info {
@@ -244,7 +285,8 @@ struct rtm_shared_info {
  * it. Returns the handle, or NULL with errno set, and then leaves no
  * object behind (no shm object, no hugetlbfs file, no huge page taken):
  *   EINVAL       name, kind NULL; a name empty or with a byte other than a
- *                letter, digit, '-', '_', '.'; a bad config field; a
+ *                letter, digit, '-', '_', '.'; a bad config field (the
+ *                attach-only trust and trusted_uid included); a
  *                page_bytes that is no power of two above the base page
  *                size; THP advice with huge pages
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
@@ -285,18 +327,25 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
  *   ENOENT       no such name, in /dev/shm or on a hugetlbfs mount
  *   EPROTO       an rtmem shared heap of another layout version
- *   EBUSY        a heap still being created (empty object, header not yet
- *                or only partly written, state "initialising"); one whose
- *                creator died during create stays so: unlink it
+ *   EBUSY        a heap still being created (empty object, sized while
+ *                attach looked, header not yet or only partly written, state
+ *                "initialising"): always EBUSY, never EINVAL, so that a
+ *                program that unlinks what is no heap never removes one
+ *                being made; retry. One whose creator died during create
+ *                stays so: unlink it
  *   EACCES       the object's permissions refuse read and write
+ *   EPERM        a segment this process does not trust (see "Who can
+ *                attach what"): owned by another user, or writable by every
+ *                user without its creator having made it so
  *   and the errors of rtm_arena_open.
  * A start-up call (as create).
  */
 RTM_API struct rtm_shared *rtm_shared_attach(const char *name);
 
-/* rtm_shared_attach with the mapping options of cfg (prefault, lock, thp;
- * the create-only fields, page_bytes included, must be 0). cfg NULL: the
- * defaults. */
+/* rtm_shared_attach with the mapping options of cfg (prefault, lock, thp)
+ * and whom it trusts (trust, trusted_uid); the create-only fields,
+ * page_bytes included, must be 0, and trust hold no unknown flag (EINVAL).
+ * cfg NULL: the defaults. */
 RTM_API struct rtm_shared *rtm_shared_attach_ex(const char *name,
                                                 const struct rtm_shared_config *cfg);
 

@@ -32,6 +32,15 @@ int rtm__arena_note_object(struct rtm_arena *a, const struct rtm__arena_plan *p)
     return 0;
 }
 
+int rtm__arena_apply_mode(struct rtm_arena *a, const struct rtm__arena_plan *p)
+{
+    mode_t mode = p->cfg->mode ? (mode_t)p->cfg->mode : 0600;
+    if (fchmod(a->fd, mode) != 0)
+        return rtm__arena_fail(a, errno, "setting the mode of %s to %04o failed: %s", p->what,
+                               (unsigned)mode, strerror(errno));
+    return 0;
+}
+
 /* Closes the arena's descriptor if it still refers to the arena's object:
  * the caller may have closed it, and the number may now be another
  * descriptor of theirs. */

@@ -106,7 +106,9 @@ static int create_file(struct rtm_arena *a, struct rtm__arena_plan *p)
     }
     a->internal.owned = 1;
     a->internal.creator_pid = (int)getpid();
-    rc = take_fs_pages(a, p);
+    rc = rtm__arena_apply_mode(a, p);
+    if (!rc)
+        rc = take_fs_pages(a, p);
     if (!rc)
         rc = rtm__arena_space_check(a, p);
     if (rc)

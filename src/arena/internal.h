@@ -117,6 +117,10 @@ int rtm__arena_sysv_shm_attach(struct rtm_arena *a, const struct rtm__arena_plan
  * close acts on the descriptor and on a created name only while they still
  * refer to it. On failure closes a->fd and returns -errno (message). */
 int rtm__arena_note_object(struct rtm_arena *a, const struct rtm__arena_plan *p);
+/* Gives the object it just created the mode the config asks (0: 0600), as
+ * given: the umask the creating call applied is undone. Returns 0 or
+ * -errno (message written). */
+int rtm__arena_apply_mode(struct rtm_arena *a, const struct rtm__arena_plan *p);
 /* Removes what the open created (shm name, segment, file), in the creating
  * process only. Returns 0 or -errno (message written). */
 int rtm__arena_posix_shm_remove(struct rtm_arena *a);

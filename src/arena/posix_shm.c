@@ -26,7 +26,9 @@ int rtm__arena_posix_shm_obtain(struct rtm_arena *a, struct rtm__arena_plan *p)
         a->internal.owned = 1;
         a->internal.creator_pid = (int)getpid();
         snprintf(a->internal.name, sizeof a->internal.name, "%s", cfg->name);
-        rc = rtm__arena_space_check(a, p);
+        rc = rtm__arena_apply_mode(a, p);
+        if (!rc)
+            rc = rtm__arena_space_check(a, p);
         if (rc)
             return rc;
         if (ftruncate(a->fd, (off_t)p->size) != 0)

@@ -111,6 +111,14 @@ static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct
     return -ENOTRECOVERABLE;
 }
 
+/* The lock's own state is damaged (held by a thread that is gone): counted
+ * as a corruption, the call refused, the lock not taken. */
+static __attribute__((noinline, cold)) int lock_damaged(struct rtm_heap *h)
+{
+    rtm__heap_corrupt(h, NULL, NULL, "the heap's lock is held by a thread that is gone");
+    return -ENOTRECOVERABLE;
+}
+
 /* Takes a locked heap's lock for one call: 0 (held), or a negative errno
  * (not held). A const heap is written to only when a holder died and the
  * check finds damage, which is counted in the heap whatever the call. */
@@ -119,6 +127,8 @@ static inline int heap_lock(const struct rtm_heap *h, struct rtm_lock *l)
     int rc = rtm_lock_take(l);
     if (__builtin_expect(rc == 0, 1))
         return 0;
+    if (rc == EBADMSG)
+        return lock_damaged((struct rtm_heap *)(uintptr_t)h);
     return rc == EOWNERDEAD ? owner_died((struct rtm_heap *)(uintptr_t)h, l) : -rc;
 }
 
@@ -162,7 +172,8 @@ static void *lock_failed(int rc)
  * heap's undo log after it, and the kind's heap created in the rest with
  * kcfg (whose lock is none). */
 static struct rtm_heap *create_locked(uint32_t kind, void *mem, size_t size,
-                                      const struct rtm_heap_config *kcfg, int lock)
+                                      const struct rtm_heap_config *kcfg, int lock,
+                                      uint32_t timeout_us)
 {
     const struct rtm_heap_ops *ops = registry[kind];
     uint32_t cap = lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm__undo_capacity(kind, size) : 0;
@@ -188,6 +199,7 @@ static struct rtm_heap *create_locked(uint32_t kind, void *mem, size_t size,
         errno = rc;
         return NULL;
     }
+    l->timeout_us = timeout_us;
     if (cap) {
         uint32_t self, stamp; /* learnt now, not in a call under the lock */
         rtm__owner_self(&self, &stamp);
@@ -215,6 +227,7 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
         return NULL;
     }
     int lock = cfg ? cfg->lock : RTM_HEAP_LOCK_NONE;
+    uint32_t timeout_us = cfg ? cfg->lock_timeout_us : 0;
     /* A handler is an address in one process: in a heap other processes
      * share it would be called, in the next process to find damage, at an
      * address that means nothing there. */
@@ -227,6 +240,7 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
     if (lock != RTM_HEAP_LOCK_NONE) {
         kcfg = *cfg;
         kcfg.lock = RTM_HEAP_LOCK_NONE;
+        kcfg.lock_timeout_us = 0;
         cfg = &kcfg;
     }
     if (!(cfg = rtm_kind_config(cfg)))
@@ -236,7 +250,7 @@ struct rtm_heap *rtm_heap_create_ex(const char *kind, void *mem, size_t size,
             continue;
         if (lock == RTM_HEAP_LOCK_NONE)
             return registry[i]->create(mem, size, cfg);
-        return create_locked(i, mem, size, cfg, lock);
+        return create_locked(i, mem, size, cfg, lock, timeout_us);
     }
     errno = ENOENT;
     return NULL;
@@ -272,6 +286,14 @@ int rtm_heap_lock_type(const struct rtm_heap *h)
     if (!ops_of(h))
         return -EINVAL;
     return h->lock_offset ? (int)lock_of(h)->type : RTM_HEAP_LOCK_NONE;
+}
+
+int rtm_heap_set_lock_timeout(struct rtm_heap *h, uint32_t timeout_us)
+{
+    if (!ops_of(h) || !h->lock_offset)
+        return -EINVAL;
+    __atomic_store_n(&lock_of(h)->timeout_us, timeout_us, __ATOMIC_RELAXED);
+    return 0;
 }
 
 int rtm_heap_lock_stats(const struct rtm_heap *h, struct rtm_heap_lock_stats *out)

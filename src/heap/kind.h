@@ -184,11 +184,11 @@ static inline int rtm_kind_pool_room(const void *base, const struct rtm_pool_lin
  */
 static inline const struct rtm_heap_config *rtm_kind_config(const struct rtm_heap_config *cfg)
 {
-    static const struct rtm_heap_config defaults = { 0, 0, 0, 0, RTM_HEAP_LOCK_NONE };
+    static const struct rtm_heap_config defaults = { .lock = RTM_HEAP_LOCK_NONE };
     if (!cfg)
         return &defaults;
     if (cfg->hardening < RTM_HEAP_HARDEN_O1 || cfg->hardening > RTM_HEAP_HARDEN_FULL ||
-        cfg->lock != RTM_HEAP_LOCK_NONE) {
+        cfg->lock != RTM_HEAP_LOCK_NONE || cfg->lock_timeout_us) {
         errno = EINVAL;
         return NULL;
     }

@@ -33,6 +33,9 @@ struct rtm_lock {
     uint64_t contended;
     uint64_t owner_deaths;
     uint64_t recovered;
+    uint32_t timeout_us; /* the longest wait for a held lock (0: no bound): atomic */
+    uint32_t reserved;
+    uint64_t timeouts; /* waits that hit it: atomic, counted without the lock */
 };
 
 /* lock->features: an undo log right after the lock area (src/heap/undo.h),
@@ -58,6 +61,13 @@ _Static_assert(RTM_HEAP_LOCK_AREA_BYTES % RTM_HEAP_LOCK_ALIGN == 0,
  * mutex, EAGAIN or ENOMEM from pthread_mutex_init. */
 int rtm__lock_init(struct rtm_lock *l, int type, uint32_t lead);
 
+/* Checks a lock area found in memory another process wrote (a shared
+ * heap's, at attach), before any lock call: its type, and with glibc the
+ * mutex's kind (what pthread_mutex_init gives that type) and no holder
+ * that is gone (glibc aborts a process that waits on
+ * such a mutex). 0 or EINVAL. Reads only; one kill(pid, 0) when held. */
+int rtm__lock_validate(const struct rtm_lock *l);
+
 /* Destroys the mutex (not held, nobody waiting). */
 void rtm__lock_destroy(struct rtm_lock *l);
 
@@ -81,7 +91,11 @@ int rtm__lock_wait(struct rtm_lock *l, int rc);
  *                    caller decides, then calls rtm__lock_recovered or
  *                    rtm__lock_abandon;
  *   ENOTRECOVERABLE  not taken: abandoned once, it is never taken again;
- *   EDEADLK          not taken: the calling thread holds it.
+ *   EDEADLK          not taken: the calling thread holds it;
+ *   EBADMSG          not taken: a robust lock held by a thread that is gone
+ *                    (its state damaged: glibc would abort on it);
+ *   ETIMEDOUT        not taken: held by another thread for longer than the
+ *                    lock's timeout_us.
  * Uncontended: one trylock and one counter. Held by another thread: waits in
  * the kernel, the holder inheriting the waiter's priority.
  */

@@ -15,6 +15,8 @@
 #include "../heap/robust.h"
 #include "../lock/lock.h"
 
+#define TRUST_ALL (RTM_SHARED_TRUST_ANY_OWNER | RTM_SHARED_TRUST_WORLD_WRITABLE)
+
 /* The heap starts on this boundary after header and catalog. */
 #define HEAP_ALIGN 64u
 
@@ -68,12 +70,14 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     hd->catalog_entries = entries;
     hd->catalog_offset = catalog;
     hd->creator_pid = (int32_t)getpid();
+    hd->mode = cfg && cfg->mode ? cfg->mode : 0600;
     snprintf(hd->kind, sizeof hd->kind, "%s", kind);
     /* a new object is all zeros: every catalog entry is free already */
     struct rtm_heap_config hc = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
     if (cfg) {
         hc.hardening = cfg->hardening;
         hc.check_interval = cfg->check_interval;
+        hc.lock_timeout_us = cfg->lock_timeout_us;
     }
     struct rtm_heap *h = rtm_heap_create_ex(kind, base + heap_at, size - heap_at, &hc);
     if (!h)
@@ -88,9 +92,11 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     return 0;
 }
 
-/* Why an object too short to map (less than a page) is refused: EBUSY when
- * it is empty (a creator between creating and sizing it, or one that died
- * there), else EINVAL (no segment rtmem made: it sizes in one step). */
+/* Why an object too short to map (less than a page) is refused, looked at
+ * again: EBUSY when it is empty (a creator between creating and sizing it,
+ * or one that died there) or has grown since (a creator sized it in
+ * between: a heap being created is always EBUSY); EINVAL only for a size
+ * no creator leaves (rtmem sizes in one step, to whole pages). */
 static int short_object(const struct shared_place *pl)
 {
     int fd = pl->source == RTM_ARENA_POSIX_SHM ? shm_open(pl->path, O_RDONLY | O_CLOEXEC, 0)
@@ -100,14 +106,52 @@ static int short_object(const struct shared_place *pl)
     struct stat st;
     int rc = fstat(fd, &st);
     close(fd);
-    return rc == 0 && st.st_size == 0 ? EBUSY : EINVAL;
+    if (rc != 0)
+        return EBUSY;
+    long page = sysconf(_SC_PAGESIZE);
+    bool part_page = st.st_size > 0 && page > 0 && st.st_size < (off_t)page;
+    return part_page ? EINVAL : EBUSY;
 }
 
-/* Whether the config asks only what an attach may (mapping options). */
+/* Whether the config asks only what an attach may (mapping options, whom
+ * to trust). */
 static bool attach_config_ok(const struct rtm_shared_config *cfg)
 {
-    return !cfg || (!cfg->mode && !cfg->catalog_entries && !cfg->hardening &&
-                    !cfg->check_interval && !cfg->page_bytes);
+    return !cfg ||
+           (!cfg->mode && !cfg->catalog_entries && !cfg->hardening && !cfg->check_interval &&
+            !cfg->lock_timeout_us && !cfg->page_bytes && !(cfg->trust & ~TRUST_ALL));
+}
+
+/* Whether the object's owner is one this process trusts (rtmem/shared.h,
+ * "Who can attach what"): its own effective user, root, the config's
+ * trusted_uid, or anyone under RTM_SHARED_TRUST_ANY_OWNER. Asked of the
+ * open object (fstat), before anything in it is read. 0, EPERM, or the
+ * errno of fstat. */
+static int owner_trusted(const struct rtm_shared *s, const struct rtm_shared_config *cfg)
+{
+    struct stat st;
+    if (fstat(s->arena.fd, &st) != 0)
+        return errno;
+    uid_t me = geteuid();
+    if (st.st_uid == me || st.st_uid == 0 || (cfg && (cfg->trust & RTM_SHARED_TRUST_ANY_OWNER)) ||
+        (cfg && cfg->trusted_uid && st.st_uid == (uid_t)cfg->trusted_uid))
+        return 0;
+    return EPERM;
+}
+
+/* Whether the object may be written by every user only as its creator
+ * made it: a world-writable mode create did not give (a heap of an older
+ * version records none) is refused unless RTM_SHARED_TRUST_WORLD_WRITABLE.
+ * After validate: reads the header. 0, EPERM, or the errno of fstat. */
+static int mode_trusted(const struct rtm_shared *s, const struct rtm_shared_config *cfg)
+{
+    struct stat st;
+    if (fstat(s->arena.fd, &st) != 0)
+        return errno;
+    if (!(st.st_mode & S_IWOTH) || (cfg && (cfg->trust & RTM_SHARED_TRUST_WORLD_WRITABLE)))
+        return 0;
+    uint32_t made = __atomic_load_n(&s->header->mode, __ATOMIC_RELAXED);
+    return (made & S_IWOTH) ? 0 : EPERM;
 }
 
 /* Where a new heap goes: /dev/shm for base pages (page_bytes 0 or the base
@@ -132,7 +176,8 @@ struct rtm_shared *rtm_shared_create_ex(const char *name, const char *kind, size
         return fail_null(-rc);
     uint32_t self, stamp; /* this process's owner identity: learnt now, not under the lock */
     rtm__owner_self(&self, &stamp);
-    if (!kind || (cfg && cfg->catalog_entries > RTM_SHARED_CATALOG_MAX))
+    if (!kind ||
+        (cfg && (cfg->catalog_entries > RTM_SHARED_CATALOG_MAX || cfg->trust || cfg->trusted_uid)))
         return fail_null(EINVAL);
     bool known = false;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
@@ -220,6 +265,11 @@ static int validate(struct rtm_shared *s)
     if (h->lock_offset < RTM_HEAP_LOCK_AREA_BYTES || h->lock_offset > hd->heap_offset ||
         hd->heap_offset - h->lock_offset < catalog_end || h->on_corruption || h->on_corruption_arg)
         return EINVAL;
+    /* The lock itself, before any call takes it: a crafted mutex must be a
+     * refused attach, never an abort inside the C library. */
+    if (rtm__lock_validate(
+            (const struct rtm_lock *)(const void *)(base + hd->heap_offset - h->lock_offset)) != 0)
+        return EINVAL;
     const char *kind = rtm_heap_kind(h);
     if (!kind || strcmp(kind, hd->kind) != 0 ||
         rtm_heap_lock_type(h) != RTM_HEAP_LOCK_ROBUST_SHARED ||
@@ -264,7 +314,11 @@ struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_share
         free(s);
         return fail_null(rc == -ENXIO ? short_object(&pl) : -rc);
     }
-    int err = validate(s);
+    int err = owner_trusted(s, cfg);
+    if (!err)
+        err = validate(s);
+    if (!err)
+        err = mode_trusted(s, cfg);
     if (err) {
         rtm_arena_close(&s->arena); /* existing: unmapped, never removed */
         free(s);
