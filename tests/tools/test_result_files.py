@@ -143,6 +143,45 @@ def test_through_a_symbolic_link_the_target_is_replaced_and_the_link_stays(rtmem
     assert not left_in(tmp_dir, ["real.json", "link.json"])
 
 
+@pytest.mark.parametrize("owner", ["another user", "me", "the directory's owner"])
+@pytest.mark.parametrize("component", ["the file", "a directory on the way"])
+def test_a_link_another_user_planted_in_a_shared_directory_is_not_followed(rtmem, tmp_dir, owner,
+                                                                            component):
+    # As fs.protected_symlinks would, whatever the machine's setting: in a
+    # sticky, world-writable directory a link is followed only when it is
+    # this user's or the directory's owner's.
+    if os.geteuid() != 0:
+        pytest.skip("needs root: to give a link and a directory to other users")
+    nobody, other = 65534, 65533
+    shared = os.path.join(tmp_dir, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    os.chown(shared, other, other)
+    victim_dir = os.path.join(tmp_dir, "victim")
+    os.mkdir(victim_dir)
+    victim = os.path.join(victim_dir, "victim.json")
+    previous_result(victim)
+    if component == "the file":
+        link = target = os.path.join(shared, "result.json")
+        os.symlink(victim, link)
+    else:
+        link = os.path.join(shared, "dir")
+        os.symlink(victim_dir, link)
+        target = os.path.join(link, "victim.json")
+    uid = {"another user": nobody, "me": 0, "the directory's owner": other}[owner]
+    os.lchown(link, uid, uid)
+    r = run(rtmem, *BENCH, "--json", target)
+    if owner == "another user":
+        assert r.returncode == 2 and "symbolic link in the shared directory" in r.stderr, \
+            explain(r)
+        assert_kept(victim)
+    else:
+        assert r.returncode == 0, explain(r)
+        assert '"schema": "rtmem-bench/2"' in read(victim)
+    assert os.path.islink(link)
+    assert not left_in(victim_dir, ["victim.json"])
+
+
 @pytest.mark.parametrize("where", ["a directory", "in a missing directory"])
 def test_a_name_that_cannot_be_written_is_bad_usage_before_the_run(rtmem, tmp_dir, where):
     sub = os.path.join(tmp_dir, "sub")

@@ -118,6 +118,52 @@ static int open_temp(struct tk_result *r, const struct stat *old)
     return 0;
 }
 
+/* The kernel's rule for symbolic links in shared directories
+ * (fs.protected_symlinks), kept whatever the machine's setting: a link in
+ * a sticky, world-writable directory (/tmp) is followed only when it
+ * belongs to this user or to the directory's owner. Else another user
+ * planted it, and following it would make this run (often root's) replace
+ * a file that user chose. Looks at every component of path as written.
+ * 0, or -1 with why set. */
+static int planted_link(const char *path, char *why, size_t why_size)
+{
+    char prefix[PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof(prefix))
+        return 0; /* too long for any call below: they fail with their own cause */
+    uid_t me = geteuid();
+    for (size_t end = 1; end <= len; end++) {
+        if (end < len && path[end] != '/')
+            continue;
+        memcpy(prefix, path, end);
+        prefix[end] = '\0';
+        struct stat link, dir;
+        if (lstat(prefix, &link) != 0 || !S_ISLNK(link.st_mode))
+            continue;
+        /* its directory: what precedes its last component */
+        char parent[PATH_MAX];
+        const char *slash = strrchr(prefix, '/');
+        if (!slash)
+            snprintf(parent, sizeof(parent), ".");
+        else if (slash == prefix)
+            snprintf(parent, sizeof(parent), "/");
+        else
+            snprintf(parent, sizeof(parent), "%.*s", (int)(slash - prefix), prefix);
+        if (stat(parent, &dir) != 0 || !(dir.st_mode & S_ISVTX) || !(dir.st_mode & S_IWOTH))
+            continue;
+        if (link.st_uid == me || link.st_uid == dir.st_uid)
+            continue;
+        snprintf(why, why_size,
+                 "'%s' is a symbolic link in the shared directory '%s' (sticky, writable by "
+                 "everyone) that user %u made, neither you nor the directory's owner: not "
+                 "followed (another user may have planted it to make this run replace a file "
+                 "of its choosing); write elsewhere",
+                 prefix, parent, (unsigned)link.st_uid);
+        return -1;
+    }
+    return 0;
+}
+
 int tk_result_open(struct tk_result *r, const char *prog, const char *path)
 {
     memset(r, 0, sizeof(*r));
@@ -126,6 +172,9 @@ int tk_result_open(struct tk_result *r, const char *prog, const char *path)
     r->cleanup_slot = -1;
     tk_cleanup_install();
 
+    char planted[PATH_MAX * 2 + 256];
+    if (planted_link(path, planted, sizeof(planted)) != 0)
+        return cannot_write(prog, path, planted);
     struct stat st;
     bool exists = stat(path, &st) == 0; /* follows symbolic links */
     if (!exists && errno != ENOENT)

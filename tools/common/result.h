@@ -13,7 +13,11 @@
  *     nothing else. The new file keeps the mode (and, for root, the owner)
  *     of the one it replaces; a new name gets 0666 less the umask;
  *   - a symbolic link to a regular file: the same, at the link's target (the
- *     link stays);
+ *     link stays). Except a link (any component of the path) in a sticky
+ *     directory writable by everyone (/tmp) that belongs neither to this
+ *     user nor to the directory's owner: another user may have planted it,
+ *     so it is refused, as the kernel's fs.protected_symlinks would, whatever
+ *     the machine's setting;
  *   - the file standard output or standard error already is (--json
  *     /dev/stdout, or the name stdout is redirected to): written into that
  *     stream, in order with the report;
