@@ -43,9 +43,9 @@ def sysv_ids():
         return {line.split()[1] for line in f.readlines()[1:]}
 
 
-# The names the tool makes: rtmem-shm-PID-RANDOM (16 hex digits); others'
-# files in /dev/shm are not its own.
-OURS = re.compile(r"rtmem-shm-[0-9]+-[0-9a-f]{16}$")
+# The names the tool makes: rtmem-shm-PID-START-RANDOM (16 hex digits);
+# others' files in /dev/shm are not its own.
+OURS = re.compile(r"rtmem-shm-[0-9]+-[0-9]+-[0-9a-f]{16}$")
 
 
 def leftovers(d):
@@ -334,6 +334,55 @@ def test_sigkill_of_the_run_kills_its_reader_too(rtmem):
         orphans()
         for x in glob.glob("/dev/shm/rtmem-shm-%d-*" % p.pid):
             os.unlink(x)
+
+
+def start_time(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def test_a_sigkilled_run_leaves_names_the_next_run_removes(rtmem, tmp_dir):
+    with started(rtmem, "shm", "--mechanisms", "file-disk", "--sizes", "64M", "--writes",
+                 str(10 ** 12), "--dir", tmp_dir, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL) as p:
+        end = time.monotonic() + 30
+        while not leftovers(tmp_dir) and time.monotonic() < end and p.poll() is None:
+            time.sleep(0.01)
+        p.kill()
+        p.wait(timeout=60)
+    left = leftovers(tmp_dir)
+    assert left, "the killed run left nothing to find"
+    # Beside it: a name of a run still going (this test's own process), one
+    # of another form, and a dead run's directory with a file in it.
+    live = os.path.join(tmp_dir, "rtmem-shm-%d-%d-%016x" % (os.getpid(), start_time(os.getpid()),
+                                                           1))
+    other = os.path.join(tmp_dir, "rtmem-shm-notarun")
+    dead_dir = os.path.join(tmp_dir, "rtmem-shm-java-%d-1-abcdef" % p.pid)
+    for path in (live, other):
+        open(path, "w").close()
+    os.mkdir(dead_dir)
+    open(os.path.join(dead_dir, "region"), "w").close()
+    r = run(rtmem, "shm", "--quick", "--mechanisms", "memfd", "--sizes", "64K", "--dir", tmp_dir)
+    assert r.returncode == 0, explain(r)
+    for path in left + [dead_dir]:
+        assert not os.path.exists(path), "not removed: %s" % path
+        assert ("removed %s, left by run %d, which ended without removing it" % (path, p.pid)) \
+            in r.stderr, explain(r)
+    assert os.path.exists(live) and os.path.exists(other), "removed what was not a dead run's"
+    os.unlink(live)
+    os.unlink(other)
+
+
+def test_a_dead_runs_name_of_another_user_is_left(rtmem, tmp_dir):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: to give a file to another user")
+    theirs = os.path.join(tmp_dir, "rtmem-shm-999999-1-%016x" % 7)
+    open(theirs, "w").close()
+    os.chown(theirs, 65534, 65534)
+    r = run(rtmem, "shm", "--quick", "--mechanisms", "memfd", "--sizes", "64K", "--dir", tmp_dir)
+    assert r.returncode == 0 and "removed" not in r.stderr, explain(r)
+    assert os.path.exists(theirs)
+    os.unlink(theirs)
 
 
 # Room: a file beyond half of --dir's free space (a 1 MiB tmpfs) is refused.

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/leftovers.h"
 #include "common/child.h"
 #include "common/cleanup.h"
 #include "common/timer.h"
@@ -112,7 +113,9 @@ static int workdir_make(struct workdir *w, char *why, size_t size)
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
         tmp = "/tmp";
-    if (snprintf(w->path, sizeof(w->path), "%s/rtmem-java-XXXXXX", tmp) >= (int)sizeof(w->path)) {
+    char run[64];
+    if (tk_leftover_stem("rtmem-java", run, sizeof(run)) != 0 ||
+        snprintf(w->path, sizeof(w->path), "%s/%sXXXXXX", tmp, run) >= (int)sizeof(w->path)) {
         say(why, size, "TMPDIR too long");
         return -ENAMETOOLONG;
     }

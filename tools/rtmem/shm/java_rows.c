@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/leftovers.h"
 #include "common/cleanup.h"
 #include "java.h"
 #include "shm.h"
@@ -89,8 +90,9 @@ static const struct shm_row *measure(struct shm *sh, const char *name, const cha
         skip(row, "above the 2 GiB - 1 that one MappedByteBuffer maps");
         return row;
     }
-    char tmp[PATH_MAX], file[PATH_MAX + 32];
-    if (snprintf(tmp, sizeof(tmp), "%s/rtmem-shm-java-XXXXXX", dir) >= (int)sizeof(tmp)) {
+    char tmp[PATH_MAX], file[PATH_MAX + 32], run[64];
+    if (tk_leftover_stem("rtmem-shm-java", run, sizeof(run)) != 0 ||
+        snprintf(tmp, sizeof(tmp), "%s/%sXXXXXX", dir, run) >= (int)sizeof(tmp)) {
         skip(row, "the directory's path is too long");
         return row;
     }

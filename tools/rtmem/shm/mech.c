@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/leftovers.h"
 #include "common/cleanup.h"
 #include "shm.h"
 
@@ -59,17 +60,21 @@ int shm_mech_find(const char *name)
     return -1;
 }
 
-/* "rtmem-shm-<pid>-<64 random bits>": a name no one guesses before it
- * exists. */
+/* "rtmem-shm-<pid>-<start>-<64 random bits>": a name no one guesses
+ * before it exists, which tells the next run whether its own run still
+ * lives (leftovers.h). */
 static void unique_stem(char *buf, size_t size)
 {
+    char run[64];
+    if (tk_leftover_stem("rtmem-shm", run, sizeof(run)) != 0)
+        run[0] = '\0';
     uint64_t r = 0;
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         r = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uint64_t)ts.tv_sec;
     }
-    snprintf(buf, size, "rtmem-shm-%ld-%016" PRIx64, (long)getpid(), r);
+    snprintf(buf, size, "%s%016" PRIx64, run, r);
 }
 
 /* Registers the name the region is about to create (signals blocked by

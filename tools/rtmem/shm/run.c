@@ -14,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/leftovers.h"
 #include "common/cleanup.h"
 #include "common/pressure.h"
 #include "common/result.h"
@@ -176,6 +177,14 @@ int shm_setup(struct tk_session *s)
         return TK_EXIT_USAGE;
     }
     fs_name(sh->o.dir, sh->dir_fs, sizeof(sh->dir_fs));
+    /* What runs killed with SIGKILL left in the places this run uses
+     * (leftovers.h): removed, and said, before anything is measured. */
+    tk_leftover_sweep(s->cli.prog, "/dev/shm", "rtmem-shm");
+    tk_leftover_sweep(s->cli.prog, sh->o.dir, "rtmem-shm");
+    tk_leftover_sweep(s->cli.prog, sh->o.dir, "rtmem-shm-java");
+    tk_leftover_sweep(s->cli.prog, "/dev/shm", "rtmem-shm-java");
+    const char *tmp = getenv("TMPDIR");
+    tk_leftover_sweep(s->cli.prog, tmp && *tmp ? tmp : "/tmp", "rtmem-java");
     sh->mem_available = tk_pressure_mem_available();
     for (size_t i = 0; i < sh->sizes.n; i++)
         if (check_room(s, sh, sh->sizes.bytes[i]) != 0)
