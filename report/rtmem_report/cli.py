@@ -65,7 +65,27 @@ def _interrupted(signum, frame):
     raise Interrupted(signum)
 
 
+STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
 def main(argv=None):
+    """The report, and its exit status: an interrupt that arrives at any
+    moment before the process ends, its last instructions included, ends it
+    as interrupted (128 + the signal), never as a success."""
+    status = _main(argv)
+    # _main returns with SIGINT and SIGTERM blocked: one that came after its
+    # own handling is pending now, and is what ends the run.
+    late = signal.sigpending() & STOPS
+    if late:
+        signum = min(late)
+        if status == EXIT_OK:
+            sys.stderr.write("rtmem report: interrupted by %s as it ended; the report was "
+                             "already complete\n" % signal.Signals(signum).name)
+        return status if status >= 128 else 128 + signum
+    return status
+
+
+def _main(argv=None):
     signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, _interrupted)
     prog = "rtmem report"
@@ -120,5 +140,10 @@ def main(argv=None):
         sys.stderr.write("%s: internal error (the traceback above); nothing written\n" % prog)
         return EXIT_FAILED
     finally:
+        # From here on a signal waits (pending) for main to see it: the
+        # handler can no longer end the run at a random instruction.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        if os.environ.get("RTMEM_REPORT_TEST_LATE_SIGNAL") == "1":  # tests: a signal at the end
+            os.kill(os.getpid(), signal.SIGTERM)
         if out is not None:
             out.abandon()

@@ -416,6 +416,21 @@ def test_latency_says_whether_idle_states_were_held(rtmem, module_dir, whole_rep
         "the machine's idle states (--default-system)" in text, "--default-system is not shown"
 
 
+def test_a_signal_as_the_report_ends_ends_it_as_interrupted(rtmem, module_dir,
+                                                              whole_report_module):
+    # A signal after the last file is in place (RTMEM_REPORT_TEST_LATE_SIGNAL
+    # sends SIGTERM there) still ends the run as interrupted, never exit 0.
+    res = os.path.join(module_dir, "late")
+    copy_fixtures(res, ["stride.json"])
+    out = os.path.join(module_dir, "late-report")
+    r = subprocess.run([rtmem, "report", res, "-o", out, "-q"], capture_output=True, text=True,
+                       env=dict(os.environ, RTMEM_REPORT_TEST_LATE_SIGNAL="1"))
+    assert r.returncode == 128 + signal.SIGTERM, explain(r)
+    assert "interrupted by SIGTERM as it ended; the report was already complete" in r.stderr
+    assert os.path.exists(os.path.join(out, "index.html"))
+    assert not [n for n in listing(out) if n.endswith(".tmp")]
+
+
 def test_the_fixtures_report_draws_every_expected_plot_and_no_other(full):
     assert pngs_in(full[1]) == ALL_PNGS
 

@@ -117,6 +117,37 @@ def test_a_fifo_is_written_directly_and_stays_a_fifo(rtmem, tmp_dir):
     assert not left_in(tmp_dir, ["fifo"])
 
 
+def test_a_fifo_with_no_reader_is_waited_for_saying_so(rtmem, tmp_dir):
+    fifo = os.path.join(tmp_dir, "fifo")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([rtmem, *BENCH, "--json", fifo], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()  # said before the open blocks
+        assert "is a FIFO with no reader yet: waiting for one" in line, line
+        assert p.poll() is None, "the tool did not wait"
+        with open(fifo) as f:
+            text = f.read()
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert json.loads(text)["schema"] == "rtmem-bench/2"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_waiting_for_a_fifo_reader_ends_on_sigint_leaving_it(rtmem, tmp_dir):
+    fifo = os.path.join(tmp_dir, "fifo")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([rtmem, *BENCH, "--json", fifo], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    assert "waiting for one" in p.stderr.readline()
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=60) == -signal.SIGINT
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and not left_in(tmp_dir, ["fifo"])
+
+
 def test_json_to_dev_stdout_comes_after_the_report(rtmem):
     r = run(rtmem, *BENCH, "--json", "/dev/stdout")
     assert r.returncode == 0 and '"schema": "rtmem-bench/2"' in r.stdout, explain(r)

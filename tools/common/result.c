@@ -164,6 +164,31 @@ static int planted_link(const char *path, char *why, size_t why_size)
     return 0;
 }
 
+/* Opens a non-regular file for writing as it is. A FIFO with no reader
+ * yet would block the open without a word: the wait is said first (the
+ * run starts once something reads it; Ctrl-C ends it). -1 with errno. */
+static int open_direct(const char *prog, const char *path, const struct stat *st)
+{
+    int flags = O_WRONLY | O_NOCTTY | O_CLOEXEC;
+    if (!S_ISFIFO(st->st_mode))
+        return open(path, flags);
+    int fd = open(path, flags | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO) {
+        fprintf(stderr,
+                "%s: '%s' is a FIFO with no reader yet: waiting for one to open it "
+                "(Ctrl-C to give up)\n",
+                prog, path);
+        fd = open(path, flags);
+    }
+    if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
+}
+
 int tk_result_open(struct tk_result *r, const char *prog, const char *path)
 {
     memset(r, 0, sizeof(*r));
@@ -193,7 +218,7 @@ int tk_result_open(struct tk_result *r, const char *prog, const char *path)
         /* A FIFO, a device, a terminal: written as it is, never created,
          * truncated or removed. */
         r->how = TK_RESULT_DIRECT;
-        r->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        r->fd = open_direct(prog, path, &st);
         if (r->fd < 0)
             return cannot_write(prog, path, strerror(errno));
     } else {
