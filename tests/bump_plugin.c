@@ -9,7 +9,10 @@
  *   PLUGIN_CRASH       "crash": alloc loads from page 0 in a heap of
  *                      CRASH_HEAP bytes or more;
  *   PLUGIN_HANG        "hang": free never returns for a block of
- *                      HANG_SIZE bytes or more.
+ *                      HANG_SIZE bytes or more;
+ *   PLUGIN_EXIT        "exit": alloc calls exit() in a heap of CRASH_HEAP
+ *                      bytes or more, with the status in the environment
+ *                      variable RTMEM_TEST_PLUGIN_EXIT (default 0).
  * memcheck must refuse each broken one with exit status 2 and a message
  * naming the broken rule (rtmem/plugin.h), never run it. The crashing and
  * hanging ones load, and the harness must survive them: their smaller
@@ -20,6 +23,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <rtmem/plugin.h>
 
@@ -53,8 +57,10 @@ static void bump_destroy(void *heap)
     (void)heap;
 }
 
-#ifdef PLUGIN_CRASH
+#if defined(PLUGIN_CRASH) || defined(PLUGIN_EXIT)
 #define CRASH_HEAP ((size_t)16384)
+#endif
+#ifdef PLUGIN_CRASH
 /* An address in the page no process maps, out of the compiler's sight: a
  * real load that faults (not NULL itself, which UBSan would catch first and
  * turn into an exit instead of the signal this plugin is for). */
@@ -71,6 +77,12 @@ static void *bump_alloc(void *heap, size_t size)
 #ifdef PLUGIN_CRASH
     if (b->size >= CRASH_HEAP)
         return (void *)(uintptr_t)*null_block;
+#endif
+#ifdef PLUGIN_EXIT
+    if (b->size >= CRASH_HEAP) {
+        const char *status = getenv("RTMEM_TEST_PLUGIN_EXIT");
+        exit(status ? atoi(status) : 0);
+    }
 #endif
     if (size > b->size)
         return NULL;
@@ -124,6 +136,8 @@ const struct rtm_heap_plugin rtm_heap_plugin = {
     .name = "crash",
 #elif defined(PLUGIN_HANG)
     .name = "hang",
+#elif defined(PLUGIN_EXIT)
+    .name = "exit",
 #else
     .name = "bump",
 #endif

@@ -7,7 +7,7 @@ itself is interrupted. An allocator whose malloc_usable_size lies (injected
 with LD_PRELOAD) fails memcheck the same way.
 
 The build gives (tests/tools/CMakeLists.txt): --file crash_plugin=,
---file hang_plugin=, --file tlsf_plugin=, and --file fault_lib= (the lying
+--file hang_plugin=, --file exit_plugin=, --file tlsf_plugin=, and --file fault_lib= (the lying
 malloc_usable_size; not in a sanitizer build, whose runtime must come
 first in the process: those cases are skipped).
 """
@@ -183,6 +183,37 @@ def bench_broken(rtmem, files, module_dir):
             "--plugin", files["hang_plugin"], "--plugin", files["tlsf_plugin"], "--kinds",
             "tlsf,glibc,crash,hang,tlsf-plugin", "--timeout", TIMEOUT, "--json", path, env=ENV)
     return r, load_json(path), leftovers()
+
+
+# A plugin that calls exit() in its alloc: with 0 the measuring process
+# looked successful, with 3 it collided with an internal status. Its exit is
+# its failure, named, whatever the status; the others are measured.
+@pytest.mark.parametrize("status", ["0", "3", "1"])
+def test_bench_fails_a_plugin_that_exits_whatever_its_status(rtmem, files, tmp_dir, status):
+    path = os.path.join(tmp_dir, "e.json")
+    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--threads",
+            "0", "--plugin", files["exit_plugin"], "--kinds", "tlsf,exit,glibc", "--json", path,
+            env=dict(ENV, RTMEM_TEST_PLUGIN_EXIT=status))
+    assert r.returncode == 1, explain(r)
+    assert re.search(r"^FAILED: exit: .*the measuring process exited \(status %s\) without its "
+                     r"results" % status, r.stdout, re.M), explain(r)
+    d = load_json(path)
+    assert d is not None and d["passed"] is False, "no JSON, or passed"
+    assert [a["name"] for a in d["allocators"]] == ["floor", "tlsf", "glibc"]
+    assert all(a["alloc"]["count_total"] > 0 for a in d["allocators"])
+    assert not leftovers()
+
+
+@pytest.mark.parametrize("status", ["0", "3"])
+def test_memcheck_fails_a_plugin_that_exits_whatever_its_status(rtmem, files, tmp_dir, status):
+    path = os.path.join(tmp_dir, "e.json")
+    r = run(rtmem, "memcheck", "--quick", "--no-rt", "--plugin", files["exit_plugin"], "--kinds",
+            "tlsf,exit", "--json", path, env=dict(ENV, RTMEM_TEST_PLUGIN_EXIT=status))
+    assert r.returncode == 1, explain(r)
+    assert "exited (status %s) without its results" % status in r.stdout + r.stderr, explain(r)
+    d = load_json(path)
+    assert d is not None and d["passed"] is False
+    assert not leftovers()
 
 
 def test_bench_with_broken_plugins_exits_1_and_leaves_no_process(bench_broken):

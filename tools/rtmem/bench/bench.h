@@ -316,6 +316,10 @@ struct bench {
     struct allocator gone[BENCH_MAX_ALLOCATORS];
     size_t n_gone;
     bool header_done; /* printed by the first measuring process */
+    /* How the measuring process says it ended, in this shared memory, not
+     * in its exit status (a plugin may call exit with any status):
+     * BENCH_OUTCOME_*, reset before each attempt. */
+    int outcome;
     int watch_priority;
     struct bench_threads th;
     /* The threads phase's shared heaps' name (BENCH_SHM_NAME_MAX), set by

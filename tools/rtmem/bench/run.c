@@ -153,8 +153,14 @@ static int allocate_work(struct bench *b)
     return b->slots ? 0 : -ENOMEM;
 }
 
-/* The measuring process's exit statuses beyond 0 and 1. */
-#define MEASURE_NO_STDOUT 3 /* the header could not be written (reported) */
+/* How the measuring process ended, as it says in b->outcome: only what it
+ * wrote there counts, never its exit status, which a plugin that calls
+ * exit() chooses. */
+enum {
+    BENCH_OUTCOME_NONE,      /* it said nothing: it ended early, however */
+    BENCH_OUTCOME_DONE,      /* every phase done, the results written */
+    BENCH_OUTCOME_NO_STDOUT, /* the header could not be written (reported) */
+};
 
 /* The measuring process: the real-time setup, the heaps, the memory lock,
  * the header (first attempt only), every phase. Its results go to the
@@ -188,8 +194,10 @@ static int measure(void *arg)
         bench_print_header(stdout, b);
         b->header_done = true;
         /* A report that cannot be written is not worth measuring. */
-        if (tk_stdout_check(b->prog) != 0)
-            return MEASURE_NO_STDOUT;
+        if (tk_stdout_check(b->prog) != 0) {
+            b->outcome = BENCH_OUTCOME_NO_STDOUT;
+            return 1;
+        }
     }
     if (!b->o.sweep_only && !b->o.threads_only)
         bench_run_main(b);
@@ -201,6 +209,7 @@ static int measure(void *arg)
         bench_run_threads(b);
     b->now.set = false;
     tk_rt_refresh(&b->rt);
+    b->outcome = BENCH_OUTCOME_DONE;
     return 0;
 }
 
@@ -215,7 +224,9 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
                                                    : "exited";
     if (!b->now.set || b->now.al == 0 || b->now.al >= b->n_al) {
         if (r->end == TK_CHILD_EXITED)
-            fprintf(stderr, "rtmem bench: the measuring process failed (exit status %d)\n",
+            fprintf(stderr,
+                    "rtmem bench: the measuring process exited (status %d) without its "
+                    "results\n",
                     r->code);
         else
             fprintf(stderr, "rtmem bench: the measuring process %s%s\n",
@@ -237,7 +248,8 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
     else if (r->end == TK_CHILD_KILLED)
         snprintf(f->msg, sizeof(f->msg), "%s: crashed: killed by %s", where, how);
     else
-        snprintf(f->msg, sizeof(f->msg), "%s: the measuring process exited with status %d", where,
+        snprintf(f->msg, sizeof(f->msg),
+                 "%s: the measuring process exited (status %d) without its results", where,
                  r->code);
     fprintf(stderr, "rtmem bench: FAILED: %s: %s; measuring again without it\n", a->def.name,
             f->msg);
@@ -254,13 +266,17 @@ static int measure_all(struct bench *b)
     for (size_t attempt = 0; attempt < b->n_al; attempt++) {
         struct tk_child_result r;
         reset_results(b);
+        b->outcome = BENCH_OUTCOME_NONE;
         tk_child_run(measure, b, &b->beat, &co, &r);
         bench_shared_remove(b); /* one it died before unlinking */
         switch (r.end) {
         case TK_CHILD_EXITED:
-            if (r.code == 0 || r.code == MEASURE_NO_STDOUT)
-                return r.code == 0 ? 0 : 1;
-            /* In an allocator's pass or heap: that allocator's failure. */
+            if (r.code == 0 && b->outcome == BENCH_OUTCOME_DONE)
+                return 0;
+            if (b->outcome == BENCH_OUTCOME_NO_STDOUT)
+                return 1;
+            /* Anything else (an exit in an allocator's pass or heap, with
+             * whatever status, 0 included): that allocator's failure. */
             if (fail_allocator(b, &r) != 0)
                 return 1;
             break;

@@ -177,6 +177,7 @@ static int size_job(void *arg)
         }
     }
     child_end(j->m);
+    t->job_done = true;
     return 0;
 }
 
@@ -215,6 +216,7 @@ static int phase_job(void *arg)
     default: break;
     }
     child_end(m);
+    t->job_done = true;
     return 0;
 }
 
@@ -260,8 +262,9 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
     describe_where(&t->now, phase, where, sizeof(where));
     switch (r->end) {
     case TK_CHILD_EXITED:
-        if (r->code != 0 && !t->fail.failed) {
-            snprintf(what, sizeof(what), "its test process exited with status %d", r->code);
+        if ((r->code != 0 || !t->job_done) && !t->fail.failed) {
+            snprintf(what, sizeof(what), "its test process exited (status %d) without its results",
+                     r->code);
             fail_as(t, MC_FAIL_ERROR, in, 0, what, where);
         }
         break;
@@ -291,6 +294,7 @@ static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
                                       .watch_priority = m->watch_priority };
     struct tk_child_result r;
     memset(&j->t->now, 0, sizeof(j->t->now));
+    j->t->job_done = false;
     tk_child_run(fn, j, &j->t->beat, &co, &r);
     record_end(m, j->t, j->phase, &r);
     return j->t->fail.failed ? -1 : 0;

@@ -201,6 +201,10 @@ struct mc_running {
 struct mc_target {
     struct tk_alloc a;
     tk_child_mark beat; /* the test process's latest progress */
+    /* Set by the test process as its last act, in this shared memory: a
+     * process that ends without it did not finish its job, whatever its
+     * exit status (a plugin may call exit with any). */
+    bool job_done;
     struct mc_running now;
     struct mc_seq seq[2]; /* [MC_PH_POW2], [MC_PH_RANDOM] */
     struct mc_pattern pattern;
