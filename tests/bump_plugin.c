@@ -12,7 +12,10 @@
  *                      HANG_SIZE bytes or more;
  *   PLUGIN_EXIT        "exit": alloc calls exit() in a heap of CRASH_HEAP
  *                      bytes or more, with the status in the environment
- *                      variable RTMEM_TEST_PLUGIN_EXIT (default 0).
+ *                      variable RTMEM_TEST_PLUGIN_EXIT (default 0); with
+ *                      "fork" there, it forks a child that waits for ever
+ *                      at each such alloc instead, and goes on; with
+ *                      "hang", it never returns.
  * memcheck must refuse each broken one with exit status 2 and a message
  * naming the broken rule (rtmem/plugin.h), never run it. The crashing and
  * hanging ones load, and the harness must survive them: their smaller
@@ -24,6 +27,8 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <rtmem/plugin.h>
 
@@ -81,7 +86,14 @@ static void *bump_alloc(void *heap, size_t size)
 #ifdef PLUGIN_EXIT
     if (b->size >= CRASH_HEAP) {
         const char *status = getenv("RTMEM_TEST_PLUGIN_EXIT");
-        exit(status ? atoi(status) : 0);
+        if (status && strcmp(status, "hang") == 0)
+            for (;;)
+                pause();
+        if (!status || strcmp(status, "fork") != 0)
+            exit(status ? atoi(status) : 0);
+        if (fork() == 0)
+            for (;;)
+                pause();
     }
 #endif
     if (size > b->size)

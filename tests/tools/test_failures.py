@@ -216,6 +216,34 @@ def test_memcheck_fails_a_plugin_that_exits_whatever_its_status(rtmem, files, tm
     assert not leftovers()
 
 
+# wcet runs each plugin case in a process of its own under a watchdog: a
+# plugin that crashes, hangs, exits or forks fails its cases, named, and
+# the run goes on, writes its JSON, and leaves no process behind.
+@pytest.mark.parametrize("plugin,env,why", [
+    ("crash_plugin", {}, "crashed: killed by SIGSEGV"),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "hang"}, "hung: not done in %s s (--timeout)"
+     % TIMEOUT),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "0"}, "exited (status 0) without its results"),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "fork"}, None),
+], ids=["crash", "hang", "exit", "fork"])
+def test_wcet_survives_a_plugin_that_crashes_hangs_exits_or_forks(rtmem, files, tmp_dir, plugin,
+                                                                   env, why):
+    path = os.path.join(tmp_dir, "w.json")
+    r = run(rtmem, "wcet", "--quick", "--no-rt", "--count", "none", "--kinds", "tlsf",
+            "--plugin", files[plugin], "--timeout", TIMEOUT, "--json", path,
+            env=dict(ENV, **env))
+    d = load_json(path)
+    assert d is not None, explain(r)
+    if why:
+        assert r.returncode == 1 and why in r.stdout, explain(r)
+        assert d["passed"] is False
+    else:
+        assert r.returncode in (0, 1), explain(r)
+    assert any(s["kind"] == "tlsf" and s["passed"] for s in d["scenarios"]), "tlsf not measured"
+    time.sleep(0.2)
+    assert not leftovers(), "processes left: %s" % leftovers()
+
+
 def test_bench_with_broken_plugins_exits_1_and_leaves_no_process(bench_broken):
     r, _, left = bench_broken
     assert r.returncode == 1, explain(r)

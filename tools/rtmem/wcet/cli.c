@@ -22,6 +22,7 @@ static const struct wcet_opts defaults = {
     .count = WCET_COUNT_AUTO,
     .harden = 0,
     .rt = TK_RT_OPTS_DEFAULT,
+    .timeout_s = 60,
 };
 
 #define F(field) TK_FIELD(struct wcet_opts, field)
@@ -38,6 +39,7 @@ static const struct tk_opt options[] = {
     { "count", TK_OPT_CHOICE, "HOW", "count with valgrind: auto, valgrind, none (default %D)",
       F(count), .choices = wcet_count_choices },
     TK_OPT_KIT_RT(struct wcet_opts, rt),
+    TK_OPT_KIT_TIMEOUT(F(timeout_s), 86400u),
     TK_OPT_KIT_JSON(F(json_path)),
     TK_OPT_KIT_QUICK(F(quick)),
 };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/result.h"
 #include "common/tool.h"
 #include "wcet.h"
@@ -200,6 +201,83 @@ static int build_and_check(struct wcet_case *c)
     return rc;
 }
 
+/* A plugin's case, run in a child process (child.h) so that a plugin that
+ * crashes, hangs, exits or forks cannot take the run with it: what the
+ * child hands back, in memory both share. */
+struct plugin_out {
+    bool done, ok, built, path_changed;
+    unsigned off_path;
+    char why[256], facts[320], off_path_why[256];
+    struct wcet_num nums[WCET_MAX_NUMS];
+    size_t n_nums;
+    struct tk_summary warm_s, cold_s;
+};
+
+struct plugin_job {
+    struct wcet *w;
+    struct wcet_case *c;
+    struct plugin_out *out;
+};
+
+static int plugin_case_child(void *arg)
+{
+    struct plugin_job *j = arg;
+    struct wcet_case *c = j->c;
+    struct plugin_out *o = j->out;
+    o->ok = build_and_check(c) == 0 && wcet_measure(j->w, c) == 0;
+    o->built = c->built;
+    o->path_changed = c->path_changed;
+    o->off_path = c->off_path;
+    memcpy(o->why, c->why, sizeof(o->why));
+    memcpy(o->facts, c->facts, sizeof(o->facts));
+    memcpy(o->off_path_why, c->off_path_why, sizeof(o->off_path_why));
+    memcpy(o->nums, c->nums, sizeof(o->nums));
+    o->n_nums = c->n_nums;
+    o->warm_s = c->warm_s;
+    o->cold_s = c->cold_s;
+    o->done = true; /* its last act: an exit before it is a failure */
+    return 0;
+}
+
+/* Builds, checks and times a plugin's case in a child under the watchdog
+ * (--timeout): 0, or -1 (c->why). Its instructions and branches are not
+ * counted by the CPU's counters, which count this process. */
+static int plugin_case(struct wcet *w, struct wcet_case *c)
+{
+    struct plugin_out *o = tk_shared_alloc(sizeof(*o));
+    if (!o)
+        return wcet_fail(c, "out of memory to hand a plugin's results back");
+    struct plugin_job j = { w, c, o };
+    const struct tk_child_opts co = { .timeout_s = w->o.timeout_s };
+    struct tk_child_result r;
+    tk_child_run(plugin_case_child, &j, NULL, &co, &r);
+    int rc = -1;
+    char sig[64];
+    if (r.end == TK_CHILD_KILLED)
+        wcet_fail(c, "crashed: killed by %s", tk_signal_describe(r.code, sig, sizeof(sig)));
+    else if (r.end == TK_CHILD_TIMED_OUT)
+        wcet_fail(c, "hung: not done in %u s (--timeout), killed with SIGKILL", w->o.timeout_s);
+    else if (r.end == TK_CHILD_NOT_STARTED)
+        wcet_fail(c, "cannot start its process: %s", strerror(r.code));
+    else if (!o->done)
+        wcet_fail(c, "its process exited (status %d) without its results", r.code);
+    else {
+        c->built = o->built;
+        c->path_changed = o->path_changed;
+        c->off_path = o->off_path;
+        memcpy(c->why, o->why, sizeof(c->why));
+        memcpy(c->facts, o->facts, sizeof(c->facts));
+        memcpy(c->off_path_why, o->off_path_why, sizeof(c->off_path_why));
+        memcpy(c->nums, o->nums, sizeof(c->nums));
+        c->n_nums = o->n_nums;
+        c->warm_s = o->warm_s;
+        c->cold_s = o->cold_s;
+        rc = o->ok ? 0 : -1;
+    }
+    tk_shared_free(o, sizeof(*o));
+    return rc;
+}
+
 static void print_progress(const struct wcet_case *c, bool ok)
 {
     if (ok)
@@ -234,12 +312,14 @@ enum tk_run_end wcet_run(struct tk_session *s)
         (void)wcet_hw_start(w); /* hw_why says why not */
     for (size_t i = 0; i < w->n_cases; i++) {
         struct wcet_case *c = &w->cases[i];
-        bool ok = build_and_check(c) == 0 && wcet_measure(w, c) == 0;
+        bool ok =
+            c->plug ? plugin_case(w, c) == 0 : build_and_check(c) == 0 && wcet_measure(w, c) == 0;
         if (!ok) {
             c->built = false;
             w->failures++;
         }
-        wcet_hw_count(w, c);
+        if (!c->plug)
+            wcet_hw_count(w, c);
         wcet_case_release(c);
         print_progress(c, ok);
     }

@@ -225,6 +225,7 @@ struct wcet_opts {
     struct tk_rt_opts rt;                     /* --cpu, --prio, --no-rt */
     const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin, in order */
     size_t n_plugins;
+    unsigned timeout_s; /* --timeout: a plugin's case in its child, at most this long */
     const char *json_path;
     bool quick;
 };
