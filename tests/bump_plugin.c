@@ -15,7 +15,9 @@
  *                      variable RTMEM_TEST_PLUGIN_EXIT (default 0); with
  *                      "fork" there, it forks a child that waits for ever
  *                      at each such alloc instead, and goes on; with
- *                      "hang", it never returns.
+ *                      "hang", it never returns. Its constructor, with
+ *                      RTMEM_TEST_PLUGIN_CTOR "exit", exits (status 0);
+ *                      with "print", prints a line to standard output.
  * memcheck must refuse each broken one with exit status 2 and a message
  * naming the broken rule (rtmem/plugin.h), never run it. The crashing and
  * hanging ones load, and the harness must survive them: their smaller
@@ -74,6 +76,20 @@ static int *volatile null_block = (int *)(uintptr_t)64;
 #ifdef PLUGIN_HANG
 #define HANG_SIZE ((size_t)1024)
 static volatile unsigned long spins;
+#endif
+
+#ifdef PLUGIN_EXIT
+#include <stdio.h>
+__attribute__((constructor)) static void misbehave_at_load(void)
+{
+    const char *what = getenv("RTMEM_TEST_PLUGIN_CTOR");
+    if (what && strcmp(what, "exit") == 0)
+        exit(0);
+    if (what && strcmp(what, "print") == 0) {
+        printf("PLUGIN CONSTRUCTOR SAYS HELLO\n");
+        fflush(stdout);
+    }
+}
 #endif
 
 static void *bump_alloc(void *heap, size_t size)

@@ -65,24 +65,33 @@ def _interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-STOPS = {signal.SIGINT, signal.SIGTERM}
+# Signals that came after the report's own handling of them: recorded by
+# the handler _main leaves in place as it ends, and what the exit says.
+_late = []
+
+
+def _record(signum, frame):
+    _late.append(signum)
 
 
 def main(argv=None):
     """The report, and its exit status: an interrupt that arrives at any
     moment before the process ends, its last instructions included, ends it
     as interrupted (128 + the signal), never as a success."""
-    status = _main(argv)
-    # _main returns with SIGINT and SIGTERM blocked: one that came after its
-    # own handling is pending now, and is what ends the run.
-    late = signal.sigpending() & STOPS
-    if late:
-        signum = min(late)
+    try:
+        status = _main(argv)
+    except Interrupted as e:  # in _main's cleanup, before it recorded instead
+        status = 128 + e.signum
+    if _late and status < 128:
         if status == EXIT_OK:
             sys.stderr.write("rtmem report: interrupted by %s as it ended; the report was "
-                             "already complete\n" % signal.Signals(signum).name)
-        return status if status >= 128 else 128 + signum
-    return status
+                             "already complete\n" % signal.Signals(_late[0]).name)
+        status = 128 + _late[0]
+    # Ended here, at once: nothing after this can run a handler and lose a
+    # signal's verdict.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _main(argv=None):
@@ -140,9 +149,10 @@ def _main(argv=None):
         sys.stderr.write("%s: internal error (the traceback above); nothing written\n" % prog)
         return EXIT_FAILED
     finally:
-        # From here on a signal waits (pending) for main to see it: the
-        # handler can no longer end the run at a random instruction.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+        # From here on a signal is recorded for main to see: the handler
+        # can no longer end the run at a random instruction.
+        signal.signal(signal.SIGINT, _record)
+        signal.signal(signal.SIGTERM, _record)
         if os.environ.get("RTMEM_REPORT_TEST_LATE_SIGNAL") == "1":  # tests: a signal at the end
             os.kill(os.getpid(), signal.SIGTERM)
         if out is not None:

@@ -244,6 +244,27 @@ def test_wcet_survives_a_plugin_that_crashes_hangs_exits_or_forks(rtmem, files, 
     assert not leftovers(), "processes left: %s" % leftovers()
 
 
+# A plugin's constructors run first in a trial load in a child: one that
+# exits refuses the plugin (bad usage, said), never ends the tool with 0;
+# what one prints goes to standard error, never into the report.
+@pytest.mark.parametrize("tool", ["bench", "memcheck", "wcet"])
+def test_a_plugin_whose_constructor_exits_is_refused(rtmem, files, tool, tmp_dir):
+    r = run(rtmem, tool, "--quick", "--no-rt", "--plugin", files["exit_plugin"],
+            env=dict(ENV, RTMEM_TEST_PLUGIN_CTOR="exit"))
+    assert r.returncode == 2, explain(r)
+    assert "loading it ended the process (exit status 0)" in r.stderr, explain(r)
+    assert not leftovers()
+
+
+def test_what_a_plugins_constructor_prints_goes_to_stderr(rtmem, files, tmp_dir):
+    r = run(rtmem, "bench", "--quick", "--no-rt", "--no-sweep", "--no-free-order", "--threads",
+            "0", "--plugin", files["exit_plugin"], "--kinds", "tlsf,exit",
+            env=dict(ENV, RTMEM_TEST_PLUGIN_CTOR="print"))
+    assert "PLUGIN CONSTRUCTOR SAYS HELLO" not in r.stdout, explain(r)
+    assert "PLUGIN CONSTRUCTOR SAYS HELLO" in r.stderr, explain(r)
+    assert not leftovers()
+
+
 def test_bench_with_broken_plugins_exits_1_and_leaves_no_process(bench_broken):
     r, _, left = bench_broken
     assert r.returncode == 1, explain(r)

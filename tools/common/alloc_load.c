@@ -22,6 +22,10 @@
 
 #include "rtmem/plugin.h"
 
+#include "common/child.h"
+
+#include <fcntl.h>
+
 #if defined(__SANITIZE_ADDRESS__)
 #define TK_ASAN 1
 #elif defined(__has_feature)
@@ -373,6 +377,80 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
     return 0;
 }
 
+/* How long a plugin's constructors may take in the trial load. */
+#define PROBE_TIMEOUT_S 30.0
+
+struct probe {
+    const char *path;
+    int *loaded; /* shared: 1 loaded, 2 dlopen refused it */
+};
+
+/* The trial load, in a child whose standard output and error go nowhere. */
+static int probe_child(void *arg)
+{
+    struct probe *p = arg;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+    }
+    *p->loaded = open_library(p->path) ? 1 : 2;
+    return 0;
+}
+
+/* Loads the plugin once in a child first (child.h): a constructor that
+ * ends the process (exit, with any status; a crash) or never returns
+ * refuses the plugin, instead of ending or hanging the tool. 0, or -1
+ * (why). */
+static int probe_load(const char *path, char *why, size_t why_len)
+{
+    int *loaded = tk_shared_alloc(sizeof(int));
+    if (!loaded) {
+        set_why(why, why_len, "out of memory for its trial load");
+        return -1;
+    }
+    struct probe p = { path, loaded };
+    const struct tk_child_opts co = { .timeout_s = PROBE_TIMEOUT_S };
+    struct tk_child_result r;
+    tk_child_run(probe_child, &p, NULL, &co, &r);
+    int got = *loaded;
+    tk_shared_free(loaded, sizeof(int));
+    char sig[64];
+    if (r.end == TK_CHILD_KILLED)
+        set_why(why, why_len, "loading it killed the process (%s): its constructors crash",
+                tk_signal_describe(r.code, sig, sizeof(sig)));
+    else if (r.end == TK_CHILD_TIMED_OUT)
+        set_why(why, why_len, "loading it did not end in %.0f s: its constructors hang",
+                PROBE_TIMEOUT_S);
+    else if (r.end == TK_CHILD_NOT_STARTED)
+        set_why(why, why_len, "cannot start its trial load: %s", strerror(r.code));
+    else if (got == 0)
+        set_why(why, why_len,
+                "loading it ended the process (exit status %d): its constructors "
+                "exit",
+                r.code);
+    else
+        return 0; /* loaded, or refused by dlopen: the load below says why */
+    return -1;
+}
+
+/* dlopen with the plugin's constructors' standard output sent to standard
+ * error: what a plugin prints never lands in a tool's report. */
+static void *open_quietly(const char *path)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved >= 0)
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+    void *dl = open_library(path);
+    if (saved >= 0) {
+        fflush(stdout);
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+    }
+    return dl;
+}
+
 int tk_plugin_load(struct tk_plugin *pl, const char *path,
                    bool (*taken)(const char *name, void *arg), void *arg, char *why, size_t why_len)
 {
@@ -387,8 +465,10 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
         snprintf(pl->path, sizeof(pl->path), "./%s", path);
     else
         snprintf(pl->path, sizeof(pl->path), "%s", path);
+    if (probe_load(pl->path, why, why_len) != 0)
+        return -1;
     dlerror();
-    void *dl = open_library(pl->path);
+    void *dl = open_quietly(pl->path);
     if (!dl) {
         const char *err = dlerror();
         set_why(why, why_len, "cannot load: %s", err ? err : "dlopen failed");
