@@ -368,6 +368,7 @@ TEST_CASE_IN("layout", "a call that waits longer than the heap's timeout gives u
     struct rtm_heap_config cfg = { .lock = RTM_HEAP_LOCK_PI, .lock_timeout_us = 20000 };
     struct rtm_heap *h = rtm_heap_create_ex("tlsf", arena, 64u << 10, &cfg);
     REQUIRE(h != NULL, );
+    alarm(30); /* a timeout that does not work must not hang the suite */
     struct sitter t = { .h = h, .m = PTHREAD_MUTEX_INITIALIZER, .c = PTHREAD_COND_INITIALIZER };
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, hold_until_done, &t) == 0, );
@@ -406,6 +407,7 @@ TEST_CASE_IN("layout", "a call that waits longer than the heap's timeout gives u
     REQUIRE(u != NULL, );
     CHECK_EQ(rtm_heap_set_lock_timeout(u, 1000), -EINVAL);
     rtm_heap_destroy(u);
+    alarm(0);
 }
 
 /* A handler is an address in one process: a heap shared between processes

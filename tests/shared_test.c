@@ -567,30 +567,28 @@ TEST_CASE_IN("lifecycle", "attach during create and unlink churn: EBUSY or ENOEN
     rtm_shared_unlink(n);
 }
 
-/* A user's own segment, its mode as the creator made it or not: attach
- * trusts what its creator (this user) chose, and refuses a world-writable
- * mode someone gave it later (EPERM) unless told to trust it. */
-TEST_CASE_IN("lifecycle", "a world-writable segment is attached only if its creator made it so")
+/* A segment writable by every user is refused (EPERM), whoever made it so,
+ * unless the attach trusts that (RTM_SHARED_TRUST_WORLD_WRITABLE). */
+TEST_CASE_IN("lifecycle", "a world-writable segment is attached only when trusted so")
 {
     const char *made = new_name(), *later = new_name();
     struct rtm_shared_config cfg = { .mode = 0666 };
     struct rtm_shared *a = rtm_shared_create_ex(made, "tlsf", 1 << 20, &cfg);
     struct rtm_shared *b = rtm_shared_create(later, "tlsf", 1 << 20);
     REQUIRE(a && b, );
-    struct rtm_shared *x = rtm_shared_attach(made);
-    CHECK(x != NULL);
-    if (x)
-        rtm_shared_detach(x);
     char path[128];
     snprintf(path, sizeof path, "/dev/shm/rtmem-%s", later);
     CHECK(chmod(path, 0666) == 0);
-    errno = 0;
-    CHECK(rtm_shared_attach(later) == NULL && errno == EPERM);
     struct rtm_shared_config trust = { .trust = RTM_SHARED_TRUST_WORLD_WRITABLE };
-    x = rtm_shared_attach_ex(later, &trust);
-    CHECK(x != NULL);
-    if (x)
-        rtm_shared_detach(x);
+    for (int i = 0; i < 2; i++) {
+        const char *n = i ? later : made;
+        errno = 0;
+        CHECK(rtm_shared_attach(n) == NULL && errno == EPERM);
+        struct rtm_shared *x = rtm_shared_attach_ex(n, &trust);
+        CHECK(x != NULL);
+        if (x)
+            rtm_shared_detach(x);
+    }
     /* trust is attach's: create refuses it, attach refuses unknown flags */
     struct rtm_shared_config bad = { .trust = 4 };
     errno = 0;
@@ -622,8 +620,7 @@ TEST_CASE_IN("lifecycle", "a segment another user owns is refused unless that us
     if (pid == 0) {
         if (setgid(nobody) != 0 || setuid(nobody) != 0)
             test_exit(1);
-        struct rtm_shared_config cfg = { .mode = 0666 };
-        struct rtm_shared *c = rtm_shared_create_ex(n, "tlsf", 1 << 20, &cfg);
+        struct rtm_shared *c = rtm_shared_create(n, "tlsf", 1 << 20);
         test_exit(c ? 0 : 2);
     }
     REQUIRE(wait_child(pid) == 0, );
@@ -644,6 +641,37 @@ TEST_CASE_IN("lifecycle", "a segment another user owns is refused unless that us
     CHECK(x != NULL);
     if (x)
         rtm_shared_detach(x);
+    CHECK_EQ(rtm_shared_unlink(n), 0);
+}
+
+/* The refusal comes before the mapping: a root attach that asks to
+ * prefault and lock another user's segment touches none of its pages. */
+TEST_CASE_IN("lifecycle", "an untrusted segment is refused before a page of it is touched")
+{
+    if (geteuid() != 0) {
+        printf("#   skipped: needs root, to create a heap as another user\n");
+        return;
+    }
+    const char *n = new_name();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, );
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            test_exit(1);
+        test_exit(rtm_shared_create(n, "tlsf", 64 << 20) ? 0 : 2);
+    }
+    REQUIRE(wait_child(pid) == 0, );
+    char path[128];
+    struct stat st;
+    snprintf(path, sizeof path, "/dev/shm/rtmem-%s", n);
+    REQUIRE(stat(path, &st) == 0, );
+    long long before = (long long)st.st_blocks;
+    struct rtm_shared_config cfg = { .prefault = RTM_ARENA_PREFAULT_TOUCH,
+                                     .lock = RTM_ARENA_LOCK_TRY };
+    errno = 0;
+    CHECK(rtm_shared_attach_ex(n, &cfg) == NULL && errno == EPERM);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ(st.st_blocks, before); /* not one more page of it allocated */
     CHECK_EQ(rtm_shared_unlink(n), 0);
 }
 
@@ -1018,6 +1046,11 @@ TEST_CASE_IN("creator", "a stopped holder: a call with a timeout gives up, count
     void *p = rtm_heap_alloc(h, 64);
     int err = errno;
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (p) { /* it did not wait for the holder: the holder must not stay stopped */
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    REQUIRE(p == NULL, );
     long waited_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
     CHECK(p == NULL && err == ETIMEDOUT);
     CHECK(waited_us >= 50000);
@@ -1435,6 +1468,27 @@ static pid_t gone_tid(void)
 
 #define LOCK_OWNER_DIED 0x40000000u
 
+/* A kernel thread's id (PF_KTHREAD in /proc/<pid>/stat's flags), or -1. */
+static pid_t kernel_thread(void)
+{
+    for (pid_t pid = 2; pid < 200; pid++) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        for (int field = 2; field < 9 && p; field++)
+            p = strchr(p + 1, ' ');
+        if (p && (strtoul(p + 1, NULL, 10) & 0x00200000UL))
+            return pid;
+    }
+    return -1;
+}
+
 /* glibc aborts a process that waits on a robust mutex whose word names a
  * thread that is gone, or whose kind says it is not robust while its word
  * says its holder died: attach refuses both (EINVAL), untouched. */
@@ -1442,24 +1496,46 @@ TEST_CASE_IN("crafted", "a crafted lock is a refused attach, never an abort")
 {
 #if defined(__GLIBC__)
     const char *name = new_name();
-    for (int c = 0; c < 3; c++) {
+    pid_t kthread = kernel_thread();
+    for (int c = 0; c < 6; c++) {
+        static char context[64];
+        snprintf(context, sizeof context, "crafted lock, case %d", c);
+        test_context = context;
         struct rtm_shared *s = rtm_shared_create(name, "tlsf", STALE_BYTES);
         REQUIRE(s != NULL, );
         pthread_mutex_t *m = mutex_of(s);
+        pid_t zombie = -1;
         if (c == 0) {
             m->__data.__lock = (int)gone_tid(); /* held by a thread that is gone */
         } else if (c == 1) {
             m->__data.__kind &= ~16; /* PTHREAD_MUTEX_ROBUST_NORMAL_NP */
             m->__data.__lock = (int)LOCK_OWNER_DIED;
-        } else {
+        } else if (c == 2) {
             m->__data.__kind = 0x7fffffff; /* no kind glibc makes */
+        } else if (c == 3 || c == 4) {
+            zombie = fork(); /* exited, not reaped: kill() still finds it */
+            if (zombie == 0)
+                _exit(0);
+            usleep(50000);
+            m->__data.__lock = (int)((unsigned)zombie | (c == 4 ? LOCK_OWNER_DIED : 0u));
+        } else {
+            if (kthread <= 0) {
+                printf("#   no kernel thread found: that case skipped\n");
+                CHECK_EQ(rtm_shared_detach(s), 0);
+                CHECK_EQ(rtm_shared_unlink(name), 0);
+                continue;
+            }
+            m->__data.__lock = (int)kthread; /* a kernel thread: the kernel says EPERM */
         }
         int st = attach_and_check_in_child(name);
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 10);
         check_refused(name, EINVAL);
+        if (zombie > 0)
+            waitpid(zombie, NULL, 0);
         CHECK_EQ(rtm_shared_detach(s), 0);
         CHECK_EQ(rtm_shared_unlink(name), 0);
     }
+    test_context = NULL;
 #else
     printf("#   skipped: the mutex's fields are glibc's\n");
 #endif

@@ -129,13 +129,21 @@
  * waited that long gives up, does nothing and returns -ETIMEDOUT (an
  * allocation: NULL, errno ETIMEDOUT), and the lock's timeouts counter
  * grows (rtm_heap_lock_stats), so that a monitor sees it. The wait is
- * measured on CLOCK_MONOTONIC (with glibc 2.30 or later; CLOCK_REALTIME
+ * measured on CLOCK_MONOTONIC (with glibc 2.35 or later on a kernel of 5.14 or later; CLOCK_REALTIME
  * otherwise, which a change of the wall clock moves), and ends that long
  * after the call found the lock held, plus the kernel's wake-up latency.
  * The uncontended path does not change. The timeout is the heap's, in its
  * lock area: every thread and process that uses the heap has it. Choose it
  * above the longest operation any user of the heap makes (see "Time"), so
  * that only a holder gone wrong makes a call give up.
+ *
+ * A robust lock whose word names a holder that cannot hold it (a thread
+ * that is gone or exiting, a kernel thread: only damage or a crafted
+ * segment leaves that, and the C library would abort the process that
+ * waits on it) is not waited on: the call counts a corruption and fails
+ * with -ENOTRECOVERABLE, without abandoning the lock (a later call works
+ * if the word was repaired). Finding that costs one read of
+ * /proc/<tid>/stat per wait for a held robust lock.
  *
  * When the lock cannot be taken (-EDEADLK, -ENOTRECOVERABLE, -ETIMEDOUT), a call does
  * nothing and returns that code; an allocation returns NULL with errno set

@@ -48,8 +48,10 @@
  *   the catalog: catalog_entries entries of 48 bytes (a name and an offset);
  *   the heap: its lock area, its undo log, then the kind's heap, on the
  *     rest; every block ends with a 16-byte owner record (rtmem/lock.h).
- * Version 2 added the undo log and the owner records: a segment of
- * version 1 is refused (EPROTO).
+ * Version 2 added the undo log and the owner records; version 3 TLSF's
+ * 32-bit layout; version 4 the lock's timeout (rtmem/lock.h, "Bounded
+ * waits"), which an older build would not keep: a segment of another
+ * version is refused (EPROTO).
  * Offset 0 is the header: no block ever lies there, so 0 stands for "no
  * object" wherever an offset is given.
  *
@@ -78,12 +80,15 @@
  * pages), aligned and in order, their sizes adding up to the heap's counts,
  * the pool list ending after as many pools as the heap counts (a cycle is
  * refused). And the lock's mutex, before any call takes it: its type and
- * (with glibc) the kind its init gave, and no holder
- * that is gone (the kernel clears a dead holder of a robust mutex; glibc
- * aborts a process that waits on one that names a missing thread): a
- * crafted mutex is a refused attach, never an abort. A call that later
- * finds its lock held by a thread that is gone reports a corruption and
- * fails (-ENOTRECOVERABLE) instead of waiting. O(pools), reading nothing
+ * (with glibc) the kind its init gave, and no holder that cannot hold it:
+ * a thread that is gone or exiting, a kernel thread (the kernel clears a
+ * dead holder of a robust mutex; glibc aborts a process that waits on one
+ * that names such a task): a mutex crafted before the attach is a refused attach, never an abort. A
+ * call that later finds its lock held by a task that cannot hold it (gone,
+ * exiting, a kernel thread) reports a corruption and fails
+ * (-ENOTRECOVERABLE) instead of waiting; other damage written into the
+ * mutex after the attach, by a process that may write the segment, can
+ * still upset the C library's lock calls. O(pools), reading nothing
  * outside the segment, whatever it holds. A heap with a pool added outside
  * the segment (rtm_heap_add_pool of this process's own memory) is refused
  * too: other processes could not reach that pool. What attach does not
@@ -105,19 +110,20 @@
  * Who can attach what. The operating system decides who may open the
  * segment: its mode (rtm_shared_config.mode, 0600 by default, applied as
  * given) must let the process read and write it (EACCES otherwise). On top
- * of that, attach refuses (EPERM) a segment it should not trust, before it
- * reads a byte of it: one owned by a user other than this process's
- * effective user, root, or rtm_shared_config.trusted_uid (a user who
- * creates a name first, another's attach would otherwise land in a
- * segment that user controls); and one writable by every user (o+w) that
- * its creator did not make so (the mode create gave is kept in the
- * header). A heap meant for several users is created by one of them (or
- * root) with a group mode, such as 0660, and the others attach with
- * trusted_uid set to the creator's uid. RTM_SHARED_TRUST_ANY_OWNER and
+ * of that, attach refuses (EPERM) a segment it should not trust, from the
+ * object alone (fstat), before it maps, prefaults or locks it: one owned by
+ * a user other than this process's effective user, root, or
+ * rtm_shared_config.trusted_uid (a user who creates a name first,
+ * another's attach would otherwise land in a segment that user controls);
+ * and one writable by every user (o+w), whoever made it so. A heap meant
+ * for several users is created by one of them (or root) with a group
+ * mode, such as 0660, and the others attach with trusted_uid set to the
+ * creator's uid. RTM_SHARED_TRUST_ANY_OWNER and
  * RTM_SHARED_TRUST_WORLD_WRITABLE lift either check, for a process that
  * trusts every user of the machine. Whoever may write the segment can
- * damage the heap (a damaged heap is reported, rtm_heap_check), so admit
- * only trusted users.
+ * damage the heap, its lock included, at any time (attach's checks hold
+ * for what the segment was when it attached: see "What attach checks"),
+ * so admit only trusted users.
  *
  * Attach count. The header counts the processes attached (create and each
  * attach add one, each detach takes one away, atomically). A process that
@@ -203,7 +209,7 @@ extern "C" {
 /* The layout version this library writes and attaches to (3: a TLSF heap's
  * block headers are 8 bytes on 32-bit targets too; a segment of another
  * version is refused with EPROTO). */
-#define RTM_SHARED_LAYOUT_VERSION   3u
+#define RTM_SHARED_LAYOUT_VERSION   4u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */
@@ -230,12 +236,6 @@ struct rtm_shared_config {
      * its check_interval (rtmem/heap.h). */
     int hardening;
     uint32_t check_interval;
-    /* Create only: the heap's bound on a wait for its lock, in microseconds
-     * (0: no bound): a call that waits longer for a holder (one stopped,
-     * or gone wrong) gives up with -ETIMEDOUT (rtmem/lock.h, "Bounded
-     * waits"). It is the heap's, for every process attached;
-     * rtm_heap_set_lock_timeout changes it. */
-    uint32_t lock_timeout_us;
     /* Create only: 0 for base pages (a POSIX shm object in /dev/shm; the
      * base page size means the same), or a huge page size
      * (RTM_ARENA_PAGE_2M, RTM_ARENA_PAGE_1G: a power of two the kernel lists
@@ -257,6 +257,12 @@ struct rtm_shared_config {
      * more owner it accepts (0: none more). */
     unsigned trust;
     uint32_t trusted_uid;
+    /* Create only: the heap's bound on a wait for its lock, in microseconds
+     * (0: no bound): a call that waits longer for a holder (one stopped,
+     * or gone wrong) gives up with -ETIMEDOUT (rtmem/lock.h, "Bounded
+     * waits"). It is the heap's, for every process attached;
+     * rtm_heap_set_lock_timeout changes it. */
+    uint32_t lock_timeout_us;
 };
 
 /* rtm_shared_config.trust: attach a segment whatever user owns it; attach
@@ -398,7 +404,8 @@ RTM_API int rtm_shared_get_info(const struct rtm_shared *s, struct rtm_shared_in
  *             RTM_SHARED_CATALOG_NAME_MAX; p outside the segment
  *   -EEXIST   the name is published already (unpublish it first)
  *   -ENOSPC   every entry is in use
- *   and the heap lock's errors (rtmem/lock.h: -ENOTRECOVERABLE, -EDEADLK).
+ *   and the heap lock's errors (rtmem/lock.h: -ENOTRECOVERABLE, -EDEADLK,
+ *   -ETIMEDOUT).
  * O(catalog_entries) with the heap's lock held.
  */
 RTM_API int rtm_shared_publish(struct rtm_shared *s, const char *name, const void *p);

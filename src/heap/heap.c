@@ -111,11 +111,13 @@ static __attribute__((noinline, cold)) int owner_died(struct rtm_heap *h, struct
     return -ENOTRECOVERABLE;
 }
 
-/* The lock's own state is damaged (held by a thread that is gone): counted
- * as a corruption, the call refused, the lock not taken. */
+/* The lock's own state is damaged (held by a task that cannot hold it):
+ * counted as a corruption (atomically: the lock is not held), the call
+ * refused with -ENOTRECOVERABLE, the lock not taken. Not sticky: a lock
+ * whose word is repaired (its damage was another process's) works again. */
 static __attribute__((noinline, cold)) int lock_damaged(struct rtm_heap *h)
 {
-    rtm__heap_corrupt(h, NULL, NULL, "the heap's lock is held by a thread that is gone");
+    __atomic_add_fetch(&h->corruptions, 1, __ATOMIC_RELAXED);
     return -ENOTRECOVERABLE;
 }
 

@@ -5,9 +5,13 @@
  * dispatcher (src/heap/heap.c) decides what an owner death means for the
  * heap.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -70,20 +74,64 @@ static int reference_kind(int type)
 }
 #endif
 
-/* Whether the futex word names a holder that no longer exists. The kernel
- * clears the holder of a robust mutex whose holder dies (it leaves the
- * owner-died flag) before that thread is gone, so a robust lock's word
- * never names a thread that is gone: only a damaged or crafted one does,
- * and glibc aborts the process that waits on it. */
-static bool holder_gone(const struct rtm_lock *l)
+#if defined(__GLIBC__)
+/* The kernel's flag of a kernel thread in /proc/<tid>/stat (PF_KTHREAD). */
+#define TASK_KTHREAD 0x00200000UL
+
+/* Whether tid is a task that can hold a futex: a user thread that has not
+ * exited (not a zombie, not a kernel thread), by /proc/<tid>/stat; without
+ * /proc, whether kill(tid, 0) finds it. */
+static bool live_user_task(pid_t tid)
+{
+    char path[48], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (access("/proc/self/stat", F_OK) != 0)
+            return kill(tid, 0) == 0 || errno != ESRCH; /* no /proc here */
+        return false;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false; /* it ended as it was read */
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command: " S ppid ..." */
+    if (!p || p[1] != ' ' || !p[2])
+        return true;
+    char state = p[2];
+    if (state == 'Z' || state == 'X' || state == 'x')
+        return false;
+    p += 2; /* the state is field 3; flags is field 9 */
+    for (int field = 3; field < 9 && p; field++)
+        p = strchr(p + 1, ' ');
+    unsigned long flags = p ? strtoul(p + 1, NULL, 10) : 0;
+    return !(flags & TASK_KTHREAD);
+}
+#endif
+
+/* Whether the futex word names a holder that cannot hold it: a thread that
+ * is gone or exiting, or a kernel thread. The kernel clears the holder of a
+ * robust mutex whose holder dies (it leaves the owner-died flag) before
+ * that thread is gone, and a holder that unlocks clears it too: a word that
+ * still names such a task after it was looked at is damaged or crafted,
+ * and glibc aborts a process that locks it (the kernel answers ESRCH or
+ * EPERM). A word that changed meanwhile is looked at again. */
+static bool holder_bad(const struct rtm_lock *l)
 {
 #if defined(__GLIBC__)
-    pid_t tid = (pid_t)(lock_word(l) & LOCK_TID_MASK);
-    return tid != 0 && kill(tid, 0) != 0 && errno == ESRCH;
+    for (int tries = 0; tries < 4; tries++) {
+        unsigned word = lock_word(l);
+        pid_t tid = (pid_t)(word & LOCK_TID_MASK);
+        if (tid == 0 || live_user_task(tid))
+            return false;
+        if (lock_word(l) == word)
+            return true;
+    }
 #else
     (void)l;
-    return false;
 #endif
+    return false;
 }
 
 int rtm__lock_validate(const struct rtm_lock *l)
@@ -97,7 +145,7 @@ int rtm__lock_validate(const struct rtm_lock *l)
     if (__atomic_load_n(&l->mutex.__data.__kind, __ATOMIC_RELAXED) != reference_kind(type))
         return EINVAL;
 #endif
-    return holder_gone(l) ? EINVAL : 0;
+    return holder_bad(l) ? EINVAL : 0;
 }
 
 /* An absolute deadline timeout_us from now on clock. */
@@ -116,7 +164,7 @@ static struct timespec deadline(clockid_t clock, uint32_t timeout_us)
 
 /* Waits for the held lock: for ever, or until timeout_us has passed
  * (ETIMEDOUT). On CLOCK_MONOTONIC where the C library can wait on it with
- * a priority-inheritance mutex (glibc 2.30 and later, the kernel's
+ * a priority-inheritance mutex (glibc 2.35 and later on a kernel with
  * FUTEX_LOCK_PI2), else on CLOCK_REALTIME, which a change of the wall
  * clock moves. */
 static int wait_for(struct rtm_lock *l)
@@ -137,9 +185,9 @@ static int wait_for(struct rtm_lock *l)
 __attribute__((noinline, cold)) int rtm__lock_wait(struct rtm_lock *l, int rc)
 {
     bool waited = rc == EBUSY;
-    /* Held, by a thread that is gone: a damaged robust lock, which glibc
-     * would abort on (see holder_gone). */
-    if (waited && l->type == RTM_HEAP_LOCK_ROBUST_SHARED && holder_gone(l))
+    /* Held by a task that cannot hold it: a damaged robust lock, which
+     * glibc would abort on (see holder_bad). One read of /proc per wait. */
+    if (waited && l->type == RTM_HEAP_LOCK_ROBUST_SHARED && holder_bad(l))
         return EBADMSG;
     if (waited)
         rc = wait_for(l);

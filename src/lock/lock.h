@@ -64,8 +64,9 @@ int rtm__lock_init(struct rtm_lock *l, int type, uint32_t lead);
 /* Checks a lock area found in memory another process wrote (a shared
  * heap's, at attach), before any lock call: its type, and with glibc the
  * mutex's kind (what pthread_mutex_init gives that type) and no holder
- * that is gone (glibc aborts a process that waits on
- * such a mutex). 0 or EINVAL. Reads only; one kill(pid, 0) when held. */
+ * that cannot hold it: a thread that is gone or exiting, a kernel thread
+ * (glibc aborts a process that waits on such a mutex). 0 or EINVAL. Reads
+ * only; one read of /proc/<tid>/stat when held. */
 int rtm__lock_validate(const struct rtm_lock *l);
 
 /* Destroys the mutex (not held, nobody waiting). */
@@ -92,8 +93,9 @@ int rtm__lock_wait(struct rtm_lock *l, int rc);
  *                    rtm__lock_abandon;
  *   ENOTRECOVERABLE  not taken: abandoned once, it is never taken again;
  *   EDEADLK          not taken: the calling thread holds it;
- *   EBADMSG          not taken: a robust lock held by a thread that is gone
- *                    (its state damaged: glibc would abort on it);
+ *   EBADMSG          not taken: a robust lock held by a task that cannot
+ *                    hold it (gone, exiting, a kernel thread: its state
+ *                    damaged, and glibc would abort on it);
  *   ETIMEDOUT        not taken: held by another thread for longer than the
  *                    lock's timeout_us.
  * Uncontended: one trylock and one counter. Held by another thread: waits in

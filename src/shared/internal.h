@@ -29,7 +29,7 @@ struct shared_header {
     uint64_t catalog_offset;
     uint64_t heap_offset;
     int32_t creator_pid;
-    uint32_t mode; /* the permissions create gave the object (0 before they were kept) */
+    uint32_t reserved0;
     char kind[SHARED_KIND_BYTES]; /* NUL-terminated */
     uint8_t reserved[40];         /* zeros: room for later versions' fields */
 };

@@ -70,7 +70,6 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     hd->catalog_entries = entries;
     hd->catalog_offset = catalog;
     hd->creator_pid = (int32_t)getpid();
-    hd->mode = cfg && cfg->mode ? cfg->mode : 0600;
     snprintf(hd->kind, sizeof hd->kind, "%s", kind);
     /* a new object is all zeros: every catalog entry is free already */
     struct rtm_heap_config hc = { .lock = RTM_HEAP_LOCK_ROBUST_SHARED };
@@ -122,36 +121,34 @@ static bool attach_config_ok(const struct rtm_shared_config *cfg)
             !cfg->lock_timeout_us && !cfg->page_bytes && !(cfg->trust & ~TRUST_ALL));
 }
 
-/* Whether the object's owner is one this process trusts (rtmem/shared.h,
- * "Who can attach what"): its own effective user, root, the config's
- * trusted_uid, or anyone under RTM_SHARED_TRUST_ANY_OWNER. Asked of the
- * open object (fstat), before anything in it is read. 0, EPERM, or the
- * errno of fstat. */
-static int owner_trusted(const struct rtm_shared *s, const struct rtm_shared_config *cfg)
+/* Whether this process trusts the object (rtmem/shared.h, "Who can attach
+ * what"): owned by its own effective user, root, the config's trusted_uid,
+ * or anyone under RTM_SHARED_TRUST_ANY_OWNER; and not writable by every
+ * user unless RTM_SHARED_TRUST_WORLD_WRITABLE. Asked of the object itself
+ * (fstat), never of anything in it. 0 or EPERM. */
+static int trusted(const struct stat *st, const struct rtm_shared_config *cfg)
 {
-    struct stat st;
-    if (fstat(s->arena.fd, &st) != 0)
-        return errno;
+    unsigned trust = cfg ? cfg->trust : 0;
     uid_t me = geteuid();
-    if (st.st_uid == me || st.st_uid == 0 || (cfg && (cfg->trust & RTM_SHARED_TRUST_ANY_OWNER)) ||
-        (cfg && cfg->trusted_uid && st.st_uid == (uid_t)cfg->trusted_uid))
-        return 0;
-    return EPERM;
+    if (st->st_uid != me && st->st_uid != 0 && !(trust & RTM_SHARED_TRUST_ANY_OWNER) &&
+        !(cfg && cfg->trusted_uid && st->st_uid == (uid_t)cfg->trusted_uid))
+        return EPERM;
+    if ((st->st_mode & S_IWOTH) && !(trust & RTM_SHARED_TRUST_WORLD_WRITABLE))
+        return EPERM;
+    return 0;
 }
 
-/* Whether the object may be written by every user only as its creator
- * made it: a world-writable mode create did not give (a heap of an older
- * version records none) is refused unless RTM_SHARED_TRUST_WORLD_WRITABLE.
- * After validate: reads the header. 0, EPERM, or the errno of fstat. */
-static int mode_trusted(const struct rtm_shared *s, const struct rtm_shared_config *cfg)
+/* Opens the place read-only and looks at it, before anything is mapped:
+ * 0 with *st, or the errno of the open (the arena's open then says it). */
+static int look(const struct shared_place *pl, struct stat *st)
 {
-    struct stat st;
-    if (fstat(s->arena.fd, &st) != 0)
+    int fd = pl->source == RTM_ARENA_POSIX_SHM ? shm_open(pl->path, O_RDONLY | O_CLOEXEC, 0)
+                                               : open(pl->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
         return errno;
-    if (!(st.st_mode & S_IWOTH) || (cfg && (cfg->trust & RTM_SHARED_TRUST_WORLD_WRITABLE)))
-        return 0;
-    uint32_t made = __atomic_load_n(&s->header->mode, __ATOMIC_RELAXED);
-    return (made & S_IWOTH) ? 0 : EPERM;
+    int rc = fstat(fd, st) == 0 ? 0 : errno;
+    close(fd);
+    return rc;
 }
 
 /* Where a new heap goes: /dev/shm for base pages (page_bytes 0 or the base
@@ -304,21 +301,32 @@ struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_share
      * its mount's page size. */
     struct shared_place pl;
     rtm__shared_shm_place(name, &pl);
+    /* Whom it belongs to is asked before it is mapped (or prefaulted, or
+     * locked): a segment another user controls is never touched. */
+    struct stat seen;
+    int looked = look(&pl, &seen);
+    if (looked == ENOENT && rtm__shared_find_huge(name, &pl) == 0)
+        looked = look(&pl, &seen);
+    if (looked == 0 && trusted(&seen, cfg) != 0) {
+        free(s);
+        return fail_null(EPERM);
+    }
     struct rtm_arena_config ac = arena_config(&pl, 0, RTM_ARENA_EXISTING, cfg);
     rc = rtm_arena_open(&s->arena, &ac);
-    if (rc == -ENOENT && rtm__shared_find_huge(name, &pl) == 0) {
-        ac = arena_config(&pl, 0, RTM_ARENA_EXISTING, cfg);
-        rc = rtm_arena_open(&s->arena, &ac);
-    }
     if (rc) {
         free(s);
         return fail_null(rc == -ENXIO ? short_object(&pl) : -rc);
     }
-    int err = owner_trusted(s, cfg);
+    /* The object mapped must be the one looked at (a name removed and made
+     * again in between is busy: attach again), and trusted. */
+    struct stat now;
+    int err = fstat(s->arena.fd, &now) != 0 ? errno : 0;
+    if (!err && looked == 0 && (now.st_dev != seen.st_dev || now.st_ino != seen.st_ino))
+        err = EBUSY;
+    if (!err)
+        err = trusted(&now, cfg);
     if (!err)
         err = validate(s);
-    if (!err)
-        err = mode_trusted(s, cfg);
     if (err) {
         rtm_arena_close(&s->arena); /* existing: unmapped, never removed */
         free(s);
