@@ -31,14 +31,24 @@
  * exit, and on a fatal signal), on failure too; the section then checks
  * that /dev/shm and the hugetlbfs mount hold nothing of its own.
  *
- * The huge section uses the first hugetlbfs mount of 2 MiB pages it may
- * write in; without one, as root, it mounts one on a directory of its own
- * in a mount namespace of its own (nothing outside the test sees it). It
- * reserves the huge pages it needs (as root) by raising nr_hugepages, and
- * takes back exactly as many at the end, at exit and on a fatal signal (by
- * what the pool holds then: writing the old size back would undo what
- * another process reserved meanwhile). Where it can do neither, it exits
- * with 77 (CTest: skipped) and says why.
+ * The huge section must not depend on what other programs do with huge
+ * pages meanwhile: the machine's pool counters (free_hugepages,
+ * resv_hugepages) move under it whenever another program maps huge pages.
+ * As root it therefore works on a hugetlbfs mount of its own, in a mount
+ * namespace of its own (nothing outside the test sees it, and the 2 MiB
+ * mounts it inherited are detached there, so that rtmem finds this one):
+ * mounted with size= and min_size= of OWN_PAGES pages, the mount holds
+ * its pages from the moment it is mounted (no other program can take
+ * them), its statfs counts the pages this test's heaps hold, and a create
+ * beyond it is refused as one beyond the pool would be. It reserves the
+ * pages that mount needs by raising nr_hugepages, and takes back exactly
+ * as many at the end, at exit and on a fatal signal (by what the pool holds
+ * then: writing the old size back would undo what another process reserved
+ * meanwhile). Without root it uses the first hugetlbfs mount of 2 MiB
+ * pages it may write in, checks what its own files hold, and says that it
+ * leaves out the checks of pages held, which would read counters other
+ * programs change. Where it can have neither, it exits with 77 (CTest:
+ * skipped) and says why.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +60,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,11 +87,13 @@ static void remember_paths(void);
 
 /* The huge section's state, which the cleanup (at exit, on a signal) reads:
  * the hugetlbfs mount in use, the directory the test mounted it on (when
- * it did), and the huge pages it added to the 2 MiB pool. */
+ * it did), and the huge pages it added to the 2 MiB pool. Its own mount
+ * holds OWN_PAGES pages. */
 static char huge_dir[256];
 static char made_dir[256];
 static uint64_t pages_added;
-#define POOL_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB"
+#define OWN_PAGES 4
+#define POOL_DIR  "/sys/kernel/mm/hugepages/hugepages-2048kB"
 static const char pool_path[] = POOL_DIR "/nr_hugepages";
 
 /* A fresh heap name of this process, remembered for the cleanup. */
@@ -192,15 +205,15 @@ static void remove_all(void)
         return; /* a child never removes what the test owns */
     for (int i = 0; i < name_count; i++)
         rtm_shared_unlink(names[i]); /* most are gone already: ENOENT */
+    unmount_dir();                   /* first: the mount holds its pages until it goes */
     give_back_pages();
-    unmount_dir();
 }
 
 /* A section that hangs or is stopped (SIGALRM before ctest's timeout,
  * SIGTERM, SIGINT, SIGHUP, SIGPIPE from a reader that went away) removes
  * its objects too: unlink(2) of their files in /dev/shm and on the
  * hugetlbfs mount, which a signal handler may call, and no stdio; then it
- * gives the huge pages back and unmounts. */
+ * unmounts and gives the huge pages back. */
 static char paths[MAX_NAMES][sizeof "/dev/shm/rtmem-" + RTM_SHARED_NAME_MAX];
 static char huge_paths[MAX_NAMES][sizeof huge_dir + sizeof "/rtmem-" + RTM_SHARED_NAME_MAX];
 
@@ -213,8 +226,8 @@ static void remove_on_signal(int sig)
             if (huge_paths[i][0])
                 unlink(huge_paths[i]);
         }
-        give_back_pages();
         unmount_dir();
+        give_back_pages();
     }
     _exit(3);
 }
@@ -1892,11 +1905,41 @@ static uint64_t pool_value(const char *file)
     return v;
 }
 
-/* 2 MiB pages free for a new mapping: free ones not reserved already. */
+/* 2 MiB pages of the machine's pool free for a new mapping: free ones not
+ * reserved already (other programs change it: setup only). */
 static uint64_t pages_available(void)
 {
     uint64_t free_now = pool_value("free_hugepages"), resv = pool_value("resv_hugepages");
     return free_now > resv ? free_now - resv : 0;
+}
+
+/* Whether huge_dir is the test's own size-limited mount, whose counts no
+ * other program changes; and the pages its files hold (reserved by a
+ * mapping or faulted in), by its statfs. */
+static bool own_mount;
+
+static uint64_t pages_held(void)
+{
+    struct statfs fs;
+    if (statfs(huge_dir, &fs) != 0 || fs.f_blocks < fs.f_bfree)
+        return UINT64_MAX;
+    return (uint64_t)(fs.f_blocks - fs.f_bfree);
+}
+
+/* A check of the pages the mount holds: on the test's own mount only. */
+#define CHECK_HELD(expected)                  \
+    do {                                      \
+        if (own_mount)                        \
+            CHECK_EQ(pages_held(), expected); \
+    } while (0)
+
+/* The pages of 2 MiB that the file of heap `name` holds (faulted in). */
+static uint64_t file_pages(const char *name)
+{
+    char path[sizeof huge_dir + 256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/rtmem-%s", huge_dir, name);
+    return stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512 / HUGE : UINT64_MAX;
 }
 
 /* The default huge page size (Hugepagesize of /proc/meminfo), 0 if none. */
@@ -1947,26 +1990,38 @@ static bool find_mount(size_t page, bool writable, char *dir, size_t size)
     return found;
 }
 
-/* A hugetlbfs mount of 2 MiB pages to use: the first writable one there
- * is, or (as root) one of the test's own, in a mount namespace of its
- * own. False, after saying why, if neither can be had. */
+/* Detaches, in the test's own mount namespace, every hugetlbfs mount of
+ * 2 MiB pages it inherited: rtmem then finds the test's own. */
+static void detach_inherited(void)
+{
+    char dir[256];
+    while (find_mount(HUGE, false, dir, sizeof dir))
+        if (umount2(dir, MNT_DETACH) != 0)
+            break; /* and rtmem may find that one first: the checks below say so */
+}
+
+/* The hugetlbfs mount of 2 MiB pages to use: as root, one of the test's
+ * own (see the top of this file); without root, the first writable one
+ * there is. False, after saying why, if neither can be had. */
 static bool take_mount(void)
 {
-    if (find_mount(HUGE, true, huge_dir, sizeof huge_dir)) {
-        printf("using the hugetlbfs mount %s\n", huge_dir);
-        return true;
-    }
     if (geteuid() != 0) {
+        if (find_mount(HUGE, true, huge_dir, sizeof huge_dir)) {
+            printf("using the hugetlbfs mount %s; without root, the checks of the pages a heap "
+                   "holds are left out (they would read counters other programs change)\n",
+                   huge_dir);
+            return true;
+        }
         printf("SKIP: no hugetlbfs mount of 2 MiB pages to write in, and mounting one needs "
                "root (mount -t hugetlbfs -o pagesize=2M none /dev/hugepages)\n");
         return false;
     }
     if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-        printf("SKIP: no hugetlbfs mount of 2 MiB pages, and no mount namespace of the test's "
-               "own to mount one in: %s\n",
+        printf("SKIP: no mount namespace of the test's own to mount hugetlbfs in: %s\n",
                strerror(errno));
         return false;
     }
+    detach_inherited();
     char cwd[128];
     if (!getcwd(cwd, sizeof cwd) ||
         snprintf(made_dir, sizeof made_dir, "%s/shared_test.huge.XXXXXX", cwd) >=
@@ -1976,15 +2031,22 @@ static bool take_mount(void)
         made_dir[0] = '\0';
         return false;
     }
-    if (mount("none", made_dir, "hugetlbfs", 0, "pagesize=2M") != 0) {
-        printf("SKIP: hugetlbfs cannot be mounted: %s\n", strerror(errno));
+    char opts[96];
+    snprintf(opts, sizeof opts, "pagesize=2M,size=%zu,min_size=%zu", OWN_PAGES * HUGE,
+             OWN_PAGES * HUGE);
+    if (mount("none", made_dir, "hugetlbfs", 0, opts) != 0) {
+        /* ENOMEM: another program took the pages take_pages found free */
+        printf("SKIP: hugetlbfs cannot be mounted (%s): %s\n", opts, strerror(errno));
         rmdir(made_dir);
         made_dir[0] = '\0';
         return false;
     }
     snprintf(huge_dir, sizeof huge_dir, "%s", made_dir);
-    printf("mounted hugetlbfs (2 MiB pages) on %s, in the test's own mount namespace\n", huge_dir);
-    return true;
+    char first[256];
+    own_mount = find_mount(HUGE, true, first, sizeof first) && strcmp(first, huge_dir) == 0;
+    printf("mounted hugetlbfs (%s) on %s, in the test's own mount namespace%s\n", opts, huge_dir,
+           own_mount ? "" : "; FAIL: rtmem would find an inherited mount first");
+    return own_mount;
 }
 
 /* Makes `need` 2 MiB pages available: there already, or reserved as root
@@ -2065,21 +2127,18 @@ static int huge_child(const char *name, void *parent_base, size_t size, uint64_t
     return rtm_shared_detach(c) == 0 ? 0 : 16;
 }
 
-/* The pool's persistent pages before the test added any (main, once it
- * has the mount and the pages). */
-static uint64_t huge_nr0;
 static const struct rtm_shared_config huge = { .page_bytes = HUGE };
 
-/* The section's mount and pages (heap A takes 2, and the workers' room;
- * the ENOMEM case asks one page more than is free): false, after saying
- * why, when they cannot be had. */
+/* The section's pages and mount (heap A takes 2, and the workers' room;
+ * the ENOMEM case asks one page more than the mount has free): false,
+ * after saying why, when they cannot be had. As root the pages come first,
+ * for the mount to hold them. */
 static bool huge_setup(void)
 {
-    if (!take_mount() || !take_pages(4))
+    if (geteuid() == 0 ? !take_pages(OWN_PAGES) || !take_mount()
+                       : !take_mount() || !take_pages(OWN_PAGES))
         return false;
     remember_paths(); /* the hugetlbfs paths too, for a signal's cleanup */
-    read_persistent(&huge_nr0);
-    huge_nr0 -= pages_added;
     return true;
 }
 
@@ -2100,7 +2159,7 @@ static void drop(struct rtm_shared *s, const char *name)
 
 TEST_CASE_IN("huge", "a heap of huge pages takes whole pages, aligned, on hugetlbfs alone")
 {
-    uint64_t avail0 = pages_available();
+    CHECK_HELD(0);
     const char *a_name = new_name();
     struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
@@ -2109,7 +2168,8 @@ TEST_CASE_IN("huge", "a heap of huge pages takes whole pages, aligned, on hugetl
     CHECK_EQ(info.size_bytes, 4 * MIB); /* rounded up to the huge page size */
     CHECK_EQ(info.page_bytes, HUGE);
     CHECK_EQ((uintptr_t)info.base % HUGE, 0);
-    CHECK_EQ(pages_available(), avail0 - 2);
+    CHECK_HELD(2);
+    CHECK_EQ(file_pages(a_name), 2); /* prefaulted */
     CHECK(huge_file_exists(a_name));
     CHECK(!exists(a_name)); /* not in /dev/shm */
     char path[sizeof huge_dir + 256];
@@ -2121,7 +2181,6 @@ TEST_CASE_IN("huge", "a heap of huge pages takes whole pages, aligned, on hugetl
 
 TEST_CASE_IN("huge", "a child maps the huge heap elsewhere, and processes share it")
 {
-    uint64_t avail0 = pages_available();
     const char *a_name = new_name();
     struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
@@ -2158,13 +2217,13 @@ TEST_CASE_IN("huge", "a child maps the huge heap elsewhere, and processes share 
         CHECK_EQ(rtm_heap_free(h, theirs), 0);
     CHECK_EQ(rtm_heap_free(h, mine), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
-    CHECK_EQ(pages_available(), avail0 - 2); /* attaching took no page */
+    CHECK_HELD(2); /* attaching took no page */
+    CHECK_EQ(file_pages(a_name), 2);
     drop(a, a_name);
 }
 
 TEST_CASE_IN("huge", "a name is taken on hugetlbfs and in /dev/shm alike (EEXIST both ways)")
 {
-    uint64_t avail0 = pages_available();
     const char *a_name = new_name();
     struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
@@ -2180,7 +2239,7 @@ TEST_CASE_IN("huge", "a name is taken on hugetlbfs and in /dev/shm alike (EEXIST
     errno = 0;
     CHECK(rtm_shared_create_ex(b_name, "tlsf", 2 * MIB, &huge) == NULL && errno == EEXIST);
     CHECK(!huge_file_exists(b_name));
-    CHECK_EQ(pages_available(), avail0 - 2);
+    CHECK_HELD(2);
     struct rtm_shared *b2 = rtm_shared_attach(b_name);
     CHECK(b2 != NULL && page_of(b2) == (size_t)sysconf(_SC_PAGESIZE));
     if (b2)
@@ -2255,10 +2314,11 @@ TEST_CASE_IN("huge", "each refusal of a huge heap has its errno and takes no pag
     struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
     const char *c_name = new_name();
-    uint64_t avail = pages_available();
-    errno = 0;
-    CHECK(rtm_shared_create_ex(c_name, "tlsf", (size_t)(avail + 1) * HUGE, &huge) == NULL &&
-          errno == ENOMEM);
+    if (own_mount) { /* one page more than the mount has free: the pool's refusal */
+        errno = 0;
+        CHECK(rtm_shared_create_ex(c_name, "tlsf", (OWN_PAGES - 2 + 1) * HUGE, &huge) == NULL &&
+              errno == ENOMEM);
+    }
     struct rtm_shared_config cfg = huge;
     cfg.thp = RTM_ARENA_THP_ON;
     errno = 0;
@@ -2277,19 +2337,20 @@ TEST_CASE_IN("huge", "each refusal of a huge heap has its errno and takes no pag
     errno = 0;
     CHECK(rtm_shared_attach_ex(a_name, &cfg) == NULL && errno == EINVAL);
     CHECK(!exists(c_name) && !huge_file_exists(c_name));
-    CHECK_EQ(pages_available(), avail);
+    CHECK_HELD(2);
     drop(a, a_name);
+    CHECK_HELD(0);
 }
 
 TEST_CASE_IN("huge", "unlinked, a huge heap's view lives on, and its pages go with it")
 {
-    uint64_t avail0 = pages_available();
     const char *a_name = new_name();
     struct rtm_shared *a = create_a(a_name);
     REQUIRE(a != NULL, );
     struct rtm_heap *h = rtm_shared_heap(a);
     CHECK_EQ(rtm_shared_unlink(a_name), 0);
     CHECK(!huge_file_exists(a_name));
+    CHECK_HELD(2); /* the view holds them */
     errno = 0;
     CHECK(rtm_shared_attach(a_name) == NULL && errno == ENOENT);
     CHECK_EQ(rtm_shared_unlink(a_name), -ENOENT);
@@ -2297,15 +2358,15 @@ TEST_CASE_IN("huge", "unlinked, a huge heap's view lives on, and its pages go wi
     CHECK(r != NULL);
     CHECK_EQ(rtm_heap_free(h, r), 0);
     CHECK_EQ(rtm_shared_detach(a), 0);
-    CHECK_EQ(pages_available(), avail0); /* the last view gone, the pages are back */
+    CHECK_HELD(0); /* the last view gone, the pages are back */
 }
 
 TEST_CASE_IN("huge", "the huge pages reserved go back, exactly, and no file is left")
 {
     CHECK_EQ(leftovers(), 0);
-    CHECK(give_back_pages());
-    uint64_t nr_end = 0;
-    CHECK(read_persistent(&nr_end) && nr_end == huge_nr0);
+    CHECK_HELD(0);
+    unmount_dir();            /* the mount's own reservation goes with it */
+    CHECK(give_back_pages()); /* the pool shrank by what the test added */
 }
 
 SECTION_CLEANUP("huge")
