@@ -15,9 +15,14 @@
  *                      variable RTMEM_TEST_PLUGIN_EXIT (default 0); with
  *                      "fork" there, it forks a child that waits for ever
  *                      at each such alloc instead, and goes on; with
- *                      "hang", it never returns. Its constructor, with
+ *                      "hang", it never returns; with "never", it
+ *                      behaves. Its constructor, with
  *                      RTMEM_TEST_PLUGIN_CTOR "exit", exits (status 0);
- *                      with "print", prints a line to standard output.
+ *                      with "print", prints a line to standard output;
+ *                      and with RTMEM_TEST_PLUGIN_PIDS set to a file's
+ *                      path, appends its process's pid to that file. With
+ *                      RTMEM_TEST_PLUGIN_PRINT set, create prints a line
+ *                      to standard output.
  * memcheck must refuse each broken one with exit status 2 and a message
  * naming the broken rule (rtmem/plugin.h), never run it. The crashing and
  * hanging ones load, and the harness must survive them: their smaller
@@ -27,7 +32,9 @@
  * block before the next one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,6 +63,12 @@ static void *bump_create(void *mem, size_t size)
     b->size = (size - (size_t)(base - (uintptr_t)mem)) & ~(ALIGN - 1);
     b->top = 0;
     b->live = 0;
+#ifdef PLUGIN_EXIT
+    if (getenv("RTMEM_TEST_PLUGIN_PRINT")) {
+        printf("PLUGIN CREATE SAYS HELLO\n");
+        fflush(stdout);
+    }
+#endif
     return b;
 }
 
@@ -79,7 +92,6 @@ static volatile unsigned long spins;
 #endif
 
 #ifdef PLUGIN_EXIT
-#include <stdio.h>
 __attribute__((constructor)) static void misbehave_at_load(void)
 {
     const char *what = getenv("RTMEM_TEST_PLUGIN_CTOR");
@@ -88,6 +100,15 @@ __attribute__((constructor)) static void misbehave_at_load(void)
     if (what && strcmp(what, "print") == 0) {
         printf("PLUGIN CONSTRUCTOR SAYS HELLO\n");
         fflush(stdout);
+    }
+    const char *pids = getenv("RTMEM_TEST_PLUGIN_PIDS");
+    int fd = pids ? open(pids, O_WRONLY | O_APPEND | O_CREAT, 0600) : -1;
+    if (fd >= 0) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+        if (n > 0 && write(fd, line, (size_t)n) != n)
+            abort();
+        close(fd);
     }
 }
 #endif
@@ -102,6 +123,8 @@ static void *bump_alloc(void *heap, size_t size)
 #ifdef PLUGIN_EXIT
     if (b->size >= CRASH_HEAP) {
         const char *status = getenv("RTMEM_TEST_PLUGIN_EXIT");
+        if (status && strcmp(status, "never") == 0)
+            goto behave;
         if (status && strcmp(status, "hang") == 0)
             for (;;)
                 pause();
@@ -111,6 +134,7 @@ static void *bump_alloc(void *heap, size_t size)
             for (;;)
                 pause();
     }
+behave:
 #endif
     if (size > b->size)
         return NULL;

@@ -24,8 +24,15 @@
  *     taken (an rtmem kind, "glibc", a peer such as "jemalloc", or another
  *     plugin's name);
  *   - create, destroy, alloc, free or usable_size is NULL;
- *   - alignment is neither 0 nor a power of two.
- * The library stays loaded until the process exits.
+ *   - alignment is neither 0 nor a power of two;
+ *   - loading it ends the process (a constructor that exits, with any
+ *     status, or crashes) or takes more than 30 s.
+ * The plugin's code runs in the tool's child processes only, never in the
+ * process that writes the report: the tool first loads it in a child to
+ * read and check its table (that child's output is thrown away), and the
+ * children that test or measure it load it again. What it prints to
+ * standard output there goes to standard error. The library stays loaded
+ * until the process exits.
  *
  * The heap is a bounded heap: create receives the memory it must live in
  * and every block it hands out must come from that memory. The contract,

@@ -269,6 +269,37 @@ def test_what_a_plugins_constructor_prints_goes_to_stderr(rtmem, files, tmp_dir)
     assert not leftovers()
 
 
+# A plugin's code runs in the tools' children only: the tool's own process
+# (which writes the report) never loads it, and what the plugin prints
+# while it is measured goes to standard error, never into the report.
+PLUGIN_RUNS = {
+    "bench": ["--no-sweep", "--no-free-order", "--threads", "0", "--kinds", "tlsf,exit"],
+    "memcheck": ["--kinds", "tlsf,exit"],
+    "wcet": ["--count", "none", "--kinds", "tlsf"],
+}
+
+
+@pytest.mark.parametrize("tool", sorted(PLUGIN_RUNS))
+def test_a_plugin_runs_in_children_only_and_prints_to_stderr(rtmem, files, tool, tmp_dir):
+    pids = os.path.join(tmp_dir, "pids")
+    env = dict(os.environ, **ENV, RTMEM_TEST_PLUGIN_EXIT="never", RTMEM_TEST_PLUGIN_PRINT="1",
+               RTMEM_TEST_PLUGIN_PIDS=pids)
+    p = subprocess.Popen([str(rtmem), tool, "--quick", "--no-rt", "--plugin", files["exit_plugin"]]
+                         + PLUGIN_RUNS[tool], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    out, err = p.communicate(timeout=600)
+    r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    assert r.returncode == 0, explain(r)
+    with open(pids) as f:
+        loaded_in = [int(x) for x in f.read().split()]
+    # the trial load and at least one measuring child; never the tool
+    assert len(loaded_in) >= 2 and p.pid not in loaded_in, (p.pid, loaded_in)
+    assert "PLUGIN CREATE SAYS HELLO" not in r.stdout, explain(r)
+    assert "PLUGIN CREATE SAYS HELLO" in r.stderr, explain(r)
+    assert re.search(r"^\s*exit\b", r.stdout, re.M), "the plugin was not measured:\n" + r.stdout
+    assert not leftovers()
+
+
 def test_bench_with_broken_plugins_exits_1_and_leaves_no_process(bench_broken):
     r, _, left = bench_broken
     assert r.returncode == 1, explain(r)

@@ -129,18 +129,20 @@ enum tk_alloc_from {
     TK_FROM_PLUGIN,
 };
 
+struct tk_plugin;
 struct tk_alloc {
     char name[48];
     enum tk_alloc_from from;
     const char *kind; /* TK_FROM_RTMEM, TK_FROM_TYPED: the rtmem kind */
     int hardening;    /* TK_FROM_RTMEM: the RTM_HEAP_HARDEN_* it is created at */
     enum tk_alloc_sort sort;
-    unsigned applies;        /* TK_APPLY_* */
-    const char *describe;    /* one line for the report */
-    const char *origin;      /* "rtmem", "glibc", "peer" or "plugin" */
-    size_t align;            /* every block's alignment (TK_APPLY_BOUNDS) */
-    const char *usable_name; /* TK_PROCESS: the usable-size call, for the report */
-    const char *plugin_path; /* a plugin's file, for the replay command */
+    unsigned applies;         /* TK_APPLY_* */
+    const char *describe;     /* one line for the report */
+    const char *origin;       /* "rtmem", "glibc", "peer" or "plugin" */
+    size_t align;             /* every block's alignment (TK_APPLY_BOUNDS) */
+    const char *usable_name;  /* TK_PROCESS: the usable-size call, for the report */
+    const char *plugin_path;  /* a plugin's file, for the replay command */
+    struct tk_plugin *plugin; /* TK_FROM_PLUGIN: bound by tk_alloc_bind */
 
     /* The calls timed by the harness; ctx is the current heap, or the
      * allocator's own data for TK_PROCESS. usable_size is never timed. */
@@ -218,23 +220,53 @@ void tk_reexec_command(int argc, char **argv, const char *peer, char *why, size_
 /* True in a process that tk_reexec_static_tls started. */
 bool tk_reexeced(void);
 
-/* A user's allocator loaded from a shared object (rtmem/plugin.h). */
+/*
+ * A user's allocator loaded from a shared object (rtmem/plugin.h).
+ *
+ * A plugin's code runs only in the tools' children, never in the process
+ * that writes the report: tk_plugin_load loads it in a child of its own (a
+ * trial load, under a watchdog, its output sent nowhere) and keeps what
+ * its table says (name, description, alignment, which calls it has); the
+ * children that measure it load it again themselves (tk_alloc_bind,
+ * tk_plugin_open), with what it prints to standard output sent to
+ * standard error. A constructor that exits, crashes or hangs is the trial
+ * load's refusal, not the tool's end.
+ */
 struct rtm_heap_plugin;
 struct tk_plugin {
+    char path[256];
+    char name[33]; /* RTM_HEAP_PLUGIN_NAME_MAX + 1 */
+    char description[160];
+    size_t alignment; /* the table's: 0 is RTM_HEAP_MIN_ALIGN */
+    bool has_stats, has_check;
+    char describe[576]; /* room for all of it: path, description, the notes */
+    /* Set by tk_plugin_open, in the process that opened it. */
     const struct rtm_heap_plugin *table;
     struct tk_heap_ops hops; /* the table's calls, as the harness calls them */
-    char path[256];
-    char describe[512];
+    long opened_in;          /* that process's pid; 0: not opened */
 };
 
-/* Loads the plugin at path and validates its table. taken(name, arg) says
- * whether a name is already used. Returns 0, or -1 with why set. */
+/* Trial-loads the plugin at path (in a child) and validates its table.
+ * taken(name, arg) says whether a name is already used. Returns 0, or -1
+ * with why set. Never runs the plugin's code in this process. */
 int tk_plugin_load(struct tk_plugin *pl, const char *path,
                    bool (*taken)(const char *name, void *arg), void *arg, char *why,
                    size_t why_len);
 
-/* Sets *a up to drive a loaded plugin as a bounded heap. pl must outlive a. */
-void tk_alloc_plugin(struct tk_alloc *a, const struct tk_plugin *pl);
+/* Loads a plugin tk_plugin_load accepted into this process (once per
+ * process), sets pl->table and pl->hops, and checks the table is the one
+ * the trial load saw. What its constructors print to standard output goes
+ * to standard error. 0, or -1 with why set. For the tools' children. */
+int tk_plugin_open(struct tk_plugin *pl, char *why, size_t why_len);
+
+/* Sets *a up to drive a plugin as a bounded heap: its name, what it
+ * applies, its description. Its calls are set by tk_alloc_bind, in the
+ * process that runs them. pl must outlive a. */
+void tk_alloc_plugin(struct tk_alloc *a, struct tk_plugin *pl);
+
+/* Makes a's calls callable in this process: for a plugin, tk_plugin_open
+ * and its calls into *a; nothing for the others. 0, or -1 with why set. */
+int tk_alloc_bind(struct tk_alloc *a, char *why, size_t why_len);
 
 /* ---- heaps in the arena ------------------------------------------------------------ */
 

@@ -5,7 +5,8 @@
  * that rtmem never links them and the process keeps glibc's malloc for
  * everything else; each is called only through entry points that dlsym
  * finds in its own library. Plugins are a user's bounded heaps, loaded the
- * same way through the table of rtmem/plugin.h. Neither is ever unloaded:
+ * same way through the table of rtmem/plugin.h, in the tools' children
+ * only (alloc.h says how). Neither is ever unloaded:
  * allocators keep thread caches and destructors that do not survive
  * dlclose.
  */
@@ -338,10 +339,65 @@ static bool name_ok(const char *name)
     return true;
 }
 
+/* What the trial load saw of a plugin, in memory the child shares. */
+enum {
+    CALL_CREATE = 1u << 0,
+    CALL_DESTROY = 1u << 1,
+    CALL_ALLOC = 1u << 2,
+    CALL_FREE = 1u << 3,
+    CALL_USABLE = 1u << 4,
+    CALL_STATS = 1u << 5,
+    CALL_CHECK = 1u << 6,
+};
+
+struct plugin_seen {
+    int loaded; /* 1 loaded, 2 dlopen refused it (dlerr) */
+    bool has_table;
+    uint32_t abi_version;
+    bool has_name;
+    char name[RTM_HEAP_PLUGIN_NAME_MAX + 2]; /* one more: too long is seen */
+    char description[sizeof(((struct tk_plugin *)0)->description)];
+    size_t alignment;
+    unsigned calls; /* CALL_* of the table's non-NULL calls */
+    char dlerr[TK_WHY_MAX];
+};
+
+_Static_assert(sizeof(((struct tk_plugin *)0)->name) == RTM_HEAP_PLUGIN_NAME_MAX + 1,
+               "struct tk_plugin holds a plugin's longest name");
+
+static unsigned calls_of(const struct rtm_heap_plugin *t)
+{
+    return (t->create ? CALL_CREATE : 0u) | (t->destroy ? CALL_DESTROY : 0u) |
+           (t->alloc ? CALL_ALLOC : 0u) | (t->free ? CALL_FREE : 0u) |
+           (t->usable_size ? CALL_USABLE : 0u) | (t->stats ? CALL_STATS : 0u) |
+           (t->check ? CALL_CHECK : 0u);
+}
+
+/* Copies what the table says into *s (no pointer of the child's kept). */
+static void see_table(const struct rtm_heap_plugin *t, struct plugin_seen *s)
+{
+    s->has_table = true;
+    s->abi_version = t->abi_version;
+    if (t->abi_version != RTM_HEAP_PLUGIN_ABI_VERSION)
+        return; /* the rest of another ABI's table is not this one's */
+    s->has_name = t->name != NULL;
+    if (t->name)
+        snprintf(s->name, sizeof(s->name), "%s", t->name);
+    if (t->description)
+        snprintf(s->description, sizeof(s->description), "%s", t->description);
+    s->alignment = t->alignment;
+    s->calls = calls_of(t);
+}
+
 /* The table's rules (rtmem/plugin.h). Returns 0 or -1 with why set. */
-static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *, void *), void *arg,
+static int validate(const struct plugin_seen *t, bool (*taken)(const char *, void *), void *arg,
                     char *why, size_t len)
 {
+    if (!t->has_table) {
+        set_why(why, len, "no symbol '%s' (the table rtmem/plugin.h describes)",
+                RTM_HEAP_PLUGIN_SYMBOL);
+        return -1;
+    }
     if (t->abi_version != RTM_HEAP_PLUGIN_ABI_VERSION) {
         set_why(why, len,
                 "ABI version %u, this rtmem takes %u (rebuild the plugin against "
@@ -349,7 +405,7 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
                 t->abi_version, RTM_HEAP_PLUGIN_ABI_VERSION);
         return -1;
     }
-    if (!t->name || !name_ok(t->name)) {
+    if (!t->has_name || !name_ok(t->name)) {
         set_why(why, len, "bad name: 1 to %d letters, digits, '-', '_' or '.' needed",
                 RTM_HEAP_PLUGIN_NAME_MAX);
         return -1;
@@ -358,15 +414,15 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
         set_why(why, len, "the name '%s' is already taken", t->name);
         return -1;
     }
-    const struct {
+    static const struct {
         const char *what;
-        bool missing;
+        unsigned call;
     } mandatory[] = {
-        { "create", !t->create }, { "destroy", !t->destroy },         { "alloc", !t->alloc },
-        { "free", !t->free },     { "usable_size", !t->usable_size },
+        { "create", CALL_CREATE }, { "destroy", CALL_DESTROY },    { "alloc", CALL_ALLOC },
+        { "free", CALL_FREE },     { "usable_size", CALL_USABLE },
     };
     for (size_t i = 0; i < sizeof(mandatory) / sizeof(mandatory[0]); i++)
-        if (mandatory[i].missing) {
+        if (!(t->calls & mandatory[i].call)) {
             set_why(why, len, "'%s': mandatory call %s is NULL", t->name, mandatory[i].what);
             return -1;
         }
@@ -382,10 +438,11 @@ static int validate(const struct rtm_heap_plugin *t, bool (*taken)(const char *,
 
 struct probe {
     const char *path;
-    int *loaded; /* shared: 1 loaded, 2 dlopen refused it */
+    struct plugin_seen *seen; /* shared with the child */
 };
 
-/* The trial load, in a child whose standard output and error go nowhere. */
+/* The trial load, in a child whose standard output and error go nowhere:
+ * what the table says, into p->seen. */
 static int probe_child(void *arg)
 {
     struct probe *p = arg;
@@ -394,27 +451,38 @@ static int probe_child(void *arg)
         dup2(null, STDOUT_FILENO);
         dup2(null, STDERR_FILENO);
     }
-    *p->loaded = open_library(p->path) ? 1 : 2;
+    dlerror();
+    void *dl = open_library(p->path);
+    if (!dl) {
+        const char *err = dlerror();
+        snprintf(p->seen->dlerr, sizeof(p->seen->dlerr), "%s", err ? err : "dlopen failed");
+        p->seen->loaded = 2;
+        return 0;
+    }
+    const struct rtm_heap_plugin *t = dlsym(dl, RTM_HEAP_PLUGIN_SYMBOL);
+    if (t)
+        see_table(t, p->seen);
+    p->seen->loaded = 1;
     return 0;
 }
 
-/* Loads the plugin once in a child first (child.h): a constructor that
- * ends the process (exit, with any status; a crash) or never returns
+/* Loads the plugin once in a child (child.h), into *seen: a constructor
+ * that ends the process (exit, with any status; a crash) or never returns
  * refuses the plugin, instead of ending or hanging the tool. 0, or -1
  * (why). */
-static int probe_load(const char *path, char *why, size_t why_len)
+static int probe_load(const char *path, struct plugin_seen *seen, char *why, size_t why_len)
 {
-    int *loaded = tk_shared_alloc(sizeof(int));
-    if (!loaded) {
+    struct plugin_seen *shared = tk_shared_alloc(sizeof(*shared));
+    if (!shared) {
         set_why(why, why_len, "out of memory for its trial load");
         return -1;
     }
-    struct probe p = { path, loaded };
+    struct probe p = { path, shared };
     const struct tk_child_opts co = { .timeout_s = PROBE_TIMEOUT_S };
     struct tk_child_result r;
     tk_child_run(probe_child, &p, NULL, &co, &r);
-    int got = *loaded;
-    tk_shared_free(loaded, sizeof(int));
+    *seen = *shared;
+    tk_shared_free(shared, sizeof(*shared));
     char sig[64];
     if (r.end == TK_CHILD_KILLED)
         set_why(why, why_len, "loading it killed the process (%s): its constructors crash",
@@ -424,13 +492,15 @@ static int probe_load(const char *path, char *why, size_t why_len)
                 PROBE_TIMEOUT_S);
     else if (r.end == TK_CHILD_NOT_STARTED)
         set_why(why, why_len, "cannot start its trial load: %s", strerror(r.code));
-    else if (got == 0)
+    else if (seen->loaded == 0)
         set_why(why, why_len,
                 "loading it ended the process (exit status %d): its constructors "
                 "exit",
                 r.code);
+    else if (seen->loaded == 2)
+        set_why(why, why_len, "cannot load: %s", seen->dlerr);
     else
-        return 0; /* loaded, or refused by dlopen: the load below says why */
+        return 0;
     return -1;
 }
 
@@ -465,8 +535,29 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
         snprintf(pl->path, sizeof(pl->path), "./%s", path);
     else
         snprintf(pl->path, sizeof(pl->path), "%s", path);
-    if (probe_load(pl->path, why, why_len) != 0)
+    struct plugin_seen seen;
+    if (probe_load(pl->path, &seen, why, why_len) != 0 ||
+        validate(&seen, taken, arg, why, why_len) != 0)
         return -1;
+    snprintf(pl->name, sizeof(pl->name), "%s", seen.name);
+    snprintf(pl->description, sizeof(pl->description), "%s", seen.description);
+    pl->alignment = seen.alignment;
+    pl->has_stats = seen.calls & CALL_STATS;
+    pl->has_check = seen.calls & CALL_CHECK;
+    snprintf(pl->describe, sizeof(pl->describe), "plugin %s%s%s%s%s", pl->path,
+             pl->description[0] ? ": " : "", pl->description,
+             pl->has_stats ? ""
+                           : " [no stats: H is the memory given to create; used-bytes, "
+                             "coalescing, largest_free and TOVRH% not checked]",
+             pl->has_check ? "" : " [no integrity check]");
+    return 0;
+}
+
+int tk_plugin_open(struct tk_plugin *pl, char *why, size_t why_len)
+{
+    long me = (long)getpid();
+    if (pl->opened_in == me)
+        return 0;
     dlerror();
     void *dl = open_quietly(pl->path);
     if (!dl) {
@@ -475,14 +566,17 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
         return -1;
     }
     const struct rtm_heap_plugin *t = dlsym(dl, RTM_HEAP_PLUGIN_SYMBOL);
-    if (!t) {
-        set_why(why, why_len, "no symbol '%s' (the table rtmem/plugin.h describes)",
-                RTM_HEAP_PLUGIN_SYMBOL);
-        dlclose(dl);
-        return -1;
-    }
-    if (validate(t, taken, arg, why, why_len) != 0) {
-        dlclose(dl);
+    struct plugin_seen now = { 0 };
+    if (t)
+        see_table(t, &now);
+    /* The file may have been replaced since the trial load. */
+    if (!t || now.abi_version != RTM_HEAP_PLUGIN_ABI_VERSION || !now.has_name ||
+        strcmp(now.name, pl->name) != 0 || now.alignment != pl->alignment ||
+        (now.calls & (CALL_CREATE | CALL_DESTROY | CALL_ALLOC | CALL_FREE | CALL_USABLE)) !=
+            (CALL_CREATE | CALL_DESTROY | CALL_ALLOC | CALL_FREE | CALL_USABLE) ||
+        ((now.calls & CALL_STATS) != 0) != pl->has_stats ||
+        ((now.calls & CALL_CHECK) != 0) != pl->has_check) {
+        set_why(why, why_len, "%s changed after it was first loaded: its table differs", pl->path);
         return -1;
     }
     pl->table = t;
@@ -496,34 +590,40 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
         .check = t->check,
         .fill_count = NULL,
     };
-    snprintf(pl->describe, sizeof(pl->describe), "plugin %s%s%s%s%s", pl->path,
-             t->description ? ": " : "", t->description ? t->description : "",
-             t->stats ? ""
-                      : " [no stats: H is the memory given to create; used-bytes, "
-                        "coalescing, largest_free and TOVRH% not checked]",
-             t->check ? "" : " [no integrity check]");
+    pl->opened_in = me;
     return 0;
 }
 
-void tk_alloc_plugin(struct tk_alloc *a, const struct tk_plugin *pl)
+void tk_alloc_plugin(struct tk_alloc *a, struct tk_plugin *pl)
 {
-    const struct rtm_heap_plugin *t = pl->table;
     memset(a, 0, sizeof(*a));
-    snprintf(a->name, sizeof(a->name), "%s", t->name);
+    snprintf(a->name, sizeof(a->name), "%s", pl->name);
     a->from = TK_FROM_PLUGIN;
     a->sort = TK_HEAP;
     a->applies = TK_APPLY_FILL_TO_FAILURE | TK_APPLY_FREE_STATUS | TK_APPLY_BOUNDS |
-                 (t->stats ? TK_APPLY_STATS : 0u) | (t->check ? TK_APPLY_CHECK : 0u);
+                 (pl->has_stats ? TK_APPLY_STATS : 0u) | (pl->has_check ? TK_APPLY_CHECK : 0u);
     a->describe = pl->describe;
     a->origin = "plugin";
     a->plugin_path = pl->path;
-    a->align = t->alignment ? t->alignment : RTM_HEAP_MIN_ALIGN;
+    a->plugin = pl;
+    a->align = pl->alignment ? pl->alignment : RTM_HEAP_MIN_ALIGN;
+}
+
+int tk_alloc_bind(struct tk_alloc *a, char *why, size_t why_len)
+{
+    if (a->from != TK_FROM_PLUGIN)
+        return 0;
+    struct tk_plugin *pl = a->plugin;
+    if (tk_plugin_open(pl, why, why_len) != 0)
+        return -1;
+    const struct rtm_heap_plugin *t = pl->table;
     a->hops = &pl->hops;
     a->hops_arg = t;
     /* The plugin's own calls, timed directly. */
     a->alloc = t->alloc;
     a->free = t->free;
     a->usable_size = t->usable_size;
+    return 0;
 }
 
 void tk_reexec_command(int argc, char **argv, const char *peer, char *why, size_t why_len)

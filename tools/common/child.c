@@ -2,6 +2,7 @@
 #include "common/child.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +19,32 @@
 
 #include "common/cleanup.h"
 #include "common/timer.h"
+
+/* The process's own standard output once tk_stdout_aside moved it. */
+static FILE *own_out;
+
+FILE *tk_stdout_aside(void)
+{
+    if (own_out)
+        return own_out;
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+        return stdout; /* left as it was */
+    }
+    own_out = f;
+    return f;
+}
+
+FILE *tk_child_stdout(void)
+{
+    return own_out ? own_out : stdout;
+}
 
 void tk_child_beat(tk_child_mark *mark)
 {
@@ -147,8 +174,11 @@ void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(127); /* the parent is gone: no one reads it */
         sigprocmask(SIG_SETMASK, &old, NULL);
+        if (o->stdout_aside)
+            (void)tk_stdout_aside();
         int status = fn(arg);
         fflush(stdout);
+        fflush(tk_child_stdout());
         fflush(stderr);
         _exit(status & 0xff);
     }

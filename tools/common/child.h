@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A progress mark: the CLOCK_MONOTONIC time of the child's latest progress,
  * in shared memory. */
@@ -39,6 +40,7 @@ typedef _Atomic uint64_t tk_child_mark;
 struct tk_child_opts {
     double timeout_s;   /* no progress for this long: killed; 0: no limit */
     int watch_priority; /* SCHED_FIFO priority while waiting; 0: unchanged */
+    bool stdout_aside;  /* the child calls tk_stdout_aside first */
 };
 
 enum tk_child_end {
@@ -59,6 +61,15 @@ struct tk_child_result {
  * is set to the start time before the fork. Fills *r. */
 void tk_child_run(int (*fn)(void *arg), void *arg, tk_child_mark *mark,
                   const struct tk_child_opts *o, struct tk_child_result *r);
+
+/* Moves standard output aside, for a process that runs code it does not
+ * own (a plugin's): file descriptor 1, and so stdout, then write to
+ * standard error, and the stream returned writes where standard output
+ * went. Later calls return the same stream; stdout, with nothing moved,
+ * if it cannot be done. */
+FILE *tk_stdout_aside(void);
+/* The stream tk_stdout_aside returned, or stdout before it is called. */
+FILE *tk_child_stdout(void);
 
 /* Marks progress; for the child, between pieces of its work. */
 void tk_child_beat(tk_child_mark *mark);

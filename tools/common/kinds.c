@@ -46,11 +46,11 @@ static bool builtin_name(const char *name)
            strcmp(name, "glibc") == 0 || is_peer(name);
 }
 
-static const struct tk_plugin *find_plugin(const struct tk_kinds *k, const char *name)
+static struct tk_plugin *find_plugin(const struct tk_kinds *k, const char *name)
 {
     for (size_t i = 0; i < k->n_plugins; i++)
-        if (strcmp(name, k->plugins[i].table->name) == 0)
-            return &k->plugins[i];
+        if (strcmp(name, k->plugins[i].name) == 0)
+            return (struct tk_plugin *)&k->plugins[i];
     return NULL;
 }
 
@@ -95,7 +95,7 @@ static void unknown_name(const struct tk_kinds *k, const struct tk_args *cli, co
     fprintf(stderr, "%s: --kinds: unknown allocator '%s'; known: %s", cli->prog, name,
             tk_kinds_names(names, sizeof(names)));
     for (size_t i = 0; i < k->n_plugins; i++)
-        fprintf(stderr, ", %s", k->plugins[i].table->name);
+        fprintf(stderr, ", %s", k->plugins[i].name);
     fprintf(stderr, "%s\nTry '%s --help'.\n",
             k->n_plugins ? "" : " (and plugins loaded with --plugin)", cli->prog);
 }
@@ -213,7 +213,7 @@ static void add(struct tk_kinds *k, const char *name)
         if (tk_alloc_peer(a, name, why, sizeof(why)) != 0)
             return; /* skipped, and said so, by load_peers */
     } else {
-        const struct tk_plugin *pl = find_plugin(k, name);
+        struct tk_plugin *pl = find_plugin(k, name);
         if (!pl)
             return;
         tk_alloc_plugin(a, pl);
@@ -243,7 +243,7 @@ static void add_defaults(struct tk_kinds *k, unsigned by_default)
             add(k, *p);
     for (size_t i = 0; i < k->n_plugins; i++)
         if (by_default & TK_DEFAULT_PLUGINS)
-            add(k, k->plugins[i].table->name);
+            add(k, k->plugins[i].name);
 }
 
 /* The items of --kinds in their order (names already checked). */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/child.h"
 #include "common/cleanup.h"
 
 /* Longest part of the target's name kept in the temporary file's name, so
@@ -337,10 +338,11 @@ int tk_stdout_check(const char *prog)
 {
     /* Said once: the checks that follow a failure would only repeat it. */
     static bool reported;
+    FILE *out = tk_child_stdout(); /* stdout, or where it went (child.h) */
     errno = 0;
-    bool failed = fflush(stdout) != 0;
+    bool failed = fflush(out) != 0;
     int err = errno;
-    if (!failed && !ferror(stdout))
+    if (!failed && !ferror(out))
         return 0;
     if (reported)
         return -1;

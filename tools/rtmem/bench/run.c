@@ -178,6 +178,11 @@ static int measure(void *arg)
         if (bench_left_out(b, i))
             continue;
         bench_mark_pass(b, i, PH_SETUP, 0, false);
+        char why[TK_WHY_MAX];
+        if (tk_alloc_bind(&b->al[i].def, why, sizeof(why)) != 0) {
+            fprintf(stderr, "rtmem bench: %s: %s\n", b->al[i].def.name, why);
+            return 1;
+        }
         if (bench_allocator_open(&b->al[i], b->o.heap_bytes) != 0)
             return 1;
     }
@@ -191,7 +196,7 @@ static int measure(void *arg)
     tk_rt_lock_memory(&b->rt);
     tk_child_beat(&b->beat);
     if (!b->header_done) {
-        bench_print_header(stdout, b);
+        bench_print_header(tk_child_stdout(), b);
         b->header_done = true;
         /* A report that cannot be written is not worth measuring. */
         if (tk_stdout_check(b->prog) != 0) {
@@ -260,8 +265,11 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
  * allocator it dies in. Returns 0, or 1 (reported). */
 static int measure_all(struct bench *b)
 {
+    /* Standard output aside: what a plugin prints goes to standard error,
+     * never into the report. */
     const struct tk_child_opts co = { .timeout_s = b->o.timeout_s,
-                                      .watch_priority = b->watch_priority };
+                                      .watch_priority = b->watch_priority,
+                                      .stdout_aside = true };
     /* Each attempt leaves one allocator out or ends the run. */
     for (size_t attempt = 0; attempt < b->n_al; attempt++) {
         struct tk_child_result r;

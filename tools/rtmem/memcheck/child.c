@@ -129,6 +129,11 @@ static int child_begin(struct job *j, bool work)
      * be taken for the allocator's). */
     if (carried)
         m->rt.busy_since_ns = busy_since;
+    char why[TK_WHY_MAX];
+    if (tk_alloc_bind(&j->t->a, why, sizeof(why)) != 0) {
+        fail_as(j->t, MC_FAIL_ERROR, j->phase, 0, why, NULL);
+        return -1;
+    }
     int rc = tk_arena_open(&m->arena, m->arena_bytes);
     if (rc != 0) {
         char what[128];
@@ -290,7 +295,10 @@ static void record_end(struct memcheck *m, struct mc_target *t, enum mc_phase ph
 
 static int run_job(struct memcheck *m, struct job *j, int (*fn)(void *))
 {
-    const struct tk_child_opts co = { .timeout_s = m->o->timeout_s,
+    /* Standard output aside: what a plugin prints goes to standard error,
+     * never into the report. */
+    const struct tk_child_opts co = { .stdout_aside = true,
+                                      .timeout_s = m->o->timeout_s,
                                       .watch_priority = m->watch_priority };
     struct tk_child_result r;
     memset(&j->t->now, 0, sizeof(j->t->now));

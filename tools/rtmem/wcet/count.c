@@ -81,6 +81,8 @@ bool wcet_is_count_child(void)
 /* ---- the child ---- */
 
 static volatile unsigned char *evict_buf;
+/* Where the child writes its calls: standard output, moved aside. */
+static FILE *calls;
 
 /* Not inlined: the stack it touches lies where wcet_call's callees'
  * frames will. */
@@ -93,7 +95,7 @@ static __attribute__((noinline)) void warm_stack(void)
 
 static void say_call(size_t i, const struct wcet_case *c, const char *phase, unsigned r)
 {
-    printf("call %zu %s %s %s %u\n", i, c->kind, c->sc ? c->sc->id : "noop", phase, r);
+    fprintf(calls, "call %zu %s %s %s %u\n", i, c->kind, c->sc ? c->sc->id : "noop", phase, r);
 }
 
 /* A call that does nothing, made (and counted, and left out: phase
@@ -132,7 +134,7 @@ static int child_check(size_t i, struct wcet_case *c)
         wcet_case_finish(c);
     }
     if (rc != 0)
-        printf("fail %zu %s\n", i, c->why);
+        fprintf(calls, "fail %zu %s\n", i, c->why);
     return rc;
 }
 
@@ -141,15 +143,21 @@ int wcet_count_child(struct wcet *w)
     evict_buf = calloc(1, EVICT_BYTES);
     if (!evict_buf)
         return TK_EXIT_FAILED;
+    /* The calls file is standard output: a plugin's prints go to the log. */
+    calls = tk_stdout_aside();
     for (size_t i = 0; i < w->n_cases; i++) {
         struct wcet_case *c = &w->cases[i];
+        if (wcet_case_open_plugin(c) != 0) {
+            fprintf(calls, "fail %zu %s\n", i, c->why);
+            continue;
+        }
         if (child_check(i, c) != 0) {
             wcet_case_release(c);
             continue;
         }
         for (unsigned r = 0; r < WCET_COUNT_REPS; r++) {
             if (wcet_case_prepare(c) != 0) {
-                printf("fail %zu %s\n", i, c->why);
+                fprintf(calls, "fail %zu %s\n", i, c->why);
                 break;
             }
             evict(i, c);
@@ -160,8 +168,8 @@ int wcet_count_child(struct wcet *w)
         }
         wcet_case_release(c);
     }
-    fflush(stdout);
-    return ferror(stdout) ? TK_EXIT_FAILED : TK_EXIT_OK;
+    fflush(calls);
+    return ferror(calls) ? TK_EXIT_FAILED : TK_EXIT_OK;
 }
 
 /* ---- the parent ---- */

@@ -23,6 +23,8 @@
  * state outside the memory it is given, so its state is built again before
  * each repetition (and destroyed after), as glibc's is; its cold
  * repetitions flush the memory it was given, not what it keeps elsewhere.
+ * Its code runs in children only (run.c, count.c), never in the process
+ * that writes the report.
  */
 #include <string.h>
 
@@ -32,6 +34,17 @@
 #define PROBE_BIG    (4 * PROBE_REQ + 16) /* larger than any one hole */
 #define PROBE_TAIL   8u                   /* alloc-last-hole's free blocks in a row */
 #define PROBE_BLOCKS (WCET_PLUGIN_IMAGE / 16)
+
+int wcet_case_open_plugin(struct wcet_case *c)
+{
+    if (!c->plugin)
+        return 0;
+    char why[TK_WHY_MAX];
+    if (tk_plugin_open(c->plugin, why, sizeof(why)) != 0)
+        return wcet_fail(c, "%s", why);
+    c->plug = c->plugin->table;
+    return 0;
+}
 
 /* The blocks of the current build (one case is built at a time). */
 static void *blocks[PROBE_BLOCKS];

@@ -36,7 +36,7 @@ static bool name_taken(const char *name, void *arg)
         if (strcmp(wcet_kind_names[i], name) == 0)
             return true;
     for (size_t i = 0; i < w->n_plugins; i++)
-        if (strcmp(w->plugins[i].table->name, name) == 0)
+        if (strcmp(w->plugins[i].name, name) == 0)
             return true;
     return strcmp(name, "noop") == 0;
 }
@@ -53,17 +53,17 @@ static int load_plugins(struct wcet *w, const struct tk_args *cli)
                         w->o.plugin_paths[i], why);
             return -1;
         }
-        w->kinds[w->n_kinds++] = w->plugins[w->n_plugins++].table->name;
+        w->kinds[w->n_kinds++] = w->plugins[w->n_plugins++].name;
     }
     return 0;
 }
 
-/* The loaded plugin of that name's table. */
-static const struct rtm_heap_plugin *plugin_of(const struct wcet *w, const char *name)
+/* The loaded plugin of that name. */
+static struct tk_plugin *plugin_of(struct wcet *w, const char *name)
 {
     for (size_t i = 0; i < w->n_plugins; i++)
-        if (strcmp(w->plugins[i].table->name, name) == 0)
-            return w->plugins[i].table;
+        if (strcmp(w->plugins[i].name, name) == 0)
+            return &w->plugins[i];
     return NULL;
 }
 
@@ -105,7 +105,7 @@ static int add_case(struct wcet *w, const struct wcet_scenario *sc, const char *
         return -1;
     struct wcet_case *c = &w->cases[w->n_cases++];
     int rc = wcet_case_init(c, sc, kind, wcet_harden_levels[w->o.harden], (size_t)w->o.page_image);
-    c->plug = sc && sc->family == WCET_PLUGIN ? plugin_of(w, kind) : NULL;
+    c->plugin = sc && sc->family == WCET_PLUGIN ? plugin_of(w, kind) : NULL;
     return rc;
 }
 
@@ -224,7 +224,7 @@ static int plugin_case_child(void *arg)
     struct plugin_job *j = arg;
     struct wcet_case *c = j->c;
     struct plugin_out *o = j->out;
-    o->ok = build_and_check(c) == 0 && wcet_measure(j->w, c) == 0;
+    o->ok = wcet_case_open_plugin(c) == 0 && build_and_check(c) == 0 && wcet_measure(j->w, c) == 0;
     o->built = c->built;
     o->path_changed = c->path_changed;
     o->off_path = c->off_path;
@@ -248,7 +248,9 @@ static int plugin_case(struct wcet *w, struct wcet_case *c)
     if (!o)
         return wcet_fail(c, "out of memory to hand a plugin's results back");
     struct plugin_job j = { w, c, o };
-    const struct tk_child_opts co = { .timeout_s = w->o.timeout_s };
+    /* Standard output aside: what a plugin prints goes to standard error,
+     * never into the report. */
+    const struct tk_child_opts co = { .timeout_s = w->o.timeout_s, .stdout_aside = true };
     struct tk_child_result r;
     tk_child_run(plugin_case_child, &j, NULL, &co, &r);
     int rc = -1;
@@ -313,12 +315,12 @@ enum tk_run_end wcet_run(struct tk_session *s)
     for (size_t i = 0; i < w->n_cases; i++) {
         struct wcet_case *c = &w->cases[i];
         bool ok =
-            c->plug ? plugin_case(w, c) == 0 : build_and_check(c) == 0 && wcet_measure(w, c) == 0;
+            c->plugin ? plugin_case(w, c) == 0 : build_and_check(c) == 0 && wcet_measure(w, c) == 0;
         if (!ok) {
             c->built = false;
             w->failures++;
         }
-        if (!c->plug)
+        if (!c->plugin)
             wcet_hw_count(w, c);
         wcet_case_release(c);
         print_progress(c, ok);

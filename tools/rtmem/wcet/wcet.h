@@ -175,7 +175,10 @@ struct wcet_case {
     size_t image_bytes;
     struct rtm_heap *heap;
 
-    /* A plugin's table and the heap it made (NULL for the other kinds). */
+    /* A plugin's case: the plugin (NULL for the other kinds); its table,
+     * set where it runs (wcet_case_open_plugin: the plugin's code runs in
+     * children only), and the heap it made. */
+    struct tk_plugin *plugin;
     const struct rtm_heap_plugin *plug;
     void *pheap;
 
@@ -316,6 +319,10 @@ int wcet_case_build(struct wcet_case *c);
 int wcet_case_prepare(struct wcet_case *c);
 /* After a repetition: glibc's undo. */
 void wcet_case_finish(struct wcet_case *c);
+/* plugin.c: loads a plugin case's plugin into this process (a child's:
+ * tk_plugin_open) and sets c->plug; nothing for the other kinds. 0, or -1
+ * (c->why). */
+int wcet_case_open_plugin(struct wcet_case *c);
 /* The failure of a scenario, printf-style, into c->why: returns -1. */
 int wcet_fail(struct wcet_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends to c->facts, printf-style. */
