@@ -580,6 +580,94 @@ TEST_CASE_IN("lifecycle", "attach during create and unlink churn: EBUSY or ENOEN
     rtm_shared_unlink(n);
 }
 
+/* The same race made certain: attach's test hook (src/shared/internal.h)
+ * changes the object at the two points where a creator or an unlinker
+ * running at that moment decides the answer. */
+enum hook_change { HOOK_NONE, HOOK_REPLACE, HOOK_UNLINK, HOOK_SIZE, HOOK_PART_PAGE };
+static int hook_where;
+static enum hook_change hook_change;
+static int hook_ran;
+
+static void change_object(int where, const char *name)
+{
+    if (where != hook_where)
+        return;
+    hook_ran++;
+    char shm[128];
+    snprintf(shm, sizeof shm, "/rtmem-%s", name);
+    switch (hook_change) {
+    case HOOK_REPLACE: { /* unlinked and made again: another object */
+        rtm_shared_unlink(name);
+        struct rtm_shared *c = rtm_shared_create(name, "tlsf", 256 << 10);
+        if (c)
+            rtm_shared_detach(c);
+        break;
+    }
+    case HOOK_UNLINK: rtm_shared_unlink(name); break;
+    case HOOK_SIZE:
+    case HOOK_PART_PAGE: {
+        int fd = shm_open(shm, O_RDWR, 0);
+        if (fd >= 0) {
+            if (ftruncate(fd, hook_change == HOOK_SIZE ? 256 << 10 : 100) != 0)
+                hook_ran = -1000;
+            close(fd);
+        }
+        break;
+    }
+    case HOOK_NONE: break;
+    }
+}
+
+static bool make_object(const char *name, size_t bytes, int fill);
+
+TEST_CASE_IN("lifecycle", "attach at the instant a creator or an unlinker acts: exact errnos")
+{
+    static const struct {
+        const char *what;
+        bool empty; /* an empty object (a creator before sizing it), else a heap */
+        int where;
+        enum hook_change change;
+        int want;
+    } cases[] = {
+        { "a heap replaced after its owner was looked at", false, RTM__ATTACH_LOOKED, HOOK_REPLACE,
+          EBUSY },
+        { "a heap unlinked after its owner was looked at", false, RTM__ATTACH_LOOKED, HOOK_UNLINK,
+          ENOENT },
+        { "an empty object sized by its creator after the open", true, RTM__ATTACH_SHORT, HOOK_SIZE,
+          EBUSY },
+        { "an empty object unlinked after the open", true, RTM__ATTACH_SHORT, HOOK_UNLINK, ENOENT },
+        { "an empty object given a part of a page (no creator does)", true, RTM__ATTACH_SHORT,
+          HOOK_PART_PAGE, EINVAL },
+        { "an empty object left so", true, RTM__ATTACH_SHORT, HOOK_NONE, EBUSY },
+    };
+    rtm__shared_attach_hook = change_object;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        test_context = cases[i].what;
+        const char *n = new_name();
+        struct rtm_shared *c = NULL;
+        if (cases[i].empty)
+            CHECK(make_object(n, 0, 0));
+        else
+            CHECK((c = rtm_shared_create(n, "tlsf", 256 << 10)) != NULL);
+        hook_where = cases[i].where;
+        hook_change = cases[i].change;
+        hook_ran = 0;
+        errno = 0;
+        struct rtm_shared *a = rtm_shared_attach(n);
+        int err = errno;
+        CHECK(a == NULL);
+        CHECK_EQ(err, cases[i].want);
+        CHECK_EQ(hook_ran, 1);
+        if (a)
+            rtm_shared_detach(a);
+        if (c)
+            rtm_shared_detach(c);
+        rtm_shared_unlink(n);
+    }
+    rtm__shared_attach_hook = NULL;
+    test_context = NULL;
+}
+
 /* A segment writable by every user is refused (EPERM), whoever made it so,
  * unless the attach trusts that (RTM_SHARED_TRUST_WORLD_WRITABLE). */
 TEST_CASE_IN("lifecycle", "a world-writable segment is attached only when trusted so")
@@ -685,6 +773,42 @@ TEST_CASE_IN("lifecycle", "an untrusted segment is refused before a page of it i
     CHECK(rtm_shared_attach_ex(n, &cfg) == NULL && errno == EPERM);
     CHECK(stat(path, &st) == 0);
     CHECK_EQ(st.st_blocks, before); /* not one more page of it allocated */
+    CHECK_EQ(rtm_shared_unlink(n), 0);
+}
+
+/* A creator's object is made with its mode masked by the umask and given
+ * its mode a moment later, before it is sized: in between, a user whom the
+ * mode will admit gets no EACCES but EBUSY (retry), as for any empty
+ * object. Once sized, a user the mode does not admit gets EACCES. */
+TEST_CASE_IN("lifecycle", "an empty object this user may not open yet is busy, not refused")
+{
+    if (geteuid() != 0) {
+        printf("#   skipped: needs root, to attach as another user\n");
+        return;
+    }
+    const char *n = new_name();
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm/rtmem-%s", n);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0, );
+    int seen[2] = { -1, -1 };
+    for (int sized = 0; sized < 2; sized++) {
+        if (sized)
+            CHECK_EQ(ftruncate(fd, 1 << 20), 0);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, );
+        if (pid == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0)
+                test_exit(100);
+            errno = 0;
+            struct rtm_shared_config any = { .trust = RTM_SHARED_TRUST_ANY_OWNER };
+            test_exit(rtm_shared_attach_ex(n, &any) == NULL ? errno : 101);
+        }
+        seen[sized] = wait_child(pid);
+    }
+    CHECK_EQ(seen[0], EBUSY);
+    CHECK_EQ(seen[1], EACCES);
+    close(fd);
     CHECK_EQ(rtm_shared_unlink(n), 0);
 }
 

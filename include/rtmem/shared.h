@@ -333,13 +333,15 @@ RTM_API struct rtm_shared *rtm_shared_create_ex(const char *name, const char *ki
  *   ENAMETOOLONG a name longer than RTM_SHARED_NAME_MAX
  *   ENOENT       no such name, in /dev/shm or on a hugetlbfs mount
  *   EPROTO       an rtmem shared heap of another layout version
- *   EBUSY        a heap still being created (empty object, sized while
+ *   EBUSY        a heap still being created (empty object, even one whose
+ *                mode does not admit this process yet, sized while
  *                attach looked, header not yet or only partly written, state
  *                "initialising"): always EBUSY, never EINVAL, so that a
  *                program that unlinks what is no heap never removes one
  *                being made; retry. One whose creator died during create
  *                stays so: unlink it
- *   EACCES       the object's permissions refuse read and write
+ *   EACCES       the object's permissions refuse read and write (an
+ *                object with a size: an empty one is EBUSY)
  *   EPERM        a segment this process does not trust (see "Who can
  *                attach what"): owned by another user, or writable by every
  *                user without its creator having made it so

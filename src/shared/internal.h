@@ -68,6 +68,15 @@ int rtm__shared_find_huge(const char *name, struct shared_place *pl);
  * file than mine_fd's (-1: any file). A place this process cannot search
  * is not looked in. */
 bool rtm__shared_taken(const char *name, int mine_fd);
+/* For tests, NULL otherwise: called with the name at the two points of
+ * attach where another process changing the object decides the answer, so
+ * that a test can change it there: RTM__ATTACH_LOOKED, after the object's
+ * owner was looked at and before it is opened and mapped; RTM__ATTACH_SHORT,
+ * after the open found it too short to map and before it is looked at
+ * again (segment.c). */
+enum { RTM__ATTACH_LOOKED = 1, RTM__ATTACH_SHORT = 2 };
+extern void (*rtm__shared_attach_hook)(int where, const char *name);
+
 /* Removes the name from /dev/shm and from every hugetlbfs mount that holds
  * it: 0; the first refusal of a place that holds it (-EACCES...), the
  * others removed still; or -ENOENT when no place holds it. */

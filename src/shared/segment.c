@@ -91,6 +91,8 @@ static int build(struct rtm_shared *s, const char *kind, const struct rtm_shared
     return 0;
 }
 
+void (*rtm__shared_attach_hook)(int where, const char *name);
+
 /* Why an object too short to map (less than a page) is refused, looked at
  * again: EBUSY when it is empty (a creator between creating and sizing it,
  * or one that died there) or has grown since (a creator sized it in
@@ -110,6 +112,20 @@ static int short_object(const struct shared_place *pl)
     long page = sysconf(_SC_PAGESIZE);
     bool part_page = st.st_size > 0 && page > 0 && st.st_size < (off_t)page;
     return part_page ? EINVAL : EBUSY;
+}
+
+/* Why an object this process may not open is refused, looked at again:
+ * EBUSY when it is empty, as in short_object (a creator between creating
+ * it, with its mode masked by the umask, and setting the mode it was asked
+ * for, which would admit this process a moment later); else EACCES. Its
+ * size is asked of the file (stat needs no permission on the object). */
+static int refused_object(const struct shared_place *pl)
+{
+    char path[sizeof "/dev/shm" + sizeof pl->path];
+    snprintf(path, sizeof path, "%s%s", pl->source == RTM_ARENA_POSIX_SHM ? "/dev/shm" : "",
+             pl->path);
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 ? EBUSY : EACCES;
 }
 
 /* Whether the config asks only what an attach may (mapping options, whom
@@ -311,11 +327,17 @@ struct rtm_shared *rtm_shared_attach_ex(const char *name, const struct rtm_share
         free(s);
         return fail_null(EPERM);
     }
+    if (rtm__shared_attach_hook)
+        rtm__shared_attach_hook(RTM__ATTACH_LOOKED, name);
     struct rtm_arena_config ac = arena_config(&pl, 0, RTM_ARENA_EXISTING, cfg);
     rc = rtm_arena_open(&s->arena, &ac);
     if (rc) {
         free(s);
-        return fail_null(rc == -ENXIO ? short_object(&pl) : -rc);
+        if (rc == -ENXIO && rtm__shared_attach_hook)
+            rtm__shared_attach_hook(RTM__ATTACH_SHORT, name);
+        return fail_null(rc == -ENXIO    ? short_object(&pl)
+                         : rc == -EACCES ? refused_object(&pl)
+                                         : -rc);
     }
     /* The object mapped must be the one looked at (a name removed and made
      * again in between is busy: attach again), and trusted. */
