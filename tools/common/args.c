@@ -30,7 +30,13 @@ void tk_args_begin(void)
 
 int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct option *longopts)
 {
-    int c = getopt_long(argc, argv, ":h", longopts, NULL);
+    return tk_args_next_short(a, argc, argv, ":h", longopts);
+}
+
+int tk_args_next_short(const struct tk_args *a, int argc, char **argv, const char *shortopts,
+                       const struct option *longopts)
+{
+    int c = getopt_long(argc, argv, shortopts, longopts, NULL);
     if (c == -1) {
         if (optind < argc)
             return tk_args_bad(a, "unexpected argument '%s'", argv[optind]);

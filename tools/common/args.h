@@ -62,6 +62,10 @@ void tk_args_begin(void);
  * (the subcommands take none).
  */
 int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct option *longopts);
+/* tk_args_next with getopt's short options as given (starting with ':'
+ * and holding 'h'). */
+int tk_args_next_short(const struct tk_args *a, int argc, char **argv, const char *shortopts,
+                       const struct option *longopts);
 
 /* A whole number s for option opt (named in messages, e.g. "--ops") within
  * [lo, hi] into *out. Returns 0, or -1 (reported; *out untouched). */

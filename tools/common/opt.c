@@ -181,14 +181,27 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
                              256 + (int)i };
     longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
     longopts[n + 1] = (struct option){ NULL, 0, NULL, 0 };
+    /* The short forms: ":h" and each letter (with ':' when it takes a value). */
+    char shortopts[2 * TK_MAX_OPTS + 3] = ":h";
+    size_t ns = 2;
+    for (size_t i = 0; i < n; i++)
+        if (table[i].letter) {
+            shortopts[ns++] = table[i].letter;
+            if (table[i].type != TK_OPT_FLAG)
+                shortopts[ns++] = ':';
+        }
+    shortopts[ns] = '\0';
 
     tk_args_begin();
     int c;
-    while ((c = tk_args_next(cli, argc, argv, longopts)) > 0) {
+    while ((c = tk_args_next_short(cli, argc, argv, shortopts, longopts)) > 0) {
         if (c == 'h') {
             p->help = true;
             return 0;
         }
+        for (size_t i = 0; i < n && c < 256; i++)
+            if (table[i].letter && c == table[i].letter)
+                c = 256 + (int)i;
         size_t i = (size_t)c - 256;
         if (c < 256 || i >= n)
             return -1;
@@ -351,8 +364,11 @@ int tk_opt_check(const struct tk_opt *table, size_t n, const void *defaults, cha
         if (!o->name || !o->name[0] || strcmp(o->name, "help") == 0)
             return table_bad(why, why_len, o, "no name, or the driver's own");
         for (size_t k = 0; k < i; k++)
-            if (strcmp(table[k].name, o->name) == 0)
+            if (strcmp(table[k].name, o->name) == 0 || (o->letter && table[k].letter == o->letter))
                 return table_bad(why, why_len, o, "named twice");
+        if (o->letter && (o->letter == 'h' || !((o->letter >= 'a' && o->letter <= 'z') ||
+                                                (o->letter >= 'A' && o->letter <= 'Z'))))
+            return table_bad(why, why_len, o, "a short form is a letter other than h");
         if ((o->type == TK_OPT_FLAG) != (o->arg == NULL))
             return table_bad(why, why_len, o, "a flag has no value name, every other option one");
         if (!kit_entry_ok(o))
@@ -499,14 +515,18 @@ void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defa
     /* The help column: past the longest "  --name ARG", at least 20. */
     size_t indent = 20;
     for (size_t i = 0; i < n; i++) {
-        size_t w = 4 + strlen(table[i].name) + (table[i].arg ? 1 + strlen(table[i].arg) : 0) + 2;
+        size_t w = 4 + (table[i].letter ? 4 : 0) + strlen(table[i].name) +
+                   (table[i].arg ? 1 + strlen(table[i].arg) : 0) + 2;
         if (w > indent)
             indent = w;
     }
     for (size_t i = 0; i < n; i++) {
         char head[96], text[1024];
-        int w = snprintf(head, sizeof(head), "  --%s%s%s", table[i].name, table[i].arg ? " " : "",
-                         table[i].arg ? table[i].arg : "");
+        char letter[8] = "";
+        if (table[i].letter)
+            snprintf(letter, sizeof(letter), "-%c, ", table[i].letter);
+        int w = snprintf(head, sizeof(head), "  %s--%s%s%s", letter, table[i].name,
+                         table[i].arg ? " " : "", table[i].arg ? table[i].arg : "");
         fprintf(f, "%-*s", (int)indent, head);
         expand(text, sizeof(text), &table[i], defaults);
         wrap(f, text, w > 0 && (size_t)w > indent ? (size_t)w : indent, indent);

@@ -177,6 +177,7 @@ struct tk_opt {
     /* TK_OPT_CUSTOM: value into field (reported on failure: 0 or -1). */
     int (*parse)(const struct tk_args *cli, const char *value, void *field);
     uint64_t unit_ns; /* TK_OPT_TIME: the unit of a bare number (1000: us); 0: none */
+    char letter;      /* a short form ('o' for -o), or 0 */
 };
 
 #define TK_FIELD(type, field) .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)

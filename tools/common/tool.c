@@ -45,7 +45,8 @@ void tk_tool_help(FILE *f, const struct tk_tool *t)
 {
     char manual[PATH_MAX + 64];
     tool_manual(manual, sizeof(manual), t->name);
-    fprintf(f, "usage: rtmem %s [options]\n%s.\n\noptions:\n", t->name, t->summary);
+    fprintf(f, "usage: rtmem %s [options]%s%s\n%s.\n\noptions:\n", t->name,
+            t->command_usage ? " " : "", t->command_usage ? t->command_usage : "", t->summary);
     tk_opt_help(f, t->opts, t->n_opts, t->defaults);
     if (t->help_notes)
         t->help_notes(f);
@@ -157,8 +158,17 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
     }
     memcpy(s.opts, t->defaults, t->opts_size);
 
+    /* A tool that runs a command takes it after "--": the options end there. */
+    int opt_argc = argc;
+    for (int i = 1; t->command_usage && i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            opt_argc = i;
+            s.cmd_argc = argc - i - 1;
+            s.cmd_argv = argv + i + 1;
+            break;
+        }
     int status;
-    if (tk_opt_parse(&s.cli, t->opts, t->n_opts, argc, argv, s.opts, &s.parsed) != 0) {
+    if (tk_opt_parse(&s.cli, t->opts, t->n_opts, opt_argc, argv, s.opts, &s.parsed) != 0) {
         status = TK_EXIT_USAGE;
     } else if (s.parsed.help) {
         tk_tool_help(stdout, t);

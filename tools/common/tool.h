@@ -84,6 +84,8 @@ struct tk_session {
     void *opts;                 /* the tool's options struct, parsed */
     struct tk_opt_parse parsed; /* which options were given */
     void *state;                /* the tool's own, set by its setup */
+    int cmd_argc;               /* a command after "--" (tk_tool.command_usage); 0: none */
+    char **cmd_argv;
     /* Starts the driver's own lines in the report ("results written to"):
      * "" by default; a tool whose report has another layout sets it. */
     const char *comment;
@@ -95,6 +97,10 @@ struct tk_tool {
     const char *summary;       /* one line, no final period: `rtmem --help`, and its own */
     const char *schema;        /* of its JSON: "rtmem-bench/2" */
     const char *bytes_example; /* byte counts in messages: "4096, 64K, 64M" */
+    /* A tool that runs a command: what --help's usage line shows after
+     * the options ("[-- PROGRAM [ARGS...]]"); the arguments after "--" are
+     * the session's cmd_argc, cmd_argv. NULL: none. */
+    const char *command_usage;
 
     const struct tk_opt *opts; /* the options table */
     size_t n_opts;
