@@ -17,7 +17,9 @@ from rtmemtest import run
 
 # The tools on the kit's driver, as `rtmem --help` lists them; `report` and
 # `kinds` are commands of their own.
-TOOLS = ["bench", "memcheck", "wcet", "latency", "pressure", "stride", "bw", "shm"]
+TOOLS = ["bench", "memcheck", "wcet", "latency", "pressure", "stride", "bw", "shm", "trace"]
+# What a tool that runs a command shows after "[options]" in its usage line.
+COMMAND_USAGE = {"trace": " -- PROGRAM [ARGS...]  |  rtmem trace --show FILE"}
 OTHER_COMMANDS = ["report", "kinds"]
 
 
@@ -38,7 +40,7 @@ def help_options(rtmem, tool):
     end = lines.index("", start)
     options = {}
     for line in lines[start:end]:
-        m = re.match(r"  (?:-h, )?--([a-z0-9-]+)(?: \S+)?\s+(.*)$", line)
+        m = re.match(r"  (?:-[a-zA-Z], )?--([a-z0-9-]+)(?: \S+)?\s+(.*)$", line)
         assert m, "an option's help runs onto a second line: %r" % line
         options[m.group(1)] = m.group(2)
     del options["help"]
@@ -65,7 +67,7 @@ def test_rtmem_lists_every_tool(rtmem):
 def test_help_is_a_synopsis(rtmem, source_dir, tool):
     options, text = help_options(rtmem, tool)
     lines = text.splitlines()
-    assert lines[0] == "usage: rtmem %s [options]" % tool
+    assert lines[0] == "usage: rtmem %s [options]%s" % (tool, COMMAND_USAGE.get(tool, ""))
     assert all(len(line) <= 80 for line in lines), [l for l in lines if len(l) > 80]
     assert len(lines) <= len(options) + 16, "more than a synopsis:\n" + text
     manual = lines[-1]
