@@ -36,9 +36,15 @@ int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct op
 int tk_args_next_short(const struct tk_args *a, int argc, char **argv, const char *shortopts,
                        const struct option *longopts)
 {
+    return tk_args_next_operands(a, argc, argv, shortopts, longopts, false);
+}
+
+int tk_args_next_operands(const struct tk_args *a, int argc, char **argv, const char *shortopts,
+                          const struct option *longopts, bool operands)
+{
     int c = getopt_long(argc, argv, shortopts, longopts, NULL);
     if (c == -1) {
-        if (optind < argc)
+        if (optind < argc && !operands)
             return tk_args_bad(a, "unexpected argument '%s'", argv[optind]);
         return 0;
     }

@@ -28,6 +28,7 @@
 #define RTMEM_TOOLS_ARGS_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,11 @@ int tk_args_next(const struct tk_args *a, int argc, char **argv, const struct op
  * and holding 'h'). */
 int tk_args_next_short(const struct tk_args *a, int argc, char **argv, const char *shortopts,
                        const struct option *longopts);
+/* tk_args_next_short that, with operands, leaves the arguments that are
+ * no option (getopt moves them to the end: argv[optind..argc)) to the
+ * caller instead of refusing them. */
+int tk_args_next_operands(const struct tk_args *a, int argc, char **argv, const char *shortopts,
+                          const struct option *longopts, bool operands);
 
 /* A whole number s for option opt (named in messages, e.g. "--ops") within
  * [lo, hi] into *out. Returns 0, or -1 (reported; *out untouched). */

@@ -169,6 +169,12 @@ static int apply(const struct tk_args *cli, const struct tk_opt *o, const char *
 int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
                  char **argv, void *opts, struct tk_opt_parse *p)
 {
+    return tk_opt_parse_operands(cli, table, n, argc, argv, opts, p, NULL);
+}
+
+int tk_opt_parse_operands(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
+                          char **argv, void *opts, struct tk_opt_parse *p, int *first_operand)
+{
     /* getopt_long's table: entry i has the code 256 + i; -h and --help 'h'. */
     struct option longopts[TK_MAX_OPTS + 2];
     memset(p, 0, sizeof(*p));
@@ -194,7 +200,8 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
 
     tk_args_begin();
     int c;
-    while ((c = tk_args_next_short(cli, argc, argv, shortopts, longopts)) > 0) {
+    while ((c = tk_args_next_operands(cli, argc, argv, shortopts, longopts,
+                                      first_operand != NULL)) > 0) {
         if (c == 'h') {
             p->help = true;
             return 0;
@@ -214,6 +221,8 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
     }
     if (c < 0)
         return -1;
+    if (first_operand)
+        *first_operand = optind;
 
     bool quick = false;
     for (size_t i = 0; i < n; i++)

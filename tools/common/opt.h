@@ -198,6 +198,10 @@ struct tk_opt_parse {
  */
 int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
                  char **argv, void *opts, struct tk_opt_parse *p);
+/* tk_opt_parse that takes operands: the arguments that are no option, which
+ * it moves to argv[*first_operand..argc). */
+int tk_opt_parse_operands(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
+                          char **argv, void *opts, struct tk_opt_parse *p, int *first_operand);
 
 /*
  * Checks a table against its defaults, as the driver does before every

@@ -342,6 +342,20 @@ const char *tk_fmt_iec_approx(char *buf, size_t size, uint64_t bytes)
     return buf;
 }
 
+const char *tk_fmt_bytes_short(char *buf, size_t size, uint64_t bytes)
+{
+    double v = (double)bytes;
+    if (bytes < 1024)
+        snprintf(buf, size, "%" PRIu64 " B", bytes);
+    else if (bytes < ((uint64_t)1 << 20))
+        snprintf(buf, size, "%.*f KiB", v < 10240 ? 2 : 1, v / 1024);
+    else if (bytes < ((uint64_t)1 << 30))
+        snprintf(buf, size, "%.2f MiB", v / (1 << 20));
+    else
+        snprintf(buf, size, "%.2f GiB", v / (1 << 30));
+    return buf;
+}
+
 void tk_item(FILE *f, const char *label, const char *fmt, ...)
 {
     char text[1024];

@@ -135,6 +135,11 @@ const char *tk_fmt_ratio(char *buf, size_t size, double v);
  * "1.5 GiB", "0.3 MiB"; for amounts of memory, where tk_fmt_iec is exact. */
 const char *tk_fmt_iec_approx(char *buf, size_t size, uint64_t bytes);
 
+/* A byte count in the unit that shows it best: "812 B", "3.4 KiB",
+ * "12.50 MiB", "1.25 GiB" (bytes below 1 KiB exact; three significant
+ * digits or more above). */
+const char *tk_fmt_bytes_short(char *buf, size_t size, uint64_t bytes);
+
 /* One item of a report's header: "label      : text", the text wrapped at
  * 80 columns under column TK_ITEM_COL (an empty label continues the item
  * above). */

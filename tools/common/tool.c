@@ -45,8 +45,9 @@ void tk_tool_help(FILE *f, const struct tk_tool *t)
 {
     char manual[PATH_MAX + 64];
     tool_manual(manual, sizeof(manual), t->name);
-    fprintf(f, "usage: rtmem %s [options]%s%s\n%s.\n\noptions:\n", t->name,
-            t->command_usage ? " " : "", t->command_usage ? t->command_usage : "", t->summary);
+    const char *more = t->command_usage ? t->command_usage : t->operands_usage;
+    fprintf(f, "usage: rtmem %s [options]%s%s\n%s.\n\noptions:\n", t->name, more ? " " : "",
+            more ? more : "", t->summary);
     tk_opt_help(f, t->opts, t->n_opts, t->defaults);
     if (t->help_notes)
         t->help_notes(f);
@@ -167,8 +168,13 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
             s.cmd_argv = argv + i + 1;
             break;
         }
+    int first = opt_argc;
+    int parsed = tk_opt_parse_operands(&s.cli, t->opts, t->n_opts, opt_argc, argv, s.opts,
+                                       &s.parsed, t->operands_usage ? &first : NULL);
+    s.operands = argv + first;
+    s.n_operands = opt_argc - first;
     int status;
-    if (tk_opt_parse(&s.cli, t->opts, t->n_opts, opt_argc, argv, s.opts, &s.parsed) != 0) {
+    if (parsed != 0) {
         status = TK_EXIT_USAGE;
     } else if (s.parsed.help) {
         tk_tool_help(stdout, t);

@@ -86,6 +86,8 @@ struct tk_session {
     void *state;                /* the tool's own, set by its setup */
     int cmd_argc;               /* a command after "--" (tk_tool.command_usage); 0: none */
     char **cmd_argv;
+    int n_operands; /* arguments that are no option (tk_tool.operands_usage) */
+    char **operands;
     /* Starts the driver's own lines in the report ("results written to"):
      * "" by default; a tool whose report has another layout sets it. */
     const char *comment;
@@ -101,6 +103,10 @@ struct tk_tool {
      * the options ("[-- PROGRAM [ARGS...]]"); the arguments after "--" are
      * the session's cmd_argc, cmd_argv. NULL: none. */
     const char *command_usage;
+    /* A tool that takes operands (arguments that are no option): what
+     * --help's usage line shows for them ("FILE"); they are the session's
+     * operands. NULL: an operand is bad usage. */
+    const char *operands_usage;
 
     const struct tk_opt *opts; /* the options table */
     size_t n_opts;

@@ -377,10 +377,13 @@ int tk_trace_read(const char *path, struct tk_trace *t, char *why, size_t why_le
     else if (t->h.byte_order != RTM_TRACE_BYTE_ORDER)
         rc = bad(why, why_len, "%s was written on a machine of the other byte order: read it there",
                  path);
-    else if (t->h.version != RTM_TRACE_VERSION || t->h.header_bytes != sizeof t->h)
+    else if (t->h.version != RTM_TRACE_VERSION)
         rc = bad(why, why_len,
                  "%s is an rtmem trace of format version %u, this rtmem reads version %u", path,
                  t->h.version, RTM_TRACE_VERSION);
+    else if (t->h.header_bytes != sizeof t->h)
+        rc = bad(why, why_len, "corrupt: %s has a header of %u bytes, not %zu", path,
+                 t->h.header_bytes, sizeof t->h);
     else if (t->h.page_bytes < 4096 || t->h.page_bytes > (1u << 20) ||
              (t->h.page_bytes & (t->h.page_bytes - 1)) || !t->h.chunk_bytes ||
              t->h.chunk_bytes % t->h.page_bytes || t->h.chunk_bytes > (64u << 20))

@@ -12,100 +12,8 @@
 
 #include "common/child.h"
 #include "common/out.h"
+#include "common/u64map.h"
 #include "trace.h"
-
-/* ---- the live blocks: address -> bytes asked, open addressing ----------------- */
-
-struct live {
-    uint64_t *key, *bytes; /* key 0: empty, 1: a removed entry */
-    size_t cap, used, n;
-};
-
-static size_t slot_of(uint64_t k, size_t cap)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return (size_t)k & (cap - 1);
-}
-
-static bool live_grow(struct live *l)
-{
-    size_t cap = l->cap ? l->cap * 2 : 1024;
-    uint64_t *key = calloc(cap, sizeof(*key)), *bytes = calloc(cap, sizeof(*bytes));
-    if (!key || !bytes) {
-        free(key);
-        free(bytes);
-        return false;
-    }
-    for (size_t i = 0; i < l->cap; i++)
-        if (l->key[i] > 1) {
-            size_t s = slot_of(l->key[i], cap);
-            while (key[s])
-                s = (s + 1) & (cap - 1);
-            key[s] = l->key[i];
-            bytes[s] = l->bytes[i];
-        }
-    free(l->key);
-    free(l->bytes);
-    l->key = key;
-    l->bytes = bytes;
-    l->cap = cap;
-    l->used = l->n;
-    return true;
-}
-
-/* The slot of k, or of where it would go (k > 1). */
-static size_t live_find(const struct live *l, uint64_t k, bool *found)
-{
-    size_t s = slot_of(k, l->cap), hole = SIZE_MAX;
-    while (l->key[s]) {
-        if (l->key[s] == k) {
-            *found = true;
-            return s;
-        }
-        if (l->key[s] == 1 && hole == SIZE_MAX)
-            hole = s;
-        s = (s + 1) & (l->cap - 1);
-    }
-    *found = false;
-    return hole != SIZE_MAX ? hole : s;
-}
-
-/* Removes k: its bytes, or UINT64_MAX if it was not live. */
-static uint64_t live_take(struct live *l, uint64_t k)
-{
-    if (!l->cap || k <= 1)
-        return UINT64_MAX;
-    bool found;
-    size_t s = live_find(l, k, &found);
-    if (!found)
-        return UINT64_MAX;
-    l->key[s] = 1;
-    l->n--;
-    return l->bytes[s];
-}
-
-/* Adds k with its bytes: the bytes it replaced (UINT64_MAX: none); false
- * when out of memory. */
-static bool live_put(struct live *l, uint64_t k, uint64_t bytes, uint64_t *replaced)
-{
-    *replaced = UINT64_MAX;
-    if ((l->used + 1) * 4 > l->cap * 3 && !live_grow(l))
-        return false;
-    bool found;
-    size_t s = live_find(l, k, &found);
-    if (found) {
-        *replaced = l->bytes[s];
-    } else {
-        if (l->key[s] == 0)
-            l->used++;
-        l->n++;
-        l->key[s] = k;
-    }
-    l->bytes[s] = bytes;
-    return true;
-}
 
 /* ---- the statistics ----------------------------------------------------------- */
 
@@ -160,7 +68,7 @@ static void new_phase(struct trace_stats *st, const char *name, uint64_t t, uint
 void trace_stats(const struct tk_trace *t, struct trace_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    struct live l = { 0 };
+    struct tk_u64map l = { 0 };
     uint64_t live = 0;
     new_phase(st, "start", 0, 0);
     bool oom = false;
@@ -180,8 +88,8 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
             /* realloc(p, n) that failed leaves p; realloc(p, 0) frees it */
             bool frees = e->op == RTM_TRACE_FREE || e->ret || e->size == 0;
             if (frees && e->given) {
-                uint64_t b = live_take(&l, e->given);
-                if (b == UINT64_MAX)
+                uint64_t b = tk_u64map_take(&l, e->given);
+                if (b == TK_U64MAP_NONE)
                     st->unknown_frees++;
                 else
                     live -= b;
@@ -204,11 +112,11 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
             continue;
         }
         uint64_t replaced;
-        if (!live_put(&l, e->ret, e->size, &replaced)) {
+        if (!tk_u64map_put(&l, e->ret, e->size, &replaced)) {
             oom = true;
             break;
         }
-        if (replaced != UINT64_MAX) {
+        if (replaced != TK_U64MAP_NONE) {
             st->reused_live++;
             live -= replaced;
         }
@@ -224,8 +132,7 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
     st->phases[st->n_phases - 1].end_ns = t->end_ns;
     st->end_live = live;
     st->end_blocks = l.n;
-    free(l.key);
-    free(l.bytes);
+    tk_u64map_free(&l);
 }
 
 /* ---- the report --------------------------------------------------------------- */
@@ -261,7 +168,7 @@ static void print_sizes(FILE *f, const struct trace_stats *st)
             snprintf(a, sizeof(a), "0 B");
         else
             snprintf(a, sizeof(a), "%s..",
-                     tk_fmt_iec(b, sizeof(b), k == 1 ? 1 : (uint64_t)1 << (k - 1)));
+                     tk_fmt_bytes_short(b, sizeof(b), k == 1 ? 1 : (uint64_t)1 << (k - 1)));
         fprintf(f, "  %-12s %10" PRIu64 "  %5.1f%%\n", a, st->size_hist[k],
                 100.0 * (double)st->size_hist[k] / (double)(allocs ? allocs : 1));
     }
@@ -278,7 +185,7 @@ static void print_phases(FILE *f, const struct tk_trace *t, const struct trace_s
         fprintf(f, "  %-20s %10.3f %10.3f %12" PRIu64 " %10" PRIu64 " %10s %12s\n", p->name,
                 (double)p->start_ns / 1e9, (double)len / 1e9, p->calls, p->allocs,
                 tk_fmt_double(b1, sizeof(b1), per_s(p->calls, len), 0),
-                tk_fmt_iec(b2, sizeof(b2), p->peak_live));
+                tk_fmt_bytes_short(b2, sizeof(b2), p->peak_live));
     }
     if (st->marks_dropped)
         fprintf(f, "  (%" PRIu64 " later phases counted in the last one: at most %d are listed)\n",
@@ -315,7 +222,7 @@ static void print_trace(FILE *f, const char *path, const struct tk_trace *t,
     if (gmtime_r(&secs, &tm))
         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
     fprintf(f, "trace       %s (format %u, %s): pid %u, parent %u, image %u, started %s\n", path,
-            t->h.version, tk_fmt_iec(b1, sizeof(b1), t->file_bytes), t->h.pid, t->h.ppid,
+            t->h.version, tk_fmt_bytes_short(b1, sizeof(b1), t->file_bytes), t->h.pid, t->h.ppid,
             t->h.generation, when);
     fprintf(f, "ended       %s, after %.3f s\n", tk_trace_ending_text(t, end, sizeof(end)),
             (double)t->end_ns / 1e9);
@@ -334,10 +241,11 @@ static void print_trace(FILE *f, const char *path, const struct tk_trace *t,
     fprintf(f,
             "live bytes  peak %s in %" PRIu64 " blocks, at %.3f s; at the end %s in %" PRIu64
             " blocks (asked bytes: before any heap's headers and rounding)\n",
-            tk_fmt_iec(b1, sizeof(b1), st->peak_live), st->peak_blocks, (double)st->peak_ns / 1e9,
-            tk_fmt_iec(b2, sizeof(b2), st->end_live), st->end_blocks);
+            tk_fmt_bytes_short(b1, sizeof(b1), st->peak_live), st->peak_blocks,
+            (double)st->peak_ns / 1e9, tk_fmt_bytes_short(b2, sizeof(b2), st->end_live),
+            st->end_blocks);
     fprintf(f, "largest     %s asked in one call; %" PRIu64 " allocations failed\n",
-            tk_fmt_iec(b1, sizeof(b1), st->largest), st->failed);
+            tk_fmt_bytes_short(b1, sizeof(b1), st->largest), st->failed);
     if (st->n_aligns) {
         fprintf(f, "alignments ");
         for (size_t i = 0; i < st->n_aligns; i++)
