@@ -2,7 +2,8 @@
  * A program for tests/tools/test_trace.py to trace: each mode makes a known
  * sequence of malloc-family calls inside a phase it marks, so that the test
  * can check the trace against it, then ends as the mode says.
- *   basic    every call of the family once, then phase "loop": LOOP mallocs
+ *   basic    every call of the family once (and a block of KEPT bytes left
+ *            live), then phase "loop": LOOP mallocs
  *            of 1..LOOP bytes, all live at once, then freed: the phase's
  *            peak is LOOP*(LOOP+1)/2 bytes
  *   threads  THREADS threads, each in phase "loop" (marked once, first):
@@ -40,6 +41,8 @@
 #define SLEEPS     40
 
 static void *volatile keep; /* the compiler must not drop a call */
+static void *volatile kept; /* basic's block that outlives the loop */
+#define KEPT 1000
 
 static void loop(void)
 {
@@ -70,6 +73,7 @@ static void every_call(void)
     keep = p = malloc(33);
     keep = (void *)(size_t)malloc_usable_size(p);
     free(p);
+    kept = malloc(KEPT); /* live through the loop */
 }
 
 static void *worker(void *arg)

@@ -17,5 +17,6 @@ extern const struct tk_tool bw_tool;       /* bw/cli.c */
 extern const struct tk_tool shm_tool;      /* shm/cli.c */
 extern const struct tk_tool wcet_tool;     /* wcet/cli.c */
 extern const struct tk_tool trace_tool;    /* trace/cli.c */
+extern const struct tk_tool replay_tool;   /* replay/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -1,0 +1,170 @@
+"""rtmem replay: traces of the tests' own programs (trace_prog.c, and
+trace_prog_cpp.cpp where a C++ compiler is found) replayed on every kind:
+the replay holds what the trace shows (its allocations, its peak of live
+bytes), the smallest pool it reports fits and one granule less fails, a
+phase replays alone with the blocks live at its start, the verdict says
+what the program needs (a lock, a heap at all); usage.
+
+The build gives (tests/tools/CMakeLists.txt): --file trace_prog=, and
+--file trace_prog_cpp= where a C++ compiler is found.
+"""
+import os
+
+import pytest
+
+from rtmemtest import explain, load_json, run
+
+ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
+              "aligned_alloc", "valloc", "pvalloc"]
+KINDS = ["tlsf", "heapmem", "xnheap"]
+
+
+@pytest.fixture(scope="module")
+def traces(rtmem, files, tmp_path_factory):
+    """{mode: (trace path, its --show JSON)} for the modes replayed."""
+    d = str(tmp_path_factory.mktemp("replay"))
+    out = {}
+    for mode in ("basic", "threads", "idle"):
+        path = os.path.join(d, mode + ".trace")
+        js = path + ".json"
+        r = run(rtmem, "trace", "-o", path, "--json", js, "--", files["trace_prog"], mode)
+        assert r.returncode == 0, explain(r)
+        out[mode] = (path, load_json(js))
+    return out
+
+
+def replay(rtmem, tmp_dir, path, *options):
+    js = os.path.join(tmp_dir, "r.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    r = run(rtmem, "replay", "--quick", "--json", js, *options, path)
+    return r, load_json(js)
+
+
+def by_name(doc):
+    return {a["name"]: a for a in doc["allocators"]}
+
+
+def test_the_replay_holds_what_the_trace_shows(rtmem, tmp_dir, traces):
+    path, shown = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path)
+    assert r.returncode == 0, explain(r)
+    t = shown["trace"]
+    allocs = sum(t["ops"][op] for op in ALLOCATING) - t["failed"]
+    assert d["program"]["allocs"] == allocs, (d["program"], t["ops"])
+    assert d["program"]["peak_live_bytes"] == t["peak_live_bytes"]
+    assert d["program"]["max_align"] == 4096  # valloc's page
+    a = by_name(d)
+    assert set(a) == set(KINDS + ["glibc"]), list(a)
+    for k in KINDS:
+        x = a[k]
+        assert x["replayed"] and x["fits"] and x["timed_failures"] == 0, x
+        assert x["min_pool"] > t["peak_live_bytes"], x  # headers and control structure
+        assert x["min_pool"] - x["below_fails"] == d["params"]["granule"], x
+        assert x["advised_pool"] >= x["min_pool"] * 1.25 - 1, x
+        assert x["alloc_ns"]["count"] == allocs and x["free_ns"]["count"] > 0, x
+        assert 0 < x["touched_bytes"] <= x["advised_pool"], x
+        assert x["used_bytes_at_peak"] >= t["peak_live_bytes"], x
+    assert a["glibc"]["replayed"] and a["glibc"]["alloc_ns"]["count"] == allocs
+    v = d["verdict"]
+    assert v["advised"]["kind"] in KINDS and v["ranking"][0] == v["advised"]["kind"]
+    assert v["needs_lock"] is False and v["needs_heap"] is True
+    assert "advised: %s, on a pool of" % v["advised"]["kind"] in r.stdout
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_smallest_pool_fits_and_one_granule_less_fails(rtmem, tmp_dir, traces, kind):
+    path, _ = traces["basic"]
+    _, d = replay(rtmem, tmp_dir, path, "--kinds", kind)
+    smallest = by_name(d)[kind]["min_pool"]
+    r, at = replay(rtmem, tmp_dir, path, "--kinds", kind, "--pool", str(smallest))
+    assert r.returncode == 0, explain(r)
+    x = by_name(at)[kind]
+    assert x["pool_created"] and x["pool_failures"] == 0, x
+    r, below = replay(rtmem, tmp_dir, path, "--kinds", kind, "--pool", str(smallest - 64))
+    assert r.returncode == 0, explain(r)
+    x = by_name(below)[kind]
+    assert not x["pool_created"] or x["pool_failures"] > 0, x
+
+
+def test_a_phase_replays_alone_with_the_blocks_live_at_its_start(rtmem, tmp_dir, traces):
+    path, shown = traces["basic"]
+    loop = [p for p in shown["trace"]["phases"] if p["name"] == "loop"][0]
+    r, d = replay(rtmem, tmp_dir, path, "--phase", "loop")
+    assert r.returncode == 0, explain(r)
+    p = d["program"]
+    assert d["phase"] == "loop" and p["allocs"] == 200 and p["frees"] == 200, p
+    assert p["peak_live_bytes"] == loop["peak_live_bytes"], (p, loop)
+    assert p["preamble"] >= 1  # trace_prog's block kept live through it
+    assert loop["start_live_bytes"] >= 1000
+    for k in KINDS:
+        assert by_name(d)[k]["alloc_ns"]["count"] == 200  # the preamble is not timed
+
+
+def test_threads_need_a_locked_heap_and_its_cost_is_measured(rtmem, tmp_dir, traces):
+    path, _ = traces["threads"]
+    r, d = replay(rtmem, tmp_dir, path)
+    assert r.returncode == 0, explain(r)
+    assert d["verdict"]["needs_lock"] is True and d["program"]["threads"] >= 4
+    for k in KINDS:
+        assert by_name(d)[k]["locked_alloc_ns"]["count"] > 0
+    assert "a locked heap: " in r.stdout and "priority-inheritance lock" in r.stdout
+
+
+def test_a_phase_without_allocations_needs_no_heap(rtmem, tmp_dir, traces):
+    path, _ = traces["idle"]
+    r, d = replay(rtmem, tmp_dir, path, "--phase", "idle")
+    assert r.returncode == 0, explain(r)
+    assert d["verdict"]["needs_heap"] is False and d["program"]["allocs"] == 0
+    assert "it needs no heap there" in r.stdout
+
+
+def test_cpp_program(rtmem, tmp_dir, files):
+    if "trace_prog_cpp" not in files:
+        pytest.skip("no C++ compiler: trace_prog_cpp not built")
+    path = os.path.join(tmp_dir, "cpp.trace")
+    r = run(rtmem, "trace", "-o", path, "--", files["trace_prog_cpp"])
+    assert r.returncode == 0, explain(r)
+    r, d = replay(rtmem, tmp_dir, path, "--phase", "loop")
+    assert r.returncode == 0, explain(r)
+    assert d["program"]["allocs"] >= 3 * 2000 * 2
+    assert all(by_name(d)[k]["fits"] for k in KINDS)
+
+
+def test_nothing_fits_below_the_search_limit(rtmem, tmp_dir, traces):
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf", "--max-pool", "8K")
+    assert r.returncode == 0, explain(r)
+    assert by_name(d)["tlsf"]["fits"] is False and d["verdict"]["advised"] is None
+    assert "no pool up to 8.00 KiB fits" in r.stdout
+
+
+def test_an_allocator_replay_cannot_drive_is_named(rtmem, tmp_dir, traces):
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf,tlsf(typed)")
+    assert r.returncode == 0, explain(r)
+    x = by_name(d)["tlsf(typed)"]
+    assert not x["replayed"] and "not replayed" in x["why_not"]
+
+
+@pytest.mark.parametrize("args,status,message", [
+    ([], 2, "the trace to replay"),
+    (["a", "b"], 2, "one trace at a time"),
+    (["--pool", "2G", "--max-pool", "1G", "x"], 2, "--pool is more than --max-pool"),
+    (["--kinds", "nosuch", "x"], 2, "nosuch"),
+])
+def test_usage(rtmem, args, status, message):
+    r = run(rtmem, "replay", *args)
+    assert r.returncode == status, explain(r)
+    assert message in r.stderr, explain(r)
+
+
+def test_an_unknown_phase_and_a_file_that_is_no_trace(rtmem, tmp_dir, traces):
+    path, _ = traces["basic"]
+    r = run(rtmem, "replay", "--phase", "nosuch", path)
+    assert r.returncode == 2 and "no phase named 'nosuch'" in r.stderr, explain(r)
+    bad = os.path.join(tmp_dir, "bad")
+    with open(bad, "w") as f:
+        f.write("x" * 200)
+    r = run(rtmem, "replay", bad)
+    assert r.returncode == 1 and "is not an rtmem trace" in r.stderr, explain(r)

@@ -1,0 +1,92 @@
+/*
+ * `rtmem replay`: one replay of a program, on an rtmem heap or through
+ * glibc's malloc family. The blocks' contents are never written (a
+ * realloc's copy is the allocator's own work): what the replay touches is
+ * what the allocator touches.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay.h"
+
+/* The call an op makes, timed when asked. A failed allocation leaves its
+ * id NULL (a later free of it does nothing). */
+static void *do_alloc(const struct replay_how *how, const struct rop *op, void *old)
+{
+    struct rtm_heap *h = how->heap;
+    switch (op->op) {
+    case RO_ALLOC: return h ? rtm_heap_alloc(h, op->size) : malloc(op->size);
+    case RO_ALIGNED:
+        if (h)
+            return rtm_heap_aligned_alloc(h, op->align, op->size);
+        else {
+            void *p = NULL;
+            return posix_memalign(&p, op->align < sizeof(void *) ? sizeof(void *) : op->align,
+                                  op->size) == 0
+                       ? p
+                       : NULL;
+        }
+    case RO_REALLOC: return h ? rtm_heap_realloc(h, old, op->size) : realloc(old, op->size);
+    default: return NULL;
+    }
+}
+
+static void do_free(const struct replay_how *how, void *p)
+{
+    if (how->heap)
+        rtm_heap_free(how->heap, p);
+    else
+        free(p);
+}
+
+void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
+                 struct replay_outcome *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->first_failure = p->n;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct rop *op = &p->ops[i];
+        bool timing = op->timed && how->allocs;
+        if (op->op == RO_FREE) {
+            void *b = blocks[op->id];
+            blocks[op->id] = NULL;
+            if (!b)
+                continue;
+            if (timing) {
+                uint64_t t0 = tk_timer_start();
+                do_free(how, b);
+                uint64_t t1 = tk_timer_end();
+                tk_samples_add(how->frees, t1 - t0);
+                if (t1 - t0 > out->max_ticks)
+                    out->max_ticks = t1 - t0;
+            } else {
+                do_free(how, b);
+            }
+        } else {
+            void *old = op->op == RO_REALLOC && op->old != RO_NONE ? blocks[op->old] : NULL;
+            void *b;
+            if (timing) {
+                uint64_t t0 = tk_timer_start();
+                b = do_alloc(how, op, old);
+                uint64_t t1 = tk_timer_end();
+                tk_samples_add(how->allocs, t1 - t0);
+                if (t1 - t0 > out->max_ticks)
+                    out->max_ticks = t1 - t0;
+            } else {
+                b = do_alloc(how, op, old);
+            }
+            if (b || op->size == 0) {
+                if (op->op == RO_REALLOC && op->old != RO_NONE)
+                    blocks[op->old] = NULL; /* moved, or freed by a realloc to 0 */
+                blocks[op->id] = b;
+            } else {
+                if (out->failures++ == 0)
+                    out->first_failure = i;
+                if (how->stop_at_failure)
+                    return;
+            }
+        }
+        if (i == p->peak_op && how->heap && rtm_heap_stats(how->heap, &out->at_peak) == 0)
+            out->have_peak = true;
+    }
+}

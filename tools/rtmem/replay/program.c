@@ -1,0 +1,302 @@
+/*
+ * `rtmem replay`: a trace turned into a replay program.
+ *
+ * The trace's events, in the process-wide order, become calls on block
+ * ids: each block handed out gets the next id, and a free or realloc names
+ * the id its address had then. What the program did that a replay must not
+ * do is left out and counted: an allocation that failed (the program got
+ * NULL), a free of a block the trace never saw handed out (one from before
+ * the recorder, or from another allocator). A realloc's old block stops
+ * being the program's at its seq0, before the call: a block another thread
+ * was handed at that address in between (a race of the recording) then
+ * takes the address, and the realloc still names its old id.
+ *
+ * With a phase, the program is the phase alone: first the blocks live when
+ * it begins, made in id order (untimed: they are the state the phase finds),
+ * then the phase's calls up to the next mark.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/u64map.h"
+#include "replay.h"
+
+struct builder {
+    struct replay_program *p;
+    size_t cap;
+    uint64_t *id_size, *id_align; /* per id, as it was made */
+    size_t id_cap;
+    uint64_t live; /* bytes asked by live blocks */
+    bool oom;
+};
+
+static bool push(struct builder *b, struct rop op)
+{
+    struct replay_program *p = b->p;
+    if (p->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        struct rop *ops = realloc(p->ops, cap * sizeof(*ops));
+        if (!ops) {
+            b->oom = true;
+            return false;
+        }
+        p->ops = ops;
+        b->cap = cap;
+    }
+    p->ops[p->n++] = op;
+    return true;
+}
+
+/* A new id for a block of size bytes. RO_NONE when out of memory. */
+static uint32_t new_id(struct builder *b, uint64_t size, uint64_t align)
+{
+    struct replay_program *p = b->p;
+    if (p->n_ids == b->id_cap) {
+        size_t cap = b->id_cap ? b->id_cap * 2 : 4096;
+        uint64_t *s = realloc(b->id_size, cap * sizeof(*s));
+        if (s)
+            b->id_size = s;
+        uint64_t *a = s ? realloc(b->id_align, cap * sizeof(*a)) : NULL;
+        if (a)
+            b->id_align = a;
+        if (!s || !a || cap >= RO_NONE) {
+            b->oom = true;
+            return RO_NONE;
+        }
+        b->id_cap = cap;
+    }
+    b->id_size[p->n_ids] = size;
+    b->id_align[p->n_ids] = align;
+    return p->n_ids++;
+}
+
+static void note_live(struct builder *b)
+{
+    if (b->live > b->p->peak_live) {
+        b->p->peak_live = b->live;
+        b->p->peak_op = b->p->n - 1;
+    }
+}
+
+/* A block ends: its bytes leave the live count. */
+static void ends(struct builder *b, uint32_t id)
+{
+    b->live -= b->id_size[id];
+}
+
+/* The alignment an allocating event asks, 0 for none of its own. */
+static uint64_t align_of(const struct tk_trace_event *e)
+{
+    switch (e->op) {
+    case RTM_TRACE_MEMALIGN:
+    case RTM_TRACE_POSIX_MEMALIGN:
+    case RTM_TRACE_ALIGNED_ALLOC:
+    case RTM_TRACE_VALLOC:
+    case RTM_TRACE_PVALLOC: return e->align;
+    default: return 0;
+    }
+}
+
+/* One event into the program (emit) or only into the state (!emit). */
+static void event(struct builder *b, struct tk_u64map *addr, const struct tk_trace_event *e,
+                  bool emit)
+{
+    struct replay_program *p = b->p;
+    uint64_t replaced;
+    switch (e->op) {
+    case RTM_TRACE_FREE: {
+        uint64_t id = tk_u64map_take(addr, e->given);
+        if (id == TK_U64MAP_NONE) {
+            p->unknown_frees += emit && e->given;
+            return;
+        }
+        ends(b, (uint32_t)id);
+        if (emit && push(b, (struct rop){ .op = RO_FREE, .timed = 1, .id = (uint32_t)id }))
+            p->frees++;
+        return;
+    }
+    case RTM_TRACE_REALLOC:
+    case RTM_TRACE_REALLOCARRAY: {
+        uint64_t old = e->given ? tk_u64map_take(addr, e->given) : TK_U64MAP_NONE;
+        if (e->given && old == TK_U64MAP_NONE)
+            p->unknown_frees += emit; /* the old block from before: a malloc now */
+        if (!e->ret) {
+            if (e->size == 0 && old != TK_U64MAP_NONE) { /* realloc(p, 0) freed p */
+                ends(b, (uint32_t)old);
+                if (emit && push(b, (struct rop){ .op = RO_FREE, .timed = 1, .id = (uint32_t)old }))
+                    p->frees++;
+                return;
+            }
+            p->failed_in_trace += emit;
+            if (old != TK_U64MAP_NONE && !tk_u64map_put(addr, e->given, old, &replaced))
+                b->oom = true; /* a failed realloc keeps its block */
+            return;
+        }
+        uint32_t id = new_id(b, e->size, 0);
+        if (id == RO_NONE)
+            return;
+        if (!tk_u64map_put(addr, e->ret, id, &replaced)) {
+            b->oom = true;
+            return;
+        }
+        if (replaced != TK_U64MAP_NONE)
+            p->reused_live += emit; /* its old id stays live: never freed in the replay */
+        if (old != TK_U64MAP_NONE)
+            ends(b, (uint32_t)old);
+        b->live += e->size;
+        if (emit && push(b, (struct rop){ .op = RO_REALLOC,
+                                          .timed = 1,
+                                          .id = id,
+                                          .old = old == TK_U64MAP_NONE ? RO_NONE : (uint32_t)old,
+                                          .size = e->size })) {
+            p->allocs++;
+            note_live(b);
+        }
+        return;
+    }
+    default: break;
+    }
+    if (!tk_trace_op_allocates(e->op))
+        return;
+    if (!e->ret) {
+        p->failed_in_trace += emit;
+        return;
+    }
+    uint64_t align = align_of(e), size = e->size;
+    if (e->op == RTM_TRACE_PVALLOC && align) /* pvalloc: whole pages */
+        size = (size + align - 1) / align * align;
+    uint32_t id = new_id(b, size, align);
+    if (id == RO_NONE)
+        return;
+    if (!tk_u64map_put(addr, e->ret, id, &replaced)) {
+        b->oom = true;
+        return;
+    }
+    if (replaced != TK_U64MAP_NONE)
+        p->reused_live += emit; /* its old id stays live: never freed in the replay */
+    b->live += size;
+    if (emit && push(b, (struct rop){ .op = align ? RO_ALIGNED : RO_ALLOC,
+                                      .timed = 1,
+                                      .id = id,
+                                      .size = size,
+                                      .align = align })) {
+        p->allocs++;
+        note_live(b);
+    }
+}
+
+/* The preamble of a phase: the blocks live at its start, in id order. */
+struct live_list {
+    uint32_t *ids;
+    size_t n;
+};
+
+static void collect(uint64_t key, uint64_t value, void *arg)
+{
+    (void)key;
+    struct live_list *l = arg;
+    l->ids[l->n++] = (uint32_t)value;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool preamble(struct builder *b, struct tk_u64map *addr)
+{
+    struct live_list l = { malloc((addr->n ? addr->n : 1) * sizeof(uint32_t)), 0 };
+    if (!l.ids)
+        return false;
+    tk_u64map_each(addr, collect, &l);
+    qsort(l.ids, l.n, sizeof(*l.ids), by_id);
+    b->live = 0; /* counted again as they are made */
+    for (size_t i = 0; i < l.n && !b->oom; i++) {
+        uint32_t id = l.ids[i];
+        uint64_t align = b->id_align[id];
+        b->live += b->id_size[id];
+        push(b, (struct rop){ .op = align ? RO_ALIGNED : RO_ALLOC,
+                              .timed = 0,
+                              .id = id,
+                              .size = b->id_size[id],
+                              .align = align });
+        note_live(b);
+    }
+    free(l.ids);
+    b->p->preamble = b->p->n;
+    return !b->oom;
+}
+
+/* Threads that allocate among events [from, to). */
+static size_t allocating_threads(const struct tk_trace *t, size_t from, size_t to)
+{
+    uint32_t seen[64];
+    size_t n = 0;
+    for (size_t i = from; i < to; i++) {
+        if (!tk_trace_op_allocates(t->ev[i].op))
+            continue;
+        bool known = false;
+        for (size_t k = 0; k < n && !known; k++)
+            known = seen[k] == t->ev[i].tid;
+        if (!known && n < sizeof(seen) / sizeof(seen[0]))
+            seen[n++] = t->ev[i].tid;
+    }
+    return n;
+}
+
+int replay_program_build(const struct tk_trace *t, const char *phase, struct replay_program *p,
+                         char *why, size_t why_len)
+{
+    memset(p, 0, sizeof(*p));
+    struct builder b = { .p = p };
+    struct tk_u64map addr = { 0 };
+    size_t from = 0, to = t->n;
+    if (phase) {
+        from = t->n;
+        for (size_t i = 0; i < t->n && from == t->n; i++)
+            if (t->ev[i].op == RTM_TRACE_MARK && strcmp(t->marks[t->ev[i].mark], phase) == 0)
+                from = i;
+        if (from == t->n) {
+            snprintf(why, why_len, "no phase named '%s' in the trace", phase);
+            return -1;
+        }
+        for (size_t i = from + 1; i < t->n && to == t->n; i++)
+            if (t->ev[i].op == RTM_TRACE_MARK)
+                to = i;
+        for (size_t i = 0; i < from && !b.oom; i++)
+            event(&b, &addr, &t->ev[i], false);
+        b.p->peak_live = 0;
+        if (!b.oom)
+            preamble(&b, &addr);
+    }
+    for (size_t i = from; i < to && !b.oom; i++)
+        event(&b, &addr, &t->ev[i], true);
+    uint64_t start_ns = from < t->n ? t->ev[from].t_ns : 0;
+    uint64_t end_ns = to < t->n ? t->ev[to].t_ns : t->end_ns;
+    p->seconds = end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0.0;
+    p->threads = allocating_threads(t, from, to);
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->ops[i].size > p->largest && p->ops[i].op != RO_FREE)
+            p->largest = p->ops[i].size;
+        if (p->ops[i].align > p->max_align)
+            p->max_align = p->ops[i].align;
+    }
+    tk_u64map_free(&addr);
+    free(b.id_size);
+    free(b.id_align);
+    if (b.oom) {
+        replay_program_free(p);
+        snprintf(why, why_len, "out of memory for the replay program");
+        return -1;
+    }
+    return 0;
+}
+
+void replay_program_free(struct replay_program *p)
+{
+    free(p->ops);
+    p->ops = NULL;
+    p->n = 0;
+}

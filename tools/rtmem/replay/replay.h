@@ -1,0 +1,171 @@
+/*
+ * `rtmem replay FILE`: a trace `rtmem trace` recorded, replayed on every
+ * heap kind (and glibc): the smallest pool in which it never fails, the
+ * failures at a pool the user gives, time per call, fragmentation at the
+ * peak, memory touched; then a verdict. Its manual is docs/replay.md.
+ *
+ *   program.c  the trace turned into a replay program: calls on block ids,
+ *              in the process-wide order (one thread), a phase alone with
+ *              the blocks live at its start made first
+ *   engine.c   one replay of the program on one heap: failures, the heap's
+ *              statistics at the peak, call times
+ *   run.c      per allocator: the pool search, the timed replays, touched
+ *              memory
+ *   report.c   the tables, the verdict, the JSON
+ */
+#ifndef RTMEM_TOOLS_REPLAY_REPLAY_H
+#define RTMEM_TOOLS_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/describe.h"
+#include "common/kinds.h"
+#include "common/rt.h"
+#include "common/samples.h"
+#include "common/timer.h"
+#include "common/tool.h"
+#include "common/trace.h"
+#include "rtmem/rtmem.h"
+
+#define REPLAY_SCHEMA   "rtmem-replay/1"
+#define REPLAY_MAX_REPS 1000
+
+struct replay_opts {
+    const char *kinds;
+    const char *phase;   /* --phase NAME: that phase alone; NULL: the whole trace */
+    uint64_t pool;       /* --pool B: the failures at that pool; 0: none asked */
+    uint64_t granule;    /* the pool search's resolution */
+    uint64_t max_pool;   /* the search gives up beyond it */
+    unsigned reps;       /* timed replays per allocator */
+    unsigned margin_pct; /* the recommended pool: the smallest that fits, plus this */
+    struct tk_rt_opts rt;
+    bool quick;
+    const char *json_path;
+};
+
+/* ---- the program (program.c) ------------------------------------------------ */
+
+enum replay_op {
+    RO_ALLOC,   /* malloc, calloc, valloc, pvalloc: size */
+    RO_ALIGNED, /* memalign, posix_memalign, aligned_alloc: align, size */
+    RO_REALLOC, /* realloc, reallocarray: old (or RO_NONE), size */
+    RO_FREE,    /* free: id; realloc(p, 0) that freed p */
+};
+#define RO_NONE UINT32_MAX
+
+struct rop {
+    uint8_t op;    /* enum replay_op */
+    uint8_t timed; /* 0: made before the phase replayed (the blocks live at its start) */
+    uint32_t id;   /* the block made, or freed */
+    uint32_t old;  /* RO_REALLOC: the block given, or RO_NONE */
+    uint64_t size, align;
+};
+
+struct replay_program {
+    struct rop *ops;
+    size_t n;
+    uint32_t n_ids;
+    size_t preamble;          /* ops made before the phase (timed 0) */
+    uint64_t peak_live;       /* bytes asked by live blocks at their most */
+    size_t peak_op;           /* the op after which they are */
+    uint64_t allocs, frees;   /* replayed (timed) ops of each side */
+    uint64_t unknown_frees;   /* frees of blocks the trace never saw handed out: left out */
+    uint64_t failed_in_trace; /* allocations that failed in the program: left out */
+    uint64_t reused_live;     /* blocks handed out while the trace held them live */
+    uint64_t largest, max_align;
+    size_t threads; /* threads that allocate in the part replayed */
+    double seconds; /* the part replayed, in the program's time */
+};
+
+/* The program of trace t: the whole trace (phase NULL), or the phase of
+ * that name (its first one) up to the next mark. 0, or -1 with why. */
+int replay_program_build(const struct tk_trace *t, const char *phase, struct replay_program *p,
+                         char *why, size_t why_len);
+void replay_program_free(struct replay_program *p);
+
+/* ---- one replay (engine.c) --------------------------------------------------- */
+
+/* What one replay found. */
+struct replay_outcome {
+    uint64_t failures;    /* allocations that returned NULL */
+    uint64_t max_ticks;   /* the longest timed call of this replay */
+    size_t first_failure; /* the op, if any */
+    bool have_peak;       /* stats at the peak (an rtmem heap) */
+    struct rtm_heap_stats at_peak;
+};
+
+/* How to replay: on an rtmem heap (heap not NULL) or through glibc's
+ * malloc family (heap NULL); stop at the first failure, or go on; time
+ * each timed call into allocs/frees (ticks; NULL: no timing). */
+struct replay_how {
+    struct rtm_heap *heap;
+    bool stop_at_failure;
+    struct tk_samples *allocs, *frees;
+};
+
+/* One replay of p; blocks has p->n_ids entries (left all NULL: every
+ * block is freed or the heap dropped by the caller). */
+void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
+                 struct replay_outcome *out);
+
+/* ---- per allocator (run.c) ----------------------------------------------------- */
+
+struct replay_target {
+    char name[48];
+    const char *kind; /* an rtmem kind, or NULL for glibc */
+    int hardening;
+    bool replayed;
+    char why_not[160]; /* not replayed: why */
+    /* the search (rtmem kinds) */
+    bool fits;            /* a pool up to max_pool fits */
+    uint64_t min_pool;    /* the smallest that fits (granule resolution) */
+    uint64_t below_fails; /* min_pool - granule: checked to fail */
+    unsigned tries;       /* replays the search made */
+    /* at --pool */
+    bool pool_created;
+    uint64_t pool_failures;
+    /* timed, at the recommended pool (rtmem) or in glibc */
+    uint64_t timed_pool;
+    uint64_t timed_failures;
+    struct tk_summary alloc_ns, free_ns; /* net of the timer's overhead */
+    double worst_ns; /* each timed replay's longest call, the median over them, net */
+    bool have_peak;
+    struct rtm_heap_stats at_peak;
+    double fragmentation; /* 1 - largest free / free, at the peak */
+    uint64_t touched;     /* bytes of the pool's pages the replay touched */
+    /* a locked heap, when threads allocate */
+    bool locked_timed;
+    struct tk_summary locked_alloc_ns, locked_free_ns;
+    double locked_worst_ns;
+};
+
+struct replay {
+    struct replay_opts o;
+    const char *prog;
+    struct tk_machine mf;
+    struct tk_timer timer;
+    bool timer_ok;
+    struct tk_rt_state rt;
+    bool rt_done;
+    struct tk_kinds kinds;
+    struct tk_trace t;
+    struct replay_program p;
+    struct replay_target targets[TK_MAX_ALLOCS];
+    size_t n_targets;
+    size_t page;
+};
+
+enum tk_run_end replay_run(struct tk_session *s);
+
+/* ---- report.c ------------------------------------------------------------------ */
+
+void replay_report(const struct tk_session *s, FILE *f);
+void replay_json(const struct tk_session *s, struct tk_json *j);
+/* The recommended pool for a target that fits: its smallest plus the
+ * margin, rounded up to the page. */
+uint64_t replay_recommended_pool(const struct replay *r, const struct replay_target *x);
+
+#endif /* RTMEM_TOOLS_REPLAY_REPLAY_H */

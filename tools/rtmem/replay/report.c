@@ -1,0 +1,302 @@
+/*
+ * `rtmem replay`: the table per allocator, the verdict, the JSON.
+ *
+ * The verdict ranks the rtmem kinds that fit by their worst call measured
+ * (the larger of alloc's and free's maximum, net of the timer), then by
+ * the smallest pool; it advises the first, with its pool (the smallest
+ * that fits plus --margin), and says whether the program needs a locked
+ * heap (more than one thread allocates in what was replayed) or no heap at
+ * all (no allocation in it). Each claim names the figure it rests on.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/out.h"
+#include "replay.h"
+
+static const char *bytes(char *buf, size_t size, uint64_t v)
+{
+    return tk_fmt_bytes_short(buf, size, v);
+}
+
+/* The ranking's figure: each timed replay's longest call (alloc or free),
+ * the median over the replays. */
+static double worst(const struct replay_target *x)
+{
+    return x->worst_ns;
+}
+
+/* The rtmem targets that fit, best first: their indices into order. */
+static size_t ranked(const struct replay *r, size_t *order)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_targets; i++) {
+        const struct replay_target *x = &r->targets[i];
+        if (x->kind && x->replayed && x->fits && x->timed_failures == 0)
+            order[n++] = i;
+    }
+    for (size_t i = 1; i < n; i++) /* insertion: a handful */
+        for (size_t k = i; k > 0; k--) {
+            const struct replay_target *a = &r->targets[order[k - 1]], *b = &r->targets[order[k]];
+            bool swap = worst(b) < worst(a) || (worst(b) == worst(a) && b->min_pool < a->min_pool);
+            if (!swap)
+                break;
+            size_t t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    return n;
+}
+
+static void program_lines(FILE *f, const struct tk_session *s, const struct replay *r)
+{
+    char b1[32], b2[32];
+    const struct replay_program *p = &r->p;
+    fprintf(f, "trace       %s: %s", s->operands[0], r->o.phase ? "" : "the whole trace");
+    if (r->o.phase)
+        fprintf(f, "phase '%s' (the %zu blocks live at its start made first, untimed)", r->o.phase,
+                p->preamble);
+    fprintf(f, "; %" PRIu64 " allocations and %" PRIu64 " frees replayed, %.3f s of the program\n",
+            p->allocs, p->frees, p->seconds);
+    fprintf(f,
+            "peak        %s asked by live blocks; largest request %s; largest alignment %" PRIu64
+            "\n",
+            bytes(b1, sizeof(b1), p->peak_live), bytes(b2, sizeof(b2), p->largest), p->max_align);
+    if (p->unknown_frees || p->failed_in_trace || p->reused_live)
+        fprintf(f,
+                "left out    %" PRIu64 " frees of blocks from before the trace or another "
+                "allocator, %" PRIu64 " allocations that failed in the program; %" PRIu64
+                " blocks handed out at an address still live (kept live)\n",
+                p->unknown_frees, p->failed_in_trace, p->reused_live);
+    fprintf(f,
+            "search      the smallest pool that fits, to %" PRIu64 " bytes: it fits, and %" PRIu64
+            " bytes less fails (both replayed); pools up to "
+            "%s tried\n",
+            r->o.granule, r->o.granule, bytes(b1, sizeof(b1), r->o.max_pool));
+    if (r->rt_done)
+        tk_rt_print(f, &r->rt);
+    if (r->timer_ok)
+        fprintf(f,
+                "timer       %s, overhead %.1f ns (median, subtracted); %u timed replay%s per "
+                "allocator, their calls pooled\n",
+                r->timer.source, r->timer.overhead_p50_ns, r->o.reps, r->o.reps == 1 ? "" : "s");
+}
+
+static void target_line(FILE *f, const struct replay *r, const struct replay_target *x)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    if (x->why_not[0] && !x->replayed) {
+        fprintf(f, "  %-14s %s\n", x->name, x->why_not);
+        return;
+    }
+    if (x->kind && !x->fits) {
+        fprintf(f, "  %-14s no pool up to %s fits this program\n", x->name,
+                bytes(b1, sizeof(b1), r->o.max_pool));
+        return;
+    }
+    char pool[64] = "-", ratio[16] = "-", advised[32] = "-", at_pool[48] = "";
+    if (x->kind) {
+        bytes(pool, sizeof(pool), x->min_pool);
+        snprintf(ratio, sizeof(ratio), "%.2f",
+                 r->p.peak_live ? (double)x->min_pool / (double)r->p.peak_live : 0.0);
+        bytes(advised, sizeof(advised), x->timed_pool);
+        if (r->o.pool)
+            snprintf(at_pool, sizeof(at_pool), "%s",
+                     !x->pool_created   ? "no heap"
+                     : x->pool_failures ? "fails"
+                                        : "fits");
+    }
+    double max = x->alloc_ns.max > x->free_ns.max ? x->alloc_ns.max : x->free_ns.max;
+    fprintf(f, "  %-14s %10s %6s %10s %8s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f", x->name, pool,
+            ratio, advised, r->o.pool ? (at_pool[0] ? at_pool : "-") : "", x->alloc_ns.mean,
+            x->alloc_ns.p99, x->free_ns.mean, x->free_ns.p99, x->worst_ns, max);
+    if (x->have_peak)
+        fprintf(f, " %6.1f%% %10s", 100.0 * x->fragmentation,
+                bytes(b3, sizeof(b3), x->at_peak.largest_free_bytes));
+    else
+        fprintf(f, " %7s %10s", "-", "-");
+    fprintf(f, " %10s\n", x->kind ? bytes(b4, sizeof(b4), x->touched) : "-");
+    if (x->timed_failures)
+        fprintf(f,
+                "  %-14s   %" PRIu64 " allocations failed at the advised pool %s: this "
+                "allocator does not fit every pool above its smallest\n",
+                "", x->timed_failures, bytes(b2, sizeof(b2), x->timed_pool));
+    if (r->o.pool && x->kind && x->pool_failures)
+        fprintf(f, "  %-14s   at --pool %s: %" PRIu64 " allocations fail\n", "",
+                bytes(b2, sizeof(b2), r->o.pool), x->pool_failures);
+}
+
+static void verdict(FILE *f, const struct replay *r)
+{
+    char b1[32], b2[32], b3[32];
+    size_t order[TK_MAX_ALLOCS];
+    size_t n = ranked(r, order);
+    fprintf(f, "\nverdict:\n");
+    if (r->p.allocs == 0) {
+        fprintf(f,
+                "  - no allocation in what was replayed (%.3f s of the program): it needs no "
+                "heap there\n",
+                r->p.seconds);
+    }
+    if (n == 0) {
+        fprintf(f,
+                "  - no rtmem kind fits this program within %s (the search's limit, "
+                "--max-pool)\n",
+                bytes(b1, sizeof(b1), r->o.max_pool));
+    } else {
+        const struct replay_target *best = &r->targets[order[0]];
+        fprintf(f,
+                "  - advised: %s, on a pool of %s: the smallest that fits this trace, %s "
+                "(%.2fx its peak of %s asked), plus %u%%; its worst call %.0f ns "
+                "(each replay's longest alloc or free, the median over %u replays)\n",
+                best->name, bytes(b1, sizeof(b1), best->timed_pool),
+                bytes(b2, sizeof(b2), best->min_pool),
+                r->p.peak_live ? (double)best->min_pool / (double)r->p.peak_live : 0.0,
+                bytes(b3, sizeof(b3), r->p.peak_live), r->o.margin_pct, worst(best), r->o.reps);
+        fprintf(f, "  - ranked by worst call, then pool:");
+        for (size_t i = 0; i < n; i++) {
+            const struct replay_target *x = &r->targets[order[i]];
+            fprintf(f, "%s %s (%.0f ns, %s)", i ? "," : "", x->name, worst(x),
+                    bytes(b1, sizeof(b1), x->min_pool));
+        }
+        fprintf(f, "\n");
+    }
+    if (r->p.threads > 1)
+        fprintf(f, "  - a locked heap: %zu threads allocate in what was replayed\n", r->p.threads);
+    else
+        fprintf(f, "  - no lock needed: %s\n",
+                r->p.threads ? "one thread allocates" : "no thread allocates");
+    fprintf(f, "  - the pool is enough for this trace; for every sequence within its limits "
+               "(live bytes, largest block) see the kind's bound (rtm_heap_pool_bound, to come)\n");
+}
+
+void replay_report(const struct tk_session *s, FILE *f)
+{
+    const struct replay *r = s->state;
+    program_lines(f, s, r);
+    fprintf(f, "\n  %-14s %10s %6s %10s %8s %8s %8s %8s %8s %8s %8s %7s %10s %10s\n", "allocator",
+            "min pool", "x peak", "advised", r->o.pool ? "--pool" : "", "alloc", "p99", "free",
+            "p99", "worst", "max", "frag", "largest", "touched");
+    fprintf(f, "  %-14s %10s %6s %10s %8s %8s %8s %8s %8s %8s %8s %7s %10s %10s\n", "", "", "",
+            "pool", "", "avg ns", "ns", "avg ns", "ns", "ns", "ns", "@peak", "free@peak", "");
+    for (size_t i = 0; i < r->n_targets; i++)
+        target_line(f, r, &r->targets[i]);
+    for (size_t i = 0; i < r->n_targets; i++) {
+        const struct replay_target *x = &r->targets[i];
+        if (x->locked_timed)
+            fprintf(f,
+                    "  %s with a priority-inheritance lock: alloc %.0f ns avg (%+.0f), free %.0f "
+                    "ns avg (%+.0f), uncontended (one thread replays)\n",
+                    x->name, x->locked_alloc_ns.mean, x->locked_alloc_ns.mean - x->alloc_ns.mean,
+                    x->locked_free_ns.mean, x->locked_free_ns.mean - x->free_ns.mean);
+    }
+    fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
+               "replays; max: the longest of all)\n");
+    verdict(f, r);
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static void summary(struct tk_json *j, const char *key, const struct tk_summary *s)
+{
+    tk_json_key(j, key);
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "count", s->count);
+    tk_json_kv_double(j, "mean", s->mean);
+    tk_json_kv_double(j, "p50", s->p50);
+    tk_json_kv_double(j, "p99", s->p99);
+    tk_json_kv_double(j, "max", s->max);
+    tk_json_end_object(j);
+}
+
+void replay_json(const struct tk_session *s, struct tk_json *j)
+{
+    const struct replay *r = s->state;
+    const struct replay_program *p = &r->p;
+    tk_json_kv_string(j, "trace_path", s->operands[0]);
+    if (tk_json_key_or_null(j, "phase", r->o.phase != NULL))
+        tk_json_string(j, r->o.phase);
+    tk_json_key(j, "program");
+    tk_json_begin_object(j);
+    tk_json_kv_uint(j, "ops", p->n);
+    tk_json_kv_uint(j, "preamble", p->preamble);
+    tk_json_kv_uint(j, "allocs", p->allocs);
+    tk_json_kv_uint(j, "frees", p->frees);
+    tk_json_kv_uint(j, "peak_live_bytes", p->peak_live);
+    tk_json_kv_uint(j, "largest_bytes", p->largest);
+    tk_json_kv_uint(j, "max_align", p->max_align);
+    tk_json_kv_uint(j, "unknown_frees", p->unknown_frees);
+    tk_json_kv_uint(j, "failed_in_trace", p->failed_in_trace);
+    tk_json_kv_uint(j, "reused_live", p->reused_live);
+    tk_json_kv_uint(j, "threads", p->threads);
+    tk_json_kv_double(j, "seconds", p->seconds);
+    tk_json_end_object(j);
+    tk_json_key(j, "params");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "granule", r->o.granule);
+    tk_json_kv_uint(j, "max_pool", r->o.max_pool);
+    tk_json_kv_uint(j, "pool", r->o.pool);
+    tk_json_kv_uint(j, "reps", r->o.reps);
+    tk_json_kv_uint(j, "margin_pct", r->o.margin_pct);
+    tk_json_end_object(j);
+    tk_json_key(j, "allocators");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < r->n_targets; i++) {
+        const struct replay_target *x = &r->targets[i];
+        tk_json_begin_object(j);
+        tk_json_kv_string(j, "name", x->name);
+        tk_json_kv_string(j, "origin", x->kind ? "rtmem" : "glibc");
+        tk_json_kv_bool(j, "replayed", x->replayed);
+        if (tk_json_key_or_null(j, "why_not", x->why_not[0] != 0))
+            tk_json_string(j, x->why_not);
+        if (x->kind) {
+            tk_json_kv_bool(j, "fits", x->fits);
+            tk_json_kv_uint(j, "min_pool", x->min_pool);
+            tk_json_kv_uint(j, "below_fails", x->below_fails);
+            tk_json_kv_uint(j, "search_replays", x->tries);
+            tk_json_kv_uint(j, "advised_pool", x->timed_pool);
+            if (r->o.pool) {
+                tk_json_kv_bool(j, "pool_created", x->pool_created);
+                tk_json_kv_uint(j, "pool_failures", x->pool_failures);
+            }
+            tk_json_kv_uint(j, "touched_bytes", x->touched);
+        }
+        tk_json_kv_uint(j, "timed_failures", x->timed_failures);
+        summary(j, "alloc_ns", &x->alloc_ns);
+        summary(j, "free_ns", &x->free_ns);
+        tk_json_kv_double(j, "worst_ns", x->worst_ns);
+        if (x->have_peak) {
+            tk_json_kv_double(j, "fragmentation_at_peak", x->fragmentation);
+            tk_json_kv_uint(j, "free_bytes_at_peak", x->at_peak.free_bytes);
+            tk_json_kv_uint(j, "largest_free_at_peak", x->at_peak.largest_free_bytes);
+            tk_json_kv_uint(j, "used_bytes_at_peak", x->at_peak.used_bytes);
+        }
+        if (x->locked_timed) {
+            summary(j, "locked_alloc_ns", &x->locked_alloc_ns);
+            summary(j, "locked_free_ns", &x->locked_free_ns);
+        }
+        tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    size_t order[TK_MAX_ALLOCS];
+    size_t n = ranked(r, order);
+    tk_json_key(j, "verdict");
+    tk_json_begin_object(j);
+    if (tk_json_key_or_null(j, "advised", n > 0)) {
+        tk_json_begin_object_compact(j);
+        tk_json_kv_string(j, "kind", r->targets[order[0]].name);
+        tk_json_kv_uint(j, "pool", r->targets[order[0]].timed_pool);
+        tk_json_kv_uint(j, "min_pool", r->targets[order[0]].min_pool);
+        tk_json_kv_double(j, "worst_call_ns", worst(&r->targets[order[0]]));
+        tk_json_end_object(j);
+    }
+    tk_json_key(j, "ranking");
+    tk_json_begin_array_compact(j);
+    for (size_t i = 0; i < n; i++)
+        tk_json_string(j, r->targets[order[i]].name);
+    tk_json_end_array(j);
+    tk_json_kv_bool(j, "needs_lock", p->threads > 1);
+    tk_json_kv_bool(j, "needs_heap", p->allocs > 0);
+    tk_json_end_object(j);
+}

@@ -1,0 +1,303 @@
+/*
+ * `rtmem replay`: per allocator, the pool search, the replay at --pool, the
+ * timed replays, the memory touched.
+ *
+ * The pool search (rtmem kinds): a heap is created by rtm_heap_create on a
+ * region of P bytes (its control structure included, as a user's would
+ * be) and the program replayed until an allocation fails. P doubles from
+ * twice the peak of live bytes until one fits (at most --max-pool), then a
+ * bisection on multiples of the granule ends with P, which fits, and P -
+ * granule, which fails: both replayed. An allocator need not fit every
+ * pool above one that fits (a larger pool may place blocks otherwise): the
+ * timed replays, at the recommended pool, say whether it fit there too.
+ *
+ * Timed replays: on memory prefaulted and locked (the kit's arena), each
+ * call between two reads of the kit's timer, the timer's own median
+ * overhead subtracted; --reps replays, their calls pooled. Touched memory:
+ * one more replay on a fresh mapping of the recommended pool, then the
+ * pages mincore finds resident.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "replay.h"
+
+uint64_t replay_recommended_pool(const struct replay *r, const struct replay_target *x)
+{
+    uint64_t extra =
+        x->min_pool / 100 * r->o.margin_pct + (x->min_pool % 100) * r->o.margin_pct / 100;
+    uint64_t p = x->min_pool + extra;
+    return (p + r->page - 1) / r->page * r->page;
+}
+
+/* Memory for the search: max_pool bytes reserved, never prefaulted (only
+ * what the heaps touch is ever backed). */
+struct region {
+    void *mem;
+    size_t bytes;
+};
+
+static int region_map(struct region *g, size_t bytes)
+{
+    g->mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                  -1, 0);
+    if (g->mem == MAP_FAILED) {
+        g->mem = NULL;
+        return -errno;
+    }
+    g->bytes = bytes;
+    return 0;
+}
+
+static void region_unmap(struct region *g)
+{
+    if (g->mem)
+        munmap(g->mem, g->bytes);
+    g->mem = NULL;
+}
+
+static struct rtm_heap *make_heap(const struct replay_target *x, void *mem, size_t bytes, int lock)
+{
+    struct rtm_heap_config cfg = { .hardening = x->hardening, .lock = lock };
+    return rtm_heap_create_ex(x->kind, mem, bytes, &cfg);
+}
+
+/* One replay at pool bytes on mem: failures (UINT64_MAX: the heap could
+ * not be created). */
+static uint64_t replay_at(struct replay *r, const struct replay_target *x, void *mem,
+                          uint64_t bytes, bool stop, void **blocks, struct replay_outcome *out)
+{
+    struct rtm_heap *h = make_heap(x, mem, (size_t)bytes, RTM_HEAP_LOCK_NONE);
+    if (!h)
+        return UINT64_MAX;
+    memset(blocks, 0, r->p.n_ids * sizeof(*blocks));
+    struct replay_how how = { .heap = h, .stop_at_failure = stop };
+    replay_once(&r->p, &how, blocks, out);
+    rtm_heap_destroy(h);
+    return out->failures;
+}
+
+static bool fits(struct replay *r, struct replay_target *x, struct region *g, uint64_t bytes,
+                 void **blocks)
+{
+    struct replay_outcome out;
+    x->tries++;
+    tk_rt_breather(&r->rt);
+    return replay_at(r, x, g->mem, bytes, true, blocks, &out) == 0;
+}
+
+/* The smallest pool that fits, at the granule's resolution. */
+static void search(struct replay *r, struct replay_target *x, struct region *g, void **blocks)
+{
+    uint64_t gr = r->o.granule, cap = r->o.max_pool / gr * gr; /* the region's size at most */
+    uint64_t hi = (r->p.peak_live * 2 + gr - 1) / gr * gr;
+    if (hi < 4096)
+        hi = (4096 + gr - 1) / gr * gr;
+    if (hi > cap)
+        hi = cap;
+    uint64_t lo = 0;
+    while (!fits(r, x, g, hi, blocks)) {
+        lo = hi;
+        if (hi >= cap) {
+            x->fits = false;
+            return;
+        }
+        hi = hi * 2 > cap ? cap : hi * 2;
+    }
+    while (hi - lo > gr) {
+        uint64_t mid = lo + (hi - lo) / 2 / gr * gr;
+        if (mid == lo)
+            mid = lo + gr;
+        if (fits(r, x, g, mid, blocks))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    x->fits = true;
+    x->min_pool = hi;
+    x->below_fails = lo; /* lo == hi - granule: replayed and failed, or 0 */
+}
+
+/* Timed replays at bytes (rtmem: on a prefaulted, locked arena) with the
+ * lock asked; samples in ticks into the two stores. */
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int lock,
+                 struct tk_samples *allocs, struct tk_samples *frees, void **blocks,
+                 struct replay_outcome *last, double *worst_ns)
+{
+    uint64_t maxima[REPLAY_MAX_REPS];
+    struct tk_arena ar = { 0 };
+    if (x->kind) {
+        int rc = tk_arena_open(&ar, (size_t)bytes);
+        if (rc != 0) {
+            snprintf(x->why_not, sizeof(x->why_not), "mmap of %llu bytes: %s",
+                     (unsigned long long)bytes, strerror(-rc));
+            return -1;
+        }
+    }
+    tk_samples_reset(allocs);
+    tk_samples_reset(frees);
+    int rc = 0;
+    for (unsigned rep = 0; rep < r->o.reps && rc == 0; rep++) {
+        struct rtm_heap *h = NULL;
+        if (x->kind && !(h = make_heap(x, ar.mem, (size_t)bytes, lock))) {
+            snprintf(x->why_not, sizeof(x->why_not), "rtm_heap_create_ex refused %llu bytes",
+                     (unsigned long long)bytes);
+            rc = -1;
+            break;
+        }
+        memset(blocks, 0, r->p.n_ids * sizeof(*blocks));
+        tk_rt_breather(&r->rt);
+        struct replay_how how = { .heap = h, .allocs = allocs, .frees = frees };
+        replay_once(&r->p, &how, blocks, last);
+        maxima[rep] = last->max_ticks;
+        if (h) {
+            rtm_heap_destroy(h);
+        } else {
+            for (uint32_t i = 0; i < r->p.n_ids; i++)
+                free(blocks[i]); /* glibc's: given back */
+        }
+    }
+    if (ar.mem)
+        munmap(ar.mem, ar.bytes);
+    if (rc == 0) {
+        /* a replay's longest call, the median over the replays: one
+         * preemption in one replay does not make it */
+        qsort(maxima, r->o.reps, sizeof(maxima[0]), by_value);
+        double w = (double)maxima[r->o.reps / 2] * r->timer.ns_per_tick;
+        *worst_ns = w > r->timer.overhead_p50_ns ? w - r->timer.overhead_p50_ns : 0.0;
+    }
+    return rc;
+}
+
+/* Summaries in ns, net of the timer's median overhead. */
+static void net(struct replay *r, struct tk_samples *s, struct tk_summary *out)
+{
+    tk_samples_summarize(s, r->timer.ns_per_tick, out);
+    double o = r->timer.overhead_p50_ns;
+    double *v[] = {
+        &out->min, &out->mean, &out->p50, &out->p99, &out->p999, &out->p9999, &out->max
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        *v[i] = *v[i] > o ? *v[i] - o : 0.0;
+}
+
+/* Pages of the pool the allocator touched: a replay on a fresh mapping. */
+static uint64_t touched(struct replay *r, struct replay_target *x, uint64_t bytes, void **blocks)
+{
+    struct region g;
+    if (region_map(&g, (size_t)bytes) != 0)
+        return 0;
+    struct replay_outcome out;
+    uint64_t n = 0;
+    if (replay_at(r, x, g.mem, bytes, false, blocks, &out) != UINT64_MAX) {
+        size_t pages = ((size_t)bytes + r->page - 1) / r->page;
+        unsigned char *vec = malloc(pages);
+        if (vec && mincore(g.mem, (size_t)bytes, vec) == 0)
+            for (size_t i = 0; i < pages; i++)
+                n += vec[i] & 1;
+        free(vec);
+    }
+    region_unmap(&g);
+    return n * r->page;
+}
+
+static void one_target(struct replay *r, struct replay_target *x, struct region *g, void **blocks,
+                       struct tk_samples *allocs, struct tk_samples *frees)
+{
+    struct replay_outcome out;
+    if (x->kind) {
+        search(r, x, g, blocks);
+        if (r->o.pool) {
+            uint64_t f = replay_at(r, x, g->mem, r->o.pool, false, blocks, &out);
+            x->pool_created = f != UINT64_MAX;
+            x->pool_failures = x->pool_created ? f : 0;
+        }
+        if (!x->fits) {
+            x->replayed = true;
+            return;
+        }
+        x->timed_pool = replay_recommended_pool(r, x);
+    }
+    if (timed(r, x, x->timed_pool, RTM_HEAP_LOCK_NONE, allocs, frees, blocks, &out, &x->worst_ns) !=
+        0)
+        return;
+    x->replayed = true;
+    x->timed_failures = out.failures;
+    net(r, allocs, &x->alloc_ns);
+    net(r, frees, &x->free_ns);
+    if (out.have_peak) {
+        x->have_peak = true;
+        x->at_peak = out.at_peak;
+        x->fragmentation = out.at_peak.free_bytes ? 1.0 - (double)out.at_peak.largest_free_bytes /
+                                                              (double)out.at_peak.free_bytes
+                                                  : 0.0;
+    }
+    if (x->kind) {
+        x->touched = touched(r, x, x->timed_pool, blocks);
+        /* Threads allocate in the program: what a priority-inheritance lock
+         * adds, the same calls in the same order on one thread. */
+        if (r->p.threads > 1 && timed(r, x, x->timed_pool, RTM_HEAP_LOCK_PI, allocs, frees, blocks,
+                                      &out, &x->locked_worst_ns) == 0) {
+            x->locked_timed = true;
+            net(r, allocs, &x->locked_alloc_ns);
+            net(r, frees, &x->locked_free_ns);
+        }
+    }
+}
+
+enum tk_run_end replay_run(struct tk_session *s)
+{
+    struct replay *r = s->state;
+    /* Pinned and SCHED_FIFO as asked (the kit's defaults) before the timer
+     * is calibrated; memory locked as the arenas are mapped. */
+    struct tk_rt_request req = tk_rt_request_of(&r->o.rt, false);
+    tk_rt_setup(&req, &r->rt);
+    r->rt_done = true;
+    int rc = tk_timer_init(&r->timer, 20);
+    if (rc != 0) {
+        fprintf(stderr, "%s: the timer cannot be calibrated: %s\n", r->prog, strerror(-rc));
+        return TK_RUN_ABORTED;
+    }
+    r->timer_ok = true;
+    void **blocks = calloc(r->p.n_ids ? r->p.n_ids : 1, sizeof(*blocks));
+    struct tk_samples allocs = { 0 }, frees = { 0 };
+    struct region g = { 0 };
+    size_t per_rep = r->p.n ? r->p.n : 1;
+    if (!blocks || tk_samples_init(&allocs, per_rep * r->o.reps) != 0 ||
+        tk_samples_init(&frees, per_rep * r->o.reps) != 0 ||
+        region_map(&g, (size_t)r->o.max_pool) != 0) {
+        fprintf(stderr, "%s: out of memory for the replay (%llu blocks, %zu calls)\n", r->prog,
+                (unsigned long long)r->p.n_ids, r->p.n);
+        free(blocks);
+        tk_samples_destroy(&allocs);
+        tk_samples_destroy(&frees);
+        region_unmap(&g);
+        return TK_RUN_ABORTED;
+    }
+    bool failed = false;
+    for (size_t i = 0; i < r->n_targets; i++) {
+        struct replay_target *x = &r->targets[i];
+        if (x->why_not[0])
+            continue;
+        fprintf(stderr, "%s: replaying on %s\n", r->prog, x->name);
+        one_target(r, x, &g, blocks, &allocs, &frees);
+        if (!x->replayed)
+            failed = true;
+    }
+    free(blocks);
+    tk_samples_destroy(&allocs);
+    tk_samples_destroy(&frees);
+    region_unmap(&g);
+    tk_rt_refresh(&r->rt);
+    return failed ? TK_RUN_FAILED : TK_RUN_PASSED;
+}
