@@ -100,6 +100,14 @@ bench: build
 	@sh scripts/ensure-deps.sh java
 	$(BUILD)/tools/rtmem shm --java --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
 	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
+	@# a program's allocations, from recording to verdict (a few seconds): the example
+	@# control loop traced unmodified, then its loop replayed on every kind
+	$(BUILD)/tools/rtmem trace -o $(RESULTS)/control_loop.trace --json $(RESULTS)/trace.json \
+	    -- $(BUILD)/examples/control_loop > $(RESULTS)/trace.txt; \
+	    status=$$?; cat $(RESULTS)/trace.txt; exit $$status
+	$(BUILD)/tools/rtmem replay --phase loop --json $(RESULTS)/replay.json \
+	    $(RESULTS)/control_loop.trace > $(RESULTS)/replay.txt; \
+	    status=$$?; cat $(RESULTS)/replay.txt; exit $$status
 	@$(MAKE) --no-print-directory report
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/wcet.txt $(RESULTS)/wcet.json"
@@ -108,6 +116,7 @@ bench: build
 	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
 	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
+	@echo "         $(RESULTS)/trace.txt $(RESULTS)/trace.json $(RESULTS)/replay.txt $(RESULTS)/replay.json"
 	@echo "report:  $(RESULTS)/report/index.html (open it in a browser)"
 	@if [ -e $(BUILD)/bench-status ]; then rm -f $(BUILD)/bench-status; \
 	    echo "make bench: FAILED: rtmem bench's verdict was a failure (exit status 1):" \

@@ -9,6 +9,8 @@ A section is a module of sections/ (listed in sections/__init__.py) with:
   MAKE     the command that makes its result file ({dir} is RESULTS_DIR)
   accepts(doc)      optional: which of the tool's documents are its own
   build(docs, ctx)  its HTML, from the documents of its schema (never empty)
+  headline(docs)    optional: a sentence for the top of the page (the
+                    replay's verdict)
 A document of another version of the schema leaves the section out with a
 note; so does a missing one. Adding a tool adds a module and a line.
 """
@@ -89,7 +91,7 @@ def build(results_dir, output, log):
     """Stages every plot and the page in output; returns the number of
     sections drawn. Malformed when a result file cannot be read."""
     docs, notes = discover(results_dir)
-    body, toc, left_out = [], [], []
+    body, toc, left_out, headlines = [], [], [], []
     for mod in SECTIONS:
         mine = [d for d in docs if mod.TOOL is None or d.tool == mod.TOOL]
         # The version first: accepts() reads members only a known layout has.
@@ -119,6 +121,8 @@ def build(results_dir, output, log):
                 RecursionError) as e:
             raise docmod.Malformed("%s: the %s section cannot read it: %s: %s" % (
                 ", ".join(d.path for d in usable), mod.ANCHOR, type(e).__name__, e))
+        if hasattr(mod, "headline"):
+            headlines.append(mod.headline(usable))
         log("  %-9s %d file(s), %d plot(s)" % (mod.ANCHOR, len(usable), len(ctx.images)))
         toc.append((mod.ANCHOR, mod.TITLE))
         body.append(page.heading(2, mod.TITLE, mod.ANCHOR))
@@ -138,6 +142,7 @@ def build(results_dir, output, log):
            page.para("Made %s from the %d result file(s) in %s (rtmem %s)." % (
                now, len(docs), results_dir, ", ".join(versions) or "-"), "sub"),
            page.para(_machine_line(docs), "sub")]
+    out.extend(page.para(h, "headline") for h in headlines)
     if docs:
         rows = []
         for d in docs:

@@ -181,7 +181,7 @@ class Doc(Obj):
         self.str("version")
         self.arr("command_line").strs()
         self.obj("machine")
-        self.obj("timer")
+        self.obj("timer", nullable=True)  # null: a tool that times nothing (rtmem trace)
         self.obj("real_time", nullable=True)
         self.num("seconds")
         self.bool("passed")

@@ -117,6 +117,7 @@ h1 { margin-bottom: 0.2em; }
 h2 { border-bottom: 2px solid #d0d4da; padding-bottom: 0.2em; margin-top: 2.2em; }
 h3 { margin-top: 1.6em; }
 .sub { color: #555; margin-top: 0; }
+p.headline { font-size: 1.1em; background: #e8f4ea; border-left: 4px solid #2ca02c; padding: 6px 10px; }
 nav ol { columns: 2; }
 table.data { border-collapse: collapse; margin: 0.8em 0; font-size: 0.88em; display: block;
              max-width: 100%; overflow-x: auto; }

@@ -44,6 +44,8 @@ EXPECTED = {
     "stride": ["stride-curve"],
     "bw": ["bw-methods", "bw-prep", "bw-cache"],
     "shm": ["shm-size-64K", "shm-size-1G"],
+    "trace": ["trace-live"],
+    "replay": ["replay-pools"],
 }
 ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
 MEMCHECK_PNGS = sorted(n + ".png" for n in EXPECTED["memcheck"])

@@ -277,3 +277,35 @@ def test_a_static_program_is_not_traced_and_not_harmed(rtmem, tmp_dir):
     r, _, _ = trace(rtmem, tmp_dir, exe, options=("--after", "50ms"))
     assert r.returncode == 1, explain(r)
     assert "wrote no trace: it is not dynamically linked" in r.stderr, explain(r)
+
+
+@pytest.mark.parametrize("mode", ["basic", "threads", "kill", "exec"])
+def test_the_python_reader_agrees_with_the_c_reader(rtmem, tmp_dir, prog, source_dir, mode):
+    """report/rtmem_report/tracefile.py, event for event: the counts per
+    call, the peak of live bytes and when, the phases, how it ended."""
+    sys.path.insert(0, os.path.join(source_dir, "report"))
+    try:
+        from rtmem_report import tracefile
+    finally:
+        sys.path.pop(0)
+    r, d, out = trace(rtmem, tmp_dir, prog, mode)
+    assert r.returncode == 0, explain(r)
+    t = tracefile.read(out)
+    c = d["trace"]
+    assert t.ending == c["ending"] and t.header["pid"] == c["pid"]
+    counts = {name: 0 for name in c["ops"]}
+    for e in t.events:
+        if e.name != "mark":
+            counts[e.name] += 1
+    assert counts == c["ops"]
+    peak, peak_t, _ = tracefile.live_bytes(t)
+    assert peak == c["peak_live_bytes"] and abs(peak_t / 1e9 - c["peak_at_s"]) < 1e-6
+    assert [e.mark for e in t.events if e.name == "mark"] == \
+        [p["name"] for p in c["phases"]][1:]
+    with open(out, "rb") as f:
+        head = f.read(64)
+    bad = os.path.join(tmp_dir, "bad.trace")
+    with open(bad, "wb") as f:
+        f.write(head)
+    with pytest.raises(tracefile.TraceError):
+        tracefile.read(bad)

@@ -1,6 +1,8 @@
 """The report's sections, in the page's order: one module per tool (build.py
 says what a module holds)."""
 
-from . import machine, memcheck, bench, wcet, latency, sweep, pressure, stride, bw, shm
+from . import machine, memcheck, bench, wcet, latency, sweep, pressure, stride, bw, shm, trace, \
+    replay
 
-SECTIONS = [machine, memcheck, bench, wcet, latency, sweep, pressure, stride, bw, shm]
+SECTIONS = [machine, replay, trace, memcheck, bench, wcet, latency, sweep, pressure, stride, bw,
+            shm]

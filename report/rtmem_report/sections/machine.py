@@ -54,7 +54,7 @@ def build(docs, ctx):
 
     rows = []
     for d in docs:
-        t = d.obj("timer")
+        t = d.obj("timer", nullable=True)  # null: the tool times nothing (rtmem trace)
         rt = d.obj("real_time", nullable=True)
         if rt is None:
             pinned = fifo = locked = ("-", "")
@@ -68,9 +68,12 @@ def build(docs, ctx):
             policy = "%s %d" % (rt.str("policy"), rt.num("priority"))
             locked = _granted(rt.obj("mlockall"))
             vmlck = page.fmt_bytes(rt.num("vmlck_kb") * 1024)
-        rows.append((d.name, t.str("source"), page.fmt_ns(t.num("overhead_p50_ns")),
-                     page.fmt_ns(t.num("overhead_p99_ns")), page.fmt_ns(t.num("resolution_ns")),
-                     pinned, fifo, policy, locked, vmlck))
+        if t is None:
+            timer = ("-", "-", "-", "-")
+        else:
+            timer = (t.str("source"), page.fmt_ns(t.num("overhead_p50_ns")),
+                     page.fmt_ns(t.num("overhead_p99_ns")), page.fmt_ns(t.num("resolution_ns")))
+        rows.append((d.name,) + timer + (pinned, fifo, policy, locked, vmlck))
     out.append(page.para(
         "The setup each run asked for and was granted (the tools check it rather than assume "
         "it). A timer reading pair's cost is inside every timed sample: the tools' plots draw "

@@ -65,12 +65,25 @@ static void new_phase(struct trace_stats *st, const char *name, uint64_t t, uint
     p->start_live = p->peak_live = live;
 }
 
+/* Live bytes at time t: the most of its slice of the series. */
+static void note_series(struct trace_stats *st, uint64_t t, uint64_t span, uint64_t live)
+{
+    size_t k = t >= span ? TRACE_SERIES - 1 : (size_t)((double)t / (double)span * TRACE_SERIES);
+    if (k >= TRACE_SERIES)
+        k = TRACE_SERIES - 1;
+    if (st->series[k] == UINT64_MAX || live > st->series[k])
+        st->series[k] = live;
+}
+
 void trace_stats(const struct tk_trace *t, struct trace_stats *st)
 {
     memset(st, 0, sizeof(*st));
     struct tk_u64map l = { 0 };
     uint64_t live = 0;
     new_phase(st, "start", 0, 0);
+    for (size_t k = 0; k < TRACE_SERIES; k++)
+        st->series[k] = UINT64_MAX;
+    uint64_t span = t->end_ns ? t->end_ns : 1;
     bool oom = false;
     for (size_t i = 0; i < t->n && !oom; i++) {
         const struct tk_trace_event *e = &t->ev[i];
@@ -97,6 +110,7 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
                     ph->frees++;
             }
         }
+        note_series(st, e->t_ns, span, live);
         if (!tk_trace_op_allocates(e->op))
             continue;
         if (e->op == RTM_TRACE_MEMALIGN || e->op == RTM_TRACE_POSIX_MEMALIGN ||
@@ -128,6 +142,7 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
         }
         if (live > ph->peak_live)
             ph->peak_live = live;
+        note_series(st, e->t_ns, span, live);
     }
     st->phases[st->n_phases - 1].end_ns = t->end_ns;
     st->end_live = live;
@@ -346,6 +361,16 @@ static void stats_json(struct tk_json *j, const struct tk_trace *t, const struct
         tk_json_kv_uint(j, "align", st->aligns[i].align);
         tk_json_kv_uint(j, "count", st->aligns[i].count);
         tk_json_end_object(j);
+    }
+    tk_json_end_array(j);
+    tk_json_key(
+        j, "live_series"); /* the most live bytes in each equal slice of the run; null: no call */
+    tk_json_begin_array_compact(j);
+    for (size_t k = 0; k < TRACE_SERIES; k++) {
+        if (st->series[k] == UINT64_MAX)
+            tk_json_null(j);
+        else
+            tk_json_uint(j, st->series[k]);
     }
     tk_json_end_array(j);
     tk_json_key(j, "phases");

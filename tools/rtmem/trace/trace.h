@@ -48,6 +48,7 @@ struct trace_file {
 #define TRACE_MAX_PHASES  32
 #define TRACE_MAX_THREADS 32
 #define TRACE_MAX_ALIGNS  16
+#define TRACE_SERIES      500
 struct trace_phase {
     char name[RTM_TRACE_MARK_MAX + 1];
     uint64_t start_ns, end_ns;
@@ -79,6 +80,9 @@ struct trace_stats {
     size_t threads_total;
     struct trace_phase phases[TRACE_MAX_PHASES];
     size_t n_phases;
+    /* Live bytes over time: the most in each of TRACE_SERIES equal slices
+     * of the run (UINT64_MAX: no call in it), for the report's plot. */
+    uint64_t series[TRACE_SERIES];
     uint64_t marks_dropped; /* phases beyond TRACE_MAX_PHASES, merged into the last */
 };
 

@@ -1,0 +1,105 @@
+"""rtmem replay: a user's trace replayed on every heap kind: the pool each
+needs against the program's peak, the time per call, and the verdict (also
+the page's first line: headline())."""
+
+from .. import page, plot
+
+TITLE = "Your program on every heap (rtmem replay)"
+ANCHOR = "replay"
+TOOL = "replay"
+VERSION = 1
+MAKE = "rtmem replay --json {dir}/replay.json {dir}/program.trace"
+
+
+def _verdict(doc):
+    """The verdict in a sentence, with the figures it rests on."""
+    v = doc.obj("verdict")
+    p = doc.obj("program")
+    words = []
+    a = v.obj("advised", nullable=True)
+    if a is not None:
+        words.append("use %s on a pool of %s (the smallest that fits this trace is %s, %.2fx its "
+                     "peak of %s asked; its worst call %s)" % (
+                         a.str("kind"), page.fmt_bytes(a.num("pool")),
+                         page.fmt_bytes(a.num("min_pool")),
+                         a.num("min_pool") / max(p.num("peak_live_bytes"), 1),
+                         page.fmt_bytes(p.num("peak_live_bytes")),
+                         page.fmt_ns(a.num("worst_call_ns"))))
+    else:
+        words.append("no rtmem kind fits this trace within the search's limit")
+    if not v.bool("needs_heap"):
+        words.append("what was replayed makes no allocation: it needs no heap")
+    words.append("a locked heap: %d threads allocate" % p.num("threads") if v.bool("needs_lock")
+                 else "no lock needed: one thread allocates")
+    return "; ".join(words) + "."
+
+
+def headline(docs):
+    """The page's first line: the last replay's verdict."""
+    doc = docs[-1]
+    what = ("phase '%s' of " % doc.str("phase")) if doc.raw("phase") else ""
+    return "Your program (%s%s): %s" % (what, doc.str("trace_path"), _verdict(doc))
+
+
+def build(docs, ctx):
+    out = []
+    for doc in docs:
+        out.append(page.command(doc))
+        out.append(page.para("Verdict: " + _verdict(doc)))
+        p = doc.obj("program")
+        peak = p.num("peak_live_bytes")
+        kinds = [a for a in doc.arr("allocators").objs()
+                 if a.str("origin") == "rtmem" and a.bool("replayed") and a.bool("fits")]
+        timed = [a for a in doc.arr("allocators").objs() if a.bool("replayed")
+                 and a.obj("alloc_ns").num("count") > 0]
+        if kinds:
+            fig, axes = plot.figure(11.5, 1.2 + 0.45 * max(len(kinds), len(timed)), ncols=2)
+            ax = axes[0][0]
+            ys = list(range(len(kinds)))[::-1]
+            for y, a in zip(ys, kinds):
+                ax.barh(y, a.num("min_pool"), 0.6, color=plot.colour(a.str("name")),
+                        hatch=plot.hatch(a.str("name")))
+                ax.text(a.num("min_pool"), y, " %.2fx" % (a.num("min_pool") / max(peak, 1)),
+                        va="center", fontsize=8)
+            ax.axvline(peak, color="#444444", linestyle="--", linewidth=1)
+            ax.set_yticks(ys)
+            ax.set_yticklabels([a.str("name") for a in kinds], fontsize=8)
+            ax.set_xlabel("smallest pool that fits (bytes); dashed: the peak asked")
+            plot.short_numbers(ax, "x")
+            bx = axes[0][1]
+            ys = list(range(len(timed)))[::-1]
+            for y, a in zip(ys, timed):
+                bx.barh(y + 0.2, a.obj("alloc_ns").num("mean"), 0.35, color="#1f77b4")
+                bx.barh(y - 0.2, a.num("worst_ns"), 0.35, color="#d62728")
+            bx.set_yticks(ys)
+            bx.set_yticklabels([a.str("name") for a in timed], fontsize=8)
+            bx.set_xscale("log")
+            bx.set_xlabel("ns per call: alloc average (blue), worst (red)")
+            out.append(ctx.png("pools", fig, "replay: pool per kind and time per call",
+                               "Left: the smallest pool in which the whole replay never fails, "
+                               "per kind, against the peak of bytes the program's live blocks "
+                               "asked (dashed). Right: the average allocation and the worst "
+                               "call (each replay's longest, the median over the replays), in "
+                               "ns. docs/replay.md reads them."))
+        rows = []
+        for a in doc.arr("allocators").objs():
+            if not a.bool("replayed"):
+                rows.append((a.str("name"), a.str("why_not", nullable=True) or "not replayed",
+                             "", "", "", "", "", ""))
+                continue
+            rtm = a.str("origin") == "rtmem"
+            fits = rtm and a.bool("fits")
+            rows.append((a.str("name"),
+                         page.fmt_bytes(a.num("min_pool")) if fits else
+                         ("does not fit" if rtm else "-"),
+                         ("%.2fx" % (a.num("min_pool") / max(peak, 1))) if fits else "-",
+                         page.fmt_bytes(a.num("advised_pool")) if fits else "-",
+                         page.fmt_ns(a.obj("alloc_ns").num("mean")),
+                         page.fmt_ns(a.obj("free_ns").num("mean")),
+                         page.fmt_ns(a.num("worst_ns")),
+                         page.fmt_pct(a.num("fragmentation_at_peak"))
+                         if a.raw("fragmentation_at_peak") is not None else "-"))
+        out.append(page.table(("allocator", "smallest pool", "x peak", "advised pool",
+                               "alloc avg", "free avg", "worst call", "fragmentation at peak"),
+                              rows))
+    return "".join(out)
