@@ -36,9 +36,12 @@
  * The end of a process image is written as an END block in the file's
  * first page: exit (the library's destructor, after the program's atexit
  * handlers), _exit, _Exit, and exec (which replaces the image: execve,
- * execv, execvp, execvpe; one that fails takes it back). SIGINT, SIGTERM
- * and SIGHUP, when the program left them at their default, write a CUT
- * block naming the signal, then end the process as the signal would have.
+ * execv, execvp, execvpe; one that fails takes it back). A signal that
+ * ends the program is not caught (the program's own handlers, and its
+ * choice of handling or not, stay as they are: Python, for one, installs
+ * its KeyboardInterrupt only where SIGINT is at its default): every event
+ * is in the file already, and rtmem trace, which sees the signal in the
+ * program's wait status, writes the CUT block.
  * fork: the child lets go of the parent's chunks (never writing them) and
  * records to a file of its own, or not at all (RTMEM_TRACE_CHILDREN).
  */
@@ -58,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -181,7 +185,7 @@ static pthread_key_t thread_key;
 static int mark_signal;
 static _Atomic unsigned pending_marks;  /* signals received, not yet recorded */
 static _Atomic uint64_t pending_mark_t; /* when the first of them came */
-static unsigned marks_made;
+static _Atomic unsigned marks_made;
 static TLS struct tbuf *mine;
 static TLS int in_recorder; /* > 0: inside the recorder (a call it makes is not recorded) */
 static TLS bool thread_gone;
@@ -318,9 +322,23 @@ static bool new_chunk(struct tbuf *b)
     drop_chunk(b);
     uint64_t off = atomic_fetch_add(&file_end, chunk_bytes);
     atomic_fetch_add(&chunks, 1);
-    static const unsigned char zero;
-    if (!pwrite_all(&zero, 1, off + chunk_bytes - 1))
+    /* Past the process's file size limit, extending the file would raise
+     * SIGXFSZ in it: the calls go unrecorded instead. */
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+        off + chunk_bytes > (uint64_t)fsize.rlim_cur)
         return false;
+    /* The chunk's blocks allocated now: a full filesystem is a refusal
+     * here, never a SIGBUS when the mapping is written. fallocate never
+     * shrinks the file, whichever thread extends it last; where the
+     * filesystem has no fallocate, a byte written at the chunk's end
+     * extends it (and that never shrinks it either). */
+    if (fallocate(trace_fd, 0, (off_t)off, (off_t)chunk_bytes) != 0) {
+        static const unsigned char zero;
+        if ((errno != EOPNOTSUPP && errno != ENOSYS) ||
+            !pwrite_all(&zero, 1, off + chunk_bytes - 1))
+            return false;
+    }
     void *m = mmap(NULL, chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, trace_fd, (off_t)off);
     if (m == MAP_FAILED)
         return false;
@@ -451,7 +469,7 @@ static void pending(struct tbuf *b)
     uint64_t t = at > start_ticks ? at - start_ticks : 0;
     for (unsigned i = 0; i < n; i++) {
         char name[32];
-        snprintf(name, sizeof name, "signal-%u", ++marks_made);
+        snprintf(name, sizeof name, "signal-%u", atomic_fetch_add(&marks_made, 1) + 1);
         mark_into(b, name, t);
     }
 }
@@ -460,9 +478,17 @@ static void pending(struct tbuf *b)
  * the recorder is on). */
 static struct tbuf *recorder(void)
 {
-    if (atomic_load_explicit(&state, memory_order_relaxed) != RECORDING || in_recorder)
+    int st = atomic_load_explicit(&state, memory_order_relaxed);
+    if (st != RECORDING || in_recorder) {
+        /* a call while the recorder starts, or between an exec's end
+         * record and its failure, is counted */
+        if (!in_recorder && (st == FINISHED || atomic_load(&inited) == 1))
+            atomic_fetch_add(&unrecorded, 1);
         return NULL;
+    }
+    in_recorder++; /* a handler's malloc while this thread takes its slot */
     struct tbuf *b = buffer();
+    in_recorder--;
     if (!b) {
         atomic_fetch_add(&unrecorded, 1);
         return NULL;
@@ -476,13 +502,6 @@ static struct tbuf *recorder(void)
 }
 
 /* ---- start: the file, the thread key, the signals -------------------------------- */
-
-static void cut_by(int sig)
-{
-    finish(RTM_TRACE_CUT, sig);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 static void mark_by_signal(int sig)
 {
@@ -592,9 +611,6 @@ static void start(void)
         mark_signal = ms ? atoi(ms) : 0;
         if (mark_signal > 0 && mark_signal < NSIG)
             take_signal(mark_signal, mark_by_signal);
-        take_signal(SIGINT, cut_by);
-        take_signal(SIGTERM, cut_by);
-        take_signal(SIGHUP, cut_by);
         atomic_store(&state, RECORDING);
     }
     in_recorder--;
@@ -623,7 +639,7 @@ static void forked_child(void)
     trace_fd = -1;
     atomic_store(&unrecorded, 0);
     atomic_store(&pending_marks, 0);
-    marks_made = 0;
+    atomic_store(&marks_made, 0);
     my_pid = getpid();
     bool on = atomic_load(&state) != OFF && wanted() && open_file();
     if (on && keep && !new_chunk(keep)) {
@@ -652,6 +668,7 @@ EXPORT void *malloc(size_t size)
     if (!ready())
         return boot_alloc(size, 16);
     void *p = real_malloc(size);
+    int saved = errno; /* the call's, whatever recording does */
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
@@ -661,6 +678,7 @@ EXPORT void *malloc(size_t size)
         end(b, put_p(o, b, p));
         in_recorder--;
     }
+    errno = saved;
     return p;
 }
 
@@ -671,6 +689,7 @@ EXPORT void *calloc(size_t n, size_t size)
         return __builtin_mul_overflow(n, size, &total) ? NULL : boot_alloc(total, 16);
     }
     void *p = real_calloc(n, size);
+    int saved = errno;
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
@@ -681,6 +700,7 @@ EXPORT void *calloc(size_t n, size_t size)
         end(b, put_p(o, b, p));
         in_recorder--;
     }
+    errno = saved;
     return p;
 }
 
@@ -688,8 +708,10 @@ EXPORT void *calloc(size_t n, size_t size)
  * caller's no more), seq after it. */
 static void *record_realloc(void *old, size_t n, size_t size, bool array)
 {
+    int before = errno;
     struct tbuf *b = recorder();
     uint64_t seq0 = b ? atomic_fetch_add(&order, 1) : 0;
+    errno = before; /* what recording did is not the call's */
     /* reallocarray through realloc, as glibc's own does (its inner call to
      * realloc would come back here and be recorded twice) */
     size_t total = 0;
@@ -720,13 +742,14 @@ static void *record_realloc(void *old, size_t n, size_t size, bool array)
 
 EXPORT void *realloc(void *old, size_t size)
 {
-    if (!ready() || in_boot(old)) {
-        /* dlsym's own, or a block it had: from the bootstrap area */
-        void *p = boot_alloc(size, 16);
+    bool started = ready();
+    if (!started || in_boot(old)) {
+        /* dlsym's own (from the bootstrap area), or a block it had, moved
+         * to the real allocator once there is one (a malloc, recorded) */
+        void *p = started ? malloc(size) : boot_alloc(size, 16);
+        size_t room = old ? (size_t)(boot + BOOT_BYTES - (unsigned char *)old) : 0;
         if (p && old)
-            memcpy(p, old, (size_t)(boot + BOOT_BYTES - (unsigned char *)old) < size
-                               ? (size_t)(boot + BOOT_BYTES - (unsigned char *)old)
-                               : size);
+            memcpy(p, old, room < size ? room : size);
         return p;
     }
     return record_realloc(old, 1, size, false);
@@ -751,16 +774,16 @@ EXPORT void free(void *p)
         return;
     if (!ready())
         return;
+    int saved = errno;
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
-        int saved = errno;
         uint64_t seq = atomic_fetch_add(&order, 1);
         unsigned char *o = begin(b, RTM_TRACE_FREE, seq, since_start());
         end(b, put_p(o, b, p));
-        errno = saved;
         in_recorder--;
     }
+    errno = saved;
     real_free(p);
 }
 
@@ -768,11 +791,13 @@ EXPORT void free(void *p)
  * none of its own), size, the block. */
 static void record_aligned(int op, size_t align, size_t size, void *p, bool with_align)
 {
-    struct tbuf *b = recorder();
-    if (!b)
-        return;
-    in_recorder++;
     int saved = errno;
+    struct tbuf *b = recorder();
+    if (!b) {
+        errno = saved;
+        return;
+    }
+    in_recorder++;
     uint64_t seq = atomic_fetch_add(&order, 1);
     unsigned char *o = begin(b, op, seq, since_start());
     if (with_align)
@@ -852,6 +877,7 @@ EXPORT size_t malloc_usable_size(void *p)
     if (in_boot(p) || !ready())
         return 0;
     size_t n = real_usable_size(p);
+    int saved = errno;
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
@@ -861,6 +887,7 @@ EXPORT size_t malloc_usable_size(void *p)
         end(b, put_u(o, n));
         in_recorder--;
     }
+    errno = saved;
     return n;
 }
 

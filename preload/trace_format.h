@@ -7,8 +7,10 @@
  *   the first page   the header (struct rtm_trace_header, 128 bytes), then
  *                    at byte 128 the end block, zeros until the image ends:
  *                    a struct rtm_trace_block of type RTM_TRACE_END (ended
- *                    by exit, _exit or exec) or RTM_TRACE_CUT (ended by a
- *                    signal), and its struct rtm_trace_end
+ *                    by exit, _exit or exec: the recorder writes it) or
+ *                    RTM_TRACE_CUT (ended by a signal: rtmem trace writes
+ *                    it, from the program's wait status), and its struct
+ *                    rtm_trace_end
  *   then chunks      each chunk_bytes long (a multiple of the page), one
  *                    thread's: a struct rtm_trace_block of type
  *                    RTM_TRACE_EVENTS and its events (space_bytes of room,
@@ -56,7 +58,7 @@
 struct rtm_trace_header {
     char magic[8];          /* RTM_TRACE_MAGIC, without its NUL */
     uint16_t version;       /* RTM_TRACE_VERSION */
-    uint16_t header_bytes;  /* 64 */
+    uint16_t header_bytes;  /* 128 */
     uint32_t byte_order;    /* RTM_TRACE_BYTE_ORDER as written */
     uint32_t pid, ppid;     /* the process that wrote it, and its parent */
     uint64_t start_ns;      /* CLOCK_MONOTONIC at the start: times count from it */

@@ -27,7 +27,8 @@ extern "C" {
 /* Records the start of a phase named name (its first 63 bytes) in the
  * trace, in the process-wide order of the calling thread's allocations.
  * Defined only when the program is traced. O(length of name); it may
- * write the thread's trace buffer to the file (one write(2)). */
+ * take a new chunk of the trace file for the thread (a fallocate and an
+ * mmap). */
 extern void rtm_trace_mark(const char *name) __attribute__((weak));
 
 /* rtm_trace_mark when the program is traced; nothing otherwise. */

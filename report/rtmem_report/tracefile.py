@@ -197,14 +197,12 @@ def read(path):
             break
         (btype, _r8, _r16, space, payload, n_events, tid, _r32, _first, ticks,
          ns) = struct.unpack_from("=" + _BLOCK, data, at)
-        if btype == 0:
-            if any(data[at:at + room]):
-                raise TraceError("corrupt: a chunk at byte %d has no header" % at)
+        if btype == 0:  # reserved by a process that died before it published its header
             at += chunk
             continue
         if btype != 1:
             raise TraceError("corrupt: a chunk of type %d at byte %d" % (btype, at))
-        if space != chunk - bsize or payload > space:
+        if space != chunk - bsize or payload > space or n_events * 3 > payload:
             raise TraceError("corrupt: the chunk at byte %d says it holds %d bytes in %d of room"
                              % (at, payload, space))
         if room < chunk and payload > room - bsize:
@@ -233,15 +231,29 @@ def read(path):
 def live_bytes(trace):
     """(peak, its time in ns, series): the bytes asked by live blocks at
     their most, and [(t_ns, live bytes)] after each allocation or free, as
-    rtmem trace --show counts them."""
-    live, total, peak, peak_t, series = {}, 0, 0, 0, []
-    for e in trace.events:
-        if e.op == 12 or e.op == 11:
+    rtmem trace --show counts them (a realloc's old block leaves the map of
+    addresses at its seq0)."""
+    ev = trace.events
+    order = sorted((i for i, e in enumerate(ev) if e.op in (3, 4) and e.given),
+                   key=lambda i: ev[i].seq0)
+    live, taken, nxt = {}, {}, 0
+    total, peak, peak_t, series = 0, 0, 0, []
+    for i, e in enumerate(ev):
+        while nxt < len(order) and ev[order[nxt]].seq0 < e.seq:
+            j = order[nxt]
+            nxt += 1
+            if ev[j].given in live:
+                taken[j] = live.pop(ev[j].given)
+        if e.op in (11, 12):
             continue
-        is_realloc = e.op in (3, 4)
-        if e.op == 5 or (is_realloc and e.given):
-            if (e.op == 5 or e.ret or e.size == 0) and e.given in live:
-                total -= live.pop(e.given)
+        if e.op == 5 and e.given:
+            total -= live.pop(e.given, 0)
+        elif e.op in (3, 4) and e.given:
+            old = taken.pop(i, None)
+            if e.ret or e.size == 0:
+                total -= old or 0
+            elif old is not None:
+                live[e.given] = old  # a failed realloc leaves its block
         if e.op in ALLOCATING and e.ret:
             if e.ret in live:
                 total -= live[e.ret]

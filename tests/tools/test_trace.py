@@ -135,7 +135,7 @@ def test_exec_ends_an_image_and_starts_the_next(rtmem, tmp_dir, prog):
 
 @pytest.mark.parametrize("mode,ending,how", [
     ("term", "signaled", signal.SIGTERM),
-    ("kill", "no_end", None),
+    ("kill", "signaled", signal.SIGKILL),
     ("quick-exit", "exited", 3),
 ])
 def test_a_program_ended_early_leaves_its_whole_trace(rtmem, tmp_dir, prog, mode, ending, how):
@@ -154,8 +154,11 @@ def test_phases_by_time_and_by_signal(rtmem, tmp_dir, prog):
     names = [p["name"] for p in d["trace"]["phases"]]
     assert names == ["start", "loop", "signal-1"], names
     p = phase(d, "signal-1")
-    assert 0.12 < p["start_s"] < 1.0, p
-    assert 0 < p["allocs"] < 40, p
+    # 150 ms after rtmem trace started the program; the trace's times count
+    # from when the recorder started in it, later (the loader's work: tens
+    # of ms under an emulator)
+    assert 0 < p["start_s"] < 0.25, p  # (and its delivery may be late)
+    assert 0 < p["allocs"] < 40, p  # in the 40 rounds of sleep
 
 
 def test_a_phase_without_allocations_is_said_to_need_no_heap(rtmem, tmp_dir, prog):
@@ -189,6 +192,9 @@ def test_a_real_program(rtmem, tmp_dir):
     """The Python running this test: thousands of calls, every block it
     frees seen handed out or from before the recorder (none here: it
     starts with the process)."""
+    if EMULATED:
+        pytest.skip("the Python running the test is the host's: the emulated target's recorder "
+                    "cannot be loaded into it")
     script = "import json\nx = [json.dumps(list(range(i))) for i in range(300)]\nprint(len(x))\n"
     r, d, _ = trace(rtmem, tmp_dir, sys.executable, "-c", script)
     assert r.returncode == 0, explain(r)

@@ -324,15 +324,12 @@ static int read_chunks(struct reading *r, const unsigned char *m, size_t size)
             break;
         }
         memcpy(&b, m + at, sizeof b);
-        if (b.type == 0) {
-            /* reserved by a process that died before writing its header */
-            if (!all_zero(m + at, room))
-                return bad(r->why, r->why_len, "corrupt: a chunk at byte %zu has no header", at);
-            continue;
-        }
+        if (b.type == 0)
+            continue; /* reserved by a process that died before it published its header */
         if (b.type != RTM_TRACE_EVENTS)
             return bad(r->why, r->why_len, "corrupt: a chunk of type %u at byte %zu", b.type, at);
-        if (b.space_bytes != chunk - sizeof b || b.payload_bytes > b.space_bytes)
+        if (b.space_bytes != chunk - sizeof b || b.payload_bytes > b.space_bytes ||
+            (uint64_t)b.n_events * 3 > b.payload_bytes) /* an event takes 3 bytes or more */
             return bad(r->why, r->why_len,
                        "corrupt: the chunk at byte %zu says it holds %u bytes in %u of room", at,
                        b.payload_bytes, b.space_bytes);
@@ -420,6 +417,39 @@ int tk_trace_read(const char *path, struct tk_trace *t, char *why, size_t why_le
     t->n = kept;
     if (t->ending == TK_TRACE_NO_END)
         t->end_ns = t->n ? t->ev[t->n - 1].t_ns : 0;
+    return 0;
+}
+
+static const struct tk_trace *sorting; /* by_seq0's trace */
+
+static int by_seq0(const void *a, const void *b)
+{
+    uint64_t x = sorting->ev[*(const size_t *)a].seq0, y = sorting->ev[*(const size_t *)b].seq0;
+    return x < y ? -1 : x > y;
+}
+
+int tk_trace_realloc_order(const struct tk_trace *t, size_t **order, size_t *n)
+{
+    *order = NULL;
+    *n = 0;
+    size_t count = 0;
+    for (size_t i = 0; i < t->n; i++)
+        count += (t->ev[i].op == RTM_TRACE_REALLOC || t->ev[i].op == RTM_TRACE_REALLOCARRAY) &&
+                 t->ev[i].given;
+    if (!count)
+        return 0;
+    size_t *o = malloc(count * sizeof(*o));
+    if (!o)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if ((t->ev[i].op == RTM_TRACE_REALLOC || t->ev[i].op == RTM_TRACE_REALLOCARRAY) &&
+            t->ev[i].given)
+            o[k++] = i;
+    sorting = t;
+    qsort(o, count, sizeof(*o), by_seq0);
+    *order = o;
+    *n = count;
     return 0;
 }
 

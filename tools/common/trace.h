@@ -74,6 +74,15 @@ const char *tk_trace_op_name(int op);
 /* Whether an op allocates a block (its ret is a new block when not 0). */
 bool tk_trace_op_allocates(int op);
 
+/* The reallocs of t that give a block, as indices into t->ev, in the
+ * order of their seq0: when each one's old block stopped being the
+ * program's. A reader that follows addresses (the live blocks, the
+ * replay's ids) takes the old block's address out at that point, not at
+ * the realloc's seq: another thread may be handed that address in
+ * between. Into *order (malloc'd; NULL when there is none) and *n: 0, or
+ * -1 when out of memory. O(reallocs log reallocs). */
+int tk_trace_realloc_order(const struct tk_trace *t, size_t **order, size_t *n);
+
 /* A one-line description of how t ended, into buf: "exit status 0", "cut by
  * SIGINT", ... Returns buf. */
 const char *tk_trace_ending_text(const struct tk_trace *t, char *buf, size_t size);

@@ -93,14 +93,23 @@ static uint64_t align_of(const struct tk_trace_event *e)
     case RTM_TRACE_POSIX_MEMALIGN:
     case RTM_TRACE_ALIGNED_ALLOC:
     case RTM_TRACE_VALLOC:
-    case RTM_TRACE_PVALLOC: return e->align;
+    case RTM_TRACE_PVALLOC: break;
     default: return 0;
     }
+    /* glibc's memalign takes any alignment and rounds it up to a power of
+     * two (of at least a pointer's size), as the replay must: an aligned
+     * allocation elsewhere takes only those */
+    uint64_t a = sizeof(void *);
+    while (a < e->align && a < ((uint64_t)1 << 62))
+        a <<= 1;
+    return a;
 }
 
-/* One event into the program (emit) or only into the state (!emit). */
+/* One event into the program (emit) or only into the state (!emit). A
+ * realloc's old block was taken out of addr at its seq0 (old: its id, or
+ * TK_U64MAP_NONE). */
 static void event(struct builder *b, struct tk_u64map *addr, const struct tk_trace_event *e,
-                  bool emit)
+                  bool emit, uint64_t old)
 {
     struct replay_program *p = b->p;
     uint64_t replaced;
@@ -118,7 +127,6 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
     }
     case RTM_TRACE_REALLOC:
     case RTM_TRACE_REALLOCARRAY: {
-        uint64_t old = e->given ? tk_u64map_take(addr, e->given) : TK_U64MAP_NONE;
         if (e->given && old == TK_U64MAP_NONE)
             p->unknown_frees += emit; /* the old block from before: a malloc now */
         if (!e->ret) {
@@ -186,6 +194,26 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
     }
 }
 
+/* Event i, after the old blocks of the reallocs whose seq0 comes before
+ * it are taken out of addr (kept in taken until their realloc comes). */
+static void step(struct builder *b, struct tk_u64map *addr, struct tk_u64map *taken,
+                 const struct tk_trace *t, const size_t *order, size_t n_order, size_t *next,
+                 size_t i, bool emit)
+{
+    const struct tk_trace_event *e = &t->ev[i];
+    uint64_t replaced;
+    while (*next < n_order && t->ev[order[*next]].seq0 < e->seq) {
+        size_t j = order[(*next)++];
+        uint64_t id = tk_u64map_take(addr, t->ev[j].given);
+        if (id != TK_U64MAP_NONE && !tk_u64map_put(taken, (uint64_t)j + 2, id, &replaced))
+            b->oom = true;
+    }
+    uint64_t old = TK_U64MAP_NONE;
+    if ((e->op == RTM_TRACE_REALLOC || e->op == RTM_TRACE_REALLOCARRAY) && e->given)
+        old = tk_u64map_take(taken, (uint64_t)i + 2);
+    event(b, addr, e, emit, old);
+}
+
 /* The preamble of a phase: the blocks live at its start, in id order. */
 struct live_list {
     uint32_t *ids;
@@ -251,7 +279,10 @@ int replay_program_build(const struct tk_trace *t, const char *phase, struct rep
 {
     memset(p, 0, sizeof(*p));
     struct builder b = { .p = p };
-    struct tk_u64map addr = { 0 };
+    struct tk_u64map addr = { 0 }, taken = { 0 }; /* taken: a realloc's index + 2 -> old id */
+    size_t *order = NULL, n_order = 0, next = 0;
+    if (tk_trace_realloc_order(t, &order, &n_order) != 0)
+        b.oom = true;
     size_t from = 0, to = t->n;
     if (phase) {
         from = t->n;
@@ -260,19 +291,20 @@ int replay_program_build(const struct tk_trace *t, const char *phase, struct rep
                 from = i;
         if (from == t->n) {
             snprintf(why, why_len, "no phase named '%s' in the trace", phase);
+            free(order);
             return -1;
         }
         for (size_t i = from + 1; i < t->n && to == t->n; i++)
             if (t->ev[i].op == RTM_TRACE_MARK)
                 to = i;
         for (size_t i = 0; i < from && !b.oom; i++)
-            event(&b, &addr, &t->ev[i], false);
+            step(&b, &addr, &taken, t, order, n_order, &next, i, false);
         b.p->peak_live = 0;
         if (!b.oom)
             preamble(&b, &addr);
     }
     for (size_t i = from; i < to && !b.oom; i++)
-        event(&b, &addr, &t->ev[i], true);
+        step(&b, &addr, &taken, t, order, n_order, &next, i, true);
     uint64_t start_ns = from < t->n ? t->ev[from].t_ns : 0;
     uint64_t end_ns = to < t->n ? t->ev[to].t_ns : t->end_ns;
     p->seconds = end_ns > start_ns ? (double)(end_ns - start_ns) / 1e9 : 0.0;
@@ -284,6 +316,8 @@ int replay_program_build(const struct tk_trace *t, const char *phase, struct rep
             p->max_align = p->ops[i].align;
     }
     tk_u64map_free(&addr);
+    tk_u64map_free(&taken);
+    free(order);
     free(b.id_size);
     free(b.id_align);
     if (b.oom) {

@@ -54,9 +54,10 @@ static void split(const char *path, char *dir, size_t dir_size, const char **bas
 
 /* The program's process, after fork: the environment the recorder reads,
  * then exec. Returns only on failure (the exit status). */
-static int exec_program(const struct trace_run *r, char **argv)
+static int exec_program(const struct trace_run *r, char **argv, pid_t parent)
 {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        return 126; /* rtmem trace died before: no one would wait for it */
     char pid[32], sig[16], preload[8192];
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
     snprintf(sig, sizeof(sig), "%d", signal_numbers[r->o.mark_signal]);
@@ -113,10 +114,11 @@ static void wait_program(struct trace_run *r, const sigset_t *waited)
         pid_t got = waitpid(r->pid, &st, WNOHANG);
         if (got == r->pid) {
             r->status = st;
+            r->status_known = true;
             return;
         }
         if (got < 0 && errno != EINTR) {
-            r->status = 0;
+            r->status_known = false; /* reaped by someone else: how it ended is not known */
             return;
         }
         struct timespec wait = { 1, 0 };
@@ -139,11 +141,74 @@ static void wait_program(struct trace_run *r, const sigset_t *waited)
         int sig = sigtimedwait(waited, &si, &wait);
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
             r->signaled_by_user = true;
-            /* the terminal's reaches the program by itself */
-            if (si.si_code != SI_KERNEL)
+            /* the terminal's reaches the program by itself, when the
+             * program is still in rtmem trace's process group */
+            if (si.si_code != SI_KERNEL || getpgid(r->pid) != getpgrp())
                 kill(r->pid, sig);
         }
     }
+}
+
+/* The program's own last image's file in the directory: the highest
+ * generation of its pid. Into path; false if there is none. */
+static bool last_image(const struct trace_run *r, char *path, size_t size)
+{
+    DIR *d = opendir(r->dir);
+    long best = -1;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int p;
+        unsigned g;
+        int used = 0;
+        if (sscanf(e->d_name, "%d.%u.trace%n", &p, &g, &used) == 2 && e->d_name[used] == '\0' &&
+            p == (int)r->pid && (long)g > best)
+            best = (long)g;
+    }
+    if (d)
+        closedir(d);
+    return best >= 0 &&
+           snprintf(path, size, "%s/%d.%ld.trace", r->dir, (int)r->pid, best) < (int)size;
+}
+
+/* What only the wait status tells, written into the program's last image's
+ * trace: a CUT block with the signal that ended it (the recorder does not
+ * catch signals), or the exit status an END block left unknown (a return
+ * from main: glibc's own call to exit is not one the recorder sees). */
+static void finish_trace(struct trace_run *r)
+{
+    char path[PATH_MAX + 64];
+    if (!r->status_known || !last_image(r, path, sizeof(path)))
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    struct rtm_trace_header h;
+    struct {
+        struct rtm_trace_block b;
+        struct rtm_trace_end e;
+    } end;
+    if (fd < 0)
+        return;
+    if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+        pread(fd, &end, sizeof(end), RTM_TRACE_END_AT) == (ssize_t)sizeof(end) &&
+        memcmp(h.magic, RTM_TRACE_MAGIC, sizeof(h.magic)) == 0) {
+        bool write_it = false;
+        if (end.b.type == 0 && WIFSIGNALED(r->status)) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+            memset(&end, 0, sizeof(end));
+            end.b.type = RTM_TRACE_CUT;
+            end.b.space_bytes = end.b.payload_bytes = sizeof(end.e);
+            end.e.end_ns = ns > h.start_ns ? ns - h.start_ns : 0; /* when rtmem trace saw it */
+            end.e.how = WTERMSIG(r->status);
+            write_it = true;
+        } else if (end.b.type == RTM_TRACE_END && end.e.how == -1 && WIFEXITED(r->status)) {
+            end.e.how = WEXITSTATUS(r->status);
+            write_it = true;
+        }
+        if (write_it && pwrite(fd, &end, sizeof(end), RTM_TRACE_END_AT) != (ssize_t)sizeof(end))
+            fprintf(stderr, "%s: cannot write how the program ended into %s: %s\n", r->prog, path,
+                    strerror(errno));
+    }
+    close(fd);
 }
 
 /* "<pid>.<generation>.trace": true, with its numbers. */
@@ -239,11 +304,17 @@ static const struct trace_file *main_file(const struct trace_run *r)
 enum tk_run_end trace_record(struct tk_session *s)
 {
     struct trace_run *r = s->state;
-    char out_dir[PATH_MAX];
+    char out_dir[PATH_MAX], abs_dir[PATH_MAX];
     const char *base;
     split(r->o.output, out_dir, sizeof(out_dir), &base);
-    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX", out_dir) >=
-            (int)sizeof(r->dir) ||
+    /* An absolute path: the program may change its directory before an
+     * image or a child of it opens its file. */
+    if (!realpath(out_dir, abs_dir)) {
+        fprintf(stderr, "%s: %s: %s\n", r->prog, out_dir, strerror(errno));
+        return TK_RUN_ABORTED;
+    }
+    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX",
+                 strcmp(abs_dir, "/") == 0 ? "" : abs_dir) >= (int)sizeof(r->dir) ||
         !mkdtemp(r->dir)) {
         fprintf(stderr, "%s: cannot make a directory in %s for the trace: %s\n", r->prog, out_dir,
                 strerror(errno));
@@ -257,14 +328,20 @@ enum tk_run_end trace_record(struct tk_session *s)
     sigaddset(&waited, SIGHUP);
     sigaddset(&waited, SIGCHLD);
     sigprocmask(SIG_BLOCK, &waited, &old);
+    /* A SIGCHLD ignored by whoever started rtmem trace would reap the
+     * program by itself, and its status would be lost. */
+    struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
+    sigaction(SIGCHLD, &dfl, &old_chld);
+    pid_t parent = getpid();
     fflush(NULL);
     r->pid = fork();
     if (r->pid == 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
-        _exit(exec_program(r, s->cmd_argv));
+        _exit(exec_program(r, s->cmd_argv, parent));
     }
     if (r->pid < 0) {
         fprintf(stderr, "%s: fork: %s\n", r->prog, strerror(errno));
+        sigaction(SIGCHLD, &old_chld, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         rmdir(r->dir);
         return TK_RUN_ABORTED;
@@ -274,7 +351,9 @@ enum tk_run_end trace_record(struct tk_session *s)
     struct timespec none = { 0, 0 };
     while (sigtimedwait(&waited, NULL, &none) > 0)
         ;
+    sigaction(SIGCHLD, &old_chld, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
+    finish_trace(r);
     if (move_files(r) != 0)
         return TK_RUN_ABORTED;
     const struct trace_file *mf = main_file(r);

@@ -78,15 +78,23 @@ static void note_series(struct trace_stats *st, uint64_t t, uint64_t span, uint6
 void trace_stats(const struct tk_trace *t, struct trace_stats *st)
 {
     memset(st, 0, sizeof(*st));
-    struct tk_u64map l = { 0 };
-    uint64_t live = 0;
+    struct tk_u64map l = { 0 }, taken = { 0 }; /* taken: a realloc's index + 2 -> old bytes */
+    size_t *order = NULL, n_order = 0, next = 0;
+    uint64_t live = 0, replaced;
     new_phase(st, "start", 0, 0);
     for (size_t k = 0; k < TRACE_SERIES; k++)
         st->series[k] = UINT64_MAX;
     uint64_t span = t->end_ns ? t->end_ns : 1;
-    bool oom = false;
+    bool oom = tk_trace_realloc_order(t, &order, &n_order) != 0;
     for (size_t i = 0; i < t->n && !oom; i++) {
         const struct tk_trace_event *e = &t->ev[i];
+        /* a realloc's old block leaves the map at its seq0 (trace.h) */
+        while (next < n_order && t->ev[order[next]].seq0 < e->seq) {
+            size_t j = order[next++];
+            uint64_t b = tk_u64map_take(&l, t->ev[j].given);
+            if (b != TK_U64MAP_NONE && !tk_u64map_put(&taken, (uint64_t)j + 2, b, &replaced))
+                oom = true;
+        }
         if (e->op == RTM_TRACE_MARK) {
             new_phase(st, t->marks[e->mark], e->t_ns, live);
             continue;
@@ -97,17 +105,22 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
         st->ops[e->op < RTM_TRACE_OPS ? e->op : 0]++;
         count_thread(st, e->tid);
         bool is_realloc = e->op == RTM_TRACE_REALLOC || e->op == RTM_TRACE_REALLOCARRAY;
-        if (e->op == RTM_TRACE_FREE || (is_realloc && e->given)) {
-            /* realloc(p, n) that failed leaves p; realloc(p, 0) frees it */
-            bool frees = e->op == RTM_TRACE_FREE || e->ret || e->size == 0;
-            if (frees && e->given) {
-                uint64_t b = tk_u64map_take(&l, e->given);
+        if (e->op == RTM_TRACE_FREE && e->given) {
+            uint64_t b = tk_u64map_take(&l, e->given);
+            if (b == TK_U64MAP_NONE)
+                st->unknown_frees++;
+            else
+                live -= b;
+            ph->frees++;
+        } else if (is_realloc && e->given) {
+            uint64_t b = tk_u64map_take(&taken, (uint64_t)i + 2);
+            if (e->ret || e->size == 0) { /* moved, or realloc(p, 0) freed it */
                 if (b == TK_U64MAP_NONE)
                     st->unknown_frees++;
                 else
                     live -= b;
-                if (e->op == RTM_TRACE_FREE)
-                    ph->frees++;
+            } else if (b != TK_U64MAP_NONE && !tk_u64map_put(&l, e->given, b, &replaced)) {
+                oom = true; /* a failed realloc leaves its block */
             }
         }
         note_series(st, e->t_ns, span, live);
@@ -125,7 +138,6 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
                 st->failed++;
             continue;
         }
-        uint64_t replaced;
         if (!tk_u64map_put(&l, e->ret, e->size, &replaced)) {
             oom = true;
             break;
@@ -148,6 +160,8 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
     st->end_live = live;
     st->end_blocks = l.n;
     tk_u64map_free(&l);
+    tk_u64map_free(&taken);
+    free(order);
 }
 
 /* ---- the report --------------------------------------------------------------- */
@@ -281,7 +295,9 @@ static void print_trace(FILE *f, const char *path, const struct tk_trace *t,
 static void files_report(FILE *f, const struct trace_run *r)
 {
     char sig[64];
-    if (WIFEXITED(r->status))
+    if (!r->status_known)
+        fprintf(f, "program     ended, how not known (another process reaped it)\n");
+    else if (WIFEXITED(r->status))
         fprintf(f, "program     exited with status %d\n", WEXITSTATUS(r->status));
     else if (WIFSIGNALED(r->status))
         fprintf(f, "program     ended by %s\n",
@@ -404,8 +420,11 @@ void trace_json(const struct tk_session *s, struct tk_json *j)
         for (int i = 0; i < s->cmd_argc; i++)
             tk_json_string(j, s->cmd_argv[i]);
         tk_json_end_array(j);
-        tk_json_kv_int(j, "exit_status", WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
-        tk_json_kv_int(j, "signal", WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0);
+        tk_json_kv_bool(j, "status_known", r->status_known);
+        tk_json_kv_int(j, "exit_status",
+                       r->status_known && WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
+        tk_json_kv_int(j, "signal",
+                       r->status_known && WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0);
         tk_json_end_object(j);
         tk_json_key(j, "files");
         tk_json_begin_array(j);

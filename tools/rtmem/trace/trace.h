@@ -94,7 +94,8 @@ struct trace_run {
     char lib[4096];        /* librtmem-trace.so */
     char dir[4096];        /* the private directory the program writes in */
     pid_t pid;             /* the program's */
-    int status;            /* its wait status */
+    int status;            /* its wait status, when status_known */
+    bool status_known;     /* false: someone else reaped it */
     bool signaled_by_user; /* a SIGINT/SIGTERM/SIGHUP came while it ran */
     bool mark_not_sent;    /* --after's signal: the program did not catch it */
     struct trace_file files[TRACE_MAX_FILES];
