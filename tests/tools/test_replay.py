@@ -9,6 +9,7 @@ The build gives (tests/tools/CMakeLists.txt): --file trace_prog=, and
 --file trace_prog_cpp= where a C++ compiler is found.
 """
 import os
+import struct
 
 import pytest
 
@@ -108,7 +109,10 @@ def test_threads_need_a_locked_heap_and_its_cost_is_measured(rtmem, tmp_dir, tra
     assert d["verdict"]["needs_lock"] is True and d["program"]["threads"] >= 4
     for k in KINDS:
         assert by_name(d)[k]["locked_alloc_ns"]["count"] > 0
+        calls = d["program"]["allocs"] + d["program"]["frees"]
+        assert 0 <= by_name(d)[k]["contended_calls"] <= calls
     assert "a locked heap: " in r.stdout and "priority-inheritance lock" in r.stdout
+    assert "would have found the lock held" in r.stdout
 
 
 def test_a_phase_without_allocations_needs_no_heap(rtmem, tmp_dir, traces):
@@ -168,3 +172,70 @@ def test_an_unknown_phase_and_a_file_that_is_no_trace(rtmem, tmp_dir, traces):
         f.write("x" * 200)
     r = run(rtmem, "replay", bad)
     assert r.returncode == 1 and "is not an rtmem trace" in r.stderr, explain(r)
+
+
+# ---- traces written by hand (docs/trace-format.md) -------------------------------
+
+def _u(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def write_trace(path, chunks):
+    """A trace of one image, clock in ns, whose chunks are {tid: [(op, seq,
+    t_ns, fields...)]}: malloc (1) with size and pointer, free (5) with a
+    pointer."""
+    page, chunk = 4096, 65536
+    head = b"RTMTRACE" + struct.pack("=HHIII", 1, 128, 0x01020304, 4242, 1)
+    head += struct.pack("=QQIIIIQQQ", 0, 0, page, 0, chunk, 0, 0, 0, 0)
+    head = head.ljust(128, b"\0")
+    end = struct.pack("=BBHIIIIIQQQ", 2, 0, 0, 48, 48, 0, 0, 0, 0, 0, 0)
+    end += struct.pack("=QQQiIQQ", 10 ** 11, len(chunks), 0, 0, 0, 0, 0)
+    out = (head + end).ljust(page, b"\0")
+    for tid, events in chunks.items():
+        body, seq, t, prev = b"", 0, 0, 0
+        for op, s, when, *fields in events:
+            body += bytes([op]) + _u(s - seq) + _u(when - t)
+            seq, t = s, when
+            if op == 1:
+                size, ptr = fields
+                d = ptr - prev
+                prev = ptr
+                body += _u(size) + _u(((d << 1) ^ (d >> 63)) & (2 ** 64 - 1))
+            else:
+                d = fields[0] - prev
+                prev = fields[0]
+                body += _u(((d << 1) ^ (d >> 63)) & (2 ** 64 - 1))
+        block = struct.pack("=BBHIIIIIQQQ", 1, 0, 0, chunk - 48, len(body), len(events), tid, 0,
+                            events[0][1], 0, 0)
+        out += (block + body).ljust(chunk, b"\0")
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+@pytest.mark.parametrize("apart_ns,contended", [(0, 4), (10 ** 10, 0)])
+def test_contention_estimated_from_the_traces_timing(rtmem, tmp_dir, apart_ns, contended):
+    """Two threads each allocate and free two blocks; with apart_ns 0 the
+    calls of thread 2 come at the very instants of thread 1's: of each pair
+    one starts while the other is in progress (four, or more if a
+    preemption made a call's average very long); 10 s apart they never
+    meet."""
+    path = os.path.join(tmp_dir, "two.trace")
+    base = 1000000
+    t1 = [(1, 0, base, 64, 0x10000), (1, 2, base + 5000, 64, 0x20000), (5, 4, base + 10000, 0x10000),
+          (5, 6, base + 15000, 0x20000)]
+    t2 = [(1, 1, base + apart_ns, 64, 0x30000), (1, 3, base + 5000 + apart_ns, 64, 0x40000),
+          (5, 5, base + 10000 + apart_ns, 0x30000), (5, 7, base + 15000 + apart_ns, 0x40000)]
+    write_trace(path, {11: t1, 12: t2})
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf")
+    assert r.returncode == 0, explain(r)
+    assert d["program"]["threads"] == 2 and d["program"]["allocs"] == 4
+    x = by_name(d)["tlsf"]
+    assert x["alloc_ns"]["mean"] >= 1 and x["free_ns"]["mean"] >= 1, x  # calls take time
+    if contended:
+        assert x["contended_calls"] >= contended, x
+    else:
+        assert x["contended_calls"] == 0, x

@@ -90,3 +90,53 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
             out->have_peak = true;
     }
 }
+
+/* ---- contention, from the trace's timing ------------------------------------------ */
+
+struct span {
+    uint64_t start, end;
+    uint32_t tid;
+};
+
+static int by_start(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+uint64_t replay_contended(const struct replay_program *p, double alloc_ns, double free_ns)
+{
+    struct span *s = malloc((p->n ? p->n : 1) * sizeof(*s));
+    if (!s)
+        return UINT64_MAX;
+    size_t n = 0;
+    uint64_t a = (uint64_t)(alloc_ns + 0.5), f = (uint64_t)(free_ns + 0.5);
+    for (size_t i = 0; i < p->n; i++) {
+        const struct rop *op = &p->ops[i];
+        if (!op->timed)
+            continue;
+        if (op->op == RO_FREE)
+            s[n++] = (struct span){ op->t_ns, op->t_ns + f, op->tid };
+        else
+            s[n++] = (struct span){ op->t_ns > a ? op->t_ns - a : 0, op->t_ns, op->tid };
+    }
+    qsort(s, n, sizeof(*s), by_start);
+    /* The two latest ends so far, of two different threads: the latest end
+     * of a thread other than any given one is one of them. */
+    struct span best = { 0, 0, UINT32_MAX }, second = { 0, 0, UINT32_MAX };
+    uint64_t contended = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t other = best.tid != s[i].tid ? best.end : second.end;
+        if (other > s[i].start)
+            contended++;
+        if (s[i].end > best.end) {
+            if (best.tid != s[i].tid)
+                second = best;
+            best = s[i];
+        } else if (s[i].tid != best.tid && s[i].end > second.end) {
+            second = s[i];
+        }
+    }
+    free(s);
+    return contended;
+}

@@ -121,7 +121,11 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
             return;
         }
         ends(b, (uint32_t)id);
-        if (emit && push(b, (struct rop){ .op = RO_FREE, .timed = 1, .id = (uint32_t)id }))
+        if (emit && push(b, (struct rop){ .op = RO_FREE,
+                                          .timed = 1,
+                                          .tid = e->tid,
+                                          .t_ns = e->t_ns,
+                                          .id = (uint32_t)id }))
             p->frees++;
         return;
     }
@@ -132,7 +136,11 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
         if (!e->ret) {
             if (e->size == 0 && old != TK_U64MAP_NONE) { /* realloc(p, 0) freed p */
                 ends(b, (uint32_t)old);
-                if (emit && push(b, (struct rop){ .op = RO_FREE, .timed = 1, .id = (uint32_t)old }))
+                if (emit && push(b, (struct rop){ .op = RO_FREE,
+                                                  .timed = 1,
+                                                  .tid = e->tid,
+                                                  .t_ns = e->t_ns,
+                                                  .id = (uint32_t)old }))
                     p->frees++;
                 return;
             }
@@ -155,6 +163,8 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
         b->live += e->size;
         if (emit && push(b, (struct rop){ .op = RO_REALLOC,
                                           .timed = 1,
+                                          .tid = e->tid,
+                                          .t_ns = e->t_ns,
                                           .id = id,
                                           .old = old == TK_U64MAP_NONE ? RO_NONE : (uint32_t)old,
                                           .size = e->size })) {
@@ -186,6 +196,8 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
     b->live += size;
     if (emit && push(b, (struct rop){ .op = align ? RO_ALIGNED : RO_ALLOC,
                                       .timed = 1,
+                                      .tid = e->tid,
+                                      .t_ns = e->t_ns,
                                       .id = id,
                                       .size = size,
                                       .align = align })) {

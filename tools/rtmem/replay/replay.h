@@ -61,6 +61,8 @@ struct rop {
     uint8_t timed; /* 0: made before the phase replayed (the blocks live at its start) */
     uint32_t id;   /* the block made, or freed */
     uint32_t old;  /* RO_REALLOC: the block given, or RO_NONE */
+    uint32_t tid;  /* the thread that made the call, and when it returned */
+    uint64_t t_ns; /* (an allocation) or was made (a free), in the trace */
     uint64_t size, align;
 };
 
@@ -106,6 +108,12 @@ struct replay_how {
     struct tk_samples *allocs, *frees;
 };
 
+/* Of p's timed calls, those that start while a call of another thread is
+ * in progress, each call taking alloc_ns (an allocation: it ends at its
+ * time in the trace) or free_ns (a free: it starts there). O(n log n);
+ * UINT64_MAX when out of memory. */
+uint64_t replay_contended(const struct replay_program *p, double alloc_ns, double free_ns);
+
 /* One replay of p; blocks has p->n_ids entries (left all NULL: every
  * block is freed or the heap dropped by the caller). */
 void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
@@ -140,6 +148,9 @@ struct replay_target {
     bool locked_timed;
     struct tk_summary locked_alloc_ns, locked_free_ns;
     double locked_worst_ns;
+    /* With threads: the calls that would have found a lock held, by the
+     * trace's timing and this allocator's average calls (run.c). */
+    uint64_t contended;
 };
 
 struct replay {

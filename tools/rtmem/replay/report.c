@@ -190,6 +190,14 @@ void replay_report(const struct tk_session *s, FILE *f)
                     "ns avg (%+.0f), uncontended (one thread replays)\n",
                     x->name, x->locked_alloc_ns.mean, x->locked_alloc_ns.mean - x->alloc_ns.mean,
                     x->locked_free_ns.mean, x->locked_free_ns.mean - x->free_ns.mean);
+        if (x->replayed && r->p.threads > 1)
+            fprintf(f,
+                    "  %s: %" PRIu64 " of %" PRIu64 " calls (%.1f%%) would have found the lock "
+                    "held: the trace's timing, each call lasting this allocator's average\n",
+                    x->name, x->contended, r->p.allocs + r->p.frees,
+                    r->p.allocs + r->p.frees
+                        ? 100.0 * (double)x->contended / (double)(r->p.allocs + r->p.frees)
+                        : 0.0);
     }
     fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
                "replays; max: the longest of all)\n");
@@ -276,6 +284,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             summary(j, "locked_alloc_ns", &x->locked_alloc_ns);
             summary(j, "locked_free_ns", &x->locked_free_ns);
         }
+        if (r->p.threads > 1)
+            tk_json_kv_uint(j, "contended_calls", x->contended);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);

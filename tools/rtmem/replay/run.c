@@ -253,6 +253,10 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
             net(r, frees, &x->locked_free_ns);
         }
     }
+    if (r->p.threads > 1) {
+        uint64_t c = replay_contended(&r->p, x->alloc_ns.mean, x->free_ns.mean);
+        x->contended = c == UINT64_MAX ? 0 : c;
+    }
 }
 
 enum tk_run_end replay_run(struct tk_session *s)
