@@ -10,10 +10,11 @@ The build gives (tests/tools/CMakeLists.txt): --file trace_prog=, and
 """
 import os
 import struct
+import sys
 
 import pytest
 
-from rtmemtest import explain, load_json, run
+from rtmemtest import EMULATED, explain, load_json, run
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
@@ -239,3 +240,29 @@ def test_contention_estimated_from_the_traces_timing(rtmem, tmp_dir, apart_ns, c
         assert x["contended_calls"] >= contended, x
     else:
         assert x["contended_calls"] == 0, x
+
+
+def test_a_real_programs_trace_replays_whole(rtmem, tmp_dir):
+    """The Python running this test, serialising JSON (reallocs by the
+    thousand): the replay holds every allocation and the peak the trace
+    shows, and at the smallest pool tlsf reports, the replay fits."""
+    if EMULATED:
+        pytest.skip("the Python running the test is the host's: the emulated target's recorder "
+                    "cannot be loaded into it")
+    path = os.path.join(tmp_dir, "py.trace")
+    js = path + ".json"
+    script = "import json\nx = [json.dumps(list(range(i))) for i in range(400)]\n"
+    r = run(rtmem, "trace", "-o", path, "--json", js, "--", sys.executable, "-c", script)
+    assert r.returncode == 0, explain(r)
+    t = load_json(js)["trace"]
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf,glibc")
+    assert r.returncode == 0, explain(r)
+    allocs = sum(t["ops"][op] for op in ALLOCATING) - t["failed"]
+    p = d["program"]
+    # a realloc(p, 0) that freed p is a free in the replay, not an allocation
+    assert p["allocs"] <= allocs and p["allocs"] >= allocs - t["ops"]["realloc"], (p, t["ops"])
+    assert p["peak_live_bytes"] == t["peak_live_bytes"] and p["reused_live"] == 0, p
+    x = by_name(d)["tlsf"]
+    assert x["fits"] and x["timed_failures"] == 0, x
+    r, at = replay(rtmem, tmp_dir, path, "--kinds", "tlsf", "--pool", str(x["min_pool"]))
+    assert by_name(at)["tlsf"]["pool_failures"] == 0
