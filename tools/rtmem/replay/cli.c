@@ -68,9 +68,17 @@ static int check(struct tk_session *s)
     return 0;
 }
 
+/* The kit's names (replay loads no plugin): which it replays, and which
+ * it lists as not replayed. */
 static void help_notes(FILE *f)
 {
-    tk_kinds_help(f, "default: every rtmem kind and glibc");
+    char names[512], text[900];
+    snprintf(text, sizeof(text),
+             "--kinds names: %s (default: every rtmem kind and glibc; tlsf(typed) and the peers "
+             "are listed as not replayed)",
+             tk_kinds_names(names, sizeof(names)));
+    fputc('\n', f);
+    tk_opt_wrap(f, text, 0, 2);
 }
 
 /* The allocators become targets; those replay cannot drive are listed with
