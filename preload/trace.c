@@ -22,7 +22,7 @@
  * path, nothing allocated through the traced malloc):
  *   - each thread encodes its events straight into the file: into a chunk
  *     of it (CHUNK_PAGES pages) mapped shared, its own until full, then
- *     another (one pwrite and one mmap per chunk); the only shared write
+ *     another (one fallocate and one mmap per chunk); the only shared write
  *     per call is one atomic increment, the event's place in the
  *     process-wide order. Every event finished is in the file whatever
  *     ends the process, SIGKILL included (the kernel's page cache holds
@@ -179,6 +179,12 @@ static _Atomic uint64_t file_end;   /* where the next chunk goes */
 static _Atomic uint64_t chunks;     /* chunks reserved */
 static _Atomic uint64_t order;      /* the next event's seq */
 static _Atomic uint64_t unrecorded; /* calls not recorded */
+/* The header's chunks_so_far and unrecorded_so_far in the file's first page,
+ * mapped shared (NULL: not mapped), kept equal to chunks and unrecorded:
+ * what rtmem trace copies into the end record of an image a signal ended. */
+static struct rtm_trace_header *shown;
+static size_t shown_bytes;
+static _Atomic bool refused; /* a chunk could not be had: no more are tried */
 static _Atomic int exit_status = -1;
 static struct tbuf threads[MAX_THREADS];
 static pthread_key_t thread_key;
@@ -191,6 +197,14 @@ static TLS int in_recorder; /* > 0: inside the recorder (a call it makes is not 
 static TLS bool thread_gone;
 
 #define CHUNK_PAGES 16
+
+/* One more call not recorded, in the file too. */
+static void count_unrecorded(void)
+{
+    uint64_t n = atomic_fetch_add(&unrecorded, 1) + 1;
+    if (shown)
+        atomic_store((_Atomic uint64_t *)&shown->unrecorded_so_far, n);
+}
 
 static uint64_t now_ns(void)
 {
@@ -313,21 +327,26 @@ static void drop_chunk(struct tbuf *b)
     b->chunk = NULL;
 }
 
-/* A new chunk of the file for b: reserved, the file extended over it (a
- * byte written at its end: never shrinks the file, whoever extends it at
- * the same time), mapped, its header written. False if that fails (the
- * thread's calls are then unrecorded). */
+/* A new chunk of the file for b: reserved, its blocks allocated
+ * (fallocate; where the filesystem has none, a byte written at its end:
+ * neither ever shrinks the file, whichever thread extends it last),
+ * mapped, its header written. False if that fails: the thread's calls are
+ * then unrecorded, and no chunk is tried again (each call would pay for
+ * the attempt). */
 static bool new_chunk(struct tbuf *b)
 {
     drop_chunk(b);
+    if (atomic_load_explicit(&refused, memory_order_relaxed))
+        return false; /* the file took no more: every later call is counted, none retried */
     uint64_t off = atomic_fetch_add(&file_end, chunk_bytes);
-    atomic_fetch_add(&chunks, 1);
     /* Past the process's file size limit, extending the file would raise
      * SIGXFSZ in it: the calls go unrecorded instead. */
     struct rlimit fsize;
     if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
-        off + chunk_bytes > (uint64_t)fsize.rlim_cur)
+        off + chunk_bytes > (uint64_t)fsize.rlim_cur) {
+        atomic_store(&refused, true);
         return false;
+    }
     /* The chunk's blocks allocated now: a full filesystem is a refusal
      * here, never a SIGBUS when the mapping is written. fallocate never
      * shrinks the file, whichever thread extends it last; where the
@@ -336,12 +355,19 @@ static bool new_chunk(struct tbuf *b)
     if (fallocate(trace_fd, 0, (off_t)off, (off_t)chunk_bytes) != 0) {
         static const unsigned char zero;
         if ((errno != EOPNOTSUPP && errno != ENOSYS) ||
-            !pwrite_all(&zero, 1, off + chunk_bytes - 1))
+            !pwrite_all(&zero, 1, off + chunk_bytes - 1)) {
+            atomic_store(&refused, true);
             return false;
+        }
     }
     void *m = mmap(NULL, chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, trace_fd, (off_t)off);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED) {
+        atomic_store(&refused, true);
         return false;
+    }
+    uint64_t made = atomic_fetch_add(&chunks, 1) + 1;
+    if (shown)
+        atomic_store((_Atomic uint64_t *)&shown->chunks_so_far, made);
     b->chunk = m;
     b->chunk->ticks = ticks();
     b->chunk->ns = now_ns();
@@ -426,7 +452,7 @@ static TLS unsigned char scratch[EVENT_MAX];
 static unsigned char *begin(struct tbuf *b, int op, uint64_t seq, uint64_t t)
 {
     if ((!b->chunk || b->used + EVENT_MAX > b->chunk->space_bytes) && !new_chunk(b)) {
-        atomic_fetch_add(&unrecorded, 1);
+        count_unrecorded();
         return scratch;
     }
     unsigned char *o = payload(b) + b->used;
@@ -483,14 +509,14 @@ static struct tbuf *recorder(void)
         /* a call while the recorder starts, or between an exec's end
          * record and its failure, is counted */
         if (!in_recorder && (st == FINISHED || atomic_load(&inited) == 1))
-            atomic_fetch_add(&unrecorded, 1);
+            count_unrecorded();
         return NULL;
     }
     in_recorder++; /* a handler's malloc while this thread takes its slot */
     struct tbuf *b = buffer();
     in_recorder--;
     if (!b) {
-        atomic_fetch_add(&unrecorded, 1);
+        count_unrecorded();
         return NULL;
     }
     if (atomic_load_explicit(&pending_marks, memory_order_relaxed)) {
@@ -571,8 +597,18 @@ static bool open_file(void)
             static const unsigned char zero;
             atomic_store(&file_end, (uint64_t)page);
             atomic_store(&chunks, 0);
-            if (pwrite_all(&h, sizeof h, 0) && pwrite_all(&zero, 1, (uint64_t)page - 1))
+            atomic_store(&refused, false);
+            struct rlimit fsize;
+            bool room = getrlimit(RLIMIT_FSIZE, &fsize) != 0 || fsize.rlim_cur == RLIM_INFINITY ||
+                        (uint64_t)fsize.rlim_cur >= (uint64_t)page;
+            if (room && pwrite_all(&h, sizeof h, 0) && pwrite_all(&zero, 1, (uint64_t)page - 1)) {
+                void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, trace_fd, 0);
+                if (shown)
+                    munmap(shown, shown_bytes);
+                shown = m == MAP_FAILED ? NULL : m;
+                shown_bytes = (size_t)page;
                 return true;
+            }
             close(trace_fd);
             trace_fd = -1;
             return false;
@@ -623,6 +659,9 @@ static void start(void)
 static void forked_child(void)
 {
     in_recorder++;
+    if (shown) /* the parent's header page: never written here */
+        munmap(shown, shown_bytes);
+    shown = NULL;
     struct tbuf *keep = mine;
     for (int i = 0; i < MAX_THREADS; i++) {
         struct tbuf *b = &threads[i];
@@ -854,6 +893,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return 0;
     }
     int rc = real_posix_memalign(out, align, size);
+    int before = errno; /* posix_memalign returns its error: errno is the caller's */
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
@@ -867,6 +907,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t size)
         errno = saved;
         in_recorder--;
     }
+    errno = before;
     return rc;
 }
 
@@ -898,12 +939,14 @@ EXPORT void rtm_trace_mark(const char *name)
 {
     if (!name || !ready())
         return;
+    int saved = errno;
     struct tbuf *b = recorder();
     if (b) {
         in_recorder++;
         mark_into(b, name, since_start());
         in_recorder--;
     }
+    errno = saved;
 }
 
 /* The end of this image, when this process owns the recorder (not in a

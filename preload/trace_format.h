@@ -70,7 +70,12 @@ struct rtm_trace_header {
     uint64_t start_ticks;   /* the clock at start_ns */
     uint64_t calib_ns;      /* CLOCK_MONOTONIC and the clock read again shortly */
     uint64_t calib_ticks;   /* after the start: the clock's rate */
-    uint64_t reserved[6];
+    /* Kept up to date while the image runs (the recorder maps this page
+     * shared), for rtmem trace to copy into a CUT record when a signal ends
+     * the image: the end record's chunks and unrecorded, so far. */
+    uint64_t chunks_so_far;
+    uint64_t unrecorded_so_far;
+    uint64_t reserved[4];
 };
 
 /* Event times count ticks of a clock: nanoseconds of CLOCK_MONOTONIC, or

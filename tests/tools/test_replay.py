@@ -188,7 +188,8 @@ def _u(v):
 def write_trace(path, chunks):
     """A trace of one image, clock in ns, whose chunks are {tid: [(op, seq,
     t_ns, fields...)]}: malloc (1) with size and pointer, free (5) with a
-    pointer."""
+    pointer, realloc (3) with the pointer given, size, pointer returned and
+    seq0, a mark (12) with its name."""
     page, chunk = 4096, 65536
     head = b"RTMTRACE" + struct.pack("=HHIII", 1, 128, 0x01020304, 4242, 1)
     head += struct.pack("=QQIIIIQQQ", 0, 0, page, 0, chunk, 0, 0, 0, 0)
@@ -206,6 +207,18 @@ def write_trace(path, chunks):
                 d = ptr - prev
                 prev = ptr
                 body += _u(size) + _u(((d << 1) ^ (d >> 63)) & (2 ** 64 - 1))
+            elif op == 3:
+                given, size, ret, seq0 = fields
+                for i, v in enumerate((given, size, ret)):
+                    if i == 1:
+                        body += _u(v)
+                        continue
+                    d = v - prev
+                    prev = v
+                    body += _u(((d << 1) ^ (d >> 63)) & (2 ** 64 - 1))
+                body += _u(s - seq0)
+            elif op == 12:
+                body += _u(len(fields[0])) + fields[0].encode()
             else:
                 d = fields[0] - prev
                 prev = fields[0]
@@ -266,3 +279,43 @@ def test_a_real_programs_trace_replays_whole(rtmem, tmp_dir):
     assert x["fits"] and x["timed_failures"] == 0, x
     r, at = replay(rtmem, tmp_dir, path, "--kinds", "tlsf", "--pool", str(x["min_pool"]))
     assert by_name(at)["tlsf"]["pool_failures"] == 0
+
+
+def test_a_realloc_in_flight_across_a_phase_mark(rtmem, tmp_dir):
+    """Thread 1's realloc has its seq0 before the mark and its seq after:
+    its old block is live when the phase begins, so the phase's replay makes
+    it first, and the peak agrees with --show's."""
+    path = os.path.join(tmp_dir, "edge.trace")
+    t1 = [(1, 0, 1000, 100, 0x10000), (3, 3, 4000, 0x10000, 200, 0x20000, 1),
+          (5, 5, 6000, 0x20000)]
+    t2 = [(12, 2, 3000, "loop"), (1, 4, 5000, 8, 0x30000), (5, 6, 7000, 0x30000)]
+    write_trace(path, {21: t1, 22: t2})
+    js = os.path.join(tmp_dir, "show.json")
+    r = run(rtmem, "trace", "--show", path, "--json", js)
+    assert r.returncode == 0, explain(r)
+    loop = [p for p in load_json(js)["trace"]["phases"] if p["name"] == "loop"][0]
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf", "--phase", "loop")
+    assert r.returncode == 0, explain(r)
+    p = d["program"]
+    assert p["preamble"] == 1 and p["peak_live_bytes"] == loop["peak_live_bytes"] == 208, (p, loop)
+
+
+def test_a_thread_that_only_frees_makes_a_lock_needed(rtmem, tmp_dir):
+    """A producer mallocs, a consumer frees: two threads call the heap."""
+    path = os.path.join(tmp_dir, "pc.trace")
+    t1 = [(1, 0, 1000, 64, 0x10000), (1, 2, 3000, 64, 0x20000)]
+    t2 = [(5, 1, 2000, 0x10000), (5, 3, 4000, 0x20000)]
+    write_trace(path, {31: t1, 32: t2})
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf")
+    assert r.returncode == 0, explain(r)
+    assert d["program"]["threads"] == 2 and d["verdict"]["needs_lock"] is True
+
+
+def test_nothing_allocated_advises_no_heap(rtmem, tmp_dir):
+    path = os.path.join(tmp_dir, "none.trace")
+    write_trace(path, {41: [(12, 0, 1000, "loop")]})
+    r, d = replay(rtmem, tmp_dir, path)
+    assert r.returncode == 0, explain(r)
+    v = d["verdict"]
+    assert v["advised"] is None and v["ranking"] == [] and v["needs_heap"] is False, v
+    assert "advised:" not in r.stdout and "needs no heap" in r.stdout

@@ -315,3 +315,28 @@ def test_the_python_reader_agrees_with_the_c_reader(rtmem, tmp_dir, prog, source
         f.write(head)
     with pytest.raises(tracefile.TraceError):
         tracefile.read(bad)
+
+
+@pytest.mark.parametrize("mode,ending", [("threads", "exited"), ("threads-term", "signaled")])
+def test_a_file_size_limit_leaves_calls_counted_never_a_signal(rtmem, tmp_dir, prog, mode, ending):
+    """Under `ulimit -f`, a chunk the limit refuses is never a SIGXFSZ in
+    the program: its calls are counted as unrecorded, in the end record the
+    recorder writes (exit) or the one rtmem trace writes for it (a signal),
+    and no chunk is tried again (each call would pay for it)."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200 * 1024, resource.RLIM_INFINITY))
+
+    out = os.path.join(tmp_dir, "t.trace")
+    js = out + ".json"
+    r = subprocess.run([rtmem, "trace", "-o", out, "--json", js, "--", prog, mode],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       preexec_fn=limit, timeout=120)
+    assert r.returncode == 0, explain(r)
+    t = load_json(js)["trace"]
+    assert t["ending"] == ending, t
+    if mode == "threads":
+        assert "exited with status 0" in r.stdout, explain(r)
+    assert t["unrecorded"] > 0 and t["calls"] + t["unrecorded"] >= 8000, t
+    assert t["chunks"] <= 200 * 1024 // 65536, t

@@ -8,6 +8,7 @@
  *            peak is LOOP*(LOOP+1)/2 bytes
  *   threads  THREADS threads, each in phase "loop" (marked once, first):
  *            PER_THREAD mallocs and frees of 64 bytes
+ *   threads-term  threads' work as threads, unmarked, then raises SIGTERM
  *   fork     phase "loop" in the parent and in the child it forks, which
  *            allocates LOOP blocks and exits; the parent waits for it
  *   exec     phase "loop", then execs itself in mode basic
@@ -108,6 +109,14 @@ int main(int argc, char **argv)
                 return 1;
         for (int i = 0; i < THREADS; i++)
             pthread_join(t[i], NULL);
+    } else if (strcmp(mode, "threads-term") == 0) {
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++)
+            if (pthread_create(&t[i], NULL, worker, NULL) != 0)
+                return 1;
+        for (int i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        raise(SIGTERM);
     } else if (strcmp(mode, "fork") == 0) {
         loop();
         pid_t pid = fork();

@@ -303,6 +303,7 @@ static int read_end(struct reading *r, const unsigned char *m, size_t size)
     t->end_ns = e.end_ns;
     pair(r, e.end_ticks, t->h.start_ns + e.end_ns);
     t->unrecorded = e.unrecorded;
+    t->chunks = e.chunks;
     t->how = e.how;
     t->ending = b.type == RTM_TRACE_CUT ? TK_TRACE_SIGNALED
                 : e.how == -2           ? TK_TRACE_EXECED

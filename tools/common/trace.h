@@ -57,6 +57,7 @@ struct tk_trace {
     int how;             /* the exit status (-1 unknown), or the signal */
     uint64_t end_ns;     /* the end record's; else the last event's time */
     uint64_t unrecorded; /* calls the recorder could not record (the end record's) */
+    uint64_t chunks;     /* chunks the image reserved (the end record's) */
     uint64_t torn_bytes; /* bytes of a chunk cut short at the file's end, not read */
     uint64_t duplicates; /* events of one seq twice (a corrupt file), kept once */
     uint64_t file_bytes;

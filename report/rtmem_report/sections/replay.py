@@ -17,7 +17,11 @@ def _verdict(doc):
     p = doc.obj("program")
     words = []
     a = v.obj("advised", nullable=True)
-    if a is not None:
+    tried = [x for x in doc.arr("allocators").objs()
+             if x.str("origin") == "rtmem" and x.bool("replayed")]
+    if not v.bool("needs_heap"):
+        words.append("what was replayed makes no allocation: it needs no heap")
+    elif a is not None:
         words.append("use %s on a pool of %s (the smallest that fits this trace is %s, %.2fx its "
                      "peak of %s asked; its worst call %s)" % (
                          a.str("kind"), page.fmt_bytes(a.num("pool")),
@@ -25,12 +29,16 @@ def _verdict(doc):
                          a.num("min_pool") / max(p.num("peak_live_bytes"), 1),
                          page.fmt_bytes(p.num("peak_live_bytes")),
                          page.fmt_ns(a.num("worst_call_ns"))))
+    elif not tried:
+        words.append("no rtmem kind was replayed (--kinds)")
     else:
         words.append("no rtmem kind fits this trace within the search's limit")
-    if not v.bool("needs_heap"):
-        words.append("what was replayed makes no allocation: it needs no heap")
-    words.append("a locked heap: %d threads allocate" % p.num("threads") if v.bool("needs_lock")
-                 else "no lock needed: one thread allocates")
+    threads = p.num("threads")
+    if v.bool("needs_lock"):
+        words.append("a locked heap: %d threads allocate or free" % threads)
+    else:
+        words.append("no lock needed: %s" % ("one thread allocates and frees" if threads
+                                             else "no thread calls the heap"))
     return "; ".join(words) + "."
 
 

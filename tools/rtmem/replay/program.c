@@ -245,12 +245,16 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static bool preamble(struct builder *b, struct tk_u64map *addr)
+/* The blocks live at the phase's start: those at an address, and those a
+ * realloc in flight across the mark has taken out already (its seq0 before
+ * the mark, its seq after). */
+static bool preamble(struct builder *b, struct tk_u64map *addr, struct tk_u64map *taken)
 {
-    struct live_list l = { malloc((addr->n ? addr->n : 1) * sizeof(uint32_t)), 0 };
+    struct live_list l = { malloc((addr->n + taken->n + 1) * sizeof(uint32_t)), 0 };
     if (!l.ids)
         return false;
     tk_u64map_each(addr, collect, &l);
+    tk_u64map_each(taken, collect, &l);
     qsort(l.ids, l.n, sizeof(*l.ids), by_id);
     b->live = 0; /* counted again as they are made */
     for (size_t i = 0; i < l.n && !b->oom; i++) {
@@ -269,13 +273,14 @@ static bool preamble(struct builder *b, struct tk_u64map *addr)
     return !b->oom;
 }
 
-/* Threads that allocate among events [from, to). */
+/* Threads that allocate or free among events [from, to): each one needs
+ * the heap, and a lock when there are two. */
 static size_t allocating_threads(const struct tk_trace *t, size_t from, size_t to)
 {
     uint32_t seen[64];
     size_t n = 0;
     for (size_t i = from; i < to; i++) {
-        if (!tk_trace_op_allocates(t->ev[i].op))
+        if (!tk_trace_op_allocates(t->ev[i].op) && t->ev[i].op != RTM_TRACE_FREE)
             continue;
         bool known = false;
         for (size_t k = 0; k < n && !known; k++)
@@ -313,7 +318,7 @@ int replay_program_build(const struct tk_trace *t, const char *phase, struct rep
             step(&b, &addr, &taken, t, order, n_order, &next, i, false);
         b.p->peak_live = 0;
         if (!b.oom)
-            preamble(&b, &addr);
+            preamble(&b, &addr, &taken);
     }
     for (size_t i = from; i < to && !b.oom; i++)
         step(&b, &addr, &taken, t, order, n_order, &next, i, true);

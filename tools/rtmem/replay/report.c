@@ -5,7 +5,7 @@
  * (the larger of alloc's and free's maximum, net of the timer), then by
  * the smallest pool; it advises the first, with its pool (the smallest
  * that fits plus --margin), and says whether the program needs a locked
- * heap (more than one thread allocates in what was replayed) or no heap at
+ * heap (more than one thread allocates or frees in what was replayed) or no heap at
  * all (no allocation in it). Each claim names the figure it rests on.
  */
 #include <inttypes.h>
@@ -31,6 +31,8 @@ static double worst(const struct replay_target *x)
 static size_t ranked(const struct replay *r, size_t *order)
 {
     size_t n = 0;
+    if (r->p.allocs == 0)
+        return 0; /* nothing allocated: no heap to advise */
     for (size_t i = 0; i < r->n_targets; i++) {
         const struct replay_target *x = &r->targets[i];
         if (x->kind && x->replayed && x->fits && x->timed_failures == 0)
@@ -139,7 +141,14 @@ static void verdict(FILE *f, const struct replay *r)
                 "heap there\n",
                 r->p.seconds);
     }
-    if (n == 0) {
+    size_t tried = 0;
+    for (size_t i = 0; i < r->n_targets; i++)
+        tried += r->targets[i].kind && r->targets[i].replayed;
+    if (r->p.allocs == 0) {
+        /* said above: no heap to advise */
+    } else if (tried == 0) {
+        fprintf(f, "  - no rtmem kind was replayed (--kinds): none to advise\n");
+    } else if (n == 0) {
         fprintf(f,
                 "  - no rtmem kind fits this program within %s (the search's limit, "
                 "--max-pool)\n",
@@ -163,10 +172,11 @@ static void verdict(FILE *f, const struct replay *r)
         fprintf(f, "\n");
     }
     if (r->p.threads > 1)
-        fprintf(f, "  - a locked heap: %zu threads allocate in what was replayed\n", r->p.threads);
+        fprintf(f, "  - a locked heap: %zu threads allocate or free in what was replayed\n",
+                r->p.threads);
     else
         fprintf(f, "  - no lock needed: %s\n",
-                r->p.threads ? "one thread allocates" : "no thread allocates");
+                r->p.threads ? "one thread allocates and frees" : "no thread calls the heap");
     fprintf(f, "  - the pool is enough for this trace; for every sequence within its limits "
                "(live bytes, largest block) see the kind's bound (rtm_heap_pool_bound, to come)\n");
 }
@@ -190,7 +200,7 @@ void replay_report(const struct tk_session *s, FILE *f)
                     "ns avg (%+.0f), uncontended (one thread replays)\n",
                     x->name, x->locked_alloc_ns.mean, x->locked_alloc_ns.mean - x->alloc_ns.mean,
                     x->locked_free_ns.mean, x->locked_free_ns.mean - x->free_ns.mean);
-        if (x->replayed && r->p.threads > 1)
+        if (x->replayed && x->alloc_ns.count > 0 && r->p.threads > 1)
             fprintf(f,
                     "  %s: %" PRIu64 " of %" PRIu64 " calls (%.1f%%) would have found the lock "
                     "held: the trace's timing, each call lasting this allocator's average\n",
@@ -284,8 +294,9 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             summary(j, "locked_alloc_ns", &x->locked_alloc_ns);
             summary(j, "locked_free_ns", &x->locked_free_ns);
         }
-        if (r->p.threads > 1)
-            tk_json_kv_uint(j, "contended_calls", x->contended);
+        if (r->p.threads > 1 &&
+            tk_json_key_or_null(j, "contended_calls", x->replayed && x->alloc_ns.count > 0))
+            tk_json_uint(j, x->contended);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);

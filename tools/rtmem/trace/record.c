@@ -199,6 +199,8 @@ static void finish_trace(struct trace_run *r)
             end.b.space_bytes = end.b.payload_bytes = sizeof(end.e);
             end.e.end_ns = ns > h.start_ns ? ns - h.start_ns : 0; /* when rtmem trace saw it */
             end.e.how = WTERMSIG(r->status);
+            end.e.chunks = h.chunks_so_far; /* what the recorder kept in the header page */
+            end.e.unrecorded = h.unrecorded_so_far;
             write_it = true;
         } else if (end.b.type == RTM_TRACE_END && end.e.how == -1 && WIFEXITED(r->status)) {
             end.e.how = WEXITSTATUS(r->status);
@@ -336,6 +338,7 @@ enum tk_run_end trace_record(struct tk_session *s)
     fflush(NULL);
     r->pid = fork();
     if (r->pid == 0) {
+        sigaction(SIGCHLD, &old_chld, NULL); /* the program gets what rtmem trace got */
         sigprocmask(SIG_SETMASK, &old, NULL);
         _exit(exec_program(r, s->cmd_argv, parent));
     }

@@ -341,6 +341,7 @@ static void stats_json(struct tk_json *j, const struct tk_trace *t, const struct
     tk_json_kv_double(j, "seconds", (double)t->end_ns / 1e9);
     tk_json_kv_uint(j, "file_bytes", t->file_bytes);
     tk_json_kv_uint(j, "unrecorded", t->unrecorded);
+    tk_json_kv_uint(j, "chunks", t->chunks);
     tk_json_kv_uint(j, "torn_bytes", t->torn_bytes);
     tk_json_kv_uint(j, "duplicates", t->duplicates);
     tk_json_kv_uint(j, "calls", st->calls);
