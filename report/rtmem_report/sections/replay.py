@@ -59,7 +59,7 @@ def build(docs, ctx):
         kinds = [a for a in doc.arr("allocators").objs()
                  if a.str("origin") == "rtmem" and a.bool("replayed") and a.bool("fits")]
         timed = [a for a in doc.arr("allocators").objs() if a.bool("replayed")
-                 and a.obj("alloc_ns").num("count") > 0]
+                 and a.obj("alloc").num("count") > 0]
         if kinds:
             fig, axes = plot.figure(11.5, 1.2 + 0.45 * max(len(kinds), len(timed)), ncols=2)
             ax = axes[0][0]
@@ -77,7 +77,7 @@ def build(docs, ctx):
             bx = axes[0][1]
             ys = list(range(len(timed)))[::-1]
             for y, a in zip(ys, timed):
-                bx.barh(y + 0.2, a.obj("alloc_ns").num("mean"), 0.35, color="#1f77b4")
+                bx.barh(y + 0.2, a.obj("alloc").num("mean_ns"), 0.35, color="#1f77b4")
                 bx.barh(y - 0.2, a.num("worst_ns"), 0.35, color="#d62728")
             bx.set_yticks(ys)
             bx.set_yticklabels([a.str("name") for a in timed], fontsize=8)
@@ -102,8 +102,8 @@ def build(docs, ctx):
                          ("does not fit" if rtm else "-"),
                          ("%.2fx" % (a.num("min_pool") / max(peak, 1))) if fits else "-",
                          page.fmt_bytes(a.num("advised_pool")) if fits else "-",
-                         page.fmt_ns(a.obj("alloc_ns").num("mean")),
-                         page.fmt_ns(a.obj("free_ns").num("mean")),
+                         page.fmt_ns(a.obj("alloc").num("mean_ns")),
+                         page.fmt_ns(a.obj("free").num("mean_ns")),
                          page.fmt_ns(a.num("worst_ns")),
                          page.fmt_pct(a.num("fragmentation_at_peak"))
                          if a.raw("fragmentation_at_peak") is not None else "-"))

@@ -36,8 +36,8 @@ def build(docs, ctx):
         ax.set_ylabel("bytes asked by live blocks")
         plot.short_numbers(ax)
         bx = axes[0][1]
-        hist = [(int(r[0]), int(r[1])) for r in t.arr("size_histogram").rows()]
-        labels = ["0" if k == 0 else plot.size_label(1 << (k - 1)) for k, _ in hist]
+        hist = [(b.num("lo_bytes"), b.num("count")) for b in t.arr("size_histogram").objs()]
+        labels = [plot.size_label(lo) for lo, _ in hist]
         bx.barh(range(len(hist))[::-1], [c for _, c in hist], color="#ff7f0e")
         bx.set_yticks(list(range(len(hist))[::-1]))
         bx.set_yticklabels(labels, fontsize=7)

@@ -85,6 +85,15 @@ static void ends(struct builder *b, uint32_t id)
     b->live -= b->id_size[id];
 }
 
+/* Block id ends at event e: a free in the program (emit). */
+static void free_block(struct builder *b, const struct tk_trace_event *e, uint32_t id, bool emit)
+{
+    ends(b, id);
+    if (emit && push(b, (struct rop){
+                            .op = RO_FREE, .timed = 1, .tid = e->tid, .t_ns = e->t_ns, .id = id }))
+        b->p->frees++;
+}
+
 /* The alignment an allocating event asks, 0 for none of its own. */
 static uint64_t align_of(const struct tk_trace_event *e)
 {
@@ -120,13 +129,7 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
             p->unknown_frees += emit && e->given;
             return;
         }
-        ends(b, (uint32_t)id);
-        if (emit && push(b, (struct rop){ .op = RO_FREE,
-                                          .timed = 1,
-                                          .tid = e->tid,
-                                          .t_ns = e->t_ns,
-                                          .id = (uint32_t)id }))
-            p->frees++;
+        free_block(b, e, (uint32_t)id, emit);
         return;
     }
     case RTM_TRACE_REALLOC:
@@ -135,13 +138,7 @@ static void event(struct builder *b, struct tk_u64map *addr, const struct tk_tra
             p->unknown_frees += emit; /* the old block from before: a malloc now */
         if (!e->ret) {
             if (e->size == 0 && old != TK_U64MAP_NONE) { /* realloc(p, 0) freed p */
-                ends(b, (uint32_t)old);
-                if (emit && push(b, (struct rop){ .op = RO_FREE,
-                                                  .timed = 1,
-                                                  .tid = e->tid,
-                                                  .t_ns = e->t_ns,
-                                                  .id = (uint32_t)old }))
-                    p->frees++;
+                free_block(b, e, (uint32_t)old, emit);
                 return;
             }
             p->failed_in_trace += emit;

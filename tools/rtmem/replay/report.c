@@ -216,18 +216,6 @@ void replay_report(const struct tk_session *s, FILE *f)
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-static void summary(struct tk_json *j, const char *key, const struct tk_summary *s)
-{
-    tk_json_key(j, key);
-    tk_json_begin_object_compact(j);
-    tk_json_kv_uint(j, "count", s->count);
-    tk_json_kv_double(j, "mean", s->mean);
-    tk_json_kv_double(j, "p50", s->p50);
-    tk_json_kv_double(j, "p99", s->p99);
-    tk_json_kv_double(j, "max", s->max);
-    tk_json_end_object(j);
-}
-
 void replay_json(const struct tk_session *s, struct tk_json *j)
 {
     const struct replay *r = s->state;
@@ -281,8 +269,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             tk_json_kv_uint(j, "touched_bytes", x->touched);
         }
         tk_json_kv_uint(j, "timed_failures", x->timed_failures);
-        summary(j, "alloc_ns", &x->alloc_ns);
-        summary(j, "free_ns", &x->free_ns);
+        tk_summary_json(j, "alloc", "mean_ns", &x->alloc_ns);
+        tk_summary_json(j, "free", "mean_ns", &x->free_ns);
         tk_json_kv_double(j, "worst_ns", x->worst_ns);
         if (x->have_peak) {
             tk_json_kv_double(j, "fragmentation_at_peak", x->fragmentation);
@@ -291,8 +279,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             tk_json_kv_uint(j, "used_bytes_at_peak", x->at_peak.used_bytes);
         }
         if (x->locked_timed) {
-            summary(j, "locked_alloc_ns", &x->locked_alloc_ns);
-            summary(j, "locked_free_ns", &x->locked_free_ns);
+            tk_summary_json(j, "locked_alloc", "mean_ns", &x->locked_alloc_ns);
+            tk_summary_json(j, "locked_free", "mean_ns", &x->locked_free_ns);
         }
         if (r->p.threads > 1 &&
             tk_json_key_or_null(j, "contended_calls", x->replayed && x->alloc_ns.count > 0))

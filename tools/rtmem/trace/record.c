@@ -11,7 +11,7 @@
  * the output itself (a result, replaced as every tool's is).
  *
  * While the program runs, rtmem trace waits for it and for the signals
- * that would end it: SIGINT, SIGTERM and SIGHUP sent to rtmem trace alone
+ * that would end it: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to rtmem trace alone
  * (kill) are passed on to the program; one from the terminal reaches the
  * program by itself (its process group), and rtmem trace waits for it to
  * end and keeps its trace, which says it was cut. --after sends the mark
@@ -139,7 +139,7 @@ static void wait_program(struct trace_run *r, const sigset_t *waited)
         }
         siginfo_t si;
         int sig = sigtimedwait(waited, &si, &wait);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
             r->signaled_by_user = true;
             /* the terminal's reaches the program by itself, when the
              * program is still in rtmem trace's process group */
@@ -315,21 +315,24 @@ enum tk_run_end trace_record(struct tk_session *s)
         fprintf(stderr, "%s: %s: %s\n", r->prog, out_dir, strerror(errno));
         return TK_RUN_ABORTED;
     }
-    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX",
-                 strcmp(abs_dir, "/") == 0 ? "" : abs_dir) >= (int)sizeof(r->dir) ||
-        !mkdtemp(r->dir)) {
-        fprintf(stderr, "%s: cannot make a directory in %s for the trace: %s\n", r->prog, out_dir,
-                strerror(errno));
-        return TK_RUN_ABORTED;
-    }
-    /* The signals that would end the program are waited for, not handled. */
+    /* The signals that would end the program are waited for, not handled,
+     * from before the directory is made: none can leave it behind. */
     sigset_t waited, old;
     sigemptyset(&waited);
     sigaddset(&waited, SIGINT);
     sigaddset(&waited, SIGTERM);
     sigaddset(&waited, SIGHUP);
+    sigaddset(&waited, SIGQUIT);
     sigaddset(&waited, SIGCHLD);
     sigprocmask(SIG_BLOCK, &waited, &old);
+    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX",
+                 strcmp(abs_dir, "/") == 0 ? "" : abs_dir) >= (int)sizeof(r->dir) ||
+        !mkdtemp(r->dir)) {
+        fprintf(stderr, "%s: cannot make a directory in %s for the trace: %s\n", r->prog, out_dir,
+                strerror(errno));
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return TK_RUN_ABORTED;
+    }
     /* A SIGCHLD ignored by whoever started rtmem trace would reap the
      * program by itself, and its status would be lost. */
     struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;

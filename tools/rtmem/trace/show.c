@@ -17,11 +17,6 @@
 
 /* ---- the statistics ----------------------------------------------------------- */
 
-static unsigned bit_length(uint64_t v)
-{
-    return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
-}
-
 static void count_thread(struct trace_stats *st, uint32_t tid)
 {
     for (size_t i = 0; i < st->n_threads; i++)
@@ -129,7 +124,7 @@ void trace_stats(const struct tk_trace *t, struct trace_stats *st)
         if (e->op == RTM_TRACE_MEMALIGN || e->op == RTM_TRACE_POSIX_MEMALIGN ||
             e->op == RTM_TRACE_ALIGNED_ALLOC)
             count_align(st, e->align);
-        st->size_hist[bit_length(e->size)]++;
+        tk_hist_add(&st->sizes, e->size);
         if (e->size > st->largest)
             st->largest = e->size;
         ph->allocs++;
@@ -188,18 +183,18 @@ static void print_sizes(FILE *f, const struct trace_stats *st)
     char a[32], b[32];
     fprintf(f, "sizes asked (allocations by size range):\n");
     uint64_t allocs = 0;
-    for (int k = 0; k <= 64; k++)
-        allocs += st->size_hist[k];
-    for (int k = 0; k <= 64; k++) {
-        if (!st->size_hist[k])
+    for (int k = 0; k < TK_HIST_BUCKETS; k++)
+        allocs += st->sizes.count[k];
+    for (int k = 0; k < TK_HIST_BUCKETS; k++) {
+        if (!st->sizes.count[k])
             continue;
         if (k == 0)
             snprintf(a, sizeof(a), "0 B");
         else
             snprintf(a, sizeof(a), "%s..",
                      tk_fmt_bytes_short(b, sizeof(b), k == 1 ? 1 : (uint64_t)1 << (k - 1)));
-        fprintf(f, "  %-12s %10" PRIu64 "  %5.1f%%\n", a, st->size_hist[k],
-                100.0 * (double)st->size_hist[k] / (double)(allocs ? allocs : 1));
+        fprintf(f, "  %-12s %10" PRIu64 "  %5.1f%%\n", a, st->sizes.count[k],
+                100.0 * (double)st->sizes.count[k] / (double)(allocs ? allocs : 1));
     }
 }
 
@@ -361,16 +356,8 @@ static void stats_json(struct tk_json *j, const struct tk_trace *t, const struct
     tk_json_kv_uint(j, "end_live_bytes", st->end_live);
     tk_json_kv_uint(j, "end_live_blocks", st->end_blocks);
     tk_json_kv_uint(j, "threads", st->threads_total);
-    tk_json_key(j, "size_histogram"); /* [bit length, count]: 0 is 0 bytes, k is 2^(k-1)..2^k-1 */
-    tk_json_begin_array(j);
-    for (int k = 0; k <= 64; k++)
-        if (st->size_hist[k]) {
-            tk_json_begin_array_compact(j);
-            tk_json_uint(j, (uint64_t)k);
-            tk_json_uint(j, st->size_hist[k]);
-            tk_json_end_array(j);
-        }
-    tk_json_end_array(j);
+    tk_json_key(j, "size_histogram"); /* {lo_bytes, hi_bytes, count}, by powers of two */
+    tk_hist_json(j, &st->sizes, "bytes");
     tk_json_key(j, "alignments");
     tk_json_begin_array(j);
     for (size_t i = 0; i < st->n_aligns; i++) {

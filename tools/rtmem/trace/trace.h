@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "common/describe.h"
+#include "common/samples.h"
 #include "common/tool.h"
 #include "common/trace.h"
 
@@ -63,7 +64,7 @@ struct trace_stats {
     uint64_t failed;        /* allocations that returned no block */
     uint64_t unknown_frees; /* frees (and reallocs) of blocks the trace never saw handed out */
     uint64_t reused_live;   /* blocks handed out while the trace still held them live */
-    uint64_t size_hist[65]; /* requests by bit length: [0] 0 bytes, [k] 2^(k-1)..2^k-1 */
+    struct tk_hist sizes;   /* requests, by powers of two (samples.h) */
     uint64_t largest;       /* the largest request */
     uint64_t peak_live, peak_blocks, peak_ns; /* bytes asked by live blocks at their most */
     uint64_t end_live, end_blocks;
