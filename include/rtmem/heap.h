@@ -313,6 +313,86 @@ RTM_API const char *rtm_heap_kind(const struct rtm_heap *h);
  * conformance suite checks the real fill against it). O(number of pools). */
 RTM_API size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
 
+/*
+ * Pool sizing: how much memory a heap needs so that no allocation ever
+ * fails, from a program's limits alone (docs/size.md has the derivations,
+ * and the adversaries that test them).
+ *
+ * The limits, for every instant of the heap's life: the bytes requested by
+ * the live blocks, the request being made included, never exceed max_live
+ * (M); no request exceeds max_block (n) nor is below min_block (m);
+ * rtm_heap_aligned_alloc is never given an alignment above max_align. A
+ * request of 0 bytes counts as 1; calloc(k, s) requests k * s bytes; a
+ * realloc requests its new size while the old block is still live (the
+ * two together within M), and so does one that resizes in place.
+ *
+ * The guarantee: a heap of the kind created on a region of the returned
+ * size (rtm_heap_create, or rtm_heap_create_ex with the lock given; the
+ * control structure, the lock area and every alignment trim are counted, for
+ * a region at any address) never fails an allocation made within the
+ * limits, whatever the order of the allocations and frees. It is proven
+ * from the kind's structure, not measured; it assumes a heap that no
+ * program write has damaged, and one pool (add_pool adds room, and never
+ * harm, but is not part of the figure).
+ *
+ * The figure per kind, from L, the number of live blocks, at most
+ * (M - r) / m beside a request of r bytes:
+ *  - tlsf: free blocks never touch, so at most L + 1 lie between the live
+ *    ones, and a request fails only when each is smaller than its size
+ *    rounded up to its class boundary, R (16-byte classes below 1 KiB, 32
+ *    classes per power of two above; the request's cost plus alignment + 16
+ *    for an alignment above 16). With e the most a block can take beyond its
+ *    request (header, rounding, an absorbed remainder: at most 47 bytes),
+ *    the usable bytes at a failure are at most
+ *        (M - r) + floor((M - r) / m) * (e + R - 16) + R - 16,
+ *    and the bound is the largest of these over m <= r <= n, plus 16 and the
+ *    control structure. It grows as M * n / m: the worst case of best fit
+ *    (Robson), which TLSF's good fit shares. Give min_block when the
+ *    smallest request is known.
+ *  - heapmem, xnheap: a bucket class takes a new 512-byte page only when
+ *    all its pages are full, so class c never holds more than
+ *    1 + (M - lo) / (512 / c * lo) pages (lo: the smallest request the
+ *    class serves); page runs number at most (M - r) / max(m, 257); free
+ *    runs never touch; a request of k pages fails only when every free run
+ *    is shorter. The pages at a failure are at most B + N + (M - 1) / 512 +
+ *    (B + N + 1)(k - 1) (B bucket pages, N runs), maximised over the
+ *    requests; the bound is one page more, with the page map, the control
+ *    structure and the pages' alignment. With max_block up to 256 it is
+ *    about 24 * M for m = 1 and 9 * M for m = 16; with larger blocks it
+ *    grows as M * n / 257 (best fit again, over page runs).
+ * These are upper bounds: the adversaries of docs/size.md come within the
+ * factors it lists, and a tighter proof may exist.
+ */
+struct rtm_heap_limits {
+    size_t max_live;  /* M: at least 1 */
+    size_t max_block; /* n: at least 1; above max_live it counts as max_live */
+    size_t min_block; /* m: 0 counts as 1; at most max_block */
+    size_t max_align; /* largest alignment given to aligned_alloc (a power
+                         of two), or 0 when it is never called */
+    int lock;         /* RTM_HEAP_LOCK_*: the lock the heap is created with
+                         (a robust heap's blocks carry 16 bytes more each) */
+};
+
+/*
+ * The smallest region size (bytes) for which the guarantee above holds for
+ * a heap of the kind without a lock, within max_live, with requests from 1
+ * to max_block bytes, alignments of RTM_HEAP_MIN_ALIGN: the three-argument
+ * form of rtm_heap_pool_bound_ex, assuming the worst (requests as small as
+ * one byte). Returns 0 with errno set:
+ *   EINVAL     kind NULL, max_live or max_block 0;
+ *   ENOENT     no kind of that name;
+ *   EOVERFLOW  the figure does not fit in a size_t;
+ *   E2BIG      the kind cannot use a pool that large in one piece.
+ * O(number of the kind's size classes up to max_block): at most about 1,100
+ * steps for tlsf, and a few dozen for heapmem and xnheap. Never allocates.
+ */
+RTM_API size_t rtm_heap_pool_bound(const char *kind, size_t max_live, size_t max_block);
+
+/* rtm_heap_pool_bound with all the limits (lim NULL: EINVAL; min_block
+ * above max_block, a max_align that is not 0 or a power of two, or an
+ * unknown lock: EINVAL). Same errors and bound otherwise. */
+RTM_API size_t rtm_heap_pool_bound_ex(const char *kind, const struct rtm_heap_limits *lim);
+
 #ifdef __cplusplus
 }
 #endif

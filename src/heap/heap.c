@@ -333,6 +333,68 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
     return 0;
 }
 
+size_t rtm_heap_pool_bound_ex(const char *kind, const struct rtm_heap_limits *lim)
+{
+    if (!kind || !lim || lim->max_live == 0 || lim->max_block == 0 ||
+        lim->min_block > lim->max_block || (lim->max_align & (lim->max_align - 1)) != 0 ||
+        lim->lock < RTM_HEAP_LOCK_NONE || lim->lock > RTM_HEAP_LOCK_ROBUST_SHARED) {
+        errno = EINVAL;
+        return 0;
+    }
+    uint32_t i = 0;
+    while (i < RTM_KIND_COUNT && strcmp(kind, registry[i]->name) != 0)
+        i++;
+    if (i == RTM_KIND_COUNT) {
+        errno = ENOENT;
+        return 0;
+    }
+    struct rtm_heap_limits k = *lim;
+    if (k.min_block == 0)
+        k.min_block = 1;
+    if (k.max_block > k.max_live)
+        k.max_block = k.max_live;
+    if (k.min_block > k.max_block) { /* a smallest request above M: none fits */
+        errno = EINVAL;
+        return 0;
+    }
+    if (k.lock == RTM_HEAP_LOCK_ROBUST_SHARED) {
+        /* each block carries its owner record: the kind sees every request
+         * RTM_OWNER_BYTES larger, at most M / m blocks of them */
+        size_t extra = rtm_sat_mul(k.max_live / k.min_block, RTM_OWNER_BYTES);
+        k.max_live = rtm_sat_add(k.max_live, extra);
+        k.max_block = rtm_sat_add(k.max_block, RTM_OWNER_BYTES);
+        k.min_block += RTM_OWNER_BYTES;
+        if (k.max_live == SIZE_MAX || k.max_block == SIZE_MAX) {
+            errno = EOVERFLOW;
+            return 0;
+        }
+    }
+    size_t region = registry[i]->pool_bound(&k);
+    if (!region || k.lock == RTM_HEAP_LOCK_NONE)
+        return region;
+    /* the lock area (and a robust heap's undo log, which grows with the
+     * memory: taken at the final size, which only ever grows it) */
+    size_t total = region;
+    for (;;) { /* grows to a fixed point in a few steps: the log grows by
+                * a constant per doubling of the memory */
+        size_t next = rtm_sat_add(region, rtm_heap_lock_bytes(kind, k.lock, total));
+        if (next <= total)
+            break;
+        total = next;
+    }
+    if (total == SIZE_MAX) {
+        errno = EOVERFLOW;
+        return 0;
+    }
+    return total;
+}
+
+size_t rtm_heap_pool_bound(const char *kind, size_t max_live, size_t max_block)
+{
+    struct rtm_heap_limits lim = { .max_live = max_live, .max_block = max_block };
+    return rtm_heap_pool_bound_ex(kind, &lim);
+}
+
 uint32_t rtm__heap_features(const struct rtm_heap *h)
 {
     return ops_of(h) && h->lock_offset ? lock_of(h)->features : 0;

@@ -88,7 +88,27 @@ struct rtm_heap_ops {
      * bytes hold, and writes nothing. O(pools).
      */
     int (*validate)(const struct rtm_heap *h, size_t bytes);
+    /* rtm_heap_pool_bound for a heap of this kind without a lock: the
+     * region size, or 0 with errno set (EOVERFLOW, E2BIG). lim has been
+     * checked and normalised: 1 <= min_block <= max_block <= max_live, and
+     * max_align 0 or a power of two; a robust lock's per-block record is
+     * already in the sizes. Writes nothing. */
+    size_t (*pool_bound)(const struct rtm_heap_limits *lim);
 };
+
+/* a + b and a * b, saturated at SIZE_MAX (the pool bounds' arithmetic: a
+ * saturated figure is reported as EOVERFLOW). */
+static inline size_t rtm_sat_add(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+static inline size_t rtm_sat_mul(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
 
 /* The kinds, in registry order ("tlsf" first). */
 extern const struct rtm_heap_ops rtm__tlsf_ops;

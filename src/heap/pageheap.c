@@ -989,6 +989,88 @@ size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size)
     return count;
 }
 
+/* floor(a * j / d), saturated at SIZE_MAX; d > 0. */
+static size_t mul_div(size_t a, size_t j, size_t d)
+{
+    return rtm_sat_add(rtm_sat_mul(a / d, j), rtm_sat_mul(a % d, j) / d);
+}
+
+/*
+ * rtm_heap_pool_bound for heapmem and xnheap (heap.h, docs/size.md): the
+ * pages a failure can leave, at most, plus one; then the page map, control
+ * structure and alignment that many pages need.
+ *  - Bucket pages: a class takes a page only when all its pages are full,
+ *    each slot holding a request of at least lo bytes (the smallest the
+ *    class serves), and M bounds them with the request that takes the new
+ *    page: class c never has more than 1 + (M - lo) / (slots * lo) pages.
+ *  - Page runs: N <= (M - r) / lo_run of them, whose pages number at most
+ *    N + (M - 1) / 512 (each ceil(bytes / 512)).
+ *  - A request of k pages (k = 1 for a bucket slot: it fails only without
+ *    a free page) fails only when every free run is shorter; free runs
+ *    never touch, so at most B + N + 1 lie between the used pages, and
+ *    pages <= B + N + (M - 1) / 512 + (B + N + 1)(k - 1). With j =
+ *    ceil(r / 512) - 1 and E the pages an alignment above 512 adds,
+ *    N (k - 1) <= (M - 1 - 512 j) j / lo_run + E (M - 1) / lo_run, and
+ *    (M - 1 - 512 j) j grows up to j = (M - 1) / 1024: its largest value
+ *    over the allowed j is at the smaller of that and the largest j, or one
+ *    past it. O(bucket classes).
+ */
+size_t rtm__ph_pool_bound(const struct rtm_heap_limits *lim)
+{
+    size_t M = lim->max_live, n = lim->max_block, m = lim->min_block, a = lim->max_align;
+    if (n > PH_MAX_PAGES * PAGE || a / PAGE > PH_MAX_PAGES) {
+        errno = E2BIG;
+        return 0;
+    }
+    size_t bucket_pages = 0;
+    for (unsigned shift = PH_MIN_SHIFT; ((size_t)1 << shift) <= PAGE / 2; shift++) {
+        size_t c = (size_t)1 << shift;
+        /* requests above c / 2 land in c; any request does with an
+         * alignment of c (aligned_alloc takes the class of the alignment) */
+        size_t lo = shift == PH_MIN_SHIFT || a >= c ? m : (m > c / 2 ? m : c / 2 + 1);
+        if (lo > c || lo > n)
+            continue;
+        size_t slots = PAGE >> shift;
+        bucket_pages = rtm_sat_add(bucket_pages, 1 + (M - lo) / rtm_sat_mul(slots, lo));
+    }
+    size_t pages = bucket_pages;
+    if (n > PAGE / 2 || a >= PAGE) {
+        /* with an alignment of a page or more, a request of any size may
+         * take a run */
+        size_t lo_run = a >= PAGE ? m : (m > PAGE / 2 ? m : PAGE / 2 + 1);
+        size_t extra = a > PAGE ? a / PAGE - 1 : 0;
+        size_t jmax = (n - 1) / PAGE; /* ceil(n / 512) - 1 */
+        size_t kmax = jmax + 1 + extra;
+        size_t runs = (M - 1) / lo_run;
+        size_t j = (M - 1) / (2 * PAGE) < jmax ? (M - 1) / (2 * PAGE) : jmax;
+        size_t spread = mul_div(M - 1 - PAGE * j, j, lo_run);
+        if (j < jmax) {
+            size_t past = mul_div(M - 1 - PAGE * (j + 1), j + 1, lo_run);
+            if (past > spread)
+                spread = past;
+        }
+        pages = rtm_sat_add(pages, rtm_sat_add(runs, (M - 1) / PAGE));
+        pages = rtm_sat_add(pages, rtm_sat_mul(bucket_pages + 1, kmax - 1));
+        pages = rtm_sat_add(pages, spread);
+        pages = rtm_sat_add(pages, rtm_sat_mul(extra, runs + 1));
+    }
+    pages = rtm_sat_add(pages, 1);
+    if (pages > PH_MAX_PAGES) {
+        errno = pages == SIZE_MAX ? EOVERFLOW : E2BIG;
+        return 0;
+    }
+    /* create: the control structure, the page map at its alignment, and
+     * the pages aligned to 512 */
+    size_t region =
+        rtm_sat_add(rtm_sat_mul(pages, PAGE + sizeof(struct ph_pgent)),
+                    RTM_PAGEHEAP_CONTROL_BYTES + _Alignof(struct ph_pgent) - 1 + PAGE - 1);
+    if (region == SIZE_MAX) {
+        errno = EOVERFLOW;
+        return 0;
+    }
+    return region;
+}
+
 int rtm__ph_walk(const struct ph_heap *h, int (*fn)(void *arg, void *block), void *arg)
 {
     size_t pools = 0;

@@ -112,6 +112,7 @@ size_t rtm__ph_usable_size(const struct ph_heap *h, const void *p);
 int rtm__ph_stats(const struct ph_heap *h, struct rtm_heap_stats *out);
 int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree);
 size_t rtm__ph_fill_count(const struct ph_heap *h, size_t size);
+size_t rtm__ph_pool_bound(const struct rtm_heap_limits *lim);
 /* The validate op of both kinds (kind.h). */
 int rtm__ph_validate(const struct ph_heap *h, size_t bytes);
 

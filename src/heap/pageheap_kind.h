@@ -126,6 +126,7 @@
         .fill_count = kname##_ops_fill_count,                                                 \
         .walk = kname##_ops_walk,                                                             \
         .validate = kname##_ops_validate,                                                     \
+        .pool_bound = rtm__ph_pool_bound,                                                     \
     };                                                                                        \
     static void *kname##_logged_alloc(struct rtm_heap *h, size_t n)                           \
     {                                                                                         \

@@ -1472,6 +1472,76 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
     }
 }
 
+/* ---- pool bound (rtm_heap_pool_bound: heap.h, docs/size.md) ------------------ */
+
+/* A block size s rounded up to the class boundary at or above it: a request
+ * of block size s fails only when every free block is smaller than this
+ * (find_free searches from there up). */
+static size_t class_ceiling(size_t s)
+{
+    size_t width = ((size_t)1) << class_shift_fl(class_fl(s));
+    return (s + width - 1) & ~(width - 1);
+}
+
+/*
+ * At a failure, free blocks never touch, so with L live blocks at most L + 1
+ * are free, each below the failing request's class ceiling; each live block
+ * takes its request plus at most e bytes. The usable bytes are then at most
+ * (M - r) + L * (e + big) + big, big the largest free block a failure leaves
+ * and L <= (M - r) / m: the largest over the requests r in [m, n] bounds them
+ * all. Within one class ceiling, a smaller r gives more, so one r per
+ * ceiling is tried: O(classes between m and n).
+ */
+static size_t tlsf_pool_bound(const struct rtm_heap_limits *lim)
+{
+    size_t M = lim->max_live, n = lim->max_block, m = lim->min_block;
+    /* an aligned request searches for its block plus the worst front gap */
+    size_t slack = lim->max_align > GRANULE ? lim->max_align + MIN_BLOCK - GRANULE : 0;
+    if (n > RTM_TLSF_MAX_REQUEST || lim->max_align > RTM_TLSF_MAX_BLOCK ||
+        adjust_request(n) > RTM_TLSF_MAX_BLOCK - slack) {
+        errno = E2BIG;
+        return 0;
+    }
+    /* cost(r) - r is largest at r = m or, from 25 up, at r = 9 modulo 16:
+     * 48 requests from m cover both; an absorbed remainder adds GRANULE */
+    size_t e = 0;
+    for (size_t r = m; r <= n && r - m < 48; r++)
+        if (adjust_request(r) + GRANULE - r > e)
+            e = adjust_request(r) + GRANULE - r;
+    size_t worst = 0;
+    for (size_t r = m;;) {
+        size_t ceiling = class_ceiling(adjust_request(r) + slack);
+        size_t big = ceiling - GRANULE, live = M - r;
+        size_t x = rtm_sat_add(rtm_sat_add(live, rtm_sat_mul(live / m, e + big)), big);
+        if (x > worst)
+            worst = x;
+        /* the smallest request whose search passes this ceiling: its cost is
+         * at least ceiling + GRANULE - slack (>= 48), so it lies above 24,
+         * where cost(r) = round_up(r + 8, 16) */
+        size_t next = ceiling + GRANULE - slack - (GRANULE + HW - 1);
+        if (next > n)
+            break;
+        r = next;
+    }
+    /* failing needs usable <= worst: one granule more rules it out */
+    size_t usable = rtm_sat_add(worst, GRANULE) & ~(GRANULE - 1);
+    if (worst >= SIZE_MAX - 2 * GRANULE) {
+        errno = EOVERFLOW;
+        return 0;
+    }
+    if (usable > RTM_TLSF_MAX_BLOCK) {
+        errno = E2BIG;
+        return 0;
+    }
+    /* create: the control structure at its alignment, then the first
+     * header's trim, the sentinel and its granule, and the span's rounding */
+    size_t region = rtm_sat_add(usable, sizeof(struct rtm_tlsf) + _Alignof(struct rtm_tlsf) - 1 +
+                                            (GRANULE - 1) + GRANULE + (GRANULE - 1));
+    if (region == SIZE_MAX)
+        errno = EOVERFLOW;
+    return region == SIZE_MAX ? 0 : region;
+}
+
 const struct rtm_heap_ops rtm__tlsf_ops = {
     .name = "tlsf",
     .create = ops_create,
@@ -1486,6 +1556,7 @@ const struct rtm_heap_ops rtm__tlsf_ops = {
     .fill_count = ops_fill_count,
     .walk = ops_walk,
     .validate = tlsf_validate,
+    .pool_bound = tlsf_pool_bound,
 };
 
 #endif /* RTM_LOGGED */
