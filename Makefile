@@ -1,7 +1,8 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, wcet, latency
 #                (idle, noise, under memory pressure, a quick sweep), pressure, stride,
-#                bw and shm (results/), with jemalloc, mimalloc and tcmalloc beside
+#                bw and shm, the example control loop traced and replayed, and the
+#                pool bounds of rtmem size (results/), with jemalloc, mimalloc and tcmalloc beside
 #                rtmem's heaps and valgrind's counts in wcet when installable; it ends
 #                with the report: results/report/index.html, plots and tables of it all
 #   make report  the report again from the result files in results/
@@ -108,6 +109,11 @@ bench: build
 	$(BUILD)/tools/rtmem replay --phase loop --json $(RESULTS)/replay.json \
 	    $(RESULTS)/control_loop.trace > $(RESULTS)/replay.txt; \
 	    status=$$?; cat $(RESULTS)/replay.txt; exit $$status
+	@# the pool each kind needs so that no allocation within stated limits ever fails,
+	@# and the adversaries against it (a second)
+	$(BUILD)/tools/rtmem size --max-live 64K --max-block 4K --min-block 16 --adversaries \
+	    --json $(RESULTS)/size.json > $(RESULTS)/size.txt; \
+	    status=$$?; cat $(RESULTS)/size.txt; exit $$status
 	@$(MAKE) --no-print-directory report
 	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
 	@echo "         $(RESULTS)/wcet.txt $(RESULTS)/wcet.json"
@@ -117,6 +123,7 @@ bench: build
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
 	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
 	@echo "         $(RESULTS)/trace.txt $(RESULTS)/trace.json $(RESULTS)/replay.txt $(RESULTS)/replay.json"
+	@echo "         $(RESULTS)/size.txt $(RESULTS)/size.json"
 	@echo "report:  $(RESULTS)/report/index.html (open it in a browser)"
 	@if [ -e $(BUILD)/bench-status ]; then rm -f $(BUILD)/bench-status; \
 	    echo "make bench: FAILED: rtmem bench's verdict was a failure (exit status 1):" \

@@ -46,6 +46,7 @@ EXPECTED = {
     "shm": ["shm-size-64K", "shm-size-1G"],
     "trace": ["trace-live"],
     "replay": ["replay-pools"],
+    "size": ["size-pools"],
 }
 ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
 MEMCHECK_PNGS = sorted(n + ".png" for n in EXPECTED["memcheck"])

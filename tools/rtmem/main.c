@@ -15,8 +15,8 @@
 #include "rtmem/rtmem.h"
 
 static const struct tk_tool *const tools[] = {
-    &bench_tool,  &memcheck_tool, &wcet_tool, &latency_tool, &pressure_tool,
-    &stride_tool, &bw_tool,       &shm_tool,  &trace_tool,   &replay_tool,
+    &bench_tool, &memcheck_tool, &wcet_tool,  &latency_tool, &pressure_tool, &stride_tool,
+    &bw_tool,    &shm_tool,      &trace_tool, &replay_tool,  &size_tool,
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
