@@ -319,3 +319,32 @@ def test_nothing_allocated_advises_no_heap(rtmem, tmp_dir):
     v = d["verdict"]
     assert v["advised"] is None and v["ranking"] == [] and v["needs_heap"] is False, v
     assert "advised:" not in r.stdout and "needs no heap" in r.stdout
+
+
+def test_the_bound_stands_beside_the_smallest_pool(rtmem, tmp_dir, traces, files):
+    path, shown = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path)
+    assert r.returncode == 0, explain(r)
+    p = d["program"]
+    lim = p["limits"]
+    # the limits the trace stays within: a realloc's old and new block counted
+    assert lim["max_live"] >= p["peak_live_bytes"] > 0
+    assert lim["max_block"] == p["largest_bytes"]
+    assert 1 <= lim["min_block"] <= lim["max_block"]
+    assert lim["max_align"] == 4096  # valloc's page
+    a = by_name(d)
+    for k in KINDS:
+        assert a[k]["bound"] >= a[k]["min_pool"] > 0, a[k]
+        assert "  %s " % k in r.stdout.split("bound:")[1].split("verdict:")[0]
+    adv = d["verdict"]["advised"]
+    assert adv["bound"] == a[adv["kind"]]["bound"]
+    assert "for every sequence within its limits" in r.stdout
+    assert a["glibc"].get("bound") is None
+    # the same figure as rtmem size gives for those limits
+    js = os.path.join(tmp_dir, "size.json")
+    s = run(rtmem, "size", "--json", js, "--max-live", str(lim["max_live"]),
+            "--max-block", str(lim["max_block"]), "--min-block", str(lim["min_block"]),
+            "--max-align", str(lim["max_align"]))
+    assert s.returncode == 0, explain(s)
+    for k in load_json(js)["kinds"]:
+        assert k["bound"] == a[k["kind"]]["bound"], k

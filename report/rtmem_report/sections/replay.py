@@ -93,7 +93,7 @@ def build(docs, ctx):
         for a in doc.arr("allocators").objs():
             if not a.bool("replayed"):
                 rows.append((a.str("name"), a.str("why_not", nullable=True) or "not replayed",
-                             "", "", "", "", "", ""))
+                             "", "", "", "", "", "", ""))
                 continue
             rtm = a.str("origin") == "rtmem"
             fits = rtm and a.bool("fits")
@@ -106,8 +106,21 @@ def build(docs, ctx):
                          page.fmt_ns(a.obj("free").num("mean_ns")),
                          page.fmt_ns(a.num("worst_ns")),
                          page.fmt_pct(a.num("fragmentation_at_peak"))
-                         if a.raw("fragmentation_at_peak") is not None else "-"))
+                         if a.raw("fragmentation_at_peak") is not None else "-",
+                         page.fmt_bytes(a.num("bound")) if rtm and a.raw("bound") is not None
+                         else "-"))
         out.append(page.table(("allocator", "smallest pool", "x peak", "advised pool",
-                               "alloc avg", "free avg", "worst call", "fragmentation at peak"),
+                               "alloc avg", "free avg", "worst call", "fragmentation at peak",
+                               "bound"),
                               rows))
+        lim = p.obj("limits") if p.has("limits") else None
+        if lim is not None and lim.num("max_live"):
+            out.append(page.para(
+                "Bound: the pool in which no sequence within this trace's limits (%s live, a "
+                "realloc's old and new block counted; requests of %s to %s) can make an "
+                "allocation fail, proven from the kind's structure (rtm_heap_pool_bound_ex, "
+                "docs/size.md). The smallest pool is enough for this trace; the bound, for any "
+                "order of calls within the same limits." % (
+                    page.fmt_bytes(lim.num("max_live")), page.fmt_bytes(lim.num("min_block")),
+                    page.fmt_bytes(lim.num("max_block")))))
     return "".join(out)

@@ -342,6 +342,44 @@ int replay_program_build(const struct tk_trace *t, const char *phase, struct rep
     return 0;
 }
 
+int replay_program_limits(const struct replay_program *p, struct rtm_heap_limits *l)
+{
+    memset(l, 0, sizeof(*l));
+    uint64_t *size_of = calloc(p->n_ids ? p->n_ids : 1, sizeof(*size_of));
+    if (!size_of)
+        return -1;
+    uint64_t live = 0, most = 0, smallest = UINT64_MAX, largest = 0, align = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct rop *op = &p->ops[i];
+        if (op->op == RO_FREE) {
+            live -= size_of[op->id];
+            size_of[op->id] = 0;
+            continue;
+        }
+        uint64_t size = op->size ? op->size : 1; /* a request of 0 counts as 1 */
+        if (live + size > most)                  /* a realloc's old block still counted */
+            most = live + size;
+        if (op->op == RO_REALLOC && op->old != RO_NONE) {
+            live -= size_of[op->old];
+            size_of[op->old] = 0;
+        }
+        live += size;
+        size_of[op->id] = size;
+        smallest = size < smallest ? size : smallest;
+        largest = size > largest ? size : largest;
+        if (op->op == RO_ALIGNED && op->align > align)
+            align = op->align;
+    }
+    free(size_of);
+    if (most > SIZE_MAX || largest == 0)
+        return most > SIZE_MAX ? -1 : 0;
+    l->max_live = (size_t)most;
+    l->max_block = (size_t)largest;
+    l->min_block = (size_t)smallest;
+    l->max_align = align > RTM_HEAP_MIN_ALIGN && align <= SIZE_MAX ? (size_t)align : 0;
+    return 0;
+}
+
 void replay_program_free(struct replay_program *p)
 {
     free(p->ops);

@@ -87,6 +87,12 @@ struct replay_program {
 int replay_program_build(const struct tk_trace *t, const char *phase, struct replay_program *p,
                          char *why, size_t why_len);
 void replay_program_free(struct replay_program *p);
+/* The limits p stays within, for rtm_heap_pool_bound_ex: the bytes asked
+ * by live blocks at their most, a realloc's old and new block both
+ * counted (a request of 0 as 1); its smallest and largest requests; its
+ * largest alignment (0: none above RTM_HEAP_MIN_ALIGN); no lock. All 0
+ * when p allocates nothing. 0, or -1 when out of memory. */
+int replay_program_limits(const struct replay_program *p, struct rtm_heap_limits *l);
 
 /* ---- one replay (engine.c) --------------------------------------------------- */
 
@@ -144,6 +150,11 @@ struct replay_target {
     struct rtm_heap_stats at_peak;
     double fragmentation; /* 1 - largest free / free, at the peak */
     uint64_t touched;     /* bytes of the pool's pages the replay touched */
+    /* rtm_heap_pool_bound_ex for the program's limits (replay.limits):
+     * enough for every sequence within them; 0 when the kind has none
+     * (bound_why says why) */
+    uint64_t bound;
+    char bound_why[64];
     /* a locked heap, when threads allocate */
     bool locked_timed;
     struct tk_summary locked_alloc_ns, locked_free_ns;
@@ -164,6 +175,7 @@ struct replay {
     struct tk_kinds kinds;
     struct tk_trace t;
     struct replay_program p;
+    struct rtm_heap_limits limits; /* the program's (replay_program_limits) */
     struct replay_target targets[TK_MAX_ALLOCS];
     size_t n_targets;
     size_t page;

@@ -177,8 +177,52 @@ static void verdict(FILE *f, const struct replay *r)
     else
         fprintf(f, "  - no lock needed: %s\n",
                 r->p.threads ? "one thread allocates and frees" : "no thread calls the heap");
-    fprintf(f, "  - the pool is enough for this trace; for every sequence within its limits "
-               "(live bytes, largest block) see the kind's bound (rtm_heap_pool_bound, to come)\n");
+    if (n > 0) {
+        const struct replay_target *best = &r->targets[order[0]];
+        if (best->bound)
+            fprintf(f,
+                    "  - the advised pool is enough for this trace; for every sequence within its "
+                    "limits (the bound lines above), %s needs %s, %.1fx the advised pool: the "
+                    "pool to give it when the trace may not show the worst case\n",
+                    best->name, bytes(b1, sizeof(b1), best->bound),
+                    best->timed_pool ? (double)best->bound / (double)best->timed_pool : 0.0);
+        else
+            fprintf(f,
+                    "  - the advised pool is enough for this trace; %s has no bound for its "
+                    "limits (%s)\n",
+                    best->name, best->bound_why);
+    }
+}
+
+/* The bound of each kind for the program's limits, beside the smallest
+ * pool the replay found. */
+static void bound_lines(FILE *f, const struct replay *r)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    const struct rtm_heap_limits *l = &r->limits;
+    if (!l->max_live)
+        return;
+    fprintf(f,
+            "\nbound: for every sequence within this trace's limits (%s live, a realloc's old "
+            "and new block counted; requests of %s to %s",
+            bytes(b1, sizeof(b1), l->max_live), bytes(b2, sizeof(b2), l->min_block),
+            bytes(b3, sizeof(b3), l->max_block));
+    if (l->max_align)
+        fprintf(f, ", aligned up to %zu", l->max_align);
+    fprintf(f, "), a pool of this size never fails (rtm_heap_pool_bound_ex, docs/size.md):\n");
+    for (size_t i = 0; i < r->n_targets; i++) {
+        const struct replay_target *x = &r->targets[i];
+        if (!x->kind || !x->replayed)
+            continue;
+        if (!x->bound) {
+            fprintf(f, "  %-14s no bound: %s\n", x->name, x->bound_why);
+            continue;
+        }
+        fprintf(f, "  %-14s %10s  %.1fx the smallest pool this trace needs (%s)\n", x->name,
+                bytes(b4, sizeof(b4), x->bound),
+                x->fits && x->min_pool ? (double)x->bound / (double)x->min_pool : 0.0,
+                x->fits ? bytes(b1, sizeof(b1), x->min_pool) : "none found");
+    }
 }
 
 void replay_report(const struct tk_session *s, FILE *f)
@@ -211,6 +255,7 @@ void replay_report(const struct tk_session *s, FILE *f)
     }
     fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
                "replays; max: the longest of all)\n");
+    bound_lines(f, r);
     verdict(f, r);
 }
 
@@ -237,6 +282,13 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_uint(j, "reused_live", p->reused_live);
     tk_json_kv_uint(j, "threads", p->threads);
     tk_json_kv_double(j, "seconds", p->seconds);
+    tk_json_key(j, "limits");
+    tk_json_begin_object_compact(j);
+    tk_json_kv_uint(j, "max_live", r->limits.max_live);
+    tk_json_kv_uint(j, "min_block", r->limits.min_block);
+    tk_json_kv_uint(j, "max_block", r->limits.max_block);
+    tk_json_kv_uint(j, "max_align", r->limits.max_align);
+    tk_json_end_object(j);
     tk_json_end_object(j);
     tk_json_key(j, "params");
     tk_json_begin_object_compact(j);
@@ -267,6 +319,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
                 tk_json_kv_uint(j, "pool_failures", x->pool_failures);
             }
             tk_json_kv_uint(j, "touched_bytes", x->touched);
+            if (tk_json_key_or_null(j, "bound", x->bound != 0))
+                tk_json_uint(j, x->bound);
         }
         tk_json_kv_uint(j, "timed_failures", x->timed_failures);
         tk_summary_json(j, "alloc", "mean_ns", &x->alloc_ns);
@@ -298,6 +352,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         tk_json_kv_uint(j, "pool", r->targets[order[0]].timed_pool);
         tk_json_kv_uint(j, "min_pool", r->targets[order[0]].min_pool);
         tk_json_kv_double(j, "worst_call_ns", worst(&r->targets[order[0]]));
+        if (tk_json_key_or_null(j, "bound", r->targets[order[0]].bound != 0))
+            tk_json_uint(j, r->targets[order[0]].bound);
         tk_json_end_object(j);
     }
     tk_json_key(j, "ranking");

@@ -289,10 +289,23 @@ enum tk_run_end replay_run(struct tk_session *s)
         return TK_RUN_ABORTED;
     }
     bool failed = false;
+    if (replay_program_limits(&r->p, &r->limits) != 0) {
+        fprintf(stderr, "%s: out of memory for the program's limits\n", r->prog);
+        failed = true;
+    }
     for (size_t i = 0; i < r->n_targets; i++) {
         struct replay_target *x = &r->targets[i];
         if (x->why_not[0])
             continue;
+        if (x->kind && r->limits.max_live) {
+            errno = 0;
+            x->bound = rtm_heap_pool_bound_ex(x->kind, &r->limits);
+            if (!x->bound)
+                snprintf(x->bound_why, sizeof(x->bound_why), "%s",
+                         errno == EOVERFLOW ? "beyond the address space"
+                         : errno == E2BIG   ? "beyond the kind's largest pool"
+                                            : strerror(errno));
+        }
         fprintf(stderr, "%s: replaying on %s\n", r->prog, x->name);
         one_target(r, x, &g, blocks, &allocs, &frees);
         if (!x->replayed)
