@@ -35,11 +35,13 @@ def traces(rtmem, files, tmp_path_factory):
     return out
 
 
-def replay(rtmem, tmp_dir, path, *options):
+def replay(rtmem, tmp_dir, path, *options, env=None, count=False):
+    """A quick replay (without the counts under valgrind unless asked)."""
     js = os.path.join(tmp_dir, "r.json")
     if os.path.exists(js):
         os.unlink(js)
-    r = run(rtmem, "replay", "--quick", "--json", js, *options, path)
+    more = [] if count else ["--no-count"]
+    r = run(rtmem, "replay", "--quick", "--json", js, *more, *options, path, env=env)
     return r, load_json(js)
 
 
@@ -348,3 +350,60 @@ def test_the_bound_stands_beside_the_smallest_pool(rtmem, tmp_dir, traces, files
     assert s.returncode == 0, explain(s)
     for k in load_json(js)["kinds"]:
         assert k["bound"] == a[k["kind"]]["bound"], k
+
+
+def counted(d):
+    """The counts' availability: the reason when none were made."""
+    c = d["counts"]
+    if c["valgrind"] is None:
+        assert c["why"], c
+        # where valgrind cannot run this rtmem, it says why
+        assert any(w in c["why"] for w in ("sanitizer", "emulator", "not installed")), c
+        return False
+    assert c["why"] is None
+    return True
+
+
+def test_instructions_are_counted_exactly_where_valgrind_runs(rtmem, tmp_dir, traces):
+    path, _ = traces["basic"]
+    scratch = os.path.join(tmp_dir, "scratch")
+    os.mkdir(scratch)
+    r, d = replay(rtmem, tmp_dir, path, env=dict(os.environ, TMPDIR=scratch), count=True)
+    assert r.returncode == 0, explain(r)
+    assert os.listdir(scratch) == []  # valgrind's directory, gone
+    if not counted(d):
+        assert "instructions per call: not counted" in r.stdout
+        pytest.skip("no valgrind here: " + d["counts"]["why"])
+    p = d["program"]
+    first = {}
+    for a in d["allocators"]:
+        n = a["instructions"]
+        assert n is not None and a["instructions_why"] is None, a
+        # every replayed call counted, each a plausible call of an allocator
+        assert n["allocs"] == p["allocs"] and 0 < n["frees"] <= p["frees"], (a["name"], n, p)
+        assert 20 < n["alloc"] < 20000 and 10 < n["free"] < 20000, (a["name"], n)
+        first[a["name"]] = n
+        assert "  %s " % a["name"] in r.stdout.split("instructions per call")[1]
+    assert "by instructions per call" in r.stdout
+    # counted, not timed: the same figures on every run
+    r2, d2 = replay(rtmem, tmp_dir, path, count=True)
+    assert r2.returncode == 0, explain(r2)
+    assert {a["name"]: a["instructions"] for a in d2["allocators"]} == first
+
+
+def test_no_count_and_no_valgrind_say_so(rtmem, tmp_dir, traces):
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--no-count")
+    assert r.returncode == 0, explain(r)
+    assert d["counts"] == {"valgrind": None, "why": "not asked (--no-count)"}
+    assert all(a["instructions"] is None for a in d["allocators"])
+    assert "not counted: not asked (--no-count)" in r.stdout
+    # a PATH without valgrind: the replay goes on, and says why there are no counts
+    env = dict(os.environ, PATH="/nonexistent")
+    js = os.path.join(tmp_dir, "r.json")
+    os.unlink(js)
+    r = run(rtmem, "replay", "--quick", "--json", js, path, env=env)
+    assert r.returncode == 0, explain(r)
+    d = load_json(js)
+    assert counted(d) is False
+    assert all(a["instructions"] is None for a in d["allocators"])

@@ -42,6 +42,14 @@ def _verdict(doc):
     return "; ".join(words) + "."
 
 
+def _instructions(a):
+    """Instructions per call counted under callgrind, or why not."""
+    n = a.raw("instructions")
+    if isinstance(n, dict):
+        return "%.0f / %.0f" % (n["alloc"], n["free"])
+    return "-"
+
+
 def headline(docs):
     """The page's first line: the last replay's verdict."""
     doc = docs[-1]
@@ -93,7 +101,7 @@ def build(docs, ctx):
         for a in doc.arr("allocators").objs():
             if not a.bool("replayed"):
                 rows.append((a.str("name"), a.str("why_not", nullable=True) or "not replayed",
-                             "", "", "", "", "", "", ""))
+                             "", "", "", "", "", "", "", ""))
                 continue
             rtm = a.str("origin") == "rtmem"
             fits = rtm and a.bool("fits")
@@ -108,10 +116,11 @@ def build(docs, ctx):
                          page.fmt_pct(a.num("fragmentation_at_peak"))
                          if a.raw("fragmentation_at_peak") is not None else "-",
                          page.fmt_bytes(a.num("bound")) if rtm and a.raw("bound") is not None
-                         else "-"))
+                         else "-",
+                         _instructions(a)))
         out.append(page.table(("allocator", "smallest pool", "x peak", "advised pool",
                                "alloc avg", "free avg", "worst call", "fragmentation at peak",
-                               "bound"),
+                               "bound", "instructions alloc / free"),
                               rows))
         lim = p.obj("limits") if p.has("limits") else None
         if lim is not None and lim.num("max_live"):

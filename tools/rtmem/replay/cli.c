@@ -43,6 +43,7 @@ static const struct tk_opt options[] = {
       .lo = 1, .hi = REPLAY_MAX_REPS, .quick = 1, .flags = TK_OPTF_QUICK },
     { "margin", TK_OPT_UINT, "PCT", "the pool advised: the smallest that fits + PCT%% (default %D)",
       F(margin_pct), .lo = 0, .hi = 1000 },
+    { "no-count", TK_OPT_FLAG, NULL, "no instruction counts under valgrind", F(no_count) },
     TK_OPT_KIT_RT(struct replay_opts, rt),
     TK_OPT_KIT_JSON(F(json_path)),
     TK_OPT_KIT_QUICK(F(quick)),
@@ -128,6 +129,11 @@ static int setup(struct tk_session *s)
         return r->o.phase && strstr(why, "no phase") ? TK_EXIT_USAGE : TK_EXIT_FAILED;
     }
     set_targets(r);
+    if (replay_is_count_child()) { /* under valgrind: the counted replay alone */
+        int status = replay_count_child(r);
+        fflush(NULL);
+        _exit(status);
+    }
     return 0;
 }
 

@@ -39,6 +39,49 @@ static void do_free(const struct replay_how *how, void *p)
         free(p);
 }
 
+/* The calls of a counted replay (count.c), one per kind of call: valgrind
+ * counts the instructions inside them alone, so they hold nothing but the
+ * call (a test and a jump around it). Never inlined, never nested; their
+ * names are valgrind's --toggle-collect options. */
+__attribute__((noinline)) void *rtmem_replay_count_alloc(struct rtm_heap *h, size_t size)
+{
+    return h ? rtm_heap_alloc(h, size) : malloc(size);
+}
+
+__attribute__((noinline)) void *rtmem_replay_count_aligned(struct rtm_heap *h, size_t align,
+                                                           size_t size)
+{
+    void *p = NULL;
+    if (h)
+        return rtm_heap_aligned_alloc(h, align, size);
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p
+                                                                                          : NULL;
+}
+
+__attribute__((noinline)) void *rtmem_replay_count_realloc(struct rtm_heap *h, void *old,
+                                                           size_t size)
+{
+    return h ? rtm_heap_realloc(h, old, size) : realloc(old, size);
+}
+
+__attribute__((noinline)) void rtmem_replay_count_free(struct rtm_heap *h, void *p)
+{
+    if (h)
+        rtm_heap_free(h, p);
+    else
+        free(p);
+}
+
+static void *counted_alloc(const struct replay_how *how, const struct rop *op, void *old)
+{
+    switch (op->op) {
+    case RO_ALLOC: return rtmem_replay_count_alloc(how->heap, op->size);
+    case RO_ALIGNED: return rtmem_replay_count_aligned(how->heap, op->align, op->size);
+    case RO_REALLOC: return rtmem_replay_count_realloc(how->heap, old, op->size);
+    default: return NULL;
+    }
+}
+
 void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
                  struct replay_outcome *out)
 {
@@ -59,6 +102,9 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                 tk_samples_add(how->frees, t1 - t0);
                 if (t1 - t0 > out->max_ticks)
                     out->max_ticks = t1 - t0;
+            } else if (how->counted && op->timed) {
+                rtmem_replay_count_free(how->heap, b);
+                out->counted_frees++;
             } else {
                 do_free(how, b);
             }
@@ -72,6 +118,9 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                 tk_samples_add(how->allocs, t1 - t0);
                 if (t1 - t0 > out->max_ticks)
                     out->max_ticks = t1 - t0;
+            } else if (how->counted && op->timed) {
+                b = counted_alloc(how, op, old);
+                out->counted_allocs++;
             } else {
                 b = do_alloc(how, op, old);
             }

@@ -11,6 +11,7 @@
  *              statistics at the peak, call times
  *   run.c      per allocator: the pool search, the timed replays, touched
  *              memory
+ *   count.c    instructions per call, counted under valgrind's callgrind
  *   report.c   the tables, the verdict, the JSON
  */
 #ifndef RTMEM_TOOLS_REPLAY_REPLAY_H
@@ -43,6 +44,7 @@ struct replay_opts {
     unsigned margin_pct; /* the recommended pool: the smallest that fits, plus this */
     struct tk_rt_opts rt;
     bool quick;
+    bool no_count; /* --no-count: no instruction counts under valgrind */
     const char *json_path;
 };
 
@@ -103,6 +105,7 @@ struct replay_outcome {
     size_t first_failure; /* the op, if any */
     bool have_peak;       /* stats at the peak (an rtmem heap) */
     struct rtm_heap_stats at_peak;
+    uint64_t counted_allocs, counted_frees; /* calls a counted replay made */
 };
 
 /* How to replay: on an rtmem heap (heap not NULL) or through glibc's
@@ -111,6 +114,7 @@ struct replay_outcome {
 struct replay_how {
     struct rtm_heap *heap;
     bool stop_at_failure;
+    bool counted; /* the timed calls through the counted ones (count.c) */
     struct tk_samples *allocs, *frees;
 };
 
@@ -119,6 +123,13 @@ struct replay_how {
  * time in the trace) or free_ns (a free: it starts there). O(n log n);
  * UINT64_MAX when out of memory. */
 uint64_t replay_contended(const struct replay_program *p, double alloc_ns, double free_ns);
+
+/* The counted calls (count.c): each makes the one call its name says, on
+ * heap h, or through glibc's malloc family when h is NULL. */
+void *rtmem_replay_count_alloc(struct rtm_heap *h, size_t size);
+void *rtmem_replay_count_aligned(struct rtm_heap *h, size_t align, size_t size);
+void *rtmem_replay_count_realloc(struct rtm_heap *h, void *old, size_t size);
+void rtmem_replay_count_free(struct rtm_heap *h, void *p);
 
 /* One replay of p; blocks has p->n_ids entries (left all NULL: every
  * block is freed or the heap dropped by the caller). */
@@ -155,6 +166,12 @@ struct replay_target {
      * (bound_why says why) */
     uint64_t bound;
     char bound_why[64];
+    /* instructions per call, counted by callgrind (count.c): averages
+     * over the replayed calls of each side */
+    bool counted;
+    double instr_alloc, instr_free;
+    uint64_t counted_allocs, counted_frees;
+    char count_why[160]; /* not counted: why (when the others were) */
     /* a locked heap, when threads allocate */
     bool locked_timed;
     struct tk_summary locked_alloc_ns, locked_free_ns;
@@ -179,9 +196,24 @@ struct replay {
     struct replay_target targets[TK_MAX_ALLOCS];
     size_t n_targets;
     size_t page;
+    /* the instruction counts (count.c) */
+    char valgrind_version[64]; /* "" when none counted */
+    char count_why[640];       /* none counted: why */
 };
 
 enum tk_run_end replay_run(struct tk_session *s);
+
+/* ---- instruction counts (count.c) ------------------------------------------- */
+
+/* Whether this process is a counted replay's child, and that child's work:
+ * one replay of the program on the one target (--kinds) under valgrind,
+ * its calls through the counted ones; prints "calls A F" and returns the
+ * exit status. */
+bool replay_is_count_child(void);
+int replay_count_child(struct replay *r);
+/* The parent's: per replayed target, two counted replays (allocations,
+ * then frees) under callgrind. Fills the targets' counts, or count_why. */
+void replay_count(struct tk_session *s);
 
 /* ---- report.c ------------------------------------------------------------------ */
 

@@ -171,6 +171,32 @@ static void verdict(FILE *f, const struct replay *r)
         }
         fprintf(f, "\n");
     }
+    if (n > 0 && r->valgrind_version[0]) {
+        /* the noise-free order: instructions, the alloc and free averages */
+        size_t by_instr[TK_MAX_ALLOCS], m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (r->targets[order[i]].counted)
+                by_instr[m++] = order[i];
+        for (size_t i = 1; i < m; i++)
+            for (size_t k = i; k > 0; k--) {
+                const struct replay_target *a = &r->targets[by_instr[k - 1]],
+                                           *b = &r->targets[by_instr[k]];
+                if (b->instr_alloc + b->instr_free >= a->instr_alloc + a->instr_free)
+                    break;
+                size_t t = by_instr[k];
+                by_instr[k] = by_instr[k - 1];
+                by_instr[k - 1] = t;
+            }
+        if (m > 0) {
+            fprintf(f, "  - by instructions per call (alloc + free averages, counted: the same "
+                       "on every run):");
+            for (size_t i = 0; i < m; i++) {
+                const struct replay_target *x = &r->targets[by_instr[i]];
+                fprintf(f, "%s %s (%.0f)", i ? "," : "", x->name, x->instr_alloc + x->instr_free);
+            }
+            fprintf(f, "\n");
+        }
+    }
     if (r->p.threads > 1)
         fprintf(f, "  - a locked heap: %zu threads allocate or free in what was replayed\n",
                 r->p.threads);
@@ -191,6 +217,28 @@ static void verdict(FILE *f, const struct replay *r)
                     "  - the advised pool is enough for this trace; %s has no bound for its "
                     "limits (%s)\n",
                     best->name, best->bound_why);
+    }
+}
+
+/* Instructions per call, where callgrind counted them. */
+static void count_lines(FILE *f, const struct replay *r)
+{
+    if (!r->valgrind_version[0]) {
+        fprintf(f, "\ninstructions per call: not counted: %s\n", r->count_why);
+        return;
+    }
+    fprintf(f,
+            "\ninstructions per call (%s's callgrind: exact, the same every run; the average "
+            "over this trace's calls, the heap's dispatch and a few of the replay's own "
+            "included):\n",
+            r->valgrind_version);
+    for (size_t i = 0; i < r->n_targets; i++) {
+        const struct replay_target *x = &r->targets[i];
+        if (x->counted)
+            fprintf(f, "  %-14s alloc %8.1f   free %8.1f   (%" PRIu64 " and %" PRIu64 " calls)\n",
+                    x->name, x->instr_alloc, x->instr_free, x->counted_allocs, x->counted_frees);
+        else if (x->count_why[0])
+            fprintf(f, "  %-14s not counted: %s\n", x->name, x->count_why);
     }
 }
 
@@ -255,6 +303,7 @@ void replay_report(const struct tk_session *s, FILE *f)
     }
     fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
                "replays; max: the longest of all)\n");
+    count_lines(f, r);
     bound_lines(f, r);
     verdict(f, r);
 }
@@ -298,6 +347,13 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
     tk_json_kv_uint(j, "reps", r->o.reps);
     tk_json_kv_uint(j, "margin_pct", r->o.margin_pct);
     tk_json_end_object(j);
+    tk_json_key(j, "counts");
+    tk_json_begin_object_compact(j);
+    if (tk_json_key_or_null(j, "valgrind", r->valgrind_version[0] != 0))
+        tk_json_string(j, r->valgrind_version);
+    if (tk_json_key_or_null(j, "why", !r->valgrind_version[0]))
+        tk_json_string(j, r->count_why);
+    tk_json_end_object(j);
     tk_json_key(j, "allocators");
     tk_json_begin_array(j);
     for (size_t i = 0; i < r->n_targets; i++) {
@@ -339,6 +395,16 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         if (r->p.threads > 1 &&
             tk_json_key_or_null(j, "contended_calls", x->replayed && x->alloc_ns.count > 0))
             tk_json_uint(j, x->contended);
+        if (tk_json_key_or_null(j, "instructions", x->counted)) {
+            tk_json_begin_object_compact(j);
+            tk_json_kv_double(j, "alloc", x->instr_alloc);
+            tk_json_kv_double(j, "free", x->instr_free);
+            tk_json_kv_uint(j, "allocs", x->counted_allocs);
+            tk_json_kv_uint(j, "frees", x->counted_frees);
+            tk_json_end_object(j);
+        }
+        if (tk_json_key_or_null(j, "instructions_why", !x->counted && x->count_why[0]))
+            tk_json_string(j, x->count_why);
         tk_json_end_object(j);
     }
     tk_json_end_array(j);

@@ -56,6 +56,7 @@
 #include "common/cleanup.h"
 #include "common/tool.h"
 #include "common/describe.h"
+#include "common/grind.h"
 #include "wcet.h"
 
 #define CHILD_ENV              "RTMEM_WCET_CHILD"
@@ -175,174 +176,20 @@ int wcet_count_child(struct wcet *w)
 /* ---- the parent ---- */
 
 /* valgrind on PATH into w->valgrind: true if found. */
-static bool find_valgrind(struct wcet *w)
-{
-    if (tk_on_path("valgrind", w->valgrind))
-        return true;
-    w->valgrind[0] = '\0';
-    return false;
-}
-
-struct files {
-    char dir[PATH_MAX - 64]; /* room for the names in it */
-    char out[PATH_MAX], calls[PATH_MAX], log[PATH_MAX], exe[PATH_MAX];
-    int dir_slot, slot[3];
+/* valgrind's options for the counted run (the output file's is added). */
+static const char *const vg_options[] = {
+    "--tool=callgrind",
+    "--collect-atstart=no",
+    "--toggle-collect=wcet_call",
+    "--dump-after=wcet_call",
+    "--combine-dumps=yes",
+    "--cache-sim=yes",
+    "--branch-sim=yes",
+    SIM_D1,
+    SIM_I1,
+    SIM_LL,
 };
-
-struct child_args {
-    const struct wcet *w;
-    const struct files *f;
-};
-
-/* In the forked child: standard output to the calls file, standard error
- * to the log, then valgrind. Returns only if exec fails. */
-static int exec_valgrind(void *arg)
-{
-    const struct child_args *a = arg;
-    const struct wcet *w = a->w;
-    int out = open(a->f->calls, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int log = open(a->f->log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || log < 0 || in < 0 || dup2(out, STDOUT_FILENO) < 0 ||
-        dup2(log, STDERR_FILENO) < 0 || dup2(in, STDIN_FILENO) < 0)
-        return 126;
-    /* No vgcore file in the user's directory if the client crashes. */
-    struct rlimit no_core = { 0, 0 };
-    (void)setrlimit(RLIMIT_CORE, &no_core);
-    char out_opt[PATH_MAX + 32], kinds[128] = "";
-    snprintf(out_opt, sizeof(out_opt), "--callgrind-out-file=%s", a->f->out);
-    for (size_t i = 0; i < w->n_kinds - w->n_plugins; i++) { /* the plugins come last */
-        strncat(kinds, i ? "," : "", sizeof(kinds) - strlen(kinds) - 1);
-        strncat(kinds, w->kinds[i], sizeof(kinds) - strlen(kinds) - 1);
-    }
-    char image[32];
-    snprintf(image, sizeof(image), "%llu", (unsigned long long)w->o.page_image);
-    const char *argv[32 + 2 * WCET_MAX_PLUGINS] = {
-        w->valgrind,
-        "--tool=callgrind",
-        "--vgdb=no",
-        "--collect-atstart=no",
-        "--toggle-collect=wcet_call",
-        "--dump-after=wcet_call",
-        "--combine-dumps=yes",
-        "--cache-sim=yes",
-        "--branch-sim=yes",
-        SIM_D1,
-        SIM_I1,
-        SIM_LL,
-        out_opt,
-        a->f->exe,
-        "wcet",
-        "--kinds",
-        kinds,
-        "--harden",
-        wcet_harden_choices[w->o.harden],
-        "--page-image",
-        image,
-        "--reps",
-        "1",
-    };
-    size_t n = 0;
-    while (argv[n])
-        n++;
-    for (size_t i = 0; i < w->n_plugins; i++) {
-        argv[n++] = "--plugin";
-        argv[n++] = w->plugins[i].path;
-    }
-    argv[n] = NULL;
-    /* Valgrind's own temporary files (the client's /proc/self/cmdline and
-     * auxv) in the private directory: made before valgrind unlinks them,
-     * they stay if it is killed in between, and are then removed with the
-     * directory. */
-    if (setenv(CHILD_ENV, "1", 1) != 0 || setenv("TMPDIR", a->f->dir, 1) != 0)
-        return 126;
-    execv(w->valgrind, (char *const *)(uintptr_t)argv);
-    return 127;
-}
-
-static void remove_files(struct files *f)
-{
-    sigset_t old;
-    tk_cleanup_block(&old);
-    unlink(f->out);
-    unlink(f->calls);
-    unlink(f->log);
-    /* With whatever valgrind left in it (its TMPDIR). */
-    (void)tk_cleanup_remove_scratch_dir(f->dir);
-    for (int i = 0; i < 3; i++)
-        if (f->slot[i] >= 0)
-            tk_cleanup_forget_file(f->slot[i]);
-    if (f->dir_slot >= 0)
-        tk_cleanup_forget_dir(f->dir_slot);
-    tk_cleanup_restore(&old);
-}
-
-static int make_files(struct wcet *w, struct files *f)
-{
-    memset(f, 0, sizeof(*f));
-    f->dir_slot = f->slot[0] = f->slot[1] = f->slot[2] = -1;
-    /* This process's executable as the kernel holds it: valgrind opens it
-     * before this process can end. */
-    snprintf(f->exe, sizeof(f->exe), "/proc/%ld/exe", (long)getpid());
-    if (access(f->exe, X_OK) != 0) {
-        snprintf(w->count_why, sizeof(w->count_why), "cannot find rtmem's own executable");
-        return -1;
-    }
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
-    if (snprintf(f->dir, sizeof(f->dir), "%s/rtmem-wcet-XXXXXX", tmp) >= (int)sizeof(f->dir) - 32) {
-        snprintf(w->count_why, sizeof(w->count_why), "TMPDIR is too long");
-        return -1;
-    }
-    snprintf(f->out, sizeof(f->out), "%s/callgrind.out", f->dir);
-    snprintf(f->calls, sizeof(f->calls), "%s/calls", f->dir);
-    snprintf(f->log, sizeof(f->log), "%s/valgrind.log", f->dir);
-    sigset_t old;
-    tk_cleanup_install();
-    tk_cleanup_block(&old);
-    int err = mkdtemp(f->dir) ? 0 : errno;
-    if (!err) {
-        /* The names were made from the template: set them again. */
-        snprintf(f->out, sizeof(f->out), "%s/callgrind.out", f->dir);
-        snprintf(f->calls, sizeof(f->calls), "%s/calls", f->dir);
-        snprintf(f->log, sizeof(f->log), "%s/valgrind.log", f->dir);
-        f->dir_slot = tk_cleanup_add_scratch_dir(f->dir);
-        f->slot[0] = tk_cleanup_add_file(f->out);
-        f->slot[1] = tk_cleanup_add_file(f->calls);
-        f->slot[2] = tk_cleanup_add_file(f->log);
-        if (f->dir_slot < 0 || f->slot[0] < 0 || f->slot[1] < 0 || f->slot[2] < 0) {
-            tk_cleanup_restore(&old);
-            remove_files(f);
-            snprintf(w->count_why, sizeof(w->count_why),
-                     "no room to register the counted run's files for removal");
-            return -1;
-        }
-    }
-    tk_cleanup_restore(&old);
-    if (err) {
-        snprintf(w->count_why, sizeof(w->count_why), "cannot make a directory under %s: %s", tmp,
-                 strerror(err));
-        return -1;
-    }
-    return 0;
-}
-
-/* The last line valgrind (or the child) wrote to its log, into buf. */
-static void log_tail(const struct files *f, char *buf, size_t size)
-{
-    buf[0] = '\0';
-    FILE *l = fopen(f->log, "r");
-    if (!l)
-        return;
-    char line[256];
-    while (fgets(line, sizeof(line), l)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (line[0])
-            snprintf(buf, size, "%s", line);
-    }
-    fclose(l);
-}
+#define N_VG_OPTIONS (sizeof(vg_options) / sizeof(vg_options[0]))
 
 /* One call's figures, from a part's totals in the order of its events. */
 struct part {
@@ -493,102 +340,63 @@ static int match(struct wcet *w, const char *calls_path, const struct part *part
 
 /* "valgrind-3.19.0" into w->valgrind_ver, from valgrind --version run
  * directly (no shell). */
-static void valgrind_version(struct wcet *w)
-{
-    w->valgrind_ver[0] = '\0';
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (dup2(fds[1], STDOUT_FILENO) >= 0 && null >= 0) {
-            dup2(null, STDIN_FILENO);
-            dup2(null, STDERR_FILENO);
-            execl(w->valgrind, w->valgrind, "--version", (char *)NULL);
-        }
-        _exit(127);
-    }
-    close(fds[1]);
-    if (pid > 0) {
-        ssize_t n = read(fds[0], w->valgrind_ver, sizeof(w->valgrind_ver) - 1);
-        w->valgrind_ver[n > 0 ? n : 0] = '\0';
-        w->valgrind_ver[strcspn(w->valgrind_ver, "\n")] = '\0';
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
-    close(fds[0]);
-}
-
 int wcet_count(struct wcet *w)
 {
-    if (WCET_IS_SANITIZED) {
-        snprintf(w->count_why, sizeof(w->count_why),
-                 "this rtmem is built with a sanitizer, which cannot run under valgrind");
+    struct tk_grind g;
+    if (tk_grind_find(&g, w->count_why, sizeof(w->count_why)) != 0)
         return -1;
+    snprintf(w->valgrind, sizeof(w->valgrind), "%s", g.valgrind);
+    snprintf(w->valgrind_ver, sizeof(w->valgrind_ver), "%s", g.version);
+    if (tk_grind_files(&g, "wcet", w->count_why, sizeof(w->count_why)) != 0)
+        return -1;
+    char out_opt[PATH_MAX + 32], kinds[128] = "", image[32];
+    const char *vg[N_VG_OPTIONS + 2];
+    for (size_t i = 0; i < N_VG_OPTIONS; i++)
+        vg[i] = vg_options[i];
+    vg[N_VG_OPTIONS] = tk_grind_out_option(&g, out_opt, sizeof(out_opt));
+    vg[N_VG_OPTIONS + 1] = NULL;
+    for (size_t i = 0; i < w->n_kinds - w->n_plugins; i++) { /* the plugins come last */
+        strncat(kinds, i ? "," : "", sizeof(kinds) - strlen(kinds) - 1);
+        strncat(kinds, w->kinds[i], sizeof(kinds) - strlen(kinds) - 1);
     }
-    /* valgrind runs programs of its own machine: under qemu-user the
-     * valgrind found is the host's, and this program is not one of its. */
-    char emulated[96];
-    tk_emulation_detect(emulated, sizeof(emulated));
-    if (emulated[0]) {
-        snprintf(w->count_why, sizeof(w->count_why), "under an emulator (%.80s)", emulated);
-        return -1;
+    snprintf(image, sizeof(image), "%llu", (unsigned long long)w->o.page_image);
+    const char *args[16 + 2 * WCET_MAX_PLUGINS] = {
+        "wcet",         "--kinds", kinds,    "--harden", wcet_harden_choices[w->o.harden],
+        "--page-image", image,     "--reps", "1",
+    };
+    size_t n = 0;
+    while (args[n])
+        n++;
+    for (size_t i = 0; i < w->n_plugins; i++) {
+        args[n++] = "--plugin";
+        args[n++] = w->plugins[i].path;
     }
-    if (!find_valgrind(w)) {
-        snprintf(w->count_why, sizeof(w->count_why),
-                 "valgrind is not installed (scripts/ensure-deps.sh valgrind installs it)");
-        return -1;
-    }
-    valgrind_version(w);
-    struct files f;
-    if (make_files(w, &f) != 0)
-        return -1;
-    struct child_args a = { w, &f };
+    args[n] = NULL;
     double limit_s = CHILD_TIMEOUT_S + CHILD_TIMEOUT_S_PER_MB * (double)(w->o.page_image >> 20);
-    struct tk_child_opts co = { .timeout_s = limit_s };
-    struct tk_child_result r;
     printf("counting under %s (callgrind, simulated caches)...\n", w->valgrind_ver);
     fflush(stdout);
-    tk_child_run(exec_valgrind, &a, NULL, &co, &r);
-    w->count_seconds = r.seconds;
-    int rc = -1;
-    if (r.end != TK_CHILD_EXITED || r.code != 0) {
-        char sig[64];
-        if (r.end == TK_CHILD_KILLED)
-            snprintf(w->count_why, sizeof(w->count_why), "valgrind died of %s",
-                     tk_signal_describe(r.code, sig, sizeof(sig)));
-        else if (r.end == TK_CHILD_TIMED_OUT)
-            snprintf(w->count_why, sizeof(w->count_why), "valgrind took more than %.0f s", limit_s);
-        else if (r.end == TK_CHILD_NOT_STARTED)
-            snprintf(w->count_why, sizeof(w->count_why), "cannot fork: %s", strerror(r.code));
-        else if (r.code >= 126)
-            snprintf(w->count_why, sizeof(w->count_why), "%.500s could not be started",
-                     w->valgrind);
-        else {
-            char tail[256];
-            log_tail(&f, tail, sizeof(tail));
-            snprintf(w->count_why, sizeof(w->count_why), "valgrind exited with status %d: %s",
-                     r.code, tail[0] ? tail : "(no message)");
-        }
+    int rc =
+        tk_grind_run(&g, vg, args, CHILD_ENV, "1", limit_s, w->count_why, sizeof(w->count_why));
+    w->count_seconds = g.seconds;
+    if (rc != 0)
         goto out;
-    }
+    rc = -1;
     size_t max = 2 * w->n_cases * (WCET_COUNT_REPS + 1); /* each counted call and its warm one */
     struct part *parts = calloc(max, sizeof(*parts));
     if (!parts) {
         snprintf(w->count_why, sizeof(w->count_why), "out of memory");
         goto out;
     }
-    long n = read_parts(f.out, parts, max);
-    if (n < 0)
+    long np = read_parts(g.out, parts, max);
+    if (np < 0)
         snprintf(w->count_why, sizeof(w->count_why), "valgrind wrote no counts");
-    else if ((size_t)n > max)
+    else if ((size_t)np > max)
         snprintf(w->count_why, sizeof(w->count_why), "valgrind wrote more counts than calls");
     else
-        rc = match(w, f.calls, parts, n);
+        rc = match(w, g.stdout_path, parts, np);
     free(parts);
 out:
-    remove_files(&f);
+    tk_grind_remove(&g);
     w->counted = rc == 0;
     return rc;
 }

@@ -62,7 +62,8 @@
 #define WCET_SCHEMA "rtmem-wcet/1"
 
 /* A build whose sanitizer replaces malloc and maps shadow memory: glibc's
- * allocator is not the one malloc reaches, and valgrind cannot run it. */
+ * allocator is not the one malloc reaches, and valgrind cannot run it
+ * (common/grind.h says so for the counted run). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define WCET_SANITIZED 1
 #elif defined(__has_feature)
@@ -70,11 +71,6 @@
     __has_feature(memory_sanitizer)
 #define WCET_SANITIZED 1
 #endif
-#endif
-#ifdef WCET_SANITIZED
-#define WCET_IS_SANITIZED true
-#else
-#define WCET_IS_SANITIZED false
 #endif
 
 /* The families of scenarios, and the kinds --kinds takes. */
