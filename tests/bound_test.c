@@ -61,6 +61,20 @@ TEST_CASE_IN("errors", "bad arguments are refused with the errno heap.h names")
                                    (size_t)1 << 20);
         CHECK_EQ(huge, 0);
         CHECK(errno == EOVERFLOW || errno == E2BIG);
+        /* near the largest pool a kind takes in one piece: refused, never a
+         * size create would refuse (alignment trims and a lock's rounding
+         * can make the pool a little larger than the figure) */
+        if (sizeof(size_t) == 8) {
+            size_t big = (size_t)1 << (k == 0 ? 39 : 40);
+            errno = 0;
+            CHECK_EQ(bound(kinds[k], 2 * big - 24, big - 8, big - 8, 0, 0), 0);
+            CHECK_EQ(errno, E2BIG);
+            errno = 0;
+            CHECK_EQ(
+                bound(kinds[k], 256 + 512 * (((size_t)1 << 32) - 3), 256, 256, 0, RTM_HEAP_LOCK_PI),
+                0);
+            CHECK_EQ(errno, E2BIG);
+        }
         /* the three-argument call is the extended one assuming the worst */
         CHECK_EQ(rtm_heap_pool_bound(kinds[k], 4096, 300), bound(kinds[k], 4096, 300, 0, 0, 0));
         CHECK_EQ(rtm_heap_pool_bound(kinds[k], 4096, 300), bound(kinds[k], 4096, 300, 1, 16, 0));
@@ -245,6 +259,32 @@ TEST_CASE_IN("locked", "the same on heaps with a PI lock and with a robust share
 {
     random_case(RTM_HEAP_LOCK_PI);
     random_case(RTM_HEAP_LOCK_ROBUST_SHARED);
+    /* A larger region never holds less: a robust heap's undo log grows
+     * with its memory, and the bound reserves the log of twice its size.
+     * 23 blocks of 240 bytes fill a region of exactly the bound, and every
+     * larger one up to 4 KiB more, at two addresses. */
+    int locks[] = { RTM_HEAP_LOCK_PI, RTM_HEAP_LOCK_ROBUST_SHARED };
+    for (size_t k = 0; k < N_KINDS; k++) {
+        test_context = kinds[k];
+        for (size_t l = 0; l < 2; l++) {
+            size_t b = bound(kinds[k], 240 * 23, 240, 240, 0, locks[l]);
+            char *mem = region_for(b + 4096 + 200);
+            REQUIRE(mem, );
+            for (size_t extra = 0; extra <= 4096; extra += 51)
+                for (size_t off = 0; off < 200; off += 129) {
+                    struct rtm_heap_config cfg = { .lock = locks[l] };
+                    struct rtm_heap *h = rtm_heap_create_ex(kinds[k], mem + off, b + extra, &cfg);
+                    REQUIRE(h, );
+                    size_t got = 0;
+                    for (int i = 0; i < 23; i++)
+                        got += rtm_heap_alloc(h, 240) != NULL;
+                    CHECK_EQ(got, 23);
+                    rtm_heap_destroy(h);
+                }
+            region_free(mem, b + 4096 + 200);
+        }
+    }
+    test_context = NULL;
 }
 
 int main(int argc, char **argv)

@@ -327,9 +327,9 @@ RTM_API size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
  * two together within M), and so does one that resizes in place.
  *
  * The guarantee: a heap of the kind created on a region of the returned
- * size (rtm_heap_create, or rtm_heap_create_ex with the lock given; the
- * control structure, the lock area and every alignment trim are counted, for
- * a region at any address) never fails an allocation made within the
+ * size or larger (rtm_heap_create, or rtm_heap_create_ex with the lock
+ * given; the control structure, the lock area and every alignment trim are
+ * counted, for a region at any address) never fails an allocation made within the
  * limits, whatever the order of the allocations and frees. It is proven
  * from the kind's structure, not measured; it assumes a heap that no
  * program write has damaged, and one pool (add_pool adds room, and never
@@ -352,14 +352,16 @@ RTM_API size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
  *  - heapmem, xnheap: a bucket class takes a new 512-byte page only when
  *    all its pages are full, so class c never holds more than
  *    1 + (M - lo) / (512 / c * lo) pages (lo: the smallest request the
- *    class serves); page runs number at most (M - r) / max(m, 257); free
- *    runs never touch; a request of k pages fails only when every free run
- *    is shorter. The pages at a failure are at most B + N + (M - 1) / 512 +
+ *    class serves); page runs number at most (M - r) / max(m, 257) (or
+ *    (M - r) / m when max_align is a page or more: any request may then
+ *    take a run); free runs never touch; a request of k pages fails only
+ *    when every free run is shorter. The pages at a failure are at most B + N + (M - 1) / 512 +
  *    (B + N + 1)(k - 1) (B bucket pages, N runs), maximised over the
  *    requests; the bound is one page more, with the page map, the control
  *    structure and the pages' alignment. With max_block up to 256 it is
- *    about 24 * M for m = 1 and 9 * M for m = 16; with larger blocks it
- *    grows as M * n / 257 (best fit again, over page runs).
+ *    about 25 * M for m = 1 and 9 * M for m = 16; with larger blocks the
+ *    term (B + 1)(k - 1) leads: about M * n / 20 for m = 1, M * n / 58 for
+ *    m = 16, M * n / 257 when no request is small enough for a bucket.
  * These are upper bounds: the adversaries of docs/size.md come within the
  * factors it lists, and a tighter proof may exist.
  */
@@ -374,7 +376,7 @@ struct rtm_heap_limits {
 };
 
 /*
- * The smallest region size (bytes) for which the guarantee above holds for
+ * A region size (bytes) for which the guarantee above holds for
  * a heap of the kind without a lock, within max_live, with requests from 1
  * to max_block bytes, alignments of RTM_HEAP_MIN_ALIGN: the three-argument
  * form of rtm_heap_pool_bound_ex, assuming the worst (requests as small as
@@ -382,14 +384,15 @@ struct rtm_heap_limits {
  *   EINVAL     kind NULL, max_live or max_block 0;
  *   ENOENT     no kind of that name;
  *   EOVERFLOW  the figure does not fit in a size_t;
- *   E2BIG      the kind cannot use a pool that large in one piece.
+ *   E2BIG      the kind cannot use a pool that large in one piece (or
+ *              within a few KiB of it).
  * O(number of the kind's size classes up to max_block): at most about 1,100
  * steps for tlsf, and a few dozen for heapmem and xnheap. Never allocates.
  */
 RTM_API size_t rtm_heap_pool_bound(const char *kind, size_t max_live, size_t max_block);
 
 /* rtm_heap_pool_bound with all the limits (lim NULL: EINVAL; min_block
- * above max_block, a max_align that is not 0 or a power of two, or an
+ * above max_block or max_live, a max_align that is not 0 or a power of two, or an
  * unknown lock: EINVAL). Same errors and bound otherwise. */
 RTM_API size_t rtm_heap_pool_bound_ex(const char *kind, const struct rtm_heap_limits *lim);
 

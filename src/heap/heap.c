@@ -374,10 +374,14 @@ size_t rtm_heap_pool_bound_ex(const char *kind, const struct rtm_heap_limits *li
         return region;
     /* the lock area (and a robust heap's undo log, which grows with the
      * memory: taken at the final size, which only ever grows it) */
+    /* The lock area, and a robust heap's undo log, which grows with the
+     * memory (by a constant per doubling): taken for twice the final size,
+     * so that any larger region works too (up to twice, its log is no
+     * larger; beyond, the region grows by more than its log). A fixed point
+     * in a few steps. */
     size_t total = region;
-    for (;;) { /* grows to a fixed point in a few steps: the log grows by
-                * a constant per doubling of the memory */
-        size_t next = rtm_sat_add(region, rtm_heap_lock_bytes(kind, k.lock, total));
+    for (;;) {
+        size_t next = rtm_sat_add(region, rtm_heap_lock_bytes(kind, k.lock, rtm_sat_mul(total, 2)));
         if (next <= total)
             break;
         total = next;

@@ -1055,7 +1055,9 @@ size_t rtm__ph_pool_bound(const struct rtm_heap_limits *lim)
         pages = rtm_sat_add(pages, rtm_sat_mul(extra, runs + 1));
     }
     pages = rtm_sat_add(pages, 1);
-    if (pages > PH_MAX_PAGES) {
+    /* a region this large, or a little larger (alignment, a lock's
+     * rounding), must still make a pool create accepts: a margin of pages */
+    if (pages > PH_MAX_PAGES - 64) {
         errno = pages == SIZE_MAX ? EOVERFLOW : E2BIG;
         return 0;
     }

@@ -1529,7 +1529,10 @@ static size_t tlsf_pool_bound(const struct rtm_heap_limits *lim)
         errno = EOVERFLOW;
         return 0;
     }
-    if (usable > RTM_TLSF_MAX_BLOCK) {
+    /* A region this large, or a little larger (alignment trims, a lock's
+     * rounding), must still make a pool create accepts: a margin below the
+     * largest block. */
+    if (usable > RTM_TLSF_MAX_BLOCK - 4096) {
         errno = E2BIG;
         return 0;
     }
