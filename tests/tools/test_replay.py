@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from rtmemtest import EMULATED, explain, load_json, run
+from rtmemtest import EMULATED, explain, installed_peers, load_json, run
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
@@ -407,3 +407,25 @@ def test_no_count_and_no_valgrind_say_so(rtmem, tmp_dir, traces):
     d = load_json(js)
     assert counted(d) is False
     assert all(a["instructions"] is None for a in d["allocators"])
+
+
+def test_the_peers_replay_through_their_own_malloc_family(rtmem, tmp_dir, traces):
+    peers = installed_peers()
+    if not peers:
+        pytest.skip("no peer installed (jemalloc, mimalloc, tcmalloc)")
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", ",".join(["tlsf"] + peers), count=True)
+    assert r.returncode == 0, explain(r)
+    a = by_name(d)
+    p = d["program"]
+    for name in peers:
+        x = a[name]
+        assert x["origin"] == "peer" and x["replayed"] and x["why_not"] is None, x
+        assert x["timed_failures"] == 0
+        # every call replayed on it: the realloc and the aligned ones too
+        assert x["alloc"]["count"] == p["allocs"] and x["free"]["count"] > 0, (name, x["alloc"])
+        assert "min_pool" not in x and "bound" not in x  # no pool to size
+        if d["counts"]["valgrind"]:
+            assert x["instructions"]["allocs"] == p["allocs"], x
+    # ranked as a contender? no: the verdict advises rtmem kinds only
+    assert d["verdict"]["advised"]["kind"] == "tlsf"

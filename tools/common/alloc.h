@@ -150,6 +150,12 @@ struct tk_alloc {
     int (*free)(void *ctx, void *p);
     size_t (*usable_size)(void *ctx, const void *p);
     void *ctx;
+    /* A peer's: the rest of the malloc family, its own entry points, for a
+     * tool that replays a program's calls (rtmem replay). realloc as
+     * realloc(3); aligned as aligned_alloc with any power of two, NULL when
+     * it fails. NULL for the other allocators. */
+    void *(*realloc)(void *ctx, void *p, size_t size);
+    void *(*aligned)(void *ctx, size_t alignment, size_t size);
 
     /* TK_HEAP only. */
     const struct tk_heap_ops *hops;

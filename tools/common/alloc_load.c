@@ -59,7 +59,9 @@ struct peer {
     const char *name;
     const char *soname;
     const char *malloc_sym, *free_sym, *usable_sym;
+    const char *realloc_sym, *aligned_sym;
     bool usable_takes_const; /* mi_usable_size(const void *) */
+    bool aligned_is_mi;      /* mi_malloc_aligned(size, alignment); else posix_memalign's form */
     void (*version)(void *dl, char *buf, size_t len);
 
     bool tried;
@@ -70,6 +72,9 @@ struct peer {
     void (*free_fn)(void *);
     size_t (*usable_fn)(void *);
     size_t (*usable_const_fn)(const void *);
+    void *(*realloc_fn)(void *, size_t);
+    int (*memalign_fn)(void **, size_t, size_t);
+    void *(*mi_aligned_fn)(size_t, size_t);
 };
 
 /* Calls through a pointer of the function's own type only: the three
@@ -97,6 +102,23 @@ static size_t peer_usable_const(void *ctx, const void *block)
 {
     const struct peer *p = ctx;
     return p->usable_const_fn(block);
+}
+
+static void *peer_realloc(void *ctx, void *block, size_t size)
+{
+    const struct peer *p = ctx;
+    return p->realloc_fn(block, size);
+}
+
+static void *peer_aligned(void *ctx, size_t alignment, size_t size)
+{
+    const struct peer *p = ctx;
+    if (p->aligned_is_mi)
+        return p->mi_aligned_fn(size, alignment);
+    void *block = NULL;
+    if (alignment < sizeof(void *))
+        alignment = sizeof(void *);
+    return p->memalign_fn(&block, alignment, size) == 0 ? block : NULL;
 }
 
 /* Versions, for the report; best effort (an empty string if unknown). */
@@ -135,19 +157,26 @@ static struct peer peers[] = {
       .malloc_sym = "malloc",
       .free_sym = "free",
       .usable_sym = "malloc_usable_size",
+      .realloc_sym = "realloc",
+      .aligned_sym = "posix_memalign",
       .version = jemalloc_version },
     { .name = "mimalloc",
       .soname = "libmimalloc.so.2",
       .malloc_sym = "mi_malloc",
       .free_sym = "mi_free",
       .usable_sym = "mi_usable_size",
+      .realloc_sym = "mi_realloc",
+      .aligned_sym = "mi_malloc_aligned",
       .usable_takes_const = true,
+      .aligned_is_mi = true,
       .version = mimalloc_version },
     { .name = "tcmalloc",
       .soname = "libtcmalloc_minimal.so.4",
       .malloc_sym = "tc_malloc",
       .free_sym = "tc_free",
       .usable_sym = "tc_malloc_size",
+      .realloc_sym = "tc_realloc",
+      .aligned_sym = "tc_posix_memalign",
       .version = tcmalloc_version },
 };
 
@@ -223,8 +252,15 @@ static int load_peer(struct peer *p)
     void *m = own_symbol(dl, lm, p->malloc_sym, p->why, sizeof(p->why));
     void *f = m ? own_symbol(dl, lm, p->free_sym, p->why, sizeof(p->why)) : NULL;
     void *u = f ? own_symbol(dl, lm, p->usable_sym, p->why, sizeof(p->why)) : NULL;
-    if (!u)
+    void *ra = u ? own_symbol(dl, lm, p->realloc_sym, p->why, sizeof(p->why)) : NULL;
+    void *al = ra ? own_symbol(dl, lm, p->aligned_sym, p->why, sizeof(p->why)) : NULL;
+    if (!al)
         return -1;
+    p->realloc_fn = (void *(*)(void *, size_t))ra;
+    if (p->aligned_is_mi)
+        p->mi_aligned_fn = (void *(*)(size_t, size_t))al;
+    else
+        p->memalign_fn = (int (*)(void **, size_t, size_t))al;
     p->malloc_fn = (void *(*)(size_t))m;
     p->free_fn = (void (*)(void *))f;
     if (p->usable_takes_const)
@@ -273,6 +309,8 @@ int tk_alloc_peer(struct tk_alloc *a, const char *name, char *why, size_t why_le
     a->alloc = peer_alloc;
     a->free = peer_free;
     a->usable_size = p->usable_takes_const ? peer_usable_const : peer_usable;
+    a->realloc = peer_realloc;
+    a->aligned = peer_aligned;
     a->ctx = p;
     return 0;
 }

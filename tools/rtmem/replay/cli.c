@@ -75,8 +75,8 @@ static void help_notes(FILE *f)
 {
     char names[512], text[900];
     snprintf(text, sizeof(text),
-             "--kinds names: %s (default: every rtmem kind and glibc; tlsf(typed) and the peers "
-             "are listed as not replayed)",
+             "--kinds names: %s (default: every rtmem kind and glibc; tlsf(typed) is listed as "
+             "not replayed)",
              tk_kinds_names(names, sizeof(names)));
     fputc('\n', f);
     tk_opt_wrap(f, text, 0, 2);
@@ -94,6 +94,8 @@ static void set_targets(struct replay *r)
         if (a->from == TK_FROM_RTMEM) {
             x->kind = a->kind;
             x->hardening = a->hardening;
+        } else if (a->from == TK_FROM_PEER && a->realloc && a->aligned) {
+            x->peer = a; /* its own malloc family, as glibc's */
         } else if (a->from != TK_FROM_GLIBC) {
             snprintf(x->why_not, sizeof(x->why_not),
                      "not replayed: replay drives realloc and aligned allocation, which %s "

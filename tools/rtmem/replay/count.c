@@ -58,7 +58,7 @@ int replay_count_child(struct replay *r)
     void **blocks = calloc(r->p.n_ids ? r->p.n_ids : 1, sizeof(*blocks));
     if (!blocks)
         return 3;
-    struct replay_how how = { .heap = h, .counted = true };
+    struct replay_how how = { .heap = h, .peer = x->peer, .counted = true };
     struct replay_outcome out;
     replay_once(&r->p, &how, blocks, &out);
     printf("calls %llu %llu failures %llu\n", (unsigned long long)out.counted_allocs,

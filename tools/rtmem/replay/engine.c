@@ -1,6 +1,7 @@
 /*
- * `rtmem replay`: one replay of a program, on an rtmem heap or through
- * glibc's malloc family. The blocks' contents are never written (a
+ * `rtmem replay`: one replay of a program, on an rtmem heap or through a
+ * process allocator's malloc family (glibc's, or a peer's own entry
+ * points). The blocks' contents are never written (a
  * realloc's copy is the allocator's own work): what the replay touches is
  * what the allocator touches.
  */
@@ -9,75 +10,91 @@
 
 #include "replay.h"
 
-/* The call an op makes, timed when asked. A failed allocation leaves its
- * id NULL (a later free of it does nothing). */
+/* The calls, on an rtmem heap, a peer or glibc. */
+static void *call_alloc(const struct replay_how *how, size_t size)
+{
+    if (how->heap)
+        return rtm_heap_alloc(how->heap, size);
+    return how->peer ? how->peer->alloc(how->peer->ctx, size) : malloc(size);
+}
+
+static void *call_aligned(const struct replay_how *how, size_t align, size_t size)
+{
+    if (how->heap)
+        return rtm_heap_aligned_alloc(how->heap, align, size);
+    if (how->peer)
+        return how->peer->aligned(how->peer->ctx, align, size);
+    void *p = NULL;
+    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p
+                                                                                          : NULL;
+}
+
+static void *call_realloc(const struct replay_how *how, void *old, size_t size)
+{
+    if (how->heap)
+        return rtm_heap_realloc(how->heap, old, size);
+    return how->peer ? how->peer->realloc(how->peer->ctx, old, size) : realloc(old, size);
+}
+
+static void call_free(const struct replay_how *how, void *p)
+{
+    if (how->heap)
+        rtm_heap_free(how->heap, p);
+    else if (how->peer)
+        how->peer->free(how->peer->ctx, p);
+    else
+        free(p);
+}
+
+/* The call an op makes. A failed allocation leaves its id NULL (a later
+ * free of it does nothing). */
 static void *do_alloc(const struct replay_how *how, const struct rop *op, void *old)
 {
-    struct rtm_heap *h = how->heap;
     switch (op->op) {
-    case RO_ALLOC: return h ? rtm_heap_alloc(h, op->size) : malloc(op->size);
-    case RO_ALIGNED:
-        if (h)
-            return rtm_heap_aligned_alloc(h, op->align, op->size);
-        else {
-            void *p = NULL;
-            return posix_memalign(&p, op->align < sizeof(void *) ? sizeof(void *) : op->align,
-                                  op->size) == 0
-                       ? p
-                       : NULL;
-        }
-    case RO_REALLOC: return h ? rtm_heap_realloc(h, old, op->size) : realloc(old, op->size);
+    case RO_ALLOC: return call_alloc(how, op->size);
+    case RO_ALIGNED: return call_aligned(how, op->align, op->size);
+    case RO_REALLOC: return call_realloc(how, old, op->size);
     default: return NULL;
     }
 }
 
 static void do_free(const struct replay_how *how, void *p)
 {
-    if (how->heap)
-        rtm_heap_free(how->heap, p);
-    else
-        free(p);
+    call_free(how, p);
 }
 
 /* The calls of a counted replay (count.c), one per kind of call: valgrind
  * counts the instructions inside them alone, so they hold nothing but the
- * call (a test and a jump around it). Never inlined, never nested; their
+ * call (and the test of what to call). Never inlined, never nested; their
  * names are valgrind's --toggle-collect options. */
-__attribute__((noinline)) void *rtmem_replay_count_alloc(struct rtm_heap *h, size_t size)
+__attribute__((noinline)) void *rtmem_replay_count_alloc(const struct replay_how *how, size_t size)
 {
-    return h ? rtm_heap_alloc(h, size) : malloc(size);
+    return call_alloc(how, size);
 }
 
-__attribute__((noinline)) void *rtmem_replay_count_aligned(struct rtm_heap *h, size_t align,
+__attribute__((noinline)) void *rtmem_replay_count_aligned(const struct replay_how *how,
+                                                           size_t align, size_t size)
+{
+    return call_aligned(how, align, size);
+}
+
+__attribute__((noinline)) void *rtmem_replay_count_realloc(const struct replay_how *how, void *old,
                                                            size_t size)
 {
-    void *p = NULL;
-    if (h)
-        return rtm_heap_aligned_alloc(h, align, size);
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p
-                                                                                          : NULL;
+    return call_realloc(how, old, size);
 }
 
-__attribute__((noinline)) void *rtmem_replay_count_realloc(struct rtm_heap *h, void *old,
-                                                           size_t size)
+__attribute__((noinline)) void rtmem_replay_count_free(const struct replay_how *how, void *p)
 {
-    return h ? rtm_heap_realloc(h, old, size) : realloc(old, size);
-}
-
-__attribute__((noinline)) void rtmem_replay_count_free(struct rtm_heap *h, void *p)
-{
-    if (h)
-        rtm_heap_free(h, p);
-    else
-        free(p);
+    call_free(how, p);
 }
 
 static void *counted_alloc(const struct replay_how *how, const struct rop *op, void *old)
 {
     switch (op->op) {
-    case RO_ALLOC: return rtmem_replay_count_alloc(how->heap, op->size);
-    case RO_ALIGNED: return rtmem_replay_count_aligned(how->heap, op->align, op->size);
-    case RO_REALLOC: return rtmem_replay_count_realloc(how->heap, old, op->size);
+    case RO_ALLOC: return rtmem_replay_count_alloc(how, op->size);
+    case RO_ALIGNED: return rtmem_replay_count_aligned(how, op->align, op->size);
+    case RO_REALLOC: return rtmem_replay_count_realloc(how, old, op->size);
     default: return NULL;
     }
 }
@@ -103,7 +120,7 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                 if (t1 - t0 > out->max_ticks)
                     out->max_ticks = t1 - t0;
             } else if (how->counted && op->timed) {
-                rtmem_replay_count_free(how->heap, b);
+                rtmem_replay_count_free(how, b);
                 out->counted_frees++;
             } else {
                 do_free(how, b);

@@ -113,6 +113,7 @@ struct replay_outcome {
  * each timed call into allocs/frees (ticks; NULL: no timing). */
 struct replay_how {
     struct rtm_heap *heap;
+    const struct tk_alloc *peer; /* heap NULL: a peer's entry points, or glibc's (NULL) */
     bool stop_at_failure;
     bool counted; /* the timed calls through the counted ones (count.c) */
     struct tk_samples *allocs, *frees;
@@ -124,12 +125,12 @@ struct replay_how {
  * UINT64_MAX when out of memory. */
 uint64_t replay_contended(const struct replay_program *p, double alloc_ns, double free_ns);
 
-/* The counted calls (count.c): each makes the one call its name says, on
- * heap h, or through glibc's malloc family when h is NULL. */
-void *rtmem_replay_count_alloc(struct rtm_heap *h, size_t size);
-void *rtmem_replay_count_aligned(struct rtm_heap *h, size_t align, size_t size);
-void *rtmem_replay_count_realloc(struct rtm_heap *h, void *old, size_t size);
-void rtmem_replay_count_free(struct rtm_heap *h, void *p);
+/* The counted calls (count.c): each makes the one call its name says, as
+ * how says (a heap, a peer, glibc). */
+void *rtmem_replay_count_alloc(const struct replay_how *how, size_t size);
+void *rtmem_replay_count_aligned(const struct replay_how *how, size_t align, size_t size);
+void *rtmem_replay_count_realloc(const struct replay_how *how, void *old, size_t size);
+void rtmem_replay_count_free(const struct replay_how *how, void *p);
 
 /* One replay of p; blocks has p->n_ids entries (left all NULL: every
  * block is freed or the heap dropped by the caller). */
@@ -140,7 +141,8 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
 
 struct replay_target {
     char name[48];
-    const char *kind; /* an rtmem kind, or NULL for glibc */
+    const char *kind;            /* an rtmem kind, or NULL for a process allocator */
+    const struct tk_alloc *peer; /* a peer (jemalloc, ...), or NULL */
     int hardening;
     bool replayed;
     char why_not[160]; /* not replayed: why */

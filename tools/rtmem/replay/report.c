@@ -360,7 +360,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         const struct replay_target *x = &r->targets[i];
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", x->name);
-        tk_json_kv_string(j, "origin", x->kind ? "rtmem" : "glibc");
+        tk_json_kv_string(j, "origin", x->kind ? "rtmem" : x->peer ? "peer" : "glibc");
         tk_json_kv_bool(j, "replayed", x->replayed);
         if (tk_json_key_or_null(j, "why_not", x->why_not[0] != 0))
             tk_json_string(j, x->why_not);

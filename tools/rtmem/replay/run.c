@@ -157,14 +157,17 @@ static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int 
         }
         memset(blocks, 0, r->p.n_ids * sizeof(*blocks));
         tk_rt_breather(&r->rt);
-        struct replay_how how = { .heap = h, .allocs = allocs, .frees = frees };
+        struct replay_how how = { .heap = h, .peer = x->peer, .allocs = allocs, .frees = frees };
         replay_once(&r->p, &how, blocks, last);
         maxima[rep] = last->max_ticks;
         if (h) {
             rtm_heap_destroy(h);
         } else {
-            for (uint32_t i = 0; i < r->p.n_ids; i++)
-                free(blocks[i]); /* glibc's: given back */
+            for (uint32_t i = 0; i < r->p.n_ids; i++) /* a process allocator's: given back */
+                if (x->peer && blocks[i])
+                    x->peer->free(x->peer->ctx, blocks[i]);
+                else
+                    free(blocks[i]);
         }
     }
     if (ar.mem)
