@@ -163,12 +163,23 @@ void tk_grind_log_tail(const struct tk_grind *g, char *buf, size_t size)
     if (!l)
         return;
     char line[256];
+    bool debuginfo = false;
     while (fgets(line, sizeof(line), l)) {
         line[strcspn(line, "\n")] = '\0';
-        if (line[0])
-            snprintf(buf, size, "%s", line);
+        /* valgrind's own lines open with "==PID== " */
+        char *text = line;
+        if (text[0] == '=' && text[1] == '=' && strstr(text + 2, "== "))
+            text = strstr(text + 2, "== ") + 3;
+        text += strspn(text, " ");
+        if (!text[0] || debuginfo)
+            continue;
+        snprintf(buf, size, "%s", text);
+        /* a debug-information reader that gives up says why first */
+        debuginfo = strstr(text, "debuginfo") != NULL;
     }
     fclose(l);
+    if (debuginfo && strlen(buf) + 60 < size)
+        strcat(buf, " (a valgrind older than the compiler that built rtmem?)");
 }
 
 #define MAX_ARGS 64
