@@ -65,7 +65,7 @@ def test_no_adversary_exceeds_the_bound(rtmem, tmp_dir, live, block, more):
     assert "EXCEEDED at" not in r.stdout and "FAILED" not in r.stdout
 
 
-@pytest.mark.skipif(EMULATED or os.environ.get("RTMEM_SANITIZED") == "1",
+@pytest.mark.skipif(bool(EMULATED) or os.environ.get("RTMEM_SANITIZED") == "1",
                     reason="the target's or a sanitized library does not load in this Python")
 def test_the_figure_is_the_library_call(rtmem, tmp_dir, files):
     lib = ctypes.CDLL(files["librtmem"])
