@@ -78,7 +78,10 @@
  *     non-zero if it is corrupt. memcheck calls it after every test.
  *   - aligned_alloc and realloc are optional and memcheck does not call them
  *     today; when present they follow rtm_heap_aligned_alloc and
- *     rtm_heap_realloc (rtmem/heap.h).
+ *     rtm_heap_realloc (rtmem/heap.h). `rtmem replay --plugin` calls them
+ *     when a program's trace asks for them; without realloc it uses alloc,
+ *     a copy and free instead, and without aligned_alloc it does not
+ *     replay a trace that asks for more than `alignment` (docs/replay.md).
  *   - No call may print, exit or allocate from the process heap on its
  *     alloc and free paths if its timings are to mean anything; memcheck
  *     times alloc and free one call at a time.

@@ -3,7 +3,8 @@ in alloc and one whose free never returns each fail with the phase, test
 and signal (or the timeout) named and a replay command; the rows they
 finished and every other allocator's results are kept in the report and
 the JSON; the run exits 1; no process is left behind, also when the run
-itself is interrupted. An allocator whose malloc_usable_size lies (injected
+itself is interrupted; replay fails a plugin that crashes, hangs, exits or
+forks on its own line. An allocator whose malloc_usable_size lies (injected
 with LD_PRELOAD) fails memcheck the same way.
 
 The build gives (tests/tools/CMakeLists.txt): --file crash_plugin=,
@@ -22,6 +23,7 @@ import time
 import pytest
 
 from rtmemtest import EMULATED, children_of, explain, load_json, run, wait_children
+from test_replay import write_trace
 
 # Every process of a run carries this in its environment, so the test can
 # find the ones left behind (and only them: other tests run in parallel).
@@ -297,6 +299,75 @@ def test_a_plugin_runs_in_children_only_and_prints_to_stderr(rtmem, files, tool,
     assert "PLUGIN CREATE SAYS HELLO" not in r.stdout, explain(r)
     assert "PLUGIN CREATE SAYS HELLO" in r.stderr, explain(r)
     assert re.search(r"^\s*exit\b", r.stdout, re.M), "the plugin was not measured:\n" + r.stdout
+    assert not leftovers()
+
+
+# replay runs each plugin in a process of its own under a watchdog: a
+# plugin that crashes, hangs, exits or forks fails its own line (FAILED,
+# named, exit status 1), tlsf's figures stand, the JSON is written, and no
+# process is left. The trace: eight blocks of 2 KiB made, then freed, so
+# that the search's first heap (twice the peak) is one the plugins
+# misbehave in, and the frees are the hanging plugin's.
+@pytest.mark.parametrize("plugin,env,why", [
+    ("crash_plugin", {}, "FAILED: crashed: killed by SIGSEGV"),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "hang"},
+     "FAILED: hung: no progress for %s s (--timeout)" % TIMEOUT),
+    ("hang_plugin", {}, "FAILED: hung: no progress for %s s (--timeout)" % TIMEOUT),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "0"},
+     "FAILED: its process exited (status 0) without its figures"),
+    ("exit_plugin", {"RTMEM_TEST_PLUGIN_EXIT": "fork"}, None),
+], ids=["crash", "hang-alloc", "hang-free", "exit", "fork"])
+def test_replay_survives_a_plugin_that_crashes_hangs_exits_or_forks(rtmem, files, tmp_dir, plugin,
+                                                                     env, why):
+    trace = os.path.join(tmp_dir, "blocks.trace")
+    write_blocks_trace(trace)
+    name = os.path.basename(files[plugin])[3:-len("_plugin.so")]
+    path = os.path.join(tmp_dir, "r.json")
+    r = run(rtmem, "replay", "--quick", "--no-rt", "--no-count", "--kinds", "tlsf," + name,
+            "--plugin", files[plugin], "--timeout", TIMEOUT, "--json", path, trace,
+            env=dict(EXIT_ENV, **env))
+    d = load_json(path)
+    assert d is not None, explain(r)
+    x = {a["name"]: a for a in d["allocators"]}
+    assert x["tlsf"]["replayed"] and x["tlsf"]["fits"], x["tlsf"]
+    if why:
+        assert r.returncode == 1 and d["passed"] is False, explain(r)
+        assert re.search(r"^  %s +%s" % (name, re.escape(why)), r.stdout, re.M), explain(r)
+        assert not x[name]["replayed"] and x[name]["origin"] == "plugin", x[name]
+    else:  # it forks and goes on: replayed, and its waiting children gone
+        assert r.returncode == 0 and x[name]["replayed"], explain(r)
+    time.sleep(0.2)
+    assert not leftovers(), "processes left: %s" % leftovers()
+
+
+def write_blocks_trace(path):
+    """Eight 2 KiB blocks made, then freed (one thread)."""
+    events = [(1, i, 1000 * (i + 1), 2048, 0x100000 + 0x1000 * i) for i in range(8)]
+    events += [(5, 8 + i, 1000 * (9 + i), 0x100000 + 0x1000 * i) for i in range(8)]
+    write_trace(path, {7: events})
+
+
+def test_replay_runs_a_plugin_in_children_only_and_prints_to_stderr(rtmem, files, tmp_dir):
+    """The plugin's code runs in the trial load and the replay's child,
+    never in the tool; what it prints goes to standard error."""
+    trace = os.path.join(tmp_dir, "blocks.trace")
+    write_blocks_trace(trace)
+    pids = os.path.join(tmp_dir, "pids")
+    env = dict(os.environ, **ENV, RTMEM_TEST_PLUGIN_EXIT="never", RTMEM_TEST_PLUGIN_PRINT="1",
+               RTMEM_TEST_PLUGIN_PIDS=pids)
+    p = subprocess.Popen([str(rtmem), "replay", "--quick", "--no-rt", "--no-count", "--plugin",
+                          files["exit_plugin"], "--kinds", "tlsf,exit", trace],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    out, err = p.communicate(timeout=600)
+    r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    assert r.returncode == 0, explain(r)
+    with open(pids) as f:
+        loaded_in = [int(x) for x in f.read().split()]
+    assert len(loaded_in) == 2 and p.pid not in loaded_in, (p.pid, loaded_in)
+    assert "PLUGIN CREATE SAYS HELLO" not in r.stdout, explain(r)
+    assert "PLUGIN CREATE SAYS HELLO" in r.stderr, explain(r)
+    assert re.search(r"^  exit +[0-9.]+ KiB", r.stdout, re.M), explain(r)
     assert not leftovers()
 
 

@@ -5,10 +5,15 @@ bytes), the smallest pool it reports fits and one granule less fails, a
 phase replays alone with the blocks live at its start, the verdict says
 what the program needs (a lock, a heap at all); usage.
 
-The build gives (tests/tools/CMakeLists.txt): --file trace_prog=, and
---file trace_prog_cpp= where a C++ compiler is found.
+Plugins (rtmem/plugin.h) are replayed like the kinds: TLSF through the
+plugin ABI, and a bump allocator without realloc or aligned_alloc.
+
+The build gives (tests/tools/CMakeLists.txt): --file trace_prog=,
+--file tlsf_plugin=, --file bump_plugin=, and --file trace_prog_cpp= where
+a C++ compiler is found.
 """
 import os
+import re
 import struct
 import sys
 
@@ -460,3 +465,74 @@ def test_a_valgrind_that_gives_up_is_reported_not_fatal(rtmem, tmp_dir, traces):
         assert a["instructions_why"] == (
             "valgrind exited with status 1: Valgrind: debuginfo reader: Possibly corrupted "
             "debuginfo file. (a valgrind older than the compiler that built rtmem?)"), a
+
+
+# ---- plugins -------------------------------------------------------------------------
+
+def test_a_plugin_is_searched_timed_and_ranked_as_a_kind(rtmem, tmp_dir, traces, files):
+    """TLSF through the plugin ABI (it has realloc and aligned_alloc): the
+    program's every call replayed on it, its smallest pool fits and one
+    granule less fails (replayed at --pool, as a user would check), its
+    figures beside tlsf's, no bound claimed for it, ranked in the verdict."""
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--plugin", files["tlsf_plugin"], "--kinds",
+                  "tlsf,glibc,tlsf-plugin")
+    assert r.returncode == 0, explain(r)
+    x = by_name(d)["tlsf-plugin"]
+    p = d["program"]
+    assert x["origin"] == "plugin" and x["replayed"] and x["why_not"] is None, x
+    assert x["note"] is None  # its table has realloc: nothing emulated
+    assert x["fits"] and x["min_pool"] > p["peak_live_bytes"], x
+    assert x["below_fails"] == x["min_pool"] - d["params"]["granule"], x
+    assert x["timed_failures"] == 0 and x["alloc"]["count"] == p["allocs"], x
+    assert x["touched_bytes"] > 0 and x["fragmentation_at_peak"] is not None, x
+    assert x["bound"] is None and "plugin" in x["bound_why"], x
+    assert "tlsf-plugin" in d["verdict"]["ranking"]
+    assert re.search(r"^  tlsf-plugin +no bound: ", r.stdout, re.M), explain(r)
+    for pool, fails in ((x["min_pool"], False), (x["below_fails"], True)):
+        r2, at = replay(rtmem, tmp_dir, path, "--plugin", files["tlsf_plugin"], "--kinds",
+                        "tlsf-plugin", "--pool", str(pool))
+        assert r2.returncode == 0, explain(r2)
+        assert (by_name(at)["tlsf-plugin"]["pool_failures"] > 0) == fails, (pool, fails)
+
+
+def test_a_plugin_without_realloc_or_aligned_alloc(rtmem, tmp_dir, traces, files):
+    """The bump plugin has neither: on a program that asks for a page's
+    alignment it is not replayed, and says why; on one that reallocs, each
+    realloc is its alloc, a copy and its free, and the note says so."""
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--plugin", files["bump_plugin"], "--kinds", "tlsf,bump")
+    assert r.returncode == 0, explain(r)
+    x = by_name(d)["bump"]
+    assert not x["replayed"] and "aligned to 4096" in x["why_not"], x
+    assert "aligned_alloc" in x["why_not"]
+    trace = os.path.join(tmp_dir, "grow.trace")
+    t = [(1, 0, 1000, 100, 0x10000), (3, 2, 2000, 0x10000, 300, 0x20000, 1),
+         (3, 4, 3000, 0x20000, 50, 0x30000, 3), (5, 5, 4000, 0x30000)]
+    write_trace(trace, {51: t})
+    r, d = replay(rtmem, tmp_dir, trace, "--plugin", files["bump_plugin"], "--kinds", "bump")
+    assert r.returncode == 0, explain(r)
+    x = by_name(d)["bump"]
+    assert x["replayed"] and x["fits"] and x["timed_failures"] == 0, x
+    assert "the 2 reallocs are its alloc, a copy and its free" in x["note"], x
+    assert x["note"] in r.stdout
+    # old and new block live together in each realloc: 400 bytes asked
+    assert d["program"]["limits"]["max_live"] == 400, d["program"]
+    assert x["min_pool"] >= 400, x
+
+
+def test_a_plugins_instructions_are_counted(rtmem, tmp_dir, traces, files):
+    """Its counted replay loads it in valgrind's process (--plugin passed
+    on): every call counted, as a kind's."""
+    if os.environ.get("RTMEM_SANITIZED") == "1":
+        pytest.skip("RTMEM_SANITIZED: the counts under valgrind are not checked")
+    path, _ = traces["basic"]
+    r, d = replay(rtmem, tmp_dir, path, "--plugin", files["tlsf_plugin"], "--kinds",
+                  "tlsf-plugin", count=True)
+    assert r.returncode == 0, explain(r)
+    if not counted(d):
+        pytest.skip("no valgrind here: " + d["counts"]["why"])
+    x = by_name(d)["tlsf-plugin"]
+    n = x["instructions"]
+    assert n is not None, x
+    assert n["allocs"] == d["program"]["allocs"] and 20 < n["alloc"] < 20000, n

@@ -399,6 +399,33 @@ def test_a_bench_whose_target_was_not_met_is_drawn_failed_with_the_reason(rtmem,
     assert "FAILED" in text, "the bench run is not marked failed"
 
 
+def test_a_replayed_plugin_is_drawn_as_a_heap_beside_the_kinds(rtmem, module_dir,
+                                                                whole_report_module):
+    """A plugin in replay's results (origin "plugin"): its smallest pool in
+    the table and the chart, no bound, and the verdict may name it."""
+    res = os.path.join(module_dir, "plugin")
+    os.makedirs(res)
+    with open(os.path.join(FIXTURES, "replay.json")) as f:
+        d = json.load(f)
+    tlsf = [a for a in d["allocators"] if a["name"] == "tlsf"][0]
+    mine = dict(tlsf, name="myheap", origin="plugin", bound=None,
+                bound_why="rtmem derives none for a plugin", min_pool=tlsf["min_pool"] + 4096)
+    d["allocators"].append(mine)
+    d["verdict"]["advised"] = dict(d["verdict"]["advised"], kind="myheap", origin="plugin")
+    with open(os.path.join(res, "replay.json"), "w") as f:
+        json.dump(d, f)
+    out = os.path.join(module_dir, "plugin-report")
+    r = report(rtmem, res, out)
+    assert r.returncode == 0, explain(r)
+    text = page_text(out)
+    row = re.search(r"<tr><td>myheap</td>(.*?)</tr>", text)
+    assert row, "no row for the plugin"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert cells[0] not in ("-", "does not fit") and cells[7] == "-", cells  # pool; no bound
+    assert "use myheap on a pool of" in text
+    assert pngs_in(out) == ["replay-pools.png"]
+
+
 def test_latency_says_whether_idle_states_were_held(rtmem, module_dir, whole_report_module):
     res = os.path.join(module_dir, "idle-states")
     os.makedirs(res)

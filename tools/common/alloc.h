@@ -245,7 +245,8 @@ struct tk_plugin {
     char description[160];
     size_t alignment; /* the table's: 0 is RTM_HEAP_MIN_ALIGN */
     bool has_stats, has_check;
-    char describe[576]; /* room for all of it: path, description, the notes */
+    bool has_aligned, has_realloc; /* the optional aligned_alloc, realloc */
+    char describe[576];            /* room for all of it: path, description, the notes */
     /* Set by tk_plugin_open, in the process that opened it. */
     const struct rtm_heap_plugin *table;
     struct tk_heap_ops hops; /* the table's calls, as the harness calls them */

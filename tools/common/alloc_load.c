@@ -386,6 +386,8 @@ enum {
     CALL_USABLE = 1u << 4,
     CALL_STATS = 1u << 5,
     CALL_CHECK = 1u << 6,
+    CALL_ALIGNED = 1u << 7,
+    CALL_REALLOC = 1u << 8,
 };
 
 struct plugin_seen {
@@ -408,7 +410,8 @@ static unsigned calls_of(const struct rtm_heap_plugin *t)
     return (t->create ? CALL_CREATE : 0u) | (t->destroy ? CALL_DESTROY : 0u) |
            (t->alloc ? CALL_ALLOC : 0u) | (t->free ? CALL_FREE : 0u) |
            (t->usable_size ? CALL_USABLE : 0u) | (t->stats ? CALL_STATS : 0u) |
-           (t->check ? CALL_CHECK : 0u);
+           (t->check ? CALL_CHECK : 0u) | (t->aligned_alloc ? CALL_ALIGNED : 0u) |
+           (t->realloc ? CALL_REALLOC : 0u);
 }
 
 /* Copies what the table says into *s (no pointer of the child's kept). */
@@ -582,6 +585,8 @@ int tk_plugin_load(struct tk_plugin *pl, const char *path,
     pl->alignment = seen.alignment;
     pl->has_stats = seen.calls & CALL_STATS;
     pl->has_check = seen.calls & CALL_CHECK;
+    pl->has_aligned = seen.calls & CALL_ALIGNED;
+    pl->has_realloc = seen.calls & CALL_REALLOC;
     snprintf(pl->describe, sizeof(pl->describe), "plugin %s%s%s%s%s", pl->path,
              pl->description[0] ? ": " : "", pl->description,
              pl->has_stats ? ""
@@ -613,7 +618,9 @@ int tk_plugin_open(struct tk_plugin *pl, char *why, size_t why_len)
         (now.calls & (CALL_CREATE | CALL_DESTROY | CALL_ALLOC | CALL_FREE | CALL_USABLE)) !=
             (CALL_CREATE | CALL_DESTROY | CALL_ALLOC | CALL_FREE | CALL_USABLE) ||
         ((now.calls & CALL_STATS) != 0) != pl->has_stats ||
-        ((now.calls & CALL_CHECK) != 0) != pl->has_check) {
+        ((now.calls & CALL_CHECK) != 0) != pl->has_check ||
+        ((now.calls & CALL_ALIGNED) != 0) != pl->has_aligned ||
+        ((now.calls & CALL_REALLOC) != 0) != pl->has_realloc) {
         set_why(why, why_len, "%s changed after it was first loaded: its table differs", pl->path);
         return -1;
     }

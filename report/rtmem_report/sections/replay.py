@@ -1,6 +1,6 @@
-"""rtmem replay: a user's trace replayed on every heap kind: the pool each
-needs against the program's peak, the time per call, and the verdict (also
-the page's first line: headline())."""
+"""rtmem replay: a user's trace replayed on every heap kind (and a user's
+plugins beside them): the pool each needs against the program's peak, the
+time per call, and the verdict (also the page's first line: headline())."""
 
 from .. import page, plot
 
@@ -10,6 +10,9 @@ TOOL = "replay"
 VERSION = 1
 MAKE = "rtmem replay --json {dir}/replay.json {dir}/program.trace"
 
+# The heaps a pool is searched for: rtmem's kinds and plugins.
+BOUNDED = ("rtmem", "plugin")
+
 
 def _verdict(doc):
     """The verdict in a sentence, with the figures it rests on."""
@@ -18,7 +21,7 @@ def _verdict(doc):
     words = []
     a = v.obj("advised", nullable=True)
     tried = [x for x in doc.arr("allocators").objs()
-             if x.str("origin") == "rtmem" and x.bool("replayed")]
+             if x.str("origin") in BOUNDED and x.bool("replayed")]
     if not v.bool("needs_heap"):
         words.append("what was replayed makes no allocation: it needs no heap")
     elif a is not None:
@@ -30,9 +33,9 @@ def _verdict(doc):
                          page.fmt_bytes(p.num("peak_live_bytes")),
                          page.fmt_ns(a.num("worst_call_ns"))))
     elif not tried:
-        words.append("no rtmem kind was replayed (--kinds)")
+        words.append("no heap (an rtmem kind or a plugin) was replayed (--kinds)")
     else:
-        words.append("no rtmem kind fits this trace within the search's limit")
+        words.append("no heap fits this trace within the search's limit")
     threads = p.num("threads")
     if v.bool("needs_lock"):
         words.append("a locked heap: %d threads allocate or free" % threads)
@@ -65,7 +68,7 @@ def build(docs, ctx):
         p = doc.obj("program")
         peak = p.num("peak_live_bytes")
         kinds = [a for a in doc.arr("allocators").objs()
-                 if a.str("origin") == "rtmem" and a.bool("replayed") and a.bool("fits")]
+                 if a.str("origin") in BOUNDED and a.bool("replayed") and a.bool("fits")]
         timed = [a for a in doc.arr("allocators").objs() if a.bool("replayed")
                  and a.obj("alloc").num("count") > 0]
         if kinds:
@@ -103,7 +106,7 @@ def build(docs, ctx):
                 rows.append((a.str("name"), a.str("why_not", nullable=True) or "not replayed",
                              "", "", "", "", "", "", "", ""))
                 continue
-            rtm = a.str("origin") == "rtmem"
+            rtm = a.str("origin") in BOUNDED
             fits = rtm and a.bool("fits")
             rows.append((a.str("name"),
                          page.fmt_bytes(a.num("min_pool")) if fits else

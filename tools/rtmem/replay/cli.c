@@ -18,12 +18,15 @@
 #define DEFAULT_MAX_POOL ((uint64_t)1 << 30)
 #define DEFAULT_REPS     5u
 #define DEFAULT_MARGIN   25u
+#define DEFAULT_TIMEOUT  60u
+#define MAX_TIMEOUT      86400u
 
 static const struct replay_opts defaults = {
     .granule = DEFAULT_GRANULE,
     .max_pool = DEFAULT_MAX_POOL,
     .reps = DEFAULT_REPS,
     .margin_pct = DEFAULT_MARGIN,
+    .timeout_s = DEFAULT_TIMEOUT,
     .rt = TK_RT_OPTS_DEFAULT,
 };
 
@@ -31,6 +34,8 @@ static const struct replay_opts defaults = {
 
 static const struct tk_opt options[] = {
     TK_OPT_KIT_KINDS(F(kinds)),
+    TK_OPT_KIT_PLUGIN(struct replay_opts, plugin_paths, n_plugins),
+    TK_OPT_KIT_TIMEOUT(F(timeout_s), MAX_TIMEOUT),
     { "phase", TK_OPT_STRING, "NAME", "replay that phase alone (its live blocks made first)",
       F(phase) },
     { "pool", TK_OPT_BYTES, "B", "also replay on a pool of B bytes: its failures", F(pool),
@@ -41,7 +46,7 @@ static const struct tk_opt options[] = {
       .lo = 4096, .hi = (uint64_t)1 << 40 },
     { "reps", TK_OPT_UINT, "N", "timed replays per allocator (default %D; --quick %Q)", F(reps),
       .lo = 1, .hi = REPLAY_MAX_REPS, .quick = 1, .flags = TK_OPTF_QUICK },
-    { "margin", TK_OPT_UINT, "PCT", "the pool advised: the smallest that fits + PCT%% (default %D)",
+    { "margin", TK_OPT_UINT, "PCT", "the pool advised: the smallest fit + PCT%% (default %D)",
       F(margin_pct), .lo = 0, .hi = 1000 },
     { "no-count", TK_OPT_FLAG, NULL, "no instruction counts under valgrind", F(no_count) },
     TK_OPT_KIT_RT(struct replay_opts, rt),
@@ -53,9 +58,10 @@ static const struct tk_opt options[] = {
 
 #define N_OPTS (sizeof(options) / sizeof(options[0]))
 
-/* Every rtmem kind and glibc, unless --kinds says otherwise. */
+/* Every rtmem kind, glibc and the plugins given, unless --kinds says
+ * otherwise. */
 static const struct tk_kinds_spec kinds_spec = {
-    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC,
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS,
 };
 
 static int check(struct tk_session *s)
@@ -69,17 +75,44 @@ static int check(struct tk_session *s)
     return 0;
 }
 
-/* The kit's names (replay loads no plugin): which it replays, and which
- * it lists as not replayed. */
+/* The kit's names: which it replays, and which it lists as not
+ * replayed. */
 static void help_notes(FILE *f)
 {
-    char names[512], text[900];
+    char names[512], text[1000];
     snprintf(text, sizeof(text),
-             "--kinds names: %s (default: every rtmem kind and glibc; tlsf(typed) is listed as "
-             "not replayed)",
+             "--kinds names: %s, and each --plugin's name (default: every rtmem kind, glibc and "
+             "the plugins; tlsf(typed) is listed as not replayed). A plugin is replayed "
+             "like a kind, in a child process of its own: docs/replay.md says how.",
              tk_kinds_names(names, sizeof(names)));
     fputc('\n', f);
     tk_opt_wrap(f, text, 0, 2);
+}
+
+/* The timed calls of the program that are reallocs. */
+static uint64_t reallocs(const struct replay_program *p)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += p->ops[i].timed && p->ops[i].op == RO_REALLOC;
+    return n;
+}
+
+/* A plugin as a target: what its table lacks that the program needs. */
+static void set_plugin(const struct replay *r, struct replay_target *x, struct tk_plugin *pl)
+{
+    x->plugin = pl;
+    size_t align = pl->alignment ? pl->alignment : RTM_HEAP_MIN_ALIGN;
+    if (!pl->has_aligned && r->p.max_align > align)
+        snprintf(x->why_not, sizeof(x->why_not),
+                 "not replayed: the program asks for blocks aligned to %llu bytes; the "
+                 "plugin's alloc aligns to %zu and its table has no aligned_alloc",
+                 (unsigned long long)r->p.max_align, align);
+    uint64_t n = pl->has_realloc ? 0 : reallocs(&r->p);
+    if (n)
+        snprintf(x->note, sizeof(x->note),
+                 "its table has no realloc: the %llu reallocs are its alloc, a copy and its free",
+                 (unsigned long long)n);
 }
 
 /* The allocators become targets; those replay cannot drive are listed with
@@ -96,6 +129,8 @@ static void set_targets(struct replay *r)
             x->hardening = a->hardening;
         } else if (a->from == TK_FROM_PEER && a->realloc && a->aligned) {
             x->peer = a; /* its own malloc family, as glibc's */
+        } else if (a->from == TK_FROM_PLUGIN) {
+            set_plugin(r, x, a->plugin);
         } else if (a->from != TK_FROM_GLIBC) {
             snprintf(x->why_not, sizeof(x->why_not),
                      "not replayed: replay drives realloc and aligned allocation, which %s "
@@ -117,8 +152,8 @@ static int setup(struct tk_session *s)
     r->prog = s->cli.prog;
     r->page = (size_t)sysconf(_SC_PAGESIZE);
     tk_machine_collect(&r->mf);
-    int rc =
-        tk_kinds_select(&r->kinds, &kinds_spec, &s->cli, r->o.kinds, NULL, 0, s->argc, s->argv);
+    int rc = tk_kinds_select(&r->kinds, &kinds_spec, &s->cli, r->o.kinds, r->o.plugin_paths,
+                             r->o.n_plugins, s->argc, s->argv);
     if (rc != 0)
         return rc;
     char why[512];

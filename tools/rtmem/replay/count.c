@@ -10,14 +10,17 @@
  *
  *   valgrind --tool=callgrind --collect-atstart=no
  *            --toggle-collect=rtmem_replay_count_alloc (and _aligned,
- *            _realloc; or _free) rtmem replay --no-rt --quick --kinds NAME
- *            [--phase P] TRACE        (RTMEM_REPLAY_COUNT=alloc:POOL)
+ *            _realloc; or _free) rtmem replay --no-rt --quick
+ *            [--plugin FILE.so] --kinds NAME [--phase P] TRACE
+ *                                             (RTMEM_REPLAY_COUNT=alloc:POOL)
  *
  * The timed calls go through the counted functions (engine.c), which hold
  * the call alone; only the instructions inside them are counted: the
  * allocator's call with the dispatch of rtm_heap_*, plus the wrapper's
  * test and jump (a handful). The child prints how many calls it made;
- * the totals over those calls give the averages.
+ * the totals over those calls give the averages. A plugin's code runs in
+ * that child (under valgrind), never in the process that writes the
+ * report; what it prints goes to standard error there.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,25 +48,28 @@ int replay_count_child(struct replay *r)
     if (r->n_targets != 1 || r->targets[0].why_not[0])
         return 2;
     const struct replay_target *x = &r->targets[0];
-    void *mem = NULL;
-    struct rtm_heap *h = NULL;
-    if (x->kind) {
-        mem = mmap(NULL, (size_t)pool, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        struct rtm_heap_config cfg = { .hardening = x->hardening };
-        h = mem == MAP_FAILED ? NULL : rtm_heap_create_ex(x->kind, mem, (size_t)pool, &cfg);
-        if (!h)
+    /* The counts are standard output: a plugin's prints go to stderr. */
+    FILE *calls = tk_stdout_aside();
+    char why[TK_WHY_MAX];
+    if (x->plugin && tk_plugin_open(x->plugin, why, sizeof(why)) != 0) {
+        fprintf(stderr, "%s\n", why);
+        return 3;
+    }
+    struct replay_how how = { .peer = x->peer, .counted = true };
+    if (replay_bounded(x)) {
+        void *mem = mmap(NULL, (size_t)pool, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (mem == MAP_FAILED || !replay_heap_open(x, mem, (size_t)pool, RTM_HEAP_LOCK_NONE, &how))
             return 3;
     }
     void **blocks = calloc(r->p.n_ids ? r->p.n_ids : 1, sizeof(*blocks));
     if (!blocks)
         return 3;
-    struct replay_how how = { .heap = h, .peer = x->peer, .counted = true };
     struct replay_outcome out;
     replay_once(&r->p, &how, blocks, &out);
-    printf("calls %llu %llu failures %llu\n", (unsigned long long)out.counted_allocs,
-           (unsigned long long)out.counted_frees, (unsigned long long)out.failures);
-    return fflush(stdout) == 0 && out.failures == 0 ? 0 : 4;
+    fprintf(calls, "calls %llu %llu failures %llu\n", (unsigned long long)out.counted_allocs,
+            (unsigned long long)out.counted_frees, (unsigned long long)out.failures);
+    return fflush(calls) == 0 && out.failures == 0 ? 0 : 4;
 }
 
 static const char *const alloc_toggles[] = {
@@ -87,8 +93,14 @@ static int count_side(struct tk_session *s, struct tk_grind *g, struct replay_ta
     for (const char *const *t = frees ? free_toggles : alloc_toggles; *t; t++)
         vg[n++] = *t;
     vg[n] = NULL;
-    const char *args[12] = { "replay", "--no-rt", "--quick", "--kinds", x->name };
-    n = 5;
+    const char *args[14] = { "replay", "--no-rt", "--quick" };
+    n = 3;
+    if (x->plugin) {
+        args[n++] = "--plugin";
+        args[n++] = x->plugin->path;
+    }
+    args[n++] = "--kinds";
+    args[n++] = x->name;
     if (r->o.phase) {
         args[n++] = "--phase";
         args[n++] = r->o.phase;
@@ -96,7 +108,7 @@ static int count_side(struct tk_session *s, struct tk_grind *g, struct replay_ta
     args[n++] = s->operands[0];
     args[n] = NULL;
     snprintf(env, sizeof(env), "%s:%llu", frees ? "free" : "alloc",
-             (unsigned long long)(x->kind ? x->timed_pool : 0));
+             (unsigned long long)(replay_bounded(x) ? x->timed_pool : 0));
     double limit = COUNT_TIMEOUT_S + COUNT_TIMEOUT_S_PER_OP * (double)r->p.n;
     if (tk_grind_run(g, vg, args, COUNT_ENV, env, limit, x->count_why, sizeof(x->count_why)) != 0)
         return -1;
@@ -138,7 +150,7 @@ void replay_count(struct tk_session *s)
              g.version[0] ? g.version : "valgrind");
     for (size_t i = 0; i < r->n_targets; i++) {
         struct replay_target *x = &r->targets[i];
-        if (!x->replayed || (x->kind && !x->fits))
+        if (!x->replayed || (replay_bounded(x) && !x->fits))
             continue;
         fprintf(stderr, "%s: counting the instructions of %s's calls under %s\n", r->prog, x->name,
                 r->valgrind_version);

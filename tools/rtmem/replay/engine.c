@@ -1,20 +1,46 @@
 /*
- * `rtmem replay`: one replay of a program, on an rtmem heap or through a
- * process allocator's malloc family (glibc's, or a peer's own entry
- * points). The blocks' contents are never written (a
+ * `rtmem replay`: one replay of a program, on an rtmem heap, a plugin's
+ * heap, or through a process allocator's malloc family (glibc's, or a
+ * peer's own entry points). The blocks' contents are never written (a
  * realloc's copy is the allocator's own work): what the replay touches is
  * what the allocator touches.
+ *
+ * A plugin's table may lack the optional calls. An aligned request at or
+ * below the alignment its alloc gives goes to alloc; a larger one needs
+ * its aligned_alloc (without it the plugin is not replayed on a program
+ * that asks for one: run.c). Without realloc, a realloc is what a port
+ * would write: alloc the new size, copy the smaller of the old block's
+ * usable size and the new size, free the old block; on failure the old
+ * block stays live, as rtm_heap_realloc's. A realloc to 0 asks for a
+ * one-byte block, as rtm_heap_realloc's does.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "replay.h"
 
-/* The calls, on an rtmem heap, a peer or glibc. */
+/* A realloc through a plugin without one: alloc, copy, free. */
+static void *plugin_realloc(const struct replay_how *how, void *old, size_t size)
+{
+    const struct rtm_heap_plugin *t = how->plug;
+    if (!old)
+        return t->alloc(how->pheap, size);
+    void *p = t->alloc(how->pheap, size ? size : 1);
+    if (!p)
+        return NULL;
+    size_t have = t->usable_size(how->pheap, old);
+    memcpy(p, old, have < size ? have : size);
+    t->free(how->pheap, old);
+    return p;
+}
+
+/* The calls, on an rtmem heap, a plugin's, a peer or glibc. */
 static void *call_alloc(const struct replay_how *how, size_t size)
 {
     if (how->heap)
         return rtm_heap_alloc(how->heap, size);
+    if (how->plug)
+        return how->plug->alloc(how->pheap, size);
     return how->peer ? how->peer->alloc(how->peer->ctx, size) : malloc(size);
 }
 
@@ -22,6 +48,11 @@ static void *call_aligned(const struct replay_how *how, size_t align, size_t siz
 {
     if (how->heap)
         return rtm_heap_aligned_alloc(how->heap, align, size);
+    if (how->plug) {
+        if (align <= how->plug_align)
+            return how->plug->alloc(how->pheap, size);
+        return how->plug->aligned_alloc ? how->plug->aligned_alloc(how->pheap, align, size) : NULL;
+    }
     if (how->peer)
         return how->peer->aligned(how->peer->ctx, align, size);
     void *p = NULL;
@@ -33,17 +64,25 @@ static void *call_realloc(const struct replay_how *how, void *old, size_t size)
 {
     if (how->heap)
         return rtm_heap_realloc(how->heap, old, size);
+    if (how->plug)
+        return how->plug->realloc ? how->plug->realloc(how->pheap, old, size)
+                                  : plugin_realloc(how, old, size);
     return how->peer ? how->peer->realloc(how->peer->ctx, old, size) : realloc(old, size);
 }
 
-static void call_free(const struct replay_how *how, void *p)
+/* 0, or the heap's refusal of a live block (an rtmem heap's or a
+ * plugin's; a process allocator has none to give). */
+static int call_free(const struct replay_how *how, void *p)
 {
     if (how->heap)
-        rtm_heap_free(how->heap, p);
-    else if (how->peer)
+        return rtm_heap_free(how->heap, p);
+    if (how->plug)
+        return how->plug->free(how->pheap, p);
+    if (how->peer)
         how->peer->free(how->peer->ctx, p);
     else
         free(p);
+    return 0;
 }
 
 /* The call an op makes. A failed allocation leaves its id NULL (a later
@@ -58,9 +97,9 @@ static void *do_alloc(const struct replay_how *how, const struct rop *op, void *
     }
 }
 
-static void do_free(const struct replay_how *how, void *p)
+static int do_free(const struct replay_how *how, void *p)
 {
-    call_free(how, p);
+    return call_free(how, p);
 }
 
 /* The calls of a counted replay (count.c), one per kind of call: valgrind
@@ -86,7 +125,7 @@ __attribute__((noinline)) void *rtmem_replay_count_realloc(const struct replay_h
 
 __attribute__((noinline)) void rtmem_replay_count_free(const struct replay_how *how, void *p)
 {
-    call_free(how, p);
+    (void)call_free(how, p);
 }
 
 static void *counted_alloc(const struct replay_how *how, const struct rop *op, void *old)
@@ -97,6 +136,17 @@ static void *counted_alloc(const struct replay_how *how, const struct rop *op, v
     case RO_REALLOC: return rtmem_replay_count_realloc(how, old, op->size);
     default: return NULL;
     }
+}
+
+/* The heap's statistics at the program's peak: an rtmem heap's, or a
+ * plugin's that has them. */
+static void peak_stats(const struct replay_how *how, struct replay_outcome *out)
+{
+    memset(&out->at_peak, 0, sizeof(out->at_peak));
+    if (how->heap)
+        out->have_peak = rtm_heap_stats(how->heap, &out->at_peak) == 0;
+    else if (how->plug && how->plug->stats)
+        out->have_peak = how->plug->stats(how->pheap, &out->at_peak) == 0;
 }
 
 void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
@@ -114,8 +164,9 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                 continue;
             if (timing) {
                 uint64_t t0 = tk_timer_start();
-                do_free(how, b);
+                int rc = do_free(how, b);
                 uint64_t t1 = tk_timer_end();
+                out->refused_frees += rc != 0;
                 tk_samples_add(how->frees, t1 - t0);
                 if (t1 - t0 > out->max_ticks)
                     out->max_ticks = t1 - t0;
@@ -123,7 +174,7 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                 rtmem_replay_count_free(how, b);
                 out->counted_frees++;
             } else {
-                do_free(how, b);
+                out->refused_frees += do_free(how, b) != 0;
             }
         } else {
             void *old = op->op == RO_REALLOC && op->old != RO_NONE ? blocks[op->old] : NULL;
@@ -152,8 +203,8 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
                     return;
             }
         }
-        if (i == p->peak_op && how->heap && rtm_heap_stats(how->heap, &out->at_peak) == 0)
-            out->have_peak = true;
+        if (i == p->peak_op)
+            peak_stats(how, out);
     }
 }
 

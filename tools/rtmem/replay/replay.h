@@ -1,6 +1,7 @@
 /*
  * `rtmem replay FILE`: a trace `rtmem trace` recorded, replayed on every
- * heap kind (and glibc): the smallest pool in which it never fails, the
+ * heap kind (and glibc, the peers, a user's plugins): the smallest pool in
+ * which it never fails, the
  * failures at a pool the user gives, time per call, fragmentation at the
  * peak, memory touched; then a verdict. Its manual is docs/replay.md.
  *
@@ -10,7 +11,7 @@
  *   engine.c   one replay of the program on one heap: failures, the heap's
  *              statistics at the peak, call times
  *   run.c      per allocator: the pool search, the timed replays, touched
- *              memory
+ *              memory; a plugin's all in a child process of its own
  *   count.c    instructions per call, counted under valgrind's callgrind
  *   report.c   the tables, the verdict, the JSON
  */
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/child.h"
 #include "common/describe.h"
 #include "common/kinds.h"
 #include "common/rt.h"
@@ -44,7 +46,10 @@ struct replay_opts {
     unsigned margin_pct; /* the recommended pool: the smallest that fits, plus this */
     struct tk_rt_opts rt;
     bool quick;
-    bool no_count; /* --no-count: no instruction counts under valgrind */
+    bool no_count;                            /* --no-count: no instruction counts under valgrind */
+    const char *plugin_paths[TK_MAX_PLUGINS]; /* --plugin FILE.so */
+    size_t n_plugins;
+    unsigned timeout_s; /* a plugin's child: killed after this long without progress */
     const char *json_path;
 };
 
@@ -100,20 +105,25 @@ int replay_program_limits(const struct replay_program *p, struct rtm_heap_limits
 
 /* What one replay found. */
 struct replay_outcome {
-    uint64_t failures;    /* allocations that returned NULL */
-    uint64_t max_ticks;   /* the longest timed call of this replay */
-    size_t first_failure; /* the op, if any */
-    bool have_peak;       /* stats at the peak (an rtmem heap) */
+    uint64_t failures;      /* allocations that returned NULL */
+    uint64_t refused_frees; /* frees of live blocks the heap refused (not counted ones) */
+    uint64_t max_ticks;     /* the longest timed call of this replay */
+    size_t first_failure;   /* the op, if any */
+    bool have_peak;         /* stats at the peak (an rtmem heap) */
     struct rtm_heap_stats at_peak;
     uint64_t counted_allocs, counted_frees; /* calls a counted replay made */
 };
 
-/* How to replay: on an rtmem heap (heap not NULL) or through glibc's
- * malloc family (heap NULL); stop at the first failure, or go on; time
- * each timed call into allocs/frees (ticks; NULL: no timing). */
+/* How to replay: on an rtmem heap (heap not NULL), a plugin's heap (plug
+ * not NULL) or through a process allocator's malloc family; stop at the
+ * first failure, or go on; time each timed call into allocs/frees (ticks;
+ * NULL: no timing). */
 struct replay_how {
     struct rtm_heap *heap;
-    const struct tk_alloc *peer; /* heap NULL: a peer's entry points, or glibc's (NULL) */
+    const struct rtm_heap_plugin *plug; /* a plugin's table, in the process that opened it */
+    void *pheap;                        /* plug: the heap its create returned */
+    size_t plug_align;                  /* plug: what its alloc aligns to */
+    const struct tk_alloc *peer;        /* neither: a peer's entry points, or glibc's (NULL) */
     bool stop_at_failure;
     bool counted; /* the timed calls through the counted ones (count.c) */
     struct tk_samples *allocs, *frees;
@@ -141,12 +151,15 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
 
 struct replay_target {
     char name[48];
-    const char *kind;            /* an rtmem kind, or NULL for a process allocator */
-    const struct tk_alloc *peer; /* a peer (jemalloc, ...), or NULL */
+    const char *kind;            /* an rtmem kind, or NULL */
+    struct tk_plugin *plugin;    /* a user's plugin (a bounded heap, as a kind), or NULL */
+    const struct tk_alloc *peer; /* a peer (jemalloc, ...), or NULL; all three NULL: glibc */
     int hardening;
     bool replayed;
-    char why_not[160]; /* not replayed: why */
-    /* the search (rtmem kinds) */
+    bool failed;              /* tried and failed (why_not says how); the run fails */
+    char why_not[TK_WHY_MAX]; /* not replayed: why */
+    char note[160];           /* how it was replayed, where that differs (a plugin's realloc) */
+    /* the search (bounded heaps: rtmem kinds, plugins) */
     bool fits;            /* a pool up to max_pool fits */
     uint64_t min_pool;    /* the smallest that fits (granule resolution) */
     uint64_t below_fails; /* min_pool - granule: checked to fail */
@@ -185,6 +198,8 @@ struct replay_target {
 
 struct replay {
     struct replay_opts o;
+    tk_child_mark *beat; /* in a plugin's child: its progress marks; NULL elsewhere */
+    int watch_priority;  /* SCHED_FIFO priority the parent waits for a child at; 0: none */
     const char *prog;
     struct tk_machine mf;
     struct tk_timer timer;
@@ -204,6 +219,19 @@ struct replay {
 };
 
 enum tk_run_end replay_run(struct tk_session *s);
+
+/* A bounded heap: an rtmem kind or a plugin (a pool is searched for it). */
+static inline bool replay_bounded(const struct replay_target *x)
+{
+    return x->kind || x->plugin;
+}
+
+/* Opens x's heap on [mem, mem + bytes) into how (an rtmem kind at lock,
+ * a plugin's through its create); nothing for a process allocator. false
+ * when the heap is refused. x's plugin must be open in this process. */
+bool replay_heap_open(const struct replay_target *x, void *mem, size_t bytes, int lock,
+                      struct replay_how *how);
+void replay_heap_close(struct replay_how *how);
 
 /* ---- instruction counts (count.c) ------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * `rtmem replay`: the table per allocator, the verdict, the JSON.
  *
- * The verdict ranks the rtmem kinds that fit by their worst call measured
+ * The verdict ranks the heaps that fit (rtmem kinds, and plugins beside
+ * them) by their worst call measured
  * (the larger of alloc's and free's maximum, net of the timer), then by
  * the smallest pool; it advises the first, with its pool (the smallest
  * that fits plus --margin), and says whether the program needs a locked
@@ -35,7 +36,7 @@ static size_t ranked(const struct replay *r, size_t *order)
         return 0; /* nothing allocated: no heap to advise */
     for (size_t i = 0; i < r->n_targets; i++) {
         const struct replay_target *x = &r->targets[i];
-        if (x->kind && x->replayed && x->fits && x->timed_failures == 0)
+        if (replay_bounded(x) && x->replayed && x->fits && x->timed_failures == 0)
             order[n++] = i;
     }
     for (size_t i = 1; i < n; i++) /* insertion: a handful */
@@ -89,16 +90,16 @@ static void target_line(FILE *f, const struct replay *r, const struct replay_tar
 {
     char b1[32], b2[32], b3[32], b4[32];
     if (x->why_not[0] && !x->replayed) {
-        fprintf(f, "  %-14s %s\n", x->name, x->why_not);
+        fprintf(f, "  %-14s %s%s\n", x->name, x->failed ? "FAILED: " : "", x->why_not);
         return;
     }
-    if (x->kind && !x->fits) {
+    if (replay_bounded(x) && !x->fits) {
         fprintf(f, "  %-14s no pool up to %s fits this program\n", x->name,
                 bytes(b1, sizeof(b1), r->o.max_pool));
         return;
     }
     char pool[64] = "-", ratio[16] = "-", advised[32] = "-", at_pool[48] = "";
-    if (x->kind) {
+    if (replay_bounded(x)) {
         bytes(pool, sizeof(pool), x->min_pool);
         snprintf(ratio, sizeof(ratio), "%.2f",
                  r->p.peak_live ? (double)x->min_pool / (double)r->p.peak_live : 0.0);
@@ -118,13 +119,15 @@ static void target_line(FILE *f, const struct replay *r, const struct replay_tar
                 bytes(b3, sizeof(b3), x->at_peak.largest_free_bytes));
     else
         fprintf(f, " %7s %10s", "-", "-");
-    fprintf(f, " %10s\n", x->kind ? bytes(b4, sizeof(b4), x->touched) : "-");
+    fprintf(f, " %10s\n", replay_bounded(x) ? bytes(b4, sizeof(b4), x->touched) : "-");
+    if (x->note[0])
+        fprintf(f, "  %-14s   %s\n", "", x->note);
     if (x->timed_failures)
         fprintf(f,
                 "  %-14s   %" PRIu64 " allocations failed at the advised pool %s: this "
                 "allocator does not fit every pool above its smallest\n",
                 "", x->timed_failures, bytes(b2, sizeof(b2), x->timed_pool));
-    if (r->o.pool && x->kind && x->pool_failures)
+    if (r->o.pool && replay_bounded(x) && x->pool_failures)
         fprintf(f, "  %-14s   at --pool %s: %" PRIu64 " allocations fail\n", "",
                 bytes(b2, sizeof(b2), r->o.pool), x->pool_failures);
 }
@@ -143,14 +146,15 @@ static void verdict(FILE *f, const struct replay *r)
     }
     size_t tried = 0;
     for (size_t i = 0; i < r->n_targets; i++)
-        tried += r->targets[i].kind && r->targets[i].replayed;
+        tried += replay_bounded(&r->targets[i]) && r->targets[i].replayed;
     if (r->p.allocs == 0) {
         /* said above: no heap to advise */
     } else if (tried == 0) {
-        fprintf(f, "  - no rtmem kind was replayed (--kinds): none to advise\n");
+        fprintf(f, "  - no heap (an rtmem kind or a plugin) was replayed (--kinds): none to "
+                   "advise\n");
     } else if (n == 0) {
         fprintf(f,
-                "  - no rtmem kind fits this program within %s (the search's limit, "
+                "  - no heap fits this program within %s (the search's limit, "
                 "--max-pool)\n",
                 bytes(b1, sizeof(b1), r->o.max_pool));
     } else {
@@ -260,7 +264,7 @@ static void bound_lines(FILE *f, const struct replay *r)
     fprintf(f, "), a pool of this size never fails (rtm_heap_pool_bound_ex, docs/size.md):\n");
     for (size_t i = 0; i < r->n_targets; i++) {
         const struct replay_target *x = &r->targets[i];
-        if (!x->kind || !x->replayed)
+        if (!replay_bounded(x) || !x->replayed)
             continue;
         if (!x->bound) {
             fprintf(f, "  %-14s no bound: %s\n", x->name, x->bound_why);
@@ -360,11 +364,17 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         const struct replay_target *x = &r->targets[i];
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", x->name);
-        tk_json_kv_string(j, "origin", x->kind ? "rtmem" : x->peer ? "peer" : "glibc");
+        tk_json_kv_string(j, "origin",
+                          x->kind     ? "rtmem"
+                          : x->plugin ? "plugin"
+                          : x->peer   ? "peer"
+                                      : "glibc");
         tk_json_kv_bool(j, "replayed", x->replayed);
         if (tk_json_key_or_null(j, "why_not", x->why_not[0] != 0))
             tk_json_string(j, x->why_not);
-        if (x->kind) {
+        if (tk_json_key_or_null(j, "note", x->note[0] != 0))
+            tk_json_string(j, x->note);
+        if (replay_bounded(x)) {
             tk_json_kv_bool(j, "fits", x->fits);
             tk_json_kv_uint(j, "min_pool", x->min_pool);
             tk_json_kv_uint(j, "below_fails", x->below_fails);
@@ -377,6 +387,8 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             tk_json_kv_uint(j, "touched_bytes", x->touched);
             if (tk_json_key_or_null(j, "bound", x->bound != 0))
                 tk_json_uint(j, x->bound);
+            if (tk_json_key_or_null(j, "bound_why", x->bound == 0 && x->bound_why[0]))
+                tk_json_string(j, x->bound_why);
         }
         tk_json_kv_uint(j, "timed_failures", x->timed_failures);
         tk_summary_json(j, "alloc", "mean_ns", &x->alloc_ns);
@@ -415,6 +427,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
     if (tk_json_key_or_null(j, "advised", n > 0)) {
         tk_json_begin_object_compact(j);
         tk_json_kv_string(j, "kind", r->targets[order[0]].name);
+        tk_json_kv_string(j, "origin", r->targets[order[0]].kind ? "rtmem" : "plugin");
         tk_json_kv_uint(j, "pool", r->targets[order[0]].timed_pool);
         tk_json_kv_uint(j, "min_pool", r->targets[order[0]].min_pool);
         tk_json_kv_double(j, "worst_call_ns", worst(&r->targets[order[0]]));

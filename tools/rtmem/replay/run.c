@@ -2,7 +2,7 @@
  * `rtmem replay`: per allocator, the pool search, the replay at --pool, the
  * timed replays, the memory touched.
  *
- * The pool search (rtmem kinds): a heap is created by rtm_heap_create on a
+ * The pool search (rtmem kinds, plugins): a heap is created on a
  * region of P bytes (its control structure included, as a user's would
  * be) and the program replayed until an allocation fails. P doubles from
  * twice the peak of live bytes until one fits (at most --max-pool), then a
@@ -16,8 +16,18 @@
  * overhead subtracted; --reps replays, their calls pooled. Touched memory:
  * one more replay on a fresh mapping of the recommended pool, then the
  * pages mincore finds resident.
+ *
+ * A plugin (rtmem/plugin.h) is a bounded heap like a kind: searched,
+ * replayed at --pool, timed, its touched pages counted. All of it runs in a
+ * child process of its own (common/child.h), so that a plugin that
+ * crashes, hangs, exits or forks fails its own line and nothing else: the
+ * child opens the plugin, does the work, and hands the target's figures
+ * back in shared memory, its progress marked after each replay (--timeout
+ * without a mark: killed). The process that writes the report never runs
+ * the plugin's code. A plugin has no lock of rtmem's to time.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,10 +70,32 @@ static void region_unmap(struct region *g)
     g->mem = NULL;
 }
 
-static struct rtm_heap *make_heap(const struct replay_target *x, void *mem, size_t bytes, int lock)
+bool replay_heap_open(const struct replay_target *x, void *mem, size_t bytes, int lock,
+                      struct replay_how *how)
 {
-    struct rtm_heap_config cfg = { .hardening = x->hardening, .lock = lock };
-    return rtm_heap_create_ex(x->kind, mem, bytes, &cfg);
+    if (x->kind) {
+        struct rtm_heap_config cfg = { .hardening = x->hardening, .lock = lock };
+        how->heap = rtm_heap_create_ex(x->kind, mem, bytes, &cfg);
+        return how->heap != NULL;
+    }
+    if (x->plugin) {
+        const struct rtm_heap_plugin *t = x->plugin->table;
+        how->plug = t;
+        how->plug_align = t->alignment ? t->alignment : RTM_HEAP_MIN_ALIGN;
+        how->pheap = t->create(mem, bytes);
+        return how->pheap != NULL;
+    }
+    return true;
+}
+
+void replay_heap_close(struct replay_how *how)
+{
+    if (how->heap)
+        rtm_heap_destroy(how->heap);
+    else if (how->plug && how->pheap)
+        how->plug->destroy(how->pheap);
+    how->heap = NULL;
+    how->pheap = NULL;
 }
 
 /* One replay at pool bytes on mem: failures (UINT64_MAX: the heap could
@@ -71,13 +103,13 @@ static struct rtm_heap *make_heap(const struct replay_target *x, void *mem, size
 static uint64_t replay_at(struct replay *r, const struct replay_target *x, void *mem,
                           uint64_t bytes, bool stop, void **blocks, struct replay_outcome *out)
 {
-    struct rtm_heap *h = make_heap(x, mem, (size_t)bytes, RTM_HEAP_LOCK_NONE);
-    if (!h)
+    struct replay_how how = { .stop_at_failure = stop };
+    if (!replay_heap_open(x, mem, (size_t)bytes, RTM_HEAP_LOCK_NONE, &how))
         return UINT64_MAX;
     memset(blocks, 0, r->p.n_ids * sizeof(*blocks));
-    struct replay_how how = { .heap = h, .stop_at_failure = stop };
     replay_once(&r->p, &how, blocks, out);
-    rtm_heap_destroy(h);
+    replay_heap_close(&how);
+    tk_child_beat(r->beat);
     return out->failures;
 }
 
@@ -136,7 +168,7 @@ static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int 
 {
     uint64_t maxima[REPLAY_MAX_REPS];
     struct tk_arena ar = { 0 };
-    if (x->kind) {
+    if (replay_bounded(x)) {
         int rc = tk_arena_open(&ar, (size_t)bytes);
         if (rc != 0) {
             snprintf(x->why_not, sizeof(x->why_not), "mmap of %llu bytes: %s",
@@ -148,20 +180,27 @@ static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int 
     tk_samples_reset(frees);
     int rc = 0;
     for (unsigned rep = 0; rep < r->o.reps && rc == 0; rep++) {
-        struct rtm_heap *h = NULL;
-        if (x->kind && !(h = make_heap(x, ar.mem, (size_t)bytes, lock))) {
-            snprintf(x->why_not, sizeof(x->why_not), "rtm_heap_create_ex refused %llu bytes",
+        struct replay_how how = { .peer = x->peer, .allocs = allocs, .frees = frees };
+        if (!replay_heap_open(x, ar.mem, (size_t)bytes, lock, &how)) {
+            snprintf(x->why_not, sizeof(x->why_not), "%s refused %llu bytes",
+                     x->kind ? "rtm_heap_create_ex" : "the plugin's create",
                      (unsigned long long)bytes);
             rc = -1;
             break;
         }
         memset(blocks, 0, r->p.n_ids * sizeof(*blocks));
         tk_rt_breather(&r->rt);
-        struct replay_how how = { .heap = h, .peer = x->peer, .allocs = allocs, .frees = frees };
         replay_once(&r->p, &how, blocks, last);
         maxima[rep] = last->max_ticks;
-        if (h) {
-            rtm_heap_destroy(h);
+        if (last->refused_frees) {
+            snprintf(x->why_not, sizeof(x->why_not),
+                     "the heap refused %llu frees of live blocks: its figures would mean nothing",
+                     (unsigned long long)last->refused_frees);
+            rc = -1;
+        }
+        tk_child_beat(r->beat);
+        if (replay_bounded(x)) {
+            replay_heap_close(&how);
         } else {
             for (uint32_t i = 0; i < r->p.n_ids; i++) /* a process allocator's: given back */
                 if (x->peer && blocks[i])
@@ -218,7 +257,7 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
                        struct tk_samples *allocs, struct tk_samples *frees)
 {
     struct replay_outcome out;
-    if (x->kind) {
+    if (replay_bounded(x)) {
         search(r, x, g, blocks);
         if (r->o.pool) {
             uint64_t f = replay_at(r, x, g->mem, r->o.pool, false, blocks, &out);
@@ -245,21 +284,105 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
                                                               (double)out.at_peak.free_bytes
                                                   : 0.0;
     }
-    if (x->kind) {
+    if (replay_bounded(x))
         x->touched = touched(r, x, x->timed_pool, blocks);
-        /* Threads allocate in the program: what a priority-inheritance lock
-         * adds, the same calls in the same order on one thread. */
-        if (r->p.threads > 1 && timed(r, x, x->timed_pool, RTM_HEAP_LOCK_PI, allocs, frees, blocks,
-                                      &out, &x->locked_worst_ns) == 0) {
-            x->locked_timed = true;
-            net(r, allocs, &x->locked_alloc_ns);
-            net(r, frees, &x->locked_free_ns);
-        }
+    /* Threads allocate in the program: what a priority-inheritance lock
+     * adds to an rtmem kind, the same calls in the same order on one
+     * thread. */
+    if (x->kind && r->p.threads > 1 &&
+        timed(r, x, x->timed_pool, RTM_HEAP_LOCK_PI, allocs, frees, blocks, &out,
+              &x->locked_worst_ns) == 0) {
+        x->locked_timed = true;
+        net(r, allocs, &x->locked_alloc_ns);
+        net(r, frees, &x->locked_free_ns);
     }
     if (r->p.threads > 1) {
         uint64_t c = replay_contended(&r->p, x->alloc_ns.mean, x->free_ns.mean);
         x->contended = c == UINT64_MAX ? 0 : c;
     }
+}
+
+/* ---- a plugin, in a child process of its own ------------------------------------- */
+
+/* What the child hands back, in memory both share: the target as the
+ * child filled it, written as it goes. */
+struct plugin_out {
+    tk_child_mark beat;
+    bool done; /* the child's last act: an end before it is a failure */
+    struct replay_target x;
+};
+
+struct plugin_job {
+    struct replay *r;
+    struct plugin_out *out;
+    struct region *g;
+    void **blocks;
+    struct tk_samples *allocs, *frees;
+};
+
+static int plugin_child(void *arg)
+{
+    struct plugin_job *j = arg;
+    struct replay_target *x = &j->out->x;
+    j->r->beat = &j->out->beat;
+    char why[TK_WHY_MAX];
+    if (tk_plugin_open(x->plugin, why, sizeof(why)) != 0)
+        snprintf(x->why_not, sizeof(x->why_not), "%s", why);
+    else
+        one_target(j->r, x, j->g, j->blocks, j->allocs, j->frees);
+    j->out->done = true;
+    return 0;
+}
+
+/* one_target for a plugin, in a child under the watchdog (--timeout): its
+ * figures into *x, or x->why_not with how the child ended. */
+static void plugin_target(struct replay *r, struct replay_target *x, struct region *g,
+                          void **blocks, struct tk_samples *allocs, struct tk_samples *frees)
+{
+    struct plugin_out *o = tk_shared_alloc(sizeof(*o));
+    if (!o) {
+        snprintf(x->why_not, sizeof(x->why_not), "out of memory to hand its figures back");
+        return;
+    }
+    o->x = *x;
+    struct plugin_job j = { r, o, g, blocks, allocs, frees };
+    /* Standard output aside: what a plugin prints goes to standard error,
+     * never into the report. */
+    const struct tk_child_opts co = { .timeout_s = r->o.timeout_s,
+                                      .watch_priority = r->watch_priority,
+                                      .stdout_aside = true };
+    struct tk_child_result res;
+    tk_child_run(plugin_child, &j, &o->beat, &co, &res);
+    char sig[64];
+    if (res.end == TK_CHILD_EXITED && o->done) {
+        *x = o->x;
+    } else {
+        x->replayed = false;
+        if (res.end == TK_CHILD_KILLED)
+            snprintf(x->why_not, sizeof(x->why_not), "crashed: killed by %s",
+                     tk_signal_describe(res.code, sig, sizeof(sig)));
+        else if (res.end == TK_CHILD_TIMED_OUT)
+            snprintf(x->why_not, sizeof(x->why_not),
+                     "hung: no progress for %u s (--timeout), killed with SIGKILL", r->o.timeout_s);
+        else if (res.end == TK_CHILD_NOT_STARTED)
+            snprintf(x->why_not, sizeof(x->why_not), "cannot start its process: %s",
+                     strerror(res.code));
+        else
+            snprintf(x->why_not, sizeof(x->why_not),
+                     "its process exited (status %d) without its figures", res.code);
+    }
+    tk_shared_free(o, sizeof(*o));
+}
+
+/* The priority the parent waits for a plugin's child at: above the
+ * child's, so that a child spinning at its real-time priority on the
+ * parent's CPU cannot keep the watchdog from running. */
+static int watch_priority(const struct replay *r)
+{
+    if (r->o.rt.no_rt || !r->rt.fifo.granted)
+        return 0;
+    int max = sched_get_priority_max(SCHED_FIFO);
+    return r->o.rt.priority < max ? r->o.rt.priority + 1 : max;
 }
 
 enum tk_run_end replay_run(struct tk_session *s)
@@ -270,6 +393,7 @@ enum tk_run_end replay_run(struct tk_session *s)
     struct tk_rt_request req = tk_rt_request_of(&r->o.rt, false);
     tk_rt_setup(&req, &r->rt);
     r->rt_done = true;
+    r->watch_priority = watch_priority(r);
     int rc = tk_timer_init(&r->timer, 20);
     if (rc != 0) {
         fprintf(stderr, "%s: the timer cannot be calibrated: %s\n", r->prog, strerror(-rc));
@@ -300,6 +424,8 @@ enum tk_run_end replay_run(struct tk_session *s)
         struct replay_target *x = &r->targets[i];
         if (x->why_not[0])
             continue;
+        if (x->plugin)
+            snprintf(x->bound_why, sizeof(x->bound_why), "rtmem derives none for a plugin");
         if (x->kind && r->limits.max_live) {
             errno = 0;
             x->bound = rtm_heap_pool_bound_ex(x->kind, &r->limits);
@@ -310,9 +436,12 @@ enum tk_run_end replay_run(struct tk_session *s)
                                             : strerror(errno));
         }
         fprintf(stderr, "%s: replaying on %s\n", r->prog, x->name);
-        one_target(r, x, &g, blocks, &allocs, &frees);
+        if (x->plugin)
+            plugin_target(r, x, &g, blocks, &allocs, &frees);
+        else
+            one_target(r, x, &g, blocks, &allocs, &frees);
         if (!x->replayed)
-            failed = true;
+            failed = x->failed = true;
     }
     free(blocks);
     tk_samples_destroy(&allocs);
