@@ -63,6 +63,10 @@ def test_the_replay_holds_what_the_trace_shows(rtmem, tmp_dir, traces):
     assert d["program"]["allocs"] == allocs, (d["program"], t["ops"])
     assert d["program"]["peak_live_bytes"] == t["peak_live_bytes"]
     assert d["program"]["max_align"] == 4096  # valloc's page
+    # the noise floor: the same calls, each a no-op, timed the same way
+    fl = d["floor"]
+    assert fl["alloc"]["count"] == allocs and fl["free"]["count"] == d["program"]["frees"], fl
+    assert re.search(r"^  floor +[0-9]", r.stdout, re.M), explain(r)
     a = by_name(d)
     assert set(a) == set(KINDS + ["glibc"]), list(a)
     for k in KINDS:

@@ -90,16 +90,22 @@ def build(docs, ctx):
             for y, a in zip(ys, timed):
                 bx.barh(y + 0.2, a.obj("alloc").num("mean_ns"), 0.35, color="#1f77b4")
                 bx.barh(y - 0.2, a.num("worst_ns"), 0.35, color="#d62728")
+            floor = doc.obj("floor", nullable=True) if doc.has("floor") else None
+            if floor is not None and floor.obj("alloc").num("mean_ns") > 0:
+                bx.axvline(floor.obj("alloc").num("mean_ns"), color="#444444", linestyle=":",
+                           linewidth=1)
             bx.set_yticks(ys)
             bx.set_yticklabels([a.str("name") for a in timed], fontsize=8)
             bx.set_xscale("log")
-            bx.set_xlabel("ns per call: alloc average (blue), worst (red)")
+            bx.set_xlabel("ns per call: alloc average (blue), worst (red); dotted: a no-op's")
             out.append(ctx.png("pools", fig, "replay: pool per kind and time per call",
                                "Left: the smallest pool in which the whole replay never fails, "
                                "per kind, against the peak of bytes the program's live blocks "
                                "asked (dashed). Right: the average allocation and the worst "
                                "call (each replay's longest, the median over the replays), in "
-                               "ns. docs/replay.md reads them."))
+                               "ns; dotted, where the results have it, the noise floor: the "
+                               "same replay with every call a no-op. docs/replay.md reads "
+                               "them."))
         rows = []
         for a in doc.arr("allocators").objs():
             if not a.bool("replayed"):

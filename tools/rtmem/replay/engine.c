@@ -19,6 +19,20 @@
 
 #include "replay.h"
 
+/* The floor's calls: a call that does nothing but return, through the same
+ * path as the allocators' (after their tests). Never inlined. */
+static char noop_block;
+__attribute__((noinline)) static void *noop_alloc(size_t size)
+{
+    __asm__ volatile("" : : "r"(size) : "memory");
+    return &noop_block;
+}
+
+__attribute__((noinline)) static void noop_free(void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
 /* A realloc through a plugin without one: alloc, copy, free. */
 static void *plugin_realloc(const struct replay_how *how, void *old, size_t size)
 {
@@ -41,7 +55,9 @@ static void *call_alloc(const struct replay_how *how, size_t size)
         return rtm_heap_alloc(how->heap, size);
     if (how->plug)
         return how->plug->alloc(how->pheap, size);
-    return how->peer ? how->peer->alloc(how->peer->ctx, size) : malloc(size);
+    if (how->peer)
+        return how->peer->alloc(how->peer->ctx, size);
+    return how->noop ? noop_alloc(size) : malloc(size);
 }
 
 static void *call_aligned(const struct replay_how *how, size_t align, size_t size)
@@ -55,6 +71,8 @@ static void *call_aligned(const struct replay_how *how, size_t align, size_t siz
     }
     if (how->peer)
         return how->peer->aligned(how->peer->ctx, align, size);
+    if (how->noop)
+        return noop_alloc(size);
     void *p = NULL;
     return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) == 0 ? p
                                                                                           : NULL;
@@ -67,7 +85,9 @@ static void *call_realloc(const struct replay_how *how, void *old, size_t size)
     if (how->plug)
         return how->plug->realloc ? how->plug->realloc(how->pheap, old, size)
                                   : plugin_realloc(how, old, size);
-    return how->peer ? how->peer->realloc(how->peer->ctx, old, size) : realloc(old, size);
+    if (how->peer)
+        return how->peer->realloc(how->peer->ctx, old, size);
+    return how->noop ? noop_alloc(size) : realloc(old, size);
 }
 
 /* 0, or the heap's refusal of a live block (an rtmem heap's or a
@@ -80,6 +100,8 @@ static int call_free(const struct replay_how *how, void *p)
         return how->plug->free(how->pheap, p);
     if (how->peer)
         how->peer->free(how->peer->ctx, p);
+    else if (how->noop)
+        noop_free(p);
     else
         free(p);
     return 0;

@@ -126,6 +126,7 @@ struct replay_how {
     const struct tk_alloc *peer;        /* neither: a peer's entry points, or glibc's (NULL) */
     bool stop_at_failure;
     bool counted; /* the timed calls through the counted ones (count.c) */
+    bool noop;    /* the floor: every call a no-op (a function that returns) */
     struct tk_samples *allocs, *frees;
 };
 
@@ -151,6 +152,7 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
 
 struct replay_target {
     char name[48];
+    bool noop;                   /* the floor (struct replay's), not an allocator */
     const char *kind;            /* an rtmem kind, or NULL */
     struct tk_plugin *plugin;    /* a user's plugin (a bounded heap, as a kind), or NULL */
     const struct tk_alloc *peer; /* a peer (jemalloc, ...), or NULL; all three NULL: glibc */
@@ -212,6 +214,9 @@ struct replay {
     struct rtm_heap_limits limits; /* the program's (replay_program_limits) */
     struct replay_target targets[TK_MAX_ALLOCS];
     size_t n_targets;
+    /* The noise floor: the program replayed with every call a no-op, timed
+     * as the allocators are (run.c); floor.replayed when it was. */
+    struct replay_target floor;
     size_t page;
     /* the instruction counts (count.c) */
     char valgrind_version[64]; /* "" when none counted */

@@ -286,6 +286,14 @@ void replay_report(const struct tk_session *s, FILE *f)
             "p99", "worst", "max", "frag", "largest", "touched");
     fprintf(f, "  %-14s %10s %6s %10s %8s %8s %8s %8s %8s %8s %8s %7s %10s %10s\n", "", "", "",
             "pool", "", "avg ns", "ns", "avg ns", "ns", "ns", "ns", "@peak", "free@peak", "");
+    if (r->floor.replayed)
+        fprintf(f,
+                "  %-14s %10s %6s %10s %8s %8.0f %8.0f %8.0f %8.0f %8.0f %8.0f   (no-op calls: "
+                "the noise floor)\n",
+                "floor", "", "", "", "", r->floor.alloc_ns.mean, r->floor.alloc_ns.p99,
+                r->floor.free_ns.mean, r->floor.free_ns.p99, r->floor.worst_ns,
+                r->floor.alloc_ns.max > r->floor.free_ns.max ? r->floor.alloc_ns.max
+                                                             : r->floor.free_ns.max);
     for (size_t i = 0; i < r->n_targets; i++)
         target_line(f, r, &r->targets[i]);
     for (size_t i = 0; i < r->n_targets; i++) {
@@ -306,7 +314,8 @@ void replay_report(const struct tk_session *s, FILE *f)
                         : 0.0);
     }
     fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
-               "replays; max: the longest of all)\n");
+               "replays; max: the longest of all; floor: the same replays with every call a "
+               "no-op, the timer's overhead subtracted too: what this machine adds to any call)\n");
     count_lines(f, r);
     bound_lines(f, r);
     verdict(f, r);
@@ -358,6 +367,13 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
     if (tk_json_key_or_null(j, "why", !r->valgrind_version[0]))
         tk_json_string(j, r->count_why);
     tk_json_end_object(j);
+    if (tk_json_key_or_null(j, "floor", r->floor.replayed)) {
+        tk_json_begin_object(j);
+        tk_summary_json(j, "alloc", "mean_ns", &r->floor.alloc_ns);
+        tk_summary_json(j, "free", "mean_ns", &r->floor.free_ns);
+        tk_json_kv_double(j, "worst_ns", r->floor.worst_ns);
+        tk_json_end_object(j);
+    }
     tk_json_key(j, "allocators");
     tk_json_begin_array(j);
     for (size_t i = 0; i < r->n_targets; i++) {

@@ -180,7 +180,9 @@ static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int 
     tk_samples_reset(frees);
     int rc = 0;
     for (unsigned rep = 0; rep < r->o.reps && rc == 0; rep++) {
-        struct replay_how how = { .peer = x->peer, .allocs = allocs, .frees = frees };
+        struct replay_how how = {
+            .peer = x->peer, .noop = x->noop, .allocs = allocs, .frees = frees
+        };
         if (!replay_heap_open(x, ar.mem, (size_t)bytes, lock, &how)) {
             snprintf(x->why_not, sizeof(x->why_not), "%s refused %llu bytes",
                      x->kind ? "rtm_heap_create_ex" : "the plugin's create",
@@ -201,7 +203,7 @@ static int timed(struct replay *r, struct replay_target *x, uint64_t bytes, int 
         tk_child_beat(r->beat);
         if (replay_bounded(x)) {
             replay_heap_close(&how);
-        } else {
+        } else if (!x->noop) {
             for (uint32_t i = 0; i < r->p.n_ids; i++) /* a process allocator's: given back */
                 if (x->peer && blocks[i])
                     x->peer->free(x->peer->ctx, blocks[i]);
@@ -414,6 +416,17 @@ enum tk_run_end replay_run(struct tk_session *s)
         tk_samples_destroy(&frees);
         region_unmap(&g);
         return TK_RUN_ABORTED;
+    }
+    /* The floor first: what the replay's own path and the timer cost a
+     * call that does nothing. */
+    struct replay_target *fl = &r->floor;
+    snprintf(fl->name, sizeof(fl->name), "floor");
+    fl->noop = true;
+    struct replay_outcome out;
+    if (timed(r, fl, 0, RTM_HEAP_LOCK_NONE, &allocs, &frees, blocks, &out, &fl->worst_ns) == 0) {
+        fl->replayed = true;
+        net(r, &allocs, &fl->alloc_ns);
+        net(r, &frees, &fl->free_ns);
     }
     bool failed = false;
     if (replay_program_limits(&r->p, &r->limits) != 0) {
