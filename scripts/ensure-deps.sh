@@ -72,6 +72,8 @@ command -v g++ >/dev/null 2>&1 || need="$need g++" # the public headers are test
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v python3 >/dev/null 2>&1 || need="$need python3" # the tool tests read JSON with it
+# a real program from Debian's packages, which the replay tests trace
+command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 # ... and are pytest cases: Debian's for Debian's python3, pip's for another
 # (a pyenv or a virtual environment first on PATH).
 want_pytest=no
