@@ -378,6 +378,30 @@ def test_a_thread_that_only_frees_makes_a_lock_needed(rtmem, tmp_dir):
     assert d["program"]["threads"] == 2 and d["verdict"]["needs_lock"] is True
 
 
+def test_the_other_processes_of_a_run_are_named_in_the_verdict(rtmem, tmp_dir):
+    """A child's trace beside its parent's (rtmem trace --children follow
+    names it FILE.<pid>; an exec's image FILE.<pid>.<n>): each replay names
+    the other images (a file that is no trace, or not so named, is not
+    one); no shared heap is claimed."""
+    path = os.path.join(tmp_dir, "run.trace")
+    t = [(1, 0, 1000, 64, 0x10000), (5, 1, 2000, 0x10000)]
+    write_trace(path, {61: t})
+    r, d = replay(rtmem, tmp_dir, path, "--kinds", "tlsf")
+    assert r.returncode == 0, explain(r)
+    assert d["verdict"]["other_images"] == 0 and d["verdict"]["needs_shared_heap"] is False
+    assert "no other process of this run was recorded" in r.stdout, explain(r)
+    write_trace(path + ".4242", {62: t})
+    write_trace(path + ".4242.1", {63: t})
+    with open(path + ".99", "w") as f:
+        f.write("not a trace\n")
+    write_trace(path + ".bak", {64: t})
+    for mine in (path, path + ".4242", path + ".4242.1"):
+        r, d = replay(rtmem, tmp_dir, mine, "--kinds", "tlsf")
+        assert r.returncode == 0, explain(r)
+        assert d["verdict"]["other_images"] == 2, (mine, d["verdict"])
+        assert "2 other process images of this run were recorded" in r.stdout, explain(r)
+
+
 def test_nothing_allocated_advises_no_heap(rtmem, tmp_dir):
     path = os.path.join(tmp_dir, "none.trace")
     write_trace(path, {41: [(12, 0, 1000, "loop")]})

@@ -36,6 +36,9 @@ def _verdict(doc):
         words.append("no heap (an rtmem kind or a plugin) was replayed (--kinds)")
     else:
         words.append("no heap fits this trace within the search's limit")
+    if v.has("other_images") and v.num("other_images"):
+        words.append("%d other process image(s) of this run recorded beside it: each needs a "
+                     "heap of its own (replay each)" % v.num("other_images"))
     threads = p.num("threads")
     if v.bool("needs_lock"):
         words.append("a locked heap: %d threads allocate or free" % threads)

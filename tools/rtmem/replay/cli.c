@@ -165,6 +165,7 @@ static int setup(struct tk_session *s)
         fprintf(stderr, "%s: %s\n", s->cli.prog, why);
         return r->o.phase && strstr(why, "no phase") ? TK_EXIT_USAGE : TK_EXIT_FAILED;
     }
+    replay_find_others(r, s->operands[0]);
     set_targets(r);
     if (replay_is_count_child()) { /* under valgrind: the counted replay alone */
         int status = replay_count_child(r);

@@ -15,9 +15,13 @@
  * it begins, made in id order (untimed: they are the state the phase finds),
  * then the phase's calls up to the next mark.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/u64map.h"
 #include "replay.h"
@@ -385,4 +389,91 @@ void replay_program_free(struct replay_program *p)
     free(p->ops);
     p->ops = NULL;
     p->n = 0;
+}
+
+/* ---- the run's other process images ------------------------------------------------ */
+
+/* Whether s is ".<digits>" or ".<digits>.<digits>" (a child's or an exec's
+ * suffix), and nothing more. */
+static bool image_suffix(const char *s)
+{
+    for (int part = 0; part < 2; part++) {
+        if (*s++ != '.' || !isdigit((unsigned char)*s))
+            return false;
+        while (isdigit((unsigned char)*s))
+            s++;
+        if (!*s)
+            return true;
+    }
+    return false;
+}
+
+/* dir/name into out (dir "/" or "." as they are). */
+static void join(char *out, size_t size, const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    snprintf(out, size, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name);
+}
+
+static bool regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A regular file that starts as a trace does. */
+static bool a_trace(const char *path)
+{
+    if (!regular(path))
+        return false;
+    FILE *f = fopen(path, "rb");
+    char magic[8];
+    bool yes = f && fread(magic, 1, sizeof(magic), f) == sizeof(magic) &&
+               memcmp(magic, RTM_TRACE_MAGIC, sizeof(magic)) == 0;
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+void replay_find_others(struct replay *r, const char *path)
+{
+    r->n_others = 0;
+    r->other[0] = '\0';
+    char dir[PATH_MAX], base[NAME_MAX + 1], full[PATH_MAX + NAME_MAX + 2];
+    const char *slash = strrchr(path, '/');
+    const char *mine = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    if (dlen >= sizeof(dir) || strlen(mine) >= sizeof(base))
+        return;
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (dlen == 0)
+        snprintf(dir, sizeof(dir), "/");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", (int)dlen, path);
+    snprintf(base, sizeof(base), "%s", mine);
+    /* A child's or an exec's own trace: its run's base is the first
+     * image's file, when it is there. */
+    for (char *dot = strchr(base, '.'); dot; dot = strchr(dot + 1, '.'))
+        if (image_suffix(dot)) {
+            char c = *dot;
+            *dot = '\0';
+            join(full, sizeof(full), dir, base);
+            if (!a_trace(full))
+                *dot = c;
+            break;
+        }
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, mine) == 0 || strncmp(e->d_name, base, blen) != 0 ||
+            (e->d_name[blen] && !image_suffix(e->d_name + blen)))
+            continue;
+        join(full, sizeof(full), dir, e->d_name);
+        if (a_trace(full) && r->n_others++ == 0)
+            snprintf(r->other, sizeof(r->other), "%s", full);
+    }
+    closedir(d);
 }

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 
 #include "common/child.h"
@@ -218,12 +219,24 @@ struct replay {
      * as the allocators are (run.c); floor.replayed when it was. */
     struct replay_target floor;
     size_t page;
+    /* The run's other process images beside the trace (rtmem trace
+     * --children follow: FILE.<pid>, FILE.<pid>.<exec>): how many, and the
+     * first one's path (replay_find_others). */
+    size_t n_others;
+    char other[PATH_MAX + NAME_MAX + 2];
     /* the instruction counts (count.c) */
     char valgrind_version[64]; /* "" when none counted */
     char count_why[640];       /* none counted: why */
 };
 
 enum tk_run_end replay_run(struct tk_session *s);
+
+/* The other process images of the run that recorded path, in its
+ * directory: traces named as rtmem trace names a followed child's or an
+ * exec's image (BASE.<pid>, BASE.<pid>.<n>), BASE being path without such
+ * a suffix when that trace exists. Into r->n_others and r->other. O(files
+ * in the directory). */
+void replay_find_others(struct replay *r, const char *path);
 
 /* A bounded heap: an rtmem kind or a plugin (a pool is searched for it). */
 static inline bool replay_bounded(const struct replay_target *x)

@@ -201,6 +201,20 @@ static void verdict(FILE *f, const struct replay *r)
             fprintf(f, "\n");
         }
     }
+    if (r->n_others)
+        fprintf(f,
+                "  - no shared heap: this process's blocks are its own; %zu other process "
+                "image%s of this run %s recorded beside it (%s%s): each allocates from a heap of "
+                "its own, replay each for its pool (a shared heap, rtmem/shared.h, is for blocks "
+                "that processes hand to one another, which malloc's never are)\n",
+                r->n_others, r->n_others == 1 ? "" : "s", r->n_others == 1 ? "was" : "were",
+                r->other, r->n_others > 1 ? ", ..." : "");
+    else
+        fprintf(f,
+                "  - no shared heap: one process (pid %u) allocates, and no other process "
+                "of this run was recorded beside its trace (rtmem trace --children follow "
+                "records them)\n",
+                (unsigned)r->t.h.pid);
     if (r->p.threads > 1)
         fprintf(f, "  - a locked heap: %zu threads allocate or free in what was replayed\n",
                 r->p.threads);
@@ -458,5 +472,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
     tk_json_end_array(j);
     tk_json_kv_bool(j, "needs_lock", p->threads > 1);
     tk_json_kv_bool(j, "needs_heap", p->allocs > 0);
+    tk_json_kv_bool(j, "needs_shared_heap", false);
+    tk_json_kv_uint(j, "other_images", r->n_others);
     tk_json_end_object(j);
 }
