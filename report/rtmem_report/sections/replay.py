@@ -83,6 +83,10 @@ def build(docs, ctx):
                         hatch=plot.hatch(a.str("name")))
                 ax.text(a.num("min_pool"), y, " %.2fx" % (a.num("min_pool") / max(peak, 1)),
                         va="center", fontsize=8)
+                if a.raw("bound") is not None:  # the proven pool, too large to draw to scale
+                    ax.text(a.num("min_pool") * 0.02, y, "bound %s (%.0fx)" % (
+                        page.fmt_bytes(a.num("bound")), a.num("bound") / max(a.num("min_pool"), 1)),
+                        va="center", fontsize=7, color="white")
             ax.axvline(peak, color="#444444", linestyle="--", linewidth=1)
             ax.set_yticks(ys)
             ax.set_yticklabels([a.str("name") for a in kinds], fontsize=8)
@@ -104,7 +108,8 @@ def build(docs, ctx):
             out.append(ctx.png("pools", fig, "replay: pool per kind and time per call",
                                "Left: the smallest pool in which the whole replay never fails, "
                                "per kind, against the peak of bytes the program's live blocks "
-                               "asked (dashed). Right: the average allocation and the worst "
+                               "asked (dashed); inside each bar, the kind's proven bound for "
+                               "the trace's limits and its ratio to that pool. Right: the average allocation and the worst "
                                "call (each replay's longest, the median over the replays), in "
                                "ns; dotted, where the results have it, the noise floor: the "
                                "same replay with every call a no-op. docs/replay.md reads "
