@@ -117,7 +117,10 @@ def build(docs, ctx):
         rows = []
         for a in doc.arr("allocators").objs():
             if not a.bool("replayed"):
-                rows.append((a.str("name"), a.str("why_not", nullable=True) or "not replayed",
+                why = a.str("why_not", nullable=True) or "not replayed"
+                if a.has("failed") and a.bool("failed"):
+                    why = "FAILED: " + why
+                rows.append((a.str("name"), why,
                              "", "", "", "", "", "", "", ""))
                 continue
             rtm = a.str("origin") in BOUNDED

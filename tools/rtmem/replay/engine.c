@@ -5,14 +5,15 @@
  * realloc's copy is the allocator's own work): what the replay touches is
  * what the allocator touches.
  *
- * A plugin's table may lack the optional calls. An aligned request at or
- * below the alignment its alloc gives goes to alloc; a larger one needs
- * its aligned_alloc (without it the plugin is not replayed on a program
- * that asks for one: run.c). Without realloc, a realloc is what a port
- * would write: alloc the new size, copy the smaller of the old block's
- * usable size and the new size, free the old block; on failure the old
- * block stays live, as rtm_heap_realloc's. A realloc to 0 asks for a
- * one-byte block, as rtm_heap_realloc's does.
+ * A plugin's table may lack the optional calls. Without aligned_alloc, an
+ * aligned request at or below the alignment its alloc gives goes to
+ * alloc, and a larger one cannot be made (the plugin is not replayed on a
+ * program that asks for one: cli.c). Without realloc, a realloc is what a
+ * port would write: alloc the new size, copy the smaller of the old
+ * block's usable size and the new size, free the old block; on failure
+ * the old block stays live, as rtm_heap_realloc's. A realloc of a block
+ * to 0 asks for a one-byte block, as rtm_heap_realloc's does (of NULL, it
+ * is alloc(0), as rtm_heap_realloc(NULL, 0) is).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +66,9 @@ static void *call_aligned(const struct replay_how *how, size_t align, size_t siz
     if (how->heap)
         return rtm_heap_aligned_alloc(how->heap, align, size);
     if (how->plug) {
-        if (align <= how->plug_align)
-            return how->plug->alloc(how->pheap, size);
-        return how->plug->aligned_alloc ? how->plug->aligned_alloc(how->pheap, align, size) : NULL;
+        if (how->plug->aligned_alloc)
+            return how->plug->aligned_alloc(how->pheap, align, size);
+        return align <= how->plug_align ? how->plug->alloc(how->pheap, size) : NULL;
     }
     if (how->peer)
         return how->peer->aligned(how->peer->ctx, align, size);
@@ -214,7 +215,10 @@ void replay_once(const struct replay_program *p, const struct replay_how *how, v
             } else {
                 b = do_alloc(how, op, old);
             }
-            if (b || op->size == 0) {
+            /* glibc's and a peer's realloc(p, 0) free p and give NULL; an
+             * rtmem heap's and a plugin's give a block, NULL only when
+             * they fail (p then stays live). */
+            if (b || (op->size == 0 && !how->heap && !how->plug)) {
                 if (op->op == RO_REALLOC && op->old != RO_NONE)
                     blocks[op->old] = NULL; /* moved, or freed by a realloc to 0 */
                 blocks[op->id] = b;

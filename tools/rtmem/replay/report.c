@@ -400,6 +400,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
                           : x->peer   ? "peer"
                                       : "glibc");
         tk_json_kv_bool(j, "replayed", x->replayed);
+        tk_json_kv_bool(j, "failed", x->failed);
         if (tk_json_key_or_null(j, "why_not", x->why_not[0] != 0))
             tk_json_string(j, x->why_not);
         if (tk_json_key_or_null(j, "note", x->note[0] != 0))

@@ -20,8 +20,9 @@
  * A plugin (rtmem/plugin.h) is a bounded heap like a kind: searched,
  * replayed at --pool, timed, its touched pages counted. All of it runs in a
  * child process of its own (common/child.h), so that a plugin that
- * crashes, hangs, exits or forks fails its own line and nothing else: the
- * child opens the plugin, does the work, and hands the target's figures
+ * crashes, hangs or exits fails its own line and nothing else (one that
+ * forks is replayed, what it started killed with its child): the child
+ * opens the plugin, does the work, and hands the target's figures
  * back in shared memory, its progress marked after each replay (--timeout
  * without a mark: killed). The process that writes the report never runs
  * the plugin's code. A plugin has no lock of rtmem's to time.
@@ -310,6 +311,7 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
  * child filled it, written as it goes. */
 struct plugin_out {
     tk_child_mark beat;
+    long pid;  /* the child's: a copy the plugin forks cannot say it is done */
     bool done; /* the child's last act: an end before it is a failure */
     struct replay_target x;
 };
@@ -320,24 +322,55 @@ struct plugin_job {
     struct region *g;
     void **blocks;
     struct tk_samples *allocs, *frees;
+    int fifo; /* SCHED_FIFO priority the child measures at, as the kinds were; 0: none */
 };
 
 static int plugin_child(void *arg)
 {
     struct plugin_job *j = arg;
     struct replay_target *x = &j->out->x;
+    j->out->pid = (long)getpid();
     j->r->beat = &j->out->beat;
+    if (j->fifo) {
+        struct sched_param sp = { .sched_priority = j->fifo };
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+            char said[sizeof(x->note)];
+            memcpy(said, x->note, sizeof(said));
+            snprintf(x->note, sizeof(x->note), "%s%stimed under SCHED_OTHER (SCHED_FIFO %d: %s)",
+                     said, said[0] ? "; " : "", j->fifo, strerror(errno));
+        }
+    }
     char why[TK_WHY_MAX];
     if (tk_plugin_open(x->plugin, why, sizeof(why)) != 0)
         snprintf(x->why_not, sizeof(x->why_not), "%s", why);
     else
         one_target(j->r, x, j->g, j->blocks, j->allocs, j->frees);
-    j->out->done = true;
+    if ((long)getpid() == j->out->pid)
+        j->out->done = true;
     return 0;
 }
 
+/* The priority the parent waits for a plugin's child at: above the
+ * child's, so that a child spinning at its real-time priority on the
+ * parent's CPU cannot keep the watchdog from running; 0 when there is
+ * none above it (the parent then waits under SCHED_OTHER, run when the
+ * kernel's real-time throttling leaves the CPU to it). */
+static int watch_priority(const struct replay *r)
+{
+    if (r->o.rt.no_rt || !r->rt.fifo.granted)
+        return 0;
+    int max = sched_get_priority_max(SCHED_FIFO);
+    return r->o.rt.priority < max ? r->o.rt.priority + 1 : 0;
+}
+
+/* s's last byte a NUL: a string the child wrote is read with %s. */
+#define TERMINATE(s) ((s)[sizeof(s) - 1] = '\0')
+
 /* one_target for a plugin, in a child under the watchdog (--timeout): its
- * figures into *x, or x->why_not with how the child ended. */
+ * figures into *x, or x->why_not with how the child ended. The parent
+ * waits at a priority above the child's, or under SCHED_OTHER when it
+ * cannot (never at the child's own: a child spinning there would starve
+ * it); the child takes back the parent's SCHED_FIFO priority itself. */
 static void plugin_target(struct replay *r, struct replay_target *x, struct region *g,
                           void **blocks, struct tk_samples *allocs, struct tk_samples *frees)
 {
@@ -347,7 +380,15 @@ static void plugin_target(struct replay *r, struct replay_target *x, struct regi
         return;
     }
     o->x = *x;
-    struct plugin_job j = { r, o, g, blocks, allocs, frees };
+    struct plugin_job j = { r, o, g, blocks, allocs, frees, 0 };
+    struct sched_param keep;
+    int policy = sched_getscheduler(0);
+    bool fifo = policy == SCHED_FIFO && sched_getparam(0, &keep) == 0;
+    if (fifo) {
+        struct sched_param other = { .sched_priority = 0 };
+        j.fifo = keep.sched_priority;
+        fifo = sched_setscheduler(0, SCHED_OTHER, &other) == 0;
+    }
     /* Standard output aside: what a plugin prints goes to standard error,
      * never into the report. */
     const struct tk_child_opts co = { .timeout_s = r->o.timeout_s,
@@ -355,9 +396,23 @@ static void plugin_target(struct replay *r, struct replay_target *x, struct regi
                                       .stdout_aside = true };
     struct tk_child_result res;
     tk_child_run(plugin_child, &j, &o->beat, &co, &res);
+    if (fifo)
+        (void)sched_setscheduler(0, SCHED_FIFO, &keep);
     char sig[64];
     if (res.end == TK_CHILD_EXITED && o->done) {
+        /* The figures, and nothing the parent acts on: its own pointers and
+         * name kept, the strings ended. */
+        struct replay_target mine = *x;
         *x = o->x;
+        memcpy(x->name, mine.name, sizeof(x->name));
+        x->kind = mine.kind;
+        x->plugin = mine.plugin;
+        x->peer = mine.peer;
+        x->noop = mine.noop;
+        TERMINATE(x->why_not);
+        TERMINATE(x->note);
+        TERMINATE(x->bound_why);
+        TERMINATE(x->count_why);
     } else {
         x->replayed = false;
         if (res.end == TK_CHILD_KILLED)
@@ -374,17 +429,6 @@ static void plugin_target(struct replay *r, struct replay_target *x, struct regi
                      "its process exited (status %d) without its figures", res.code);
     }
     tk_shared_free(o, sizeof(*o));
-}
-
-/* The priority the parent waits for a plugin's child at: above the
- * child's, so that a child spinning at its real-time priority on the
- * parent's CPU cannot keep the watchdog from running. */
-static int watch_priority(const struct replay *r)
-{
-    if (r->o.rt.no_rt || !r->rt.fifo.granted)
-        return 0;
-    int max = sched_get_priority_max(SCHED_FIFO);
-    return r->o.rt.priority < max ? r->o.rt.priority + 1 : max;
 }
 
 enum tk_run_end replay_run(struct tk_session *s)
