@@ -45,7 +45,8 @@ static void *plugin_realloc(const struct replay_how *how, void *old, size_t size
         return NULL;
     size_t have = t->usable_size(how->pheap, old);
     memcpy(p, old, have < size ? have : size);
-    t->free(how->pheap, old);
+    if (t->free(how->pheap, old) != 0 && how->refused)
+        (*how->refused)++;
     return p;
 }
 
@@ -172,11 +173,14 @@ static void peak_stats(const struct replay_how *how, struct replay_outcome *out)
         out->have_peak = how->plug->stats(how->pheap, &out->at_peak) == 0;
 }
 
-void replay_once(const struct replay_program *p, const struct replay_how *how, void **blocks,
+void replay_once(const struct replay_program *p, const struct replay_how *given, void **blocks,
                  struct replay_outcome *out)
 {
     memset(out, 0, sizeof(*out));
     out->first_failure = p->n;
+    struct replay_how with_count = *given;
+    with_count.refused = &out->refused_frees;
+    const struct replay_how *how = &with_count;
     for (size_t i = 0; i < p->n; i++) {
         const struct rop *op = &p->ops[i];
         bool timing = op->timed && how->allocs;

@@ -126,8 +126,9 @@ struct replay_how {
     size_t plug_align;                  /* plug: what its alloc aligns to */
     const struct tk_alloc *peer;        /* neither: a peer's entry points, or glibc's (NULL) */
     bool stop_at_failure;
-    bool counted; /* the timed calls through the counted ones (count.c) */
-    bool noop;    /* the floor: every call a no-op (a function that returns) */
+    bool counted;      /* the timed calls through the counted ones (count.c) */
+    bool noop;         /* the floor: every call a no-op (a function that returns) */
+    uint64_t *refused; /* set by replay_once: frees the heap refused, counted there */
     struct tk_samples *allocs, *frees;
 };
 
