@@ -18,9 +18,10 @@ from rtmemtest import run
 # The tools on the kit's driver, as `rtmem --help` lists them; `report` and
 # `kinds` are commands of their own.
 TOOLS = ["bench", "memcheck", "wcet", "latency", "pressure", "stride", "bw", "shm", "trace",
-         "replay", "size"]
+         "replay", "size", "run"]
 # What a tool that runs a command shows after "[options]" in its usage line.
-COMMAND_USAGE = {"trace": " -- PROGRAM [ARGS...]  |  rtmem trace --show FILE", "replay": " FILE"}
+COMMAND_USAGE = {"trace": " -- PROGRAM [ARGS...]  |  rtmem trace --show FILE", "replay": " FILE",
+                 "run": " -- PROGRAM [ARGS...]"}
 OTHER_COMMANDS = ["report", "kinds"]
 
 

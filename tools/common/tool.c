@@ -101,7 +101,8 @@ static int write_results(struct tk_session *s, struct tk_result *r, const char *
     /* A write error is the commit's to report, with its cause. */
     if (tk_result_commit(r, s->cli.prog) != 0)
         return TK_EXIT_FAILED;
-    printf("%sresults written to %s\n", s->comment, path);
+    fprintf(s->tool->report_on_stderr ? stderr : stdout, "%sresults written to %s\n", s->comment,
+            path);
     return 0;
 }
 
@@ -121,13 +122,15 @@ static int run_and_report(struct tk_session *s)
     s->seconds = (double)(tk_clock_ns() - t0) / 1e9;
     int status = end == TK_RUN_PASSED ? TK_EXIT_OK : TK_EXIT_FAILED;
     if (end != TK_RUN_ABORTED) {
-        t->report(s, stdout);
+        t->report(s, t->report_on_stderr ? stderr : stdout);
         /* A run that could not report leaves the result file as it was; a
          * verdict, failed or not, is written. */
         if (tk_stdout_check(s->cli.prog) != 0)
             status = TK_EXIT_FAILED;
         else if (path && write_results(s, &r, path, end == TK_RUN_PASSED) != 0)
             status = TK_EXIT_FAILED;
+        else if (s->exit_status >= 0)
+            status = s->exit_status;
     }
     if (path)
         tk_result_abandon(&r); /* nothing once committed */
@@ -144,6 +147,7 @@ int tk_tool_main(const struct tk_tool *t, int argc, char **argv)
         .argc = argc,
         .argv = argv,
         .comment = "",
+        .exit_status = -1,
     };
     /* A table that would parse wrongly or state a wrong default in --help
      * is the tool's bug: it stops here, in every run and every test. */

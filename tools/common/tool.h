@@ -26,7 +26,8 @@
  *   7. teardown: the tool gives back what setup took, whatever happened.
  *
  * Exit status (args.h): 0 passed, 1 a functional failure or a run-time
- * error, 2 bad usage.
+ * error, 2 bad usage; a tool that runs a program may exit with the
+ * program's status instead (tk_session.exit_status).
  *
  * The JSON envelope, the same members first in every tool's document:
  *   "schema"        "rtmem-<tool>/<layout version>"
@@ -92,6 +93,10 @@ struct tk_session {
      * "" by default; a tool whose report has another layout sets it. */
     const char *comment;
     double seconds; /* the run's duration, once run */
+    /* A tool whose exit status is its command's (rtmem run) sets it in its
+     * run: when a verdict was reached and its results written, the driver
+     * exits with it instead of 0 or 1. -1 (the default): not set. */
+    int exit_status;
 };
 
 struct tk_tool {
@@ -107,6 +112,10 @@ struct tk_tool {
      * --help's usage line shows for them ("FILE"); they are the session's
      * operands. NULL: an operand is bad usage. */
     const char *operands_usage;
+    /* The report, and the driver's own lines, on standard error instead of
+     * standard output: a tool that runs a program whose standard output
+     * must stay the program's alone (rtmem run). */
+    bool report_on_stderr;
 
     const struct tk_opt *opts; /* the options table */
     size_t n_opts;

@@ -19,5 +19,6 @@ extern const struct tk_tool wcet_tool;     /* wcet/cli.c */
 extern const struct tk_tool trace_tool;    /* trace/cli.c */
 extern const struct tk_tool replay_tool;   /* replay/cli.c */
 extern const struct tk_tool size_tool;     /* size/cli.c */
+extern const struct tk_tool run_tool;      /* run/cli.c */
 
 #endif /* RTMEM_TOOLS_CMD_H */

@@ -16,7 +16,7 @@
 
 static const struct tk_tool *const tools[] = {
     &bench_tool, &memcheck_tool, &wcet_tool,  &latency_tool, &pressure_tool, &stride_tool,
-    &bw_tool,    &shm_tool,      &trace_tool, &replay_tool,  &size_tool,
+    &bw_tool,    &shm_tool,      &trace_tool, &replay_tool,  &size_tool,     &run_tool,
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))

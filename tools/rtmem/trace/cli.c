@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../cmd.h"
+#include "common/launch.h"
 #include "common/opt.h"
 #include "common/tool.h"
 #include "trace.h"
@@ -68,32 +69,6 @@ static int check(struct tk_session *s)
     return 0;
 }
 
-/* librtmem-trace.so: $RTMEM_TRACE_LIB; beside an installed rtmem
- * (<bindir>/../<libdir>/rtmem/); else the build tree's. 0, or -1. */
-static int find_lib(char *buf, size_t size)
-{
-    const char *env = getenv("RTMEM_TRACE_LIB");
-    if (env && *env) {
-        snprintf(buf, size, "%s", env);
-        return access(buf, R_OK) == 0 ? 0 : -1;
-    }
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(buf, size, "%s/../%s/rtmem/librtmem-trace.so", exe, RTMEM_INSTALL_LIBDIR) <
-                    (int)size &&
-                access(buf, R_OK) == 0)
-                return 0;
-        }
-    }
-    snprintf(buf, size, "%s/librtmem-trace.so", RTMEM_PRELOAD_BUILD_DIR);
-    return access(buf, R_OK) == 0 ? 0 : -1;
-}
-
 static int setup(struct tk_session *s)
 {
     struct trace_run *r = calloc(1, sizeof(*r));
@@ -108,7 +83,7 @@ static int setup(struct tk_session *s)
     tk_machine_collect(&r->mf);
     if (r->o.show)
         return 0;
-    if (find_lib(r->lib, sizeof(r->lib)) != 0) {
+    if (tk_preload_find("librtmem-trace.so", "RTMEM_TRACE_LIB", r->lib, sizeof(r->lib)) != 0) {
         fprintf(stderr,
                 "%s: librtmem-trace.so not found (%s): install rtmem, or set "
                 "RTMEM_TRACE_LIB to its path\n",

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/launch.h"
 #include "trace.h"
 
 static const int signal_numbers[] = { SIGUSR2, SIGUSR1, 0 }; /* trace_signal_choices' */
@@ -52,37 +53,20 @@ static void split(const char *path, char *dir, size_t dir_size, const char **bas
     }
 }
 
-/* The program's process, after fork: the environment the recorder reads,
- * then exec. Returns only on failure (the exit status). */
-static int exec_program(const struct trace_run *r, char **argv, pid_t parent)
+/* The environment the recorder reads, in the program's process before
+ * its exec (launch.h). */
+static int set_env(void *arg, pid_t pid)
 {
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-        return 126; /* rtmem trace died before: no one would wait for it */
-    char pid[32], sig[16], preload[8192];
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    const struct trace_run *r = arg;
+    char p[32], sig[16];
+    snprintf(p, sizeof(p), "%d", (int)pid);
     snprintf(sig, sizeof(sig), "%d", signal_numbers[r->o.mark_signal]);
-    const char *old = getenv("LD_PRELOAD");
-    if (old && *old)
-        snprintf(preload, sizeof(preload), "%s:%s", r->lib, old);
-    else
-        snprintf(preload, sizeof(preload), "%s", r->lib);
-    if (setenv("LD_PRELOAD", preload, 1) != 0 || setenv("RTMEM_TRACE_DIR", r->dir, 1) != 0 ||
-        setenv("RTMEM_TRACE_PID", pid, 1) != 0 ||
+    if (setenv("RTMEM_TRACE_DIR", r->dir, 1) != 0 || setenv("RTMEM_TRACE_PID", p, 1) != 0 ||
         setenv("RTMEM_TRACE_CHILDREN", trace_children_choices[r->o.children], 1) != 0 ||
         (signal_numbers[r->o.mark_signal] ? setenv("RTMEM_TRACE_MARK_SIGNAL", sig, 1)
                                           : unsetenv("RTMEM_TRACE_MARK_SIGNAL")) != 0)
-        return 126;
-    execvp(argv[0], argv);
-    int err = errno;
-    fprintf(stderr, "%s: cannot run %s: %s\n", r->prog, argv[0], strerror(err));
-    return err == ENOENT ? 127 : 126;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        return -1;
+    return 0;
 }
 
 /* Whether process pid catches signal sig (its SigCgt in /proc): the
@@ -102,51 +86,16 @@ static bool catches(pid_t pid, int sig)
     return found && sig > 0 && sig <= 64 && (mask >> (sig - 1)) & 1;
 }
 
-/* Waits for the program, passing on the signals meant for it, and sends
- * the mark signal at --after (only if the program catches it: one it does
+/* --after: the mark signal, only if the program catches it (one it does
  * not catch could end it). */
-static void wait_program(struct trace_run *r, const sigset_t *waited)
+static void mark_after(void *arg, pid_t pid)
 {
-    uint64_t start = mono_ns();
-    bool marked = r->o.after_ns == 0 || signal_numbers[r->o.mark_signal] == 0;
-    for (;;) {
-        int st;
-        pid_t got = waitpid(r->pid, &st, WNOHANG);
-        if (got == r->pid) {
-            r->status = st;
-            r->status_known = true;
-            return;
-        }
-        if (got < 0 && errno != EINTR) {
-            r->status_known = false; /* reaped by someone else: how it ended is not known */
-            return;
-        }
-        struct timespec wait = { 1, 0 };
-        if (!marked) {
-            uint64_t now = mono_ns(), at = start + r->o.after_ns;
-            if (now >= at) {
-                int sig = signal_numbers[r->o.mark_signal];
-                if (catches(r->pid, sig))
-                    kill(r->pid, sig);
-                else
-                    r->mark_not_sent = true;
-                marked = true;
-                continue;
-            }
-            uint64_t left = at - now;
-            if (left < 1000000000u)
-                wait = (struct timespec){ 0, (long)left };
-        }
-        siginfo_t si;
-        int sig = sigtimedwait(waited, &si, &wait);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
-            r->signaled_by_user = true;
-            /* the terminal's reaches the program by itself, when the
-             * program is still in rtmem trace's process group */
-            if (si.si_code != SI_KERNEL || getpgid(r->pid) != getpgrp())
-                kill(r->pid, sig);
-        }
-    }
+    struct trace_run *r = arg;
+    int sig = signal_numbers[r->o.mark_signal];
+    if (catches(pid, sig))
+        kill(pid, sig);
+    else
+        r->mark_not_sent = true;
 }
 
 /* The program's own last image's file in the directory: the highest
@@ -303,6 +252,21 @@ static const struct trace_file *main_file(const struct trace_run *r)
     return NULL;
 }
 
+/* The run's own directory beside the output (launch.h's prepare). */
+static int make_dir(void *arg)
+{
+    struct trace_run *r = arg;
+    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX",
+                 strcmp(r->abs_dir, "/") == 0 ? "" : r->abs_dir) >= (int)sizeof(r->dir) ||
+        !mkdtemp(r->dir)) {
+        fprintf(stderr, "%s: cannot make a directory in %s for the trace: %s\n", r->prog,
+                r->abs_dir, strerror(errno));
+        r->dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 enum tk_run_end trace_record(struct tk_session *s)
 {
     struct trace_run *r = s->state;
@@ -315,50 +279,28 @@ enum tk_run_end trace_record(struct tk_session *s)
         fprintf(stderr, "%s: %s: %s\n", r->prog, out_dir, strerror(errno));
         return TK_RUN_ABORTED;
     }
-    /* The signals that would end the program are waited for, not handled,
-     * from before the directory is made: none can leave it behind. */
-    sigset_t waited, old;
-    sigemptyset(&waited);
-    sigaddset(&waited, SIGINT);
-    sigaddset(&waited, SIGTERM);
-    sigaddset(&waited, SIGHUP);
-    sigaddset(&waited, SIGQUIT);
-    sigaddset(&waited, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &waited, &old);
-    if (snprintf(r->dir, sizeof(r->dir), "%s/.rtmem-trace.XXXXXX",
-                 strcmp(abs_dir, "/") == 0 ? "" : abs_dir) >= (int)sizeof(r->dir) ||
-        !mkdtemp(r->dir)) {
-        fprintf(stderr, "%s: cannot make a directory in %s for the trace: %s\n", r->prog, out_dir,
-                strerror(errno));
-        sigprocmask(SIG_SETMASK, &old, NULL);
+    /* The signals that would end the program are blocked from before the
+     * directory is made (launch.h): none can leave it behind. */
+    r->abs_dir = abs_dir;
+    struct tk_launch l = {
+        .prog = r->prog,
+        .lib = r->lib,
+        .argv = s->cmd_argv,
+        .prepare = make_dir,
+        .set_env = set_env,
+        .at = r->o.after_ns && signal_numbers[r->o.mark_signal] ? mark_after : NULL,
+        .at_ns = r->o.after_ns,
+        .arg = r,
+    };
+    if (tk_launch_run(&l) != 0) {
+        if (r->dir[0])
+            rmdir(r->dir);
         return TK_RUN_ABORTED;
     }
-    /* A SIGCHLD ignored by whoever started rtmem trace would reap the
-     * program by itself, and its status would be lost. */
-    struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
-    sigaction(SIGCHLD, &dfl, &old_chld);
-    pid_t parent = getpid();
-    fflush(NULL);
-    r->pid = fork();
-    if (r->pid == 0) {
-        sigaction(SIGCHLD, &old_chld, NULL); /* the program gets what rtmem trace got */
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        _exit(exec_program(r, s->cmd_argv, parent));
-    }
-    if (r->pid < 0) {
-        fprintf(stderr, "%s: fork: %s\n", r->prog, strerror(errno));
-        sigaction(SIGCHLD, &old_chld, NULL);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        rmdir(r->dir);
-        return TK_RUN_ABORTED;
-    }
-    wait_program(r, &waited);
-    /* what came meanwhile and was passed on is not for rtmem trace */
-    struct timespec none = { 0, 0 };
-    while (sigtimedwait(&waited, NULL, &none) > 0)
-        ;
-    sigaction(SIGCHLD, &old_chld, NULL);
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    r->pid = l.pid;
+    r->status = l.status;
+    r->status_known = l.status_known;
+    r->signaled_by_user = l.signaled_by_user;
     finish_trace(r);
     if (move_files(r) != 0)
         return TK_RUN_ABORTED;

@@ -94,6 +94,7 @@ struct trace_run {
     /* record */
     char lib[4096];        /* librtmem-trace.so */
     char dir[4096];        /* the private directory the program writes in */
+    const char *abs_dir;   /* the output's directory, absolute (while recording) */
     pid_t pid;             /* the program's */
     int status;            /* its wait status, when status_known */
     bool status_known;     /* false: someone else reaped it */

@@ -1,0 +1,815 @@
+/*
+ * librtmem-malloc: the C library's malloc family served by one rtmem heap,
+ * for a program that is not changed: preloaded (LD_PRELOAD, as `rtmem run`
+ * does), or linked into a dynamically linked program as librtmem-malloc.a.
+ * Its manual is docs/run.md.
+ *
+ * The heap. At the first call of the family, the library reads its
+ * configuration from the environment, opens an arena of the pool's size
+ * (rtmem/arena.h: anonymous memory or huge pages, prefaulted, locked as
+ * asked) and creates one heap of the kind asked on it. Every call of the
+ * family is then served by that heap, under one priority-inheritance mutex
+ * of the library's own: malloc, calloc, realloc, reallocarray, free,
+ * memalign, posix_memalign, aligned_alloc, valloc, pvalloc and
+ * malloc_usable_size, with the C library's semantics (realloc(p, 0) frees
+ * p and gives NULL; memalign rounds an alignment up to a power of two;
+ * posix_memalign returns EINVAL or ENOMEM).
+ *
+ * Blocks that are not the heap's: a call made while the heap is being set
+ * up (the arena's own set-up reads /proc with stdio, which allocates) goes
+ * to the C library's allocator (__libc_malloc and its like), and so does
+ * every allocation with RTMEM_MALLOC_ON_FULL=fallback once the pool is
+ * exhausted. A free, realloc or malloc_usable_size of a block outside the
+ * pool goes to the C library, whose block it is.
+ *
+ * fork: the mutex is taken before the fork (pthread_atfork) and given back
+ * in the parent; the child, whose one thread holds nothing, makes a new
+ * one. The child's heap is its copy of the parent's, consistent.
+ *
+ * Configuration (the environment, read once, at the first call):
+ *   RTMEM_MALLOC_KIND     the heap kind (rtm_heap_kinds()); default tlsf
+ *   RTMEM_MALLOC_POOL     the pool's bytes, with K, M, G or T; default 64M
+ *   RTMEM_MALLOC_HUGE     2M or 1G: huge pages of that size (the hugetlb
+ *                         pool); default base pages
+ *   RTMEM_MALLOC_LOCK     try (default): locked if the kernel allows, else
+ *                         not (the summary says which); must: a pool that
+ *                         cannot be locked ends the program; no
+ *   RTMEM_MALLOC_HARDEN   o1 (default), none or full (rtmem/heap.h)
+ *   RTMEM_MALLOC_ON_FULL  fail (default): an allocation the pool cannot
+ *                         serve gives NULL with ENOMEM; fallback: it goes
+ *                         to the C library's allocator, counted
+ *   RTMEM_MALLOC_SUMMARY  where the summary goes at exit: none (default),
+ *                         stderr, or a file
+ *   RTMEM_MALLOC_JSON     a file: the summary as JSON (rtmem-malloc/1)
+ *   RTMEM_MALLOC_SIGNAL   a signal number: each one received writes the
+ *                         summary (to standard error when
+ *                         RTMEM_MALLOC_SUMMARY is none) and the JSON then
+ *                         (the program's own handler for it, if it sets
+ *                         one later, wins)
+ *   RTMEM_MALLOC_TIME     1 (default): each call is timed, its worst kept;
+ *                         0: not timed
+ *   RTMEM_MALLOC_PID      the pid whose summary goes to the files named; a
+ *                         process with another pid (a forked child) writes
+ *                         FILE.<pid> instead (rtmem run sets it)
+ * A value the library cannot use, or a pool it cannot have as asked, ends
+ * the program at its first call of the family, before anything is
+ * allocated, with a message naming the cause and exit status 127: a pool
+ * other than the one asked is never used silently.
+ *
+ * The summary is written at exit (a destructor, run after the program's
+ * own exit handlers), at _exit and _Exit (interposed: the summary, then
+ * the process ends), and on RTMEM_MALLOC_SIGNAL. A process killed by a
+ * signal writes none.
+ *
+ * Cost per call: the mutex (uncontended: two atomic operations), the
+ * heap's call, and with timing two reads of the CPU's counter (x86's TSC,
+ * arm64's virtual counter; CLOCK_MONOTONIC elsewhere). docs/run.md gives
+ * the measured figures.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rtmem/arena.h"
+#include "rtmem/heap.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS    __attribute__((tls_model("initial-exec"))) __thread
+
+/* Exit status of a program whose pool cannot be had as asked. */
+#define SETUP_FAILED 127
+
+/* ---- the C library's allocator, for the blocks that are not the heap's ----------- */
+
+/* Weak: a program linked fully statically has none (then nothing falls
+ * back, and a foreign block cannot exist). */
+extern void *__libc_malloc(size_t size) __attribute__((weak));
+extern void *__libc_calloc(size_t n, size_t size) __attribute__((weak));
+extern void *__libc_realloc(void *p, size_t size) __attribute__((weak));
+extern void *__libc_memalign(size_t alignment, size_t size) __attribute__((weak));
+extern void __libc_free(void *p) __attribute__((weak));
+
+static size_t (*libc_usable_size)(void *p); /* dlsym(RTLD_NEXT), after the set-up */
+
+/* ---- the configuration, the heap, the statistics ----------------------------------- */
+
+enum { OP_MALLOC, OP_CALLOC, OP_REALLOC, OP_ALIGNED, OP_FREE, N_OPS };
+static const char *const op_names[N_OPS] = { "malloc", "calloc", "realloc", "aligned", "free" };
+
+static struct {
+    char kind[32];
+    size_t pool, page;
+    int lock;    /* RTM_ARENA_LOCK_* */
+    int harden;  /* RTM_HEAP_HARDEN_* */
+    bool fallback, timed;
+    char summary[PATH_MAX], json[PATH_MAX]; /* "" none; "-" stderr (summary) */
+    int signal;
+    long pid; /* RTMEM_MALLOC_PID, or the pid at set-up */
+} cfg;
+
+static struct rtm_arena arena;
+static struct rtm_heap *heap;
+static uintptr_t pool_lo, pool_bytes; /* the arena's span: the heap's blocks lie in it */
+static pthread_mutex_t mutex;
+
+enum { NOT_SET_UP, SETTING_UP, READY };
+static _Atomic int state = NOT_SET_UP;
+static TLS bool setting_up; /* this thread is setting up: its calls go to the C library */
+
+/* Counted under the mutex, but for the atomic ones (calls made outside it). */
+static struct {
+    uint64_t calls[N_OPS];
+    uint64_t failed;         /* allocations that gave NULL (ENOMEM, or a bad argument) */
+    uint64_t fallbacks;      /* allocations the C library served, the pool being full */
+    uint64_t fallback_bytes; /* bytes they asked */
+    uint64_t refused_frees;  /* frees the heap refused (not one of its live blocks) */
+    _Atomic uint64_t foreign; /* frees, reallocs of blocks that are the C library's */
+    _Atomic uint64_t early;   /* calls made before the heap was ready: the C library's */
+    _Atomic uint64_t contended;
+    _Atomic uint64_t worst_ticks[N_OPS];
+} st;
+
+static uint64_t start_ticks, start_ns;
+
+/* ---- time ------------------------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The CPU's counter where reading it is cheap and steady; nanoseconds
+ * elsewhere. */
+static inline uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return mono_ns();
+#endif
+}
+
+/* Nanoseconds per tick, from the two clocks since the set-up. */
+static double ns_per_tick(void)
+{
+    uint64_t t = ticks() - start_ticks, n = mono_ns() - start_ns;
+    return t ? (double)n / (double)t : 1.0;
+}
+
+static void keep_worst(int op, uint64_t t0)
+{
+    uint64_t d = ticks() - t0, w = atomic_load_explicit(&st.worst_ticks[op], memory_order_relaxed);
+    while (d > w && !atomic_compare_exchange_weak_explicit(&st.worst_ticks[op], &w, d,
+                                                          memory_order_relaxed,
+                                                          memory_order_relaxed))
+        ;
+}
+
+/* ---- the mutex ---------------------------------------------------------------------- */
+
+static void mutex_make(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&mutex, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+static void take(void)
+{
+    if (pthread_mutex_trylock(&mutex) != 0) {
+        atomic_fetch_add_explicit(&st.contended, 1, memory_order_relaxed);
+        pthread_mutex_lock(&mutex);
+    }
+}
+
+static void give(void)
+{
+    pthread_mutex_unlock(&mutex);
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&mutex);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&mutex);
+}
+
+static void fork_child(void)
+{
+    mutex_make(); /* the parent's holder is not in this process */
+}
+
+/* ---- the set-up --------------------------------------------------------------------- */
+
+/* Says why the program cannot go on, and ends it. */
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n > sizeof(buf) - 2)
+        n = (int)sizeof(buf) - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+    (void)w;
+    _exit(SETUP_FAILED);
+}
+
+/* "64M" and its like: bytes, or 0 when malformed or overflowing. */
+static size_t parse_bytes(const char *s)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return 0;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && end[1] == 'B')
+        end += 2;
+    else if (*end == 'B')
+        end++;
+    if (*end || (shift && v > (ULLONG_MAX >> shift)) || (v << shift) > SIZE_MAX)
+        return 0;
+    return (size_t)(v << shift);
+}
+
+static const char *env(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+static void read_config(void)
+{
+    const char *v = env("RTMEM_MALLOC_KIND", "tlsf");
+    bool known = false;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++)
+        known |= strcmp(*k, v) == 0;
+    if (!known || strlen(v) >= sizeof(cfg.kind))
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: no such heap kind (tlsf, heapmem, xnheap)", v);
+    snprintf(cfg.kind, sizeof(cfg.kind), "%s", v);
+    v = env("RTMEM_MALLOC_POOL", "64M");
+    if (!(cfg.pool = parse_bytes(v)) || cfg.pool < 4096)
+        die("librtmem-malloc: RTMEM_MALLOC_POOL=%s: a size of 4K or more, please (64M, 1G)", v);
+    v = env("RTMEM_MALLOC_HUGE", "");
+    if (!*v)
+        cfg.page = 0;
+    else if (strcmp(v, "2M") == 0)
+        cfg.page = RTM_ARENA_PAGE_2M;
+    else if (strcmp(v, "1G") == 0)
+        cfg.page = RTM_ARENA_PAGE_1G;
+    else
+        die("librtmem-malloc: RTMEM_MALLOC_HUGE=%s: 2M or 1G, please", v);
+    v = env("RTMEM_MALLOC_LOCK", "try");
+    if (strcmp(v, "try") == 0)
+        cfg.lock = RTM_ARENA_LOCK_TRY;
+    else if (strcmp(v, "must") == 0)
+        cfg.lock = RTM_ARENA_LOCK_MUST;
+    else if (strcmp(v, "no") == 0)
+        cfg.lock = RTM_ARENA_LOCK_NONE;
+    else
+        die("librtmem-malloc: RTMEM_MALLOC_LOCK=%s: try, must or no, please", v);
+    v = env("RTMEM_MALLOC_HARDEN", "o1");
+    if (strcmp(v, "o1") == 0)
+        cfg.harden = RTM_HEAP_HARDEN_O1;
+    else if (strcmp(v, "none") == 0)
+        cfg.harden = RTM_HEAP_HARDEN_NONE;
+    else if (strcmp(v, "full") == 0)
+        cfg.harden = RTM_HEAP_HARDEN_FULL;
+    else
+        die("librtmem-malloc: RTMEM_MALLOC_HARDEN=%s: o1, none or full, please", v);
+    v = env("RTMEM_MALLOC_ON_FULL", "fail");
+    if (strcmp(v, "fail") != 0 && strcmp(v, "fallback") != 0)
+        die("librtmem-malloc: RTMEM_MALLOC_ON_FULL=%s: fail or fallback, please", v);
+    cfg.fallback = strcmp(v, "fallback") == 0;
+    if (cfg.fallback && !__libc_malloc)
+        die("librtmem-malloc: RTMEM_MALLOC_ON_FULL=fallback: this program has no C library "
+            "allocator to fall back on (linked statically)");
+    v = env("RTMEM_MALLOC_SUMMARY", "none");
+    if (strcmp(v, "none") == 0)
+        cfg.summary[0] = '\0';
+    else if (strcmp(v, "stderr") == 0)
+        snprintf(cfg.summary, sizeof(cfg.summary), "-");
+    else if (strlen(v) + 24 < sizeof(cfg.summary))
+        snprintf(cfg.summary, sizeof(cfg.summary), "%s", v);
+    else
+        die("librtmem-malloc: RTMEM_MALLOC_SUMMARY: a path too long");
+    v = env("RTMEM_MALLOC_JSON", "");
+    if (strlen(v) + 24 >= sizeof(cfg.json))
+        die("librtmem-malloc: RTMEM_MALLOC_JSON: a path too long");
+    snprintf(cfg.json, sizeof(cfg.json), "%s", v);
+    v = env("RTMEM_MALLOC_SIGNAL", "");
+    char *end;
+    cfg.signal = *v ? (int)strtol(v, &end, 10) : 0;
+    if (*v && (*end || cfg.signal <= 0 || cfg.signal >= NSIG || cfg.signal == SIGKILL ||
+               cfg.signal == SIGSTOP))
+        die("librtmem-malloc: RTMEM_MALLOC_SIGNAL=%s: a signal number, please (10 for "
+            "SIGUSR1)",
+            v);
+    v = env("RTMEM_MALLOC_TIME", "1");
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        die("librtmem-malloc: RTMEM_MALLOC_TIME=%s: 1 or 0, please", v);
+    cfg.timed = strcmp(v, "1") == 0;
+    v = env("RTMEM_MALLOC_PID", "");
+    cfg.pid = *v ? strtol(v, NULL, 10) : (long)getpid();
+}
+
+static void write_reports(bool signalled);
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    write_reports(true);
+    errno = saved;
+}
+
+/* The first call of the family, in any thread: sets the heap up, or waits
+ * for the thread that does. Returns true when the heap serves this call;
+ * false for a call of the thread setting up (the C library serves it). */
+static bool set_up(void)
+{
+    if (setting_up)
+        return false;
+    int expect = NOT_SET_UP;
+    if (!atomic_compare_exchange_strong(&state, &expect, SETTING_UP)) {
+        while (atomic_load(&state) != READY)
+            sched_yield();
+        return true;
+    }
+    setting_up = true;
+    read_config();
+    start_ticks = ticks();
+    start_ns = mono_ns();
+    struct rtm_arena_config ac = {
+        .source = RTM_ARENA_ANON,
+        .size_bytes = cfg.pool,
+        .page_bytes = cfg.page,
+        .prefault = RTM_ARENA_PREFAULT_TOUCH,
+        .lock = cfg.lock,
+    };
+    int rc = rtm_arena_open(&arena, &ac);
+    if (rc != 0)
+        die("librtmem-malloc: the pool of %zu bytes cannot be had: %s", cfg.pool, arena.message);
+    struct rtm_heap_config hc = { .hardening = cfg.harden };
+    heap = rtm_arena_heap(&arena, cfg.kind, &hc);
+    if (!heap)
+        die("librtmem-malloc: no %s heap on the pool: %s", cfg.kind, strerror(errno));
+    pool_lo = (uintptr_t)arena.base;
+    pool_bytes = arena.size_bytes;
+    mutex_make();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    libc_usable_size = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    if (cfg.signal) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(cfg.signal, &sa, NULL);
+    }
+    setting_up = false;
+    atomic_store(&state, READY);
+    return true;
+}
+
+static inline bool ours(const void *p)
+{
+    return (uintptr_t)p - pool_lo < pool_bytes;
+}
+
+static inline bool ready(void)
+{
+    return atomic_load_explicit(&state, memory_order_acquire) == READY || set_up();
+}
+
+/* ---- the C library's, for what the heap does not serve ------------------------------ */
+
+static void *early_alloc(size_t alignment, size_t size, bool zero)
+{
+    atomic_fetch_add_explicit(&st.early, 1, memory_order_relaxed);
+    if (!__libc_malloc) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (zero)
+        return __libc_calloc(1, size);
+    return alignment ? __libc_memalign(alignment, size) : __libc_malloc(size);
+}
+
+/* An allocation the full pool could not serve: NULL and ENOMEM, or the C
+ * library's block. Called under the mutex. */
+static void *full(size_t alignment, size_t size, bool zero)
+{
+    if (!cfg.fallback) {
+        st.failed++;
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = zero ? __libc_calloc(1, size)
+              : alignment ? __libc_memalign(alignment, size)
+                          : __libc_malloc(size);
+    if (p) {
+        st.fallbacks++;
+        st.fallback_bytes += size;
+    } else {
+        st.failed++;
+    }
+    return p;
+}
+
+/* ---- the family ---------------------------------------------------------------------- */
+
+static void *allocate(int op, size_t alignment, size_t size)
+{
+    if (!ready())
+        return early_alloc(alignment, size, op == OP_CALLOC);
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    take();
+    void *p = alignment ? rtm_heap_aligned_alloc(heap, alignment, size)
+              : op == OP_CALLOC ? rtm_heap_calloc(heap, 1, size)
+                                : rtm_heap_alloc(heap, size);
+    st.calls[op]++;
+    if (!p)
+        p = full(alignment, size, op == OP_CALLOC);
+    give();
+    if (cfg.timed)
+        keep_worst(op, t0);
+    return p;
+}
+
+EXPORT void *malloc(size_t size)
+{
+    return allocate(OP_MALLOC, 0, size);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return allocate(OP_CALLOC, 0, n * size);
+}
+
+EXPORT void free(void *p)
+{
+    if (!p)
+        return;
+    if (atomic_load_explicit(&state, memory_order_acquire) != READY || !ours(p)) {
+        atomic_fetch_add_explicit(&st.foreign, 1, memory_order_relaxed);
+        if (__libc_free)
+            __libc_free(p);
+        return;
+    }
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    take();
+    st.calls[OP_FREE]++;
+    if (rtm_heap_free(heap, p) != 0)
+        st.refused_frees++;
+    give();
+    if (cfg.timed)
+        keep_worst(OP_FREE, t0);
+}
+
+/* The usable size of a block of either allocator. */
+static size_t usable(const void *p)
+{
+    if (ours(p))
+        return rtm_heap_usable_size(heap, p);
+    return libc_usable_size ? libc_usable_size((void *)p) : 0;
+}
+
+EXPORT void *realloc(void *p, size_t size)
+{
+    if (!p)
+        return malloc(size);
+    if (size == 0) { /* the C library's: p freed, NULL */
+        free(p);
+        return NULL;
+    }
+    if (atomic_load_explicit(&state, memory_order_acquire) != READY || !ours(p)) {
+        atomic_fetch_add_explicit(&st.foreign, 1, memory_order_relaxed);
+        return __libc_realloc ? __libc_realloc(p, size) : NULL;
+    }
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    take();
+    st.calls[OP_REALLOC]++;
+    void *q = rtm_heap_realloc(heap, p, size);
+    if (!q && cfg.fallback) { /* the pool is full: the block moves to the C library */
+        q = full(0, size, false);
+        if (q) {
+            size_t have = rtm_heap_usable_size(heap, p);
+            memcpy(q, p, have < size ? have : size);
+            if (rtm_heap_free(heap, p) != 0)
+                st.refused_frees++;
+        }
+    } else if (!q) {
+        st.failed++;
+        errno = ENOMEM;
+    }
+    give();
+    if (cfg.timed)
+        keep_worst(OP_REALLOC, t0);
+    return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(p, n * size);
+}
+
+/* The next power of two of a (at least a), or 0 beyond size_t. */
+static size_t power_of_two(size_t a)
+{
+    size_t p = 1;
+    while (p < a) {
+        if (p > SIZE_MAX / 2)
+            return 0;
+        p <<= 1;
+    }
+    return p;
+}
+
+EXPORT void *memalign(size_t alignment, size_t size)
+{
+    size_t a = power_of_two(alignment ? alignment : 1);
+    if (!a) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return allocate(OP_ALIGNED, a, size);
+}
+
+EXPORT void *aligned_alloc(size_t alignment, size_t size)
+{
+    return memalign(alignment, size);
+}
+
+EXPORT int posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (!alignment || (alignment & (alignment - 1)) || alignment % sizeof(void *))
+        return EINVAL;
+    int saved = errno;
+    void *p = allocate(OP_ALIGNED, alignment, size);
+    if (!p) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+EXPORT void *valloc(size_t size)
+{
+    return memalign((size_t)sysconf(_SC_PAGESIZE), size);
+}
+
+EXPORT void *pvalloc(size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (size > SIZE_MAX - (page - 1)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t rounded = size ? (size + page - 1) / page * page : page;
+    return memalign(page, rounded);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (atomic_load_explicit(&state, memory_order_acquire) != READY)
+        return libc_usable_size ? libc_usable_size(p) : 0;
+    return usable(p);
+}
+
+/* ---- the summary ---------------------------------------------------------------------- */
+
+/* Appends to a buffer, never past its end. */
+struct out {
+    char *buf;
+    size_t size, len;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
+{
+    if (o->len >= o->size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len = o->len + (size_t)n < o->size ? o->len + (size_t)n : o->size - 1;
+}
+
+static const char *lock_word(void)
+{
+    switch (arena.report.lock_state) {
+    case RTM_ARENA_LOCKED: return "locked";
+    case RTM_ARENA_LOCKED_HUGETLB: return "huge pages (never paged out)";
+    case RTM_ARENA_LOCK_IGNORED: return "lock ignored by the kernel";
+    case RTM_ARENA_LOCKED_ON_FAULT: return "locked on fault";
+    default: return cfg.lock == RTM_ARENA_LOCK_NONE ? "not locked (not asked)" : "NOT locked";
+    }
+}
+
+/* The summary (text) into o. Reads the counters without the mutex: a
+ * signal may have stopped a call holding it. */
+static void summary_text(struct out *o)
+{
+    struct rtm_heap_stats hs;
+    memset(&hs, 0, sizeof(hs));
+    rtm_heap_stats(heap, &hs);
+    double npt = ns_per_tick();
+    uint64_t locked = 0;
+    for (int i = 0; i < N_OPS; i++)
+        locked += st.calls[i];
+    put(o, "librtmem-malloc (pid %ld): %s on a pool of %zu bytes (%s pages, %s), hardening %s, "
+           "when full: %s\n",
+        (long)getpid(), cfg.kind, cfg.pool, cfg.page ? "huge" : "base", lock_word(),
+        cfg.harden == RTM_HEAP_HARDEN_NONE ? "none"
+        : cfg.harden == RTM_HEAP_HARDEN_FULL ? "full"
+                                             : "o1",
+        cfg.fallback ? "fallback to the C library" : "fail (ENOMEM)");
+    put(o, "  calls     ");
+    for (int i = 0; i < N_OPS; i++)
+        put(o, " %s %" PRIu64, op_names[i], st.calls[i]);
+    put(o, "; %" PRIu64 " of the C library's blocks freed or resized, %" PRIu64
+           " calls before the heap was ready\n",
+        atomic_load(&st.foreign), atomic_load(&st.early));
+    put(o, "  peak       %zu bytes used of %zu usable (%.1f%%); %zu blocks live now\n",
+        hs.peak_used_bytes, hs.usable_bytes,
+        hs.usable_bytes ? 100.0 * (double)hs.peak_used_bytes / (double)hs.usable_bytes : 0.0,
+        hs.live_blocks);
+    put(o, "  failed     %" PRIu64 " allocations; fallbacks %" PRIu64 " (%" PRIu64
+           " bytes from the C library); %" PRIu64 " frees refused (not a live block)\n",
+        st.failed, st.fallbacks, st.fallback_bytes, st.refused_frees);
+    put(o, "  lock       %" PRIu64 " calls, %" PRIu64 " found it held\n", locked,
+        atomic_load(&st.contended));
+    if (cfg.timed) {
+        put(o, "  worst     ");
+        for (int i = 0; i < N_OPS; i++)
+            put(o, " %s %.0f ns", op_names[i], (double)atomic_load(&st.worst_ticks[i]) * npt);
+        put(o, " (a call's whole time, its wait for the lock included)\n");
+    } else {
+        put(o, "  worst      not timed (RTMEM_MALLOC_TIME=0)\n");
+    }
+}
+
+static void summary_json(struct out *o)
+{
+    struct rtm_heap_stats hs;
+    memset(&hs, 0, sizeof(hs));
+    rtm_heap_stats(heap, &hs);
+    double npt = ns_per_tick();
+    put(o, "{\"schema\": \"rtmem-malloc/1\", \"pid\": %ld, \"kind\": \"%s\", \"pool_bytes\": %zu, "
+           "\"huge_page_bytes\": %zu, \"locked\": \"%s\", \"hardening\": \"%s\", "
+           "\"when_full\": \"%s\",\n",
+        (long)getpid(), cfg.kind, cfg.pool, cfg.page, lock_word(),
+        cfg.harden == RTM_HEAP_HARDEN_NONE ? "none"
+        : cfg.harden == RTM_HEAP_HARDEN_FULL ? "full"
+                                             : "o1",
+        cfg.fallback ? "fallback" : "fail");
+    put(o, " \"calls\": {");
+    for (int i = 0; i < N_OPS; i++)
+        put(o, "%s\"%s\": %" PRIu64, i ? ", " : "", op_names[i], st.calls[i]);
+    put(o, "},\n \"foreign\": %" PRIu64 ", \"before_ready\": %" PRIu64 ",\n",
+        atomic_load(&st.foreign), atomic_load(&st.early));
+    put(o, " \"usable_bytes\": %zu, \"peak_used_bytes\": %zu, \"live_blocks\": %zu,\n",
+        hs.usable_bytes, hs.peak_used_bytes, hs.live_blocks);
+    put(o, " \"failed\": %" PRIu64 ", \"fallbacks\": %" PRIu64 ", \"fallback_bytes\": %" PRIu64
+           ", \"refused_frees\": %" PRIu64 ",\n",
+        st.failed, st.fallbacks, st.fallback_bytes, st.refused_frees);
+    uint64_t locked = 0;
+    for (int i = 0; i < N_OPS; i++)
+        locked += st.calls[i];
+    put(o, " \"lock\": {\"calls\": %" PRIu64 ", \"contended\": %" PRIu64 "},\n", locked,
+        atomic_load(&st.contended));
+    if (cfg.timed) {
+        put(o, " \"worst_ns\": {");
+        for (int i = 0; i < N_OPS; i++)
+            put(o, "%s\"%s\": %.0f", i ? ", " : "", op_names[i],
+                (double)atomic_load(&st.worst_ticks[i]) * npt);
+        put(o, "}}\n");
+    } else {
+        put(o, " \"worst_ns\": null}\n");
+    }
+}
+
+/* path, or path.<pid> for a process other than cfg.pid. */
+static void own_path(char *buf, size_t size, const char *path)
+{
+    if ((long)getpid() == cfg.pid)
+        snprintf(buf, size, "%s", path);
+    else
+        snprintf(buf, size, "%s.%ld", path, (long)getpid());
+}
+
+/* Writes text to a new file beside path, then renames it over path. */
+static void write_file(const char *path, const char *text, size_t len)
+{
+    char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
+    own_path(final, sizeof(final), path);
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", final, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    bool ok = write(fd, text, len) == (ssize_t)len;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, final) != 0)
+        unlink(tmp);
+}
+
+/* The summary where RTMEM_MALLOC_SUMMARY says (on a signal, standard
+ * error when it says none), and the JSON. */
+static void write_reports(bool signalled)
+{
+    if (atomic_load(&state) != READY)
+        return;
+    static char buf[4096];
+    struct out o = { buf, sizeof(buf), 0 };
+    if (cfg.summary[0] || signalled) {
+        summary_text(&o);
+        if (!cfg.summary[0] || strcmp(cfg.summary, "-") == 0) {
+            ssize_t w = write(STDERR_FILENO, buf, o.len);
+            (void)w;
+        } else {
+            write_file(cfg.summary, buf, o.len);
+        }
+    }
+    if (cfg.json[0]) {
+        o.len = 0;
+        summary_json(&o);
+        write_file(cfg.json, buf, o.len);
+    }
+}
+
+/* After the program's exit handlers and its libraries' destructors (a
+ * preloaded library is finalised last). The heap stays: a destructor that
+ * runs later still allocates from it. */
+__attribute__((destructor)) static void at_exit(void)
+{
+    write_reports(false);
+}
+
+/* A program that ends with _exit or _Exit (no destructor runs then): the
+ * summary first, then the process ends as the C library's would end it. */
+EXPORT void _exit(int status)
+{
+    write_reports(false);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+EXPORT void _Exit(int status)
+{
+    _exit(status);
+}

@@ -1,0 +1,257 @@
+"""rtmem run and librtmem-malloc: tests/tools/malloc_prog.c run on each
+kind through the interposer (the malloc family's contract against a shadow
+model, threads, fork, allocations before main and after it, the pool
+exhausted: ENOMEM, or the C library's allocator as the fallback; _exit),
+the same program linked with librtmem-malloc.a, the library's refusal of a
+configuration it cannot use, and real programs (Debian's sqlite3, Python,
+the C++ trace program) run to completion with their output unchanged.
+
+The build gives (tests/tools/CMakeLists.txt): --file malloc_prog=,
+--file malloc_prog_static=, --file malloc_lib=, and --file trace_prog_cpp=
+where a C++ compiler is found.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rtmemtest import EMULATED, explain, load_json, run
+
+KINDS = ["tlsf", "heapmem", "xnheap"]
+
+
+def rtmem_run(rtmem, tmp_dir, *args, env=None, stdin=None):
+    """rtmem run with --json: (its result, its document or None)."""
+    js = os.path.join(tmp_dir, "run.json")
+    if os.path.exists(js):
+        os.unlink(js)
+    cmd = [str(rtmem), "run", "--json", js] + [str(a) for a in args]
+    r = subprocess.run(cmd, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                       timeout=600)
+    return r, load_json(js)
+
+
+def served(heap):
+    """The allocations the heap itself made."""
+    c = heap["calls"]
+    return c["malloc"] + c["calloc"] + c["realloc"] + c["aligned"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir, kind):
+    r, d = rtmem_run(rtmem, tmp_dir, "--kind", kind, "--", files["malloc_prog"], "contract",
+                     "20000", "7")
+    assert r.returncode == 0, explain(r)
+    m = re.search(r"^contract: (\d+) allocations \((\d+) aligned\), (\d+) reallocs, (\d+) frees",
+                  r.stdout, re.M)
+    assert m, explain(r)
+    allocs, aligned, reallocs, frees = map(int, m.groups())
+    h = d["heap"]
+    assert d["passed"] is True and h["kind"] == kind, d
+    # every call the program made went to the heap, and each is counted
+    # (its own checks add a few: the bad arguments' and the C library's
+    # own calls for stdio)
+    assert h["calls"]["aligned"] >= aligned > 1000, h["calls"]
+    assert h["calls"]["realloc"] >= reallocs > 1000, h["calls"]
+    assert h["calls"]["free"] >= frees and served(h) >= allocs + reallocs, h["calls"]
+    assert h["failed"] == 0 and h["refused_frees"] == 0 and h["fallbacks"] == 0, h
+    assert h["before_ready"] == 0 and h["foreign"] == 0, h
+    assert h["lock"]["calls"] == sum(h["calls"].values()), h
+    assert 0 < h["peak_used_bytes"] <= h["usable_bytes"] < h["pool_bytes"] == 64 << 20, h
+    assert set(h["worst_ns"]) == {"malloc", "calloc", "realloc", "aligned", "free"}
+    # the report, on standard error: the program's output stays its own
+    assert "rtmem run:" not in r.stdout and "exited with status 0" in r.stderr, explain(r)
+
+
+def test_threads_share_the_locked_heap(rtmem, files, tmp_dir):
+    r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "threads", "4", "20000")
+    assert r.returncode == 0, explain(r)
+    assert "threads: 4 threads, 20000 calls each: all kept" in r.stdout
+    h = d["heap"]
+    assert h["calls"]["malloc"] + h["calls"]["free"] >= 4 * 20000, h["calls"]
+    assert h["lock"]["contended"] <= h["lock"]["calls"], h["lock"]
+
+
+def test_a_forked_child_has_a_consistent_heap_and_its_own_summary(rtmem, files, tmp_dir):
+    """A thread allocates and frees without pause while the parent forks 20
+    times: each child (its lock made anew, whoever held it in the parent)
+    checks the parent's blocks, allocates, and writes its own summary."""
+    r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "fork")
+    assert r.returncode == 0, explain(r)
+    assert "fork: 20 children checked the parent's blocks" in r.stdout, explain(r)
+    kids = d["children"]
+    assert len(kids) + d["children_not_listed"] == 20, (len(kids), d["children_not_listed"])
+    assert all(k["calls"]["malloc"] >= 1000 and k["failed"] == 0 for k in kids), kids
+    assert len({k["pid"] for k in kids}) == len(kids) and d["heap"]["pid"] not in \
+        {k["pid"] for k in kids}
+    assert "forked processes used their own copy of the heap" in r.stderr, explain(r)
+
+
+def test_allocations_before_main_and_after_it(rtmem, files, tmp_dir):
+    r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "lifetime")
+    assert r.returncode == 0, explain(r)
+    assert 'lifetime: main sees "made before main"' in r.stdout, explain(r)
+    assert "lifetime: made before main, freed after main" in r.stdout, explain(r)
+    assert d["heap"]["failed"] == 0 and d["heap"]["foreign"] == 0, d["heap"]
+
+
+def test_an_exhausted_pool_fails_with_enomem(rtmem, files, tmp_dir):
+    """A 1 MiB pool filled with 1000-byte blocks: the failing malloc gives
+    NULL and ENOMEM, close to pool / size blocks fit, and once they are
+    freed one fits again; the summary counts the failure."""
+    r, d = rtmem_run(rtmem, tmp_dir, "--pool", "1M", "--", files["malloc_prog"], "exhaust",
+                     "1000")
+    assert r.returncode == 0, explain(r)
+    n = int(re.search(r"^exhaust: (\d+) blocks", r.stdout, re.M).group(1))
+    assert 0.8 * (1 << 20) / 1000 < n < (1 << 20) / 1000, n
+    h = d["heap"]
+    assert h["failed"] >= 1 and h["fallbacks"] == 0 and d["passed"] is False, h
+    assert re.search(r"failed +[1-9]\d* allocations", r.stderr), explain(r)
+
+
+def test_the_fallback_serves_what_the_pool_cannot(rtmem, files, tmp_dir):
+    """4 MiB asked of a 1 MiB pool: with --on-full fallback every block is
+    served (the rest by the C library), counted, and freed where it
+    belongs; without it, the program sees the failure."""
+    r, d = rtmem_run(rtmem, tmp_dir, "--pool", "1M", "--on-full", "fallback", "--",
+                     files["malloc_prog"], "over", "4096", "1000")
+    assert r.returncode == 0, explain(r)
+    assert "over: 1000 blocks of 4096 bytes, all served and kept" in r.stdout
+    h = d["heap"]
+    assert h["fallbacks"] > 700 and h["fallback_bytes"] >= 700 * 4096, h
+    assert h["failed"] == 0 and h["foreign"] >= h["fallbacks"], h
+    assert h["when_full"] == "fallback"
+    r, d = rtmem_run(rtmem, tmp_dir, "--pool", "1M", "--", files["malloc_prog"], "over", "4096",
+                     "1000")
+    assert r.returncode == 1 and "FAIL: block" in r.stdout, explain(r)
+    assert d["heap"]["failed"] >= 1 and d["heap"]["fallbacks"] == 0, d["heap"]
+
+
+def test_exit_status_and_underscore_exit(rtmem, files, tmp_dir):
+    """The program's exit status is rtmem run's; _exit still writes the
+    summary (the library interposes it)."""
+    r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "quick-exit", "3")
+    assert r.returncode == 3, explain(r)
+    assert d["program"]["exit_status"] == 3 and d["heap"]["calls"]["malloc"] >= 10, d
+
+
+def test_a_program_that_cannot_run(rtmem, tmp_dir):
+    r, d = rtmem_run(rtmem, tmp_dir, "--", os.path.join(tmp_dir, "no-such-program"))
+    assert r.returncode == 127, explain(r)
+    assert "cannot run" in r.stderr and d["heap"] is None, explain(r)
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "no program to run"),
+    (["--kind", "nosuch", "--", "true"], "no such heap kind"),
+    (["--pool", "1K", "--", "true"], "--pool"),
+    (["--lock", "maybe", "--", "true"], "--lock"),
+])
+def test_usage(rtmem, args, message):
+    r = run(rtmem, "run", *args)
+    assert r.returncode == 2 and message in r.stderr, explain(r)
+
+
+def test_the_library_refuses_what_it_cannot_use(files, tmp_dir):
+    """Preloaded by hand with a value it cannot use, or a pool it cannot
+    have: the program ends at its first call, exit status 127, the
+    variable named; nothing runs on a pool other than the one asked."""
+    for var, value in [("RTMEM_MALLOC_POOL", "lots"), ("RTMEM_MALLOC_KIND", "nosuch"),
+                       ("RTMEM_MALLOC_ON_FULL", "pray"), ("RTMEM_MALLOC_POOL", "1T")]:
+        env = dict(os.environ, LD_PRELOAD=files["malloc_lib"], **{var: value})
+        r = subprocess.run([files["malloc_prog"], "contract", "10", "1"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert r.returncode == 127, (var, value, explain(r))
+        assert "librtmem-malloc:" in r.stderr and r.stdout == "", (var, value, explain(r))
+        if value != "1T":
+            assert var in r.stderr, explain(r)
+
+
+def test_the_static_archive_serves_a_linked_program(files, tmp_dir):
+    """malloc_prog linked with librtmem-malloc.a, run directly (no
+    preload): the heap serves its calls, configured by the same
+    environment."""
+    js = os.path.join(tmp_dir, "static.json")
+    env = dict(os.environ, RTMEM_MALLOC_JSON=js, RTMEM_MALLOC_KIND="heapmem",
+               RTMEM_MALLOC_POOL="16M")
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([files["malloc_prog_static"], "contract", "5000", "3"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert r.returncode == 0 and "all kept" in r.stdout, explain(r)
+    d = load_json(js)
+    assert d["schema"] == "rtmem-malloc/1" and d["kind"] == "heapmem", d
+    assert d["pool_bytes"] == 16 << 20 and d["calls"]["aligned"] > 100 and d["failed"] == 0, d
+
+
+def test_the_summary_on_a_signal(rtmem, tmp_dir):
+    """--signal usr1: the program that receives it writes the summary so
+    far on standard error, and goes on."""
+    if EMULATED:
+        pytest.skip("the host's Python: the emulated target's library cannot be loaded into it")
+    script = ("import os, signal\nx = [str(i) * 10 for i in range(1000)]\n"
+              "os.kill(os.getpid(), signal.SIGUSR1)\nprint('still here', len(x))\n")
+    r, d = rtmem_run(rtmem, tmp_dir, "--signal", "usr1", "--", python(), "-c", script)
+    assert r.returncode == 0 and "still here 1000" in r.stdout, explain(r)
+    assert re.search(r"^librtmem-malloc \(pid \d+\): tlsf", r.stderr, re.M), explain(r)
+
+
+def python():
+    """Debian's python3 when it is there, else the one running the tests
+    (its binary, not a shim that starts others)."""
+    return "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else \
+        os.path.realpath(sys.executable)
+
+
+SQL = """\
+CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000)
+INSERT INTO t SELECT x, printf('name-%05d-%s', x, substr('abcdefghij', 1 + x % 10)), x * 0.5
+FROM c;
+CREATE INDEX t_name ON t(name);
+SELECT count(*), sum(v) FROM t;
+SELECT substr(name, 12), count(*), avg(v) FROM t GROUP BY 1 ORDER BY 1;
+SELECT group_concat(id) FROM (SELECT id FROM t WHERE name LIKE '%-0012%' ORDER BY id DESC);
+"""
+
+PY = """\
+import json, collections
+d = {str(i): [j * 0.5 for j in range(i % 50)] for i in range(3000)}
+s = json.dumps(d, sort_keys=True)
+c = collections.Counter(s)
+print(len(s), sorted(c.items())[:5], sum(len(v) for v in json.loads(s).values()))
+"""
+
+
+def real_programs(files):
+    out = []
+    if shutil.which("sqlite3"):
+        out.append(("sqlite3", [shutil.which("sqlite3"), ":memory:"], SQL))
+    out.append(("python", [python(), "-c", PY], None))
+    if "trace_prog_cpp" in files:
+        out.append(("c++", [files["trace_prog_cpp"]], None))
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_real_programs_run_to_completion_with_their_output_unchanged(rtmem, files, tmp_dir,
+                                                                      kind):
+    if EMULATED:
+        pytest.skip("the host's programs: the emulated target's library cannot be loaded into "
+                    "them")
+    assert shutil.which("sqlite3"), "no sqlite3 on PATH: scripts/ensure-deps.sh installs it"
+    for name, cmd, stdin in real_programs(files):
+        direct = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, timeout=300)
+        js = os.path.join(tmp_dir, "real.json")
+        ran = subprocess.run([str(rtmem), "run", "--kind", kind, "--json", js, "--"] + cmd,
+                             input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, timeout=300)
+        assert ran.returncode == direct.returncode == 0, (name, explain(ran))
+        assert ran.stdout == direct.stdout and ran.stdout, (name, ran.stdout[:300],
+                                                            direct.stdout[:300])
+        h = load_json(js)["heap"]
+        assert served(h) > 1000 and h["failed"] == 0 and h["refused_frees"] == 0, (name, h)
