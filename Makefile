@@ -1,7 +1,8 @@
 # rtmem: the two commands of the README, and the builds CI runs.
 #   make bench   build everything, run the benchmark report, memcheck, wcet, latency
 #                (idle, noise, under memory pressure, a quick sweep), pressure, stride,
-#                bw and shm, the example control loop traced and replayed, and the
+#                bw and shm, the example control loop traced, replayed and run on the
+#                heap the replay advised, and the
 #                pool bounds of rtmem size (results/), with jemalloc, mimalloc and tcmalloc beside
 #                rtmem's heaps and valgrind's counts in wcet when installable; it ends
 #                with the report: results/report/index.html, plots and tables of it all
@@ -109,6 +110,11 @@ bench: build
 	$(BUILD)/tools/rtmem replay --phase loop --json $(RESULTS)/replay.json \
 	    $(RESULTS)/control_loop.trace > $(RESULTS)/replay.txt; \
 	    status=$$?; cat $(RESULTS)/replay.txt; exit $$status
+	@# ... and run unmodified on the kind and pool the replay advised (rtmem run)
+	advised=$$(python3 scripts/advised.py $(RESULTS)/replay.json) && \
+	$(BUILD)/tools/rtmem run $$advised --json $(RESULTS)/run.json \
+	    -- $(BUILD)/examples/control_loop 2> $(RESULTS)/run.txt; \
+	    status=$$?; cat $(RESULTS)/run.txt; exit $$status
 	@# the pool each kind needs so that no allocation within stated limits ever fails,
 	@# and the adversaries against it (a second)
 	$(BUILD)/tools/rtmem size --max-live 64K --max-block 4K --min-block 16 --adversaries \
@@ -123,6 +129,7 @@ bench: build
 	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
 	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
 	@echo "         $(RESULTS)/trace.txt $(RESULTS)/trace.json $(RESULTS)/replay.txt $(RESULTS)/replay.json"
+	@echo "         $(RESULTS)/run.txt $(RESULTS)/run.json"
 	@echo "         $(RESULTS)/size.txt $(RESULTS)/size.json"
 	@echo "report:  $(RESULTS)/report/index.html (open it in a browser)"
 	@if [ -e $(BUILD)/bench-status ]; then rm -f $(BUILD)/bench-status; \

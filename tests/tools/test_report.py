@@ -47,6 +47,7 @@ EXPECTED = {
     "trace": ["trace-live"],
     "replay": ["replay-pools"],
     "size": ["size-pools"],
+    "run": [],
 }
 ALL_PNGS = sorted(n + ".png" for names in EXPECTED.values() for n in names)
 MEMCHECK_PNGS = sorted(n + ".png" for n in EXPECTED["memcheck"])
@@ -493,6 +494,22 @@ def test_the_fixtures_page_shows_the_command_of_each_file(full, name):
 
 def test_the_fixtures_page_leaves_no_section_out(full):
     assert "Not in this report" not in page_text(full[1])
+
+
+def test_the_run_section_shows_what_the_heap_saw(full):
+    """run.json: the program's row, its heap and pool, its calls, and
+    the peak as a share of the usable bytes (a percentage, not a
+    fraction)."""
+    with open(os.path.join(FIXTURES, "run.json")) as f:
+        h = json.load(f)["heap"]
+    text = page_text(full[1])
+    row = re.search(r"<tr><td>the program \(pid %d\)</td>(.*?)</tr>" % h["pid"], text)
+    assert row, "no row for the program"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert cells[0].startswith(h["kind"] + ", ") and "locked" in cells[0], cells
+    pct = 100.0 * h["peak_used_bytes"] / h["usable_bytes"]
+    assert cells[1].endswith("(%.1f%%)" % pct), (cells[1], pct)
+    assert cells[2].split(" / ")[0] == str(h["calls"]["malloc"]), cells
 
 
 def test_memchecks_summary_shows_tlsfs_worst_alloc(full):

@@ -2,7 +2,7 @@
 says what a module holds)."""
 
 from . import machine, memcheck, bench, wcet, latency, sweep, pressure, stride, bw, shm, trace, \
-    replay, size
+    replay, size, run
 
-SECTIONS = [machine, replay, trace, size, memcheck, bench, wcet, latency, sweep, pressure, stride,
-            bw, shm]
+SECTIONS = [machine, replay, trace, size, run, memcheck, bench, wcet, latency, sweep, pressure,
+            stride, bw, shm]

@@ -133,7 +133,7 @@ def build(docs, ctx):
                          page.fmt_ns(a.obj("alloc").num("mean_ns")),
                          page.fmt_ns(a.obj("free").num("mean_ns")),
                          page.fmt_ns(a.num("worst_ns")),
-                         page.fmt_pct(a.num("fragmentation_at_peak"))
+                         page.fmt_pct(100.0 * a.num("fragmentation_at_peak"))
                          if a.raw("fragmentation_at_peak") is not None else "-",
                          page.fmt_bytes(a.num("bound")) if rtm and a.raw("bound") is not None
                          else "-",
