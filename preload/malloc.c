@@ -227,6 +227,16 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     mutex_make(); /* the parent's holder is not in this process */
+    /* The child's summary counts its own calls (its heap's peak is the
+     * copy's: the parent's before the fork included). One thread: plain
+     * stores. */
+    memset(st.calls, 0, sizeof(st.calls));
+    st.failed = st.fallbacks = st.fallback_bytes = st.refused_frees = 0;
+    atomic_store(&st.foreign, 0);
+    atomic_store(&st.early, 0);
+    atomic_store(&st.contended, 0);
+    for (int i = 0; i < N_OPS; i++)
+        atomic_store(&st.worst_ticks[i], 0);
 }
 
 /* ---- the set-up --------------------------------------------------------------------- */

@@ -86,7 +86,8 @@ def test_a_forked_child_has_a_consistent_heap_and_its_own_summary(rtmem, files, 
     assert "fork: 20 children checked the parent's blocks" in r.stdout, explain(r)
     kids = d["children"]
     assert len(kids) + d["children_not_listed"] == 20, (len(kids), d["children_not_listed"])
-    assert all(k["calls"]["malloc"] >= 1000 and k["failed"] == 0 for k in kids), kids
+    # each child's own calls: its 1000 and a few of its exit's, not the parent's
+    assert all(1000 <= k["calls"]["malloc"] < 1100 and k["failed"] == 0 for k in kids), kids
     assert len({k["pid"] for k in kids}) == len(kids) and d["heap"]["pid"] not in \
         {k["pid"] for k in kids}
     assert "forked processes used their own copy of the heap" in r.stderr, explain(r)
