@@ -260,7 +260,12 @@ def test_contention_estimated_from_the_traces_timing(rtmem, tmp_dir, apart_ns, c
     assert r.returncode == 0, explain(r)
     assert d["program"]["threads"] == 2 and d["program"]["allocs"] == 4
     x = by_name(d)["tlsf"]
-    assert x["alloc"]["mean_ns"] >= 1 and x["free"]["mean_ns"] >= 1, x  # calls take time
+    timed = x["alloc"]["mean_ns"] >= 1 and x["free"]["mean_ns"] >= 1  # calls take time
+    if EMULATED and not timed:
+        # four calls, each shorter than the emulated timer's overhead: no
+        # length to estimate an overlap with
+        pytest.skip("the emulator's timer gives these calls no time (net of its overhead)")
+    assert timed, x
     if contended:
         assert x["contended_calls"] >= contended, x
     else:
