@@ -346,3 +346,18 @@ def mem_available():
     """MemAvailable of /proc/meminfo, in bytes."""
     with open("/proc/meminfo") as f:
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+
+
+def sqlite_workload(rows):
+    """SQL for Debian's sqlite3 shell, a real program's work: a table of
+    rows rows built, indexed, summed, grouped and searched (thousands of
+    allocations, many of them reallocs)."""
+    return ("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);\n"
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < %d)\n"
+            "INSERT INTO t SELECT x, printf('name-%%05d-%%s', x, substr('abcdefghij', 1 + x %% 10)),"
+            " x * 0.5 FROM c;\n"
+            "CREATE INDEX t_name ON t(name);\n"
+            "SELECT count(*), sum(v) FROM t;\n"
+            "SELECT substr(name, 12), count(*), avg(v) FROM t GROUP BY 1 ORDER BY 1;\n"
+            "SELECT group_concat(id) FROM (SELECT id FROM t WHERE name LIKE '%%-0012%%' "
+            "ORDER BY id DESC);\n" % rows)

@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from rtmemtest import EMULATED, explain, installed_peers, load_json, run
+from rtmemtest import EMULATED, explain, installed_peers, load_json, run, sqlite_workload
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
@@ -298,17 +298,6 @@ def test_a_real_programs_trace_replays_whole(rtmem, tmp_dir):
     assert by_name(at)["tlsf"]["pool_failures"] == 0
 
 
-SQL = """\
-.output {out}
-CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000)
-INSERT INTO t SELECT x, printf('name-%05d-%s', x, substr('abcdefghij', 1 + x % 10)), x * 0.5
-FROM c;
-CREATE INDEX t_name ON t(name);
-SELECT count(*), sum(v) FROM t;
-SELECT substr(name, 12), count(*), avg(v) FROM t GROUP BY 1 ORDER BY 1;
-SELECT group_concat(id) FROM (SELECT id FROM t WHERE name LIKE '%-0012%' ORDER BY id DESC);
-"""
 
 
 def test_a_debian_programs_trace_replays_on_every_kind(rtmem, tmp_dir):
@@ -326,7 +315,7 @@ def test_a_debian_programs_trace_replays_on_every_kind(rtmem, tmp_dir):
         out = os.path.join(tmp_dir, "out-%d.txt" % traced)
         script = os.path.join(tmp_dir, "w-%d.sql" % traced)
         with open(script, "w") as f:
-            f.write(SQL.format(out=out))
+            f.write(".output %s\n%s" % (out, sqlite_workload(3000)))
         cmd = [sqlite, ":memory:", ".read " + script]
         path = os.path.join(tmp_dir, "sqlite.trace")
         js = path + ".json"

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from rtmemtest import EMULATED, explain, load_json, run
+from rtmemtest import EMULATED, explain, load_json, run, sqlite_workload
 
 KINDS = ["tlsf", "heapmem", "xnheap"]
 
@@ -208,16 +208,6 @@ def python():
         os.path.realpath(sys.executable)
 
 
-SQL = """\
-CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);
-WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000)
-INSERT INTO t SELECT x, printf('name-%05d-%s', x, substr('abcdefghij', 1 + x % 10)), x * 0.5
-FROM c;
-CREATE INDEX t_name ON t(name);
-SELECT count(*), sum(v) FROM t;
-SELECT substr(name, 12), count(*), avg(v) FROM t GROUP BY 1 ORDER BY 1;
-SELECT group_concat(id) FROM (SELECT id FROM t WHERE name LIKE '%-0012%' ORDER BY id DESC);
-"""
 
 PY = """\
 import json, collections
@@ -231,7 +221,7 @@ print(len(s), sorted(c.items())[:5], sum(len(v) for v in json.loads(s).values())
 def real_programs(files):
     out = []
     if shutil.which("sqlite3"):
-        out.append(("sqlite3", [shutil.which("sqlite3"), ":memory:"], SQL))
+        out.append(("sqlite3", [shutil.which("sqlite3"), ":memory:"], sqlite_workload(5000)))
     out.append(("python", [python(), "-c", PY], None))
     if "trace_prog_cpp" in files:
         out.append(("c++", [files["trace_prog_cpp"]], None))

@@ -3,6 +3,7 @@
  * for (launch.h).
  */
 #include "common/launch.h"
+#include "common/out.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -151,6 +152,18 @@ int tk_launch_run(struct tk_launch *l)
     sigaction(SIGCHLD, &old_chld, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return 0;
+}
+
+void tk_launch_json(struct tk_json *j, int argc, char **argv, bool status_known, int status)
+{
+    tk_json_key(j, "argv");
+    tk_json_begin_array_compact(j);
+    for (int i = 0; i < argc; i++)
+        tk_json_string(j, argv[i]);
+    tk_json_end_array(j);
+    tk_json_kv_bool(j, "status_known", status_known);
+    tk_json_kv_int(j, "exit_status", status_known && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    tk_json_kv_int(j, "signal", status_known && WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 int tk_launch_exit_status(const struct tk_launch *l)

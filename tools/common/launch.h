@@ -59,6 +59,12 @@ struct tk_launch {
  */
 int tk_launch_run(struct tk_launch *l);
 
+/* The program's members of a tool's JSON, into an open object: "argv",
+ * "status_known", "exit_status" (-1 unless it exited), "signal" (0: none),
+ * from a wait status known or not. */
+struct tk_json;
+void tk_launch_json(struct tk_json *j, int argc, char **argv, bool status_known, int status);
+
 /* The exit status a tool that ran l's program ends with, as a shell gives
  * it: the program's, or 128 + the signal that ended it; 1 when unknown. */
 int tk_launch_exit_status(const struct tk_launch *l);

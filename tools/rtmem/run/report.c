@@ -127,16 +127,7 @@ void run_json(const struct tk_session *s, struct tk_json *j)
     const struct tk_launch *l = &r->l;
     tk_json_key(j, "program");
     tk_json_begin_object(j);
-    tk_json_key(j, "argv");
-    tk_json_begin_array_compact(j);
-    for (int i = 0; i < s->cmd_argc; i++)
-        tk_json_string(j, s->cmd_argv[i]);
-    tk_json_end_array(j);
-    tk_json_kv_bool(j, "status_known", l->status_known);
-    tk_json_kv_int(j, "exit_status",
-                   l->status_known && WIFEXITED(l->status) ? WEXITSTATUS(l->status) : -1);
-    tk_json_kv_int(j, "signal",
-                   l->status_known && WIFSIGNALED(l->status) ? WTERMSIG(l->status) : 0);
+    tk_launch_json(j, s->cmd_argc, s->cmd_argv, l->status_known, l->status);
     tk_json_kv_double(j, "seconds", l->seconds);
     tk_json_end_object(j);
     if (tk_json_key_or_null(j, "heap", r->have_main))

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/child.h"
+#include "common/launch.h"
 #include "common/out.h"
 #include "common/u64map.h"
 #include "trace.h"
@@ -403,16 +404,7 @@ void trace_json(const struct tk_session *s, struct tk_json *j)
     if (!r->o.show) {
         tk_json_key(j, "program");
         tk_json_begin_object(j);
-        tk_json_key(j, "argv");
-        tk_json_begin_array_compact(j);
-        for (int i = 0; i < s->cmd_argc; i++)
-            tk_json_string(j, s->cmd_argv[i]);
-        tk_json_end_array(j);
-        tk_json_kv_bool(j, "status_known", r->status_known);
-        tk_json_kv_int(j, "exit_status",
-                       r->status_known && WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
-        tk_json_kv_int(j, "signal",
-                       r->status_known && WIFSIGNALED(r->status) ? WTERMSIG(r->status) : 0);
+        tk_launch_json(j, s->cmd_argc, s->cmd_argv, r->status_known, r->status);
         tk_json_end_object(j);
         tk_json_key(j, "files");
         tk_json_begin_array(j);
