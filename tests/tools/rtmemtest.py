@@ -141,6 +141,35 @@ def installed_peers():
     return [p for p, so in PEERS.items() if have_lib(so)]
 
 
+_malloc_sanitized = {}
+
+
+def malloc_sanitized(rtmem):
+    """Is rtmem built with a sanitizer that replaces malloc (ASan, TSan;
+    not UBSan alone)? Such a build skips glibc-rt: its mallopt reaches
+    nothing. Read from the binary, which holds the runtime's entry."""
+    if rtmem not in _malloc_sanitized:
+        with open(rtmem, "rb") as f:
+            image = f.read()
+        _malloc_sanitized[rtmem] = any(
+            s in image for s in (b"__asan_init", b"__tsan_init", b"__msan_init"))
+    return _malloc_sanitized[rtmem]
+
+
+def glibc_rt(rtmem):
+    """["glibc-rt"] where a default list holds it, [] where the build skips it."""
+    return [] if malloc_sanitized(rtmem) else ["glibc-rt"]
+
+
+def assert_glibc_rt_skipped_only_if_sanitized(rtmem, d):
+    """glibc-rt is skipped, with the reason, exactly where malloc is replaced."""
+    why = [s["reason"] for s in d["skipped"] if s["name"] == "glibc-rt"]
+    if malloc_sanitized(rtmem):
+        assert why and "sanitizer" in why[0], d["skipped"]
+    else:
+        assert not why, d["skipped"]
+
+
 class TempDir:
     """A temporary directory, removed on exit whatever happens."""
 

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from rtmemtest import BITS, assert_envelope, bench_status, explain, load_json, run
+from rtmemtest import (BITS, assert_envelope, assert_glibc_rt_skipped_only_if_sanitized, bench_status,
+                       explain, glibc_rt, load_json, run)
 
 # A short run: the main phase only, of a few allocators (the threads phase
 # is test_bench_threads.py's: lock.bench).
@@ -46,7 +47,26 @@ def test_defaults_are_every_kind_and_its_none_row_typed_tlsf_glibc(rtmem, quick)
     _, d, _ = quick
     kinds = run(rtmem, "kinds").stdout.split()
     want = ["floor"] + [n for k in kinds for n in (k, k + "-none")] + ["tlsf(typed)", "glibc"]
-    assert names(d) == want
+    assert names(d) == want + glibc_rt(rtmem)
+    assert_glibc_rt_skipped_only_if_sanitized(rtmem, d)
+
+
+def test_glibc_rt_is_measured_alone_with_its_reserve(rtmem, quick):
+    if not glibc_rt(rtmem):
+        pytest.skip("a sanitizer's malloc: glibc-rt is skipped (checked above)")
+    r, d, _ = quick
+    a = {x["name"]: x for x in d["allocators"]}
+    g = a["glibc-rt"]
+    t = g["glibc_rt"]
+    assert t["applied"] and t["grown_bytes"] == 0 and t["heap_bytes"] >= t["reserve_bytes"], t
+    p = d["params"]
+    assert t["reserve_bytes"] >= p["live_cap"] * p["max_size_bytes"], (t, p)
+    assert "measured in a process of its own" in g["describe"], g
+    assert a["glibc"]["glibc_rt"] is None and a["tlsf"]["glibc_rt"] is None
+    # Every phase measured it, as the others.
+    for ph in ("alloc", "free"):
+        assert g[ph]["count_total"] == a["glibc"][ph]["count_total"] > 0, (g[ph], a["glibc"][ph])
+    assert "glibc-rt: " in r.stdout and "it held" in r.stdout
 
 
 def test_free_order_frees_every_block_of_a_fill(quick):

@@ -14,7 +14,8 @@ import re
 
 import pytest
 
-from rtmemtest import BITS, EMULATED, PEERS, assert_envelope, explain, have_lib, load_json, run
+from rtmemtest import (BITS, EMULATED, PEERS, assert_envelope, assert_glibc_rt_skipped_only_if_sanitized,
+                       explain, glibc_rt, have_lib, load_json, run)
 
 SANITIZED = os.environ.get("RTMEM_SANITIZED") == "1"
 
@@ -68,7 +69,27 @@ def test_rows_are_every_kind_glibc_the_peers_that_loaded_and_the_plugin(rtmem, f
     skipped = [s["name"] for s in d["skipped"]]
     loaded = [p for p in PEERS if p not in skipped]
     kinds = run(rtmem, "kinds").stdout.split()
-    assert names(d) == kinds + ["glibc"] + loaded + ["tlsf-plugin"], d["skipped"]
+    assert names(d) == kinds + ["glibc"] + glibc_rt(rtmem) + loaded + ["tlsf-plugin"], d["skipped"]
+    assert_glibc_rt_skipped_only_if_sanitized(rtmem, d)
+
+
+def test_glibc_rt_is_tuned_in_its_own_processes_and_its_reserve_held(rtmem, full, by_name):
+    if not glibc_rt(rtmem):
+        pytest.skip("a sanitizer's malloc: glibc-rt is skipped (checked above)")
+    r, d, _ = full
+    g = by_name["glibc-rt"]
+    assert g["origin"] == "glibc" and g["sort"] == "process" and g["passed"], g
+    t = g["glibc_rt"]
+    assert t["applied"] and t["why"] is None, t
+    assert "M_MMAP_MAX 0" in t["settings"] and "M_TRIM_THRESHOLD -1" in t["settings"], t
+    # Room for the largest heap's fill of 16-byte blocks, each with its header.
+    h = max(d["params"][k] for k in ("seq_heap_size", "pattern_heap_size", "churn_heap_size"))
+    assert t["reserve_bytes"] >= h + h // 16 * 16, (t, h)
+    assert t["heap_bytes"] >= t["reserve_bytes"], t
+    assert t["grown_bytes"] == 0, t  # the reserve held in every test process
+    assert "glibc-rt: " in r.stdout and "it held: the heap never grew" in r.stdout, r.stdout[-600:]
+    # glibc's defaults stay glibc's: no settings of glibc-rt's reach it.
+    assert by_name["glibc"]["glibc_rt"] is None
 
 
 def test_peers_and_the_plugin_have_their_origin(full, by_name):

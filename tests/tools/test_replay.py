@@ -20,7 +20,8 @@ import sys
 
 import pytest
 
-from rtmemtest import EMULATED, explain, installed_peers, load_json, run, sqlite_workload
+from rtmemtest import (EMULATED, assert_glibc_rt_skipped_only_if_sanitized, explain, glibc_rt,
+                       installed_peers, load_json, run, sqlite_workload)
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
@@ -69,7 +70,18 @@ def test_the_replay_holds_what_the_trace_shows(rtmem, tmp_dir, traces):
     assert fl["alloc"]["count"] == allocs and fl["free"]["count"] == d["program"]["frees"], fl
     assert re.search(r"^  floor +[0-9]", r.stdout, re.M), explain(r)
     a = by_name(d)
-    assert set(a) == set(KINDS + ["glibc"]), list(a)
+    assert set(a) == set(KINDS + ["glibc"] + glibc_rt(rtmem)), list(a)
+    assert_glibc_rt_skipped_only_if_sanitized(rtmem, d)
+    # glibc-rt: every call replayed in its own process, settings applied, and
+    # the reserve (the peak and a header a block) held.
+    for g in glibc_rt(rtmem):
+        x = a[g]
+        assert x["replayed"] and x["timed_failures"] == 0 and x["alloc"]["count"] == allocs, x
+        g_rt = x["glibc_rt"]
+        assert g_rt["applied"] and g_rt["grown_bytes"] == 0, g_rt
+        assert g_rt["reserve_bytes"] >= d["program"]["peak_live_bytes"], g_rt
+        assert "it held" in x["note"], x
+    assert a["glibc"]["glibc_rt"] is None
     for k in KINDS:
         x = a[k]
         assert x["replayed"] and x["fits"] and x["timed_failures"] == 0, x

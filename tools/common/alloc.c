@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- rtmem kinds, through rtm_heap_* ------------------------------------- */
 
@@ -208,6 +209,127 @@ void tk_alloc_glibc(struct tk_alloc *a)
     a->alloc = glibc_alloc;
     a->free = glibc_free;
     a->usable_size = glibc_usable_size;
+}
+
+/* ---- glibc-rt ---------------------------------------------------------------------- */
+
+#define GLIBC_RT_SETTINGS \
+    "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; reserve prefaulted"
+
+void tk_alloc_glibc_rt(struct tk_alloc *a)
+{
+    tk_alloc_glibc(a);
+    snprintf(a->name, sizeof(a->name), "%s", TK_GLIBC_RT_NAME);
+    a->describe = "process allocator: glibc malloc/free tuned for real time: " GLIBC_RT_SETTINGS
+                  ", locked with the process; measured in a process of its own";
+    a->own_process = true;
+}
+
+size_t tk_glibc_rt_reserve(size_t live_bytes, size_t live_blocks)
+{
+    /* glibc's chunk: the request and a size word, rounded up to two words
+     * and at least four: less than the request and four words. */
+    size_t per_block = 4 * sizeof(size_t);
+    size_t r;
+    if (__builtin_mul_overflow(live_blocks, per_block, &r) ||
+        __builtin_add_overflow(r, live_bytes, &r) || __builtin_add_overflow(r, r / 4, &r) ||
+        __builtin_add_overflow(r, (size_t)1 << 20, &r))
+        return SIZE_MAX;
+    return r;
+}
+
+/* glibc's heap (every arena's memory from brk or its heaps, not mmapped
+ * chunks): with one arena and no mmap, all it has. */
+static size_t glibc_heap_bytes(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    return mallinfo2().arena;
+#elif defined(__GLIBC__)
+    return (size_t)(unsigned)mallinfo().arena;
+#else
+    return 0;
+#endif
+}
+
+int tk_glibc_rt_apply(struct tk_alloc *a, char *why, size_t why_len)
+{
+    /* What an earlier process's check found stays: the report gives the
+     * most the heap grew in any of them. */
+    struct tk_glibc_rt *g = &a->grt;
+    g->applied = false;
+    g->heap_bytes = 0;
+    memset(g->why, 0, sizeof(g->why));
+#ifdef TK_MALLOC_SANITIZED
+    snprintf(g->why, sizeof(g->why), "this build's sanitizer replaces malloc");
+#elif !defined(__GLIBC__)
+    snprintf(g->why, sizeof(g->why), "the C library is not glibc");
+#else
+    if (mallopt(M_MMAP_MAX, 0) != 1 || mallopt(M_TRIM_THRESHOLD, -1) != 1 ||
+        mallopt(M_ARENA_MAX, 1) != 1) {
+        snprintf(g->why, sizeof(g->why), "mallopt refused a setting");
+    } else {
+        volatile unsigned char *p = a->reserve ? malloc(a->reserve) : NULL;
+        if (a->reserve && !p) {
+            snprintf(g->why, sizeof(g->why), "its reserve of %zu bytes: out of memory", a->reserve);
+        } else {
+            long page = sysconf(_SC_PAGESIZE);
+            for (size_t i = 0; i < a->reserve; i += page > 0 ? (size_t)page : 4096)
+                p[i] = 1;
+            free((void *)p);
+            g->heap_bytes = glibc_heap_bytes();
+            g->applied = true;
+        }
+    }
+#endif
+    if (g->applied)
+        return 0;
+    snprintf(why, why_len, "%s: %s", a->name, g->why);
+    return -1;
+}
+
+void tk_glibc_rt_check(struct tk_alloc *a)
+{
+    if (!a->own_process || !a->grt.applied)
+        return;
+    size_t now = glibc_heap_bytes();
+    size_t grown = now > a->grt.heap_bytes ? now - a->grt.heap_bytes : 0;
+    if (!a->grt.checked || grown > a->grt.grown_bytes)
+        a->grt.grown_bytes = grown;
+    a->grt.checked = true;
+}
+
+const char *tk_glibc_rt_outcome(const struct tk_alloc *a, char *buf, size_t size)
+{
+    char r[32], g[32];
+    const struct tk_glibc_rt *t = &a->grt;
+    tk_fmt_bytes_short(r, sizeof(r), a->reserve);
+    if (!t->applied)
+        snprintf(buf, size, "%s reserved: not applied: %s", r, t->why[0] ? t->why : "not measured");
+    else if (!t->checked)
+        snprintf(buf, size, "%s reserved and prefaulted", r);
+    else if (t->grown_bytes == 0)
+        snprintf(buf, size, "%s reserved and prefaulted; it held: the heap never grew", r);
+    else
+        snprintf(buf, size, "%s reserved and prefaulted; the heap grew %s past it", r,
+                 tk_fmt_bytes_short(g, sizeof(g), t->grown_bytes));
+    return buf;
+}
+
+void tk_glibc_rt_json(struct tk_json *j, const struct tk_alloc *a)
+{
+    if (!tk_json_key_or_null(j, "glibc_rt", a && a->own_process))
+        return;
+    const struct tk_glibc_rt *t = &a->grt;
+    tk_json_begin_object(j);
+    tk_json_kv_string(j, "settings", GLIBC_RT_SETTINGS);
+    tk_json_kv_uint(j, "reserve_bytes", a->reserve);
+    tk_json_kv_bool(j, "applied", t->applied);
+    if (tk_json_key_or_null(j, "why", !t->applied))
+        tk_json_string(j, t->why[0] ? t->why : "not measured");
+    tk_json_kv_uint(j, "heap_bytes", t->heap_bytes);
+    if (tk_json_key_or_null(j, "grown_bytes", t->checked))
+        tk_json_uint(j, t->grown_bytes);
+    tk_json_end_object(j);
 }
 
 /* ---- heaps of usable size H ----------------------------------------------- */

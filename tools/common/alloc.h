@@ -58,6 +58,18 @@
 #include "rtmem/heap.h"
 #include "rtmem/tlsf.h"
 
+/* A build whose sanitizer replaces malloc: glibc's allocator is not the one
+ * malloc reaches, and its mallopt settings reach nothing (glibc-rt is
+ * skipped). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TK_MALLOC_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define TK_MALLOC_SANITIZED 1
+#endif
+#endif
+
 enum tk_alloc_sort {
     TK_HEAP,    /* bounded heap in memory the harness gives it */
     TK_PROCESS, /* the process allocator; "heap size" is a budget */
@@ -129,6 +141,15 @@ enum tk_alloc_from {
     TK_FROM_PLUGIN,
 };
 
+/* What glibc-rt's set-up did in the measuring process. */
+struct tk_glibc_rt {
+    bool applied;       /* mallopt took every setting and the reserve was made */
+    bool checked;       /* tk_glibc_rt_check ran after the measuring */
+    size_t heap_bytes;  /* glibc's heap (mallinfo2's arena) after the reserve */
+    size_t grown_bytes; /* the most it grew after that, by the checks */
+    char why[96];       /* when not applied */
+};
+
 struct tk_plugin;
 struct tk_alloc {
     char name[48];
@@ -143,6 +164,14 @@ struct tk_alloc {
     const char *usable_name;  /* TK_PROCESS: the usable-size call, for the report */
     const char *plugin_path;  /* a plugin's file, for the replay command */
     struct tk_plugin *plugin; /* TK_FROM_PLUGIN: bound by tk_alloc_bind */
+    /* Its settings are the process's (glibc-rt's mallopt): it is measured
+     * in a process where no other allocator of the malloc family runs. */
+    bool own_process;
+    /* glibc-rt: the bytes its heap is grown by and every page written
+     * (set by the tool before tk_alloc_bind), and what came of it in the
+     * measuring process (struct tk_glibc_rt). */
+    size_t reserve;
+    struct tk_glibc_rt grt;
 
     /* The calls timed by the harness; ctx is the current heap, or the
      * allocator's own data for TK_PROCESS. usable_size is never timed. */
@@ -177,6 +206,48 @@ void tk_alloc_tlsf_typed(struct tk_alloc *a);
 #define TK_TLSF_TYPED_NAME "tlsf(typed)"
 /* glibc malloc/free, its defaults (no mallopt). */
 void tk_alloc_glibc(struct tk_alloc *a);
+
+/*
+ * "glibc-rt": glibc malloc/free set up the way real-time guides say, the
+ * best glibc can do for a real-time program: mallopt M_MMAP_MAX 0 (every
+ * block from the heap, none from mmap), M_TRIM_THRESHOLD -1 (free memory
+ * never given back, which also stops glibc moving its thresholds) and
+ * M_ARENA_MAX 1 (one arena for every thread); then its heap grown by
+ * a->reserve bytes, every page written, and given back to glibc, which
+ * keeps it. The measuring process's memory lock (mlockall) locks it as it
+ * locks every allocator's memory. tk_alloc_bind applies all of it, in the
+ * measuring process; since mallopt is process-wide, a->own_process is set
+ * and the tools measure it in a process of its own.
+ */
+void tk_alloc_glibc_rt(struct tk_alloc *a);
+#define TK_GLIBC_RT_NAME "glibc-rt"
+
+/* The reserve a tool gives glibc-rt for a workload whose live requested
+ * bytes peak at live_bytes in at most live_blocks blocks: room for glibc's
+ * chunk header and rounding of every block, a quarter more for the holes
+ * between them, and 1 MiB. SIZE_MAX on overflow. */
+size_t tk_glibc_rt_reserve(size_t live_bytes, size_t live_blocks);
+
+/* glibc-rt's mallopt settings and reserve, in this process, recorded in
+ * a->grt: 0, or -1 with why set (a sanitizer's malloc, a setting refused,
+ * no memory for the reserve). Through tk_alloc_bind. */
+int tk_glibc_rt_apply(struct tk_alloc *a, char *why, size_t why_len);
+
+/* After the measuring, in the same process: records in a->grt whether
+ * glibc's heap grew beyond the reserve (it should not: every growth is a
+ * system call and new pages in a timed call). Nothing for the others. */
+void tk_glibc_rt_check(struct tk_alloc *a);
+
+/* One line on glibc-rt's reserve for a report ("64.0 MiB reserved, held: the
+ * heap never grew"; "... grew 1.2 MiB past it"; "not applied: why"), into buf.
+ * Returns buf. */
+const char *tk_glibc_rt_outcome(const struct tk_alloc *a, char *buf, size_t size);
+
+/* Its JSON, as the member "glibc_rt" of an open object: null for another
+ * allocator (or a NULL a), else {"settings", "reserve_bytes", "applied", "why",
+ * "heap_bytes", "grown_bytes" (null when not checked)}. */
+struct tk_json;
+void tk_glibc_rt_json(struct tk_json *j, const struct tk_alloc *a);
 
 /* The words that select a in a replay command, as a shell takes them:
  * " --kinds NAME", after " --plugin PATH" for a plugin, each quoted where a
@@ -272,7 +343,8 @@ int tk_plugin_open(struct tk_plugin *pl, char *why, size_t why_len);
 void tk_alloc_plugin(struct tk_alloc *a, struct tk_plugin *pl);
 
 /* Makes a's calls callable in this process: for a plugin, tk_plugin_open
- * and its calls into *a; nothing for the others. 0, or -1 with why set. */
+ * and its calls into *a; for glibc-rt, its settings and reserve
+ * (tk_glibc_rt_apply); nothing for the others. 0, or -1 with why set. */
 int tk_alloc_bind(struct tk_alloc *a, char *why, size_t why_len);
 
 /* ---- heaps in the arena ------------------------------------------------------------ */

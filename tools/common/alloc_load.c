@@ -656,6 +656,8 @@ void tk_alloc_plugin(struct tk_alloc *a, struct tk_plugin *pl)
 
 int tk_alloc_bind(struct tk_alloc *a, char *why, size_t why_len)
 {
+    if (a->own_process && a->from == TK_FROM_GLIBC)
+        return tk_glibc_rt_apply(a, why, why_len);
     if (a->from != TK_FROM_PLUGIN)
         return 0;
     struct tk_plugin *pl = a->plugin;

@@ -43,7 +43,7 @@ static bool builtin_name(const char *name)
         if (strcmp(name, *k) == 0 || is_none_name(name, *k))
             return true;
     return strcmp(name, TK_TLSF_TYPED_NAME) == 0 || strcmp(name, TYPED_ALIAS) == 0 ||
-           strcmp(name, "glibc") == 0 || is_peer(name);
+           strcmp(name, "glibc") == 0 || strcmp(name, TK_GLIBC_RT_NAME) == 0 || is_peer(name);
 }
 
 static struct tk_plugin *find_plugin(const struct tk_kinds *k, const char *name)
@@ -73,7 +73,7 @@ const char *tk_kinds_names(char *buf, size_t size)
     } while (0)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         ADD("%s, %s-none, ", *k, *k);
-    ADD("%s (or %s), glibc", TK_TLSF_TYPED_NAME, TYPED_ALIAS);
+    ADD("%s (or %s), glibc, %s", TK_TLSF_TYPED_NAME, TYPED_ALIAS, TK_GLIBC_RT_NAME);
     for (const char *const *p = tk_peer_names(); *p; p++)
         ADD(", %s", *p);
 #undef ADD
@@ -208,6 +208,12 @@ static void add(struct tk_kinds *k, const char *name)
         tk_alloc_tlsf_typed(a);
     } else if (strcmp(name, "glibc") == 0) {
         tk_alloc_glibc(a);
+    } else if (strcmp(name, TK_GLIBC_RT_NAME) == 0) {
+#ifdef TK_MALLOC_SANITIZED
+        return; /* skipped, and said so, by tk_kinds_select */
+#else
+        tk_alloc_glibc_rt(a);
+#endif
     } else if (is_peer(name)) {
         char why[TK_WHY_MAX];
         if (tk_alloc_peer(a, name, why, sizeof(why)) != 0)
@@ -238,6 +244,8 @@ static void add_defaults(struct tk_kinds *k, unsigned by_default)
         add(k, TK_TLSF_TYPED_NAME);
     if (by_default & TK_DEFAULT_GLIBC)
         add(k, "glibc");
+    if (by_default & TK_DEFAULT_GLIBC_RT)
+        add(k, TK_GLIBC_RT_NAME);
     for (const char *const *p = tk_peer_names(); *p; p++)
         if (by_default & TK_DEFAULT_PEERS)
             add(k, *p);
@@ -283,6 +291,11 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
         return TK_EXIT_USAGE;
     if (kinds_arg && check_names(k, cli, kinds_arg) != 0)
         return TK_EXIT_USAGE;
+#ifdef TK_MALLOC_SANITIZED
+    if (kinds_arg ? tk_list_has(kinds_arg, TK_GLIBC_RT_NAME)
+                  : (spec->by_default & TK_DEFAULT_GLIBC_RT) != 0)
+        skip(k, cli, TK_GLIBC_RT_NAME, "this build's sanitizer replaces malloc", kinds_arg != NULL);
+#endif
     if (kinds_arg)
         add_listed(k, kinds_arg);
     else

@@ -6,7 +6,8 @@
  *   - every rtmem kind (rtm_heap_kinds()), each followed by "<kind>-none",
  *     the same kind created at hardening level none;
  *   - "tlsf(typed)" (alias "tlsf-typed"): TLSF through rtm_tlsf_*;
- *   - "glibc";
+ *   - "glibc", then "glibc-rt" (glibc tuned for real time, common/alloc.h;
+ *     skipped in a build whose sanitizer replaces malloc);
  *   - the peers, tk_peer_names() (loaded with dlopen, skipped with the
  *     reason when they do not load);
  *   - the plugins loaded with --plugin, by the name in their table.
@@ -44,6 +45,7 @@ enum {
     TK_DEFAULT_GLIBC = 1u << 3,
     TK_DEFAULT_PEERS = 1u << 4, /* those that load; the others skipped */
     TK_DEFAULT_PLUGINS = 1u << 5,
+    TK_DEFAULT_GLIBC_RT = 1u << 6,
 };
 
 /* What a tool runs without --kinds; with it, the allocators named, in the
@@ -83,7 +85,7 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
                     int argc, char **argv);
 
 /* The names --kinds takes before any plugin is loaded, for --help:
- * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), glibc,
+ * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), glibc, glibc-rt,
  * jemalloc, ...", into buf (truncated to size). Returns buf. */
 const char *tk_kinds_names(char *buf, size_t size);
 

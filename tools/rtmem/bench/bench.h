@@ -325,6 +325,11 @@ struct bench {
     /* The threads phase's shared heaps' name (BENCH_SHM_NAME_MAX), set by
      * the parent before the first measuring process; "" without them. */
     char shm_name[BENCH_SHM_NAME_MAX];
+    /* The current measuring process's share of al[]: 0, the floor and
+     * every allocator but those measured alone; else the index of the one
+     * allocator it measures alone (own_process: glibc-rt, whose mallopt
+     * would change glibc's figures), after the others' process. */
+    size_t alone;
 };
 
 /* Index of the k-th allocator to run in a round: forward in even rounds,
@@ -340,16 +345,23 @@ static inline bool bench_loaded(const struct allocator *a)
     return !a->floor && (a->def.from == TK_FROM_PEER || a->def.from == TK_FROM_PLUGIN);
 }
 
-/* glibc's malloc/free? */
+/* glibc's malloc/free at its defaults (not glibc-rt)? */
 static inline bool bench_glibc(const struct allocator *a)
 {
-    return !a->floor && a->def.from == TK_FROM_GLIBC;
+    return !a->floor && a->def.from == TK_FROM_GLIBC && !a->def.own_process;
 }
 
-/* Is al[i] left out of the run (the measuring process died in it)? */
+/* Is al[i] in the current measuring process's share (b->alone)? */
+static inline bool bench_in_share(const struct bench *b, size_t i)
+{
+    return b->alone ? i == b->alone : !b->al[i].def.own_process;
+}
+
+/* Is al[i] left out of the current measuring process: the run died in it,
+ * or another process measures it? */
 static inline bool bench_left_out(const struct bench *b, size_t i)
 {
-    return b->al[i].fail.failed;
+    return b->al[i].fail.failed || !bench_in_share(b, i);
 }
 
 /* run.c: the driver's setup, run and teardown (common/tool.h). setup

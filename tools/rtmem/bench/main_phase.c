@@ -208,8 +208,9 @@ void bench_json_allocators(struct tk_json *j, const struct bench *b)
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->def.name);
         tk_json_kv_string(j, "api", bench_api_name(a));
-        if (bench_loaded(a))
+        if (bench_loaded(a) || a->def.own_process)
             tk_json_kv_string(j, "describe", a->def.describe);
+        tk_glibc_rt_json(j, &a->def);
         if (a->mem.mem) {
             tk_json_kv_uint(j, "heap_bytes", a->mem.bytes);
             tk_json_kv_bool(j, "heap_mlocked", a->mem.locked);

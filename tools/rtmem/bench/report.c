@@ -90,7 +90,7 @@ void bench_print_header(FILE *f, const struct bench *b)
         fprintf(f, " %s%s", b->al[i].def.name,
                 bench_glibc(&b->al[i]) ? " (malloc/free, glibc defaults: no mallopt)" : "");
     for (size_t i = 1; i < b->n_al; i++)
-        if (bench_loaded(&b->al[i]))
+        if (bench_loaded(&b->al[i]) || b->al[i].def.own_process)
             fprintf(f, "\n  %-10s: %s", b->al[i].def.name, b->al[i].def.describe);
     if (b->o.timeout_s)
         fprintf(f,
@@ -169,6 +169,11 @@ static void print_notes(FILE *f, const struct bench *b)
                     "passes\n",
                     a->def.name, (unsigned long long)a->check_failures);
     }
+    char buf[192];
+    for (size_t i = 0; i < b->n_al; i++)
+        if (b->al[i].def.own_process)
+            fprintf(f, "%s: %s\n", b->al[i].def.name,
+                    tk_glibc_rt_outcome(&b->al[i].def, buf, sizeof(buf)));
     print_failed(f, b);
     if (b->rt.rests)
         fprintf(f, "rt: rested %u times between passes to keep real-time throttling off\n",

@@ -20,12 +20,13 @@
 /* tk_timer_init's calibration window. */
 #define CALIBRATION_MS 60u
 
-/* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc
- * and the plugins unless --kinds says otherwise; a peer only when named.
+/* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc,
+ * glibc-rt and the plugins unless --kinds says otherwise; a peer only when
+ * named.
  * Rows come in the canonical order whatever the order of --kinds. */
 static const struct tk_kinds_spec kinds_spec = {
     .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_NONE | TK_DEFAULT_TYPED | TK_DEFAULT_GLIBC |
-                  TK_DEFAULT_PLUGINS,
+                  TK_DEFAULT_GLIBC_RT | TK_DEFAULT_PLUGINS,
 };
 
 /* The floor first, then the allocators --kinds selects (common/kinds.h),
@@ -43,8 +44,17 @@ static int select_allocators(struct bench *b, const struct tk_args *cli, int arg
     snprintf(fl->def.name, sizeof(fl->def.name), "floor");
     if (b->o.threads_only) /* no allocator's phase runs */
         return 0;
-    for (size_t i = 0; i < k->n; i++)
-        b->al[b->n_al++].def = k->list[i];
+    /* glibc-rt's reserve: the largest of what the phases keep live. */
+    size_t live = (size_t)b->o.live_cap * b->o.max_size_bytes;
+    size_t fill = (size_t)b->o.fill_blocks * b->o.max_size_bytes;
+    size_t most = live > fill ? live : fill;
+    size_t blocks = b->o.live_cap > b->o.fill_blocks ? b->o.live_cap : b->o.fill_blocks;
+    for (size_t i = 0; i < k->n; i++) {
+        struct allocator *a = &b->al[b->n_al++];
+        a->def = k->list[i];
+        if (a->def.own_process)
+            a->def.reserve = tk_glibc_rt_reserve(most, blocks);
+    }
     for (size_t i = 0; i < k->n_skipped; i++) {
         size_t n = strlen(b->skipped);
         snprintf(b->skipped + n, sizeof(b->skipped) - n, "%s%s skipped: %s", n ? "; " : "",
@@ -99,10 +109,14 @@ static int allocate_results(struct bench *b)
     return 0;
 }
 
+/* Before a measuring process: the results of its share of al[], and, for
+ * the first one, the run's. */
 static void reset_results(struct bench *b)
 {
     for (size_t i = 0; i < b->n_al; i++) {
         struct allocator *a = &b->al[i];
+        if (!bench_in_share(b, i))
+            continue;
         for (size_t k = 0; k < N_RESULT_ARRAYS; k++)
             memset(*array_at(a, &result_arrays[k]), 0, array_bytes(b, &result_arrays[k]));
         a->check_failures = a->failed_allocs = a->skipped_frees = a->free_errors = 0;
@@ -115,6 +129,8 @@ static void reset_results(struct bench *b)
         a->tlsf = NULL;
         a->loaded_heap = NULL;
     }
+    if (b->alone)
+        return;
     memset(&b->th, 0, sizeof(b->th));
     b->ran_main = b->ran_free_order = b->ran_sweep = false;
     b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
@@ -190,7 +206,7 @@ static int measure(void *arg)
      * grows with the memory it maps and locks. */
     b->now.set = false;
     tk_child_beat(&b->beat);
-    if (b->o.threads && bench_threads_open(b) != 0)
+    if (b->o.threads && !b->alone && bench_threads_open(b) != 0)
         return 1;
     tk_child_beat(&b->beat);
     tk_rt_lock_memory(&b->rt);
@@ -210,8 +226,10 @@ static int measure(void *arg)
         return 1;
     if (!b->o.no_sweep)
         bench_run_sweep(b);
-    if (b->o.threads)
+    if (b->o.threads && !b->alone)
         bench_run_threads(b);
+    if (b->alone)
+        tk_glibc_rt_check(&b->al[b->alone].def);
     b->now.set = false;
     tk_rt_refresh(&b->rt);
     b->outcome = BENCH_OUTCOME_DONE;
@@ -261,9 +279,9 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
     return 0;
 }
 
-/* Runs the measuring process until it completes, leaving out each
- * allocator it dies in. Returns 0, or 1 (reported). */
-static int measure_all(struct bench *b)
+/* Runs the measuring process of b->alone's share until it completes,
+ * leaving out each allocator it dies in. Returns 0, or 1 (reported). */
+static int measure_share(struct bench *b)
 {
     /* Standard output aside: what a plugin prints goes to standard error,
      * never into the report. */
@@ -272,6 +290,8 @@ static int measure_all(struct bench *b)
                                       .stdout_aside = true };
     /* Each attempt leaves one allocator out or ends the run. */
     for (size_t attempt = 0; attempt < b->n_al; attempt++) {
+        if (b->alone && b->al[b->alone].fail.failed)
+            return 0; /* nothing left in its share */
         struct tk_child_result r;
         reset_results(b);
         b->outcome = BENCH_OUTCOME_NONE;
@@ -302,12 +322,40 @@ static int measure_all(struct bench *b)
     return 1;
 }
 
+/* The floor and the allocators measured together in one process, then
+ * each one measured alone in its own (b->alone). The run's own figures
+ * (its real-time state, the phases' workloads) are the first process's;
+ * the phases' times add up. Returns 0, or 1 (reported). */
+static int measure_all(struct bench *b)
+{
+    b->alone = 0;
+    if (measure_share(b) != 0)
+        return 1;
+    for (size_t i = 1; i < b->n_al; i++) {
+        if (!b->al[i].def.own_process || b->al[i].fail.failed)
+            continue;
+        struct tk_rt_state rt = b->rt;
+        double main_s = b->main_seconds, fo_s = b->free_order_seconds, sw_s = b->sweep_seconds;
+        b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+        b->alone = i;
+        int rc = measure_share(b);
+        b->alone = 0;
+        b->rt = rt;
+        b->main_seconds += main_s;
+        b->free_order_seconds += fo_s;
+        b->sweep_seconds += sw_s;
+        if (rc != 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* Moves the allocators that failed from al[] to gone[], in order. */
 static void set_aside_failed(struct bench *b)
 {
     size_t kept = 0;
     for (size_t i = 0; i < b->n_al; i++) {
-        if (bench_left_out(b, i))
+        if (b->al[i].fail.failed)
             b->gone[b->n_gone++] = b->al[i];
         else
             b->al[kept++] = b->al[i];

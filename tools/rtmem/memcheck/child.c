@@ -112,7 +112,7 @@ static int allocate_work(struct memcheck *m)
 }
 
 /* The test process's setup: real time as asked, its arena, its buffers
- * (work), the memory lock. Reports it to the parent. 0, or -1 after
+ * (work), the allocator bound (tk_alloc_bind), the memory lock. Reports it to the parent. 0, or -1 after
  * recording the failure. The process exits after its job: nothing here is
  * freed. */
 static int child_begin(struct job *j, bool work)
@@ -129,11 +129,6 @@ static int child_begin(struct job *j, bool work)
      * be taken for the allocator's). */
     if (carried)
         m->rt.busy_since_ns = busy_since;
-    char why[TK_WHY_MAX];
-    if (tk_alloc_bind(&j->t->a, why, sizeof(why)) != 0) {
-        fail_as(j->t, MC_FAIL_ERROR, j->phase, 0, why, NULL);
-        return -1;
-    }
     int rc = tk_arena_open(&m->arena, m->arena_bytes);
     if (rc != 0) {
         char what[128];
@@ -143,6 +138,12 @@ static int child_begin(struct job *j, bool work)
     }
     if (work && allocate_work(m) != 0) {
         fail_as(j->t, MC_FAIL_ERROR, j->phase, 0, "out of memory for the test's buffers", NULL);
+        return -1;
+    }
+    /* After the buffers: glibc-rt's reserve is then the tests' alone. */
+    char why[TK_WHY_MAX];
+    if (tk_alloc_bind(&j->t->a, why, sizeof(why)) != 0) {
+        fail_as(j->t, MC_FAIL_ERROR, j->phase, 0, why, NULL);
         return -1;
     }
     tk_rt_lock_memory(&m->rt);
@@ -220,6 +221,7 @@ static int phase_job(void *arg)
     case MC_PH_CHURN: mc_run_churn(m, t); break;
     default: break;
     }
+    tk_glibc_rt_check(&t->a);
     child_end(m);
     t->job_done = true;
     return 0;

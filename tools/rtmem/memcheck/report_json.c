@@ -61,6 +61,7 @@ static void json_target(struct tk_json *j, const struct mc_target *t, bool rows)
     tk_json_kv_string(j, "sort", a->sort == TK_HEAP ? "heap" : "process");
     tk_json_kv_string(j, "origin", a->origin);
     tk_json_kv_string(j, "describe", a->describe);
+    tk_glibc_rt_json(j, a);
     json_applies(j, a);
     tk_json_kv_bool(j, "passed", !t->fail.failed);
     if (tk_json_key_or_null(j, "failure", t->fail.failed)) {

@@ -265,6 +265,11 @@ static void print_end(FILE *f, const struct memcheck *m)
             "\n%sseed %llu; %.1f s; throttle rests %u (real-time throttling avoided "
             "between tests); VmLck at the end of the last test process %ld kB\n",
             pre, (unsigned long long)m->o->seed, m->seconds, m->sh->rt.rests, m->sh->rt.vmlck_kb);
+    char buf[192];
+    for (size_t i = 0; i < m->n_t; i++)
+        if (m->t[i].a.own_process)
+            fprintf(f, "%s%s: %s\n", pre, m->t[i].a.name,
+                    tk_glibc_rt_outcome(&m->t[i].a, buf, sizeof(buf)));
 }
 
 void mc_report(const struct tk_session *s, FILE *f)

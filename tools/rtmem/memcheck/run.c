@@ -24,14 +24,24 @@
 /* memcheck runs, by default, every rtmem kind, glibc, the peers that load
  * and the plugins; --kinds chooses and orders them. */
 static const struct tk_kinds_spec kinds_spec = {
-    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PEERS | TK_DEFAULT_PLUGINS,
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_GLIBC_RT | TK_DEFAULT_PEERS |
+                  TK_DEFAULT_PLUGINS,
 };
 
-/* The selected allocators become the targets, in shared memory. */
+/* The selected allocators become the targets, in shared memory. glibc-rt
+ * reserves room for the largest heap's fill of the smallest blocks. */
 static void set_targets(struct memcheck *m)
 {
-    for (size_t i = 0; i < m->kinds.n; i++)
+    size_t h = m->o->seq_heap_bytes;
+    if (m->o->pattern_heap_bytes > h)
+        h = m->o->pattern_heap_bytes;
+    if (m->o->churn_heap_bytes > h)
+        h = m->o->churn_heap_bytes;
+    for (size_t i = 0; i < m->kinds.n; i++) {
         m->t[i].a = m->kinds.list[i];
+        if (m->t[i].a.own_process)
+            m->t[i].a.reserve = tk_glibc_rt_reserve(h, h / MC_POW2_MIN_BLOCK);
+    }
     m->n_t = m->kinds.n;
 }
 

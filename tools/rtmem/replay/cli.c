@@ -58,10 +58,10 @@ static const struct tk_opt options[] = {
 
 #define N_OPTS (sizeof(options) / sizeof(options[0]))
 
-/* Every rtmem kind, glibc and the plugins given, unless --kinds says
- * otherwise. */
+/* Every rtmem kind, glibc, glibc-rt and the plugins given, unless --kinds
+ * says otherwise. */
 static const struct tk_kinds_spec kinds_spec = {
-    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_PLUGINS,
+    .by_default = TK_DEFAULT_KINDS | TK_DEFAULT_GLIBC | TK_DEFAULT_GLIBC_RT | TK_DEFAULT_PLUGINS,
 };
 
 static int check(struct tk_session *s)
@@ -81,9 +81,10 @@ static void help_notes(FILE *f)
 {
     char names[512], text[1000];
     snprintf(text, sizeof(text),
-             "--kinds names: %s, and each --plugin's name (default: every rtmem kind, glibc and "
-             "the plugins; tlsf(typed) is listed as not replayed). A plugin is replayed "
-             "like a kind, in a child process of its own: docs/replay.md says how.",
+             "--kinds names: %s, and each --plugin's name (default: every rtmem kind, glibc, "
+             "glibc-rt and the plugins; tlsf(typed) is listed as not replayed). A plugin is "
+             "replayed like a kind, and glibc-rt as glibc, each in a child process of its own: "
+             "docs/replay.md says how.",
              tk_kinds_names(names, sizeof(names)));
     fputc('\n', f);
     tk_opt_wrap(f, text, 0, 2);
@@ -120,7 +121,7 @@ static void set_plugin(const struct replay *r, struct replay_target *x, struct t
 static void set_targets(struct replay *r)
 {
     for (size_t i = 0; i < r->kinds.n; i++) {
-        const struct tk_alloc *a = &r->kinds.list[i];
+        struct tk_alloc *a = &r->kinds.list[i];
         struct replay_target *x = &r->targets[r->n_targets++];
         memset(x, 0, sizeof(*x));
         snprintf(x->name, sizeof(x->name), "%s", a->name);
@@ -131,6 +132,10 @@ static void set_targets(struct replay *r)
             x->peer = a; /* its own malloc family, as glibc's */
         } else if (a->from == TK_FROM_PLUGIN) {
             set_plugin(r, x, a->plugin);
+        } else if (a->own_process) {
+            /* glibc-rt: room for the program's peak and a block header each */
+            x->own = a;
+            a->reserve = tk_glibc_rt_reserve(r->p.peak_live, replay_peak_blocks(&r->p));
         } else if (a->from != TK_FROM_GLIBC) {
             snprintf(x->why_not, sizeof(x->why_not),
                      "not replayed: replay drives realloc and aligned allocation, which %s "

@@ -51,7 +51,8 @@ int replay_count_child(struct replay *r)
     /* The counts are standard output: a plugin's prints go to stderr. */
     FILE *calls = tk_stdout_aside();
     char why[TK_WHY_MAX];
-    if (x->plugin && tk_plugin_open(x->plugin, why, sizeof(why)) != 0) {
+    if ((x->plugin && tk_plugin_open(x->plugin, why, sizeof(why)) != 0) ||
+        (x->own && tk_alloc_bind(x->own, why, sizeof(why)) != 0)) {
         fprintf(stderr, "%s\n", why);
         return 3;
     }

@@ -477,3 +477,18 @@ void replay_find_others(struct replay *r, const char *path)
     }
     closedir(d);
 }
+
+size_t replay_peak_blocks(const struct replay_program *p)
+{
+    size_t live = 0, peak = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct rop *op = &p->ops[i];
+        if (op->op == RO_FREE)
+            live -= live > 0;
+        else if (op->op != RO_REALLOC || op->old == RO_NONE)
+            live++;
+        if (live > peak)
+            peak = live;
+    }
+    return peak;
+}

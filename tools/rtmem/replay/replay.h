@@ -101,6 +101,8 @@ void replay_program_free(struct replay_program *p);
  * largest alignment (0: none above RTM_HEAP_MIN_ALIGN); no lock. All 0
  * when p allocates nothing. 0, or -1 when out of memory. */
 int replay_program_limits(const struct replay_program *p, struct rtm_heap_limits *l);
+/* The most blocks p holds live at once (its preamble's included). O(n). */
+size_t replay_peak_blocks(const struct replay_program *p);
 
 /* ---- one replay (engine.c) --------------------------------------------------- */
 
@@ -158,6 +160,11 @@ struct replay_target {
     const char *kind;            /* an rtmem kind, or NULL */
     struct tk_plugin *plugin;    /* a user's plugin (a bounded heap, as a kind), or NULL */
     const struct tk_alloc *peer; /* a peer (jemalloc, ...), or NULL; all three NULL: glibc */
+    /* glibc-rt: its allocator, whose settings are the process's: it is
+     * replayed in a child process of its own, which applies them
+     * (tk_alloc_bind) and hands back what came of its reserve (grt). */
+    struct tk_alloc *own;
+    struct tk_glibc_rt grt;
     int hardening;
     bool replayed;
     bool failed;              /* tried and failed (why_not says how); the run fails */

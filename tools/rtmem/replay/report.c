@@ -330,6 +330,8 @@ void replay_report(const struct tk_session *s, FILE *f)
     fprintf(f, "  (worst: each timed replay's longest call, alloc or free, the median over the "
                "replays; max: the longest of all; floor: the same replays with every call a "
                "no-op, the timer's overhead subtracted too: what this machine adds to any call)\n");
+    for (size_t i = 0; i < r->kinds.n_skipped; i++)
+        fprintf(f, "  %s skipped: %s\n", r->kinds.skipped[i].name, r->kinds.skipped[i].why);
     count_lines(f, r);
     bound_lines(f, r);
     verdict(f, r);
@@ -388,6 +390,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         tk_json_kv_double(j, "worst_ns", r->floor.worst_ns);
         tk_json_end_object(j);
     }
+    tk_kinds_json_skipped(j, &r->kinds);
     tk_json_key(j, "allocators");
     tk_json_begin_array(j);
     for (size_t i = 0; i < r->n_targets; i++) {
@@ -405,6 +408,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
             tk_json_string(j, x->why_not);
         if (tk_json_key_or_null(j, "note", x->note[0] != 0))
             tk_json_string(j, x->note);
+        tk_glibc_rt_json(j, x->own);
         if (replay_bounded(x)) {
             tk_json_kv_bool(j, "fits", x->fits);
             tk_json_kv_uint(j, "min_pool", x->min_pool);

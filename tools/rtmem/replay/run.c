@@ -26,6 +26,11 @@
  * back in shared memory, its progress marked after each replay (--timeout
  * without a mark: killed). The process that writes the report never runs
  * the plugin's code. A plugin has no lock of rtmem's to time.
+ *
+ * glibc-rt is replayed as glibc is (timed, no pool), in a child process of
+ * its own in the same way: its mallopt settings are the process's, and the
+ * child applies them and makes its reserve (tk_alloc_bind) before any
+ * replay, then hands back whether the reserve held.
  */
 #include <errno.h>
 #include <sched.h>
@@ -305,7 +310,7 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
     }
 }
 
-/* ---- a plugin, in a child process of its own ------------------------------------- */
+/* ---- a plugin or glibc-rt, in a child process of its own ------------------------------ */
 
 /* What the child hands back, in memory both share: the target as the
  * child filled it, written as it goes. */
@@ -325,7 +330,7 @@ struct plugin_job {
     int fifo; /* SCHED_FIFO priority the child measures at, as the kinds were; 0: none */
 };
 
-static int plugin_child(void *arg)
+static int target_child(void *arg)
 {
     struct plugin_job *j = arg;
     struct replay_target *x = &j->out->x;
@@ -341,10 +346,21 @@ static int plugin_child(void *arg)
         }
     }
     char why[TK_WHY_MAX];
-    if (tk_plugin_open(x->plugin, why, sizeof(why)) != 0)
+    if (x->plugin && tk_plugin_open(x->plugin, why, sizeof(why)) != 0) {
         snprintf(x->why_not, sizeof(x->why_not), "%s", why);
-    else
+    } else if (x->own && tk_alloc_bind(x->own, why, sizeof(why)) != 0) {
+        snprintf(x->why_not, sizeof(x->why_not), "%s", why);
+    } else {
         one_target(j->r, x, j->g, j->blocks, j->allocs, j->frees);
+        if (x->own) {
+            tk_glibc_rt_check(x->own);
+            x->grt = x->own->grt;
+            char said[sizeof(x->note)], held[192];
+            memcpy(said, x->note, sizeof(said));
+            snprintf(x->note, sizeof(x->note), "%s%s%s", said, said[0] ? "; " : "",
+                     tk_glibc_rt_outcome(x->own, held, sizeof(held)));
+        }
+    }
     if ((long)getpid() == j->out->pid)
         j->out->done = true;
     return 0;
@@ -366,13 +382,13 @@ static int watch_priority(const struct replay *r)
 /* s's last byte a NUL: a string the child wrote is read with %s. */
 #define TERMINATE(s) ((s)[sizeof(s) - 1] = '\0')
 
-/* one_target for a plugin, in a child under the watchdog (--timeout): its
- * figures into *x, or x->why_not with how the child ended. The parent
+/* one_target for a plugin or glibc-rt, in a child under the watchdog
+ * (--timeout): its figures into *x, or x->why_not with how the child ended. The parent
  * waits at a priority above the child's, or under SCHED_OTHER when it
  * cannot (never at the child's own: a child spinning there would starve
  * it); the child takes back the parent's SCHED_FIFO priority itself. */
-static void plugin_target(struct replay *r, struct replay_target *x, struct region *g,
-                          void **blocks, struct tk_samples *allocs, struct tk_samples *frees)
+static void target_in_child(struct replay *r, struct replay_target *x, struct region *g,
+                            void **blocks, struct tk_samples *allocs, struct tk_samples *frees)
 {
     struct plugin_out *o = tk_shared_alloc(sizeof(*o));
     if (!o) {
@@ -395,7 +411,7 @@ static void plugin_target(struct replay *r, struct replay_target *x, struct regi
                                       .watch_priority = r->watch_priority,
                                       .stdout_aside = true };
     struct tk_child_result res;
-    tk_child_run(plugin_child, &j, &o->beat, &co, &res);
+    tk_child_run(target_child, &j, &o->beat, &co, &res);
     if (fifo)
         (void)sched_setscheduler(0, SCHED_FIFO, &keep);
     char sig[64];
@@ -408,6 +424,9 @@ static void plugin_target(struct replay *r, struct replay_target *x, struct regi
         x->kind = mine.kind;
         x->plugin = mine.plugin;
         x->peer = mine.peer;
+        x->own = mine.own;
+        if (x->own)
+            x->own->grt = x->grt;
         x->noop = mine.noop;
         TERMINATE(x->why_not);
         TERMINATE(x->note);
@@ -493,8 +512,8 @@ enum tk_run_end replay_run(struct tk_session *s)
                                             : strerror(errno));
         }
         fprintf(stderr, "%s: replaying on %s\n", r->prog, x->name);
-        if (x->plugin)
-            plugin_target(r, x, &g, blocks, &allocs, &frees);
+        if (x->plugin || x->own)
+            target_in_child(r, x, &g, blocks, &allocs, &frees);
         else
             one_target(r, x, &g, blocks, &allocs, &frees);
         if (!x->replayed)

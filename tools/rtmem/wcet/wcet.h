@@ -64,13 +64,8 @@
 /* A build whose sanitizer replaces malloc and maps shadow memory: glibc's
  * allocator is not the one malloc reaches, and valgrind cannot run it
  * (common/grind.h says so for the counted run). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef TK_MALLOC_SANITIZED
 #define WCET_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define WCET_SANITIZED 1
-#endif
 #endif
 
 /* The families of scenarios, and the kinds --kinds takes. */
