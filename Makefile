@@ -2,7 +2,7 @@
 #   make bench   build everything, run the benchmark report, memcheck, wcet, latency
 #                (idle, noise, under memory pressure, a quick sweep), pressure, stride,
 #                bw and shm, the example control loop traced, replayed and run on the
-#                heap the replay advised, and the
+#                heap the replay advised and on glibc-rt, and the
 #                pool bounds of rtmem size (results/), with jemalloc, mimalloc and tcmalloc beside
 #                rtmem's heaps and valgrind's counts in wcet when installable; it ends
 #                with the report: results/report/index.html, plots and tables of it all
@@ -115,6 +115,10 @@ bench: build
 	$(BUILD)/tools/rtmem run $$advised --json $(RESULTS)/run.json \
 	    -- $(BUILD)/examples/control_loop 2> $(RESULTS)/run.txt; \
 	    status=$$?; cat $(RESULTS)/run.txt; exit $$status
+	@# ... and on glibc tuned for real time, measured the same way, beside it
+	$(BUILD)/tools/rtmem run --kind glibc-rt --json $(RESULTS)/run-glibc-rt.json \
+	    -- $(BUILD)/examples/control_loop 2> $(RESULTS)/run-glibc-rt.txt; \
+	    status=$$?; cat $(RESULTS)/run-glibc-rt.txt; exit $$status
 	@# the pool each kind needs so that no allocation within stated limits ever fails,
 	@# and the adversaries against it (a second)
 	$(BUILD)/tools/rtmem size --max-live 64K --max-block 4K --min-block 16 --adversaries \

@@ -26,18 +26,33 @@
  * in the parent; the child, whose one thread holds nothing, makes a new
  * one. The child's heap is its copy of the parent's, consistent.
  *
+ * glibc and glibc-rt: RTMEM_MALLOC_KIND may also name the C library's own
+ * allocator, so that a program is measured the same way on it: every call
+ * goes to glibc (__libc_malloc and its like), counted and timed as the
+ * heap's are, with no lock of the library's (glibc has its own). glibc is
+ * its defaults; glibc-rt is glibc set up the way real-time guides say, at
+ * the first call: mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1 and
+ * M_ARENA_MAX 1, then a reserve of RTMEM_MALLOC_POOL bytes allocated, every
+ * page written, locked as RTMEM_MALLOC_LOCK says (mlock of its pages) and
+ * freed: glibc keeps it as its heap's free top, never trimmed. The summary
+ * gives glibc's memory at the end (mallinfo2) in place of the pool's.
+ *
  * Configuration (the environment, read once, at the first call):
- *   RTMEM_MALLOC_KIND     the heap kind (rtm_heap_kinds()); default tlsf
- *   RTMEM_MALLOC_POOL     the pool's bytes, with K, M, G or T; default 64M
+ *   RTMEM_MALLOC_KIND     the heap kind (rtm_heap_kinds()), or glibc, or
+ *                         glibc-rt; default tlsf
+ *   RTMEM_MALLOC_POOL     the pool's bytes, with K, M, G or T (glibc-rt:
+ *                         its reserve; glibc: unused); default 64M
  *   RTMEM_MALLOC_HUGE     2M or 1G: huge pages of that size (the hugetlb
- *                         pool); default base pages
+ *                         pool); default base pages (not for glibc's)
  *   RTMEM_MALLOC_LOCK     try (default): locked if the kernel allows, else
  *                         not (the summary says which); must: a pool that
  *                         cannot be locked ends the program; no
- *   RTMEM_MALLOC_HARDEN   o1 (default), none or full (rtmem/heap.h)
+ *   RTMEM_MALLOC_HARDEN   o1 (default), none or full (rtmem/heap.h; rtmem's
+ *                         kinds only)
  *   RTMEM_MALLOC_ON_FULL  fail (default): an allocation the pool cannot
  *                         serve gives NULL with ENOMEM; fallback: it goes
- *                         to the C library's allocator, counted
+ *                         to the C library's allocator, counted (rtmem's
+ *                         kinds only)
  *   RTMEM_MALLOC_SUMMARY  where the summary goes at exit: none (default),
  *                         stderr, or a file
  *   RTMEM_MALLOC_JSON     a file: the summary as JSON (rtmem-malloc/1)
@@ -83,6 +98,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,8 +129,11 @@ static size_t (*libc_usable_size)(void *p); /* dlsym(RTLD_NEXT), after the set-u
 enum { OP_MALLOC, OP_CALLOC, OP_REALLOC, OP_ALIGNED, OP_FREE, N_OPS };
 static const char *const op_names[N_OPS] = { "malloc", "calloc", "realloc", "aligned", "free" };
 
+enum { RTMEM_HEAP, GLIBC, GLIBC_RT };
+
 static struct {
     char kind[32];
+    int glibc; /* RTMEM_HEAP, or GLIBC and GLIBC_RT: the C library's allocator */
     size_t pool, page;
     int lock;    /* RTM_ARENA_LOCK_* */
     int harden;  /* RTM_HEAP_HARDEN_* */
@@ -125,6 +144,7 @@ static struct {
 } cfg;
 
 static struct rtm_arena arena;
+static int reserve_lock_err = -1; /* glibc-rt: mlock's errno for the reserve; 0 locked */
 static struct rtm_heap *heap;
 static uintptr_t pool_lo, pool_bytes; /* the arena's span: the heap's blocks lie in it */
 static pthread_mutex_t mutex;
@@ -224,12 +244,11 @@ static void fork_parent(void)
     pthread_mutex_unlock(&mutex);
 }
 
-static void fork_child(void)
+/* The child's summary counts its own calls (its heap's peak is the
+ * copy's: the parent's before the fork included). One thread: plain
+ * stores. */
+static void fork_child_counters(void)
 {
-    mutex_make(); /* the parent's holder is not in this process */
-    /* The child's summary counts its own calls (its heap's peak is the
-     * copy's: the parent's before the fork included). One thread: plain
-     * stores. */
     memset(st.calls, 0, sizeof(st.calls));
     st.failed = st.fallbacks = st.fallback_bytes = st.refused_frees = 0;
     atomic_store(&st.foreign, 0);
@@ -237,6 +256,12 @@ static void fork_child(void)
     atomic_store(&st.contended, 0);
     for (int i = 0; i < N_OPS; i++)
         atomic_store(&st.worst_ticks[i], 0);
+}
+
+static void fork_child(void)
+{
+    mutex_make(); /* the parent's holder is not in this process */
+    fork_child_counters();
 }
 
 /* ---- the set-up --------------------------------------------------------------------- */
@@ -296,8 +321,15 @@ static void read_config(void)
     bool known = false;
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         known |= strcmp(*k, v) == 0;
-    if (!known || strlen(v) >= sizeof(cfg.kind))
-        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: no such heap kind (tlsf, heapmem, xnheap)", v);
+    cfg.glibc = strcmp(v, "glibc") == 0 ? GLIBC : strcmp(v, "glibc-rt") == 0 ? GLIBC_RT : RTMEM_HEAP;
+    if ((!known && !cfg.glibc) || strlen(v) >= sizeof(cfg.kind))
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: no such heap kind (tlsf, heapmem, xnheap; "
+            "glibc, glibc-rt)",
+            v);
+    if (cfg.glibc && !__libc_malloc)
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: this program has no C library allocator "
+            "to measure (linked statically)",
+            v);
     snprintf(cfg.kind, sizeof(cfg.kind), "%s", v);
     v = env("RTMEM_MALLOC_POOL", "64M");
     if (!(cfg.pool = parse_bytes(v)) || cfg.pool < 4096)
@@ -311,6 +343,9 @@ static void read_config(void)
         cfg.page = RTM_ARENA_PAGE_1G;
     else
         die("librtmem-malloc: RTMEM_MALLOC_HUGE=%s: 2M or 1G, please", v);
+    if (cfg.page && cfg.glibc)
+        die("librtmem-malloc: RTMEM_MALLOC_HUGE=%s: not for %s, whose heap is glibc's", v,
+            cfg.kind);
     v = env("RTMEM_MALLOC_LOCK", "try");
     if (strcmp(v, "try") == 0)
         cfg.lock = RTM_ARENA_LOCK_TRY;
@@ -375,6 +410,44 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+static void signal_set_up(void)
+{
+    if (!cfg.signal)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(cfg.signal, &sa, NULL);
+}
+
+/* glibc-rt's settings and reserve (glibc: nothing), by the thread setting
+ * up: its own calls go to glibc. A forked child's counters start again
+ * (there is no mutex to remake). */
+static void glibc_set_up(void)
+{
+    pthread_atfork(NULL, NULL, fork_child_counters);
+    if (cfg.glibc != GLIBC_RT)
+        return;
+    if (mallopt(M_MMAP_MAX, 0) != 1 || mallopt(M_TRIM_THRESHOLD, -1) != 1 ||
+        mallopt(M_ARENA_MAX, 1) != 1)
+        die("librtmem-malloc: glibc-rt: glibc's mallopt refused a setting");
+    volatile unsigned char *p = __libc_malloc(cfg.pool);
+    if (!p)
+        die("librtmem-malloc: glibc-rt: a reserve of %zu bytes cannot be had", cfg.pool);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < cfg.pool; i += page)
+        p[i] = 0;
+    if (cfg.lock != RTM_ARENA_LOCK_NONE) {
+        reserve_lock_err = mlock((const void *)p, cfg.pool) == 0 ? 0 : errno;
+        if (reserve_lock_err && cfg.lock == RTM_ARENA_LOCK_MUST)
+            die("librtmem-malloc: glibc-rt: its reserve of %zu bytes cannot be locked: %s",
+                cfg.pool, strerror(reserve_lock_err));
+    }
+    __libc_free((void *)p);
+}
+
 /* The first call of the family, in any thread: sets the heap up, or waits
  * for the thread that does. Returns true when the heap serves this call;
  * false for a call of the thread setting up (the C library serves it). */
@@ -392,6 +465,14 @@ static bool set_up(void)
     read_config();
     start_ticks = ticks();
     start_ns = mono_ns();
+    libc_usable_size = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    if (cfg.glibc) {
+        glibc_set_up();
+        signal_set_up();
+        setting_up = false;
+        atomic_store(&state, READY);
+        return true;
+    }
     struct rtm_arena_config ac = {
         .source = RTM_ARENA_ANON,
         .size_bytes = cfg.pool,
@@ -410,15 +491,7 @@ static bool set_up(void)
     pool_bytes = arena.size_bytes;
     mutex_make();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    libc_usable_size = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    if (cfg.signal) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(cfg.signal, &sa, NULL);
-    }
+    signal_set_up();
     setting_up = false;
     atomic_store(&state, READY);
     return true;
@@ -469,12 +542,56 @@ static void *full(size_t alignment, size_t size, bool zero)
     return p;
 }
 
+/* ---- glibc and glibc-rt: the C library's calls, counted and timed -------------------- */
+
+static inline void count(uint64_t *c)
+{
+    __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+static void *glibc_allocate(int op, size_t alignment, size_t size)
+{
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    void *p = alignment         ? __libc_memalign(alignment, size)
+              : op == OP_CALLOC ? __libc_calloc(1, size)
+                                : __libc_malloc(size);
+    count(&st.calls[op]);
+    if (!p)
+        count(&st.failed);
+    if (cfg.timed)
+        keep_worst(op, t0);
+    return p;
+}
+
+static void glibc_free(void *p)
+{
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    __libc_free(p);
+    count(&st.calls[OP_FREE]);
+    if (cfg.timed)
+        keep_worst(OP_FREE, t0);
+}
+
+static void *glibc_realloc(void *p, size_t size)
+{
+    uint64_t t0 = cfg.timed ? ticks() : 0;
+    void *q = __libc_realloc(p, size);
+    count(&st.calls[OP_REALLOC]);
+    if (!q)
+        count(&st.failed);
+    if (cfg.timed)
+        keep_worst(OP_REALLOC, t0);
+    return q;
+}
+
 /* ---- the family ---------------------------------------------------------------------- */
 
 static void *allocate(int op, size_t alignment, size_t size)
 {
     if (!ready())
         return early_alloc(alignment, size, op == OP_CALLOC);
+    if (cfg.glibc)
+        return glibc_allocate(op, alignment, size);
     uint64_t t0 = cfg.timed ? ticks() : 0;
     take();
     void *p = alignment ? rtm_heap_aligned_alloc(heap, alignment, size)
@@ -507,7 +624,12 @@ EXPORT void free(void *p)
 {
     if (!p)
         return;
-    if (atomic_load_explicit(&state, memory_order_acquire) != READY || !ours(p)) {
+    bool is_ready = atomic_load_explicit(&state, memory_order_acquire) == READY;
+    if (is_ready && cfg.glibc) {
+        glibc_free(p);
+        return;
+    }
+    if (!is_ready || !ours(p)) {
         atomic_fetch_add_explicit(&st.foreign, 1, memory_order_relaxed);
         if (__libc_free)
             __libc_free(p);
@@ -526,7 +648,7 @@ EXPORT void free(void *p)
 /* The usable size of a block of either allocator. */
 static size_t usable(const void *p)
 {
-    if (ours(p))
+    if (!cfg.glibc && ours(p))
         return rtm_heap_usable_size(heap, p);
     return libc_usable_size ? libc_usable_size((void *)p) : 0;
 }
@@ -539,7 +661,10 @@ EXPORT void *realloc(void *p, size_t size)
         free(p);
         return NULL;
     }
-    if (atomic_load_explicit(&state, memory_order_acquire) != READY || !ours(p)) {
+    bool is_ready = atomic_load_explicit(&state, memory_order_acquire) == READY;
+    if (is_ready && cfg.glibc)
+        return glibc_realloc(p, size);
+    if (!is_ready || !ours(p)) {
         atomic_fetch_add_explicit(&st.foreign, 1, memory_order_relaxed);
         return __libc_realloc ? __libc_realloc(p, size) : NULL;
     }
@@ -662,6 +787,12 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 static const char *lock_word(void)
 {
+    if (cfg.glibc == GLIBC)
+        return "not locked (glibc's defaults)";
+    if (cfg.glibc == GLIBC_RT)
+        return reserve_lock_err == 0    ? "reserve locked"
+               : reserve_lock_err == -1 ? "not locked (not asked)"
+                                        : "reserve NOT locked";
     switch (arena.report.lock_state) {
     case RTM_ARENA_LOCKED: return "locked";
     case RTM_ARENA_LOCKED_HUGETLB: return "huge pages (never paged out)";
@@ -671,10 +802,68 @@ static const char *lock_word(void)
     }
 }
 
+/* glibc's memory now (mallinfo2): its heap, and its mmapped blocks. Not
+ * in a signal handler, which may have stopped glibc holding its lock:
+ * false then. */
+static bool glibc_memory(bool signalled, size_t *heap_bytes, size_t *mmapped_bytes,
+                         size_t *mmapped_blocks)
+{
+    *heap_bytes = *mmapped_bytes = *mmapped_blocks = 0;
+    if (signalled)
+        return false;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 m = mallinfo2();
+    *heap_bytes = m.arena;
+    *mmapped_bytes = m.hblkhd;
+    *mmapped_blocks = m.hblks;
+    return true;
+#else
+    return false;
+#endif
+}
+
+static const char *const glibc_settings =
+    "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; the reserve prefaulted";
+
+/* glibc's summary (text) into o. */
+static void glibc_summary_text(struct out *o, bool signalled)
+{
+    double npt = ns_per_tick();
+    if (cfg.glibc == GLIBC_RT)
+        put(o, "librtmem-malloc (pid %ld): glibc-rt: glibc's malloc, %s: %zu bytes (%s)\n",
+            (long)getpid(), glibc_settings, cfg.pool, lock_word());
+    else
+        put(o, "librtmem-malloc (pid %ld): glibc: glibc's malloc at its defaults\n",
+            (long)getpid());
+    put(o, "  calls     ");
+    for (int i = 0; i < N_OPS; i++)
+        put(o, " %s %" PRIu64, op_names[i], st.calls[i]);
+    put(o, "; %" PRIu64 " calls before the set-up was done\n", atomic_load(&st.early));
+    size_t heap_bytes, mmapped_bytes, mmapped_blocks;
+    if (glibc_memory(signalled, &heap_bytes, &mmapped_bytes, &mmapped_blocks))
+        put(o, "  memory     glibc's heap %zu bytes at the end; %zu bytes in %zu mmapped blocks\n",
+            heap_bytes, mmapped_bytes, mmapped_blocks);
+    else
+        put(o, "  memory     glibc's not read (in a signal handler)\n");
+    put(o, "  failed     %" PRIu64 " allocations\n", st.failed);
+    if (cfg.timed) {
+        put(o, "  worst     ");
+        for (int i = 0; i < N_OPS; i++)
+            put(o, " %s %.0f ns", op_names[i], (double)atomic_load(&st.worst_ticks[i]) * npt);
+        put(o, " (a call's whole time, glibc's own locking included)\n");
+    } else {
+        put(o, "  worst      not timed (RTMEM_MALLOC_TIME=0)\n");
+    }
+}
+
 /* The summary (text) into o. Reads the counters without the mutex: a
  * signal may have stopped a call holding it. */
-static void summary_text(struct out *o)
+static void summary_text(struct out *o, bool signalled)
 {
+    if (cfg.glibc) {
+        glibc_summary_text(o, signalled);
+        return;
+    }
     struct rtm_heap_stats hs;
     memset(&hs, 0, sizeof(hs));
     rtm_heap_stats(heap, &hs);
@@ -714,20 +903,36 @@ static void summary_text(struct out *o)
     }
 }
 
-static void summary_json(struct out *o)
+static void summary_json(struct out *o, bool signalled)
 {
     struct rtm_heap_stats hs;
     memset(&hs, 0, sizeof(hs));
-    rtm_heap_stats(heap, &hs);
+    if (heap)
+        rtm_heap_stats(heap, &hs);
     double npt = ns_per_tick();
     put(o, "{\"schema\": \"rtmem-malloc/1\", \"pid\": %ld, \"kind\": \"%s\", \"pool_bytes\": %zu, "
            "\"huge_page_bytes\": %zu, \"locked\": \"%s\", \"hardening\": \"%s\", "
            "\"when_full\": \"%s\",\n",
-        (long)getpid(), cfg.kind, cfg.pool, cfg.page, lock_word(),
-        cfg.harden == RTM_HEAP_HARDEN_NONE ? "none"
+        (long)getpid(), cfg.kind, cfg.glibc == GLIBC ? (size_t)0 : cfg.pool, cfg.page, lock_word(),
+        cfg.glibc                            ? "-"
+        : cfg.harden == RTM_HEAP_HARDEN_NONE ? "none"
         : cfg.harden == RTM_HEAP_HARDEN_FULL ? "full"
                                              : "o1",
         cfg.fallback ? "fallback" : "fail");
+    if (cfg.glibc) {
+        size_t heap_bytes, mmapped_bytes, mmapped_blocks;
+        if (glibc_memory(signalled, &heap_bytes, &mmapped_bytes, &mmapped_blocks))
+            put(o,
+                " \"glibc\": {\"settings\": \"%s\", \"heap_bytes\": %zu, \"mmapped_bytes\": %zu, "
+                "\"mmapped_blocks\": %zu},\n",
+                cfg.glibc == GLIBC_RT ? glibc_settings : "defaults", heap_bytes, mmapped_bytes,
+                mmapped_blocks);
+        else
+            put(o, " \"glibc\": {\"settings\": \"%s\", \"heap_bytes\": null},\n",
+                cfg.glibc == GLIBC_RT ? glibc_settings : "defaults");
+    } else {
+        put(o, " \"glibc\": null,\n");
+    }
     put(o, " \"calls\": {");
     for (int i = 0; i < N_OPS; i++)
         put(o, "%s\"%s\": %" PRIu64, i ? ", " : "", op_names[i], st.calls[i]);
@@ -738,8 +943,8 @@ static void summary_json(struct out *o)
     put(o, " \"failed\": %" PRIu64 ", \"fallbacks\": %" PRIu64 ", \"fallback_bytes\": %" PRIu64
            ", \"refused_frees\": %" PRIu64 ",\n",
         st.failed, st.fallbacks, st.fallback_bytes, st.refused_frees);
-    uint64_t locked = 0;
-    for (int i = 0; i < N_OPS; i++)
+    uint64_t locked = 0; /* glibc's calls take none of the library's */
+    for (int i = 0; i < N_OPS && !cfg.glibc; i++)
         locked += st.calls[i];
     put(o, " \"lock\": {\"calls\": %" PRIu64 ", \"contended\": %" PRIu64 "},\n", locked,
         atomic_load(&st.contended));
@@ -787,7 +992,7 @@ static void write_reports(bool signalled)
     static char buf[4096];
     struct out o = { buf, sizeof(buf), 0 };
     if (cfg.summary[0] || signalled) {
-        summary_text(&o);
+        summary_text(&o, signalled);
         if (!cfg.summary[0] || strcmp(cfg.summary, "-") == 0) {
             ssize_t w = write(STDERR_FILENO, buf, o.len);
             (void)w;
@@ -797,7 +1002,7 @@ static void write_reports(bool signalled)
     }
     if (cfg.json[0]) {
         o.len = 0;
-        summary_json(&o);
+        summary_json(&o, signalled);
         write_file(cfg.json, buf, o.len);
     }
 }

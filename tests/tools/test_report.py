@@ -512,6 +512,22 @@ def test_the_run_section_shows_what_the_heap_saw(full):
     assert cells[2].split(" / ")[0] == str(h["calls"]["malloc"]), cells
 
 
+def test_the_run_section_shows_glibc_rt_measured_the_same_way(full):
+    """run-glibc-rt.json: glibc-rt's row, its reserve, glibc's memory at
+    the end in place of a pool, its calls and no lock of rtmem's."""
+    with open(os.path.join(FIXTURES, "run-glibc-rt.json")) as f:
+        h = json.load(f)["heap"]
+    text = page_text(full[1])
+    row = re.search(r"<tr><td>the program \(pid %d\)</td>(.*?)</tr>" % h["pid"], text)
+    assert row, "no row for the program on glibc-rt"
+    cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))]
+    assert cells[0].startswith("glibc-rt, a reserve of ") and h["locked"] in cells[0], cells
+    assert cells[1].startswith("glibc's heap ") and "at the end" in cells[1], cells
+    assert cells[2].split(" / ")[0] == str(h["calls"]["malloc"]), cells
+    assert cells[4] == "-" and cells[5] == "glibc's own", cells
+    assert "served by glibc's own malloc (glibc-rt)" in html.unescape(text)
+
+
 def test_memchecks_summary_shows_tlsfs_worst_alloc(full):
     # A figure read back into its table: tlsf's worst alloc, power-of-two.
     with open(os.path.join(full[0], "memcheck.json")) as f:

@@ -22,6 +22,7 @@ import pytest
 from rtmemtest import EMULATED, explain, load_json, run, sqlite_workload
 
 KINDS = ["tlsf", "heapmem", "xnheap"]
+GLIBC = ["glibc", "glibc-rt"]  # the C library's allocator, counted and timed the same way
 
 
 def rtmem_run(rtmem, tmp_dir, *args, env=None, stdin=None):
@@ -42,7 +43,7 @@ def served(heap):
     return c["malloc"] + c["calloc"] + c["realloc"] + c["aligned"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + GLIBC)
 def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir, kind):
     r, d = rtmem_run(rtmem, tmp_dir, "--kind", kind, "--", files["malloc_prog"], "contract",
                      "20000", "7")
@@ -61,9 +62,22 @@ def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir,
     assert h["calls"]["free"] >= frees and served(h) >= allocs + reallocs, h["calls"]
     assert h["failed"] == 0 and h["refused_frees"] == 0 and h["fallbacks"] == 0, h
     assert h["before_ready"] == 0 and h["foreign"] == 0, h
+    assert set(h["worst_ns"]) == {"malloc", "calloc", "realloc", "aligned", "free"}
+    assert all(h["worst_ns"][op] > 0 for op in ("malloc", "realloc", "aligned", "free")), h
+    if kind in GLIBC:
+        # glibc's own locks, none of the library's; its memory at the end
+        g = h["glibc"]
+        assert h["lock"]["calls"] == 0 and h["usable_bytes"] == 0, h
+        if kind == "glibc-rt":
+            # M_MMAP_MAX 0: nothing mmapped; the 64 MiB reserve is its heap
+            assert "M_MMAP_MAX 0" in g["settings"] and g["mmapped_blocks"] == 0, g
+            assert g["heap_bytes"] >= h["pool_bytes"] == 64 << 20, h
+        else:
+            assert g["settings"] == "defaults" and h["pool_bytes"] == 0, h
+        return
+    assert h["glibc"] is None
     assert h["lock"]["calls"] == sum(h["calls"].values()), h
     assert 0 < h["peak_used_bytes"] <= h["usable_bytes"] < h["pool_bytes"] == 64 << 20, h
-    assert set(h["worst_ns"]) == {"malloc", "calloc", "realloc", "aligned", "free"}
     # the report, on standard error: the program's output stays its own
     assert "rtmem run:" not in r.stdout and "exited with status 0" in r.stderr, explain(r)
 
@@ -152,6 +166,11 @@ def test_a_program_that_cannot_run(rtmem, tmp_dir):
     (["--kind", "nosuch", "--", "true"], "no such heap kind"),
     (["--pool", "1K", "--", "true"], "--pool"),
     (["--lock", "maybe", "--", "true"], "--lock"),
+    (["--kind", "glibc", "--pool", "1M", "--", "true"], "glibc at its defaults has no pool"),
+    (["--kind", "glibc", "--lock", "must", "--", "true"], "--lock"),
+    (["--kind", "glibc-rt", "--huge", "2M", "--", "true"], "--huge is for rtmem's heap kinds"),
+    (["--kind", "glibc-rt", "--harden", "none", "--", "true"], "--harden is for rtmem's"),
+    (["--kind", "glibc-rt", "--on-full", "fallback", "--", "true"], "--on-full is for rtmem's"),
 ])
 def test_usage(rtmem, args, message):
     r = run(rtmem, "run", *args)
@@ -163,14 +182,20 @@ def test_the_library_refuses_what_it_cannot_use(files, tmp_dir):
     have: the program ends at its first call, exit status 127, the
     variable named; nothing runs on a pool other than the one asked."""
     for var, value in [("RTMEM_MALLOC_POOL", "lots"), ("RTMEM_MALLOC_KIND", "nosuch"),
-                       ("RTMEM_MALLOC_ON_FULL", "pray"), ("RTMEM_MALLOC_POOL", "1T")]:
-        env = dict(os.environ, LD_PRELOAD=files["malloc_lib"], **{var: value})
+                       ("RTMEM_MALLOC_ON_FULL", "pray"), ("RTMEM_MALLOC_POOL", "1T"),
+                       ("RTMEM_MALLOC_HUGE", "2M glibc")]:
+        extra = {var: value}
+        if value == "2M glibc":  # huge pages are a heap's, not glibc's
+            extra = {"RTMEM_MALLOC_HUGE": "2M", "RTMEM_MALLOC_KIND": "glibc-rt"}
+        env = dict(os.environ, LD_PRELOAD=files["malloc_lib"], **extra)
         r = subprocess.run([files["malloc_prog"], "contract", "10", "1"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         assert r.returncode == 127, (var, value, explain(r))
         assert "librtmem-malloc:" in r.stderr and r.stdout == "", (var, value, explain(r))
         if value != "1T":
             assert var in r.stderr, explain(r)
+        if value == "2M glibc":
+            assert "not for glibc-rt" in r.stderr, explain(r)
 
 
 def test_the_static_archive_serves_a_linked_program(files, tmp_dir):
@@ -272,7 +297,7 @@ def test_a_debian_cpp_program_runs_with_its_output_unchanged(rtmem, tmp_dir, kin
     assert served(h) > 100000 and h["failed"] == 0 and h["refused_frees"] == 0, h
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + GLIBC)
 def test_real_programs_run_to_completion_with_their_output_unchanged(rtmem, files, tmp_dir,
                                                                       kind):
     if EMULATED:

@@ -29,9 +29,9 @@ static const struct run_opts defaults = {
 #define F(field) TK_FIELD(struct run_opts, field)
 
 static const struct tk_opt options[] = {
-    { "kind", TK_OPT_STRING, "NAME", "the heap kind: tlsf (default), heapmem, xnheap", F(kind) },
-    { "pool", TK_OPT_BYTES, "B", "the pool's size (default %D)", F(pool), .lo = 4096,
-      .hi = (uint64_t)1 << 40 },
+    { "kind", TK_OPT_STRING, "NAME", "tlsf (default), heapmem, xnheap; glibc, glibc-rt", F(kind) },
+    { "pool", TK_OPT_BYTES, "B", "the pool's size; glibc-rt's reserve (default %D)", F(pool),
+      .lo = 4096, .hi = (uint64_t)1 << 40 },
     { "huge", TK_OPT_CHOICE, "SIZE", "huge pages: no (default), 2M or 1G", F(huge),
       .choices = run_huge_choices },
     { "lock", TK_OPT_CHOICE, "HOW", "lock the pool: try (default), must, no", F(lock),
@@ -58,7 +58,24 @@ static int check(struct tk_session *s)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(*k, o->kind) == 0)
             return 0;
-    return tk_args_bad(&s->cli, "--kind %s: no such heap kind (tlsf, heapmem, xnheap)", o->kind);
+    if (strcmp(o->kind, "glibc") != 0 && strcmp(o->kind, "glibc-rt") != 0)
+        return tk_args_bad(&s->cli,
+                           "--kind %s: no such heap kind (tlsf, heapmem, xnheap; glibc, glibc-rt)",
+                           o->kind);
+    /* glibc's heap is glibc's: what shapes an rtmem heap does not apply. */
+    static const char *const heap_only[] = { "huge", "harden", "on-full" };
+    for (size_t i = 0; i < sizeof(heap_only) / sizeof(heap_only[0]); i++)
+        if (tk_opt_given(options, N_OPTS, &s->parsed, heap_only[i]))
+            return tk_args_bad(&s->cli, "--%s is for rtmem's heap kinds, not --kind %s",
+                               heap_only[i], o->kind);
+    static const char *const reserve_only[] = { "pool", "lock" };
+    for (size_t i = 0; i < 2 && strcmp(o->kind, "glibc") == 0; i++)
+        if (tk_opt_given(options, N_OPTS, &s->parsed, reserve_only[i]))
+            return tk_args_bad(&s->cli,
+                               "--%s: glibc at its defaults has no pool (glibc-rt's is its "
+                               "reserve)",
+                               reserve_only[i]);
+    return 0;
 }
 
 static int setup(struct tk_session *s)

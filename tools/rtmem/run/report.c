@@ -24,8 +24,52 @@ static void ended(FILE *f, const struct tk_session *s, const struct run *r)
             l->signaled_by_user ? " (a signal sent to rtmem run was passed on to it)" : "");
 }
 
+/* The worst call of each operation the process made. */
+static void worst(FILE *f, const struct run_summary *m, const char *indent, const char *wait)
+{
+    if (!m->timed) {
+        fprintf(f, "%sworst       not timed (--no-time)\n", indent);
+        return;
+    }
+    fprintf(f, "%sworst      ", indent);
+    for (int i = 0; i < RUN_OPS; i++)
+        if (m->calls[i])
+            fprintf(f, " %s %.0f ns", run_op_names[i], m->worst_ns[i]);
+    fprintf(f, " (each call's whole time, %s)\n", wait);
+}
+
+/* glibc's or glibc-rt's summary. */
+static void glibc_summary(FILE *f, const struct run_summary *m, const char *indent)
+{
+    char b1[32], b2[32];
+    if (strcmp(m->kind, "glibc-rt") == 0)
+        fprintf(f,
+                "%sallocator   glibc-rt: glibc's malloc, mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD "
+                "-1, M_ARENA_MAX 1, a reserve of %s prefaulted (%s)\n",
+                indent, tk_fmt_bytes_short(b1, sizeof(b1), m->pool_bytes), m->locked);
+    else
+        fprintf(f, "%sallocator   glibc: glibc's malloc at its defaults\n", indent);
+    fprintf(f, "%scalls      ", indent);
+    for (int i = 0; i < RUN_OPS; i++)
+        fprintf(f, " %s %" PRIu64 "%s", run_op_names[i], m->calls[i], i + 1 < RUN_OPS ? "," : "\n");
+    if (m->glibc_memory_known)
+        fprintf(f, "%smemory      glibc's heap %s at the end; %s in %" PRIu64 " mmapped blocks\n",
+                indent, tk_fmt_bytes_short(b1, sizeof(b1), m->glibc_heap_bytes),
+                tk_fmt_bytes_short(b2, sizeof(b2), m->glibc_mmapped_bytes),
+                m->glibc_mmapped_blocks);
+    else
+        fprintf(f, "%smemory      not read (the summary was written in a signal handler)\n",
+                indent);
+    fprintf(f, "%sfailed      %" PRIu64 " allocations\n", indent, m->failed);
+    worst(f, m, indent, "glibc's own locking included");
+}
+
 static void summary(FILE *f, const struct run_summary *m, const char *indent)
 {
+    if (m->glibc) {
+        glibc_summary(f, m, indent);
+        return;
+    }
     char b1[32], b2[32], b3[32];
     fprintf(f, "%sheap        %s on a pool of %s (%s, %s), hardening %s, when full: %s\n", indent,
             m->kind, tk_fmt_bytes_short(b1, sizeof(b1), m->pool_bytes),
@@ -52,15 +96,7 @@ static void summary(FILE *f, const struct run_summary *m, const char *indent)
     fprintf(f, "%slock        %" PRIu64 " calls, %" PRIu64 " found it held (%.2f%%)\n", indent,
             m->lock_calls, m->contended,
             m->lock_calls ? 100.0 * (double)m->contended / (double)m->lock_calls : 0.0);
-    if (!m->timed) {
-        fprintf(f, "%sworst       not timed (--no-time)\n", indent);
-        return;
-    }
-    fprintf(f, "%sworst      ", indent);
-    for (int i = 0; i < RUN_OPS; i++)
-        if (m->calls[i])
-            fprintf(f, " %s %.0f ns", run_op_names[i], m->worst_ns[i]);
-    fprintf(f, " (each call's whole time, its wait for the lock included)\n");
+    worst(f, m, indent, "its wait for the lock included");
 }
 
 void run_report(const struct tk_session *s, FILE *f)
@@ -107,6 +143,21 @@ static void summary_json(struct tk_json *j, const struct run_summary *m)
     tk_json_kv_uint(j, "fallbacks", m->fallbacks);
     tk_json_kv_uint(j, "fallback_bytes", m->fallback_bytes);
     tk_json_kv_uint(j, "refused_frees", m->refused_frees);
+    if (tk_json_key_or_null(j, "glibc", m->glibc)) {
+        tk_json_begin_object_compact(j);
+        tk_json_kv_string(j, "settings",
+                          strcmp(m->kind, "glibc-rt") == 0
+                              ? "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; the "
+                                "reserve prefaulted"
+                              : "defaults");
+        if (tk_json_key_or_null(j, "heap_bytes", m->glibc_memory_known))
+            tk_json_uint(j, m->glibc_heap_bytes);
+        if (tk_json_key_or_null(j, "mmapped_bytes", m->glibc_memory_known))
+            tk_json_uint(j, m->glibc_mmapped_bytes);
+        if (tk_json_key_or_null(j, "mmapped_blocks", m->glibc_memory_known))
+            tk_json_uint(j, m->glibc_mmapped_blocks);
+        tk_json_end_object(j);
+    }
     tk_json_key(j, "lock");
     tk_json_begin_object_compact(j);
     tk_json_kv_uint(j, "calls", m->lock_calls);

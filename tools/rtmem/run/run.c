@@ -212,6 +212,12 @@ int run_read_summary(const char *path, struct run_summary *out)
         !num(text, "refused_frees", &out->refused_frees) || !num(lock, "calls", &out->lock_calls) ||
         !num(lock, "contended", &out->contended))
         return -1;
+    const char *g = after_key(text, "glibc");
+    out->glibc = g && *g == '{';
+    if (out->glibc)
+        out->glibc_memory_known = num(g, "heap_bytes", &out->glibc_heap_bytes) &&
+                                  num(g, "mmapped_bytes", &out->glibc_mmapped_bytes) &&
+                                  num(g, "mmapped_blocks", &out->glibc_mmapped_blocks);
     const char *worst = after_key(text, "worst_ns");
     out->timed = worst && *worst == '{';
     for (int i = 0; out->timed && i < RUN_OPS; i++) {

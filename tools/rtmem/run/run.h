@@ -2,7 +2,8 @@
  * `rtmem run [options] -- PROGRAM [ARGS...]`: a program, unmodified, with
  * its malloc family served by an rtmem heap (librtmem-malloc, preloaded),
  * and what the heap saw: calls, peak use against the pool, failures,
- * fallbacks, the lock's contention, the worst call. Its manual is
+ * fallbacks, the lock's contention, the worst call. --kind glibc and
+ * glibc-rt measure the C library's allocator the same way. Its manual is
  * docs/run.md.
  *
  *   cli.c      options, --help, the set-up
@@ -54,6 +55,11 @@ struct run_summary {
     uint64_t usable_bytes, peak_used_bytes, live_blocks;
     uint64_t failed, fallbacks, fallback_bytes, refused_frees;
     uint64_t lock_calls, contended;
+    /* glibc and glibc-rt: the C library's allocator measured, and its
+     * memory at the end (mallinfo2; not known when the summary was written
+     * in a signal handler) */
+    bool glibc, glibc_memory_known;
+    uint64_t glibc_heap_bytes, glibc_mmapped_bytes, glibc_mmapped_blocks;
     bool timed;
     double worst_ns[RUN_OPS];
 };
