@@ -13,6 +13,8 @@
 #                make format-check only checks (CI's first step)
 #   make compare-cyclictest  rtmem latency beside cyclictest, idle and under
 #                pressure (scripts/compare-cyclictest.sh; not part of bench)
+#   make compare-run  real programs on glibc, glibc-rt and each kind through
+#                rtmem run, and the interposer's cost (scripts/compare-run.py)
 #   make figures three runs of make bench (and two studies), then every figure the
 #                README and docs/ quote rewritten from them (docs/figures.md)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
@@ -24,7 +26,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
-        format format-check compare-cyclictest figures
+        format format-check compare-cyclictest compare-run figures
 
 all: build
 
@@ -165,6 +167,13 @@ sweep: build
 COMPARE_FLAGS ?=
 compare-cyclictest: build
 	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
+
+# Real programs (sqlite3, python3) through rtmem run on glibc, glibc-rt and each
+# kind, and the interposer's instructions a call under valgrind (about two
+# minutes): results/compare-run.txt and .json.
+compare-run: build
+	@sh scripts/ensure-deps.sh valgrind
+	python3 scripts/compare-run.py --build $(BUILD) --out $(RESULTS)
 
 # Every figure README.md and docs/ quote, regenerated: FIGURE_RUNS runs of make
 # bench and the two studies the pages quote (results/figures-<time>/), then the
