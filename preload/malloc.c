@@ -167,6 +167,12 @@ static struct {
 } st;
 
 static uint64_t start_ticks, start_ns;
+/* The process whose calls the counters hold: the one that set up, then
+ * each forked child (fork_child_counters). A child that shares its
+ * parent's memory without a fork's handlers (vfork, clone) and ends with
+ * _exit sees another pid: it writes nothing, its counters being the
+ * parent's. */
+static long counted_pid;
 
 /* ---- time ------------------------------------------------------------------------- */
 
@@ -249,6 +255,7 @@ static void fork_parent(void)
  * stores. */
 static void fork_child_counters(void)
 {
+    counted_pid = (long)getpid();
     memset(st.calls, 0, sizeof(st.calls));
     st.failed = st.fallbacks = st.fallback_bytes = st.refused_frees = 0;
     atomic_store(&st.foreign, 0);
@@ -462,6 +469,7 @@ static bool set_up(void)
         return true;
     }
     setting_up = true;
+    counted_pid = (long)getpid();
     read_config();
     start_ticks = ticks();
     start_ns = mono_ns();
@@ -959,27 +967,37 @@ static void summary_json(struct out *o, bool signalled)
     }
 }
 
-/* path, or path.<pid> for a process other than cfg.pid. */
-static void own_path(char *buf, size_t size, const char *path)
-{
-    if ((long)getpid() == cfg.pid)
-        snprintf(buf, size, "%s", path);
-    else
-        snprintf(buf, size, "%s.%ld", path, (long)getpid());
-}
-
-/* Writes text to a new file beside path, then renames it over path. */
+/* Writes text to a new file beside path, then puts it in place: renamed
+ * over path itself (the name the user gave), but never over another file
+ * at a name the library makes: a process other than cfg.pid (a forked
+ * child) writes path.<pid>, or path.<pid>.<n> for the first n from 1 to 9
+ * free, and nothing when none is. */
 static void write_file(const char *path, const char *text, size_t len)
 {
-    char final[PATH_MAX + 32], tmp[PATH_MAX + 64];
-    own_path(final, sizeof(final), path);
+    char final[PATH_MAX + 48], tmp[PATH_MAX + 64];
+    bool derived = (long)getpid() != cfg.pid;
+    if (derived)
+        snprintf(final, sizeof(final), "%s.%ld", path, (long)getpid());
+    else
+        snprintf(final, sizeof(final), "%s", path);
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", final, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
     bool ok = write(fd, text, len) == (ssize_t)len;
     ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp, final) != 0)
+    if (ok && !derived) {
+        ok = rename(tmp, final) == 0;
+    } else if (ok) {
+        /* link() fails with EEXIST rather than replace */
+        ok = link(tmp, final) == 0;
+        for (int n = 1; !ok && errno == EEXIST && n <= 9; n++) {
+            snprintf(final, sizeof(final), "%s.%ld.%d", path, (long)getpid(), n);
+            ok = link(tmp, final) == 0;
+        }
+        ok = false; /* the temporary name goes either way */
+    }
+    if (!ok)
         unlink(tmp);
 }
 
@@ -987,7 +1005,7 @@ static void write_file(const char *path, const char *text, size_t len)
  * error when it says none), and the JSON. */
 static void write_reports(bool signalled)
 {
-    if (atomic_load(&state) != READY)
+    if (atomic_load(&state) != READY || (long)getpid() != counted_pid)
         return;
     static char buf[4096];
     struct out o = { buf, sizeof(buf), 0 };

@@ -11,6 +11,12 @@
  * freed), and every tenth cycle grows its log with realloc. The sizes come
  * from a fixed seed: every run makes the same calls.
  *
+ * It measures itself, as a real loop would: each cycle's work (from its
+ * wake-up to its sleep: the allocations, the copy and the frees) and how
+ * late it woke, and prints the worst and the mean of each at the end: run
+ * it under `rtmem run --kind K` for each allocator to see what the loop
+ * itself sees (docs/run.md).
+ *
  *   control_loop [CYCLES]     (default 300, at 1 ms each)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -39,6 +45,11 @@ static uint32_t next_random(void)
 {
     seed = seed * 1664525u + 1013904223u;
     return seed >> 8;
+}
+
+static int64_t ns_between(const struct timespec *a, const struct timespec *b)
+{
+    return (int64_t)(b->tv_sec - a->tv_sec) * 1000000000 + (b->tv_nsec - a->tv_nsec);
 }
 
 static void sleep_until(struct timespec *t)
@@ -83,8 +94,10 @@ int main(int argc, char **argv)
     rtm_trace_phase("loop");
     char *queue[IN_FLIGHT] = { 0 };
     unsigned head = 0;
-    struct timespec t;
+    struct timespec t, woke, done;
+    int64_t work_max = 0, work_sum = 0, late_max = 0, late_sum = 0;
     clock_gettime(CLOCK_MONOTONIC, &t);
+    woke = t;
     for (long c = 0; c < cycles; c++) {
         size_t len = 64 + next_random() % (1500 - 64);
         char *msg = malloc(len);
@@ -104,7 +117,15 @@ int main(int argc, char **argv)
                 log_size *= 2;
             }
         }
+        clock_gettime(CLOCK_MONOTONIC, &done);
+        int64_t work = ns_between(&woke, &done);
+        work_sum += work;
+        work_max = work > work_max ? work : work_max;
         sleep_until(&t);
+        clock_gettime(CLOCK_MONOTONIC, &woke);
+        int64_t late = ns_between(&t, &woke);
+        late_sum += late;
+        late_max = late > late_max ? late : late_max;
     }
 
     for (unsigned i = 0; i < IN_FLIGHT; i++)
@@ -118,6 +139,9 @@ int main(int argc, char **argv)
     for (int s = 0; s < SENSORS; s++)
         free(history[s]);
     free(config);
-    printf("control_loop: %ld cycles\n", cycles);
+    printf("control_loop: %ld cycles; a cycle's work: max %lld ns, mean %lld ns; woke late: "
+           "max %lld ns, mean %lld ns\n",
+           cycles, (long long)work_max, (long long)(work_sum / cycles), (long long)late_max,
+           (long long)(late_sum / cycles));
     return 0;
 }

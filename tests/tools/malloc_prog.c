@@ -25,6 +25,9 @@
  *                     RTMEM_MALLOC_ON_FULL=fallback beyond the pool), their
  *                     contents checked, freed
  *   quick-exit S      a few blocks, then _exit(S)
+ *   vfork             a few blocks, then 3 vfork children that _exit at
+ *                     once (they share the parent's memory: no summary of
+ *                     theirs), and the parent goes on allocating
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -431,7 +434,25 @@ int main(int argc, char **argv)
         fflush(stdout);
         _exit(atoi(argv[2]));
     }
+    if (strcmp(mode, "vfork") == 0) {
+        void *kept[10];
+        for (int k = 0; k < 3; k++) {
+            pid_t pid = vfork();
+            if (pid == 0)
+                _exit(0);
+            if (pid < 0 || waitpid(pid, NULL, 0) != pid) {
+                fprintf(stderr, "FAIL: vfork\n");
+                return 1;
+            }
+        }
+        for (int i = 0; i < 10; i++)
+            kept[i] = malloc(100);
+        printf("vfork: 3 children ended, %d blocks made after\n", kept[9] ? 10 : 9);
+        for (int i = 0; i < 10; i++)
+            free(kept[i]);
+        return 0;
+    }
     fprintf(stderr, "usage: malloc_prog contract N SEED | threads T N | fork | lifetime | "
-                    "exhaust B | over B N | quick-exit S\n");
+                    "exhaust B | over B N | quick-exit S | vfork\n");
     return 2;
 }

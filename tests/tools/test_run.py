@@ -107,6 +107,37 @@ def test_a_forked_child_has_a_consistent_heap_and_its_own_summary(rtmem, files, 
     assert "forked processes used their own copy of the heap" in r.stderr, explain(r)
 
 
+def test_a_vfork_child_that_exits_writes_no_summary(rtmem, files, tmp_dir):
+    """A vfork child shares its parent's memory and counters, and no fork
+    handler runs in it: its _exit writes nothing, and only the parent's
+    summary is read."""
+    r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "vfork")
+    assert r.returncode == 0 and "vfork: 3 children ended" in r.stdout, explain(r)
+    assert d["children"] == [] and d["children_not_listed"] == 0, d["children"]
+    assert d["heap"]["calls"]["malloc"] >= 10, d["heap"]
+
+
+def test_a_derived_summary_name_never_replaces_a_file(files, tmp_dir):
+    """A process other than RTMEM_MALLOC_PID's writes FILE.<pid>: a file
+    already there stays as it was, and the summary takes FILE.<pid>.1."""
+    path = os.path.join(tmp_dir, "s.txt")
+    env = dict(os.environ, LD_PRELOAD=files["malloc_lib"], RTMEM_MALLOC_SUMMARY=path,
+               RTMEM_MALLOC_PID="1", P=files["malloc_prog"], F=path)
+    # the shell makes FILE.<its pid>, then becomes the program: the same pid
+    r = subprocess.run(["/bin/sh", "-c", 'echo mine > "$F.$$"; LD_PRELOAD="$L" exec "$P" '
+                        'quick-exit 0'], env=dict(env, L=files["malloc_lib"], LD_PRELOAD=""),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, explain(r)
+    made = sorted(n for n in os.listdir(tmp_dir) if n.startswith("s.txt."))
+    pid = [n.split(".")[2] for n in made if n.count(".") == 3 and n.endswith(".1")]
+    assert len(pid) == 1, made
+    with open(path + "." + pid[0]) as f:
+        assert f.read() == "mine\n"  # left as it was
+    with open(path + "." + pid[0] + ".1") as f:
+        assert "librtmem-malloc (pid %s)" % pid[0] in f.read()
+    assert not [n for n in made if ".tmp." in n], made
+
+
 def test_allocations_before_main_and_after_it(rtmem, files, tmp_dir):
     r, d = rtmem_run(rtmem, tmp_dir, "--", files["malloc_prog"], "lifetime")
     assert r.returncode == 0, explain(r)
