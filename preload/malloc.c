@@ -15,11 +15,12 @@
  * p and gives NULL; memalign rounds an alignment up to a power of two;
  * posix_memalign returns EINVAL or ENOMEM).
  *
- * Blocks that are not the heap's: a call made while the heap is being set
- * up (the arena's own set-up reads /proc with stdio, which allocates) goes
- * to the C library's allocator (__libc_malloc and its like), and so does
- * every allocation with RTMEM_MALLOC_ON_FULL=fallback once the pool is
- * exhausted. A free, realloc or malloc_usable_size of a block outside the
+ * Blocks that are not the heap's: a call the setting-up thread makes
+ * while the heap is being set up (dlsym and the C library's own calls may
+ * allocate) goes to the C library's allocator (__libc_malloc and its
+ * like), as does every allocation with RTMEM_MALLOC_ON_FULL=fallback once
+ * the pool is exhausted; another thread's first call waits until the heap
+ * is ready. A free, realloc or malloc_usable_size of a block outside the
  * pool goes to the C library, whose block it is.
  *
  * fork: the mutex is taken before the fork (pthread_atfork) and given back
@@ -99,6 +100,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -145,6 +147,8 @@ static struct {
 
 static struct rtm_arena arena;
 static int reserve_lock_err = -1; /* glibc-rt: mlock's errno for the reserve; 0 locked */
+static bool forked_copy; /* a forked child: its copy of the pool is not locked (fork
+                          * does not carry memory locks) */
 static struct rtm_heap *heap;
 static uintptr_t pool_lo, pool_bytes; /* the arena's span: the heap's blocks lie in it */
 static pthread_mutex_t mutex;
@@ -268,6 +272,7 @@ static void fork_child_counters(void)
 static void fork_child(void)
 {
     mutex_make(); /* the parent's holder is not in this process */
+    forked_copy = true;
     fork_child_counters();
 }
 
@@ -419,7 +424,9 @@ static void on_signal(int sig)
 
 static void signal_set_up(void)
 {
-    if (!cfg.signal)
+    struct sigaction old;
+    /* a signal the program was started ignoring stays ignored */
+    if (!cfg.signal || (sigaction(cfg.signal, NULL, &old) == 0 && old.sa_handler == SIG_IGN))
         return;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -656,8 +663,12 @@ EXPORT void free(void *p)
 /* The usable size of a block of either allocator. */
 static size_t usable(const void *p)
 {
-    if (!cfg.glibc && ours(p))
-        return rtm_heap_usable_size(heap, p);
+    if (!cfg.glibc && ours(p)) {
+        take();
+        size_t n = rtm_heap_usable_size(heap, p);
+        give();
+        return n;
+    }
     return libc_usable_size ? libc_usable_size((void *)p) : 0;
 }
 
@@ -679,6 +690,12 @@ EXPORT void *realloc(void *p, size_t size)
     uint64_t t0 = cfg.timed ? ticks() : 0;
     take();
     st.calls[OP_REALLOC]++;
+    if (rtm_heap_usable_size(heap, p) == 0) { /* not one of its live blocks */
+        st.refused_frees++;
+        give();
+        errno = EINVAL;
+        return NULL;
+    }
     void *q = rtm_heap_realloc(heap, p, size);
     if (!q && cfg.fallback) { /* the pool is full: the block moves to the C library */
         q = full(0, size, false);
@@ -795,6 +812,9 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 static const char *lock_word(void)
 {
+    if (forked_copy && cfg.lock != RTM_ARENA_LOCK_NONE &&
+        arena.report.lock_state != RTM_ARENA_LOCKED_HUGETLB)
+        return "NOT locked (a forked copy)";
     if (cfg.glibc == GLIBC)
         return "not locked (glibc's defaults)";
     if (cfg.glibc == GLIBC_RT)
@@ -974,13 +994,27 @@ static void summary_json(struct out *o, bool signalled)
  * free, and nothing when none is. */
 static void write_file(const char *path, const char *text, size_t len)
 {
-    char final[PATH_MAX + 48], tmp[PATH_MAX + 64];
+    char final[PATH_MAX + 48], tmp[PATH_MAX + 80];
     bool derived = (long)getpid() != cfg.pid;
     if (derived)
         snprintf(final, sizeof(final), "%s.%ld", path, (long)getpid());
     else
         snprintf(final, sizeof(final), "%s", path);
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", final, (long)getpid());
+    /* A device or a FIFO (/dev/null, /dev/stderr) is written, never
+     * replaced by a file. */
+    struct stat sb;
+    if (!derived && stat(final, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        int fd = open(final, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t w = write(fd, text, len);
+            (void)w;
+            close(fd);
+        }
+        return;
+    }
+    static _Atomic unsigned seq; /* two writers at once (a signal, the exit) */
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%u", final, (long)getpid(),
+             atomic_fetch_add(&seq, 1));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
@@ -1007,7 +1041,7 @@ static void write_reports(bool signalled)
 {
     if (atomic_load(&state) != READY || (long)getpid() != counted_pid)
         return;
-    static char buf[4096];
+    char buf[4096]; /* a signal may write while the exit path does */
     struct out o = { buf, sizeof(buf), 0 };
     if (cfg.summary[0] || signalled) {
         summary_text(&o, signalled);

@@ -25,6 +25,9 @@
  *                     RTMEM_MALLOC_ON_FULL=fallback beyond the pool), their
  *                     contents checked, freed
  *   quick-exit S      a few blocks, then _exit(S)
+ *   bad-realloc       realloc of an address inside a block, not a block:
+ *                     NULL with EINVAL, the block untouched (an rtmem heap
+ *                     refuses it; glibc would abort)
  *   vfork             a few blocks, then 3 vfork children that _exit at
  *                     once (they share the parent's memory: no summary of
  *                     theirs), and the parent goes on allocating
@@ -434,6 +437,21 @@ int main(int argc, char **argv)
         fflush(stdout);
         _exit(atoi(argv[2]));
     }
+    if (strcmp(mode, "bad-realloc") == 0) {
+        char *p = malloc(100);
+        if (!p)
+            return 1;
+        memset(p, 7, 100);
+        errno = 0;
+        void *q = realloc(p + 16, 200);
+        if (q || errno != EINVAL || p[99] != 7) {
+            fprintf(stderr, "FAIL: realloc of an inner address gave %p, errno %d\n", q, errno);
+            return 1;
+        }
+        free(p);
+        printf("bad-realloc: refused, EINVAL\n");
+        return 0;
+    }
     if (strcmp(mode, "vfork") == 0) {
         void *kept[10];
         for (int k = 0; k < 3; k++) {
@@ -453,6 +471,6 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "usage: malloc_prog contract N SEED | threads T N | fork | lifetime | "
-                    "exhaust B | over B N | quick-exit S | vfork\n");
+                    "exhaust B | over B N | quick-exit S | vfork | bad-realloc\n");
     return 2;
 }

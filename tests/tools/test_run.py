@@ -105,6 +105,46 @@ def test_a_forked_child_has_a_consistent_heap_and_its_own_summary(rtmem, files, 
     assert len({k["pid"] for k in kids}) == len(kids) and d["heap"]["pid"] not in \
         {k["pid"] for k in kids}
     assert "forked processes used their own copy of the heap" in r.stderr, explain(r)
+    # fork carries no memory lock: a child's copy of a locked pool says so
+    if d["heap"]["locked"] == "locked":
+        assert {k["locked"] for k in kids} == {"NOT locked (a forked copy)"}, kids
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_realloc_of_an_address_that_is_no_block_is_refused(rtmem, files, tmp_dir, kind):
+    r, d = rtmem_run(rtmem, tmp_dir, "--kind", kind, "--", files["malloc_prog"], "bad-realloc")
+    assert "bad-realloc: refused, EINVAL" in r.stdout, explain(r)
+    # counted as a refused free, and the run marked failed for it
+    assert d["heap"]["refused_frees"] == 1 and d["passed"] is False, d["heap"]
+
+
+def test_a_summary_to_a_device_is_written_not_replaced(files, tmp_dir):
+    """RTMEM_MALLOC_SUMMARY naming a device (here through a link to
+    /dev/null): written to, never replaced by a file."""
+    link = os.path.join(tmp_dir, "to-null")
+    os.symlink("/dev/null", link)
+    env = dict(os.environ, LD_PRELOAD=files["malloc_lib"], RTMEM_MALLOC_SUMMARY=link,
+               RTMEM_MALLOC_JSON=link)
+    r = subprocess.run([files["malloc_prog"], "quick-exit", "0"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, explain(r)
+    assert os.path.islink(link) and os.readlink(link) == "/dev/null"
+    assert sorted(os.listdir(tmp_dir)) == ["to-null"], os.listdir(tmp_dir)
+
+
+def test_a_relative_tmpdir_and_a_program_that_changes_directory(rtmem, files, tmp_dir):
+    """TMPDIR relative, and the program changes its directory before it
+    allocates: its summary still reaches rtmem run."""
+    os.mkdir(os.path.join(tmp_dir, "t"))
+    js = os.path.join(tmp_dir, "run.json")
+    r = subprocess.run([str(rtmem), "run", "--json", js, "--", "/bin/sh", "-c",
+                        'cd / && exec "$0" quick-exit 0', files["malloc_prog"]],
+                       cwd=tmp_dir, env=dict(os.environ, TMPDIR="t"), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0, explain(r)
+    d = load_json(js)
+    assert d["heap"] is not None and d["heap"]["calls"]["malloc"] >= 10, d
+    assert os.listdir(os.path.join(tmp_dir, "t")) == []  # its directory removed
 
 
 def test_a_vfork_child_that_exits_writes_no_summary(rtmem, files, tmp_dir):

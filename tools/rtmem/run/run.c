@@ -71,6 +71,11 @@ static int make_dir(void *arg)
         r->dir[0] = '\0';
         return -1;
     }
+    /* The library's files by an absolute path: a program that changes
+     * its directory still writes them here (a relative TMPDIR). */
+    char abs[PATH_MAX];
+    if (r->dir[0] != '/' && realpath(r->dir, abs) && strlen(abs) < sizeof(r->dir))
+        snprintf(r->dir, sizeof(r->dir), "%s", abs);
     tk_cleanup_add_scratch_dir(r->dir);
     return 0;
 }
