@@ -260,6 +260,7 @@ static void fork_parent(void)
 static void fork_child_counters(void)
 {
     counted_pid = (long)getpid();
+    forked_copy = true;
     memset(st.calls, 0, sizeof(st.calls));
     st.failed = st.fallbacks = st.fallback_bytes = st.refused_frees = 0;
     atomic_store(&st.foreign, 0);
@@ -272,7 +273,6 @@ static void fork_child_counters(void)
 static void fork_child(void)
 {
     mutex_make(); /* the parent's holder is not in this process */
-    forked_copy = true;
     fork_child_counters();
 }
 
@@ -818,9 +818,10 @@ static const char *lock_word(void)
     if (cfg.glibc == GLIBC)
         return "not locked (glibc's defaults)";
     if (cfg.glibc == GLIBC_RT)
-        return reserve_lock_err == 0    ? "reserve locked"
-               : reserve_lock_err == -1 ? "not locked (not asked)"
-                                        : "reserve NOT locked";
+        return reserve_lock_err == -1 ? "not locked (not asked)"
+               : reserve_lock_err != 0 ? "reserve NOT locked"
+               : forked_copy           ? "reserve NOT locked (a forked copy)"
+                                       : "reserve locked";
     switch (arena.report.lock_state) {
     case RTM_ARENA_LOCKED: return "locked";
     case RTM_ARENA_LOCKED_HUGETLB: return "huge pages (never paged out)";
@@ -1012,6 +1013,17 @@ static void write_file(const char *path, const char *text, size_t len)
         }
         return;
     }
+    /* A derived name this process made before (a summary on a signal, then
+     * at exit) is its own: replaced from then on. */
+    static struct {
+        const char *path;
+        long pid;
+        char final[PATH_MAX + 48];
+    } made[2];
+    int slot = path == cfg.json ? 1 : 0;
+    bool mine = derived && made[slot].path == path && made[slot].pid == (long)getpid();
+    if (mine)
+        snprintf(final, sizeof(final), "%s", made[slot].final);
     static _Atomic unsigned seq; /* two writers at once (a signal, the exit) */
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%u", final, (long)getpid(),
              atomic_fetch_add(&seq, 1));
@@ -1020,7 +1032,7 @@ static void write_file(const char *path, const char *text, size_t len)
         return;
     bool ok = write(fd, text, len) == (ssize_t)len;
     ok = close(fd) == 0 && ok;
-    if (ok && !derived) {
+    if (ok && (!derived || mine)) {
         ok = rename(tmp, final) == 0;
     } else if (ok) {
         /* link() fails with EEXIST rather than replace */
@@ -1028,6 +1040,11 @@ static void write_file(const char *path, const char *text, size_t len)
         for (int n = 1; !ok && errno == EEXIST && n <= 9; n++) {
             snprintf(final, sizeof(final), "%s.%ld.%d", path, (long)getpid(), n);
             ok = link(tmp, final) == 0;
+        }
+        if (ok) {
+            made[slot].path = path;
+            made[slot].pid = (long)getpid();
+            snprintf(made[slot].final, sizeof(made[slot].final), "%s", final);
         }
         ok = false; /* the temporary name goes either way */
     }

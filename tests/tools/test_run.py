@@ -118,6 +118,26 @@ def test_a_realloc_of_an_address_that_is_no_block_is_refused(rtmem, files, tmp_d
     assert d["heap"]["refused_frees"] == 1 and d["passed"] is False, d["heap"]
 
 
+def test_a_forked_childs_summary_after_a_signal_is_its_last(rtmem, tmp_dir):
+    """--signal usr1 in a forked child: its summary on the signal, then at
+    its exit; rtmem run reads the one written last (the child replaces
+    the file it made itself)."""
+    if EMULATED:
+        pytest.skip("the host's Python: the emulated target's library cannot be loaded into it")
+    script = ("import os, signal\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    os.kill(os.getpid(), signal.SIGUSR1)\n"
+              "    x = [bytes(2000 + i) for i in range(3000)]\n"
+              "    os._exit(0)\n"
+              "os.waitpid(pid, 0)\n")
+    r, d = rtmem_run(rtmem, tmp_dir, "--signal", "usr1", "--", python(), "-c", script)
+    assert r.returncode == 0, explain(r)
+    kids = d["children"]
+    assert len(kids) == 1, kids
+    assert kids[0]["calls"]["calloc"] >= 3000, kids[0]["calls"]  # made after the signal
+
+
 def test_a_summary_to_a_device_is_written_not_replaced(files, tmp_dir):
     """RTMEM_MALLOC_SUMMARY naming a device (here through a link to
     /dev/null): written to, never replaced by a file."""

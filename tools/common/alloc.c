@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---- rtmem kinds, through rtm_heap_* ------------------------------------- */
@@ -213,15 +214,16 @@ void tk_alloc_glibc(struct tk_alloc *a)
 
 /* ---- glibc-rt ---------------------------------------------------------------------- */
 
-#define GLIBC_RT_SETTINGS \
-    "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; reserve prefaulted"
+#define GLIBC_RT_SETTINGS                                                               \
+    "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; reserve prefaulted and " \
+    "locked"
 
 void tk_alloc_glibc_rt(struct tk_alloc *a)
 {
     tk_alloc_glibc(a);
     snprintf(a->name, sizeof(a->name), "%s", TK_GLIBC_RT_NAME);
     a->describe = "process allocator: glibc malloc/free tuned for real time: " GLIBC_RT_SETTINGS
-                  ", locked with the process; measured in a process of its own";
+                  "; measured in a process of its own";
     a->own_process = true;
 }
 
@@ -275,6 +277,8 @@ int tk_glibc_rt_apply(struct tk_alloc *a, char *why, size_t why_len)
             long page = sysconf(_SC_PAGESIZE);
             for (size_t i = 0; i < a->reserve; i += page > 0 ? (size_t)page : 4096)
                 p[i] = 1;
+            /* locked here, whatever the tool locks: glibc keeps it */
+            g->locked = a->reserve && mlock((const void *)p, a->reserve) == 0;
             free((void *)p);
             g->heap_bytes = glibc_heap_bytes();
             g->applied = true;
@@ -303,14 +307,15 @@ const char *tk_glibc_rt_outcome(const struct tk_alloc *a, char *buf, size_t size
     char r[32], g[32];
     const struct tk_glibc_rt *t = &a->grt;
     tk_fmt_bytes_short(r, sizeof(r), a->reserve);
+    const char *how = t->locked ? "prefaulted and locked" : "prefaulted, NOT locked";
     if (!t->applied)
         snprintf(buf, size, "%s reserved: not applied: %s", r, t->why[0] ? t->why : "not measured");
     else if (!t->checked)
-        snprintf(buf, size, "%s reserved and prefaulted", r);
+        snprintf(buf, size, "%s reserved, %s", r, how);
     else if (t->grown_bytes == 0)
-        snprintf(buf, size, "%s reserved and prefaulted; it held: the heap never grew", r);
+        snprintf(buf, size, "%s reserved, %s; it held: the heap never grew", r, how);
     else
-        snprintf(buf, size, "%s reserved and prefaulted; the heap grew %s past it", r,
+        snprintf(buf, size, "%s reserved, %s; the heap grew %s past it", r, how,
                  tk_fmt_bytes_short(g, sizeof(g), t->grown_bytes));
     return buf;
 }
@@ -324,6 +329,7 @@ void tk_glibc_rt_json(struct tk_json *j, const struct tk_alloc *a)
     tk_json_kv_string(j, "settings", GLIBC_RT_SETTINGS);
     tk_json_kv_uint(j, "reserve_bytes", a->reserve);
     tk_json_kv_bool(j, "applied", t->applied);
+    tk_json_kv_bool(j, "locked", t->locked);
     if (tk_json_key_or_null(j, "why", !t->applied))
         tk_json_string(j, t->why[0] ? t->why : "not measured");
     tk_json_kv_uint(j, "heap_bytes", t->heap_bytes);

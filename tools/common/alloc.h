@@ -60,7 +60,8 @@
 
 /* A build whose sanitizer replaces malloc: glibc's allocator is not the one
  * malloc reaches, and its mallopt settings reach nothing (glibc-rt is
- * skipped). */
+ * skipped, as it is on a C library other than glibc: TK_NO_GLIBC_RT says
+ * why). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TK_MALLOC_SANITIZED 1
 #elif defined(__has_feature)
@@ -68,6 +69,11 @@
     __has_feature(memory_sanitizer)
 #define TK_MALLOC_SANITIZED 1
 #endif
+#endif
+#if defined(TK_MALLOC_SANITIZED)
+#define TK_NO_GLIBC_RT "this build's sanitizer replaces malloc"
+#elif !defined(__GLIBC__)
+#define TK_NO_GLIBC_RT "the C library is not glibc"
 #endif
 
 enum tk_alloc_sort {
@@ -145,6 +151,7 @@ enum tk_alloc_from {
 struct tk_glibc_rt {
     bool applied;       /* mallopt took every setting and the reserve was made */
     bool checked;       /* tk_glibc_rt_check ran after the measuring */
+    bool locked;        /* the reserve's pages mlocked (no privilege: not) */
     size_t heap_bytes;  /* glibc's heap (mallinfo2's arena) after the reserve */
     size_t grown_bytes; /* the most it grew after that, by the checks */
     char why[96];       /* when not applied */
@@ -213,9 +220,8 @@ void tk_alloc_glibc(struct tk_alloc *a);
  * block from the heap, none from mmap), M_TRIM_THRESHOLD -1 (free memory
  * never given back, which also stops glibc moving its thresholds) and
  * M_ARENA_MAX 1 (one arena for every thread); then its heap grown by
- * a->reserve bytes, every page written, and given back to glibc, which
- * keeps it. The measuring process's memory lock (mlockall) locks it as it
- * locks every allocator's memory. tk_alloc_bind applies all of it, in the
+ * a->reserve bytes, every page written and locked (mlock, where the
+ * process may), and given back to glibc, which keeps it. tk_alloc_bind applies all of it, in the
  * measuring process; since mallopt is process-wide, a->own_process is set
  * and the tools measure it in a process of its own.
  */

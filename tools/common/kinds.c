@@ -209,7 +209,7 @@ static void add(struct tk_kinds *k, const char *name)
     } else if (strcmp(name, "glibc") == 0) {
         tk_alloc_glibc(a);
     } else if (strcmp(name, TK_GLIBC_RT_NAME) == 0) {
-#ifdef TK_MALLOC_SANITIZED
+#ifdef TK_NO_GLIBC_RT
         return; /* skipped, and said so, by tk_kinds_select */
 #else
         tk_alloc_glibc_rt(a);
@@ -291,10 +291,10 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
         return TK_EXIT_USAGE;
     if (kinds_arg && check_names(k, cli, kinds_arg) != 0)
         return TK_EXIT_USAGE;
-#ifdef TK_MALLOC_SANITIZED
+#ifdef TK_NO_GLIBC_RT
     if (kinds_arg ? tk_list_has(kinds_arg, TK_GLIBC_RT_NAME)
                   : (spec->by_default & TK_DEFAULT_GLIBC_RT) != 0)
-        skip(k, cli, TK_GLIBC_RT_NAME, "this build's sanitizer replaces malloc", kinds_arg != NULL);
+        skip(k, cli, TK_GLIBC_RT_NAME, TK_NO_GLIBC_RT, kinds_arg != NULL);
 #endif
     if (kinds_arg)
         add_listed(k, kinds_arg);

@@ -45,7 +45,10 @@ static int select_allocators(struct bench *b, const struct tk_args *cli, int arg
     if (b->o.threads_only) /* no allocator's phase runs */
         return 0;
     /* glibc-rt's reserve: the largest of what the phases keep live. */
-    size_t live = (size_t)b->o.live_cap * b->o.max_size_bytes;
+    size_t largest = b->o.max_size_bytes;
+    if (!b->o.no_sweep && largest < (size_t)SWEEP_BUCKETS * SWEEP_BUCKET_BYTES)
+        largest = (size_t)SWEEP_BUCKETS * SWEEP_BUCKET_BYTES;
+    size_t live = (size_t)b->o.live_cap * largest;
     size_t fill = (size_t)b->o.fill_blocks * b->o.max_size_bytes;
     size_t most = live > fill ? live : fill;
     size_t blocks = b->o.live_cap > b->o.fill_blocks ? b->o.live_cap : b->o.fill_blocks;
@@ -263,7 +266,12 @@ static int fail_allocator(struct bench *b, const struct tk_child_result *r)
     f->signal = r->end == TK_CHILD_KILLED ? r->code : 0;
     f->where = b->now;
     bench_where(&b->now, where, sizeof(where));
-    if (f->timed_out)
+    char grt_why[sizeof(a->def.grt.why)];
+    memcpy(grt_why, a->def.grt.why, sizeof(grt_why));
+    grt_why[sizeof(grt_why) - 1] = '\0';
+    if (a->def.own_process && !a->def.grt.applied && grt_why[0] && r->end == TK_CHILD_EXITED)
+        snprintf(f->msg, sizeof(f->msg), "%s: %s", where, grt_why); /* its set-up said why */
+    else if (f->timed_out)
         snprintf(f->msg, sizeof(f->msg),
                  "%s: hung: no progress for %u s (--timeout), killed "
                  "with SIGKILL",

@@ -133,9 +133,16 @@ static void set_targets(struct replay *r)
         } else if (a->from == TK_FROM_PLUGIN) {
             set_plugin(r, x, a->plugin);
         } else if (a->own_process) {
-            /* glibc-rt: room for the program's peak and a block header each */
+            /* glibc-rt: room for the program's peak (a realloc's old and
+             * new block both counted, as the bound counts them) and a block
+             * header each */
+            struct rtm_heap_limits l;
+            uint64_t live = replay_program_limits(&r->p, &l) == 0 && l.max_live > r->p.peak_live
+                                ? l.max_live
+                                : r->p.peak_live;
             x->own = a;
-            a->reserve = tk_glibc_rt_reserve(r->p.peak_live, replay_peak_blocks(&r->p));
+            a->reserve = tk_glibc_rt_reserve(live > SIZE_MAX ? SIZE_MAX : (size_t)live,
+                                             replay_peak_blocks(&r->p));
         } else if (a->from != TK_FROM_GLIBC) {
             snprintf(x->why_not, sizeof(x->why_not),
                      "not replayed: replay drives realloc and aligned allocation, which %s "

@@ -350,6 +350,7 @@ static int target_child(void *arg)
         snprintf(x->why_not, sizeof(x->why_not), "%s", why);
     } else if (x->own && tk_alloc_bind(x->own, why, sizeof(why)) != 0) {
         snprintf(x->why_not, sizeof(x->why_not), "%s", why);
+        x->grt = x->own->grt; /* why, for the JSON */
     } else {
         one_target(j->r, x, j->g, j->blocks, j->allocs, j->frees);
         if (x->own) {
