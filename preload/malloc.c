@@ -851,13 +851,26 @@ static bool glibc_memory(bool signalled, size_t *heap_bytes, size_t *mmapped_byt
 #endif
 }
 
+/* The summary's worst line: each operation's worst call, what it includes. */
+static void put_worst(struct out *o, const char *includes)
+{
+    if (!cfg.timed) {
+        put(o, "  worst      not timed (RTMEM_MALLOC_TIME=0)\n");
+        return;
+    }
+    double npt = ns_per_tick();
+    put(o, "  worst     ");
+    for (int i = 0; i < N_OPS; i++)
+        put(o, " %s %.0f ns", op_names[i], (double)atomic_load(&st.worst_ticks[i]) * npt);
+    put(o, " (a call's whole time, %s)\n", includes);
+}
+
 static const char *const glibc_settings =
     "mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD -1, M_ARENA_MAX 1; the reserve prefaulted";
 
 /* glibc's summary (text) into o. */
 static void glibc_summary_text(struct out *o, bool signalled)
 {
-    double npt = ns_per_tick();
     if (cfg.glibc == GLIBC_RT)
         put(o, "librtmem-malloc (pid %ld): glibc-rt: glibc's malloc, %s: %zu bytes (%s)\n",
             (long)getpid(), glibc_settings, cfg.pool, lock_word());
@@ -875,14 +888,7 @@ static void glibc_summary_text(struct out *o, bool signalled)
     else
         put(o, "  memory     glibc's not read (in a signal handler)\n");
     put(o, "  failed     %" PRIu64 " allocations\n", st.failed);
-    if (cfg.timed) {
-        put(o, "  worst     ");
-        for (int i = 0; i < N_OPS; i++)
-            put(o, " %s %.0f ns", op_names[i], (double)atomic_load(&st.worst_ticks[i]) * npt);
-        put(o, " (a call's whole time, glibc's own locking included)\n");
-    } else {
-        put(o, "  worst      not timed (RTMEM_MALLOC_TIME=0)\n");
-    }
+    put_worst(o, "glibc's own locking included");
 }
 
 /* The summary (text) into o. Reads the counters without the mutex: a
@@ -896,7 +902,6 @@ static void summary_text(struct out *o, bool signalled)
     struct rtm_heap_stats hs;
     memset(&hs, 0, sizeof(hs));
     rtm_heap_stats(heap, &hs);
-    double npt = ns_per_tick();
     uint64_t locked = 0;
     for (int i = 0; i < N_OPS; i++)
         locked += st.calls[i];
@@ -922,14 +927,7 @@ static void summary_text(struct out *o, bool signalled)
         st.failed, st.fallbacks, st.fallback_bytes, st.refused_frees);
     put(o, "  lock       %" PRIu64 " calls, %" PRIu64 " found it held\n", locked,
         atomic_load(&st.contended));
-    if (cfg.timed) {
-        put(o, "  worst     ");
-        for (int i = 0; i < N_OPS; i++)
-            put(o, " %s %.0f ns", op_names[i], (double)atomic_load(&st.worst_ticks[i]) * npt);
-        put(o, " (a call's whole time, its wait for the lock included)\n");
-    } else {
-        put(o, "  worst      not timed (RTMEM_MALLOC_TIME=0)\n");
-    }
+    put_worst(o, "its wait for the lock included");
 }
 
 static void summary_json(struct out *o, bool signalled)
