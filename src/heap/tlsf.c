@@ -134,9 +134,6 @@ struct rtm_tlsf {
     /* self-linked block of size 0: "remove nothing" */
     _Alignas(8) size_t idle[HW / W + 2 + (HW == W)];
     size_t heads[FL_COUNT][SL_COUNT];
-    /* Where free writes the "swallowed" mark when there is no free
-     * successor to mark: one store either way, no branch. */
-    hword scratch;
 };
 
 _Static_assert(sizeof(struct rtm_tlsf) + GRANULE <= RTM_TLSF_CONTROL_BYTES,
@@ -347,7 +344,7 @@ static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned 
  * leaves it as it was: every first-level bit says whether its word is
  * non-zero.
  */
-static inline void list_remove(struct rtm_tlsf *t, size_t b)
+static inline __attribute__((always_inline)) void list_remove(struct rtm_tlsf *t, size_t b)
 {
     size_t next = NEXT(t, b), prev = PREV_GET(t, b);
     RTM_SET(&t->base, NEXT(t, prev), next);
@@ -485,7 +482,8 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, size
  * of the free blocks, never on the order of a list (largest_free_bytes is
  * exact and the same after a full drain as after create).
  */
-static inline size_t find_free(struct rtm_tlsf *t, size_t s, bool hard)
+static inline __attribute__((always_inline)) size_t find_free(struct rtm_tlsf *t, size_t s,
+                                                              bool hard)
 {
     unsigned sfl = class_fl(s);
     size_t r = s + ((((size_t)1) << class_shift_fl(sfl)) - 1);
@@ -798,11 +796,11 @@ static inline __attribute__((always_inline)) void free_commit(struct rtm_tlsf *t
     /* Mark the headers a merge swallows (this block's, when it joins its
      * predecessor; the successor's, when that is free): a second free of
      * either pointer is then refused as a double free, and no check takes
-     * such a header for a block. The successor's mark goes to a scratch word
-     * when there is none to swallow. */
+     * such a header for a block. A used successor's header is written back
+     * unchanged: one store either way, no branch. */
     RTM_SET(&t->base, HDR(t, f->b), f->hdr | F_GONE);
     if (hard) /* unhardened, nothing reads the mark: a successor stays as it was */
-        RTM_SET(&t->base, *(f->nmask ? &HDR(t, f->n) : &t->scratch), f->nh | F_GONE);
+        RTM_SET(&t->base, HDR(t, f->n), f->nh | (F_GONE & f->nmask));
     list_remove(t, f->first);
     if (__builtin_expect(f->nmask & f->pmask, 0))
         list_remove(t, f->pb);
