@@ -120,8 +120,8 @@ static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *
 static void ph_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
 {
     size_t map = *l->map, pages = *l->pages, n = *l->npages;
-    /* 4 on 64-bit, 2 on 32-bit: below the map entry's alignment either way */
-    refused_with(h, bytes, "map misaligned", l->map, map + sizeof(size_t) / 2, -EFAULT);
+    /* 2: below the map entry's alignment (4, its words are 32 bits) */
+    refused_with(h, bytes, "map misaligned", l->map, map + 2, -EFAULT);
     refused_with(h, bytes, "map in the control structure", l->map, map - 8, -EFAULT);
     refused_with(h, bytes, "map after the pages", l->map, pages + PAGE, -EFAULT);
     refused_with(h, bytes, "map past the end", l->map, bytes + PAGE, -EFAULT);

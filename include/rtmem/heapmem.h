@@ -12,8 +12,9 @@
  *  - n > 256: a run of ceil(n / 512) whole pages (usable size: the run).
  * Blocks are aligned to min(their class, 512) bytes, so to at least 16.
  *
- * Page map: one RTM_PAGEHEAP_PAGEMAP_BYTES (24-byte) entry per page at the
- * start of each pool, ahead of the pages (4.7% of the page memory). Pages
+ * Page map: one RTM_PAGEHEAP_PAGEMAP_BYTES (12-byte) entry per page at the
+ * start of each pool, ahead of the pages (2.3% of the page memory, as in
+ * Xenomai; bucket lists are kept per pool, linked by page index). Pages
  * themselves carry no metadata while used; a free run keeps its range
  * descriptor (links in the two trees) in its first page.
  *
@@ -38,8 +39,8 @@
  *    without room for the smaller block, the block stays where it is.
  *  - stats O(1); check O(pages used so far * k + r log r); create and add_pool
  *    O(1) (nothing is written to the page map until pages are used).
- *  - Largest block and pool: 2^32 - 1 pages (2 TiB); a larger pool is
- *    refused with E2BIG.
+ *  - Largest block and pool: RTM_PAGEHEAP_MAX_PAGES, 2^30 - 2 pages (512 GiB
+ *    less two pages); a larger pool is refused with E2BIG.
  *  - Fill guarantee: a fresh heap of P pages holds P * (512 / class) blocks
  *    of up to 256 bytes, and sum over pools of floor(P_i / ceil(n / 512))
  *    larger blocks.

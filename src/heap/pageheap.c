@@ -51,11 +51,31 @@
 
 enum { PG_FREE = 0, PG_RUN = 1, PG_BUCKET = 2 };
 
+/*
+ * A page-map entry: 12 bytes, as in Xenomai. Each pool keeps, per bucket
+ * class, a list of its bucket pages with a free slot, linked by page index
+ * in the pool plus one (0: none) in PG_IDX_BITS; the heap links the pools
+ * whose list of a class is not empty (ph_pool.bnext, ph_heap.buckets).
+ *   - FREE: all zero.
+ *   - RUN (the first page of a live run): word is its page count.
+ *   - BUCKET: word is its busy-slot bitmap; the class (shift - PH_MIN_SHIFT
+ *     + 1, never 0) lies in the top bits of prev (its low two bits) and of
+ *     next (the third), above the links.
+ * The type is read off the entry: a class makes a BUCKET, else a page
+ * count makes a RUN. A pool holds at most PH_MAX_PAGES pages, so that
+ * every link fits.
+ */
 struct ph_pgent {
-    size_t prev, next; /* BUCKET with a free slot: neighbours in its class list (page offsets) */
-    uint32_t type;     /* PG_* in the low byte; a bucket's class shift in the next */
-    uint32_t word;     /* BUCKET: busy-slot bitmap; RUN: page count */
+    uint32_t prev; /* BUCKET: class bits, and the previous page in its list */
+    uint32_t next; /* BUCKET: class bit, and the next page in its list */
+    uint32_t word; /* BUCKET: busy-slot bitmap; RUN: page count; FREE: 0 */
 };
+
+#define PG_IDX_BITS 30
+#define PG_IDX_MASK ((UINT32_C(1) << PG_IDX_BITS) - 1)
+_Static_assert(PH_MAX_PAGES + 1 <= PG_IDX_MASK, "a link (index + 1) fits");
+_Static_assert(PH_BUCKETS <= 7, "a class (1 to PH_BUCKETS) fits in three bits");
+_Static_assert(sizeof(struct ph_pgent) == 12, "a page-map entry is 12 bytes");
 
 _Static_assert(offsetof(struct ph_range, guard) == 0, "the guard opens the range");
 _Static_assert(offsetof(struct ph_range, addr_guard) == 64 &&
@@ -492,14 +512,49 @@ PH_INLINE void merge_apply(struct ph_heap *h, ph_tree tree, size_t pg, size_t n,
 
 /* ---- buckets ------------------------------------------------------------------------- */
 
-static inline unsigned type_of(const struct ph_pgent *e)
+/* A bucket page's class plus one, 0 for the other types. */
+static inline unsigned class_of(const struct ph_pgent *e)
 {
-    return e->type & 0xffu;
+    return (e->prev >> PG_IDX_BITS) | (e->next >> PG_IDX_BITS) << 2;
 }
 
+static inline unsigned type_of(const struct ph_pgent *e)
+{
+    return ((e->prev | e->next) & ~PG_IDX_MASK) ? PG_BUCKET : e->word ? PG_RUN : PG_FREE;
+}
+
+/* A BUCKET page's class shift. */
 static inline unsigned shift_of(const struct ph_pgent *e)
 {
-    return (e->type >> 8) & 0xffu;
+    return class_of(e) + PH_MIN_SHIFT - 1;
+}
+
+/* An entry's links, and the words that set them with its class kept. */
+static inline uint32_t prev_of(const struct ph_pgent *e)
+{
+    return e->prev & PG_IDX_MASK;
+}
+
+static inline uint32_t next_of(const struct ph_pgent *e)
+{
+    return e->next & PG_IDX_MASK;
+}
+
+static inline uint32_t with_link(uint32_t word, uint32_t link)
+{
+    return (word & ~PG_IDX_MASK) | link;
+}
+
+/* The entry of page index i of pool d. */
+static inline struct ph_pgent *entry_at(const struct ph_heap *h, const struct ph_pool *d, size_t i)
+{
+    struct ph_pgent *map = at_off(h, d->map);
+    return &map[i];
+}
+
+static inline struct ph_pool *pool_w(const struct ph_pool *d)
+{
+    return (struct ph_pool *)(uintptr_t)d;
 }
 
 /* Bitmap of a bucket page with no busy slot: bits beyond the page's slots
@@ -510,24 +565,52 @@ static inline uint32_t empty_map(unsigned shift)
     return slots >= 32 ? 0u : ~((1u << slots) - 1u);
 }
 
-static void bucket_push(struct ph_heap *h, unsigned k, size_t pg, struct ph_pgent *e)
+/* Puts page index i of pool d (entry e) at the head of its class-k list;
+ * the pool joins the heap's list of class k when its own was empty. */
+static void bucket_push(struct ph_heap *h, unsigned k, struct ph_pool *d, size_t i,
+                        struct ph_pgent *e)
 {
-    size_t head = h->buckets[k];
-    RTM_SET(&h->base, e->prev, 0);
-    RTM_SET(&h->base, e->next, head);
-    if (head)
-        RTM_SET(&h->base, entry_of(h, head)->prev, pg);
-    RTM_SET(&h->base, h->buckets[k], pg);
+    uint32_t head = d->bhead[k];
+    RTM_SET(&h->base, e->prev, with_link(e->prev, 0));
+    RTM_SET(&h->base, e->next, with_link(e->next, head));
+    if (head) {
+        struct ph_pgent *f = entry_at(h, d, head - 1);
+        RTM_SET(&h->base, f->prev, with_link(f->prev, (uint32_t)i + 1));
+    } else {
+        size_t first = h->buckets[k], self = off_of(h, d);
+        RTM_SET(&h->base, d->bprev[k], 0);
+        RTM_SET(&h->base, d->bnext[k], first);
+        if (first)
+            RTM_SET(&h->base, pool_w(pool_at(h, first))->bprev[k], self);
+        RTM_SET(&h->base, h->buckets[k], self);
+    }
+    RTM_SET(&h->base, d->bhead[k], (uint32_t)i + 1);
 }
 
-static void bucket_unlink(struct ph_heap *h, unsigned k, struct ph_pgent *e)
+/* Takes entry e out of pool d's class-k list; the pool leaves the heap's
+ * list of class k when its own empties. */
+static void bucket_unlink(struct ph_heap *h, unsigned k, struct ph_pool *d, struct ph_pgent *e)
 {
-    if (e->prev)
-        RTM_SET(&h->base, entry_of(h, e->prev)->next, e->next);
-    else
-        RTM_SET(&h->base, h->buckets[k], e->next);
-    if (e->next)
-        RTM_SET(&h->base, entry_of(h, e->next)->prev, e->prev);
+    uint32_t prev = prev_of(e), next = next_of(e);
+    if (prev) {
+        struct ph_pgent *f = entry_at(h, d, prev - 1);
+        RTM_SET(&h->base, f->next, with_link(f->next, next));
+    } else {
+        RTM_SET(&h->base, d->bhead[k], next);
+    }
+    if (next) {
+        struct ph_pgent *f = entry_at(h, d, next - 1);
+        RTM_SET(&h->base, f->prev, with_link(f->prev, prev));
+    }
+    if (!prev && !next) {
+        size_t bp = d->bprev[k], bn = d->bnext[k];
+        if (bp)
+            RTM_SET(&h->base, pool_w(pool_at(h, bp))->bnext[k], bn);
+        else
+            RTM_SET(&h->base, h->buckets[k], bn);
+        if (bn)
+            RTM_SET(&h->base, pool_w(pool_at(h, bn))->bprev[k], bp);
+    }
 }
 
 /* Smallest bucket class (shift) for size bytes, size <= PAGE / 2. */
@@ -541,23 +624,31 @@ static inline unsigned bucket_shift(size_t size)
 PH_INLINE void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift, bool hard)
 {
     unsigned k = shift - PH_MIN_SHIFT;
-    size_t pg = h->buckets[k];
+    size_t first = h->buckets[k], pg, i;
+    struct ph_pool *d;
     struct ph_pgent *e;
-    if (pg) {
-        e = entry_of(h, pg);
+    if (first) {
+        d = pool_w(pool_at(h, first));
+        i = d->bhead[k] - 1;
+        pg = d->pages + i * PAGE;
+        e = entry_at(h, d, i);
     } else {
         pg = run_alloc(h, tree, 1, hard);
         if (!pg)
             return NULL;
-        e = entry_of(h, pg);
-        RTM_SET(&h->base, e->type, PG_BUCKET | (shift << 8));
+        d = pool_w(pool_of(h, pg));
+        i = (pg - d->pages) >> PH_PAGE_SHIFT;
+        e = entry_at(h, d, i);
+        uint32_t cls = k + 1;
+        RTM_SET(&h->base, e->prev, (cls & 3u) << PG_IDX_BITS);
+        RTM_SET(&h->base, e->next, (cls >> 2) << PG_IDX_BITS);
         RTM_SET(&h->base, e->word, empty_map(shift));
-        bucket_push(h, k, pg, e);
+        bucket_push(h, k, d, i, e);
     }
     unsigned slot = (unsigned)__builtin_ctz(~e->word);
     RTM_SET(&h->base, e->word, e->word | (1u << slot));
     if (e->word == ~0u) /* full: leaves its class list */
-        bucket_unlink(h, k, e);
+        bucket_unlink(h, k, d, e);
     note_used(h, (size_t)1 << shift);
     return at_off(h, pg + ((size_t)slot << shift));
 }
@@ -565,6 +656,8 @@ PH_INLINE void *bucket_alloc(struct ph_heap *h, ph_tree tree, unsigned shift, bo
 /* ---- lookups of live blocks ---------------------------------------------------- */
 
 struct live {
+    unsigned type;      /* its page's: PG_RUN or PG_BUCKET */
+    struct ph_pool *d;  /* the block's pool */
     size_t pg;          /* offset of the block's page */
     struct ph_pgent *e; /* its entry */
     size_t bytes;       /* the block's size */
@@ -586,9 +679,10 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
     if (((lb->pg - d->pages) >> PH_PAGE_SHIFT) < d->fresh)
         return false; /* never handed out */
     lb->e = entry(h, d, lb->pg);
+    lb->d = pool_w(d);
     lb->slot = 0;
     size_t within = off - lb->pg;
-    switch (type_of(lb->e)) {
+    switch (lb->type = type_of(lb->e)) {
     case PG_RUN:
         /* a run is one block: p must be its first byte */
         lb->bytes = (size_t)lb->e->word * PAGE;
@@ -609,7 +703,7 @@ static bool live_block(const struct ph_heap *h, const void *p, struct live *lb)
  * page when lb is the page's last busy slot; 0 pages for none. */
 static inline size_t pages_released(const struct live *lb)
 {
-    if (type_of(lb->e) == PG_RUN)
+    if (lb->type == PG_RUN)
         return lb->e->word;
     return (lb->e->word & ~(1u << lb->slot)) == empty_map(shift_of(lb->e));
 }
@@ -627,8 +721,8 @@ PH_INLINE int release(struct ph_heap *h, ph_tree tree, const struct live *lb, bo
         return -EFAULT;
     RTM_SET(&h->base, h->used_bytes, h->used_bytes - (lb->bytes));
     RTM_SET(&h->base, h->live_blocks, h->live_blocks - 1);
-    if (type_of(e) == PG_RUN) {
-        RTM_SET(&h->base, e->type, PG_FREE);
+    if (lb->type == PG_RUN) {
+        RTM_SET(&h->base, e->word, 0); /* FREE */
         merge_apply(h, tree, lb->pg, n, &m, hard);
         return 0;
     }
@@ -637,11 +731,13 @@ PH_INLINE int release(struct ph_heap *h, ph_tree tree, const struct live *lb, bo
     RTM_SET(&h->base, e->word, e->word & (~(1u << lb->slot)));
     if (n) {
         if (!was_full)
-            bucket_unlink(h, k, e);
-        RTM_SET(&h->base, e->type, PG_FREE);
+            bucket_unlink(h, k, lb->d, e);
+        RTM_SET(&h->base, e->prev, 0); /* FREE */
+        RTM_SET(&h->base, e->next, 0);
+        RTM_SET(&h->base, e->word, 0);
         merge_apply(h, tree, lb->pg, 1, &m, hard);
     } else if (was_full) {
-        bucket_push(h, k, lb->pg, e);
+        bucket_push(h, k, lb->d, (lb->pg - lb->d->pages) >> PH_PAGE_SHIFT, e);
     }
     return 0;
 }
@@ -754,9 +850,7 @@ PH_INLINE void *alloc_block(struct ph_heap *h, size_t size, ph_tree tree, bool h
     size_t pg = run_alloc(h, tree, n, hard);
     if (!pg)
         return NULL;
-    struct ph_pgent *e = entry_of(h, pg);
-    RTM_SET(&h->base, e->type, PG_RUN);
-    RTM_SET(&h->base, e->word, (uint32_t)n);
+    RTM_SET(&h->base, entry_of(h, pg)->word, (uint32_t)n); /* FREE to RUN */
     note_used(h, n * PAGE);
     return at_off(h, pg);
 }
@@ -804,9 +898,7 @@ PH_INLINE void *aligned_block(struct ph_heap *h, size_t alignment, size_t size, 
     size_t have = range_at(h, r)->npages, tail = r + (have - total) * PAGE;
     size_t lead = (align_up(abs_of(h, tail), alignment) - (size_t)abs_of(h, tail)) / PAGE;
     size_t pg = run_take(h, tree, r, have, have - total + lead, n, hard);
-    struct ph_pgent *e = entry_of(h, pg);
-    RTM_SET(&h->base, e->type, PG_RUN);
-    RTM_SET(&h->base, e->word, (uint32_t)n);
+    RTM_SET(&h->base, entry_of(h, pg)->word, (uint32_t)n); /* FREE to RUN */
     note_used(h, n * PAGE);
     return at_off(h, pg);
 }
@@ -881,7 +973,7 @@ PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree t
     struct live lb;
     if (!live_block(h, p, &lb))
         return NULL;
-    if (type_of(lb.e) == PG_BUCKET) {
+    if (lb.type == PG_BUCKET) {
         if (size <= PAGE / 2 && bucket_shift(size) == shift_of(lb.e))
             return p;
     } else if (size > PAGE / 2 && size <= PH_MAX_PAGES * PAGE) {
@@ -902,7 +994,7 @@ PH_INLINE void *realloc_block(struct ph_heap *h, void *p, size_t size, ph_tree t
          * to be had, the block stays where it is (a run keeps one page, or
          * all of it if the merge that gives the rest back is refused). */
         if (size <= lb.bytes) {
-            if (type_of(lb.e) == PG_RUN)
+            if (lb.type == PG_RUN)
                 (void)run_resize_in_place(h, tree, &lb, 1, hard, p);
             return p;
         }
@@ -1187,7 +1279,7 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
         const struct ph_pgent *e = entry(h, d, pg);
         switch (type_of(e)) {
         case PG_RUN:
-            CHECK(e->word >= 1 && e->word <= d->npages - i);
+            CHECK(e->word >= 1 && e->word <= d->npages - i && e->prev == 0 && e->next == 0);
             for (size_t j = 1; j < e->word; j++)
                 CHECK(type_of(entry(h, d, pg + j * PAGE)) == PG_FREE);
             t->used += (size_t)e->word * PAGE;
@@ -1230,6 +1322,17 @@ static int check_pool(const struct ph_heap *h, const struct ph_pool *d, struct t
     return 0;
 }
 
+/* Whether off is the offset of one of h's pool descriptors. O(pools). */
+static bool is_pool(const struct ph_heap *h, size_t off)
+{
+    for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
+        if (off_of(h, d) == off)
+            return true;
+        if (d->link.next == 0)
+            return false;
+    }
+}
+
 int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
 {
     if (!h || h->base.magic != RTM_HEAP_MAGIC || h->base.kind != kind)
@@ -1262,21 +1365,38 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
      * the address tree, and each run of the size tree is in it too. */
     for (size_t n = rtm__tree_first(h, h->size_root); n; n = rtm__tree_next(h, n))
         CHECK(free_run_at(h, RANGE_OF_SIZE_NODE(n)));
-    /* Bucket lists: exactly the bucket pages of their class with a free slot. */
+    /* Bucket lists: exactly the bucket pages of their class with a free
+     * slot, each in its pool's list; exactly the pools with such a page in
+     * the heap's list of the class. */
     for (unsigned k = 0; k < PH_BUCKETS; k++) {
-        size_t count = 0, prev = 0;
-        for (size_t pg = h->buckets[k]; pg; pg = entry_of(h, pg)->next) {
-            CHECK(++count <= t.bucket_pages_open[k]);
-            const struct ph_pool *d = pool_of(h, pg);
-            CHECK(d && (pg - d->pages) % PAGE == 0);
-            CHECK(((pg - d->pages) >> PH_PAGE_SHIFT) >= d->fresh);
-            const struct ph_pgent *e = entry(h, d, pg);
-            CHECK(type_of(e) == PG_BUCKET && shift_of(e) == k + PH_MIN_SHIFT);
-            CHECK(e->word != ~0u); /* a full page is in no list */
-            CHECK(e->prev == prev);
-            prev = pg;
+        size_t count = 0, listed = 0, bprev = 0;
+        for (size_t off = h->buckets[k]; off;) {
+            CHECK(++listed <= h->pool_count && is_pool(h, off));
+            const struct ph_pool *d = pool_at(h, off);
+            CHECK(d->bprev[k] == bprev && d->bhead[k] != 0);
+            uint32_t prev = 0;
+            for (uint32_t link = d->bhead[k]; link;) {
+                CHECK(++count <= t.bucket_pages_open[k]);
+                CHECK(link - 1 < d->npages && link - 1 >= d->fresh);
+                const struct ph_pgent *e = entry_at(h, d, link - 1);
+                CHECK(type_of(e) == PG_BUCKET && shift_of(e) == k + PH_MIN_SHIFT);
+                CHECK(e->word != ~0u); /* a full page is in no list */
+                CHECK(prev_of(e) == prev);
+                prev = link;
+                link = next_of(e);
+            }
+            bprev = off;
+            off = d->bnext[k];
         }
         CHECK(count == t.bucket_pages_open[k]);
+        /* and a pool outside that list has no page in its list */
+        size_t with = 0;
+        for (const struct ph_pool *d = &h->pool0;; d = pool_at(h, d->link.next)) {
+            with += d->bhead[k] != 0;
+            if (d->link.next == 0)
+                break;
+        }
+        CHECK(with == listed);
     }
     return 0;
 }

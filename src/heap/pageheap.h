@@ -41,9 +41,10 @@
 #define PH_MIN_SHIFT  4                   /* smallest bucket: 16 bytes */
 #define PH_MAX_SHIFT  (PH_PAGE_SHIFT - 1) /* largest bucket: half a page */
 #define PH_BUCKETS    (PH_MAX_SHIFT - PH_MIN_SHIFT + 1)
-/* A run's page count is kept in 32 bits: runs and pools up to 2^32 - 1 pages
- * (2 TiB with 512-byte pages). */
-#define PH_MAX_PAGES  ((size_t)UINT32_MAX)
+/* A page-map entry links pages of its pool by index in 30 bits (pageheap.c,
+ * struct ph_pgent): runs and pools up to 2^30 - 2 pages (512 GiB less two
+ * pages, with 512-byte pages). */
+#define PH_MAX_PAGES  (((size_t)1 << 30) - 2)
 
 /* A free run's descriptor, at the start of its first page (here, not in
  * pageheap.c, so that rtmem wcet can place a run's tree nodes and measure
@@ -84,11 +85,17 @@ struct ph_pool {
      * are not initialised yet (create does not touch the page map), and
      * they all lie in the free run that starts at the pool's first page. */
     size_t fresh;
+    /* Per bucket class: the first of this pool's bucket pages with a free
+     * slot (page index + 1; 0: none), and this pool's neighbours in the
+     * heap's list of pools that have one (descriptor offsets; 0: none). */
+    uint32_t bhead[PH_BUCKETS];
+    size_t bprev[PH_BUCKETS], bnext[PH_BUCKETS];
 };
 
 struct ph_heap {
     struct rtm_heap base;
-    size_t buckets[PH_BUCKETS];  /* first bucket page with a free slot, per class; 0 = none */
+    size_t buckets[PH_BUCKETS];  /* per class, the first pool with a bucket page that has a
+                                    free slot (descriptor offset; 0: none) */
     size_t addr_root, size_root; /* free runs */
     size_t max_free_pages;       /* pages of the largest free run (kept for O(1) stats) */
     size_t free_runs;
