@@ -15,6 +15,8 @@
 #                pressure (scripts/compare-cyclictest.sh; not part of bench)
 #   make compare-run  real programs on glibc, glibc-rt and each kind through
 #                rtmem run, and the interposer's cost (scripts/compare-run.py)
+#   make speed   rtmem's heaps against rlsf (cargo, crates.io) and their own
+#                unchecked rows, side by side (scripts/speed.py; not part of bench)
 #   make figures three runs of make bench (and two studies), then every figure the
 #                README and docs/ quote rewritten from them (docs/figures.md)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
@@ -26,7 +28,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
         clean \
-        format format-check compare-cyclictest compare-run figures
+        format format-check compare-cyclictest compare-run speed figures
 
 all: build
 
@@ -167,6 +169,14 @@ sweep: build
 COMPARE_FLAGS ?=
 compare-cyclictest: build
 	RTMEM=$(BUILD)/tools/rtmem sh scripts/compare-cyclictest.sh $(COMPARE_FLAGS)
+
+# rtmem's heaps against rlsf (a TLSF in Rust, built by cargo from crates.io
+# into a heap plugin: peers/rlsf) and against their own unchecked rows, side by
+# side in SPEED_RUNS runs of bench's main phase (about 10 s each):
+# results/speed.txt and .json (docs/speed.md). SPEED_FLAGS adds --plugin FILE.so.
+SPEED_RUNS ?= 3
+speed: build
+	python3 scripts/speed.py --build $(BUILD) --runs $(SPEED_RUNS) --out $(RESULTS) $(SPEED_FLAGS)
 
 # Real programs (sqlite3, python3) through rtmem run on glibc, glibc-rt and each
 # kind, and the interposer's instructions a call under valgrind (about two
