@@ -7,7 +7,7 @@ its check, so that no change to an allocator can silently turn a scenario
 into an easy one; where valgrind is installed (and the build is not
 sanitized), every scenario is counted, the counts agree with what the
 scenarios do (a 4 KiB copy touches at least 128 lines, the page map's
-first use writes its entries), and TLSF's instructions stay under the
+first use writes its entries), and every rtmem path's instructions stay under the
 ceilings docs/wcet.md states (x86-64, the default hardening); where the
 kernel offers no CPU counters, the run says why (where it does, their
 counts agree with valgrind's); glibc's checks fail where glibc cannot take
@@ -26,7 +26,7 @@ interrupted runs are given to reach the phase they are interrupted in
 
 The build gives (tests/tools/CMakeLists.txt): --file tlsf_plugin= (the
 example TLSF plugin), --file bump_plugin= (a bump allocator), and a
---bad-plugin for each plugin wcet must refuse; TLSF's ceilings are read
+--bad-plugin for each plugin wcet must refuse; the ceilings are read
 from the source tree's docs/wcet.md.
 """
 import os
@@ -214,9 +214,9 @@ def counts(full):
     if SANITIZED:
         pytest.skip("counts not checked (sanitized build)")
     if EMULATED:
-        pytest.skip("the counts and TLSF's ceilings: under %s" % EMULATED)
+        pytest.skip("the counts and the ceilings: under %s" % EMULATED)
     if not shutil.which("valgrind"):
-        pytest.skip("the counts and TLSF's ceilings: valgrind is not installed")
+        pytest.skip("the counts and the ceilings: valgrind is not installed")
     return {(s["kind"], s["id"]): s["counted"] for s in full[0]["scenarios"]}
 
 
@@ -262,25 +262,29 @@ def test_glibcs_consolidation_runs_far_more_instructions_than_tlsfs_alloc(counts
 
 
 def ceilings(source_dir):
-    """TLSF's instruction ceilings, from the table in docs/wcet.md."""
+    """{(kind, scenario): instructions at most}, from docs/wcet.md's table."""
     if MACHINE != "x86_64":
-        pytest.skip("TLSF's ceilings are for x86-64; not checked on %s" % MACHINE)
+        pytest.skip("the ceilings are for x86-64; not checked on %s" % MACHINE)
     with open(os.path.join(source_dir, "docs", "wcet.md")) as f:
         text = f.read()
-    block = text.split("<!-- tlsf-ceilings -->")[1].split("<!-- /tlsf-ceilings -->")[0]
-    return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"^\| `([a-z-]+)` \| (\d+) \|", block, re.M)}
+    block = text.split("<!-- ceilings -->")[1].split("<!-- /ceilings -->")[0]
+    return {(m.group(1), m.group(2)): int(m.group(3))
+            for m in re.finditer(r"^\| ([a-z]+) \| `([a-z-]+)` \| (\d+) \|", block, re.M)}
 
 
-def test_docs_wcet_md_has_a_ceiling_per_tlsf_scenario(counts, source_dir):
-    assert sorted(ceilings(source_dir)) == sorted(SCENARIOS["tlsf"])
+RTMEM_SCENARIOS = [(k, s) for k in RTMEM_KINDS for s in SCENARIOS[k]]
 
 
-@pytest.mark.parametrize("sid", SCENARIOS["tlsf"])
-def test_tlsf_stays_under_the_instruction_ceiling_of_docs_wcet_md(counts, source_dir, sid):
-    limit = ceilings(source_dir).get(sid)
-    ct = counts.get(("tlsf", sid))
-    assert limit is not None, "docs/wcet.md has no ceiling for %s" % sid
+def test_docs_wcet_md_has_a_ceiling_per_rtmem_scenario(counts, source_dir):
+    assert sorted(ceilings(source_dir)) == sorted(RTMEM_SCENARIOS)
+
+
+@pytest.mark.parametrize("kind,sid", RTMEM_SCENARIOS,
+                         ids=["%s %s" % ks for ks in RTMEM_SCENARIOS])
+def test_every_rtmem_path_stays_under_its_ceiling_in_docs_wcet_md(counts, source_dir, kind, sid):
+    limit = ceilings(source_dir).get((kind, sid))
+    ct = counts.get((kind, sid))
+    assert limit is not None, "docs/wcet.md has no ceiling for %s %s" % (kind, sid)
     assert ct and ct["instructions"] <= limit, "at most %d instructions: %s" % (limit, ct)
 
 
