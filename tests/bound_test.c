@@ -18,7 +18,7 @@
 #include "check.h"
 #include "rtmem/rtmem.h"
 
-static const char *const kinds[] = { "tlsf", "heapmem", "xnheap" };
+static const char *const kinds[] = { "tlsf", "heapmem", "xnheap", "halffit" };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 static size_t bound(const char *kind, size_t M, size_t n, size_t m, size_t a, int lock)

@@ -6,9 +6,12 @@
  * TLSF's control structure is private to tlsf.c, so its fields are found by
  * their values, on a heap with one pool: the run of words usable_bytes,
  * overhead_bytes, pool_count (1), then the pool's descriptor (next 0, raw
- * start, raw length = usable + overhead, first block, sentinel). A change of
- * that order makes heap_layout_find fail, and the tests with it. The page
- * heaps' fields are named (src/heap/pageheap.h).
+ * start, raw length = usable + overhead, first block, sentinel). halffit's
+ * (halffit.c) has the same run, its first fragment and sentinel header in
+ * the descriptor's last two words, and its pool ends with the sentinel's 16
+ * bytes as TLSF's does with its sentinel's granule. A change of that order
+ * makes heap_layout_find fail, and the tests with it. The page heaps'
+ * fields are named (src/heap/pageheap.h).
  */
 #ifndef RTMEM_TESTS_HEAP_LAYOUT_H
 #define RTMEM_TESTS_HEAP_LAYOUT_H
@@ -43,7 +46,8 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
     const char *kind = rtm_heap_kind(h);
     if (!kind)
         return false;
-    if (strcmp(kind, "tlsf") != 0) {
+    bool halffit = strcmp(kind, "halffit") == 0;
+    if (strcmp(kind, "tlsf") != 0 && !halffit) {
         struct ph_heap *ph = (struct ph_heap *)(void *)h;
         if (ph->pool_count != 1)
             return false;
@@ -66,7 +70,8 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
     if (rtm_heap_stats(h, &st) != 0 || st.pool_count != 1)
         return false;
     size_t *w = (size_t *)(void *)h;
-    size_t words = RTM_TLSF_CONTROL_BYTES / sizeof(size_t) - 8;
+    size_t control = halffit ? RTM_HALFFIT_CONTROL_BYTES : RTM_TLSF_CONTROL_BYTES;
+    size_t words = control / sizeof(size_t) - 8;
     for (size_t i = sizeof(struct rtm_heap) / sizeof(size_t); i < words; i++) {
         if (w[i] != st.usable_bytes || w[i + 2] != 1 || w[i + 3] != 0 ||
             w[i + 5] != w[i] + w[i + 1])
@@ -80,8 +85,10 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
         l->start = &w[i + 6];
         l->end = &w[i + 7];
         l->pool0 = heap_layout_off(h, l->next);
-        l->needed = *l->end + RTM_TLSF_GRANULE;
-        l->control_bytes = RTM_TLSF_CONTROL_BYTES;
+        /* the sentinel: TLSF's header and the granule it starts,
+         * halffit's 16-byte header */
+        l->needed = *l->end + (halffit ? RTM_HALFFIT_HEADER_BYTES : RTM_TLSF_GRANULE);
+        l->control_bytes = control;
         return true;
     }
     return false;

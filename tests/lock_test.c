@@ -38,6 +38,14 @@
 
 #define SKIPPED 77
 
+/* The kinds whose blocks carry a header (TLSF, halffit), as against the
+ * page heaps (whose memory is rounded to pages, and whose free runs keep
+ * their metadata in their first page). */
+static bool header_kind(const char *kind)
+{
+    return strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0;
+}
+
 static const int lock_types[] = { RTM_HEAP_LOCK_PI, RTM_HEAP_LOCK_ROBUST_SHARED };
 #define N_LOCK_TYPES (sizeof(lock_types) / sizeof(lock_types[0]))
 
@@ -185,7 +193,7 @@ static void layout_figures(const char *kind, int lock, size_t trim)
     CHECK_EQ(st.usable_bytes + st.overhead_bytes, l.size);
     CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + l.log);
     CHECK_EQ(rtm__heap_undo_bytes(h), l.log);
-    size_t rounding = strcmp(kind, "tlsf") == 0 ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+    size_t rounding = header_kind(kind) ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
     CHECK_EQ(rtm_heap_lock_bytes(kind, lock, l.size),
              RTM_HEAP_LOCK_OVERHEAD_MAX + l.log + rounding);
     for (int i = 0; i < 6; i++)
@@ -709,11 +717,12 @@ static void expect_unrecoverable(struct rtm_heap *h, void *block)
 }
 
 /* Damage that the kind's check finds, as a holder dying halfway through an
- * operation leaves: TLSF, a live block's header; heapmem and xnheap, the
- * guard of a free page run between two live ones. */
+ * operation leaves: TLSF and halffit, a live block's header (its tagged
+ * word, the last before the block); heapmem and xnheap, the guard of a
+ * free page run between two live ones. */
 static void damage(const char *kind, struct rtm_heap *h, void **blocks, size_t n)
 {
-    if (strcmp(kind, "tlsf") == 0) {
+    if (header_kind(kind)) {
         memset((unsigned char *)blocks[n / 2] - 8, 0x77, 8);
         return;
     }
@@ -803,7 +812,7 @@ static bool fill_for_damage(const char *kind, struct rtm_heap *h, void **blocks,
     while (*n < 256 && (blocks[*n] = rtm_heap_alloc(h, 600)) != NULL)
         (*n)++;
     REQUIRE(*n >= 8, false);
-    if (strcmp(kind, "tlsf") != 0) {
+    if (!header_kind(kind)) {
         while (rtm_heap_alloc(h, 300) || rtm_heap_alloc(h, 16))
             ;
         CHECK_EQ(rtm_heap_free(h, blocks[*n / 2]), 0);

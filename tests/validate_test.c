@@ -236,8 +236,10 @@ static void layout_refusals(const char *kind)
     if (!h)
         return;
     put_in_use(h);
-    common_refusals(h, bytes, &l, strcmp(kind, "tlsf") == 0 ? RTM_TLSF_GRANULE : PAGE);
-    if (strcmp(kind, "tlsf") == 0)
+    /* halffit's descriptor and fragments are TLSF's in shape (heap_layout.h) */
+    bool headers = l.start != NULL;
+    common_refusals(h, bytes, &l, headers ? RTM_TLSF_GRANULE : PAGE);
+    if (headers)
         tlsf_refusals(h, bytes, &l);
     else
         ph_refusals(h, bytes, &l);
@@ -348,11 +350,13 @@ static size_t wild_value(uint64_t *rng, size_t old, uintptr_t h, uintptr_t lo, u
 static size_t sure_words(struct rtm_heap *h, size_t **out)
 {
     size_t n = 0;
-    if (strcmp(rtm_heap_kind(h), "tlsf") == 0) {
+    const char *kind = rtm_heap_kind(h);
+    if (strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0) {
         struct heap_layout l;
         if (!heap_layout_find(h, &l))
             return 0;
-        /* used_bytes, peak, live_blocks come right before usable_bytes */
+        /* used_bytes, peak, live_blocks come right before usable_bytes
+         * (in halffit's control structure too) */
         out[n++] = l.usable - 3;
         out[n++] = l.usable - 1;
     } else {

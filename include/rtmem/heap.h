@@ -362,6 +362,17 @@ RTM_API size_t rtm_heap_fill_count(const struct rtm_heap *h, size_t size);
  *    about 25 * M for m = 1 and 9 * M for m = 16; with larger blocks the
  *    term (B + 1)(k - 1) leads: about M * n / 20 for m = 1, M * n / 58 for
  *    m = 16, M * n / 257 when no request is small enough for a bucket.
+ *  - halffit: a request of r bytes takes the power of two F(r) = max(32,
+ *    2^ceil(log2(r + 16))), the live fragments at most M_f = floor(rho M)
+ *    bytes (rho: the largest F(r) / r over the requests), and the bound is
+ *    Robson's for allocators of power-of-two blocks,
+ *        M_f (1 + log2(F(n) / F(m))),
+ *    plus the control structure, fence and sentinel: the figure the
+ *    literature gives for half-fit (as o1heap's), which grows as M log(n /
+ *    m) where tlsf's grows as M n / m. It is the exception to "proven"
+ *    above: the adversaries of tests/halffit_test.c keep within it, and
+ *    none known needs more. With max_align above 32 the bound is at least
+ *    the figure that holds for any placement (rtmem/halffit.h).
  * These are upper bounds: the adversaries of docs/size.md come within the
  * factors it lists, and a tighter proof may exist.
  */
@@ -387,7 +398,8 @@ struct rtm_heap_limits {
  *   E2BIG      the kind cannot use a pool that large in one piece (or
  *              within a few KiB of it).
  * O(number of the kind's size classes up to max_block): at most about 1,100
- * steps for tlsf, and a few dozen for heapmem and xnheap. Never allocates.
+ * steps for tlsf, and a few dozen for heapmem, xnheap and halffit. Never
+ * allocates.
  */
 RTM_API size_t rtm_heap_pool_bound(const char *kind, size_t max_live, size_t max_block);
 

@@ -26,8 +26,9 @@
  * holds it for the allocation only and zeroes the new block after giving it
  * back. rtm_heap_kind, rtm_heap_hardening and the two calls below read what
  * does not change, or atomic counters: they take no lock. The typed fronts
- * (rtm_tlsf_*, rtm_heapmem_*, rtm_xnheap_*) never lock: their create_ex
- * refuses a lock (EINVAL) and there is no way from a locked heap to them.
+ * (rtm_tlsf_*, rtm_heapmem_*, rtm_xnheap_*, rtm_halffit_*) never lock:
+ * their create_ex refuses a lock (EINVAL) and there is no way from a
+ * locked heap to them.
  *
  * Layout. A locked heap's memory starts with its lock area:
  * RTM_HEAP_LOCK_AREA_BYTES, aligned to RTM_HEAP_LOCK_ALIGN (up to
@@ -76,14 +77,15 @@
  *  - an undo log, after the lock area: every metadata word a call writes is
  *    recorded with its old value before it is written, and the log is
  *    emptied when the call ends. Each call records a bounded number of
- *    words (TLSF: a constant; heapmem and xnheap: O(log r)), so its bound
- *    stays O(1) / O(log r) with a larger constant (README, "Heaps that
- *    processes share", has the measured cost). The log's size is fixed at
- *    create from the kind and the memory size (rtm_heap_lock_bytes), and
- *    counted in overhead_bytes: TLSF 2240 bytes; heapmem and xnheap 2752
- *    bytes + 1024 per doubling of the memory (64 KiB: 9.7 KiB, 1 MiB:
- *    13.7 KiB, 1 GiB: 23.7 KiB). It names up to 8 pools added after
- *    create: rtm_heap_add_pool refuses a ninth with -ENOSPC;
+ *    words (TLSF, halffit: a constant; heapmem and xnheap: O(log r)), so
+ *    its bound stays O(1) / O(log r) with a larger constant (README,
+ *    "Heaps that processes share", has the measured cost). The log's size
+ *    is fixed at create from the kind and the memory size
+ *    (rtm_heap_lock_bytes), and counted in overhead_bytes: TLSF and
+ *    halffit 2240 bytes; heapmem and xnheap 2752 bytes + 1024 per
+ *    doubling of the memory (64 KiB: 9.7 KiB, 1 MiB: 13.7 KiB, 1 GiB:
+ *    23.7 KiB). It names up to 8 pools added after create:
+ *    rtm_heap_add_pool refuses a ninth with -ENOSPC;
  *  - an owner record of 16 bytes at the end of every block (the process id
  *    and start time of the process that allocated it): every block costs 16
  *    bytes more, usable sizes and rtm_heap_fill_count are the kind's for the

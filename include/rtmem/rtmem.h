@@ -7,6 +7,7 @@
 #include "rtmem/tlsf.h"
 #include "rtmem/heapmem.h"
 #include "rtmem/xnheap.h"
+#include "rtmem/halffit.h"
 #include "rtmem/plugin.h"
 #include "rtmem/arena.h"
 #include "rtmem/shared.h"

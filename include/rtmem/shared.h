@@ -76,8 +76,9 @@
  * shared lock, its lock area inside the segment, no handler address); and
  * the kind's layout: its control structure and every pool descriptor lie
  * inside the segment, and so does every range they name (TLSF: a pool's
- * blocks and its sentinel; heapmem and xnheap: a pool's page map and
- * pages), aligned and in order, their sizes adding up to the heap's counts,
+ * blocks and its sentinel; halffit: a pool's fence, fragments and
+ * sentinel; heapmem and xnheap: a pool's page map and pages), aligned and
+ * in order, their sizes adding up to the heap's counts,
  * the pool list ending after as many pools as the heap counts (a cycle is
  * refused). And the lock's mutex, before any call takes it: its type and
  * (with glibc) the kind its init gave, and no holder that cannot hold it:

@@ -27,13 +27,12 @@ static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
     [RTM_KIND_TLSF] = &rtm__tlsf_ops,
     [RTM_KIND_HEAPMEM] = &rtm__heapmem_ops,
     [RTM_KIND_XNHEAP] = &rtm__xnheap_ops,
+    [RTM_KIND_HALFFIT] = &rtm__halffit_ops,
 };
 
 static const char *const kind_names[RTM_KIND_COUNT + 1] = {
-    [RTM_KIND_TLSF] = "tlsf",
-    [RTM_KIND_HEAPMEM] = "heapmem",
-    [RTM_KIND_XNHEAP] = "xnheap",
-    [RTM_KIND_COUNT] = NULL,
+    [RTM_KIND_TLSF] = "tlsf",       [RTM_KIND_HEAPMEM] = "heapmem", [RTM_KIND_XNHEAP] = "xnheap",
+    [RTM_KIND_HALFFIT] = "halffit", [RTM_KIND_COUNT] = NULL,
 };
 
 const char *const *rtm_heap_kinds(void)
@@ -327,7 +326,8 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
             return 0;
         size_t log =
             lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm_undo_bytes(rtm__undo_capacity(i, size)) : 0;
-        size_t rounding = i == RTM_KIND_TLSF ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+        /* a page heap rounds its memory to pages */
+        size_t rounding = i == RTM_KIND_TLSF || i == RTM_KIND_HALFFIT ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
         return RTM_HEAP_LOCK_OVERHEAD_MAX + log + rounding;
     }
     return 0;

@@ -114,6 +114,7 @@ static inline size_t rtm_sat_mul(size_t a, size_t b)
 extern const struct rtm_heap_ops rtm__tlsf_ops;
 extern const struct rtm_heap_ops rtm__heapmem_ops;
 extern const struct rtm_heap_ops rtm__xnheap_ops;
+extern const struct rtm_heap_ops rtm__halffit_ops;
 
 /* The operations that change a heap, as a heap with an undo log runs them:
  * the kind's code compiled a second time, each metadata store recorded
@@ -133,6 +134,7 @@ struct rtm_heap_wops {
 extern const struct rtm_heap_wops rtm__tlsf_logged_ops;
 extern const struct rtm_heap_wops rtm__heapmem_logged_ops;
 extern const struct rtm_heap_wops rtm__xnheap_logged_ops;
+extern const struct rtm_heap_wops rtm__halffit_logged_ops;
 
 /*
  * Finds room for an object of `need` bytes aligned to `align` at the start of
@@ -266,6 +268,12 @@ int rtm__heap_periodic_check(struct rtm_heap *h);
 int rtm__heap_validate(const struct rtm_heap *h, size_t bytes);
 
 /* Registry index of a kind's ops, for kinds stamping their header. */
-enum rtm_heap_kind_id { RTM_KIND_TLSF = 0, RTM_KIND_HEAPMEM, RTM_KIND_XNHEAP, RTM_KIND_COUNT };
+enum rtm_heap_kind_id {
+    RTM_KIND_TLSF = 0,
+    RTM_KIND_HEAPMEM,
+    RTM_KIND_XNHEAP,
+    RTM_KIND_HALFFIT,
+    RTM_KIND_COUNT
+};
 
 #endif /* RTMEM_SRC_HEAP_KIND_H */

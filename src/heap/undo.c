@@ -108,6 +108,10 @@ static uint32_t tree_levels(size_t n)
  *    allocation (about 18 words), its copy's first 128 bytes and last word
  *    (17), the free of the old block (at most 21), and the owner record
  *    (2): under 60; 128 entries. Seen: 56.
+ *  - halffit: a constant too. The longest call is again a realloc that
+ *    moves: an allocation (at most 16 words), its copy's notes (17), the
+ *    free of the old fragment (at most 17) and the owner record (3): under
+ *    60; 128 entries.
  *  - heapmem, xnheap: a call updates the two trees of free runs a few
  *    times (a moving realloc: at most 5 removals and 4 insertions), each
  *    a few words per level it climbs, plus a bounded rest. 128 entries and
@@ -120,7 +124,7 @@ static uint32_t tree_levels(size_t n)
  */
 uint32_t rtm__undo_capacity(uint32_t kind, size_t bytes)
 {
-    if (kind == RTM_KIND_TLSF)
+    if (kind == RTM_KIND_TLSF || kind == RTM_KIND_HALFFIT)
         return 128;
     /* Page heaps: free runs are at most one per two pages (512 bytes). */
     return 128 + 32 * tree_levels(bytes / 1024 + 1);

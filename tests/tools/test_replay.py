@@ -25,7 +25,7 @@ from rtmemtest import (EMULATED, assert_glibc_rt_skipped_only_if_sanitized, expl
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
-KINDS = ["tlsf", "heapmem", "xnheap"]
+KINDS = ["tlsf", "heapmem", "xnheap", "halffit"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from rtmemtest import EMULATED, ENVELOPE, explain, load_json, run
 
-KINDS = ["tlsf", "heapmem", "xnheap"]
+KINDS = ["tlsf", "heapmem", "xnheap", "halffit"]
 ADVERSARIES = ["holes", "comb", "buckets", "random"]
 
 LIMITS = [

@@ -51,12 +51,14 @@ SCENARIOS = {
              "aligned-largest-gap", "realloc-move"],
     "heapmem": ["run-alloc-largest", "run-free-merge-both", "bucket-page-take",
                 "bucket-page-give", "bucket-page-give-last-pool", "run-alloc-first-use"],
+    "halffit": ["alloc-search-split", "free-merge-both", "free-merge-last-pool",
+                "aligned-largest-gap", "realloc-move"],
     "glibc": ["malloc-consolidate", "free-trim", "malloc-mmap", "free-munmap"],
 }
 SCENARIOS["xnheap"] = SCENARIOS["heapmem"]
-RTMEM_KINDS = ("tlsf", "heapmem", "xnheap")
+RTMEM_KINDS = ("tlsf", "heapmem", "xnheap", "halffit")
 # Every scenario of a default run, as "kind id".
-ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap") for s in SCENARIOS[k]] + \
+ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit") for s in SCENARIOS[k]] + \
     [("noop", "noop")]
 ALL_IDS = ["%s %s" % ks for ks in ALL]
 # Under an emulator each repetition takes seconds, and what the cross

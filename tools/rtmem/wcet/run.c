@@ -21,6 +21,8 @@ static enum wcet_family family_of(const char *kind)
 {
     if (strcmp(kind, "tlsf") == 0)
         return WCET_TLSF;
+    if (strcmp(kind, "halffit") == 0)
+        return WCET_HALFFIT;
     if (strcmp(kind, "glibc") == 0)
         return WCET_GLIBC;
     if (strcmp(kind, "heapmem") == 0 || strcmp(kind, "xnheap") == 0)
@@ -133,6 +135,10 @@ int wcet_setup(struct tk_session *s)
         size_t n = wcet_tlsf_n;
         switch (family_of(w->kinds[k])) {
         case WCET_TLSF: break;
+        case WCET_HALFFIT:
+            list = wcet_halffit_scenarios;
+            n = wcet_halffit_n;
+            break;
         case WCET_PAGEHEAP:
             list = wcet_pageheap_scenarios;
             n = wcet_pageheap_n;

@@ -71,13 +71,14 @@
 /* The families of scenarios, and the kinds --kinds takes. */
 enum wcet_family {
     WCET_TLSF,
+    WCET_HALFFIT,
     WCET_PAGEHEAP, /* heapmem and xnheap: one code, two trees */
     WCET_GLIBC,
     WCET_PLUGIN, /* a user's allocator (rtmem/plugin.h): black-box probes */
 };
 
 #define WCET_MAX_PLUGINS  TK_MAX_PLUGINS
-#define WCET_MAX_KINDS    (4 + WCET_MAX_PLUGINS)
+#define WCET_MAX_KINDS    (5 + WCET_MAX_PLUGINS)
 /* A plugin's image: the memory its heap is created in. */
 #define WCET_PLUGIN_IMAGE ((size_t)256 << 10)
 #define WCET_MAX_CASES    64
@@ -158,7 +159,7 @@ struct wcet_hw {
 
 struct wcet_case {
     const struct wcet_scenario *sc; /* NULL: the noop row */
-    const char *kind;               /* "tlsf", "heapmem", "xnheap", "glibc", "noop" */
+    const char *kind;               /* "tlsf", "heapmem", "xnheap", "halffit", "glibc", "noop" */
     int hardening;                  /* RTM_HEAP_HARDEN_* (rtmem kinds) */
 
     /* rtmem kinds: the heap image, and its copy taken after the build. */
@@ -277,6 +278,8 @@ extern const char wcet_no_glibc[]; /* why glibc's scenarios cannot run, if they 
 /* The scenarios of each family (tlsf.c, pageheap.c, glibc.c, plugin.c). */
 extern const struct wcet_scenario wcet_tlsf_scenarios[];
 extern const size_t wcet_tlsf_n;
+extern const struct wcet_scenario wcet_halffit_scenarios[];
+extern const size_t wcet_halffit_n;
 extern const struct wcet_scenario wcet_pageheap_scenarios[];
 extern const size_t wcet_pageheap_n;
 extern const struct wcet_scenario wcet_glibc_scenarios[];
