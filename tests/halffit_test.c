@@ -477,6 +477,37 @@ TEST_CASE("a free fragment's links written after its free are refused when it is
     CHECK_EQ(rtm_halffit_check(h), -EFAULT);
 }
 
+/* A free fragment's next link rewritten (a use after free) to a fragment
+ * position inside a live block whose data reads as a free header and links
+ * back: safe unlinking alone passes it, and alloc and free's unlink then
+ * wrote into the live block. Only its tag tells it from program data. */
+TEST_CASE("a link to planted data that links back is refused, the data untouched")
+{
+    for (int via_free = 0; via_free < 2; via_free++) {
+        struct heard heard = { 0 };
+        struct rtm_halffit *h = hardened(RTM_HEAP_HARDEN_O1, &heard);
+        REQUIRE(h != NULL, );
+        unsigned char *a = rtm_halffit_alloc(h, 48), *n = rtm_halffit_alloc(h, 240);
+        unsigned char *g = rtm_halffit_alloc(h, 16), *v = rtm_halffit_alloc(h, 240);
+        REQUIRE(a && n && g && v && rtm_halffit_alloc(h, 16), );
+        CHECK_EQ(rtm_halffit_free(h, n), 0); /* alone in its list */
+        size_t noff = (size_t)(n - (unsigned char *)h) - HDR;
+        size_t yoff = (size_t)(v - (unsigned char *)h) - HDR + 32; /* a fragment position in v */
+        uint64_t words[4] = { 64, 256 | 1, 0, noff }; /* prev, header, next, prev link */
+        memcpy(v + 16, words, sizeof(words));
+        unsigned char before[240];
+        memcpy(before, v, sizeof(before));
+        memcpy(n, &yoff, sizeof(yoff)); /* n's next link, written after its free */
+        if (via_free)
+            CHECK_EQ(rtm_halffit_free(h, a), -EFAULT); /* would merge n */
+        else
+            CHECK(rtm_halffit_alloc(h, 240) == NULL); /* taking n is refused */
+        CHECK(memcmp(before, v, sizeof(before)) == 0);
+        CHECK_EQ(stats(h).corruptions, 1);
+        CHECK_EQ(heard.calls, 1);
+    }
+}
+
 TEST_CASE("unhardened, no tags and no checks, and the same blocks")
 {
     struct rtm_halffit *x = hardened(RTM_HEAP_HARDEN_NONE, NULL);

@@ -124,8 +124,9 @@
  *    fragment's own first word (the word an overflow reaches first) leads
  *    back, inside the pool, to a tagged header of that size; and, for each
  *    free neighbour it merges, that its list links lead to a list head,
- *    the list end or a fragment position in a pool, and link back
- *    (next(prev(x)) == x, prev(next(x)) == x). Alloc checks that the
+ *    the list end or an intact free fragment (its tag: program data inside
+ *    a live block cannot pass for one), and link back (next(prev(x)) == x,
+ *    prev(next(x)) == x). Alloc checks that the
  *    fragment it takes off a list is an intact free fragment (tag, flags)
  *    large enough for the request, that it links back to its list head, and
  *    that its next link is sound the same way. Realloc checks what free
@@ -142,8 +143,8 @@
  *    write (a use after free) are reported when it is unlinked.
  *  - What it does not detect: damage to a live block's payload, to a free
  *    fragment's interior beyond its links, a link rewritten to another
- *    valid position whose links agree, or a header forged without the key
- *    (2^-24).
+ *    intact free fragment whose links agree, or a header forged without the
+ *    key (2^-24).
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing but the flags
  *    and size of the fragment freed: an overflow into a header can make
  *    free write anywhere.

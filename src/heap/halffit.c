@@ -302,10 +302,21 @@ static inline bool is_pseudo(size_t y)
 
 /* ---- integrity checks (hardened heaps) ------------------------------------ */
 
+/* Whether an intact free fragment's header lies at y: tagged, free, not
+ * one a merge swallowed. Only the tag tells a free fragment from program
+ * data that looks like one. y may be the terminator or a pseudo-node:
+ * their words lie in the control structure (and fail). */
+static inline bool free_header_at(const struct rtm_halffit *t, size_t y)
+{
+    hword hdr = HDR(t, y);
+    bool tagged = tag_ok(t, y, hdr);
+    return ((hdr & (F_FREE | F_FENCE | F_GONE)) == F_FREE) & tagged;
+}
+
 /* Whether free fragment x's list links are sound: each leads where a link
- * may (next: the terminator or a fragment position; prev: a pseudo-node
- * or a fragment position) and links back to x. A link that may not be
- * followed is replaced by x before anything is read there. */
+ * may (next: the terminator or an intact free fragment; prev: a
+ * pseudo-node or an intact free fragment) and links back to x. A link that
+ * may not be followed is replaced by x before anything is read there. */
 static __attribute__((noinline)) bool links_ok(const struct rtm_halffit *t, size_t x)
 {
     size_t next = NEXT(t, x), prev = PLINK(t, x);
@@ -314,7 +325,9 @@ static __attribute__((noinline)) bool links_ok(const struct rtm_halffit *t, size
     bool nok = nend | npos, pok = pseudo | ppos;
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = nend | (PLINK(t, ns) == x);
-    return nok & pok & back & fwd;
+    bool nfree = free_header_at(t, ns), pfree = free_header_at(t, ps);
+    bool nblock = nend | nfree, pblock = pseudo | pfree;
+    return nok & pok & back & fwd & nblock & pblock;
 }
 
 /* Whether the head b of list bin is an intact free fragment of at least
@@ -328,7 +341,9 @@ static inline bool head_ok(const struct rtm_halffit *t, size_t b, unsigned bin, 
     size_t ns = nok ? next : b;
     bool own = tag_ok(t, b, hdr) & ((hdr & (F_FREE | F_FENCE | F_GONE)) == F_FREE);
     bool fwd = nend | (PLINK(t, ns) == b), back = PLINK(t, b) == PSEUDO(bin);
-    return own & (hdr_size(hdr) >= need) & back & nok & fwd;
+    bool nfree = free_header_at(t, ns);
+    bool nblock = nend | nfree;
+    return own & (hdr_size(hdr) >= need) & back & nok & fwd & nblock;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
