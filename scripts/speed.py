@@ -26,8 +26,9 @@ part of make bench).
    64-byte data lines each touches (average, max; the stack's included),
    less what a call to an empty function costs between the same markers.
    These counts are exact, and the same on every run of one build (the
-   address space laid out without randomisation, by setarch -R, so that
-   the stack lies at the same place).
+   address space laid out without randomisation, by setarch -R, and the
+   driver's stack realigned to a page, so that its frames lie at the same
+   place).
 
 Writes DIR/speed.txt and DIR/speed.json (default results/), each a new file
 renamed into place at the end; bench's JSON files go to a scratch
@@ -245,7 +246,7 @@ def count_calls(exe, args, ops):
     if shutil.which("setarch"):
         cmd = ["setarch", os.uname().machine, "-R"] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            bufsize=1 << 20)
+                            bufsize=1 << 20, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     calls = {"alloc": [], "free": []}
     state, is_free, ins, lines, last = 0, False, 0, set(), 0
     calib = None
