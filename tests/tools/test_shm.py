@@ -173,7 +173,11 @@ def test_each_row_is_measured_in_every_phase_or_skipped_with_a_reason(quick, mec
     assert ph["touch"]["ops"] * x["page_bytes"] == x["mapped_bytes"] >= x["bytes"], \
         "not every page touched: %s, page %s" % (ph["touch"], x["page_bytes"])
     assert ph["touch"]["minor_faults"] > 0, "the first touch does not fault: %s" % ph["touch"]
-    assert ph["writes"]["ops"] == 100000, "not --quick's writes: %s" % ph["writes"]
+    # --quick's writes are "up to 100000, cut at --budget": under an emulator
+    # on a loaded machine (CI's cross builds, beside the fuzzer) the budget
+    # may end them first.
+    assert ph["writes"]["ops"] == 100000 or (EMULATED and 0 < ph["writes"]["ops"] < 100000), \
+        "not --quick's writes: %s" % ph["writes"]
     assert ph["zeroings"]["ops"] >= 3, "fewer than 3 zeroings: %s" % ph["zeroings"]
     assert all(ph[p]["ns"] >= 0 for p in PHASES if ph[p]), ph
     pg = x["pages"]
