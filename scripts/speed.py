@@ -161,13 +161,19 @@ def main():
     os.makedirs(a.out, exist_ok=True)
 
     scratch = tempfile.mkdtemp(prefix="rtmem-speed.")
-    state = {"child": None}
+    state = RUNNING
 
     def cleanup():
         c = state["child"]
         if c and c.poll() is None:
+            # valgrind blocked writing its trace to a pipe no longer read
+            # may not act on SIGTERM: SIGKILL after a grace period
             c.terminate()
-            c.wait()
+            try:
+                c.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                c.kill()
+                c.wait()
         shutil.rmtree(scratch, ignore_errors=True)
 
     def on_signal(sig, _frame):
@@ -223,6 +229,11 @@ def main():
         cleanup()
 
 
+# The child running now (bench, or valgrind counting), ended on exit and on
+# a signal.
+RUNNING = {"child": None}
+
+
 def symbols(exe):
     """{name: (address, size)} of exe's defined functions (nm -S)."""
     out = subprocess.run(["nm", "-S", exe], capture_output=True, text=True, check=True).stdout
@@ -247,6 +258,7 @@ def count_calls(exe, args, ops):
         cmd = ["setarch", os.uname().machine, "-R"] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             bufsize=1 << 20, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    RUNNING["child"] = proc
     calls = {"alloc": [], "free": []}
     state, is_free, ins, lines, last = 0, False, 0, set(), 0
     calib = None
@@ -277,6 +289,7 @@ def count_calls(exe, args, ops):
             a = int(line[3:line.index(",")], 16)
             lines.add(a >> 6)
     rc = proc.wait()
+    RUNNING["child"] = None
     if rc != 0:
         raise RuntimeError("%s exited with status %d" % (" ".join(cmd), rc))
     out = {}
@@ -341,9 +354,11 @@ def count_text(counts):
 def plugin_name(rtmem, so, scratch):
     """The name a plugin gives itself: from a tiny bench run's JSON."""
     js = os.path.join(scratch, "probe.json")
-    subprocess.run([rtmem, "bench", "--quick", "--no-sweep", "--no-free-order", "--threads", "0",
-                    "--no-rt", "--ops", "100", "--rounds", "1", "--plugin", so, "--json", js],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    r = subprocess.run([rtmem, "bench", "--quick", "--no-sweep", "--no-free-order", "--threads",
+                        "0", "--no-rt", "--ops", "100", "--rounds", "1", "--plugin", so, "--json",
+                        js], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0 or not os.path.exists(js):
+        sys.exit("speed: rtmem bench refused the plugin %s: %s" % (so, r.stderr.strip()[-300:]))
     with open(js) as f:
         names = [x["name"] for x in json.load(f)["allocators"] if x["api"] == "plugin"]
     os.unlink(js)
