@@ -23,6 +23,12 @@ if not getattr(sys, "rtmem_under_pytest", False):  # set by conftest.py
              "tests/tools/CMakeLists.txt)" % (sys.argv[0], sys.argv[0]))
 
 
+# rtmem's heap kinds, in `rtmem kinds` order: the tests that run every kind
+# take them from here, and test_memcheck.py checks the list against
+# `rtmem kinds`, so that a new kind cannot go untested.
+KINDS = ("tlsf", "heapmem", "xnheap", "halffit")
+
+
 def explain(r):
     """A finished command for an assertion's message: its exit status and
     the tails of its output."""

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from rtmemtest import (BITS, EMULATED, PEERS, assert_envelope, assert_glibc_rt_skipped_only_if_sanitized,
+from rtmemtest import (BITS, EMULATED, KINDS, PEERS, assert_envelope, assert_glibc_rt_skipped_only_if_sanitized,
                        explain, glibc_rt, have_lib, load_json, run)
 
 SANITIZED = os.environ.get("RTMEM_SANITIZED") == "1"
@@ -314,9 +314,9 @@ def test_bad_usage_exits_2_with_the_message_and_the_help_hint(rtmem, args, messa
     assert r.stdout == ""
 
 
-def test_rtmem_kinds_lists_tlsf(rtmem):
+def test_rtmem_kinds_lists_the_kinds_the_tests_run(rtmem):
     r = run(rtmem, "kinds")
-    assert r.returncode == 0 and "tlsf" in r.stdout.split(), explain(r)
+    assert r.returncode == 0 and tuple(r.stdout.split()) == KINDS, explain(r)
 
 
 def test_an_unknown_command_exits_2_and_is_named(rtmem):

@@ -20,12 +20,12 @@ import sys
 
 import pytest
 
-from rtmemtest import (EMULATED, assert_glibc_rt_skipped_only_if_sanitized, explain, glibc_rt,
-                       installed_peers, load_json, run, sqlite_workload)
+from rtmemtest import (EMULATED, KINDS as RTMEM_KINDS, assert_glibc_rt_skipped_only_if_sanitized,
+                       explain, glibc_rt, installed_peers, load_json, run, sqlite_workload)
 
 ALLOCATING = ["malloc", "calloc", "realloc", "reallocarray", "memalign", "posix_memalign",
               "aligned_alloc", "valloc", "pvalloc"]
-KINDS = ["tlsf", "heapmem", "xnheap", "halffit"]
+KINDS = list(RTMEM_KINDS)
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ import sys
 
 import pytest
 
-from rtmemtest import EMULATED, explain, load_json, run, sqlite_workload
+from rtmemtest import EMULATED, KINDS as RTMEM_KINDS, explain, load_json, run, sqlite_workload
 
-KINDS = ["tlsf", "heapmem", "xnheap"]
+KINDS = list(RTMEM_KINDS)
 GLIBC = ["glibc", "glibc-rt"]  # the C library's allocator, counted and timed the same way
 
 

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from rtmemtest import EMULATED, ENVELOPE, explain, load_json, run
+from rtmemtest import EMULATED, ENVELOPE, KINDS as RTMEM_KINDS, explain, load_json, run
 
-KINDS = ["tlsf", "heapmem", "xnheap", "halffit"]
+KINDS = list(RTMEM_KINDS)
 ADVERSARIES = ["holes", "comb", "buckets", "random"]
 
 LIMITS = [

@@ -40,7 +40,7 @@ import time
 
 import pytest
 
-from rtmemtest import (EMULATED, MACHINE, assert_envelope, assert_kept, children_of, explain,
+from rtmemtest import (EMULATED, KINDS, MACHINE, assert_envelope, assert_kept, children_of, explain,
                        load_json, orphans, previous_result, run)
 
 SANITIZED = bool(os.environ.get("RTMEM_SANITIZED"))
@@ -56,7 +56,7 @@ SCENARIOS = {
     "glibc": ["malloc-consolidate", "free-trim", "malloc-mmap", "free-munmap"],
 }
 SCENARIOS["xnheap"] = SCENARIOS["heapmem"]
-RTMEM_KINDS = ("tlsf", "heapmem", "xnheap", "halffit")
+RTMEM_KINDS = KINDS
 # Every scenario of a default run, as "kind id".
 ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit") for s in SCENARIOS[k]] + \
     [("noop", "noop")]
