@@ -1206,9 +1206,11 @@ int rtm_halffit_check(const struct rtm_halffit *h)
  * pool covers d and all of that. Its fragments' size goes to *span. Reads
  * d only. Bounds by subtraction: nothing overflows.
  */
-static int validate_pool(const struct rtm_halffit *t, const struct hf_pool *d, size_t lo,
+static int validate_pool(const void *base, const struct rtm_pool_link *link, size_t lo,
                          size_t bytes, size_t *span)
 {
+    const struct rtm_halffit *t = base;
+    const struct hf_pool *d = (const struct hf_pool *)(const void *)link;
     size_t start = d->start, end = d->end;
     CHECK(start >= lo && start - lo >= GRANULE && start < end && end < bytes &&
           bytes - end >= HDR_BYTES);
@@ -1234,29 +1236,10 @@ static int hf_validate(const struct rtm_heap *h, size_t bytes)
 {
     const struct rtm_halffit *t = (const struct rtm_halffit *)(const void *)h;
     CHECK((uintptr_t)t % _Alignof(struct rtm_halffit) == 0 && bytes >= sizeof(*t));
-    CHECK(t->base.kind == RTM_KIND_HALFFIT && t->usable_bytes <= bytes);
-    size_t pools = 0, usable = 0, raw = 0, lo = sizeof(*t);
-    for (const struct hf_pool *d = &t->pool0;;) {
-        size_t span;
-        CHECK(++pools <= t->pool_count);
-        int rc = validate_pool(t, d, lo, bytes, &span);
-        if (rc)
-            return rc;
-        CHECK(span <= t->usable_bytes - usable);
-        usable += span;
-        CHECK(!__builtin_add_overflow(raw, d->link.raw_len, &raw));
-        size_t next = d->link.next;
-        if (next == 0)
-            break;
-        CHECK(next < bytes && bytes - next >= sizeof(*d));
-        CHECK(((uintptr_t)t + next) % _Alignof(struct hf_pool) == 0);
-        d = pool_at(t, next);
-        lo = next + sizeof(*d);
-    }
-    size_t total;
-    CHECK(pools == t->pool_count && usable == t->usable_bytes);
-    CHECK(!__builtin_add_overflow(usable, t->overhead_bytes, &total) && total == raw);
-    return 0;
+    CHECK(t->base.kind == RTM_KIND_HALFFIT);
+    return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->pool0.link, t->pool_count,
+                                   t->usable_bytes, t->overhead_bytes, sizeof(struct hf_pool),
+                                   _Alignof(struct hf_pool), validate_pool);
 }
 
 /* ---- generic interface --------------------------------------------------- */

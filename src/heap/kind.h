@@ -172,6 +172,52 @@ struct rtm_pool_link {
 };
 
 /*
+ * The pool-list walk of a kind's validate op (struct rtm_heap_ops), for a
+ * control structure at base of ctl_size bytes holding the first pool's
+ * link, and the counters it keeps (read by the caller). Every descriptor
+ * after the first lies inside [base, base + bytes), aligned to desc_align,
+ * desc_size bytes long; pool_ok checks the pool whose descriptor starts
+ * with link d, given lo (the end of the structure that holds d: its pool
+ * starts there or after), and sets *usable to the pool's usable bytes
+ * (at least 1). Then the list holds pool_count descriptors, whose usable
+ * bytes add up to usable_bytes and whose memory (raw_len) to usable_bytes
+ * + overhead_bytes. Returns 0, or -EFAULT for the first thing that fails.
+ * Reads nothing outside [base, base + bytes). The walk ends after
+ * min(pool_count, usable_bytes) + 1 descriptors, a cyclic list included
+ * (each kind's pools hold more than a byte: its validate op states the
+ * tighter bound). O(pools).
+ */
+static inline int
+rtm_kind_validate_pools(const void *base, size_t bytes, size_t ctl_size,
+                        const struct rtm_pool_link *first, size_t pool_count, size_t usable_bytes,
+                        size_t overhead_bytes, size_t desc_size, size_t desc_align,
+                        int (*pool_ok)(const void *base, const struct rtm_pool_link *d, size_t lo,
+                                       size_t bytes, size_t *usable))
+{
+    size_t pools = 0, usable = 0, raw = 0, total, lo = ctl_size;
+    if (usable_bytes > bytes)
+        return -EFAULT;
+    for (const struct rtm_pool_link *d = first;;) {
+        size_t span = 0;
+        if (++pools > pool_count || pool_ok(base, d, lo, bytes, &span) != 0 || span == 0 ||
+            span > usable_bytes - usable || __builtin_add_overflow(raw, d->raw_len, &raw))
+            return -EFAULT;
+        usable += span;
+        size_t next = d->next;
+        if (next == 0)
+            break;
+        if (next >= bytes || bytes - next < desc_size || ((uintptr_t)base + next) % desc_align != 0)
+            return -EFAULT;
+        d = (const struct rtm_pool_link *)((uintptr_t)base + next);
+        lo = next + desc_size;
+    }
+    if (pools != pool_count || usable != usable_bytes ||
+        __builtin_add_overflow(usable, overhead_bytes, &total) || total != raw)
+        return -EFAULT;
+    return 0;
+}
+
+/*
  * The checks every add_pool starts with: [mem, mem + size) must be memory
  * (EINVAL), overlap no pool of the heap whose pools start at first (EINVAL),
  * and hold a descriptor of `need` bytes aligned to `align` (ENOMEM). Returns

@@ -1409,12 +1409,14 @@ int rtm__ph_check(const struct ph_heap *h, uint32_t kind, ph_tree tree)
  * of the structure that holds d), aligned, and holds npages entries before
  * the first page; the pages are page-aligned and end inside bytes; the
  * memory given for the pool covers d, map and pages; the fresh mark is at
- * most npages. Its page count goes to *npages. Reads d only. Bounds by
+ * most npages. Its pages' bytes go to *usable. Reads d only. Bounds by
  * subtraction and division: nothing overflows.
  */
-static int validate_pool(const struct ph_heap *h, const struct ph_pool *d, size_t lo, size_t bytes,
-                         size_t *npages)
+static int validate_pool(const void *base, const struct rtm_pool_link *link, size_t lo,
+                         size_t bytes, size_t *usable)
 {
+    const struct ph_heap *h = base;
+    const struct ph_pool *d = (const struct ph_pool *)(const void *)link;
     size_t map = d->map, pages = d->pages, n = d->npages;
     /* Lowered by allocations, which may run in other processes meanwhile:
      * read whole (it stays at most npages at every instant). */
@@ -1427,7 +1429,7 @@ static int validate_pool(const struct ph_heap *h, const struct ph_pool *d, size_
      * start may lie below the heap base: offsets modulo 2^N) */
     size_t raw = d->link.raw_start, end = pages + n * PAGE;
     CHECK(off_of(h, d) - raw <= end - raw && end - raw <= d->link.raw_len);
-    *npages = n;
+    *usable = n * PAGE; /* at most bytes: no overflow */
     return 0;
 }
 
@@ -1441,29 +1443,9 @@ static int validate_pool(const struct ph_heap *h, const struct ph_pool *d, size_
 int rtm__ph_validate(const struct ph_heap *h, size_t bytes)
 {
     CHECK((uintptr_t)h % _Alignof(struct ph_heap) == 0 && bytes >= sizeof(*h));
-    CHECK(h->usable_bytes <= bytes);
-    size_t pools = 0, usable = 0, raw = 0, lo = sizeof(*h);
-    for (const struct ph_pool *d = &h->pool0;;) {
-        size_t n;
-        CHECK(++pools <= h->pool_count);
-        int rc = validate_pool(h, d, lo, bytes, &n);
-        if (rc)
-            return rc;
-        CHECK(n <= (h->usable_bytes - usable) / PAGE);
-        usable += n * PAGE;
-        CHECK(!__builtin_add_overflow(raw, d->link.raw_len, &raw));
-        size_t next = d->link.next;
-        if (next == 0)
-            break;
-        CHECK(next < bytes && bytes - next >= sizeof(*d));
-        CHECK(abs_of(h, next) % _Alignof(struct ph_pool) == 0);
-        d = pool_at(h, next);
-        lo = next + sizeof(*d);
-    }
-    size_t total;
-    CHECK(pools == h->pool_count && usable == h->usable_bytes);
-    CHECK(!__builtin_add_overflow(usable, h->overhead_bytes, &total) && total == raw);
-    return 0;
+    return rtm_kind_validate_pools(h, bytes, sizeof(*h), &h->pool0.link, h->pool_count,
+                                   h->usable_bytes, h->overhead_bytes, sizeof(struct ph_pool),
+                                   _Alignof(struct ph_pool), validate_pool);
 }
 
 #endif /* !RTM_LOGGED */
