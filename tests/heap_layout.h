@@ -27,6 +27,7 @@ struct heap_layout {
     size_t *usable, *overhead, *pool_count;
     size_t *next, *raw_start, *raw_len; /* the first pool's link */
     size_t *start, *end;                /* TLSF: the first pool's blocks and sentinel */
+    size_t *start0, *end0;              /* TLSF: their copies beside the counters (else NULL) */
     size_t *map, *pages, *npages;       /* page heaps: the first pool's page map and pages */
     size_t *fresh;
     size_t pool0;         /* offset of the first pool's descriptor from the heap */
@@ -89,7 +90,14 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
          * halffit's 16-byte header */
         l->needed = *l->end + (halffit ? RTM_HALFFIT_HEADER_BYTES : RTM_TLSF_GRANULE);
         l->control_bytes = control;
-        return true;
+        l->start0 = l->end0 = NULL;
+        for (size_t j = sizeof(struct rtm_heap) / sizeof(size_t); !halffit && j + 1 < i; j++)
+            if (w[j] == *l->start && w[j + 1] == *l->end) {
+                l->start0 = &w[j];
+                l->end0 = &w[j + 1];
+                break;
+            }
+        return !halffit == (l->start0 != NULL);
     }
     return false;
 }

@@ -92,26 +92,52 @@ static void common_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout
     *hard = old;
 }
 
+/* A bound of the first pool changed with its copy (TLSF keeps one beside
+ * its counters), so that what is refused is the bound itself. */
+static void bound_refused(struct rtm_heap *h, size_t bytes, const char *what, size_t *word,
+                          size_t *copy, size_t value)
+{
+    test_context = what;
+    size_t old = *word;
+    *word = value;
+    if (copy)
+        *copy = value;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *word = old;
+    if (copy)
+        *copy = old;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+}
+
 static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
 {
     size_t start = *l->start, end = *l->end;
-    refused_with(h, bytes, "start at end", l->start, end, -EFAULT);
-    refused_with(h, bytes, "start past end", l->start, end + 16, -EFAULT);
-    refused_with(h, bytes, "start misaligned", l->start, start + 8, -EFAULT);
-    refused_with(h, bytes, "start in the control structure", l->start, start - 4096, -EFAULT);
-    refused_with(h, bytes, "start below the heap", l->start, (size_t)-4096, -EFAULT);
-    refused_with(h, bytes, "end off the granule", l->end, end - 8, -EFAULT);
-    refused_with(h, bytes, "end past the memory", l->end, bytes, -EFAULT);
-    refused_with(h, bytes, "end before start", l->end, start - 16, -EFAULT);
+    size_t *s0 = l->start0, *e0 = l->end0;
+    bound_refused(h, bytes, "start at end", l->start, s0, end);
+    bound_refused(h, bytes, "start past end", l->start, s0, end + 16);
+    bound_refused(h, bytes, "start misaligned", l->start, s0, start + 8);
+    bound_refused(h, bytes, "start in the control structure", l->start, s0, start - 4096);
+    bound_refused(h, bytes, "start below the heap", l->start, s0, (size_t)-4096);
+    bound_refused(h, bytes, "end off the granule", l->end, e0, end - 8);
+    bound_refused(h, bytes, "end past the memory", l->end, e0, bytes);
+    bound_refused(h, bytes, "end before start", l->end, e0, start - 16);
+    if (s0) { /* the copies alone */
+        refused_with(h, bytes, "start's copy", s0, start + 16, -EFAULT);
+        refused_with(h, bytes, "end's copy", e0, end - 16, -EFAULT);
+    }
     /* counts that agree, and a sentinel whose slack crosses the end (the
      * pool ends less than two granules before the memory does) */
     test_context = "sentinel past the end";
     size_t grow = RTM_TLSF_GRANULE;
     *l->end += grow;
+    if (e0)
+        *e0 += grow;
     *l->usable += grow;
     *l->overhead -= grow;
     CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
     *l->end = end;
+    if (e0)
+        *e0 = end;
     *l->usable -= grow;
     *l->overhead += grow;
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);

@@ -50,8 +50,9 @@
  *     rest; every block ends with a 16-byte owner record (rtmem/lock.h).
  * Version 2 added the undo log and the owner records; version 3 TLSF's
  * 32-bit layout; version 4 the lock's timeout (rtmem/lock.h, "Bounded
- * waits"), which an older build would not keep: a segment of another
- * version is refused (EPROTO).
+ * waits"), which an older build would not keep; version 5 heapmem's and
+ * xnheap's 12-byte page-map entries, halffit, and TLSF's control fields
+ * reordered: a segment of another version is refused (EPROTO).
  * Offset 0 is the header: no block ever lies there, so 0 stands for "no
  * object" wherever an offset is given.
  *
@@ -207,10 +208,10 @@
 extern "C" {
 #endif
 
-/* The layout version this library writes and attaches to (3: a TLSF heap's
- * block headers are 8 bytes on 32-bit targets too; a segment of another
- * version is refused with EPROTO). */
-#define RTM_SHARED_LAYOUT_VERSION   4u
+/* The layout version this library writes and attaches to (the history is
+ * under "Segment layout" above); a segment of another version is refused
+ * with EPROTO. */
+#define RTM_SHARED_LAYOUT_VERSION   5u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */

@@ -118,21 +118,34 @@ struct tlsf_pool {
 
 _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its link's");
 
+/*
+ * The fields every alloc and free reads come first after the common
+ * header, in the order of their use, so that a call touches as few cache
+ * lines of the control structure as it can: on 64-bit with the structure
+ * on a line boundary, base in the first line; the bitmap of levels, the
+ * counters, the first pool's bounds and the terminator's header and next
+ * link in the second; the terminator's prev link, the idle block and the
+ * second-level words of the small classes in the third.
+ */
 struct rtm_tlsf {
     struct rtm_heap base;
     uint32_t fl_bitmap;
-    uint32_t sl_bitmap[32]; /* FL_COUNT used; 32 so that any index & 31 is in bounds */
     size_t used_bytes;
     size_t peak_used_bytes;
     size_t live_blocks;
-    size_t usable_bytes;
-    size_t overhead_bytes;
-    size_t pool_count;
-    struct tlsf_pool pool0; /* the pool in the creating memory; heads the list */
+    /* pool0.start and pool0.end, copied at create (neither changes after):
+     * the one-compare tests of the first pool read them beside the
+     * counters; validate checks that they agree. */
+    size_t start0, end0;
     /* terminator block: hdr, next, prev (and a spare word on 64-bit) */
     _Alignas(8) size_t nil[HW / W + 2 + (HW == W)];
     /* self-linked block of size 0: "remove nothing" */
     _Alignas(8) size_t idle[HW / W + 2 + (HW == W)];
+    uint32_t sl_bitmap[32]; /* FL_COUNT used; 32 so that any index & 31 is in bounds */
+    size_t usable_bytes;
+    size_t overhead_bytes;
+    size_t pool_count;
+    struct tlsf_pool pool0; /* the pool in the creating memory; heads the list */
     size_t heads[FL_COUNT][SL_COUNT];
 };
 
@@ -370,8 +383,8 @@ static bool in_other_pool(const struct rtm_tlsf *t, size_t y);
  * before its sentinel: one rotate and compare. */
 static inline bool header_pos0(const struct rtm_tlsf *t, size_t y)
 {
-    size_t start = t->pool0.start;
-    return rot_granules(y - start) <= (t->pool0.end - start - MIN_BLOCK) >> GRANULE_LOG2;
+    size_t start = t->start0;
+    return rot_granules(y - start) <= (t->end0 - start - MIN_BLOCK) >> GRANULE_LOG2;
 }
 
 /* Whether y is what a next link may hold: the terminator, the idle block
@@ -628,7 +641,7 @@ static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_t
  */
 static inline struct blk_pos block_at(const struct rtm_tlsf *t, const void *p)
 {
-    size_t start = t->pool0.start, end = t->pool0.end;
+    size_t start = t->start0, end = t->end0;
     size_t rel = off_of(t, p) - HW - start;
     if (__builtin_expect(rot_granules(rel) > (end - start - MIN_BLOCK) >> GRANULE_LOG2, 0))
         return block_at_slow(t, p);
@@ -872,6 +885,8 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
         errno = -rc;
         return NULL;
     }
+    t->start0 = t->pool0.start;
+    t->end0 = t->pool0.end;
     t->overhead_bytes = size - t->usable_bytes;
     t->base.magic = RTM_HEAP_MAGIC;
     return t;
@@ -1332,9 +1347,11 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
  * given for the pool covers d and all of that. Its block area's size goes
  * to *span. Reads d only. Bounds by subtraction: nothing overflows.
  */
-static int validate_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t lo,
+static int validate_pool(const void *base, const struct rtm_pool_link *link, size_t lo,
                          size_t bytes, size_t *span)
 {
+    const struct rtm_tlsf *t = base;
+    const struct tlsf_pool *d = (const struct tlsf_pool *)(const void *)link;
     size_t start = d->start, end = d->end;
     CHECK(start >= lo && start < end && end < bytes && bytes - end >= GRANULE);
     CHECK(((uintptr_t)t + start + HW) % GRANULE == 0 && (end - start) % GRANULE == 0);
@@ -1359,29 +1376,11 @@ static int tlsf_validate(const struct rtm_heap *h, size_t bytes)
 {
     const struct rtm_tlsf *t = (const struct rtm_tlsf *)(const void *)h;
     CHECK((uintptr_t)t % _Alignof(struct rtm_tlsf) == 0 && bytes >= sizeof(*t));
-    CHECK(t->base.kind == RTM_KIND_TLSF && t->usable_bytes <= bytes);
-    size_t pools = 0, usable = 0, raw = 0, lo = sizeof(*t);
-    for (const struct tlsf_pool *d = &t->pool0;;) {
-        size_t span;
-        CHECK(++pools <= t->pool_count);
-        int rc = validate_pool(t, d, lo, bytes, &span);
-        if (rc)
-            return rc;
-        CHECK(span <= t->usable_bytes - usable);
-        usable += span;
-        CHECK(!__builtin_add_overflow(raw, d->link.raw_len, &raw));
-        size_t next = d->link.next;
-        if (next == 0)
-            break;
-        CHECK(next < bytes && bytes - next >= sizeof(*d));
-        CHECK(((uintptr_t)t + next) % _Alignof(struct tlsf_pool) == 0);
-        d = pool_at(t, next);
-        lo = next + sizeof(*d);
-    }
-    size_t total;
-    CHECK(pools == t->pool_count && usable == t->usable_bytes);
-    CHECK(!__builtin_add_overflow(usable, t->overhead_bytes, &total) && total == raw);
-    return 0;
+    CHECK(t->base.kind == RTM_KIND_TLSF);
+    CHECK(t->start0 == t->pool0.start && t->end0 == t->pool0.end);
+    return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->pool0.link, t->pool_count,
+                                   t->usable_bytes, t->overhead_bytes, sizeof(struct tlsf_pool),
+                                   _Alignof(struct tlsf_pool), validate_pool);
 }
 
 /* ---- generic interface --------------------------------------------------- */
