@@ -1,6 +1,9 @@
 #!/bin/sh
 # Installs the built tree into a scratch prefix, then builds and runs a small
-# consumer twice: with find_package(rtmem) and with pkg-config.
+# consumer twice: with find_package(rtmem) and with pkg-config. Then the
+# same for the library alone built with Debian's multiarch layout (the
+# library two levels down, lib/<triplet>), installed with DESTDIR: the
+# paths pkg-config and CMake give must lead to it.
 #   install_consumer.sh SOURCE_DIR BUILD_DIR
 set -eu
 src=$1
@@ -38,4 +41,32 @@ if [ -n "$tool" ]; then
     "$tmp/prefix/bin/rtmem" memcheck --quick --no-rt --phases pow2 --plugin "$tmp/tlsf_plugin.so" \
         --kinds tlsf-plugin >/dev/null
 fi
-echo "install_consumer: 1 passed, 0 failed"
+
+# The multiarch layout: the library alone, configured for /usr (the prefix
+# a Debian package uses) and installed under DESTDIR.
+triplet=$(${CC:-cc} -print-multiarch 2>/dev/null || true)
+[ -n "$triplet" ] || triplet=$(uname -m)-linux-gnu
+cmake -S "$src" -B "$tmp/ma-build" -DCMAKE_C_COMPILER="${CC:-cc}" -DCMAKE_INSTALL_PREFIX=/usr \
+    -DCMAKE_INSTALL_LIBDIR="lib/$triplet" -DRTMEM_BUILD_TESTS=OFF -DRTMEM_BUILD_TOOLS=OFF >/dev/null
+cmake --build "$tmp/ma-build" -j2 >/dev/null
+DESTDIR="$tmp/ma-root" cmake --install "$tmp/ma-build" >/dev/null
+ma_lib="$tmp/ma-root/usr/lib/$triplet"
+test -e "$ma_lib/librtmem.so" && test -e "$ma_lib/pkgconfig/rtmem.pc" ||
+    { echo "multiarch install: no library or rtmem.pc in $ma_lib"; exit 1; }
+if command -v pkg-config >/dev/null 2>&1; then
+    # pkg-config's own view of a moved install: --define-prefix is not
+    # needed, the file finds the prefix from its own place
+    inc=$(PKG_CONFIG_PATH="$ma_lib/pkgconfig" pkg-config --variable=includedir rtmem)
+    lib=$(PKG_CONFIG_PATH="$ma_lib/pkgconfig" pkg-config --variable=libdir rtmem)
+    [ "$(cd "$inc" && pwd -P)" = "$(cd "$tmp/ma-root/usr/include" && pwd -P)" ] &&
+        [ "$(cd "$lib" && pwd -P)" = "$(cd "$ma_lib" && pwd -P)" ] ||
+        { echo "multiarch rtmem.pc: includedir $inc, libdir $lib"; exit 1; }
+    flags=$(PKG_CONFIG_PATH="$ma_lib/pkgconfig" pkg-config --cflags --libs rtmem)
+    ${CC:-cc} -std=c11 -o "$tmp/ma_consumer_pc" "$src/tests/consumer/main.c" $flags
+    LD_LIBRARY_PATH="$ma_lib" "$tmp/ma_consumer_pc"
+fi
+cmake -S "$src/tests/consumer" -B "$tmp/ma-cmake" -DCMAKE_PREFIX_PATH="$tmp/ma-root/usr" >/dev/null
+cmake --build "$tmp/ma-cmake" >/dev/null
+"$tmp/ma-cmake/consumer_static"
+LD_LIBRARY_PATH="$ma_lib" "$tmp/ma-cmake/consumer_shared"
+echo "install_consumer: 2 passed, 0 failed"
