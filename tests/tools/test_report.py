@@ -447,6 +447,39 @@ def test_latency_says_whether_idle_states_were_held(rtmem, module_dir, whole_rep
         "the machine's idle states (--default-system)" in text, "--default-system is not shown"
 
 
+def test_a_first_touch_run_beside_the_sweep_is_a_table_of_its_loops(rtmem, module_dir,
+                                                                    whole_report_module):
+    """rtmem stride --first-touch writes a stride document with no points
+    (its loops are in first_touch): it made the whole report fail, its
+    empty curve on a log axis; it is a table of its own now, beside the
+    sweep's curve."""
+    res = os.path.join(module_dir, "first-touch")
+    copy_fixtures(res, ["stride.json"])
+    with open(os.path.join(FIXTURES, "stride.json")) as f:
+        d = json.load(f)
+    loop = {"median_ns": 98795070, "p10_ns": 93372740, "p90_ns": 111279981,
+            "minor_faults": 65536}
+    d.update(points=[], jumps={k: [] for k in d["jumps"]},
+             command_line=["rtmem", "stride", "--first-touch", "--json", "ft.json"],
+             first_touch=[{"bytes": 134217728, "reps": 11, "loop1_first_touch": loop,
+                           "loop2": dict(loop, median_ns=7362290, minor_faults=0),
+                           "loop1_again": dict(loop, median_ns=12782137, minor_faults=0),
+                           "ratio_loop1_over_loop2": 13.42, "ratio_again_over_loop2": 1.74,
+                           "ratio_16_over_1_per_access": 9.22}])
+    with open(os.path.join(res, "stride-first-touch.json"), "w") as f:
+        json.dump(d, f)
+    out = os.path.join(module_dir, "first-touch-report")
+    r = report(rtmem, res, out)
+    assert r.returncode == 0, explain(r)
+    text = page_text(out)
+    row = re.search(r"<tr><td>128M</td>(.*?)</tr>", text)
+    assert row, "no row for the first-touch run"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert cells == ["98.8 ms (65536 faults)", "7.4 ms (0 faults)", "12.8 ms (0 faults)",
+                     "13.42", "1.74", "9.22"], cells
+    assert pngs_in(out) == ["stride-curve.png"]  # the sweep's curve, and no other
+
+
 def test_a_signal_as_the_report_ends_ends_it_as_interrupted(rtmem, module_dir,
                                                               whole_report_module):
     # A signal after the last file is in place (RTMEM_REPORT_TEST_LATE_SIGNAL

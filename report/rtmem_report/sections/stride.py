@@ -12,10 +12,33 @@ MAKE = "rtmem stride --json {dir}/stride.json"
 SHADES = {"stride_1": "#1f77b4", "stride_16": "#ff7f0e", "chase": "#2ca02c"}
 
 
+def first_touch(doc):
+    """A --first-touch run: the published program's three loops, a row per
+    size (no curve: it measures no sizes one after another)."""
+    rows = []
+    for r in doc.arr("first_touch").objs():
+        loops = [r.obj(k) for k in ("loop1_first_touch", "loop2", "loop1_again")]
+        rows.append((page.fmt_bytes(r.num("bytes")),)
+                    + tuple("%.1f ms (%d faults)" % (x.num("median_ns") / 1e6,
+                                                      x.num("minor_faults")) for x in loops)
+                    + ("%.2f" % r.num("ratio_loop1_over_loop2"),
+                       "%.2f" % r.num("ratio_again_over_loop2"),
+                       "%.2f" % r.num("ratio_16_over_1_per_access")))
+    return page.table(("size", "stride 1, first touch", "stride 16", "stride 1 again",
+                       "first / 16", "again / 16", "16 / 1 per access"), rows,
+                      numeric_from=1) + page.note(
+        "rtmem stride --first-touch: the published two-loop program, stride 1 over a fresh "
+        "buffer (its page faults included), then stride 16, then stride 1 again; medians of "
+        "the repetitions. docs/stride.md reads it.")
+
+
 def build(docs, ctx):
     out = []
     for doc in docs:
         out.append(page.command(doc))
+        if doc.has("first_touch"):
+            out.append(first_touch(doc))
+            continue
         pts = doc.arr("points").objs()
         fig, axes = plot.figure(11.5, 5.0)
         ax = axes[0][0]
