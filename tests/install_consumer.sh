@@ -40,6 +40,24 @@ ${CC:-cc} -std=c11 -fPIC -shared -I"$tmp/prefix/include" -o "$tmp/tlsf_plugin.so
 if [ -n "$tool" ]; then
     "$tmp/prefix/bin/rtmem" memcheck --quick --no-rt --phases pow2 --plugin "$tmp/tlsf_plugin.so" \
         --kinds tlsf-plugin >/dev/null
+    # The installed report runs its installed package with python3 on PATH,
+    # never the .venv of the tree it was built in, and says it is installed.
+    mkdir -p "$tmp/fakebin" "$tmp/results"
+    printf '#!/bin/sh\necho "python3 ran: $1 $RTMEM_REPORT_INSTALLED"\n' >"$tmp/fakebin/python3"
+    chmod +x "$tmp/fakebin/python3"
+    got=$(env -u RTMEM_PYTHON PATH="$tmp/fakebin:$PATH" "$tmp/prefix/bin/rtmem" report "$tmp/results")
+    want="python3 ran: $tmp/prefix/bin/../share/rtmem/report/run.py 1"
+    [ "$got" = "$want" ] || { echo "installed rtmem report ran: $got (want: $want)"; exit 1; }
+    # With a Python that has no matplotlib it says what to install.
+    if python3 -m venv --without-pip "$tmp/bare" >/dev/null 2>&1; then
+        cp "$src/tests/fixtures/report/stride.json" "$tmp/results/"
+        if RTMEM_PYTHON="$tmp/bare/bin/python" "$tmp/prefix/bin/rtmem" report "$tmp/results" \
+            -o "$tmp/report" 2>"$tmp/err"; then
+            echo "installed rtmem report drew without matplotlib"; exit 1
+        fi
+        grep -q "apt install python3-matplotlib" "$tmp/err" ||
+            { echo "installed rtmem report, no matplotlib:"; cat "$tmp/err"; exit 1; }
+    fi
 fi
 
 # The multiarch layout: the library alone, configured for /usr (the prefix

@@ -27,8 +27,10 @@ file of the same name that it did not write.
 
 The plots use matplotlib, pinned in report/requirements.txt: `make bench`
 and `make test` install it into the project's .venv/, which rtmem report
-uses (RTMEM_PYTHON names another Python). docs/report.md describes every
-plot.
+uses in the tree it was built in. An installed rtmem report runs python3
+on PATH (the system's matplotlib: Debian's python3-matplotlib draws it
+too). RTMEM_PYTHON names another Python either way. docs/report.md
+describes every plot.
 """
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -108,10 +110,17 @@ def _main(argv=None):
         try:
             from . import plot  # noqa: F401  (matplotlib, before anything is written)
         except ImportError as e:
-            sys.stderr.write(
-                "%s: cannot draw: %s (with %s)\n  `scripts/ensure-deps.sh report` installs "
-                "matplotlib into the project's .venv/ (make bench does); or set RTMEM_PYTHON to "
-                "a Python that has it\n" % (prog, e, sys.executable))
+            if os.environ.get("RTMEM_REPORT_INSTALLED") == "1":
+                advice = ("install matplotlib for this Python with the system's package "
+                          "manager (Debian, Ubuntu: apt install python3-matplotlib; Fedora: dnf "
+                          "install python3-matplotlib), or set RTMEM_PYTHON to a Python that "
+                          "has it (a virtual environment's bin/python)")
+            else:
+                advice = ("`scripts/ensure-deps.sh report` installs matplotlib into the "
+                          "project's .venv/ (make bench does); or set RTMEM_PYTHON to a Python "
+                          "that has it")
+            sys.stderr.write("%s: cannot draw: %s (with %s)\n  %s\n"
+                             % (prog, e, sys.executable, advice))
             return EXIT_FAILED
         from . import build, doc, output
         from .sections import SECTIONS
