@@ -11,7 +11,9 @@ from engine import fmt, rule
 
 WIDE = 16       # stride 16 ints: a pass of stride 1 makes 16 times its accesses
 PATTERNS = ("stride_1", "stride_16", "chase")
-L3_EARLY = (1 << 20, 4 << 20)   # "In the L3 (1 to 4 MiB)": the sizes the page names
+# "In the L3": the sizes of 1 to 4 MiB that the tool places in the L3 (2 and
+# 4 MiB where the L2 is 1 MiB)
+L3_EARLY = (1 << 20, 4 << 20)
 
 
 # Formats, as the tool prints them.
