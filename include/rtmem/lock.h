@@ -78,8 +78,9 @@
  *    recorded with its old value before it is written, and the log is
  *    emptied when the call ends. Each call records a bounded number of
  *    words (TLSF, halffit: a constant; heapmem and xnheap: O(log r)), so
- *    its bound stays O(1) / O(log r) with a larger constant (README,
- *    "Heaps that processes share", has the measured cost). The log's size
+ *    its bound stays O(1) / O(log r) with a larger constant
+ *    (docs/sharing.md, "Heaps that processes share", has the measured
+ *    cost). The log's size
  *    is fixed at create from the kind and the memory size
  *    (rtm_heap_lock_bytes), and counted in overhead_bytes: TLSF and
  *    halffit 2240 bytes; heapmem and xnheap 2752 bytes + 1024 per
