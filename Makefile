@@ -139,7 +139,9 @@ bench: build
 	@echo "         $(RESULTS)/trace.txt $(RESULTS)/trace.json $(RESULTS)/replay.txt $(RESULTS)/replay.json"
 	@echo "         $(RESULTS)/run.txt $(RESULTS)/run.json"
 	@echo "         $(RESULTS)/size.txt $(RESULTS)/size.json"
-	@echo "report:  $(RESULTS)/report/index.html (open it in a browser)"
+	@echo "report:  $(RESULTS)/report/index.html: open file://$(abspath $(RESULTS))/report/index.html"
+	@echo "         in a browser (xdg-open $(RESULTS)/report/index.html on a desktop); from a machine"
+	@echo "         without one, copy $(RESULTS)/report/ (or $(RESULTS)/, and draw it there: rtmem report DIR)"
 	@if [ -e $(BUILD)/bench-status ]; then rm -f $(BUILD)/bench-status; \
 	    echo "make bench: FAILED: rtmem bench's verdict was a failure (exit status 1):" \
 	        "$(RESULTS)/bench.txt says why (an allocator failed, or a target not met)"; \

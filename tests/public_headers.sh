@@ -82,7 +82,9 @@ for h in $headers; do
     done
 done
 
-# 2. A program in each language, against the library.
+# 2. A program in each language, against the library. In C++ it spells
+# the structs as a C++ user would: NAME_t{} for every public struct (the
+# function rtm_heap_stats hides struct rtm_heap_stats's name there).
 cat > "$tmp/program.c" <<'PROGRAM'
 #include <rtmem/rtmem.h>
 #include <stdio.h>
@@ -96,9 +98,45 @@ static int aligned(const void *p, size_t a)
     return p != NULL && (uintptr_t)p % a == 0;
 }
 
+#ifdef __cplusplus
+static size_t cxx_spellings(void)
+{
+    rtm_heap_stats_t st{};
+    rtm_heap_lock_stats_t ls{};
+    rtm_heap_config_t cfg{};
+    rtm_heap_limits_t lim{};
+    rtm_heap_corruption_t cor{};
+    rtm_heap_plugin_t plugin{};
+    rtm_arena_config_t acfg{};
+    rtm_arena_report_t arep{};
+    rtm_arena_t arena{};
+    rtm_shared_config_t scfg{};
+    rtm_shared_info_t sinfo{};
+    rtm_shared_orphan_t orphan{};
+    rtm_heap_config plain{}; /* a struct whose name no function hides: no _t needed */
+    rtm_heap_t *h = nullptr;
+    rtm_tlsf_t *t = nullptr;
+    rtm_halffit_t *hf = nullptr;
+    rtm_heapmem_t *hm = nullptr;
+    rtm_xnheap_t *xn = nullptr;
+    rtm_shared_t *sh = nullptr;
+    return st.used_bytes + (size_t)ls.calls + (size_t)cfg.hardening + lim.max_live +
+           (cor.what != nullptr) + (plugin.name != nullptr) + acfg.size_bytes +
+           arep.size_bytes + (arena.base != nullptr) + (size_t)scfg.hardening +
+           sinfo.size_bytes + orphan.bytes + (size_t)plain.lock + (h != nullptr) +
+           (t != nullptr) + (hf != nullptr) + (hm != nullptr) + (xn != nullptr) + (sh != nullptr);
+}
+#endif
+
 static int run(void)
 {
+#ifdef __cplusplus
+    if (cxx_spellings() != 0)
+        return 8;
+    rtm_heap_stats_t st;
+#else
     struct rtm_heap_stats st;
+#endif
     struct rtm_heap *h = rtm_heap_create("tlsf", pool, sizeof pool);
     if (!h)
         return 1;

@@ -218,6 +218,7 @@ struct rtm_arena_config {
     int thp;         /* RTM_ARENA_THP_*; only for base pages */
     unsigned flags;  /* RTM_ARENA_EXISTING | RTM_ARENA_READ_ONLY | RTM_ARENA_PRIVATE */
 };
+typedef struct rtm_arena_config rtm_arena_config_t;
 
 /* What the lock came to (rtm_arena_report.lock_state). */
 /* Not locked: not asked, or refused under RTM_ARENA_LOCK_TRY (lock_errno
@@ -287,6 +288,7 @@ struct rtm_arena_report {
      * from it are 0 and lock_state trusts mlock's return value. */
     bool verified;
 };
+typedef struct rtm_arena_report rtm_arena_report_t;
 
 /* Bytes of rtm_arena_private.name: NAME_MAX (255) + 2, so that the longest
  * POSIX shm name taken ("/" and 255 bytes) fits with its NUL. */
@@ -332,6 +334,7 @@ struct rtm_arena {
     char message[RTM_ARENA_MESSAGE_BYTES];
     struct rtm_arena_private internal;
 };
+typedef struct rtm_arena rtm_arena_t;
 
 /*
  * Opens the arena cfg describes into *a (any contents, but not an open

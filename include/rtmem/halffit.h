@@ -180,6 +180,7 @@ extern "C" {
 #define RTM_HALFFIT_POOL_OVERHEAD_MAX ((size_t)160)
 
 struct rtm_halffit;
+typedef struct rtm_halffit rtm_halffit_t;
 
 /* Creates a halffit heap in [mem, mem + size); see rtm_heap_create for the
  * errors (ENOMEM below a control structure and one minimum fragment, E2BIG

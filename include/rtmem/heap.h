@@ -82,6 +82,7 @@ extern "C" {
 
 /* A heap. Opaque: it is placed inside the memory given to rtm_heap_create. */
 struct rtm_heap;
+typedef struct rtm_heap rtm_heap_t;
 
 /*
  * Statistics, kept as O(1) counters (reading them is O(1) for every kind and
@@ -124,6 +125,10 @@ struct rtm_heap_stats {
      * decreases; anything but 0 means a program wrote where it must not. */
     uint64_t corruptions;
 };
+/* Every public struct has a typedef, NAME_t: in C++, where the function
+ * rtm_heap_stats hides the struct's name, rtm_heap_stats_t st{}; is the
+ * spelling that compiles (or struct rtm_heap_stats st{};). */
+typedef struct rtm_heap_stats rtm_heap_stats_t;
 
 /*
  * Hardening: what a heap checks before it trusts metadata that a program's
@@ -158,6 +163,7 @@ struct rtm_heap_corruption {
      * links", ...). */
     const char *what;
 };
+typedef struct rtm_heap_corruption rtm_heap_corruption_t;
 
 /* Called in the thread whose operation found the damage, with the heap's
  * state unchanged, before the operation returns its refusal. It must not
@@ -183,6 +189,7 @@ struct rtm_heap_config {
      * lock it must be 0. */
     uint32_t lock_timeout_us;
 };
+typedef struct rtm_heap_config rtm_heap_config_t;
 
 /* Names of the heap kinds built into this library, NULL-terminated, "tlsf"
  * first. The array is static; do not modify or free it. O(1). */
@@ -385,6 +392,7 @@ struct rtm_heap_limits {
     int lock;         /* RTM_HEAP_LOCK_*: the lock the heap is created with
                          (a robust heap's blocks carry 16 bytes more each) */
 };
+typedef struct rtm_heap_limits rtm_heap_limits_t;
 
 /*
  * A region size (bytes) for which the guarantee above holds for

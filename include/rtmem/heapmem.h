@@ -124,6 +124,7 @@ extern "C" {
 #endif
 
 struct rtm_heapmem;
+typedef struct rtm_heapmem rtm_heapmem_t;
 
 /* Creates a heap in [mem, mem + size); see rtm_heap_create for errors. The
  * result is also a struct rtm_heap (rtm_heapmem_heap). O(1). */

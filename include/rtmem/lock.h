@@ -219,6 +219,7 @@ struct rtm_heap_lock_stats {
     uint32_t timeout_us;
     uint64_t timeouts;
 };
+typedef struct rtm_heap_lock_stats rtm_heap_lock_stats_t;
 
 /* The heap's lock type (RTM_HEAP_LOCK_*), or -EINVAL for a NULL or destroyed
  * heap. O(1); takes no lock. */

@@ -200,6 +200,7 @@ struct rtm_heap_plugin {
     int (*stats)(void *heap, struct rtm_heap_stats *out);
     int (*check)(void *heap);
 };
+typedef struct rtm_heap_plugin rtm_heap_plugin_t;
 
 /* What a plugin defines (and nothing else in rtmem does). Declared here so
  * that the compiler checks a plugin's definition against it. */

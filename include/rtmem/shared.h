@@ -222,6 +222,7 @@ extern "C" {
 
 /* One process's attachment to a named shared heap. Opaque. */
 struct rtm_shared;
+typedef struct rtm_shared rtm_shared_t;
 
 /* Options of rtm_shared_create_ex and rtm_shared_attach_ex. Zero-initialised
  * it means the defaults of rtm_shared_create: mode 0600, 32 catalog entries,
@@ -266,6 +267,7 @@ struct rtm_shared_config {
      * rtm_heap_set_lock_timeout changes it. */
     uint32_t lock_timeout_us;
 };
+typedef struct rtm_shared_config rtm_shared_config_t;
 
 /* rtm_shared_config.trust: attach a segment whatever user owns it; attach
  * one writable by every user although its creator did not make it so. */
@@ -285,6 +287,7 @@ struct rtm_shared_info {
     const char *kind;         /* the heap's kind: rtm_heap_kind's (static) string */
     void *base;               /* where this process maps the segment */
 };
+typedef struct rtm_shared_info rtm_shared_info_t;
 
 /*
  * Creates the shared heap `name` of the given kind, of size bytes in all
@@ -431,6 +434,7 @@ struct rtm_shared_orphan {
     size_t bytes;    /* its usable size */
     int pid;         /* the process that allocated it, gone */
 };
+typedef struct rtm_shared_orphan rtm_shared_orphan_t;
 
 /*
  * Lists the blocks whose owner no longer runs, skipping those the catalog

@@ -144,6 +144,7 @@ extern "C" {
 #define RTM_TLSF_POOL_OVERHEAD_MAX ((size_t)96)
 
 struct rtm_tlsf;
+typedef struct rtm_tlsf rtm_tlsf_t;
 
 /* Creates a TLSF heap in [mem, mem + size); see rtm_heap_create for errors.
  * The result is also a struct rtm_heap (rtm_tlsf_heap). */

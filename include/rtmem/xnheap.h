@@ -25,6 +25,7 @@ extern "C" {
 #endif
 
 struct rtm_xnheap;
+typedef struct rtm_xnheap rtm_xnheap_t;
 
 /* Creates a heap in [mem, mem + size); see rtm_heap_create for errors. The
  * result is also a struct rtm_heap (rtm_xnheap_heap). O(1). */
