@@ -26,7 +26,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install \
+.PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install deb deb-cross \
         clean \
         format format-check compare-cyclictest compare-run speed figures
 
@@ -336,6 +336,18 @@ fuzz-merge: fuzz-build
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# Debian packages of the build (apt install ./packages/rtmem_*_amd64.deb), and of
+# the cross builds for arm64 and armhf (docs/install.md); into packages/.
+deb: build
+	@mkdir -p packages
+	cd $(BUILD) && cpack -G DEB -B $(abspath packages) >/dev/null
+	@rm -rf packages/_CPack_Packages; ls packages/rtmem_*.deb
+deb-cross: cross
+	@mkdir -p packages
+	cd $(BUILD)-arm64 && cpack -G DEB -B $(abspath packages) >/dev/null
+	cd $(BUILD)-armv7 && cpack -G DEB -B $(abspath packages) >/dev/null
+	@rm -rf packages/_CPack_Packages; ls packages/rtmem_*.deb
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-clang $(BUILD)-ubsan $(BUILD)-tsan $(BUILD)-fuzz
