@@ -78,6 +78,10 @@ command -v sqlite3 >/dev/null 2>&1 || need="$need sqlite3"
 # (a pyenv or a virtual environment first on PATH).
 want_pytest=no
 python3 -c 'import pytest' >/dev/null 2>&1 || want_pytest=yes
+# the Debian package's library dependencies (make deb, the deb_package test)
+if command -v dpkg >/dev/null 2>&1; then
+    command -v dpkg-shlibdeps >/dev/null 2>&1 || need="$need dpkg-dev"
+fi
 if [ "$want_pytest" = yes ] && [ "$(command -v python3)" = /usr/bin/python3 ]; then
     need="$need python3-pytest"
     want_pytest=no
