@@ -35,7 +35,8 @@ dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$tmp/fi
 for want in '^/usr/bin/rtmem$' '^/usr/include/rtmem/rtmem\.h$' '/librtmem\.so\.0$' '/librtmem\.a$' \
     '/pkgconfig/rtmem\.pc$' '/cmake/rtmem/rtmemConfig\.cmake$' '/rtmem/librtmem-malloc\.so$' \
     '/rtmem/librtmem-trace\.so$' '^/usr/share/rtmem/report/run\.py$' \
-    '^/usr/share/doc/rtmem/bench\.md$' '^/usr/share/doc/rtmem/copyright$'; do
+    '^/usr/share/doc/rtmem/bench\.md$' '^/usr/share/doc/rtmem/copyright$' \
+    '^/usr/share/man/man1/rtmem\.1$' '^/usr/share/man/man1/rtmem-bench\.1$'; do
     grep -q "$want" "$tmp/files" || { echo "deb_package: nothing matches $want in the package"; exit 1; }
 done
 kinds=$("$build/tools/rtmem" kinds)

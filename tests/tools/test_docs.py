@@ -10,6 +10,8 @@ pages that exist.
 """
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -77,6 +79,39 @@ def test_help_is_a_synopsis(rtmem, source_dir, tool):
     path = manual[len("manual: "):]
     # In a build tree the manual is the source tree's page.
     assert os.path.samefile(path, os.path.join(source_dir, "docs", tool + ".md"))
+
+
+def man_page(rtmem, name):
+    """The man page the build made (tools/man/NAME.1, beside the binary),
+    as groff renders it: (its text, groff's warnings)."""
+    if not shutil.which("groff"):
+        pytest.skip("groff is not installed")
+    page = os.path.join(os.path.dirname(str(rtmem)), "man", name + ".1")
+    assert os.path.exists(page), "no man page %s (scripts/manpage.py makes it)" % page
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-P-cbou", page], capture_output=True,
+                       text=True, env=dict(os.environ, MANWIDTH="80"))
+    assert r.returncode == 0, r.stderr
+    return r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("tool", TOOLS + ["report"])
+def test_each_tool_has_a_man_page_with_every_option(rtmem, tool):
+    text, warnings = man_page(rtmem, "rtmem-" + tool)
+    assert warnings == "", warnings
+    assert re.search(r"^NAME\n\s+rtmem-%s\s+-\s+\S" % tool, text, re.M), text[:300]
+    if tool != "report":  # (report's options are its own: rtmem report --help)
+        assert re.search(r"^OPTIONS$", text, re.M), "no OPTIONS section"
+        options, _ = help_options(rtmem, tool)
+        flat = re.sub(r"\s+", " ", text)  # an option may be cut at a line's end: join
+        missing = [o for o in options if "--" + o not in flat]
+        assert missing == [], "options of --help not in the man page: %s" % missing
+
+
+def test_rtmem_has_a_man_page_that_lists_the_tools(rtmem):
+    text, warnings = man_page(rtmem, "rtmem")
+    assert warnings == "", warnings
+    for tool in TOOLS:
+        assert "rtmem " + tool in text and "rtmem-%s(1)" % tool in text, tool
 
 
 @pytest.mark.parametrize("tool", TOOLS)
