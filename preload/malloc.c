@@ -335,8 +335,8 @@ static void read_config(void)
         known |= strcmp(*k, v) == 0;
     cfg.glibc = strcmp(v, "glibc") == 0 ? GLIBC : strcmp(v, "glibc-rt") == 0 ? GLIBC_RT : RTMEM_HEAP;
     if ((!known && !cfg.glibc) || strlen(v) >= sizeof(cfg.kind))
-        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: no such heap kind (tlsf, heapmem, xnheap; "
-            "glibc, glibc-rt)",
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: no such heap kind (rtmem kinds lists them; "
+            "or glibc, glibc-rt)",
             v);
     if (cfg.glibc && !__libc_malloc)
         die("librtmem-malloc: RTMEM_MALLOC_KIND=%s: this program has no C library allocator "

@@ -1,5 +1,6 @@
 #!/bin/sh
-# A project that vendors rtmem (add_subdirectory) builds and runs against it,
+# A project that vendors rtmem (add_subdirectory) builds and runs against it
+# (rtmem::static, and rtmem::rtmem as find_package has it),
 # and rtmem's own targets are built without -Werror there: a newer compiler's
 # new warning must not break a user's build. rtmem's warning flags do not
 # reach the user's targets either.
@@ -15,11 +16,14 @@ project(user C)
 add_subdirectory("$src" rtmem)
 add_executable(user main.c)
 target_link_libraries(user PRIVATE rtmem::static)
+add_executable(user_shared main.c)
+target_link_libraries(user_shared PRIVATE rtmem::rtmem)
 CMAKE
 cp "$src/tests/consumer/main.c" "$tmp/user/main.c"
 cmake -S "$tmp/user" -B "$tmp/build" -DRTMEM_BUILD_TESTS=OFF -DRTMEM_BUILD_TOOLS=OFF >/dev/null
 cmake --build "$tmp/build" -j 2 >/dev/null
 "$tmp/build/user"
+"$tmp/build/user_shared" # rtmem::rtmem, as find_package names it
 flags=$(cat "$tmp/build/rtmem/CMakeFiles/rtmem_objects.dir/flags.make")
 case "$flags" in
 *-Werror*) echo "FAILED: rtmem built with -Werror inside a user's project"; exit 1 ;;

@@ -29,7 +29,8 @@ static const struct run_opts defaults = {
 #define F(field) TK_FIELD(struct run_opts, field)
 
 static const struct tk_opt options[] = {
-    { "kind", TK_OPT_STRING, "NAME", "tlsf (default), heapmem, xnheap; glibc, glibc-rt", F(kind) },
+    { "kind", TK_OPT_STRING, "NAME", "tlsf (default), halffit, heapmem, xnheap; glibc, glibc-rt",
+      F(kind) },
     { "pool", TK_OPT_BYTES, "B", "the pool's size; glibc-rt's reserve (default %D)", F(pool),
       .lo = 4096, .hi = (uint64_t)1 << 40 },
     { "huge", TK_OPT_CHOICE, "SIZE", "huge pages: no (default), 2M or 1G", F(huge),
@@ -58,10 +59,13 @@ static int check(struct tk_session *s)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(*k, o->kind) == 0)
             return 0;
-    if (strcmp(o->kind, "glibc") != 0 && strcmp(o->kind, "glibc-rt") != 0)
-        return tk_args_bad(&s->cli,
-                           "--kind %s: no such heap kind (tlsf, heapmem, xnheap; glibc, glibc-rt)",
-                           o->kind);
+    if (strcmp(o->kind, "glibc") != 0 && strcmp(o->kind, "glibc-rt") != 0) {
+        char kinds[256] = "";
+        for (const char *const *k = rtm_heap_kinds(); *k; k++)
+            snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), "%s, ", *k);
+        return tk_args_bad(&s->cli, "--kind %s: no such heap kind (%sor glibc, glibc-rt)", o->kind,
+                           kinds);
+    }
     /* glibc's heap is glibc's: what shapes an rtmem heap does not apply. */
     static const char *const heap_only[] = { "huge", "harden", "on-full" };
     for (size_t i = 0; i < sizeof(heap_only) / sizeof(heap_only[0]); i++)
