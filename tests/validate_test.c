@@ -381,10 +381,11 @@ static size_t sure_words(struct rtm_heap *h, size_t **out)
         struct heap_layout l;
         if (!heap_layout_find(h, &l))
             return 0;
-        /* used_bytes, peak, live_blocks come right before usable_bytes
-         * (in halffit's control structure too) */
-        out[n++] = l.usable - 3;
-        out[n++] = l.usable - 1;
+        /* used_bytes, peak, live_blocks: in TLSF right before the first
+         * pool's bounds' copies, in halffit right before usable_bytes */
+        size_t *counters = l.start0 ? l.start0 - 3 : l.usable - 3;
+        out[n++] = counters;
+        out[n++] = counters + 2;
     } else {
         struct ph_heap *ph = (struct ph_heap *)(void *)h;
         out[n++] = &ph->used_bytes;
