@@ -58,94 +58,11 @@ format-check:
 # memcheck compares rtmem's heaps with jemalloc, mimalloc and tcmalloc: the
 # `peers` extra installs them if it can, and the run goes on without them if not.
 bench: build
-	@sh scripts/ensure-deps.sh peers
-	@mkdir -p $(RESULTS)
-	@# bench's report as it runs, to the terminal and its file, with rtmem's exit
-	@# status (a pipe's is tee's; sh has no pipefail). A run that ends with a verdict
-	@# of failure (status 1: an allocator failed, or the shared heap's cost target
-	@# was not met) lets the other tools and the report run: its status is kept in
-	@# $(BUILD)/bench-status and fails the target at the end.
-	@rm -f $(BUILD)/bench-status; st=$$(mktemp); trap 'rm -f "$$st"' EXIT; \
-	    trap 'exit 130' INT TERM; \
-	    { $(BUILD)/tools/rtmem bench --json $(RESULTS)/bench.json; echo $$? > "$$st"; } \
-	    | tee $(RESULTS)/bench.txt; status=$$(cat "$$st"); \
-	    if [ "$$status" = 1 ]; then echo 1 > $(BUILD)/bench-status; exit 0; fi; exit $$status
-	@# memcheck's report is long: all of it to the file, its summary to the terminal; a
-	@# functional failure (exit status 1) still fails the target.
-	$(BUILD)/tools/rtmem memcheck --json $(RESULTS)/memcheck.json > $(RESULTS)/memcheck.txt; \
-	    status=$$?; sed -n '/^== summary/,$$p' $(RESULTS)/memcheck.txt; exit $$status
-	@# wcet on its defaults (seconds): each kind's worst case, timed and counted under
-	@# valgrind (installed if it can be); its report to its file, then to the terminal.
-	@sh scripts/ensure-deps.sh valgrind
-	$(BUILD)/tools/rtmem wcet --json $(RESULTS)/wcet.json > $(RESULTS)/wcet.txt; \
-	    status=$$?; cat $(RESULTS)/wcet.txt; exit $$status
-	@# latency on its defaults (10 s), then the machine's noise on the same CPU (10 s):
-	@# each report to its file, then to the terminal, with rtmem's exit status.
-	$(BUILD)/tools/rtmem latency --json $(RESULTS)/latency.json > $(RESULTS)/latency.txt; \
-	    status=$$?; cat $(RESULTS)/latency.txt; exit $$status
-	$(BUILD)/tools/rtmem latency --noise --json $(RESULTS)/latency-noise.json \
-	    > $(RESULTS)/latency-noise.txt; status=$$?; cat $(RESULTS)/latency-noise.txt; exit $$status
-	@# latency again under memory pressure (10 s): the report's histogram beside the idle one
-	$(BUILD)/tools/rtmem latency --pressure vm=2,bytes=128M,stride=4096 \
-	    --json $(RESULTS)/latency-pressure.json > $(RESULTS)/latency-pressure.txt; \
-	    status=$$?; cat $(RESULTS)/latency-pressure.txt; exit $$status
-	@# the load alone on its defaults (10 s: what it does, its page faults), then a quick
-	@# sweep of latency under it (about 30 s); make sweep runs the full one
-	$(BUILD)/tools/rtmem pressure --json $(RESULTS)/pressure.json > $(RESULTS)/pressure.txt; \
-	    status=$$?; cat $(RESULTS)/pressure.txt; exit $$status
-	$(BUILD)/tools/rtmem latency --sweep --quick --json $(RESULTS)/latency-sweep.json \
-	    > $(RESULTS)/latency-sweep.txt; status=$$?; cat $(RESULTS)/latency-sweep.txt; exit $$status
-	@# stride on its defaults (a few seconds): its report to its file, then to the terminal.
-	$(BUILD)/tools/rtmem stride --json $(RESULTS)/stride.json > $(RESULTS)/stride.txt; \
-	    status=$$?; cat $(RESULTS)/stride.txt; exit $$status
-	@# bw on its defaults (under a minute): its report to its file, then to the terminal.
-	$(BUILD)/tools/rtmem bw --json $(RESULTS)/bw.json > $(RESULTS)/bw.txt; \
-	    status=$$?; cat $(RESULTS)/bw.txt; exit $$status
-	@# shm on its defaults (about a minute and a half: every mechanism at 64K and 1G; its
-	@# disk file in $(RESULTS)/, removed at the end).
-	@sh scripts/ensure-deps.sh java
-	$(BUILD)/tools/rtmem shm --java --dir $(RESULTS) --json $(RESULTS)/shm.json > $(RESULTS)/shm.txt; \
-	    status=$$?; cat $(RESULTS)/shm.txt; exit $$status
-	@# a program's allocations, from recording to verdict (a few seconds): the example
-	@# control loop traced unmodified, then its loop replayed on every kind
-	$(BUILD)/tools/rtmem trace -o $(RESULTS)/control_loop.trace --json $(RESULTS)/trace.json \
-	    -- $(BUILD)/examples/control_loop > $(RESULTS)/trace.txt; \
-	    status=$$?; cat $(RESULTS)/trace.txt; exit $$status
-	$(BUILD)/tools/rtmem replay --phase loop --json $(RESULTS)/replay.json \
-	    $(RESULTS)/control_loop.trace > $(RESULTS)/replay.txt; \
-	    status=$$?; cat $(RESULTS)/replay.txt; exit $$status
-	@# ... and run unmodified on the kind and pool the replay advised (rtmem run)
-	advised=$$(python3 scripts/advised.py $(RESULTS)/replay.json) && \
-	$(BUILD)/tools/rtmem run $$advised --json $(RESULTS)/run.json \
-	    -- $(BUILD)/examples/control_loop 2> $(RESULTS)/run.txt; \
-	    status=$$?; cat $(RESULTS)/run.txt; exit $$status
-	@# ... and on glibc tuned for real time, measured the same way, beside it
-	$(BUILD)/tools/rtmem run --kind glibc-rt --json $(RESULTS)/run-glibc-rt.json \
-	    -- $(BUILD)/examples/control_loop 2> $(RESULTS)/run-glibc-rt.txt; \
-	    status=$$?; cat $(RESULTS)/run-glibc-rt.txt; exit $$status
-	@# the pool each kind needs so that no allocation within stated limits ever fails,
-	@# and the adversaries against it (a second)
-	$(BUILD)/tools/rtmem size --max-live 64K --max-block 4K --min-block 16 --adversaries \
-	    --json $(RESULTS)/size.json > $(RESULTS)/size.txt; \
-	    status=$$?; cat $(RESULTS)/size.txt; exit $$status
-	@$(MAKE) --no-print-directory report
-	@echo "results: $(RESULTS)/bench.txt $(RESULTS)/bench.json $(RESULTS)/memcheck.txt $(RESULTS)/memcheck.json"
-	@echo "         $(RESULTS)/wcet.txt $(RESULTS)/wcet.json"
-	@echo "         $(RESULTS)/latency.txt $(RESULTS)/latency.json $(RESULTS)/latency-noise.txt $(RESULTS)/latency-noise.json"
-	@echo "         $(RESULTS)/latency-pressure.txt $(RESULTS)/latency-pressure.json"
-	@echo "         $(RESULTS)/pressure.txt $(RESULTS)/pressure.json $(RESULTS)/latency-sweep.txt $(RESULTS)/latency-sweep.json"
-	@echo "         $(RESULTS)/stride.txt $(RESULTS)/stride.json $(RESULTS)/bw.txt $(RESULTS)/bw.json"
-	@echo "         $(RESULTS)/shm.txt $(RESULTS)/shm.json"
-	@echo "         $(RESULTS)/trace.txt $(RESULTS)/trace.json $(RESULTS)/replay.txt $(RESULTS)/replay.json"
-	@echo "         $(RESULTS)/run.txt $(RESULTS)/run.json"
-	@echo "         $(RESULTS)/size.txt $(RESULTS)/size.json"
-	@echo "report:  $(RESULTS)/report/index.html: open file://$(abspath $(RESULTS))/report/index.html"
-	@echo "         in a browser (xdg-open $(RESULTS)/report/index.html on a desktop); from a machine"
-	@echo "         without one, copy $(RESULTS)/report/ (or $(RESULTS)/, and draw it there: rtmem report DIR)"
-	@if [ -e $(BUILD)/bench-status ]; then rm -f $(BUILD)/bench-status; \
-	    echo "make bench: FAILED: rtmem bench's verdict was a failure (exit status 1):" \
-	        "$(RESULTS)/bench.txt says why (an allocator failed, or a target not met)"; \
-	    exit 1; fi
+	@sh scripts/ensure-deps.sh peers valgrind java report
+	@# scripts/bench.sh runs every tool and the report: the same script an
+	@# installed rtmem runs on a board (<prefix>/share/rtmem/bench.sh)
+	@RTMEM=$(BUILD)/tools/rtmem RTMEM_CONTROL_LOOP=$(BUILD)/examples/control_loop \
+	    sh scripts/bench.sh $(RESULTS)
 
 # The report alone, from the result files already in $(RESULTS)/ (make bench
 # ends with it): plots and one page, $(RESULTS)/report/index.html. matplotlib
