@@ -18,25 +18,28 @@ for f in include/rtmem/heap.h include/rtmem/tlsf.h include/rtmem/rtmem.h include
          $tool; do
     test -e "$tmp/prefix/$f" || { echo "missing after install: $f"; exit 1; }
 done
-ls "$tmp"/prefix/lib*/librtmem.a "$tmp"/prefix/lib*/librtmem.so >/dev/null
+# the library directory (lib, lib64, ...; not libexec, which holds programs)
+so=$(ls "$tmp"/prefix/lib*/librtmem.so | head -n 1)
+libdir=$(dirname "$so")
+ls "$libdir/librtmem.a" >/dev/null
 
 cmake -S "$src/tests/consumer" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cmake-build" >/dev/null
 "$tmp/cmake-build/consumer_static"
-LD_LIBRARY_PATH=$(echo "$tmp"/prefix/lib*) "$tmp/cmake-build/consumer_shared"
+LD_LIBRARY_PATH="$libdir" "$tmp/cmake-build/consumer_shared"
 
 if command -v pkg-config >/dev/null 2>&1; then
-    pc=$(echo "$tmp"/prefix/lib*/pkgconfig)
+    pc="$libdir/pkgconfig"
     flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs rtmem)
     ${CC:-cc} -std=c11 -o "$tmp/consumer_pc" "$src/tests/consumer/main.c" $flags
-    LD_LIBRARY_PATH=$(echo "$tmp"/prefix/lib*) "$tmp/consumer_pc"
+    LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
 else
     echo "pkg-config not installed: pkg-config check skipped"
 fi
 # A heap plugin builds from the installed header and library alone, and the
 # installed rtmem runs it.
 ${CC:-cc} -std=c11 -fPIC -shared -I"$tmp/prefix/include" -o "$tmp/tlsf_plugin.so" \
-    "$src/examples/plugin/tlsf_plugin.c" "$tmp"/prefix/lib*/librtmem.a
+    "$src/examples/plugin/tlsf_plugin.c" "$libdir/librtmem.a"
 if [ -n "$tool" ]; then
     "$tmp/prefix/bin/rtmem" memcheck --quick --no-rt --phases pow2 --plugin "$tmp/tlsf_plugin.so" \
         --kinds tlsf-plugin >/dev/null
