@@ -48,6 +48,8 @@ def help_options(rtmem, tool):
         assert m, "an option's help runs onto a second line: %r" % line
         options[m.group(1)] = m.group(2)
     del options["help"]
+    # every tool's, as --help is: tools.md describes it once
+    assert options.pop("quiet") == "no progress line on a terminal's standard error", tool
     return options, r.stdout
 
 

@@ -313,3 +313,46 @@ def test_bad_usage_exits_2_with_a_message_and_nothing_run(rtmem, tmp_dir, args, 
     r = run(rtmem, "pressure", *args, timeout=30)
     assert r.returncode == 2 and why in r.stderr and "Try 'rtmem pressure --help'" in r.stderr \
         and r.stdout == "", explain(r)
+
+
+# ---- the progress line (tools/common/progress.h) -----------------------------------------
+
+def progress_run(rtmem, tmp_dir, *extra, stdout_tty=False):
+    """rtmem pressure --quick with standard error on a pseudo-terminal and
+    standard output in a file (as make bench has it) or on the terminal
+    too: (exit status, what the terminal got)."""
+    import pty
+    master, slave = pty.openpty()
+    out = open(os.path.join(tmp_dir, "out.txt"), "w")
+    try:
+        p = subprocess.Popen([str(rtmem), "pressure", "--quick", "--duration", "1s"] + list(extra),
+                             stdin=subprocess.DEVNULL, stdout=slave if stdout_tty else out,
+                             stderr=slave, env=dict(os.environ, RTMEM_PROGRESS="1"))
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            got += chunk
+        return p.wait(timeout=60), got.decode("utf-8", "replace")
+    finally:
+        out.close()
+        os.close(master)
+
+
+def test_a_terminal_sees_the_phase_and_the_time_left_then_the_line_cleared(rtmem, tmp_dir):
+    status, got = progress_run(rtmem, tmp_dir)
+    assert status == 0, got
+    assert "\r\x1b[Krtmem pressure: the load " in got and "left)" in got, repr(got[:400])
+    assert got.endswith("\r\x1b[K"), repr(got[-200:])  # nothing of it stays on the screen
+
+
+def test_quiet_and_a_terminal_on_standard_output_draw_no_line(rtmem, tmp_dir):
+    status, got = progress_run(rtmem, tmp_dir, "--quiet")
+    assert status == 0 and "\x1b[K" not in got, repr(got[:400])
+    status, got = progress_run(rtmem, tmp_dir, stdout_tty=True)
+    assert status == 0 and "\x1b[K" not in got, repr(got[:400])  # the run's own lines there

@@ -175,8 +175,9 @@ int tk_opt_parse(const struct tk_args *cli, const struct tk_opt *table, size_t n
 int tk_opt_parse_operands(const struct tk_args *cli, const struct tk_opt *table, size_t n, int argc,
                           char **argv, void *opts, struct tk_opt_parse *p, int *first_operand)
 {
-    /* getopt_long's table: entry i has the code 256 + i; -h and --help 'h'. */
-    struct option longopts[TK_MAX_OPTS + 2];
+    /* getopt_long's table: entry i has the code 256 + i; -h and --help 'h',
+     * --quiet 255, no letter's (every tool's, as --help is). */
+    struct option longopts[TK_MAX_OPTS + 3];
     memset(p, 0, sizeof(*p));
     if (n > TK_MAX_OPTS)
         return tk_args_bad(cli, "internal error: %zu options, at most %d", n, TK_MAX_OPTS);
@@ -186,7 +187,8 @@ int tk_opt_parse_operands(const struct tk_args *cli, const struct tk_opt *table,
                              table[i].type == TK_OPT_FLAG ? no_argument : required_argument, NULL,
                              256 + (int)i };
     longopts[n] = (struct option){ "help", no_argument, NULL, 'h' };
-    longopts[n + 1] = (struct option){ NULL, 0, NULL, 0 };
+    longopts[n + 1] = (struct option){ "quiet", no_argument, NULL, 255 };
+    longopts[n + 2] = (struct option){ NULL, 0, NULL, 0 };
     /* The short forms: ":h" and each letter (with ':' when it takes a value). */
     char shortopts[2 * TK_MAX_OPTS + 3] = ":h";
     size_t ns = 2;
@@ -205,6 +207,10 @@ int tk_opt_parse_operands(const struct tk_args *cli, const struct tk_opt *table,
         if (c == 'h') {
             p->help = true;
             return 0;
+        }
+        if (c == 255) {
+            p->quiet = true;
+            continue;
         }
         for (size_t i = 0; i < n && c < 256; i++)
             if (table[i].letter && c == table[i].letter)
@@ -540,6 +546,8 @@ void tk_opt_help(FILE *f, const struct tk_opt *table, size_t n, const void *defa
         expand(text, sizeof(text), &table[i], defaults);
         wrap(f, text, w > 0 && (size_t)w > indent ? (size_t)w : indent, indent);
     }
+    fprintf(f, "%-*s", (int)indent, "  --quiet");
+    wrap(f, "no progress line on a terminal's standard error", indent, indent);
     fprintf(f, "%-*s", (int)indent, "  -h, --help");
     wrap(f, "this text", indent, indent);
 }

@@ -186,6 +186,7 @@ struct tk_opt {
 struct tk_opt_parse {
     bool given[TK_MAX_OPTS]; /* per table entry: given on the command line */
     bool help;               /* -h or --help: the rest was not parsed */
+    bool quiet;              /* --quiet: no progress line (progress.h) */
 };
 
 /*

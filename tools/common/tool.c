@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "common/result.h"
 #include "rtmem/version.h"
 
@@ -118,7 +119,11 @@ static int run_and_report(struct tk_session *s)
         return TK_EXIT_USAGE;
 
     uint64_t t0 = tk_clock_ns();
+    /* (not for a tool that runs a program: that program's output is the
+     * terminal's) */
+    tk_progress_start(s->cli.prog, s->parsed.quiet || t->command_usage != NULL || t->own_progress);
     enum tk_run_end end = t->run(s);
+    tk_progress_stop(); /* the line cleared before the report */
     s->seconds = (double)(tk_clock_ns() - t0) / 1e9;
     int status = end == TK_RUN_PASSED ? TK_EXIT_OK : TK_EXIT_FAILED;
     if (end != TK_RUN_ABORTED) {

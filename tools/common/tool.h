@@ -116,6 +116,9 @@ struct tk_tool {
      * standard output: a tool that runs a program whose standard output
      * must stay the program's alone (rtmem run). */
     bool report_on_stderr;
+    /* The tool draws its own progress on standard error (memcheck): the
+     * kit's line (progress.h) stays off. */
+    bool own_progress;
 
     const struct tk_opt *opts; /* the options table */
     size_t n_opts;

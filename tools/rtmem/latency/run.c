@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "common/cleanup.h"
 #include "common/stop.h"
 #include "common/timer.h"
@@ -149,6 +150,10 @@ static enum tk_run_end run_all(struct lat *l)
             return TK_RUN_ABORTED;
         }
     }
+    tk_progress_phase(l->o.noise            ? "the machine's noise"
+                      : l->o.pressure.given ? "wake-ups under the load"
+                                            : "wake-ups",
+                      0, (double)l->o.duration_ns / 1e9);
     int rc = lat_measure(l, false);
     if (l->load_on)
         lat_load_stop(l);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/progress.h"
 #include "common/opt.h"
 #include "common/stop.h"
 #include "common/tool.h"
@@ -203,8 +204,10 @@ enum tk_run_end lat_sweep(struct lat *l)
 {
     print_sweep_head(stdout, l);
     bool failed = false;
+    tk_progress_phase("sweep runs", l->n_runs, 0);
     for (size_t i = 0; i < l->n_runs && !tk_stop_requested(); i++) {
         struct lat_sweep_run *r = &l->runs[i];
+        tk_progress_done(i);
         if (run_one(l, r, i == 0) != 0)
             return TK_RUN_ABORTED;
         l->runs_done = i + 1;

@@ -188,6 +188,7 @@ const struct tk_tool memcheck_tool = {
     .opts_size = sizeof(struct mc_opts),
     .defaults = &defaults,
     .json_path_offset = offsetof(struct mc_opts, json_path),
+    .own_progress = true,
     .help_notes = help_notes,
     .check = check,
     .setup = mc_setup,

@@ -230,6 +230,7 @@ struct mc_shared {
 
 /* One run: the driver's session state (struct tk_session.state). */
 struct memcheck {
+    bool quiet;              /* --quiet: no progress line */
     const struct mc_opts *o; /* the session's, parsed */
     /* The parent's own setup (for the timer calibration, then undone); in
      * a test process, its real-time setup. */

@@ -215,7 +215,8 @@ static int prepare(struct memcheck *m)
         fprintf(stderr, "rtmem memcheck: out of memory for the run's results\n");
         return -1;
     }
-    m->progress.on = m->o->progress || isatty(STDERR_FILENO);
+    /* its own progress line, not the kit's (tool.h: own_progress) */
+    m->progress.on = m->o->progress || (isatty(STDERR_FILENO) && !m->quiet);
     /* A fill holds at most usable / 1 blocks (1-byte requests, and one
      * over for "more than H/B"); the churn keeps at most fill / 16 live. */
     m->blocks_cap = size_heaps(m) + 2;
@@ -234,6 +235,7 @@ int mc_setup(struct tk_session *s)
     }
     s->state = m;
     m->o = s->opts;
+    m->quiet = s->parsed.quiet;
     if (m->o->format == MC_FORMAT_SMOKEY)
         s->comment = "# ";
     /* The peers first (common/kinds.h): loading one may execute the

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/progress.h"
 #include "common/opt.h"
 #include "common/stop.h"
 #include "common/timer.h"
@@ -142,6 +143,7 @@ enum tk_run_end pr_run(struct tk_session *s)
     }
     r->started = true;
     print_head(stdout, &r->o.spec);
+    tk_progress_phase("the load", 0, (double)r->o.duration_ns / 1e9);
     uint64_t start = r->p.start_ns, end = start + r->o.duration_ns;
     for (size_t i = 0; i < r->cap; i++) {
         uint64_t next = start + (uint64_t)(i + 1) * NS_PER_S;

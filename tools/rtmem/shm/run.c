@@ -14,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "common/leftovers.h"
 #include "common/cleanup.h"
 #include "common/pressure.h"
@@ -309,10 +310,15 @@ enum tk_run_end shm_run(struct tk_session *s)
         goto out;
     bool failed = false;
     uint64_t start = tk_clock_ns();
+    size_t regions = 0, done = 0;
+    for (int m = 0; m < SHM_MECHS; m++)
+        regions += selected(sh, m) ? sh->sizes.n : 0;
+    tk_progress_phase("regions", regions, 0);
     for (size_t i = 0; i < sh->sizes.n; i++) {
         for (int m = 0; m < SHM_MECHS; m++) {
             if (!selected(sh, m))
                 continue;
+            tk_progress_done(done++);
             if (sh->o.duration_ns) {
                 shm_duration_run(sh, m, sh->sizes.bytes[i], &sh->durs[sh->n_durs++]);
                 continue;
