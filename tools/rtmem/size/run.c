@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/progress.h"
 #include "common/out.h"
 #include "size.h"
 
@@ -146,7 +147,9 @@ enum tk_run_end size_run(struct tk_session *s)
             continue;
         }
         if (st->o.adversaries) {
-            fprintf(stderr, "%s: %s: adversaries...\n", st->prog, k->name);
+            char phase[48];
+            snprintf(phase, sizeof(phase), "%s's adversaries", k->name);
+            tk_progress_phase(phase, 0, 0); /* (on a terminal: progress.h) */
             run_kind(st, k);
         }
     }
