@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ static struct {
     pthread_mutex_t lock; /* the phase's name: copied under it, read under it */
     pthread_cond_t wake;  /* stop's signal to the thread */
     bool stopping;
-    char phase[48];
+    char phase[80];
     uint64_t phase_start_ns;
     uint64_t total;
     double seconds;
@@ -44,7 +45,7 @@ static void span(char *buf, size_t size, double s)
 
 static void draw(void)
 {
-    char phase[48], line[160], el[32], left[48] = "";
+    char phase[80], line[200], el[32], left[48] = "";
     pthread_mutex_lock(&P.lock);
     memcpy(phase, P.phase, sizeof(phase));
     uint64_t start = P.phase_start_ns, total = P.total;
@@ -190,12 +191,27 @@ void tk_progress_phase(const char *name, uint64_t total, double seconds)
     if (!P.on)
         return;
     pthread_mutex_lock(&P.lock);
-    snprintf(P.phase, sizeof(P.phase), "%s", name);
+    size_t n = strnlen(name, sizeof(P.phase) - 1); /* cut, never overrun */
+    memcpy(P.phase, name, n);
+    P.phase[n] = '\0';
     P.phase_start_ns = now_ns();
     P.total = total;
     P.seconds = seconds;
     __atomic_store_n(&P.done, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&P.lock);
+}
+
+void tk_progress_note(const char *prog, const char *fmt, ...)
+{
+    char note[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof(note), fmt, ap);
+    va_end(ap);
+    if (P.on)
+        tk_progress_phase(note, 0, 0);
+    else
+        fprintf(stderr, "%s: %s\n", prog, note);
 }
 
 void tk_progress_done(uint64_t done)

@@ -26,11 +26,15 @@
  * phase is "running" until the tool names one. */
 void tk_progress_start(const char *tool, bool quiet);
 
-/* A new phase: its name (a string that lives until the next phase; copied,
- * at most 47 bytes) and what "done" counts up to: a number of steps (set
+/* A new phase: its name (copied; cut at 79 bytes) and what "done" counts up to: a number of steps (set
  * with tk_progress_done), or, with seconds > 0, a known duration that the
  * line follows by itself. total 0 and seconds 0: only the elapsed time. */
 void tk_progress_phase(const char *name, uint64_t total, double seconds);
+
+/* A note on what the run is doing ("replaying on tlsf"): on a terminal
+ * with the line on, the line's phase; otherwise a line "PROG: note" on
+ * standard error, as a tool printed it before there was a line. */
+void tk_progress_note(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Steps of the current phase done so far. */
 void tk_progress_done(uint64_t done);

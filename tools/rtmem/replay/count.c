@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/progress.h"
 #include "common/grind.h"
 #include "replay.h"
 
@@ -153,8 +154,8 @@ void replay_count(struct tk_session *s)
         struct replay_target *x = &r->targets[i];
         if (!x->replayed || (replay_bounded(x) && !x->fits))
             continue;
-        fprintf(stderr, "%s: counting the instructions of %s's calls under %s\n", r->prog, x->name,
-                r->valgrind_version);
+        tk_progress_note(r->prog, "counting the instructions of %s's calls under %s", x->name,
+                         r->valgrind_version);
         uint64_t ir_a = 0, ir_f = 0;
         if (count_side(s, &g, x, false, &ir_a, &x->counted_allocs) != 0 ||
             count_side(s, &g, x, true, &ir_f, &x->counted_frees) != 0)

@@ -39,6 +39,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "common/arena.h"
 #include "replay.h"
 
@@ -512,7 +513,7 @@ enum tk_run_end replay_run(struct tk_session *s)
                          : errno == E2BIG   ? "beyond the kind's largest pool"
                                             : strerror(errno));
         }
-        fprintf(stderr, "%s: replaying on %s\n", r->prog, x->name);
+        tk_progress_note(r->prog, "replaying on %s", x->name);
         if (x->plugin || x->own)
             target_in_child(r, x, &g, blocks, &allocs, &frees);
         else
