@@ -36,10 +36,10 @@ if command -v pkg-config >/dev/null 2>&1; then
 else
     echo "pkg-config not installed: pkg-config check skipped"
 fi
-# A heap plugin builds from the installed header and library alone, and the
-# installed rtmem runs it.
+# The installed example heap plugin builds from the installed header and
+# library alone, and the installed rtmem runs it.
 ${CC:-cc} -std=c11 -fPIC -shared -I"$tmp/prefix/include" -o "$tmp/tlsf_plugin.so" \
-    "$src/examples/plugin/tlsf_plugin.c" "$libdir/librtmem.a"
+    "$tmp/prefix/share/doc/rtmem/examples/plugin/tlsf_plugin.c" "$libdir/librtmem.a"
 if [ -n "$tool" ]; then
     "$tmp/prefix/bin/rtmem" memcheck --quick --no-rt --phases pow2 --plugin "$tmp/tlsf_plugin.so" \
         --kinds tlsf-plugin >/dev/null

@@ -145,7 +145,8 @@
  *        myheap.c libos_heap.a
  *     rtmem memcheck --plugin ./myheap.so --kinds tlsf,osheap
  *
- * examples/plugin/tlsf_plugin.c in rtmem's sources is a plugin that the tests
+ * examples/plugin/tlsf_plugin.c in rtmem's sources (installed as
+ * share/doc/rtmem/examples/plugin/tlsf_plugin.c) is a plugin that the tests
  * build and run ("tlsf-plugin": rtmem's TLSF through this ABI).
  */
 #ifndef RTMEM_PLUGIN_H
