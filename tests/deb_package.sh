@@ -41,14 +41,8 @@ for want in '^/usr/bin/rtmem$' '^/usr/include/rtmem/rtmem\.h$' '/librtmem\.so\.0
 done
 kinds=$("$build/tools/rtmem" kinds)
 
-consumer() { # PREFIX_PATH PKG_CONFIG_PATH: builds and runs the consumer both ways
-    flags=$(PKG_CONFIG_PATH="$2" pkg-config --cflags --libs rtmem)
-    ${CC:-cc} -std=c11 -o "$tmp/consumer_pc" "$src/tests/consumer/main.c" $flags
-    LD_LIBRARY_PATH="$3" "$tmp/consumer_pc"
-    cmake -S "$src/tests/consumer" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$1" >/dev/null
-    cmake --build "$tmp/cmake-build" >/dev/null
-    "$tmp/cmake-build/consumer_static"
-    LD_LIBRARY_PATH="$3" "$tmp/cmake-build/consumer_shared"
+consumer() { # PREFIX_PATH PKG_CONFIG_DIR LIBDIR: built and run both ways
+    sh "$src/tests/consumer_run.sh" "$src" "$tmp/consumer" "$1" "$2" "$3"
 }
 
 why=""

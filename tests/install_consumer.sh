@@ -23,19 +23,7 @@ so=$(ls "$tmp"/prefix/lib*/librtmem.so | head -n 1)
 libdir=$(dirname "$so")
 ls "$libdir/librtmem.a" >/dev/null
 
-cmake -S "$src/tests/consumer" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
-cmake --build "$tmp/cmake-build" >/dev/null
-"$tmp/cmake-build/consumer_static"
-LD_LIBRARY_PATH="$libdir" "$tmp/cmake-build/consumer_shared"
-
-if command -v pkg-config >/dev/null 2>&1; then
-    pc="$libdir/pkgconfig"
-    flags=$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs rtmem)
-    ${CC:-cc} -std=c11 -o "$tmp/consumer_pc" "$src/tests/consumer/main.c" $flags
-    LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc"
-else
-    echo "pkg-config not installed: pkg-config check skipped"
-fi
+sh "$src/tests/consumer_run.sh" "$src" "$tmp/consumer" "$tmp/prefix" "$libdir/pkgconfig" "$libdir"
 # The installed example heap plugin builds from the installed header and
 # library alone, and the installed rtmem runs it.
 ${CC:-cc} -std=c11 -fPIC -shared -I"$tmp/prefix/include" -o "$tmp/tlsf_plugin.so" \
@@ -82,12 +70,7 @@ if command -v pkg-config >/dev/null 2>&1; then
     [ "$(cd "$inc" && pwd -P)" = "$(cd "$tmp/ma-root/usr/include" && pwd -P)" ] &&
         [ "$(cd "$lib" && pwd -P)" = "$(cd "$ma_lib" && pwd -P)" ] ||
         { echo "multiarch rtmem.pc: includedir $inc, libdir $lib"; exit 1; }
-    flags=$(PKG_CONFIG_PATH="$ma_lib/pkgconfig" pkg-config --cflags --libs rtmem)
-    ${CC:-cc} -std=c11 -o "$tmp/ma_consumer_pc" "$src/tests/consumer/main.c" $flags
-    LD_LIBRARY_PATH="$ma_lib" "$tmp/ma_consumer_pc"
 fi
-cmake -S "$src/tests/consumer" -B "$tmp/ma-cmake" -DCMAKE_PREFIX_PATH="$tmp/ma-root/usr" >/dev/null
-cmake --build "$tmp/ma-cmake" >/dev/null
-"$tmp/ma-cmake/consumer_static"
-LD_LIBRARY_PATH="$ma_lib" "$tmp/ma-cmake/consumer_shared"
+sh "$src/tests/consumer_run.sh" "$src" "$tmp/ma-consumer" "$tmp/ma-root/usr" "$ma_lib/pkgconfig" \
+    "$ma_lib"
 echo "install_consumer: 2 passed, 0 failed"
