@@ -232,11 +232,13 @@ def test_quick_report_has_its_sections_one_round_and_a_row_per_size(quick):
 
 def test_quick_takes_no_page_fault_during_the_timed_repetitions(quick):
     # A prefaulted buffer takes no page fault; under a sanitizer its shadow
-    # memory does.
+    # memory does, and under qemu-user the emulator's own memory does
+    # (its translated code, now and then: 33 in one CI run on arm64).
     r = quick[0]
     faults = re.search(r"^page faults: (\d+) during the timed repetitions$", r.stdout, re.M)
     assert faults, explain(r)
-    assert os.environ.get("RTMEM_SANITIZED") or faults.group(1) == "0", faults.group(0)
+    assert os.environ.get("RTMEM_SANITIZED") or EMULATED or faults.group(1) == "0", \
+        faults.group(0)
 
 
 def test_sizes_are_measured_as_named_once_each_ascending(rtmem, tmp_dir):
