@@ -1,7 +1,9 @@
 #!/bin/sh
-# The C code of a Markdown file compiles and runs as written: every block
-# fenced as ```c is a complete program, compiled as C11 with -Wall -Wextra
-# -Werror -pedantic, linked with the library and run; it must exit with 0.
+# The C and C++ code of a Markdown file compiles and runs as written: every
+# block fenced as ```c is a complete program, compiled as C11 with -Wall
+# -Wextra -Werror -pedantic, linked with the library and run; it must exit
+# with 0. A block fenced as ```cpp is the same in C++17, compiled by
+# $RTMEM_README_CXX (default: c++).
 # A block whose fence line is directly preceded by the line
 #     <!-- readme-test: compile-only -->
 # is compiled as a translation unit but neither linked nor run (a program
@@ -18,12 +20,12 @@ shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Writes block N to $tmp/block_N.c (with the line it starts at in $tmp/block_N.line),
-# and $tmp/block_N.compile-only for marked blocks.
+# Writes block N to $tmp/block_N.c or .cpp (with the line it starts at in
+# $tmp/block_N.line), and $tmp/block_N.compile-only for marked blocks.
 awk -v dir="$tmp" '
-    !inblock && /^```c[[:space:]]*$/ {
+    !inblock && /^```(c|cpp)[[:space:]]*$/ {
         n++; inblock = 1
-        file = dir "/block_" n ".c"
+        file = dir "/block_" n (($0 ~ /cpp/) ? ".cpp" : ".c")
         printf "" > file
         print NR + 1 > (dir "/block_" n ".line")
         if (prev ~ /^<!-- readme-test: compile-only -->[[:space:]]*$/)
@@ -39,15 +41,22 @@ awk -v dir="$tmp" '
 passed=0
 failed=0
 i=0
-while [ -e "$tmp/block_$((i + 1)).c" ]; do
+while [ -e "$tmp/block_$((i + 1)).c" ] || [ -e "$tmp/block_$((i + 1)).cpp" ]; do
     i=$((i + 1))
     b=$tmp/block_$i
-    c=$b.c
     where="$(basename "$md"):$(cat "$b.line")"
-    flags="-std=c11 -Wall -Wextra -Werror -pedantic -I$inc"
+    if [ -e "$b.cpp" ]; then
+        c=$b.cpp
+        comp=${RTMEM_README_CXX:-c++}
+        flags="-std=c++17 -Wall -Wextra -Werror -pedantic -I$inc"
+    else
+        c=$b.c
+        comp=$cc
+        flags="-std=c11 -Wall -Wextra -Werror -pedantic -I$inc"
+    fi
     if [ -e "$b.compile-only" ]; then
         # shellcheck disable=SC2086
-        if "$cc" $flags "$@" -c "$c" -o "$b.o" > "$b.log" 2>&1; then
+        if "$comp" $flags "$@" -c "$c" -o "$b.o" > "$b.log" 2>&1; then
             passed=$((passed + 1))
             echo "readme: the block at $where compiles (compile-only)"
         else
@@ -58,7 +67,7 @@ while [ -e "$tmp/block_$((i + 1)).c" ]; do
         continue
     fi
     # shellcheck disable=SC2086
-    if ! "$cc" $flags "$@" -o "$b" "$c" "$lib" > "$b.log" 2>&1; then
+    if ! "$comp" $flags "$@" -o "$b" "$c" "$lib" -lpthread > "$b.log" 2>&1; then
         failed=$((failed + 1))
         echo "readme: FAILED: the block at $where does not build:"
         head -n 30 "$b.log"
@@ -72,7 +81,7 @@ while [ -e "$tmp/block_$((i + 1)).c" ]; do
     fi
 done
 if [ $((passed + failed)) -eq 0 ]; then
-    echo "readme: no \`\`\`c block found in $md"
+    echo "readme: no \`\`\`c or \`\`\`cpp block found in $md"
     failed=1
 fi
 echo "readme: $passed passed, $failed failed"
