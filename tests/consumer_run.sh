@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds tests/consumer against an installed rtmem and runs it: with CMake
-# (find_package: rtmem::static and rtmem::rtmem) and with pkg-config (where
+# (find_package: rtmem::static and rtmem::rtmem, and the C++17 program on
+# rtmem::rtmem where a C++ compiler is) and with pkg-config (where
 # it is installed), the shared builds run with the library's directory.
 # An empty PREFIX_PATH, PKG_CONFIG_DIR or LIBDIR: the system's own search.
 #   consumer_run.sh SOURCE_DIR WORK_DIR PREFIX_PATH PKG_CONFIG_DIR LIBDIR
@@ -16,6 +17,11 @@ cmake -S "$src/tests/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$pref
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/consumer_static"
 LD_LIBRARY_PATH="$libdir" "$work/cmake-build/consumer_shared"
+if [ -e "$work/cmake-build/consumer_cxx" ]; then
+    LD_LIBRARY_PATH="$libdir" "$work/cmake-build/consumer_cxx"
+else
+    echo "no C++ compiler: the C++ consumer left out"
+fi
 if command -v pkg-config >/dev/null 2>&1; then
     flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs rtmem)
     # shellcheck disable=SC2086
