@@ -17,6 +17,9 @@
 #                rtmem run, and the interposer's cost (scripts/compare-run.py)
 #   make speed   rtmem's heaps against rlsf (cargo, crates.io) and their own
 #                unchecked rows, side by side (scripts/speed.py; not part of bench)
+#   make test-rust  the Rust crates' tests (bindings/rust; cargo from rustup or Debian)
+#   make bench-cpp, make bench-rust  C++ pmr and Rust global-allocator workloads on each
+#                kind against the default allocator (docs/cpp.md, docs/rust.md)
 #   make figures three runs of make bench (and two studies), then every figure the
 #                README and docs/ quote rewritten from them (docs/figures.md)
 # Each installs what it needs first (scripts/ensure-deps.sh, idempotent).
@@ -28,7 +31,7 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install deb deb-cross \
         clean \
-        format format-check compare-cyclictest compare-run speed figures
+        format format-check compare-cyclictest compare-run speed figures test-rust bench-cpp bench-rust
 
 all: build
 
@@ -96,6 +99,25 @@ compare-cyclictest: build
 SPEED_RUNS ?= 3
 speed: build
 	python3 scripts/speed.py --build $(BUILD) --runs $(SPEED_RUNS) --out $(RESULTS) $(SPEED_FLAGS)
+
+# The Rust crates' tests (bindings/rust: cargo test; scripts/rust.sh), and
+# again against make test-asan's library when it is built (CI).
+test-rust:
+	@if [ -e $(BUILD)-asan/librtmem.a ]; then \
+	    RTMEM_ASAN_LIB_DIR=$(CURDIR)/$(BUILD)-asan sh scripts/rust.sh test; \
+	else sh scripts/rust.sh test; fi
+
+# A std::pmr workload on each kind against the default resource
+# (examples/cpp/pmr_bench.cpp; docs/cpp.md), and a Vec/BTreeMap workload with
+# rtmem as Rust's global allocator against the system's (docs/rust.md).
+BENCH_ROUNDS ?= 300
+bench-cpp: build
+	c++ -std=c++17 -O2 -Wall -Wextra -Werror -I include -o $(BUILD)/pmr_bench \
+	    examples/cpp/pmr_bench.cpp $(BUILD)/librtmem.a -lpthread
+	$(BUILD)/pmr_bench $(BENCH_ROUNDS)
+
+bench-rust:
+	sh scripts/rust.sh bench $(BENCH_ROUNDS)
 
 # Real programs (sqlite3, python3) through rtmem run on glibc, glibc-rt and each
 # kind, and the interposer's instructions a call under valgrind (about two
