@@ -245,6 +245,24 @@ public:
     const char *kind() const noexcept { return rtm_heap_kind(h_); }
     int hardening() const noexcept { return rtm_heap_hardening(h_); }
     std::size_t fill_count(std::size_t size) const noexcept { return rtm_heap_fill_count(h_, size); }
+    int set_corruption_handler(rtm_heap_corruption_fn fn, void *arg) noexcept
+    {
+        return rtm_heap_set_corruption_handler(h_, fn, arg);
+    }
+    int lock_type() const noexcept { return rtm_heap_lock_type(h_); }
+    int lock_stats(rtm_heap_lock_stats_t &out) const noexcept
+    {
+        return rtm_heap_lock_stats(h_, &out);
+    }
+    int set_lock_timeout(std::uint32_t timeout_us) noexcept
+    {
+        return rtm_heap_set_lock_timeout(h_, timeout_us);
+    }
+    /* rtm_heap_pool_bound_ex: the region a kind needs for these limits. */
+    static std::size_t pool_bound(const char *kind, const rtm_heap_limits_t &lim) noexcept
+    {
+        return rtm_heap_pool_bound_ex(kind, &lim);
+    }
 
     /* Constructs a T in a block of this heap; nullptr when nothing fits
      * (a constructor that throws frees the block and the exception goes

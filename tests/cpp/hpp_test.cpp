@@ -88,6 +88,21 @@ void heap_owns_and_moves()
         e.reset();
         CHECK(!e && e.error() == 0);
     }
+    rtm_heap_config_t cfg{};
+    cfg.lock = RTM_HEAP_LOCK_PI;
+    rtm::heap locked("tlsf", pool_mem[0], sizeof pool_mem[0], &cfg);
+    CHECK(locked.lock_type() == RTM_HEAP_LOCK_PI);
+    CHECK(locked.set_lock_timeout(1000) == 0);
+    void *b = locked.alloc(10);
+    CHECK(locked.free(b) == 0);
+    rtm_heap_lock_stats_t ls{};
+    CHECK(locked.lock_stats(ls) == 0 && ls.calls >= 2 && ls.timeout_us == 1000);
+    rtm_heap_limits_t lim{};
+    lim.max_live = 64 << 10; /* bytes live at most */
+    lim.max_block = 256;
+    CHECK(rtm::heap::pool_bound("tlsf", lim) == rtm_heap_pool_bound("tlsf", 64 << 10, 256));
+    CHECK(rtm::heap::pool_bound("tlsf", lim) > lim.max_live);
+    locked.reset();
     rtm::heap bad("no-such-kind", pool_mem[0], sizeof pool_mem[0]);
     CHECK(!bad);
     CHECK(bad.error() == ENOENT);
@@ -98,6 +113,18 @@ void heap_owns_and_moves()
 void heap_make_destroy()
 {
     rtm::heap h("tlsf", pool_mem[0], sizeof pool_mem[0]);
+    static int reported = 0;
+    struct on_damage {
+        static void fn(const rtm_heap_corruption_t *, void *arg) { ++*static_cast<int *>(arg); }
+    };
+    CHECK(h.set_corruption_handler(on_damage::fn, &reported) == 0);
+    unsigned char *a = static_cast<unsigned char *>(h.alloc(100));
+    void *after = h.alloc(100);
+    a[h.usable_size(a)] = 0x41; /* one byte past: the next block's header */
+    CHECK(h.free(a) == -EFAULT && reported == 1 && h.stats().corruptions == 1);
+    (void)after;
+    rtm::heap fresh("tlsf", pool_mem[3], sizeof pool_mem[3]);
+    h = std::move(fresh);
     wide *w = h.make<wide>();
     CHECK(w != nullptr && reinterpret_cast<std::uintptr_t>(w) % alignof(wide) == 0);
     std::string *s = h.make<std::string>("made in the heap");
