@@ -61,7 +61,7 @@ test)
     "$cargo" test --locked --manifest-path "$manifest"
     # Layout and lints, where the toolchain has rustfmt and clippy.
     if "$cargo" fmt --version > /dev/null 2>&1; then
-        "$cargo" fmt --manifest-path "$manifest" --check
+        (cd "$root/bindings/rust" && "$cargo" fmt --all --check)
     else
         echo "rust: no rustfmt: the layout check left out"
     fi

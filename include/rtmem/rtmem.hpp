@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -284,7 +285,9 @@ public:
 #endif
     }
 
-    /* Destroys what make made and frees its block (nullptr: nothing). */
+    /* Destroys what make made and frees its block (nullptr: nothing). p must
+     * be the pointer make returned, of the type it was made as (not a
+     * base class's pointer into the object). */
     template <class T> int destroy(T *p) noexcept
     {
         if (!p)
@@ -426,8 +429,10 @@ bool operator!=(const allocator<T> &a, const allocator<U> &b) noexcept
  * into it is right in every process, wherever each maps the segment.
  * Copying one into another place recomputes the distance. It points only
  * within one mapping: an offset_ptr in shared memory to a process's stack
- * or heap is meaningless in any other process. Null is a distance of 1 (no
- * object starts one byte past the pointer itself). A random-access
+ * or heap is meaningless in any other process. Null is a distance of 1: a
+ * target one byte past the pointer itself cannot be held (it reads as
+ * null), and memory that was zeroed but never constructed as an
+ * offset_ptr reads as a pointer to itself, not as null. A random-access
  * iterator, usable as an allocator's `pointer` (rtm::shared_allocator).
  */
 template <class T> class offset_ptr {
@@ -452,6 +457,14 @@ public:
     offset_ptr(const offset_ptr<U> &o) noexcept
     {
         set(o.get());
+    }
+    /* Explicit, where static_cast<T *>(U *) is (from offset_ptr<void>, to
+     * a derived class): the allocator requirements' static_cast. */
+    template <class U, class = typename std::enable_if<!std::is_convertible<U *, T *>::value>::type,
+              class = decltype(static_cast<T *>(std::declval<U *>()))>
+    explicit offset_ptr(const offset_ptr<U> &o) noexcept
+    {
+        set(static_cast<T *>(o.get()));
     }
     offset_ptr &operator=(const offset_ptr &o) noexcept
     {

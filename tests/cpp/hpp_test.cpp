@@ -201,7 +201,11 @@ void allocator_traits_and_equality()
     CHECK(v1.get_allocator() == a2 && v2.get_allocator() == a1);
     v1 = v2; /* copy assignment takes v2's heap */
     CHECK(v1.get_allocator() == a1);
-    CHECK(live(h2) == 0 && live(h1) == 2);
+    std::vector<int, rtm::allocator<int>> v3(10, 3, a2);
+    v1 = std::move(v3); /* and move assignment v3's, with its block */
+    CHECK(v1.get_allocator() == a2 && v1.size() == 10);
+    v1 = std::vector<int, rtm::allocator<int>>(a1); /* gives h2's block back */
+    CHECK(live(h2) == 0 && live(h1) == 1);
 }
 
 #ifdef RTM_HPP_EXCEPTIONS
@@ -339,6 +343,9 @@ void offset_ptr_arithmetic()
     CHECK(rtm::offset_ptr<int>::pointer_to(a[6]).get() == a + 6);
     std::vector<int> seen(p, p + 8); /* a random-access iterator */
     CHECK(seen.size() == 8 && seen[7] == 7);
+    rtm::offset_ptr<void> vq(p + 2);
+    rtm::offset_ptr<int> back(vq); /* static_cast from void_pointer */
+    CHECK(back.get() == a + 2);
     q = nullptr;
     CHECK(!q);
 }
@@ -351,11 +358,15 @@ using shared_deque = std::deque<int, rtm::shared_allocator<int>>;
 /* The child: attaches (a second mapping, at another address than the
  * parent's), finds the vector, checks it, grows it. Exit status 0 when all
  * of that held. */
-int shared_child(const char *name, void *parent_base)
+int shared_child(const char *name, void *parent_base, rtm_shared *inherited)
 {
     rtm::heap h = rtm::heap::attach_shared(name);
     if (!h)
         return 10;
+    /* The view fork gave this process goes: only this process's own
+     * mapping, at another address, is left to reach the containers by. */
+    if (rtm_shared_detach(inherited) != 0)
+        return 16;
     rtm_shared_info_t info{};
     rtm_shared_get_info(h.shared(), &info);
     if (info.base == parent_base)
@@ -407,7 +418,7 @@ void shared_vector_across_processes()
     std::fflush(nullptr);
     pid_t pid = fork();
     if (pid == 0)
-        _exit(shared_child(name, info.base));
+        _exit(shared_child(name, info.base, h.shared()));
     int st = 0;
     CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);

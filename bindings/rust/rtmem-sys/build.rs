@@ -27,9 +27,10 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=layout.c");
     let src = tree();
-    let mut include: Option<PathBuf> = None;
+    let include: Option<PathBuf>;
 
     if let Ok(dir) = env::var("RTMEM_LIB_DIR") {
+        println!("cargo:rerun-if-changed={}/librtmem.a", dir);
         println!("cargo:rustc-link-search=native={}", dir);
         println!("cargo:rustc-link-lib=static=rtmem");
         include = include_dir(src.as_deref());
@@ -61,7 +62,13 @@ fn main() {
                     e
                 )
             });
-        include = lib.include_paths.first().cloned().or(include);
+        // pkg-config leaves out the system's own include directory.
+        include = lib.include_paths.first().cloned().or_else(|| {
+            ["/usr/include", "/usr/local/include"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|d| d.join("rtmem/heap.h").exists())
+        });
     }
     println!("cargo:rustc-link-lib=pthread");
 
@@ -74,6 +81,8 @@ fn main() {
             .include(&inc)
             .compile("rtmem_sys_layout");
         println!("cargo:rustc-cfg=rtmem_layout_probe");
+    } else {
+        println!("cargo:warning=rtmem-sys: no C headers found: the layout test is left out");
     }
     println!("cargo:rustc-check-cfg=cfg(rtmem_layout_probe)");
 }

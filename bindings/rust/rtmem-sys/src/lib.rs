@@ -8,10 +8,27 @@
 
 use core::ffi::{c_char, c_int, c_uint, c_void};
 
-/// The alignment every block has at least: `alignof(max_align_t)`.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86"))]
+/// The alignment every block has at least: `alignof(max_align_t)` as gcc
+/// has it on each target (the layout test compares it with the C build's).
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "x86",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+))]
 pub const RTM_HEAP_MIN_ALIGN: usize = 16;
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")))]
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "x86",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+)))]
 pub const RTM_HEAP_MIN_ALIGN: usize = 8;
 
 pub const RTM_HEAP_HARDEN_O1: c_int = 0;
@@ -23,6 +40,19 @@ pub const RTM_HEAP_LOCK_PI: c_int = 1;
 pub const RTM_HEAP_LOCK_ROBUST_SHARED: c_int = 2;
 
 pub const RTM_ARENA_ANON: c_int = 0;
+pub const RTM_ARENA_MEMFD: c_int = 1;
+pub const RTM_ARENA_POSIX_SHM: c_int = 2;
+pub const RTM_ARENA_SYSV_SHM: c_int = 3;
+pub const RTM_ARENA_FILE: c_int = 4;
+pub const RTM_ARENA_DEVICE: c_int = 5;
+pub const RTM_ARENA_PAGE_2M: usize = 2 << 20;
+pub const RTM_ARENA_PAGE_1G: usize = 1 << 30;
+pub const RTM_ARENA_EXISTING: c_uint = 0x1;
+pub const RTM_ARENA_READ_ONLY: c_uint = 0x2;
+pub const RTM_ARENA_PRIVATE: c_uint = 0x4;
+pub const RTM_ARENA_THP_DEFAULT: c_int = 0;
+pub const RTM_ARENA_THP_ON: c_int = 1;
+pub const RTM_ARENA_THP_OFF: c_int = 2;
 pub const RTM_ARENA_PREFAULT_NONE: c_int = 0;
 pub const RTM_ARENA_PREFAULT_POPULATE: c_int = 1;
 pub const RTM_ARENA_PREFAULT_TOUCH: c_int = 2;
@@ -39,6 +69,9 @@ pub const RTM_ARENA_MESSAGE_BYTES: usize = 512;
 
 pub const RTM_SHARED_NAME_MAX: usize = 200;
 pub const RTM_SHARED_CATALOG_NAME_MAX: usize = 31;
+pub const RTM_SHARED_CATALOG_DEFAULT: u32 = 32;
+pub const RTM_SHARED_TRUST_ANY_OWNER: c_uint = 1;
+pub const RTM_SHARED_TRUST_WORLD_WRITABLE: c_uint = 2;
 
 /// A heap (opaque).
 #[repr(C)]
@@ -243,6 +276,15 @@ pub struct rtm_shared_info {
     pub base: *mut c_void,
 }
 
+/// A block whose owner no longer runs (`rtm_shared_orphans`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct rtm_shared_orphan {
+    pub offset: u64,
+    pub bytes: usize,
+    pub pid: c_int,
+}
+
 extern "C" {
     // rtmem/heap.h
     pub fn rtm_heap_kinds() -> *const *const c_char;
@@ -316,6 +358,11 @@ extern "C" {
     pub fn rtm_shared_publish(s: *mut rtm_shared, name: *const c_char, p: *const c_void) -> c_int;
     pub fn rtm_shared_lookup(s: *mut rtm_shared, name: *const c_char) -> *mut c_void;
     pub fn rtm_shared_unpublish(s: *mut rtm_shared, name: *const c_char) -> c_int;
+    pub fn rtm_shared_orphans(s: *mut rtm_shared, out: *mut rtm_shared_orphan, max: usize)
+        -> isize;
+    pub fn rtm_shared_reclaim(s: *mut rtm_shared, pid: c_int) -> isize;
+    pub fn rtm_shared_set_owner(s: *mut rtm_shared, p: *mut c_void, pid: c_int) -> c_int;
+    pub fn rtm_shared_owner(s: *mut rtm_shared, p: *const c_void) -> c_int;
 }
 
 #[cfg(all(test, rtmem_layout_probe))]
@@ -324,7 +371,7 @@ mod layout {
     use core::mem::{align_of, offset_of, size_of};
 
     extern "C" {
-        static rtmem_sys_layout: [usize; 22];
+        static rtmem_sys_layout: [usize; 40];
     }
 
     #[test]
@@ -351,6 +398,24 @@ mod layout {
             size_of::<rtm_shared_info>(),
             offset_of!(rtm_shared_info, base),
             RTM_HEAP_MIN_ALIGN,
+            size_of::<rtm_heap_corruption>(),
+            offset_of!(rtm_heap_corruption, what),
+            offset_of!(rtm_heap_config, on_corruption),
+            offset_of!(rtm_heap_config, lock),
+            offset_of!(rtm_heap_limits, max_align),
+            offset_of!(rtm_heap_limits, lock),
+            offset_of!(rtm_heap_lock_stats, timeout_us),
+            offset_of!(rtm_arena_config, name),
+            offset_of!(rtm_arena_config, sysv_key),
+            offset_of!(rtm_arena_config, prefault),
+            offset_of!(rtm_arena_config, thp),
+            offset_of!(rtm_arena_report, lock_state),
+            offset_of!(rtm_arena_report, locked_bytes),
+            offset_of!(rtm_arena_report, file_pmd_bytes),
+            offset_of!(rtm_shared_config, page_bytes),
+            offset_of!(rtm_shared_config, thp),
+            offset_of!(rtm_shared_info, creator_pid),
+            size_of::<rtm_shared_orphan>(),
             usize::MAX,
         ];
         let c = unsafe { rtmem_sys_layout };

@@ -184,7 +184,10 @@ unsafe fn realloc_layout(h: *mut sys::rtm_heap, p: *mut u8, layout: Layout, new:
     if layout.align() <= MIN_ALIGN {
         return sys::rtm_heap_realloc(h, p.cast(), new).cast();
     }
-    let q = alloc_layout(h, Layout::from_size_align_unchecked(new, layout.align()));
+    let Ok(to) = Layout::from_size_align(new, layout.align()) else {
+        return ptr::null_mut(); // no such layout: the block stays as it was
+    };
+    let q = alloc_layout(h, to);
     if !q.is_null() {
         ptr::copy_nonoverlapping(p, q, layout.size().min(new));
         sys::rtm_heap_free(h, p.cast());
@@ -557,8 +560,13 @@ const FAILED: u8 = 3;
 /// [`GlobalHeap::lock`] says: `Try` by default) and the heap (with a
 /// priority-inheritance lock) are made by [`GlobalHeap::init`] or at the first
 /// allocation. When they cannot be, every allocation fails (Rust then aborts
-/// with "memory allocation failed"): call `init` first to see why. The
-/// memory is never given back; it is the program's for its life.
+/// with "memory allocation failed"): call `init` first to see why, and
+/// before real-time threads start (a thread that finds the heap being
+/// opened sleeps until it is). The memory is never given back; it is the
+/// program's for its life. Like any locked allocator without fork
+/// handlers, a child forked while another thread is inside an allocation
+/// would wait for that lock forever: fork before starting threads, or exec
+/// at once.
 pub struct GlobalHeap {
     kind: &'static str,
     pool_bytes: usize,
@@ -619,7 +627,10 @@ impl GlobalHeap {
                             .store(if h.is_null() { FAILED } else { READY }, Ordering::Release);
                     }
                 }
-                _ => std::thread::yield_now(),
+                // Another thread opens it: sleep rather than yield, which
+                // would never let a lower-priority opener run under
+                // SCHED_FIFO.
+                _ => std::thread::sleep(std::time::Duration::from_micros(100)),
             }
         }
     }
@@ -653,9 +664,18 @@ impl GlobalHeap {
         (h, 0)
     }
 
-    /// The heap's statistics, once it is made.
+    /// The heap, if it is made (never opens it).
+    fn ready(&self) -> *mut sys::rtm_heap {
+        if self.state.load(Ordering::Acquire) == READY {
+            self.heap.load(Ordering::Acquire)
+        } else {
+            ptr::null_mut()
+        }
+    }
+
+    /// The heap's statistics, once it is made (None before).
     pub fn stats(&self) -> Option<Stats> {
-        let h = self.raw();
+        let h = self.ready();
         if h.is_null() {
             return None;
         }
@@ -666,7 +686,7 @@ impl GlobalHeap {
 
     /// What the arena obtained (locked? resident?), once it is open.
     pub fn arena_report(&self) -> Option<sys::rtm_arena_report> {
-        if self.raw().is_null() {
+        if self.ready().is_null() {
             return None;
         }
         Some(unsafe { (*(*self.arena.get()).as_ptr()).report })
@@ -674,7 +694,7 @@ impl GlobalHeap {
 
     /// Whether p lies in the arena (a block this allocator gave).
     pub fn contains(&self, p: *const u8) -> bool {
-        if self.raw().is_null() {
+        if self.ready().is_null() {
             return false;
         }
         let a = unsafe { &*(*self.arena.get()).as_ptr() };
@@ -682,9 +702,9 @@ impl GlobalHeap {
         (p as usize).wrapping_sub(base) < a.size_bytes
     }
 
-    /// The C heap (null when it could not be made), for `rtmem_sys` calls.
+    /// The C heap (null until it is made), for `rtmem_sys` calls.
     pub fn as_ptr(&self) -> *mut sys::rtm_heap {
-        self.raw()
+        self.ready()
     }
 }
 
