@@ -442,6 +442,45 @@ void shared_vector_across_processes()
     CHECK(live(h) == before);
 }
 
+#ifdef RTM_HPP_HAVE_PMR
+/* A pmr vector in a shared heap, with its resource there too: right in a
+ * forked child, which maps the segment at the parent's address and runs the
+ * same executable (raw pointers and the resource's virtual table hold), and
+ * only there (docs/cpp.md). */
+void pmr_vector_across_fork()
+{
+    char name[64];
+    std::snprintf(name, sizeof name, "rtmem-hpp-pmr-%d", static_cast<int>(getpid()));
+    rtm_shared_unlink(name);
+    rtm::heap h = rtm::heap::create_shared(name, "tlsf", 1 << 20);
+    if (!h) {
+        std::fprintf(stderr, "shared heap: %s (skipped)\n", std::strerror(h.error()));
+        return;
+    }
+    struct unlink_at_end {
+        const char *n;
+        ~unlink_at_end() { rtm_shared_unlink(n); }
+    } guard{ name };
+    auto *mr = h.make<rtm::memory_resource>(h.get());
+    auto *v = h.make<std::pmr::vector<int>>(mr);
+    CHECK(mr != nullptr && v != nullptr);
+    v->assign(100, 7);
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < 1000; i++)
+            v->push_back(i); /* through the inherited mapping: the same address */
+        _exit(v->size() == 1100 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(v->size() == 1100 && (*v)[99] == 7 && v->back() == 999);
+    CHECK(h.check() == 0);
+    CHECK(h.destroy(v) == 0 && h.destroy(mr) == 0);
+}
+#endif
+
 struct test_case {
     const char *name;
     void (*fn)();
@@ -461,6 +500,7 @@ const test_case cases[] = {
 #ifdef RTM_HPP_HAVE_PMR
     { "pmr_containers", pmr_containers },
     { "pmr_upstream", pmr_upstream },
+    { "pmr_vector_across_fork", pmr_vector_across_fork },
 #endif
     { "offset_ptr_arithmetic", offset_ptr_arithmetic },
     { "shared_vector_across_processes", shared_vector_across_processes },
