@@ -13,6 +13,17 @@ prefix_path=$3
 pc_dir=$4
 libdir=$5
 mkdir -p "$work"
+# The C++ program takes the C++ compiler of CC (a cross build's), unless CXX
+# names one: gcc -> g++, clang -> clang++, cc -> c++. One that is not
+# installed leaves the C++ program out.
+if [ -z "${CXX:-}" ] && [ -n "${CC:-}" ]; then
+    case $CC in
+    *clang*) CXX=$(printf '%s\n' "$CC" | sed 's/clang/clang++/') ;;
+    *gcc*) CXX=$(printf '%s\n' "$CC" | sed 's/gcc\([^/]*\)$/g++\1/') ;;
+    *cc) CXX=${CC%cc}c++ ;;
+    esac
+    export CXX
+fi
 cmake -S "$src/tests/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix_path" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/consumer_static"
