@@ -2,7 +2,8 @@
 # The Rust crates in bindings/rust (rtmem-sys, rtmem): their tests, and the
 # benchmark docs/rust.md quotes.
 #   rust.sh test            cargo test (every crate, every test and doctest),
-#                           cargo fmt --check and clippy (where installed),
+#                           examples/global.rs run, cargo fmt --check and
+#                           clippy -D warnings (where installed),
 #                           then the same tests again linked with the library
 #                           built under AddressSanitizer and UBSan when
 #                           RTMEM_ASAN_LIB_DIR names that build (CI: make
@@ -59,6 +60,8 @@ case $mode in
 test)
     echo "rust: cargo test ($("$cargo" --version))"
     "$cargo" test --locked --manifest-path "$manifest"
+    # The global-allocator example, whole (cargo test only builds it).
+    "$cargo" run --locked --quiet --manifest-path "$manifest" --example global
     # Layout and lints, where the toolchain has rustfmt and clippy.
     if "$cargo" fmt --version > /dev/null 2>&1; then
         (cd "$root/bindings/rust" && "$cargo" fmt --all --check)

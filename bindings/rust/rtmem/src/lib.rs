@@ -26,6 +26,9 @@
 //! Time: every call is the C call it wraps (bounds in `rtmem/heap.h` and
 //! each kind's header) plus O(1); a locked heap adds its mutex. Opening an
 //! arena or a shared heap is a start-up call: O(size) to fault and lock.
+//! What this crate does not wrap (lock timeouts and statistics, the
+//! corruption handler, add_pool, a shared heap's orphans): `rtmem::sys`
+//! with `as_ptr()`.
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ffi::{c_char, c_void, CStr};
@@ -165,6 +168,21 @@ fn arena_config(o: &ArenaOptions) -> sys::rtm_arena_config {
             ArenaLock::Try => sys::RTM_ARENA_LOCK_TRY,
             ArenaLock::Must => sys::RTM_ARENA_LOCK_MUST,
         },
+        ..Default::default()
+    }
+}
+
+/// A shared heap's mapping in this process: every page faulted in, locked
+/// as asked.
+fn shared_config(lock: ArenaLock) -> sys::rtm_shared_config {
+    sys::rtm_shared_config {
+        prefault: sys::RTM_ARENA_PREFAULT_TOUCH,
+        lock: arena_config(&ArenaOptions {
+            size_bytes: 0,
+            lock,
+            huge_page_bytes: 0,
+        })
+        .lock,
         ..Default::default()
     }
 }
@@ -382,18 +400,28 @@ impl Heap {
             .map(|raw| Heap { raw })
     }
 
-    /// Creates the shared heap `name` (rtm_shared_create) and attaches to
-    /// it. Dropping the Heap detaches; the name lives until [`Heap::unlink`].
-    pub fn create_shared(name: &str, kind: &str, size: usize) -> Result<Heap, Error> {
+    /// Creates the shared heap `name` (rtm_shared_create_ex) and attaches
+    /// to it, this process's mapping faulted in and locked as `lock` says.
+    /// Dropping the Heap detaches; the name lives until [`Heap::unlink`].
+    /// Other settings (mode, huge pages, lock timeout): `rtmem::sys`.
+    pub fn create_shared(
+        name: &str,
+        kind: &str,
+        size: usize,
+        lock: ArenaLock,
+    ) -> Result<Heap, Error> {
         let (n, k) = (c_name(name)?, c_name(kind)?);
-        Raw::shared(unsafe { sys::rtm_shared_create(n.as_ptr(), k.as_ptr(), size) })
+        let cfg = shared_config(lock);
+        Raw::shared(unsafe { sys::rtm_shared_create_ex(n.as_ptr(), k.as_ptr(), size, &cfg) })
             .map(|raw| Heap { raw })
     }
 
-    /// Attaches to the shared heap `name`, wherever the kernel maps it.
-    pub fn attach_shared(name: &str) -> Result<Heap, Error> {
+    /// Attaches to the shared heap `name`, wherever the kernel maps it,
+    /// faulted in and locked as `lock` says.
+    pub fn attach_shared(name: &str, lock: ArenaLock) -> Result<Heap, Error> {
         let n = c_name(name)?;
-        Raw::shared(unsafe { sys::rtm_shared_attach(n.as_ptr()) }).map(|raw| Heap { raw })
+        let cfg = shared_config(lock);
+        Raw::shared(unsafe { sys::rtm_shared_attach_ex(n.as_ptr(), &cfg) }).map(|raw| Heap { raw })
     }
 
     /// Removes a shared heap's name (rtm_shared_unlink).

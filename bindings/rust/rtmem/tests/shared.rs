@@ -2,13 +2,13 @@
 //! second process (RTMEM_SHARED_CHILD), which attaches at its own address,
 //! finds the published array, checks it and writes its answer.
 use core::alloc::Layout;
-use rtmem::Heap;
+use rtmem::{ArenaLock, Heap};
 use std::process::Command;
 
 const N: usize = 1000;
 
 fn child(name: &str) {
-    let h = Heap::attach_shared(name).unwrap();
+    let h = Heap::attach_shared(name, ArenaLock::Try).unwrap();
     let p = h.lookup("numbers").unwrap().cast::<u64>();
     let a = unsafe { core::slice::from_raw_parts_mut(p.as_ptr(), N) };
     for (i, x) in a.iter_mut().enumerate() {
@@ -35,7 +35,7 @@ fn two_processes_use_one_heap() {
         }
     }
     let _guard = Unlink(name.clone());
-    let h = Heap::create_shared(&name, "tlsf", 1 << 20).unwrap();
+    let h = Heap::create_shared(&name, "tlsf", 1 << 20, ArenaLock::Try).unwrap();
     let p = h
         .alloc(Layout::array::<u64>(N).unwrap())
         .unwrap()
