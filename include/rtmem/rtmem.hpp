@@ -97,6 +97,17 @@ constexpr std::size_t max_objects(std::size_t t) noexcept
 {
     return static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) / t;
 }
+
+/* An allocator's allocate: n objects of T from h, or allocation_failed. */
+template <class T> T *allocate_objects(rtm_heap *h, std::size_t n)
+{
+    if (n > max_objects(sizeof(T)))
+        allocation_failed();
+    void *p = alloc_aligned(h, n * sizeof(T), alignof(T));
+    if (!p)
+        allocation_failed();
+    return static_cast<T *>(p);
+}
 } // namespace detail
 
 /* Sets the handler of failed allocations in builds without exceptions;
@@ -393,15 +404,7 @@ public:
     explicit allocator(rtm_heap *h) noexcept : h_(h) {}
     template <class U> allocator(const allocator<U> &o) noexcept : h_(o.get()) {}
 
-    T *allocate(std::size_t n)
-    {
-        if (n > max_size())
-            detail::allocation_failed();
-        void *p = detail::alloc_aligned(h_, n * sizeof(T), alignof(T));
-        if (!p)
-            detail::allocation_failed();
-        return static_cast<T *>(p);
-    }
+    T *allocate(std::size_t n) { return detail::allocate_objects<T>(h_, n); }
     void deallocate(T *p, std::size_t) noexcept { rtm_heap_free(h_, p); }
     /* The most objects one request can name (PTRDIFF_MAX bytes): the heap
      * itself may hold far fewer; allocate then fails as above. */
@@ -625,15 +628,7 @@ public:
         return *this;
     }
 
-    pointer allocate(std::size_t n)
-    {
-        if (n > max_size())
-            detail::allocation_failed();
-        void *p = detail::alloc_aligned(h_.get(), n * sizeof(T), alignof(T));
-        if (!p)
-            detail::allocation_failed();
-        return pointer(static_cast<T *>(p));
-    }
+    pointer allocate(std::size_t n) { return pointer(detail::allocate_objects<T>(h_.get(), n)); }
     void deallocate(pointer p, std::size_t) noexcept { rtm_heap_free(h_.get(), p.get()); }
     std::size_t max_size() const noexcept { return detail::max_objects(sizeof(T)); }
     rtm_heap *get() const noexcept { return h_.get(); }

@@ -355,6 +355,23 @@ void offset_ptr_arithmetic()
 using shared_vec = std::vector<int, rtm::shared_allocator<int>>;
 using shared_deque = std::deque<int, rtm::shared_allocator<int>>;
 
+/* A shared heap of this test's own (its name carries the pid), unlinked at
+ * the end of the scope; one that cannot be made fails the case. */
+struct scratch_shared {
+    char name[64];
+    rtm::heap h;
+    explicit scratch_shared(const char *what, std::size_t size)
+    {
+        std::snprintf(name, sizeof name, "rtmem-hpp-%s-%d", what, static_cast<int>(getpid()));
+        rtm_shared_unlink(name); /* left by a killed run of this test */
+        h = rtm::heap::create_shared(name, "tlsf", size);
+        if (!h)
+            std::fprintf(stderr, "shared heap %s: %s\n", name, std::strerror(h.error()));
+        CHECK(h); /* a case that did not run is a failure, not a pass */
+    }
+    ~scratch_shared() { rtm_shared_unlink(name); }
+};
+
 /* The child: attaches (a second mapping, at another address than the
  * parent's), finds the vector, checks it, grows it. Exit status 0 when all
  * of that held. */
@@ -389,20 +406,11 @@ int shared_child(const char *name, void *parent_base, rtm_shared *inherited)
 
 void shared_vector_across_processes()
 {
-    char name[64];
-    std::snprintf(name, sizeof name, "rtmem-hpp-test-%d", static_cast<int>(getpid()));
-    rtm_shared_unlink(name); /* a name of this test's own, left by a killed run */
-    rtm_shared_config_t cfg{};
-    rtm::heap h = rtm::heap::create_shared(name, "tlsf", 4 << 20, &cfg);
-    if (!h) {
-        std::fprintf(stderr, "shared heap %s: %s\n", name, std::strerror(h.error()));
-        CHECK(h); /* a case that did not run is a failure, not a pass */
+    scratch_shared seg("vector", 4 << 20);
+    rtm::heap &h = seg.h;
+    const char *name = seg.name;
+    if (!h)
         return;
-    }
-    struct unlink_at_end {
-        const char *n;
-        ~unlink_at_end() { rtm_shared_unlink(n); }
-    } guard{ name };
     std::size_t before = live(h);
     shared_vec *v = h.make<shared_vec>(rtm::shared_allocator<int>(h));
     CHECK(v != nullptr);
@@ -450,19 +458,10 @@ void shared_vector_across_processes()
  * only there (docs/cpp.md). */
 void pmr_vector_across_fork()
 {
-    char name[64];
-    std::snprintf(name, sizeof name, "rtmem-hpp-pmr-%d", static_cast<int>(getpid()));
-    rtm_shared_unlink(name);
-    rtm::heap h = rtm::heap::create_shared(name, "tlsf", 1 << 20);
-    if (!h) {
-        std::fprintf(stderr, "shared heap %s: %s\n", name, std::strerror(h.error()));
-        CHECK(h); /* a case that did not run is a failure, not a pass */
+    scratch_shared seg("pmr", 1 << 20);
+    rtm::heap &h = seg.h;
+    if (!h)
         return;
-    }
-    struct unlink_at_end {
-        const char *n;
-        ~unlink_at_end() { rtm_shared_unlink(n); }
-    } guard{ name };
     auto *mr = h.make<rtm::memory_resource>(h.get());
     auto *v = h.make<std::pmr::vector<int>>(mr);
     CHECK(mr != nullptr && v != nullptr);

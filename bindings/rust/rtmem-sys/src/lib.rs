@@ -10,7 +10,7 @@ use core::ffi::{c_char, c_int, c_uint, c_void};
 
 /// The alignment every block has at least: `alignof(max_align_t)` as gcc
 /// has it on each target (the layout test compares it with the C build's).
-#[cfg(any(
+pub const RTM_HEAP_MIN_ALIGN: usize = if cfg!(any(
     target_arch = "x86_64",
     target_arch = "aarch64",
     target_arch = "x86",
@@ -18,18 +18,11 @@ use core::ffi::{c_char, c_int, c_uint, c_void};
     target_arch = "powerpc64",
     target_arch = "loongarch64",
     target_arch = "s390x"
-))]
-pub const RTM_HEAP_MIN_ALIGN: usize = 16;
-#[cfg(not(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "x86",
-    target_arch = "riscv64",
-    target_arch = "powerpc64",
-    target_arch = "loongarch64",
-    target_arch = "s390x"
-)))]
-pub const RTM_HEAP_MIN_ALIGN: usize = 8;
+)) {
+    16
+} else {
+    8
+};
 
 pub const RTM_HEAP_HARDEN_O1: c_int = 0;
 pub const RTM_HEAP_HARDEN_NONE: c_int = 1;

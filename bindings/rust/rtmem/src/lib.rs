@@ -503,6 +503,26 @@ impl LocalHeap {
     heap_calls!();
 }
 
+/// Allocator::grow and shrink: the C realloc where the alignment stays,
+/// else a new block, the first min(old, new) bytes copied, the old freed.
+unsafe fn resize<A: Allocator>(
+    a: A,
+    h: *mut sys::rtm_heap,
+    p: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> Result<NonNull<[u8]>, AllocError> {
+    let q = if new.align() == old.align() {
+        NonNull::new(realloc_layout(h, p.as_ptr(), old, new.size())).ok_or(AllocError)?
+    } else {
+        let q = a.allocate(new)?.cast::<u8>();
+        ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr(), old.size().min(new.size()));
+        a.deallocate(p, old);
+        q
+    };
+    Ok(NonNull::slice_from_raw_parts(q, new.size()))
+}
+
 macro_rules! allocator_impls {
     ($t:ty) => {
         unsafe impl Allocator for &$t {
@@ -521,14 +541,7 @@ macro_rules! allocator_impls {
                 old: Layout,
                 new: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                if new.align() != old.align() {
-                    let q = self.allocate(new)?;
-                    ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr().cast::<u8>(), old.size());
-                    self.deallocate(p, old);
-                    return Ok(q);
-                }
-                let q = (**self).realloc(p, old, new.size()).ok_or(AllocError)?;
-                Ok(NonNull::slice_from_raw_parts(q, new.size()))
+                resize(*self, (**self).as_ptr(), p, old, new)
             }
 
             unsafe fn shrink(
@@ -537,14 +550,7 @@ macro_rules! allocator_impls {
                 old: Layout,
                 new: Layout,
             ) -> Result<NonNull<[u8]>, AllocError> {
-                if new.align() != old.align() {
-                    let q = self.allocate(new)?;
-                    ptr::copy_nonoverlapping(p.as_ptr(), q.as_ptr().cast::<u8>(), new.size());
-                    self.deallocate(p, old);
-                    return Ok(q);
-                }
-                let q = (**self).realloc(p, old, new.size()).ok_or(AllocError)?;
-                Ok(NonNull::slice_from_raw_parts(q, new.size()))
+                resize(*self, (**self).as_ptr(), p, old, new)
             }
         }
 
