@@ -53,7 +53,8 @@
  *   RTMEM_MALLOC_ON_FULL  fail (default): an allocation the pool cannot
  *                         serve gives NULL with ENOMEM; fallback: it goes
  *                         to the C library's allocator, counted (rtmem's
- *                         kinds only)
+ *                         kinds only). xvheap needs fallback: it serves
+ *                         no block above a page's (rtmem/xvheap.h)
  *   RTMEM_MALLOC_SUMMARY  where the summary goes at exit: none (default),
  *                         stderr, or a file
  *   RTMEM_MALLOC_JSON     a file: the summary as JSON (rtmem-malloc/1)
@@ -107,6 +108,7 @@
 
 #include "rtmem/arena.h"
 #include "rtmem/heap.h"
+#include "rtmem/xvheap.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS    __attribute__((tls_model("initial-exec"))) __thread
@@ -383,6 +385,11 @@ static void read_config(void)
     if (cfg.fallback && !__libc_malloc)
         die("librtmem-malloc: RTMEM_MALLOC_ON_FULL=fallback: this program has no C library "
             "allocator to fall back on (linked statically)");
+    if (strcmp(cfg.kind, "xvheap") == 0 && !cfg.fallback)
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=xvheap serves blocks of at most %zu bytes (a "
+            "page's): set RTMEM_MALLOC_ON_FULL=fallback to take larger ones from the C "
+            "library, or pick another kind",
+            rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
     v = env("RTMEM_MALLOC_SUMMARY", "none");
     if (strcmp(v, "none") == 0)
         cfg.summary[0] = '\0';

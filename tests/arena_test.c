@@ -252,6 +252,9 @@ static void heaps_on(struct rtm_arena *a)
             continue;
         size_t block = a->size_bytes / 512;
         block = block < 64 ? 64 : block > MIB ? MIB : block;
+        struct rtm_heap_stats fresh; /* a page kind's largest request is a page's */
+        if (rtm_heap_stats(h, &fresh) == 0 && block > fresh.largest_free_bytes)
+            block = fresh.largest_free_bytes;
         size_t want = rtm_heap_fill_count(h, block), n = 0;
         unsigned char **p = malloc((want + 16) * sizeof *p);
         while (n < want + 16 && (p[n] = rtm_heap_alloc(h, block)) != NULL) {

@@ -19,6 +19,7 @@
 #include "check.h"
 #include "model.h"
 #include "rtmem/heap.h"
+#include "rtmem/xvheap.h"
 
 static uint64_t seed = 0x5eed2026ull;
 static unsigned long model_ops = 500000; /* per configuration; two per kind */
@@ -58,6 +59,14 @@ static void garbage(unsigned char *p, size_t n, uint64_t *rng)
 static bool power_of_two_kind(const char *kind)
 {
     return strcmp(kind, "halffit") == 0;
+}
+
+/* A kind whose blocks live inside single pages (xvheap): its largest
+ * request is a page's block area less a header, and a pool must hold one
+ * whole page, aligned to its size. */
+static bool page_kind(const char *kind)
+{
+    return strcmp(kind, "xvheap") == 0;
 }
 
 /* Runs a check on every kind (or the one --kind names), "kind/section" as
@@ -231,11 +240,17 @@ static void fill_largest(const char *kind)
     rtm_heap_stats(h, &st);
     if (power_of_two_kind(kind))
         CHECK(st.largest_free_bytes >= st.free_bytes / 2 - 64);
+    else if (page_kind(kind))
+        /* (a robust heap's owner record takes 16 bytes of it) */
+        CHECK(st.largest_free_bytes <= rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE) &&
+              st.largest_free_bytes + 16 >= rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
     else
         CHECK(st.largest_free_bytes >= st.free_bytes - st.free_bytes / 16);
     void *p = rtm_heap_alloc(h, st.largest_free_bytes);
     CHECK(p != NULL);
     CHECK(rtm_heap_alloc(h, 16) == NULL || st.largest_free_bytes + 64 < st.free_bytes);
+    if (page_kind(kind)) /* one byte more fits no page */
+        CHECK(rtm_heap_alloc(h, st.largest_free_bytes + 1) == NULL);
     CHECK_EQ(rtm_heap_free(h, p), 0);
     rtm_heap_destroy(h);
     munmap(mem, span);
@@ -333,7 +348,8 @@ static void pools_assorted(const char *kind)
     if (!h)
         return;
     size_t offs[] = { 300u << 10, 700u << 10, 900u << 10 };
-    size_t lens[] = { 4096 + 5, 100u << 10, 33u << 10 };
+    /* a page kind's pool holds at least one aligned page: three pages' worth */
+    size_t lens[] = { page_kind(kind) ? 3 * 4096 + 5 : 4096 + 5, 100u << 10, 33u << 10 };
     for (size_t i = 0; i < 3; i++) {
         struct rtm_heap_stats before, after;
         rtm_heap_stats(h, &before);
@@ -636,6 +652,8 @@ static void big_above_4g(const char *kind)
      * (4 GiB less its header): either way the small block after it lies
      * above 4 GiB */
     size_t want = power_of_two_kind(kind) ? ((size_t)4 << 30) - 64 : (size_t)9 << 29;
+    if (page_kind(kind)) /* a page's block: no offset above 4 GiB until the pages below are held */
+        want = rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE);
     unsigned char *mem = map_bytes(size);
     if (!mem) {
         printf("  [%s] big: cannot reserve 5 GiB, skipped\n", kind);
@@ -719,7 +737,7 @@ static void big_2t(const char *kind)
 }
 #endif
 
-TEST_CASE_IN("big", "a pool of 5 GiB holds a block of 4.5 GiB (4 GiB: halffit) above 4 GiB")
+TEST_CASE_IN("big", "a pool of 5 GiB holds a block of 4.5 GiB (4 GiB: halffit; a page: xvheap)")
 {
     each_kind("big", big_above_4g);
 }

@@ -11,7 +11,8 @@
  * the descriptor's last two words, and its pool ends with the sentinel's 16
  * bytes as TLSF's does with its sentinel's granule. A change of that order
  * makes heap_layout_find fail, and the tests with it. The page heaps'
- * fields are named (src/heap/pageheap.h).
+ * fields are named (src/heap/pageheap.h), and xvheap's found by the library
+ * (src/heap/xvheap_layout.h).
  */
 #ifndef RTMEM_TESTS_HEAP_LAYOUT_H
 #define RTMEM_TESTS_HEAP_LAYOUT_H
@@ -22,6 +23,7 @@
 
 #include "rtmem/rtmem.h"
 #include "../src/heap/pageheap.h"
+#include "../src/heap/xvheap_layout.h"
 
 struct heap_layout {
     size_t *usable, *overhead, *pool_count;
@@ -33,6 +35,7 @@ struct heap_layout {
     size_t pool0;         /* offset of the first pool's descriptor from the heap */
     size_t needed;        /* bytes from the heap to the end of what its pools use */
     size_t control_bytes; /* the kind's control structure (TLSF: an upper bound) */
+    struct xv_layout xv;  /* xvheap: its first region (xv.first NULL for other kinds) */
 };
 
 static inline size_t heap_layout_off(const struct rtm_heap *h, const void *p)
@@ -48,6 +51,21 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
     if (!kind)
         return false;
     bool halffit = strcmp(kind, "halffit") == 0;
+    if (strcmp(kind, "xvheap") == 0) {
+        rtm__xvheap_layout(h, &l->xv);
+        if (*l->xv.pool_count != 1)
+            return false;
+        l->usable = l->xv.usable;
+        l->overhead = l->xv.overhead;
+        l->pool_count = l->xv.pool_count;
+        l->next = l->xv.next;
+        l->raw_start = l->xv.raw_start;
+        l->raw_len = l->xv.raw_len;
+        l->pool0 = l->xv.region0;
+        l->needed = l->xv.needed;
+        l->control_bytes = l->xv.control_bytes;
+        return true;
+    }
     if (strcmp(kind, "tlsf") != 0 && !halffit) {
         struct ph_heap *ph = (struct ph_heap *)(void *)h;
         if (ph->pool_count != 1)

@@ -38,12 +38,20 @@
 
 #define SKIPPED 77
 
-/* The kinds whose blocks carry a header (TLSF, halffit), as against the
- * page heaps (whose memory is rounded to pages, and whose free runs keep
- * their metadata in their first page). */
+/* The kinds whose blocks carry a header (TLSF, halffit, xvheap), as
+ * against heapmem and xnheap (whose free runs keep their metadata in their
+ * first page). */
 static bool header_kind(const char *kind)
 {
-    return strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0;
+    return strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0 || strcmp(kind, "xvheap") == 0;
+}
+
+/* What a kind's memory is rounded to (rtm_heap_lock_bytes): its pages. */
+static size_t kind_rounding(const char *kind)
+{
+    if (strcmp(kind, "xvheap") == 0)
+        return RTM_XVHEAP_PAGE_SIZE;
+    return strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0 ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
 }
 
 static const int lock_types[] = { RTM_HEAP_LOCK_PI, RTM_HEAP_LOCK_ROBUST_SHARED };
@@ -193,7 +201,7 @@ static void layout_figures(const char *kind, int lock, size_t trim)
     CHECK_EQ(st.usable_bytes + st.overhead_bytes, l.size);
     CHECK(st.overhead_bytes - us.overhead_bytes <= RTM_HEAP_LOCK_OVERHEAD_MAX + l.log);
     CHECK_EQ(rtm__heap_undo_bytes(h), l.log);
-    size_t rounding = header_kind(kind) ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+    size_t rounding = kind_rounding(kind);
     CHECK_EQ(rtm_heap_lock_bytes(kind, lock, l.size),
              RTM_HEAP_LOCK_OVERHEAD_MAX + l.log + rounding);
     for (int i = 0; i < 6; i++)

@@ -1469,6 +1469,12 @@ static void craft_pool_past_end(struct shared_header *hd, struct rtm_heap *h, st
                                 size_t bytes)
 {
     (void)hd, (void)h, (void)bytes;
+    if (l->xv.first) { /* xvheap: eight pages more in its first region */
+        *l->xv.pages += 8;
+        *l->usable += 8 * (RTM_XVHEAP_PAGE_SIZE - RTM_XVHEAP_PAGE_OVERHEAD);
+        *l->overhead -= 8 * (RTM_XVHEAP_PAGE_SIZE - RTM_XVHEAP_PAGE_OVERHEAD);
+        return;
+    }
     size_t grow = l->end ? RTM_TLSF_GRANULE : 8 * RTM_PAGEHEAP_PAGE_SIZE;
     if (l->end)
         *l->end += grow;
@@ -1482,7 +1488,9 @@ static void craft_first_at_end(struct shared_header *hd, struct rtm_heap *h, str
                                size_t bytes)
 {
     (void)hd, (void)h;
-    if (l->start)
+    if (l->xv.first)
+        *l->xv.first = (bytes - RTM_XVHEAP_PAGE_SIZE) & ~(RTM_XVHEAP_PAGE_SIZE - 1);
+    else if (l->start)
         *l->start = bytes - RTM_TLSF_GRANULE - sizeof(size_t);
     else
         *l->map = bytes - RTM_PAGEHEAP_PAGEMAP_BYTES;
@@ -1491,7 +1499,7 @@ static void craft_pages_below(struct shared_header *hd, struct rtm_heap *h, stru
                               size_t bytes)
 {
     (void)h, (void)bytes;
-    size_t *at = l->start ? l->start : l->pages;
+    size_t *at = l->xv.first ? l->xv.first : l->start ? l->start : l->pages;
     *at = (size_t)0 - hd->heap_offset; /* the segment's first byte */
 }
 static void craft_usable_huge(struct shared_header *hd, struct rtm_heap *h, struct heap_layout *l,

@@ -143,6 +143,34 @@ static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
 }
 
+static void xv_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
+{
+    const size_t xpage = RTM_XVHEAP_PAGE_SIZE;
+    struct xv_layout *x = &l->xv;
+    size_t first = *x->first, stack = *x->stack, n = *x->pages;
+    refused_with(h, bytes, "stack misaligned", x->stack, stack + 2, -EFAULT);
+    refused_with(h, bytes, "stack in the control structure", x->stack, stack - 8, -EFAULT);
+    refused_with(h, bytes, "stack past the end", x->stack, bytes, -EFAULT);
+    refused_with(h, bytes, "stack over the pages", x->stack, first - 4, -EFAULT);
+    refused_with(h, bytes, "pages misaligned", x->first, first + 16, -EFAULT);
+    refused_with(h, bytes, "pages past the end", x->first, bytes, -EFAULT);
+    refused_with(h, bytes, "pages below the heap", x->first, (size_t)0 - 64 * xpage, -EFAULT);
+    refused_with(h, bytes, "no pages", x->pages, 0, -EFAULT);
+    refused_with(h, bytes, "bump past the pages", x->bump, n + 1, -EFAULT);
+    refused_with(h, bytes, "stack fuller than the pages out", x->top, *x->bump + 1, -EFAULT);
+    /* counts that agree, and pages past the end */
+    test_context = "pages past the end, counts agreeing";
+    size_t span = xpage - RTM_XVHEAP_PAGE_OVERHEAD, grow = 8;
+    *x->pages += grow;
+    *l->usable += grow * span;
+    *l->overhead -= grow * span;
+    CHECK(rtm__heap_validate(h, bytes) != 0);
+    *x->pages = n;
+    *l->usable -= grow * span;
+    *l->overhead += grow * span;
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+}
+
 static void ph_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
 {
     size_t map = *l->map, pages = *l->pages, n = *l->npages;
@@ -264,11 +292,16 @@ static void layout_refusals(const char *kind)
     put_in_use(h);
     /* halffit's descriptor and fragments are TLSF's in shape (heap_layout.h) */
     bool headers = l.start != NULL;
-    common_refusals(h, bytes, &l, headers ? RTM_TLSF_GRANULE : PAGE);
-    if (headers)
-        tlsf_refusals(h, bytes, &l);
-    else
-        ph_refusals(h, bytes, &l);
+    if (l.xv.first) {
+        common_refusals(h, bytes, &l, RTM_XVHEAP_PAGE_SIZE);
+        xv_refusals(h, bytes, &l);
+    } else {
+        common_refusals(h, bytes, &l, headers ? RTM_TLSF_GRANULE : PAGE);
+        if (headers)
+            tlsf_refusals(h, bytes, &l);
+        else
+            ph_refusals(h, bytes, &l);
+    }
     test_context = "after the refusals";
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
     CHECK_EQ(rtm_heap_check(h), 0);
@@ -377,7 +410,13 @@ static size_t sure_words(struct rtm_heap *h, size_t **out)
 {
     size_t n = 0;
     const char *kind = rtm_heap_kind(h);
-    if (strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0) {
+    if (strcmp(kind, "xvheap") == 0) {
+        struct heap_layout l;
+        if (!heap_layout_find(h, &l))
+            return 0;
+        out[n++] = l.xv.used;
+        out[n++] = l.xv.live;
+    } else if (strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0) {
         struct heap_layout l;
         if (!heap_layout_find(h, &l))
             return 0;

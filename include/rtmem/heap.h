@@ -299,6 +299,14 @@ RTM_API int rtm_heap_add_pool(struct rtm_heap *h, void *mem, size_t size);
  * snapshot, safe to take from a monitor thread (rtmem/lock.h). */
 RTM_API int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out);
 
+/* The bytes of memory the heap holds now. A page heap (xvheap) takes pages
+ * from its provider as it grows and gives each back when its last block is
+ * freed: the pages it holds times their size (its control structure and
+ * page stacks not counted). Every other kind holds all it was given:
+ * usable_bytes + overhead_bytes of its statistics. 0 for NULL or a destroyed
+ * heap. O(1); a page heap's figure is read without its lock (one word). */
+RTM_API size_t rtm_heap_held_bytes(const struct rtm_heap *h);
+
 /* Walks the whole heap and verifies every invariant the kind keeps (block
  * chain, free lists, bitmaps, counters). Returns 0 if consistent, -EINVAL for
  * a NULL or destroyed heap, -EFAULT if the heap is corrupt. O(number of
@@ -404,10 +412,12 @@ typedef struct rtm_heap_limits rtm_heap_limits_t;
  *   ENOENT     no kind of that name;
  *   EOVERFLOW  the figure does not fit in a size_t;
  *   E2BIG      the kind cannot use a pool that large in one piece (or
- *              within a few KiB of it).
+ *              within a few KiB of it), or never serves a request of
+ *              max_block bytes (xvheap: above a page's largest, with the
+ *              alignment's slack).
  * O(number of the kind's size classes up to max_block): at most about 1,100
- * steps for tlsf, and a few dozen for heapmem, xnheap and halffit. Never
- * allocates.
+ * steps for tlsf, and a few dozen for heapmem, xnheap and halffit; O(1)
+ * for xvheap. Never allocates.
  */
 RTM_API size_t rtm_heap_pool_bound(const char *kind, size_t max_live, size_t max_block);
 

@@ -8,6 +8,8 @@
 #include "rtmem/heapmem.h"
 #include "rtmem/xnheap.h"
 #include "rtmem/halffit.h"
+#include "rtmem/pages.h"
+#include "rtmem/xvheap.h"
 #include "rtmem/plugin.h"
 #include "rtmem/arena.h"
 #include "rtmem/shared.h"

@@ -17,6 +17,7 @@
 
 #include "rtmem/heap.h"
 #include "rtmem/pageheap_api.h"
+#include "rtmem/xvheap.h"
 #include "kind.h"
 #include "robust.h"
 #include "store.h"
@@ -24,15 +25,14 @@
 #include "../lock/lock.h"
 
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
-    [RTM_KIND_TLSF] = &rtm__tlsf_ops,
-    [RTM_KIND_HEAPMEM] = &rtm__heapmem_ops,
-    [RTM_KIND_XNHEAP] = &rtm__xnheap_ops,
-    [RTM_KIND_HALFFIT] = &rtm__halffit_ops,
+    [RTM_KIND_TLSF] = &rtm__tlsf_ops,     [RTM_KIND_HEAPMEM] = &rtm__heapmem_ops,
+    [RTM_KIND_XNHEAP] = &rtm__xnheap_ops, [RTM_KIND_HALFFIT] = &rtm__halffit_ops,
+    [RTM_KIND_XVHEAP] = &rtm__xvheap_ops,
 };
 
 static const char *const kind_names[RTM_KIND_COUNT + 1] = {
     [RTM_KIND_TLSF] = "tlsf",       [RTM_KIND_HEAPMEM] = "heapmem", [RTM_KIND_XNHEAP] = "xnheap",
-    [RTM_KIND_HALFFIT] = "halffit", [RTM_KIND_COUNT] = NULL,
+    [RTM_KIND_HALFFIT] = "halffit", [RTM_KIND_XVHEAP] = "xvheap",   [RTM_KIND_COUNT] = NULL,
 };
 
 const char *const *rtm_heap_kinds(void)
@@ -327,7 +327,9 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
         size_t log =
             lock == RTM_HEAP_LOCK_ROBUST_SHARED ? rtm_undo_bytes(rtm__undo_capacity(i, size)) : 0;
         /* a page heap rounds its memory to pages */
-        size_t rounding = i == RTM_KIND_TLSF || i == RTM_KIND_HALFFIT ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
+        size_t rounding = i == RTM_KIND_TLSF || i == RTM_KIND_HALFFIT ? 0
+                          : i == RTM_KIND_XVHEAP                      ? RTM_XVHEAP_PAGE_SIZE
+                                                                      : RTM_PAGEHEAP_PAGE_SIZE;
         return RTM_HEAP_LOCK_OVERHEAD_MAX + log + rounding;
     }
     return 0;
@@ -642,6 +644,17 @@ int rtm_heap_stats(const struct rtm_heap *h, struct rtm_heap_stats *out)
     if (!ops || !out)
         return -EINVAL;
     DISPATCH(h, rc, stats_of(ops, h, out), rc);
+}
+
+size_t rtm_heap_held_bytes(const struct rtm_heap *h)
+{
+    const struct rtm_heap_ops *ops = ops_of(h);
+    if (!ops)
+        return 0;
+    if (ops->held_bytes)
+        return ops->held_bytes(h);
+    struct rtm_heap_stats st;
+    return rtm_heap_stats(h, &st) == 0 ? st.usable_bytes + st.overhead_bytes : 0;
 }
 
 int rtm_heap_check(const struct rtm_heap *h)

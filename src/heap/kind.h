@@ -94,6 +94,9 @@ struct rtm_heap_ops {
      * max_align 0 or a power of two; a robust lock's per-block record is
      * already in the sizes. Writes nothing. */
     size_t (*pool_bound)(const struct rtm_heap_limits *lim);
+    /* Optional: the bytes of pages a page heap holds now (rtm_heap_held_bytes);
+     * NULL for a kind that holds every byte it was given. O(1), no lock. */
+    size_t (*held_bytes)(const struct rtm_heap *h);
 };
 
 /* a + b and a * b, saturated at SIZE_MAX (the pool bounds' arithmetic: a
@@ -115,6 +118,7 @@ extern const struct rtm_heap_ops rtm__tlsf_ops;
 extern const struct rtm_heap_ops rtm__heapmem_ops;
 extern const struct rtm_heap_ops rtm__xnheap_ops;
 extern const struct rtm_heap_ops rtm__halffit_ops;
+extern const struct rtm_heap_ops rtm__xvheap_ops;
 
 /* The operations that change a heap, as a heap with an undo log runs them:
  * the kind's code compiled a second time, each metadata store recorded
@@ -135,6 +139,7 @@ extern const struct rtm_heap_wops rtm__tlsf_logged_ops;
 extern const struct rtm_heap_wops rtm__heapmem_logged_ops;
 extern const struct rtm_heap_wops rtm__xnheap_logged_ops;
 extern const struct rtm_heap_wops rtm__halffit_logged_ops;
+extern const struct rtm_heap_wops rtm__xvheap_logged_ops;
 
 /*
  * Finds room for an object of `need` bytes aligned to `align` at the start of
@@ -319,6 +324,7 @@ enum rtm_heap_kind_id {
     RTM_KIND_HEAPMEM,
     RTM_KIND_XNHEAP,
     RTM_KIND_HALFFIT,
+    RTM_KIND_XVHEAP,
     RTM_KIND_COUNT
 };
 

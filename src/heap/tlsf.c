@@ -30,28 +30,6 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b
     return NULL;
 }
 
-/* A header position of a pool other than the first: O(pools). */
-static __attribute__((noinline)) bool in_other_pool(const struct rtm_tlsf *t, size_t y)
-{
-    const struct tlsf_pool *d = pool_of(t, y);
-    return d && ((y - d->start) & (GRANULE - 1)) == 0 && d->end - y >= MIN_BLOCK;
-}
-
-/* block_at for what the first pool's one-compare test let through: NULL,
- * misaligned pointers, other pools (O(pools)) and foreign addresses. */
-static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_tlsf *t,
-                                                              const void *p)
-{
-    struct blk_pos none = { IDLE, IDLE + MIN_BLOCK, IDLE };
-    if ((uintptr_t)p & (GRANULE - 1))
-        return none;
-    size_t b = off_of(t, p) - HW;
-    const struct tlsf_pool *d = pool_of(t, b);
-    if (!d || d->end - b < MIN_BLOCK)
-        return none;
-    return (struct blk_pos){ b, d->end, d->start };
-}
-
 /* ---- public API ---------------------------------------------------------- */
 
 #if !RTM_LOGGED /* the logged copy (tlsf_logged.c) has the operations that change a heap only */
@@ -93,6 +71,8 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     }
     t->start0 = t->pool0.start;
     t->end0 = t->pool0.end;
+    t->usable_bytes = t->pool0.end - t->pool0.start;
+    t->pool_count = 1;
     t->overhead_bytes = size - t->usable_bytes;
     t->base.magic = RTM_HEAP_MAGIC;
     return t;
@@ -120,14 +100,15 @@ static int add_pool_entry(struct rtm_tlsf *t, void *mem, size_t size)
     struct tlsf_pool nd = {
         .link = { .next = t->pool0.link.next, .raw_start = raw, .raw_len = size },
     };
-    size_t usable_before = t->usable_bytes;
     rc = pool_format(t, dp + sizeof(*d), hi, &nd);
     if (rc)
         return rc;
     *d = nd; /* memory the heap did not have: nothing to undo there */
+    size_t span = nd.end - nd.start;
     RTM_SET(&t->base, t->pool0.link.next, off_of(t, d));
-    RTM_SET(&t->base, t->overhead_bytes,
-            t->overhead_bytes + size - (t->usable_bytes - usable_before));
+    RTM_SET(&t->base, t->usable_bytes, t->usable_bytes + span);
+    RTM_SET(&t->base, t->pool_count, t->pool_count + 1);
+    RTM_SET(&t->base, t->overhead_bytes, t->overhead_bytes + size - span);
     return 0;
 }
 
@@ -213,24 +194,6 @@ size_t rtm_tlsf_block_cost(size_t size)
     return adjust_request(size);
 }
 
-/* Largest request that alloc would satisfy now (see find_free): the whole
- * block when the highest non-empty class holds one, else the class's lower
- * bound, which good fit guarantees. */
-static size_t largest_request(const struct rtm_tlsf *t)
-{
-    if (!t->fl_bitmap)
-        return 0;
-    unsigned fl = fls32(t->fl_bitmap);
-    if (!t->sl_bitmap[fl])
-        return 0; /* bitmaps that disagree: only damage does that */
-    unsigned sl = fls32(t->sl_bitmap[fl]);
-    size_t head = t->heads[fl][sl];
-    if (hardened(t) && !free_header_at(t, head))
-        return 0; /* damaged: alloc would refuse it, so promise nothing */
-    size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
-    return size - HW;
-}
-
 int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
 {
     if (!t || !out || t->base.magic != RTM_HEAP_MAGIC)
@@ -250,62 +213,12 @@ int rtm_tlsf_stats(const struct rtm_tlsf *t, struct rtm_heap_stats *out)
 
 /* ---- consistency walk ------------------------------------------------------ */
 
-#define CHECK(cond)         \
-    do {                    \
-        if (!(cond))        \
-            return -EFAULT; \
-    } while (0)
-
-/* Order-independent signature of a set of block offsets: the free blocks
- * met in the physical walk and those met in the lists must be the same set. */
-static inline uint64_t sig_of(size_t b)
-{
-    uint64_t z = (uint64_t)b * 0x9e3779b97f4a7c15ull;
-    return (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
-}
-
-static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t *used,
-                      size_t *live, size_t *free_bytes, size_t *free_blocks, uint64_t *sig)
-{
-    CHECK(d->start - d->link.raw_start < d->link.raw_len && d->end - d->start < d->link.raw_len);
-    CHECK(d->end > d->start && (d->end - d->start) % GRANULE == 0);
-    size_t b = d->start;
-    bool prev_free = false;
-    while (b != d->end) {
-        CHECK(d->end - b >= MIN_BLOCK);
-        hword hdr = HDR(t, b);
-        size_t size = hdr_size(hdr);
-        CHECK(!(hdr & F_FENCE));
-        CHECK(!hardened(t) || tag_ok(t, b, hdr));
-        /* (the size field whole: on 32-bit its bits past size_t's too) */
-        CHECK((hdr & SIZE_MASK) == size && size >= MIN_BLOCK && size <= d->end - b);
-        CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
-        if (hdr & F_FREE) {
-            CHECK(!prev_free); /* coalescing is complete */
-            CHECK(*blk(t, b + size - W) == size);
-            *free_bytes += size;
-            ++*free_blocks;
-            *sig += sig_of(b);
-        } else {
-            *used += size;
-            ++*live;
-        }
-        prev_free = (hdr & F_FREE) != 0;
-        b += size;
-    }
-    hword sh = HDR(t, d->end);
-    CHECK(hdr_size(sh) == 0 && (sh & F_FENCE) && !(sh & F_FREE));
-    CHECK(!hardened(t) || tag_ok(t, d->end, sh));
-    CHECK(((sh & F_PREV_FREE) != 0) == prev_free);
-    return 0;
-}
-
 int rtm_tlsf_check(const struct rtm_tlsf *t)
 {
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_TLSF)
         return -EINVAL;
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
-    uint64_t walk_sig = 0, list_sig = 0;
+    uint64_t walk_sig = 0;
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
         CHECK(++pools <= t->pool_count);
         int rc = check_pool(t, d, &used, &live, &free_bytes, &free_blocks, &walk_sig);
@@ -318,33 +231,7 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
     CHECK(used == t->used_bytes && live == t->live_blocks);
     CHECK(used + free_bytes == t->usable_bytes);
     CHECK(t->peak_used_bytes >= t->used_bytes && t->peak_used_bytes <= t->usable_bytes);
-
-    size_t listed = 0;
-    for (unsigned fl = 0; fl < FL_COUNT; fl++) {
-        CHECK(((t->fl_bitmap >> fl) & 1u) == (t->sl_bitmap[fl] != 0));
-        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
-            size_t b = t->heads[fl][sl];
-            CHECK(((t->sl_bitmap[fl] >> sl) & 1u) == (b != NIL));
-            size_t prev = PSEUDO(fl * SL_COUNT + sl);
-            while (b != NIL) {
-                CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
-                const struct tlsf_pool *d = pool_of(t, b);
-                /* a header position with room for a block, before its words are read */
-                CHECK(d && ((b - d->start) & (GRANULE - 1)) == 0 && d->end - b >= MIN_BLOCK);
-                hword hdr = HDR(t, b);
-                size_t size = hdr_size(hdr);
-                CHECK((hdr & F_FREE) && size <= d->end - b);
-                CHECK(class_fl(size) == fl && class_sl(size) == sl);
-                CHECK(size >= class_low(fl, sl));
-                CHECK(PREV_GET(t, b) == prev);
-                list_sig += sig_of(b);
-                prev = b;
-                b = NEXT(t, b);
-            }
-        }
-    }
-    CHECK(listed == free_blocks && list_sig == walk_sig); /* the lists hold the real free blocks */
-    return 0;
+    return check_lists(t, free_blocks, walk_sig);
 }
 
 /* ---- layout, for memory another process wrote -------------------------------- */
@@ -462,18 +349,9 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
         if (++pools > t->pool_count || d->end - d->start >= d->link.raw_len)
             return -EFAULT;
-        for (size_t b = d->start; b != d->end;) {
-            hword hdr = HDR(t, b);
-            size_t size = hdr_size(hdr);
-            if (size < MIN_BLOCK || size > d->end - b)
-                return -EFAULT;
-            if (!(hdr & F_FREE)) {
-                int rc = fn(arg, payload(t, b));
-                if (rc)
-                    return rc;
-            }
-            b += size;
-        }
+        int rc = walk_pool(t, d, fn, arg);
+        if (rc)
+            return rc;
         if (d->link.next == 0)
             return 0;
     }

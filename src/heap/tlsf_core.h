@@ -171,7 +171,6 @@ struct rtm_tlsf {
 #endif
 };
 
-
 /* ---- small helpers --------------------------------------------------------- */
 
 static inline unsigned fls_size(size_t x) /* index of the highest set bit; x != 0 */
@@ -570,7 +569,8 @@ static inline size_t align_up(uintptr_t x, size_t a)
 }
 
 /* Lays out one block and a sentinel in [lo, hi) (absolute addresses). On
- * success fills start/end offsets and returns 0. */
+ * success fills start/end offsets and returns 0; the caller counts the
+ * block area (d->end - d->start) where its statistics want it. */
 static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tlsf_pool *d)
 {
     /* first header so that its payload lands on a granule boundary */
@@ -593,8 +593,6 @@ static int pool_format(struct rtm_tlsf *t, uintptr_t lo, uintptr_t hi, struct tl
     set_footer(t, d->start, span);
     RTM_SET(&t->base, HDR(t, d->end), mk_hdr(t, d->end, F_FENCE | F_PREV_FREE, hard));
     list_insert(t, d->start, span);
-    RTM_SET(&t->base, t->usable_bytes, t->usable_bytes + span);
-    RTM_SET(&t->base, t->pool_count, t->pool_count + 1);
     return 0;
 }
 
@@ -607,6 +605,8 @@ struct blk_pos {
     size_t start;
 };
 
+/* The pool whose block area holds block offset b, or NULL: each kind's own. */
+static inline const struct tlsf_pool *pool_of(const struct rtm_tlsf *t, size_t b);
 static struct blk_pos block_at_slow(const struct rtm_tlsf *t, const void *p);
 
 /*
@@ -1039,3 +1039,156 @@ static inline __attribute__((always_inline)) int free_entry(struct rtm_tlsf *t, 
         return tlsf_free(t, p, false);
     return free_full(t, p);
 }
+
+/* ---- pools: what every kind on this file shares --------------------------- */
+
+/* A header position of a pool other than the first (pool_of places it). */
+static __attribute__((noinline)) bool in_other_pool(const struct rtm_tlsf *t, size_t y)
+{
+    const struct tlsf_pool *d = pool_of(t, y);
+    return d && ((y - d->start) & (GRANULE - 1)) == 0 && d->end - y >= MIN_BLOCK;
+}
+
+/* block_at for what the first pool's one-compare test let through: NULL,
+ * misaligned pointers, other pools (O(pools)) and foreign addresses. */
+static __attribute__((noinline)) struct blk_pos block_at_slow(const struct rtm_tlsf *t,
+                                                              const void *p)
+{
+    struct blk_pos none = { IDLE, IDLE + MIN_BLOCK, IDLE };
+    if ((uintptr_t)p & (GRANULE - 1))
+        return none;
+    size_t b = off_of(t, p) - HW;
+    const struct tlsf_pool *d = pool_of(t, b);
+    if (!d || d->end - b < MIN_BLOCK)
+        return none;
+    return (struct blk_pos){ b, d->end, d->start };
+}
+
+#if !RTM_LOGGED
+
+/* Largest request that alloc would satisfy now (see find_free): the whole
+ * block when the highest non-empty class holds one, else the class's lower
+ * bound, which good fit guarantees. */
+static size_t largest_request(const struct rtm_tlsf *t)
+{
+    if (!t->fl_bitmap)
+        return 0;
+    unsigned fl = fls32(t->fl_bitmap);
+    if (!t->sl_bitmap[fl])
+        return 0; /* bitmaps that disagree: only damage does that */
+    unsigned sl = fls32(t->sl_bitmap[fl]);
+    size_t head = t->heads[fl][sl];
+    if (hardened(t) && !free_header_at(t, head))
+        return 0; /* damaged: alloc would refuse it, so promise nothing */
+    size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
+    return size - HW;
+}
+
+/* ---- consistency walk ------------------------------------------------------ */
+
+#define CHECK(cond)         \
+    do {                    \
+        if (!(cond))        \
+            return -EFAULT; \
+    } while (0)
+
+/* Order-independent signature of a set of block offsets: the free blocks
+ * met in the physical walk and those met in the lists must be the same set. */
+static inline uint64_t sig_of(size_t b)
+{
+    uint64_t z = (uint64_t)b * 0x9e3779b97f4a7c15ull;
+    return (z ^ (z >> 29)) * 0xbf58476d1ce4e5b9ull;
+}
+
+static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_t *used,
+                      size_t *live, size_t *free_bytes, size_t *free_blocks, uint64_t *sig)
+{
+    CHECK(d->start - d->link.raw_start < d->link.raw_len && d->end - d->start < d->link.raw_len);
+    CHECK(d->end > d->start && (d->end - d->start) % GRANULE == 0);
+    size_t b = d->start;
+    bool prev_free = false;
+    while (b != d->end) {
+        CHECK(d->end - b >= MIN_BLOCK);
+        hword hdr = HDR(t, b);
+        size_t size = hdr_size(hdr);
+        CHECK(!(hdr & F_FENCE));
+        CHECK(!hardened(t) || tag_ok(t, b, hdr));
+        /* (the size field whole: on 32-bit its bits past size_t's too) */
+        CHECK((hdr & SIZE_MASK) == size && size >= MIN_BLOCK && size <= d->end - b);
+        CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
+        if (hdr & F_FREE) {
+            CHECK(!prev_free); /* coalescing is complete */
+            CHECK(*blk(t, b + size - W) == size);
+            *free_bytes += size;
+            ++*free_blocks;
+            *sig += sig_of(b);
+        } else {
+            *used += size;
+            ++*live;
+        }
+        prev_free = (hdr & F_FREE) != 0;
+        b += size;
+    }
+    hword sh = HDR(t, d->end);
+    CHECK(hdr_size(sh) == 0 && (sh & F_FENCE) && !(sh & F_FREE));
+    CHECK(!hardened(t) || tag_ok(t, d->end, sh));
+    CHECK(((sh & F_PREV_FREE) != 0) == prev_free);
+    return 0;
+}
+
+/* The free lists and bitmaps against the free blocks a walk of every pool
+ * found (free_blocks, and the signature of their offsets): each list holds
+ * blocks of its class only, linked both ways, and the lists together hold
+ * exactly the free blocks. O(free blocks + classes). */
+static int check_lists(const struct rtm_tlsf *t, size_t free_blocks, uint64_t walk_sig)
+{
+    uint64_t list_sig = 0;
+    size_t listed = 0;
+    for (unsigned fl = 0; fl < FL_COUNT; fl++) {
+        CHECK(((t->fl_bitmap >> fl) & 1u) == (t->sl_bitmap[fl] != 0));
+        for (unsigned sl = 0; sl < SL_COUNT; sl++) {
+            size_t b = t->heads[fl][sl];
+            CHECK(((t->sl_bitmap[fl] >> sl) & 1u) == (b != NIL));
+            size_t prev = PSEUDO(fl * SL_COUNT + sl);
+            while (b != NIL) {
+                CHECK(++listed <= free_blocks); /* also bounds a cyclic list */
+                const struct tlsf_pool *d = pool_of(t, b);
+                /* a header position with room for a block, before its words are read */
+                CHECK(d && ((b - d->start) & (GRANULE - 1)) == 0 && d->end - b >= MIN_BLOCK);
+                hword hdr = HDR(t, b);
+                size_t size = hdr_size(hdr);
+                CHECK((hdr & F_FREE) && size <= d->end - b);
+                CHECK(class_fl(size) == fl && class_sl(size) == sl);
+                CHECK(size >= class_low(fl, sl));
+                CHECK(PREV_GET(t, b) == prev);
+                list_sig += sig_of(b);
+                prev = b;
+                b = NEXT(t, b);
+            }
+        }
+    }
+    CHECK(listed == free_blocks && list_sig == walk_sig); /* the lists hold the real free blocks */
+    return 0;
+}
+
+/* Calls fn with each live block of pool d (ops_walk, kind.h): its result
+ * when not 0, -EFAULT for a size that leaves the pool. O(blocks). */
+static int walk_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d,
+                     int (*fn)(void *arg, void *block), void *arg)
+{
+    for (size_t b = d->start; b != d->end;) {
+        hword hdr = HDR(t, b);
+        size_t size = hdr_size(hdr);
+        if (size < MIN_BLOCK || size > d->end - b)
+            return -EFAULT;
+        if (!(hdr & F_FREE)) {
+            int rc = fn(arg, payload(t, b));
+            if (rc)
+                return rc;
+        }
+        b += size;
+    }
+    return 0;
+}
+
+#endif /* !RTM_LOGGED */

@@ -112,6 +112,9 @@ static uint32_t tree_levels(size_t n)
  *    moves: an allocation (at most 16 words), its copy's notes (17), the
  *    free of the old fragment (at most 17) and the owner record (3): under
  *    60; 128 entries.
+ *  - xvheap: TLSF's calls, plus a page taken (its descriptor, pool and
+ *    list links: under 25 words) or given back (under 15): a moving
+ *    realloc that does both stays under 100; 192 entries.
  *  - heapmem, xnheap: a call updates the two trees of free runs a few
  *    times (a moving realloc: at most 5 removals and 4 insertions), each
  *    a few words per level it climbs, plus a bounded rest. 128 entries and
@@ -126,6 +129,8 @@ uint32_t rtm__undo_capacity(uint32_t kind, size_t bytes)
 {
     if (kind == RTM_KIND_TLSF || kind == RTM_KIND_HALFFIT)
         return 128;
+    if (kind == RTM_KIND_XVHEAP)
+        return 192;
     /* Page heaps: free runs are at most one per two pages (512 bytes). */
     return 128 + 32 * tree_levels(bytes / 1024 + 1);
 }

@@ -73,9 +73,17 @@ def test_free_order_frees_every_block_of_a_fill(quick):
     _, d, _ = quick
     fo = {a["name"]: a for a in d["free_order"]["allocators"]}
     assert set(fo) == set(names(d))
+    fill = d["free_order"]["fill_blocks"]
     for n in set(names(d)) - {"floor"}:
         for k in ("free_in_order", "free_shuffled"):
-            assert fo[n][k]["count_per_pass"] == d["free_order"]["fill_blocks"], (n, k)
+            count = fo[n][k]["count_per_pass"]
+            if n.startswith("xvheap"):
+                # requests above a page's block (4008 of 16..4096 bytes) fail, the
+                # same ones in every fill, and only those
+                lost = fill - count
+                assert 0 < lost < fill * 0.05 and fo[n]["failed_allocs"] % lost == 0, (n, k)
+            else:
+                assert count == fill, (n, k)
 
 
 def test_report_has_its_tables_and_says_where_the_results_went(quick):

@@ -37,6 +37,12 @@ def rtmem_run(rtmem, tmp_dir, *args, env=None, stdin=None):
     return r, load_json(js)
 
 
+def kind_args(kind):
+    """--kind KIND, and for xvheap, which serves no block above a page's
+    (4008 bytes), the fallback to the C library it needs."""
+    return ["--kind", kind] + (["--on-full", "fallback"] if kind == "xvheap" else [])
+
+
 def served(heap):
     """The allocations the heap itself made."""
     c = heap["calls"]
@@ -45,7 +51,7 @@ def served(heap):
 
 @pytest.mark.parametrize("kind", KINDS + GLIBC)
 def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir, kind):
-    r, d = rtmem_run(rtmem, tmp_dir, "--kind", kind, "--", files["malloc_prog"], "contract",
+    r, d = rtmem_run(rtmem, tmp_dir, *kind_args(kind), "--", files["malloc_prog"], "contract",
                      "20000", "7")
     assert r.returncode == 0, explain(r)
     m = re.search(r"^contract: (\d+) allocations \((\d+) aligned\), (\d+) reallocs, (\d+) frees",
@@ -57,11 +63,15 @@ def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir,
     # every call the program made went to the heap, and each is counted
     # (its own checks add a few: the bad arguments' and the C library's
     # own calls for stdio)
-    assert h["calls"]["aligned"] >= aligned > 1000, h["calls"]
-    assert h["calls"]["realloc"] >= reallocs > 1000, h["calls"]
-    assert h["calls"]["free"] >= frees and served(h) >= allocs + reallocs, h["calls"]
-    assert h["failed"] == 0 and h["refused_frees"] == 0 and h["fallbacks"] == 0, h
-    assert h["before_ready"] == 0 and h["foreign"] == 0, h
+    # (xvheap's calls above a page's block went to the C library: counted apart)
+    extra = h["fallbacks"] if kind == "xvheap" else 0
+    assert h["calls"]["aligned"] + extra >= aligned > 1000, h["calls"]
+    assert h["calls"]["realloc"] + extra >= reallocs > 1000, h["calls"]
+    assert h["calls"]["free"] + extra >= frees and served(h) + extra >= allocs + reallocs, \
+        h["calls"]
+    assert h["failed"] == 0 and h["refused_frees"] == 0, h
+    assert h["fallbacks"] == 0 or kind == "xvheap", h  # its large blocks: the C library's
+    assert h["before_ready"] == 0 and (h["foreign"] == 0 or kind == "xvheap"), h
     assert set(h["worst_ns"]) == {"malloc", "calloc", "realloc", "aligned", "free"}
     assert all(h["worst_ns"][op] > 0 for op in ("malloc", "realloc", "aligned", "free")), h
     if kind in GLIBC:
@@ -112,7 +122,7 @@ def test_a_forked_child_has_a_consistent_heap_and_its_own_summary(rtmem, files, 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_realloc_of_an_address_that_is_no_block_is_refused(rtmem, files, tmp_dir, kind):
-    r, d = rtmem_run(rtmem, tmp_dir, "--kind", kind, "--", files["malloc_prog"], "bad-realloc")
+    r, d = rtmem_run(rtmem, tmp_dir, *kind_args(kind), "--", files["malloc_prog"], "bad-realloc")
     assert "bad-realloc: refused, EINVAL" in r.stdout, explain(r)
     # counted as a refused free, and the run marked failed for it
     assert d["heap"]["refused_frees"] == 1 and d["passed"] is False, d["heap"]
@@ -262,6 +272,7 @@ def test_a_program_that_cannot_run(rtmem, tmp_dir):
     (["--kind", "glibc-rt", "--huge", "2M", "--", "true"], "--huge is for rtmem's heap kinds"),
     (["--kind", "glibc-rt", "--harden", "none", "--", "true"], "--harden is for rtmem's"),
     (["--kind", "glibc-rt", "--on-full", "fallback", "--", "true"], "--on-full is for rtmem's"),
+    (["--kind", "xvheap", "--", "true"], "add --on-full fallback"),
 ])
 def test_usage(rtmem, args, message):
     r = run(rtmem, "run", *args)
@@ -377,7 +388,7 @@ def test_a_debian_cpp_program_runs_with_its_output_unchanged(rtmem, tmp_dir, kin
         js = os.path.join(tmp_dir, "cmake.json")
         cmd = [cmake, "-DOUT=" + out, "-P", script]
         if under:
-            cmd = [str(rtmem), "run", "--kind", kind, "--json", js, "--"] + cmd
+            cmd = [str(rtmem), "run", *kind_args(kind), "--json", js, "--"] + cmd
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            timeout=300)
         assert r.returncode == 0, explain(r)
@@ -399,7 +410,7 @@ def test_real_programs_run_to_completion_with_their_output_unchanged(rtmem, file
         direct = subprocess.run(cmd, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, timeout=300)
         js = os.path.join(tmp_dir, "real.json")
-        ran = subprocess.run([str(rtmem), "run", "--kind", kind, "--json", js, "--"] + cmd,
+        ran = subprocess.run([str(rtmem), "run", *kind_args(kind), "--json", js, "--"] + cmd,
                              input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, timeout=300)
         assert ran.returncode == direct.returncode == 0, (name, explain(ran))

@@ -51,6 +51,11 @@ def test_no_adversary_exceeds_the_bound(rtmem, tmp_dir, live, block, more):
     assert d["passed"] is True
     assert [k["kind"] for k in d["kinds"]] == KINDS
     for k in d["kinds"]:
+        if k["kind"] == "xvheap" and k["bound"] is None:
+            # blocks live in 4 KiB pages: larger requests have no bound
+            assert d["limits"]["max_block"] + d["limits"]["max_align"] > 4000, k
+            assert k["why"] == "no bound: the kind serves no request or pool this large", k
+            continue
         assert k["bound"] > 0, k
         assert [a["name"] for a in k["adversaries"]] == ADVERSARIES, k
         for a in k["adversaries"]:
@@ -82,7 +87,8 @@ def test_the_figure_is_the_library_call(rtmem, tmp_dir, files):
     assert r.returncode == 0, explain(r)
     lim = Limits(1 << 20, 64 << 10, 48, 128, 1)
     for k in d["kinds"]:
-        assert k["bound"] == lib.rtm_heap_pool_bound_ex(k["kind"].encode(), ctypes.byref(lim)), k
+        assert (k["bound"] or 0) == lib.rtm_heap_pool_bound_ex(k["kind"].encode(),
+                                                               ctypes.byref(lim)), k
         assert k["adversaries"] == [] and k["worst_found"] is None
     assert d["limits"] == {"max_live": 1 << 20, "max_block": 64 << 10, "min_block": 48,
                            "max_align": 128, "lock": "pi"}

@@ -53,12 +53,14 @@ SCENARIOS = {
                 "bucket-page-give", "bucket-page-give-last-pool", "run-alloc-first-use"],
     "halffit": ["alloc-search-split", "free-merge-both", "free-merge-last-pool",
                 "aligned-largest-gap", "realloc-move"],
+    "xvheap": ["alloc-page-take", "free-page-give"],
     "glibc": ["malloc-consolidate", "free-trim", "malloc-mmap", "free-munmap"],
 }
 SCENARIOS["xnheap"] = SCENARIOS["heapmem"]
 RTMEM_KINDS = KINDS
 # Every scenario of a default run, as "kind id".
-ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit") for s in SCENARIOS[k]] + \
+ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit", "xvheap")
+       for s in SCENARIOS[k]] + \
     [("noop", "noop")]
 ALL_IDS = ["%s %s" % ks for ks in ALL]
 # Under an emulator each repetition takes seconds, and what the cross

@@ -175,6 +175,9 @@ WORST = [
     ("xnheap", "bucket-page-take", "bucket page taken (`bucket-page-take`)", None),
     ("xnheap", "bucket-page-give-last-pool",
      "bucket page given back in the pool found last of 8", None),
+    ("xvheap", "free-page-give",
+     "free that empties its page and gives it back, in the region found last of 8 "
+     "(`free-page-give`)", None),
     ("glibc", "malloc-consolidate",
      "malloc consolidating 193 fast-bin chunks (`malloc-consolidate`)",
      "none: grows with the fast bins"),

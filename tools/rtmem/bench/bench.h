@@ -256,6 +256,7 @@ struct allocator {
     struct rtm_tlsf *tlsf;
     void *loaded_heap;       /* a plugin: its heap */
     uint64_t check_failures; /* rtm_heap_check or leftover blocks after a pass */
+    size_t largest_request;  /* a fresh rtmem heap's largest_free_bytes (0: unknown) */
     char scratch[64];        /* what the floor's "allocation" returns */
 
     /* Main phase, per round: [0] alloc, [1] free. */

@@ -48,6 +48,9 @@ static int create_heap(struct allocator *a)
         a->loaded_heap = a->def.hops->create(a->def.hops_arg, a->mem.mem, a->mem.bytes);
         made = a->loaded_heap != NULL;
     }
+    struct rtm_heap_stats st;
+    if (made && a->heap && rtm_heap_stats(a->heap, &st) == 0)
+        a->largest_request = st.largest_free_bytes;
     if (!made) {
         int err = errno ? errno : EINVAL;
         fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->def.name,

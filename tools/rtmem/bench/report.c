@@ -147,19 +147,29 @@ static void print_notes(FILE *f, const struct bench *b)
         uint64_t sweep_failed = 0;
         for (unsigned bk = 0; b->ran_sweep && bk < SWEEP_BUCKETS; bk++)
             sweep_failed += a->sweep_failed[bk];
+        /* why: a kind whose largest request is below the workload's (xvheap:
+         * a page's block) fails every request above it, and times the failure */
+        char why[96] = "heap too small?";
+        if (a->largest_request && a->largest_request < b->o.max_size_bytes)
+            snprintf(why, sizeof(why), "every request above its largest, %zu bytes",
+                     a->largest_request);
         if (a->failed_allocs)
             fprintf(f,
-                    "note: %s failed %llu allocations in the measured rounds (heap too "
-                    "small?); their frees were skipped, not timed\n",
-                    a->def.name, (unsigned long long)a->failed_allocs);
+                    "note: %s failed %llu allocations in the measured rounds (%s); their "
+                    "frees were skipped, not timed\n",
+                    a->def.name, (unsigned long long)a->failed_allocs, why);
         if (a->fill_failed_allocs)
             fprintf(f,
-                    "note: %s failed %llu allocations in the free-order fills (heap too "
-                    "small?); their frees were skipped, not timed\n",
-                    a->def.name, (unsigned long long)a->fill_failed_allocs);
-        if (sweep_failed)
-            fprintf(f, "note: %s failed %llu allocations in the sweep\n", a->def.name,
-                    (unsigned long long)sweep_failed);
+                    "note: %s failed %llu allocations in the free-order fills (%s); their "
+                    "frees were skipped, not timed\n",
+                    a->def.name, (unsigned long long)a->fill_failed_allocs, why);
+        if (sweep_failed) {
+            bool past = a->largest_request &&
+                        a->largest_request < (size_t)SWEEP_BUCKETS * SWEEP_BUCKET_BYTES;
+            fprintf(f, "note: %s failed %llu allocations in the sweep%s\n", a->def.name,
+                    (unsigned long long)sweep_failed,
+                    past ? " (its buckets above its largest request: shown as -)" : "");
+        }
         if (a->free_errors)
             fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->def.name,
                     (unsigned long long)a->free_errors);

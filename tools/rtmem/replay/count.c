@@ -152,8 +152,11 @@ void replay_count(struct tk_session *s)
              g.version[0] ? g.version : "valgrind");
     for (size_t i = 0; i < r->n_targets; i++) {
         struct replay_target *x = &r->targets[i];
-        if (!x->replayed || (replay_bounded(x) && !x->fits))
+        if (!x->replayed || (replay_bounded(x) && !x->fits)) {
+            if (x->replayed)
+                snprintf(x->count_why, sizeof(x->count_why), "no pool fits this program");
             continue;
+        }
         tk_progress_note(r->prog, "counting the instructions of %s's calls under %s", x->name,
                          r->valgrind_version);
         uint64_t ir_a = 0, ir_f = 0;

@@ -172,6 +172,8 @@ struct replay_target {
     char note[160];           /* how it was replayed, where that differs (a plugin's realloc) */
     /* the search (bounded heaps: rtmem kinds, plugins) */
     bool fits;            /* a pool up to max_pool fits */
+    bool too_large;       /* the kind serves none of the program's largest or most aligned
+                           * requests, at any pool size: no search (xvheap: above a page) */
     uint64_t min_pool;    /* the smallest that fits (granule resolution) */
     uint64_t below_fails; /* min_pool - granule: checked to fail */
     unsigned tries;       /* replays the search made */

@@ -94,8 +94,14 @@ static void target_line(FILE *f, const struct replay *r, const struct replay_tar
         return;
     }
     if (replay_bounded(x) && !x->fits) {
-        fprintf(f, "  %-14s no pool up to %s fits this program\n", x->name,
-                bytes(b1, sizeof(b1), r->o.max_pool));
+        if (x->too_large)
+            fprintf(f,
+                    "  %-14s no pool fits this program: the kind serves no request this "
+                    "large (%s) or this aligned (%" PRIu64 ")\n",
+                    x->name, bytes(b1, sizeof(b1), r->p.largest), r->p.max_align);
+        else
+            fprintf(f, "  %-14s no pool up to %s fits this program\n", x->name,
+                    bytes(b1, sizeof(b1), r->o.max_pool));
         return;
     }
     char pool[64] = "-", ratio[16] = "-", advised[32] = "-", at_pool[48] = "";
@@ -411,6 +417,7 @@ void replay_json(const struct tk_session *s, struct tk_json *j)
         tk_glibc_rt_json(j, x->own);
         if (replay_bounded(x)) {
             tk_json_kv_bool(j, "fits", x->fits);
+            tk_json_kv_bool(j, "too_large", x->too_large);
             tk_json_kv_uint(j, "min_pool", x->min_pool);
             tk_json_kv_uint(j, "below_fails", x->below_fails);
             tk_json_kv_uint(j, "search_replays", x->tries);

@@ -267,7 +267,8 @@ static void one_target(struct replay *r, struct replay_target *x, struct region 
 {
     struct replay_outcome out;
     if (replay_bounded(x)) {
-        search(r, x, g, blocks);
+        if (!x->too_large) /* else no pool fits: nothing to search */
+            search(r, x, g, blocks);
         if (r->o.pool) {
             uint64_t f = replay_at(r, x, g->mem, r->o.pool, false, blocks, &out);
             x->pool_created = f != UINT64_MAX;
@@ -507,11 +508,21 @@ enum tk_run_end replay_run(struct tk_session *s)
         if (x->kind && r->limits.max_live) {
             errno = 0;
             x->bound = rtm_heap_pool_bound_ex(x->kind, &r->limits);
+            int err = errno;
+            if (!x->bound && err == E2BIG) {
+                /* one block of the largest request: refused too, and it is
+                 * the request the kind never serves, not the pool */
+                struct rtm_heap_limits one = r->limits;
+                one.max_live = one.min_block = one.max_block;
+                errno = 0;
+                x->too_large = !rtm_heap_pool_bound_ex(x->kind, &one) && errno == E2BIG;
+            }
             if (!x->bound)
                 snprintf(x->bound_why, sizeof(x->bound_why), "%s",
-                         errno == EOVERFLOW ? "beyond the address space"
-                         : errno == E2BIG   ? "beyond the kind's largest pool"
-                                            : strerror(errno));
+                         err == EOVERFLOW ? "beyond the address space"
+                         : x->too_large   ? "the kind serves no request this large or aligned"
+                         : err == E2BIG   ? "beyond the kind's largest pool"
+                                          : strerror(err));
         }
         tk_progress_note(r->prog, "replaying on %s", x->name);
         if (x->plugin || x->own)

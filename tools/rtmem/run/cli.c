@@ -11,6 +11,7 @@
 #include "../cmd.h"
 #include "common/opt.h"
 #include "rtmem/heap.h"
+#include "rtmem/xvheap.h"
 #include "run.h"
 
 const char *const run_huge_choices[] = { "no", "2M", "1G", NULL };
@@ -29,7 +30,7 @@ static const struct run_opts defaults = {
 #define F(field) TK_FIELD(struct run_opts, field)
 
 static const struct tk_opt options[] = {
-    { "kind", TK_OPT_STRING, "NAME", "tlsf (default), halffit, heapmem, xnheap; glibc, glibc-rt",
+    { "kind", TK_OPT_STRING, "NAME", "a kind (rtmem kinds; default tlsf), glibc or glibc-rt",
       F(kind) },
     { "pool", TK_OPT_BYTES, "B", "the pool's size; glibc-rt's reserve (default %D)", F(pool),
       .lo = 4096, .hi = (uint64_t)1 << 40 },
@@ -56,9 +57,17 @@ static int check(struct tk_session *s)
     const struct run_opts *o = s->opts;
     if (s->cmd_argc == 0)
         return tk_args_bad(&s->cli, "no program to run: rtmem run [options] -- PROGRAM [ARGS...]");
-    for (const char *const *k = rtm_heap_kinds(); *k; k++)
-        if (strcmp(*k, o->kind) == 0)
-            return 0;
+    for (const char *const *k = rtm_heap_kinds(); *k; k++) {
+        if (strcmp(*k, o->kind) != 0)
+            continue;
+        if (strcmp(*k, "xvheap") == 0 && o->on_full != 1)
+            return tk_args_bad(&s->cli,
+                               "--kind xvheap serves blocks of at most %zu bytes (a page's): add "
+                               "--on-full fallback to take larger ones from the C library, or "
+                               "pick another kind",
+                               rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
+        return 0;
+    }
     if (strcmp(o->kind, "glibc") != 0 && strcmp(o->kind, "glibc-rt") != 0) {
         char kinds[256] = "";
         for (const char *const *k = rtm_heap_kinds(); *k; k++)

@@ -142,7 +142,7 @@ enum tk_run_end size_run(struct tk_session *s)
         if (!k->bound) {
             snprintf(k->why, sizeof(k->why), "%s",
                      errno == EOVERFLOW ? "no bound: the figure exceeds the address space"
-                     : errno == E2BIG   ? "no bound: the kind cannot use a pool that large"
+                     : errno == E2BIG   ? "no bound: the kind serves no request or pool this large"
                                         : strerror(errno));
             continue;
         }

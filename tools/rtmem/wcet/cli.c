@@ -48,7 +48,7 @@ static const struct tk_opt options[] = {
 
 static void help_notes(FILE *f)
 {
-    fputs("\n--kinds names: tlsf, heapmem, xnheap, halffit, glibc (default: all of them)\n", f);
+    fputs("\n--kinds names: tlsf, heapmem, xnheap, halffit, xvheap, glibc (default: all)\n", f);
 }
 
 /* --kinds: each a known name, once. 0, or -1 (reported). */
@@ -69,7 +69,8 @@ static int check(struct tk_session *s)
             i++;
         if (!wcet_kind_names[i])
             return tk_args_bad(
-                &s->cli, "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, halffit, glibc",
+                &s->cli,
+                "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, halffit, xvheap, glibc",
                 (int)len, k);
         if (seen[i])
             return tk_args_bad(&s->cli, "--kinds: '%s' is named twice", wcet_kind_names[i]);

@@ -23,6 +23,8 @@ static enum wcet_family family_of(const char *kind)
         return WCET_TLSF;
     if (strcmp(kind, "halffit") == 0)
         return WCET_HALFFIT;
+    if (strcmp(kind, "xvheap") == 0)
+        return WCET_XVHEAP;
     if (strcmp(kind, "glibc") == 0)
         return WCET_GLIBC;
     if (strcmp(kind, "heapmem") == 0 || strcmp(kind, "xnheap") == 0)
@@ -138,6 +140,10 @@ int wcet_setup(struct tk_session *s)
         case WCET_HALFFIT:
             list = wcet_halffit_scenarios;
             n = wcet_halffit_n;
+            break;
+        case WCET_XVHEAP:
+            list = wcet_xvheap_scenarios;
+            n = wcet_xvheap_n;
             break;
         case WCET_PAGEHEAP:
             list = wcet_pageheap_scenarios;
