@@ -334,3 +334,29 @@ def test_rtmem_kinds_lists_the_kinds_the_tests_run(rtmem):
 def test_an_unknown_command_exits_2_and_is_named(rtmem):
     r = run(rtmem, "nosuchcommand")
     assert r.returncode == 2 and "unknown command 'nosuchcommand'" in r.stderr, explain(r)
+
+
+def test_the_churn_samples_what_each_heap_holds_against_what_it_uses(full):
+    # growth, steady state and drain in order; a page heap holds what its
+    # blocks need and nothing before or after, the others all they were given
+    _, d, _ = full
+    for a in d["allocators"]:
+        n, c = a["name"], a["churn"]
+        h = c["held_samples"]
+        assert c["held_columns"] == ["op", "stage", "used_bytes", "held_bytes"], n
+        if a["sort"] != "heap":
+            assert h == [], n  # no heap of its own
+            continue
+        if a["origin"] != "rtmem":
+            continue
+        assert 3 < len(h) <= 240, (n, len(h))
+        stages = [s[1] for s in h]
+        assert stages == sorted(stages) and set(stages) == {0, 1, 2}, (n, stages)
+        assert [s[0] for s in h] == sorted(s[0] for s in h), n
+        assert h[0][2] == 0 and h[-1][2] == 0, n  # fresh, and drained
+        if n.startswith("xvheap"):
+            assert h[0][3] == 0 and h[-1][3] == 0, n
+            assert all(s[2] <= s[3] for s in h), n  # the pages held cover the blocks
+            assert max(s[3] for s in h) < c["heap_bytes"], n  # never all it could hold
+        else:
+            assert len({s[3] for s in h}) == 1 and h[0][3] > c["heap_bytes"], n

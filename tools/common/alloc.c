@@ -485,6 +485,21 @@ int tk_alloc_stats(const struct tk_alloc *a, struct rtm_heap_stats *out)
     return a->hops->stats(a->ctx, out);
 }
 
+bool tk_alloc_held(const struct tk_alloc *a, size_t *out)
+{
+    if (!a->live || a->sort != TK_HEAP)
+        return false;
+    if (a->from == TK_FROM_RTMEM) {
+        *out = rtm_heap_held_bytes(a->ctx);
+        return true;
+    }
+    struct rtm_heap_stats st;
+    if (tk_alloc_stats(a, &st) != 0)
+        return false;
+    *out = st.usable_bytes + st.overhead_bytes;
+    return true;
+}
+
 int tk_alloc_check(const struct tk_alloc *a)
 {
     if (!(a->applies & TK_APPLY_CHECK) || !a->hops->check || !a->live)

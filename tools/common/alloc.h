@@ -387,6 +387,11 @@ void tk_alloc_destroy(struct tk_alloc *a);
 
 /* Statistics of the current heap: 0, or -ENOTSUP without TK_APPLY_STATS. */
 int tk_alloc_stats(const struct tk_alloc *a, struct rtm_heap_stats *out);
+/* The bytes a heap holds now into *out (rtmem's kinds: rtm_heap_held_bytes,
+ * which a page heap lowers as it gives pages back; another heap with
+ * statistics: all it was given, usable + overhead): true, or false for an
+ * allocator without a heap of its own or without statistics. */
+bool tk_alloc_held(const struct tk_alloc *a, size_t *out);
 
 /* Integrity walk of the current heap: 0, -EFAULT if corrupt, -ENOTSUP. */
 int tk_alloc_check(const struct tk_alloc *a);

@@ -227,6 +227,41 @@ def _space_plot(doc, ctx):
                    "address span: compare each group within itself (docs/memcheck.md).")
 
 
+def _held_plot(doc, ctx):
+    """What each heap holds against what it uses over the churn: growth,
+    steady state, drain (the allocators with a heap of their own)."""
+    series = []
+    for a in doc.arr("allocators").objs():
+        c = a.obj("churn", nullable=True)
+        if c is None or not c.has("held_samples"):
+            continue
+        rows = c.arr("held_samples").rows()
+        if rows:
+            series.append((a.str("name"), rows))
+    if not series:
+        return ""
+    fig, axes = plot.figure(11.5, 4.6)
+    ax = axes[0][0]
+    for name, rows in series:
+        ops = [r[0] for r in rows]
+        ax.plot(ops, [r[3] / 1024 for r in rows], color=plot.colour(name),
+                linestyle=plot.style(name), label="%s held" % name)
+        ax.plot(ops, [r[2] / 1024 for r in rows], color=plot.colour(name), linestyle=":",
+                linewidth=0.9)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("operations (growth, steady state, then every block freed)")
+    ax.set_ylabel("KiB (linear)")
+    ax.legend(fontsize=8, ncol=3, loc="center right")
+    return ctx.png("held", fig, "memcheck: memory held against used over the churn",
+                   "What each heap holds (solid; rtm_heap_held_bytes) and what its live blocks "
+                   "use with their headers (dotted), sampled over the churn phase: its growth to "
+                   "the fill level, the steady state and the drain that frees every block. A "
+                   "heap that keeps all it was given holds it throughout; xvheap holds the pages "
+                   "its blocks need and gives each back when it empties. Requests above a "
+                   "kind's largest (xvheap: 4008 bytes) fail and are counted apart "
+                   "(docs/pages.md).")
+
+
 def _churn_table(doc):
     rows = []
     for a in doc.arr("allocators").objs():
@@ -279,4 +314,5 @@ def build(docs, ctx):
         out.append(_time_plot(doc, ctx, floor_ns, floor_label))
         out.append(_space_plot(doc, ctx))
         out.append(_churn_table(doc))
+        out.append(_held_plot(doc, ctx))
     return "".join(out)

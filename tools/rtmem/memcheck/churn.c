@@ -49,9 +49,11 @@ size_t mc_churn_capacity(const struct memcheck *m)
  * one would take the live requested bytes above the target (the ramp), then
  * churn_ops operations: allocate the next size if it keeps the live bytes
  * at or below the target, else free a live block chosen at random. Returns
- * the number of operations; *ramp is the ramp's length.
+ * the number of operations; *ramp is the ramp's length, *live_end the
+ * blocks live at the end (what the drain frees).
  */
-static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, size_t *ramp)
+static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, size_t *ramp,
+                             size_t *live_end)
 {
     uint64_t rng = seed;
     uint32_t *live_sizes = m->sizes; /* scratch until the run */
@@ -77,6 +79,7 @@ static size_t churn_generate(struct memcheck *m, size_t target, uint64_t seed, s
         else
             steady++;
     }
+    *live_end = live;
     return n;
 }
 
@@ -215,15 +218,33 @@ static int churn_op(struct memcheck *m, struct mc_target *t, const struct mc_tes
     return 0;
 }
 
+/* One sample of what the heap holds against what it uses (untimed), if it
+ * holds a heap of its own and there is room. */
+static void held_sample(struct mc_target *t, uint64_t op, enum mc_held_stage stage)
+{
+    struct mc_churn *ch = &t->churn;
+    struct rtm_heap_stats st;
+    size_t held;
+    if (ch->n_held >= MC_HELD_SAMPLES || !tk_alloc_held(&t->a, &held) ||
+        tk_alloc_stats(&t->a, &st) != 0)
+        return;
+    ch->held[ch->n_held++] = (struct mc_held_sample){ op, stage, st.used_bytes, held };
+}
+
+/* Frees every live block, the last allocated first, a held sample every
+ * `every` operations (op counts on from the churn's) and one at the end. */
 static int churn_drain(struct mc_target *t, const struct mc_test *c, struct memcheck *m,
-                       struct churn_state *cs)
+                       struct churn_state *cs, uint64_t op, uint64_t every)
 {
     struct tk_alloc *a = &t->a;
     while (cs->live > 0) {
         void *p = m->blocks[--cs->live];
         if (p && a->free(a->ctx, p) != 0)
             return mc_failf(t, c, "free refused a live block (%p) while draining", p);
+        if (++op % every == 0 && cs->live > 0)
+            held_sample(t, op, MC_HELD_SHRINK);
     }
+    held_sample(t, op, MC_HELD_SHRINK);
     return 0;
 }
 
@@ -246,8 +267,10 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     mc_mark_test(t, &c);
     if (mc_create_heap(m, t, &c) != 0)
         return -1;
-    size_t target = a->cur.usable_bytes / 100 * m->o->churn_fill_pct, ramp;
-    size_t n = churn_generate(m, target, m->o->seed ^ mc_phase_salt[MC_PH_CHURN], &ramp);
+    size_t target = a->cur.usable_bytes / 100 * m->o->churn_fill_pct, ramp, live_end;
+    size_t n = churn_generate(m, target, m->o->seed ^ mc_phase_salt[MC_PH_CHURN], &ramp, &live_end);
+    /* held samples spread over the whole run, the drain's frees included */
+    uint64_t held_every = (n + live_end) / (MC_HELD_SAMPLES - 3) + 1;
     uint64_t every = m->o->churn_sample_every
                          ? m->o->churn_sample_every
                          : (m->o->churn_ops >= 100 ? m->o->churn_ops / 100 : 1);
@@ -255,6 +278,8 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
 
     ch->heap_bytes = a->cur.usable_bytes;
     ch->failed_max_ns = NAN;
+    ch->n_held = 0;
+    held_sample(t, 0, MC_HELD_GROWTH);
     tk_samples_reset(&m->alloc_s);
     tk_samples_reset(&m->free_s);
     mc_progress_begin(m, n);
@@ -262,6 +287,8 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     for (size_t i = 0; i < n && rc == 0; i++) {
         bool steady = i >= ramp;
         rc = churn_op(m, t, &c, m->churn_ops[i], steady, &cs);
+        if (rc == 0 && ((i + 1) % held_every == 0 || i + 1 == ramp))
+            held_sample(t, i + 1, steady ? MC_HELD_STEADY : MC_HELD_GROWTH);
         if (rc == 0 && steady && (i - ramp + 1) % every == 0) {
             rc = churn_sample(t, &c, i - ramp + 1, cs.live_bytes, &cs.span);
             tk_rt_breather(&m->rt);
@@ -274,7 +301,7 @@ int mc_run_churn(struct memcheck *m, struct mc_target *t)
     mc_progress_end(m);
     ch->ops = n > ramp ? n - ramp : 0;
     if (rc == 0)
-        rc = churn_drain(t, &c, m, &cs);
+        rc = churn_drain(t, &c, m, &cs, n, held_every);
     if (rc == 0)
         rc = mc_check_empty(t, &c);
     churn_summaries(m, ch);
@@ -316,6 +343,41 @@ static void print_frag_series(FILE *f, const struct mc_churn *ch)
         fprintf(f, " %.1f", ch->samples[i].frag_pct);
     }
     fputc('\n', f);
+}
+
+/* Memory held against used: at the end of the growth, the steady state's
+ * means, and after the drain (KiB). */
+static void print_held(FILE *f, const struct memcheck *m, int w)
+{
+    fprintf(f, "  memory held (rtm_heap_held_bytes) against used (live blocks and headers), KiB: "
+               "end of growth, steady mean, after the drain\n");
+    for (size_t i = 0; i < m->n_t; i++) {
+        const struct mc_churn *ch = &m->t[i].churn;
+        if (!ch->ran)
+            continue;
+        fprintf(f, "  %-*s ", w, m->t[i].a.name);
+        if (ch->n_held == 0) {
+            fprintf(f, "- (no heap of its own to measure)\n");
+            continue;
+        }
+        const struct mc_held_sample *grown = &ch->held[0], *last = &ch->held[ch->n_held - 1];
+        double used = 0, held = 0;
+        size_t steady = 0;
+        for (size_t k = 0; k < ch->n_held; k++) {
+            const struct mc_held_sample *s = &ch->held[k];
+            if (s->stage == MC_HELD_GROWTH)
+                grown = s;
+            if (s->stage == MC_HELD_STEADY) {
+                used += (double)s->used_bytes;
+                held += (double)s->held_bytes;
+                steady++;
+            }
+        }
+        fprintf(f, "used %.0f held %.0f | used %.0f held %.0f | held %.0f\n",
+                (double)grown->used_bytes / 1024, (double)grown->held_bytes / 1024,
+                steady ? used / (double)steady / 1024 : 0.0,
+                steady ? held / (double)steady / 1024 : 0.0, (double)last->held_bytes / 1024);
+    }
 }
 
 void mc_churn_print(FILE *f, const struct memcheck *m)
@@ -366,6 +428,7 @@ void mc_churn_print(FILE *f, const struct memcheck *m)
         else
             print_frag_series(f, &m->t[i].churn);
     }
+    print_held(f, m, w);
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
@@ -387,6 +450,27 @@ void mc_churn_json(struct tk_json *j, const struct mc_churn *ch, bool frag_appli
     /* A process allocator's samples depend on what its heap held before;
      * without statistics a heap's free bytes are an estimate. */
     tk_json_kv_bool(j, "frag_applies", frag_applies);
+    /* held: what the heap holds at each sample (none for an allocator
+     * without a heap of its own); stage 0 growth, 1 steady, 2 drain */
+    tk_json_key(j, "held_columns");
+    tk_json_begin_array_compact(j);
+    tk_json_string(j, "op");
+    tk_json_string(j, "stage");
+    tk_json_string(j, "used_bytes");
+    tk_json_string(j, "held_bytes");
+    tk_json_end_array(j);
+    tk_json_key(j, "held_samples");
+    tk_json_begin_array(j);
+    for (size_t i = 0; i < ch->n_held; i++) {
+        const struct mc_held_sample *s = &ch->held[i];
+        tk_json_begin_array_compact(j);
+        tk_json_uint(j, s->op);
+        tk_json_uint(j, s->stage);
+        tk_json_uint(j, s->used_bytes);
+        tk_json_uint(j, s->held_bytes);
+        tk_json_end_array(j);
+    }
+    tk_json_end_array(j);
     tk_summary_json(j, "alloc", "avg_ns", &ch->alloc);
     tk_summary_json(j, "free", "avg_ns", &ch->free);
     tk_json_key(j, "frag_columns");

@@ -157,6 +157,18 @@ struct mc_frag_sample {
     double frag_pct;
 };
 
+/* Memory held against used over the churn (rtm_heap_held_bytes): samples
+ * spread over its growth (the ramp), steady state and drain. */
+#define MC_HELD_SAMPLES 240
+enum mc_held_stage { MC_HELD_GROWTH, MC_HELD_STEADY, MC_HELD_SHRINK };
+
+struct mc_held_sample {
+    uint64_t op;       /* operations done since the heap was made, the drain's included */
+    uint32_t stage;    /* enum mc_held_stage */
+    size_t used_bytes; /* the heap's used_bytes: live blocks with their headers */
+    size_t held_bytes; /* what the heap holds (tk_alloc_held) */
+};
+
 struct mc_churn {
     bool ran;
     double seconds;
@@ -167,6 +179,8 @@ struct mc_churn {
     struct tk_summary alloc, free;
     struct mc_frag_sample *samples;
     size_t n_samples, cap_samples;
+    size_t n_held; /* 0: the allocator holds no heap of its own to sample */
+    struct mc_held_sample held[MC_HELD_SAMPLES];
 };
 
 enum mc_fail_kind {
