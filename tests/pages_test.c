@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "check.h"
 #include "rtmem/rtmem.h"
@@ -96,6 +97,26 @@ TEST_CASE("a burst takes pages and gives every one back")
         CHECK_EQ(rtm_xvheap_free(h, p[i]), 0);
     CHECK_EQ(held(h), 0);
     CHECK_EQ(rtm_xvheap_check(h), 0);
+}
+
+TEST_CASE("a region sized by RTM_XVHEAP_REGION_OVERHEAD holds its pages at any address")
+{
+    static const size_t counts[] = { 1, 2, 255, 1025, 3071, 4097 };
+    size_t most = 4097 * PAGE + RTM_XVHEAP_REGION_OVERHEAD(4097, PAGE) + 64;
+    unsigned char *mem = mmap(NULL, most, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(mem != MAP_FAILED, );
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        for (size_t off = 0; off < 64; off += 5) {
+            struct rtm_xvheap *h = rtm_xvheap_create(arena, sizeof arena);
+            REQUIRE(h != NULL, );
+            size_t before = pages(h).pages_max, n = counts[i];
+            CHECK_EQ(
+                rtm_xvheap_add_pool(h, mem + off, n * PAGE + RTM_XVHEAP_REGION_OVERHEAD(n, PAGE)),
+                0);
+            CHECK(pages(h).pages_max - before >= n);
+        }
+    munmap(mem, most);
 }
 
 /* ---- providers -------------------------------------------------------------------- */
@@ -240,6 +261,49 @@ TEST_CASE("two heaps share a region, and each refuses the other's blocks")
     CHECK(rs.pages_out == 2 && rs.gets == 3 && rs.puts == 1 && rs.peak_out == 2);
     CHECK_EQ(stats(a).corruptions + stats(b).corruptions, 0);
     CHECK(rtm_xvheap_check(a) == 0 && rtm_xvheap_check(b) == 0);
+}
+
+TEST_CASE("a destroy gives a provider's pages back")
+{
+    struct rtm_page_region *r = rtm_page_region_create(arena, sizeof arena, PAGE);
+    REQUIRE(r != NULL, );
+    struct rtm_page_provider pp = rtm_page_region_provider(r);
+    struct rtm_xvheap *h = rtm_xvheap_create_on(ctl[0], sizeof ctl[0], NULL, &pp);
+    REQUIRE(h != NULL, );
+    for (int i = 0; i < 10; i++)
+        CHECK(rtm_xvheap_alloc(h, 3000) != NULL);
+    struct rtm_page_region_stats rs;
+    rtm_page_region_stats(r, &rs);
+    CHECK_EQ(rs.pages_out, 10);
+    rtm_heap_destroy(rtm_xvheap_heap(h));
+    rtm_page_region_stats(r, &rs);
+    CHECK(rs.pages_out == 0 && rs.puts == 10);
+    /* control memory inside the provider's range is refused */
+    CHECK(rtm_xvheap_create_on(arena + (512u << 10), RTM_XVHEAP_CONTROL_BYTES, NULL, &pp) == NULL &&
+          errno == EINVAL);
+}
+
+TEST_CASE("a damaged page stack or list of pages held is reported, never followed")
+{
+    struct rtm_xvheap *h = rtm_xvheap_create(arena, sizeof arena);
+    REQUIRE(h != NULL, );
+    void *a = rtm_xvheap_alloc(h, 3000), *b = rtm_xvheap_alloc(h, 3000);
+    void *c = rtm_xvheap_alloc(h, 3000);
+    REQUIRE(a && b && c, );
+    /* b's page is held between c's and a's; its descriptor's prev link (the
+     * word before its tag) pointed elsewhere: b's free is refused nothing,
+     * but its page stays held, reported */
+    uintptr_t pb = (uintptr_t)b & ~(uintptr_t)(PAGE - 1);
+    size_t *prev = (size_t *)(pb + 5 * sizeof(size_t));
+    size_t was = *prev;
+    *prev = was + PAGE;
+    CHECK_EQ(rtm_xvheap_free(h, b), 0);
+    CHECK_EQ(stats(h).corruptions, 1);
+    CHECK_EQ(pages(h).pages_held, 3);
+    *prev = was;
+    CHECK_EQ(rtm_xvheap_check(h), 0); /* consistent: the page kept its free block */
+    CHECK(rtm_xvheap_free(h, a) == 0 && rtm_xvheap_free(h, c) == 0);
+    CHECK_EQ(pages(h).pages_held, 1);
 }
 
 TEST_CASE("a pointer into a page given back is refused, not taken for damage")

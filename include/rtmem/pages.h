@@ -43,7 +43,8 @@ struct rtm_page_provider {
     /* One page of page_size bytes, aligned to page_size and inside
      * [base, base + span), which the caller may write; NULL when none is
      * left (the allocation that asked then fails cleanly). Called inside
-     * an allocation, with the heap's lock held: it must be bounded. */
+     * an allocation: it must be bounded. A page that breaks this contract
+     * is not used, nor given back. */
     void *(*get)(void *ctx);
     /* Takes back a page get gave and nobody uses any more. */
     void (*put)(void *ctx, void *page);

@@ -20,9 +20,11 @@
  *  - rtm_xvheap_create (and rtm_heap_create("xvheap", ...)) keeps the
  *    pages in the memory it is given: the control structure, a page stack
  *    (4 bytes per page), then RTM_XVHEAP_PAGE_SIZE-byte pages aligned to
- *    their size. Pages given back go to that stack, and are what the next
- *    growth takes first. Such a heap can be shared between processes like
- *    any other kind (rtmem/shared.h): everything in it is an offset.
+ *    their size. Pages given back go to that stack, and a region's pages
+ *    given back are taken before the ones it never handed out; the
+ *    regions are searched in order, the creating memory's first (add_pool
+ *    adds more). Such a heap can be shared between processes like any
+ *    other kind (rtmem/shared.h): everything in it is an offset.
  *  - rtm_xvheap_create_on takes pages from a provider of the caller's
  *    (rtmem/pages.h): a page region on an arena, or callbacks of its own.
  *  - Each page starts with a descriptor (its place in the list of pages the
@@ -48,10 +50,14 @@
  * held, their peak and the provider calls.
  *
  * Bounds: alloc, aligned_alloc and free O(1), plus one provider call when
- * a page is taken or given back (the page region's are O(1)); a block in a
- * region other than the first adds O(regions) to place. realloc: O(1) in
- * place, O(1) + O(size) when it moves. stats O(1); check O(blocks in held
- * pages + pages + classes); create O(classes).
+ * a page is taken or given back (the page region's are O(1)), and
+ * O(regions) for the walks of the heap's regions that placing a block's
+ * page, each hardened link check and taking or giving back a page make
+ * (one region for a heap on a provider). realloc: O(1) in place, O(1) +
+ * O(size) when it moves. stats O(1); check O(blocks in held pages + pages
+ * + classes); create O(classes). rtm_heap_destroy of a heap on a provider
+ * gives every page it holds back, O(pages held); a heap in its own memory
+ * gives nothing back (the memory is the caller's again).
  *
  * Hardening: TLSF's (rtmem/tlsf.h), with the same guarantees: an overflow
  * of 1 to 16 bytes past a block reaches the next header of its own page
@@ -91,7 +97,7 @@ extern "C" {
 /* Upper bound of what an added region spends besides its pages' overhead:
  * its descriptor, 4 bytes per page, and the alignment of its first page. */
 #define RTM_XVHEAP_REGION_OVERHEAD(pages, page_size) \
-    ((size_t)64 + (size_t)4 * (pages) + (page_size))
+    ((size_t)72 + (size_t)4 * (pages) + (page_size))
 
 struct rtm_xvheap;
 typedef struct rtm_xvheap rtm_xvheap_t;

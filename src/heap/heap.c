@@ -467,9 +467,12 @@ __attribute__((noinline)) int rtm__heap_periodic_check(struct rtm_heap *h)
 
 void rtm_heap_destroy(struct rtm_heap *h)
 {
-    if (!ops_of(h))
+    const struct rtm_heap_ops *ops = ops_of(h);
+    if (!ops)
         return;
     if (!h->lock_offset) {
+        if (ops->destroy)
+            ops->destroy(h);
         h->magic = 0;
         return;
     }
@@ -479,6 +482,8 @@ void rtm_heap_destroy(struct rtm_heap *h)
     int rc = heap_lock(h, l);
     if (rc == -EDEADLK)
         return;
+    if (ops->destroy && rc == 0)
+        ops->destroy(h);
     h->magic = 0;
     if (rc == 0)
         rtm_lock_give(l);

@@ -97,6 +97,10 @@ struct rtm_heap_ops {
     /* Optional: the bytes of pages a page heap holds now (rtm_heap_held_bytes);
      * NULL for a kind that holds every byte it was given. O(1), no lock. */
     size_t (*held_bytes)(const struct rtm_heap *h);
+    /* Optional: what destroy undoes besides the magic (a heap on a page
+     * provider gives its pages back). Called unlocked or with the lock
+     * held, before the magic is cleared. */
+    void (*destroy)(struct rtm_heap *h);
 };
 
 /* a + b and a * b, saturated at SIZE_MAX (the pool bounds' arithmetic: a

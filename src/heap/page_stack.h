@@ -13,6 +13,7 @@
 #ifndef RTMEM_SRC_HEAP_PAGE_STACK_H
 #define RTMEM_SRC_HEAP_PAGE_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,32 +50,48 @@ static inline void page_stack_push(struct rtm_heap *h, struct page_stack *s, uin
     RTM_SET(h, s->top, s->top + 1);
 }
 
+/* Whether n pages of page_size bytes, aligned to it, fit in [lo, hi) after
+ * book(n) bytes of bookkeeping; their first page's address in *first. */
+static inline bool page_layout_fits(uintptr_t lo, uintptr_t hi, size_t page_size,
+                                    size_t (*book)(size_t pages), size_t n, uintptr_t *first)
+{
+    size_t b = book(n);
+    if (b >= hi - lo)
+        return false;
+    uintptr_t f = (lo + b + (page_size - 1)) & ~(uintptr_t)(page_size - 1);
+    if (f < lo || f >= hi || (size_t)(hi - f) / page_size < n)
+        return false;
+    *first = f;
+    return true;
+}
+
 /*
  * The most pages of page_size bytes (a power of two), aligned to it, that
  * fit in [lo, hi) after book(n) bytes of bookkeeping for n pages: their
- * count, with the first page's address in *first; 0 when none fits. Runs at
- * create only: each round drops the pages the bookkeeping and alignment
- * left no room for, and a few rounds settle it.
+ * count, with the first page's address in *first; 0 when none fits. A
+ * bisection (whether n pages fit only gets harder as n grows), at create
+ * only: O(log pages).
  */
 static inline size_t page_layout(uintptr_t lo, uintptr_t hi, size_t page_size,
                                  size_t (*book)(size_t pages), uintptr_t *first)
 {
     if (hi <= lo)
         return 0;
-    size_t n = (size_t)(hi - lo) / page_size;
-    while (n > 0) {
-        size_t b = book(n);
-        uintptr_t f = (lo + b + (page_size - 1)) & ~(uintptr_t)(page_size - 1);
-        if (b >= hi - lo || f < lo || f >= hi)
-            return 0;
-        size_t fit = (size_t)(hi - f) / page_size;
-        if (fit >= n) {
-            *first = f;
-            return n;
+    size_t good = 0, bad = (size_t)(hi - lo) / page_size + 1; /* fits(good), !fits(bad) */
+    uintptr_t at = 0;
+    while (bad - good > 1) {
+        size_t mid = good + (bad - good) / 2;
+        uintptr_t f;
+        if (page_layout_fits(lo, hi, page_size, book, mid, &f)) {
+            good = mid;
+            at = f;
+        } else {
+            bad = mid;
         }
-        n = fit;
     }
-    return 0;
+    if (good)
+        *first = at;
+    return good;
 }
 
 /* Pages out of the region now. */

@@ -23,16 +23,21 @@ struct rtm_page_region {
 
 _Static_assert(sizeof(struct rtm_page_region) <= 64, "pages.h promises under 64 bytes of head");
 
+/* The head and the stack, rounded up to 8: where the bitmap starts (the
+ * head is 8-aligned; 36 bytes long on 32-bit). */
+static size_t bits_at(size_t pages)
+{
+    return (sizeof(struct rtm_page_region) + pages * sizeof(uint32_t) + 7) & ~(size_t)7;
+}
+
 static size_t region_book(size_t pages)
 {
-    size_t stack = (pages * sizeof(uint32_t) + 7) & ~(size_t)7;
-    return sizeof(struct rtm_page_region) + stack + (pages + 63) / 64 * sizeof(uint64_t);
+    return bits_at(pages) + (pages + 63) / 64 * sizeof(uint64_t);
 }
 
 static uint64_t *out_bits(const struct rtm_page_region *r)
 {
-    size_t stack = (r->s.pages * sizeof(uint32_t) + 7) & ~(size_t)7;
-    return (uint64_t *)(void *)((char *)(uintptr_t)r + sizeof(*r) + stack);
+    return (uint64_t *)(void *)((char *)(uintptr_t)r + bits_at(r->s.pages));
 }
 
 struct rtm_page_region *rtm_page_region_create(void *mem, size_t size, size_t page_size)

@@ -37,15 +37,16 @@ struct xv_region {
 #define TLSF_OTHER_POOLS(t) 1
 /* usable_bytes, overhead_bytes and pool_count of tlsf_core.h's structure are
  * the statistics' (every page's block area, what is not, the regions). */
-#define TLSF_EXTRA_FIELDS                                                        \
-    size_t page_size;                                                            \
-    size_t first_off, end_off, span; /* a page's block area: [first, end) */     \
-    size_t held_first;               /* the first page held, 0 for none */       \
-    size_t held_pages, peak_held, gets, puts;                                    \
-    void *(*ext_get)(void *); /* a provider's, or NULL for the heap's regions */ \
-    void (*ext_put)(void *, void *);                                             \
-    void *ext_ctx;                                                               \
-    size_t ext_lo, ext_span; /* the provider's whole pages, as offsets */        \
+#define TLSF_EXTRA_FIELDS                                                               \
+    size_t page_size;                                                                   \
+    size_t first_off, end_off, span; /* a page's block area: [first, end) */            \
+    size_t held_first;               /* the first page held, 0 for none */              \
+    size_t held_pages, peak_held, gets, puts;                                           \
+    uint64_t page_key;        /* keys the page tags (not tag_key: a tag is readable) */ \
+    void *(*ext_get)(void *); /* a provider's, or NULL for the heap's regions */        \
+    void (*ext_put)(void *, void *);                                                    \
+    void *ext_ctx;                                                                      \
+    size_t ext_lo, ext_span; /* the provider's whole pages, as offsets */               \
     struct xv_region region0;
 #define rtm_tlsf rtm_xvheap
 #include "tlsf_core.h"
@@ -83,10 +84,12 @@ static inline size_t page_off(const struct rtm_xvheap *t, size_t y)
     return (size_t)((a & ~(uintptr_t)(t->page_size - 1)) - (uintptr_t)t);
 }
 
-/* Keyed: a page another heap holds, or this heap held once, fails it. */
+/* Keyed: a page another heap holds, or this heap held once, fails it. The
+ * key is the page tags' own: a tag sits where a program that reads past a
+ * block can see it, and must give away nothing of the block tags' key. */
 static inline uint64_t page_tag(const struct rtm_xvheap *t, size_t pg)
 {
-    return (((uint64_t)pg ^ t->base.tag_key) * 0x9e3779b97f4a7c15ull) | 1;
+    return (((uint64_t)pg ^ t->page_key) * 0x9e3779b97f4a7c15ull) | 1;
 }
 
 /* Pages the heap could hold: its regions', or its provider's range. */
@@ -135,9 +138,33 @@ static inline const struct tlsf_pool *pool_of(const struct rtm_xvheap *t, size_t
     return d && b - d->pool.start < d->pool.end - d->pool.start ? &d->pool : NULL;
 }
 
+/* Reports damage a page operation found: out of line, cold. */
+static __attribute__((noinline, cold)) void page_damaged(struct rtm_xvheap *t, size_t where,
+                                                         const char *what)
+{
+    rtm__heap_corrupt(&t->base, NULL, at_off(t, where), what);
+}
+
+/* Whether page pg (aligned) is held and its neighbours in the list of
+ * pages held link back to it: what releasing it will write through. */
+static bool held_links_ok(const struct rtm_xvheap *t, size_t pg)
+{
+    const struct xv_page *d = page_at(t, pg);
+    size_t prev = d->prev, next = d->pool.link.next;
+    bool pok = prev == 0 ? t->held_first == pg
+                         : page_off(t, prev) == prev && held_page(t, prev) &&
+                               page_at(t, prev)->pool.link.next == pg;
+    bool nok = next == 0 ||
+               (page_off(t, next) == next && held_page(t, next) && page_at(t, next)->prev == pg);
+    return pok && nok;
+}
+
 /* A page to hold, as an offset, or 0 when none is left. A provider's page
- * outside its range, misaligned or held already is not used. */
-static size_t page_take(struct rtm_xvheap *t)
+ * outside its range, misaligned or held already is not used (nor given
+ * back: the provider broke its contract). Hardened, a page stack's entry
+ * that names a page never handed out, or one the heap holds, is reported
+ * and not taken. */
+static size_t page_take(struct rtm_xvheap *t, bool hard)
 {
     if (t->ext_get) {
         void *p = t->ext_get(t->ext_ctx);
@@ -148,7 +175,15 @@ static size_t page_take(struct rtm_xvheap *t)
         return pg;
     }
     for (struct xv_region *r = &t->region0;; r = region_at(t, r->link.next)) {
-        size_t i = page_stack_pop(&t->base, &r->s, (uint32_t *)(void *)at_off(t, r->stack));
+        uint32_t *stack = (uint32_t *)(void *)at_off(t, r->stack);
+        if (hard && r->s.top > 0) {
+            size_t i = stack[r->s.top - 1], pg = r->first + i * t->page_size;
+            if (i >= r->s.bump || page_at(t, pg)->tag == page_tag(t, pg)) {
+                page_damaged(t, r->stack, "page stack");
+                return 0;
+            }
+        }
+        size_t i = page_stack_pop(&t->base, &r->s, stack);
         if (i != SIZE_MAX)
             return r->first + i * t->page_size;
         if (r->link.next == 0)
@@ -173,10 +208,14 @@ static void page_give(struct rtm_xvheap *t, size_t pg)
  * unlinked (0 when s does not fit a page or no page is left). */
 static size_t page_grow(struct rtm_xvheap *t, size_t s, bool hard)
 {
-    (void)hard;
     if (s > t->span)
         return 0;
-    size_t pg = page_take(t);
+    size_t head = t->held_first; /* written through below: its prev link */
+    if (hard && head != 0 && !(page_off(t, head) == head && held_links_ok(t, head))) {
+        page_damaged(t, head, "list of pages held");
+        return 0;
+    }
+    size_t pg = page_take(t, hard);
     if (pg == 0)
         return 0;
     struct xv_page *d = page_at(t, pg);
@@ -207,11 +246,16 @@ static size_t page_grow(struct rtm_xvheap *t, size_t s, bool hard)
  * whole block area leaves the lists, and the page goes back. */
 static void page_release(struct rtm_xvheap *t, size_t b, size_t size, bool hard)
 {
-    (void)hard;
     if (size != t->span)
         return;
     size_t pg = b - t->first_off;
     struct xv_page *d = page_at(t, pg);
+    /* Damaged links to its neighbours: reported, and the page stays held,
+     * its free block in the lists (the heap stays consistent). */
+    if (hard && !held_links_ok(t, pg)) {
+        page_damaged(t, pg, "list of pages held");
+        return;
+    }
     list_remove(t, b);
     size_t next = d->pool.link.next, prev = d->prev;
     if (prev)
@@ -271,6 +315,7 @@ static struct rtm_xvheap *init_control(uintptr_t ctl, const struct rtm_heap_conf
      * every check takes for what it is: no block lies outside a page. */
     t->start0 = IDLE;
     t->end0 = IDLE + MIN_BLOCK;
+    t->page_key = rtm__heap_new_key(t);
     t->page_size = page_size;
     page_geometry(page_size, &t->first_off, &t->span);
     t->end_off = t->first_off + t->span;
@@ -338,6 +383,10 @@ struct rtm_xvheap *rtm_xvheap_create_on(void *mem, size_t size, const struct rtm
     }
     struct rtm_xvheap *t = init_control(ctl, cfg, mem, size, ps);
     size_t n = (size_t)(end - lo) / ps;
+    if (rtm_kind_overlap((size_t)(uintptr_t)mem, size, (size_t)lo, n * ps)) {
+        errno = EINVAL; /* a page handed out there would overwrite the heap */
+        return NULL;
+    }
     t->ext_get = pages->get;
     t->ext_put = pages->put;
     t->ext_ctx = pages->ctx;
@@ -544,11 +593,11 @@ int rtm_xvheap_check(const struct rtm_xvheap *t)
         const struct xv_page *d = page_at(t, pg);
         CHECK(d->prev == prev && d->pool.link.raw_start == pg &&
               d->pool.link.raw_len == t->page_size);
-        size_t live_before = live;
+        /* (an empty page goes back at once, unless its links were found
+         * damaged then: it may stay held, whole and free) */
         int rc = check_pool(t, &d->pool, &used, &live, &free_bytes, &free_blocks, &walk_sig);
         if (rc)
             return rc;
-        CHECK(live > live_before); /* an empty page goes back at once */
         prev = pg;
     }
     CHECK(pages == t->held_pages && t->peak_held >= pages && t->peak_held <= pages_max(t));
@@ -577,7 +626,11 @@ static int validate_region(const void *base, const struct rtm_pool_link *link, s
     const struct rtm_xvheap *t = base;
     const struct xv_region *r = (const struct xv_region *)(const void *)link;
     size_t n = r->s.pages, ps = t->page_size, stack = r->stack, first = r->first;
-    CHECK(n > 0 && n <= UINT32_MAX && r->s.bump <= n && r->s.top <= r->s.bump);
+    /* bump and top change with every call, and this runs without the lock:
+     * each is read once and held to its own bound (check relates them) */
+    size_t bump = __atomic_load_n(&r->s.bump, __ATOMIC_RELAXED);
+    size_t top = __atomic_load_n(&r->s.top, __ATOMIC_RELAXED);
+    CHECK(n > 0 && n <= UINT32_MAX && bump <= n && top <= n);
     CHECK(stack >= lo && stack < bytes && (bytes - stack) / sizeof(uint32_t) >= n);
     CHECK(stack % sizeof(uint32_t) == 0 && first >= stack + n * sizeof(uint32_t));
     CHECK(first < bytes && (bytes - first) / ps >= n && ((uintptr_t)t + first) % ps == 0);
@@ -696,7 +749,8 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
     const struct rtm_xvheap *t = CT(h);
     size_t pages = 0;
     for (size_t pg = t->held_first; pg != 0; pg = page_at(t, pg)->pool.link.next) {
-        if (++pages > t->held_pages || pages > pages_max(t) || !held_page(t, pg))
+        if (++pages > t->held_pages || pages > pages_max(t) || page_off(t, pg) != pg ||
+            !held_page(t, pg))
             return -EFAULT;
         int rc = walk_pool(t, &page_at(t, pg)->pool, fn, arg);
         if (rc)
@@ -707,7 +761,29 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
 
 static size_t ops_held_bytes(const struct rtm_heap *h)
 {
-    return CT(h)->held_pages * CT(h)->page_size;
+    /* without the lock: one word that changes, read whole */
+    return __atomic_load_n(&CT(h)->held_pages, __ATOMIC_RELAXED) * CT(h)->page_size;
+}
+
+/* Before a destroy: a heap on a provider gives every page it holds back
+ * (its own regions go with its memory). O(pages held). */
+static void ops_destroy(struct rtm_heap *h)
+{
+    struct rtm_xvheap *t = T(h);
+    size_t n = 0;
+    if (!t->ext_get)
+        return;
+    for (size_t pg = t->held_first; pg != 0 && n++ < t->held_pages;) {
+        if (page_off(t, pg) != pg || !held_page(t, pg))
+            return; /* damaged: what is left stays out */
+        struct xv_page *d = page_at(t, pg);
+        size_t next = d->pool.link.next;
+        d->tag = 0;
+        t->ext_put(t->ext_ctx, d);
+        pg = next;
+    }
+    t->held_first = 0;
+    t->held_pages = 0;
 }
 
 /*
@@ -755,6 +831,7 @@ const struct rtm_heap_ops rtm__xvheap_ops = {
     .validate = xvheap_validate,
     .pool_bound = xvheap_pool_bound,
     .held_bytes = ops_held_bytes,
+    .destroy = ops_destroy,
 };
 
 #endif /* RTM_LOGGED */
