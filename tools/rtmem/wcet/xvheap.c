@@ -110,7 +110,8 @@ static int heap_ok(struct wcet_case *c)
  * list of pages held, its block split, and the 1008-byte rest goes to the
  * head of the list that holds the other one. */
 #define TAKE_BLOCK ((size_t)3008)
-#define TAKE_REST  ((size_t)1008)
+/* the rest of a page: 1008 bytes (1024 where a page holds 4032: 32-bit) */
+#define TAKE_REST  (span() - TAKE_BLOCK)
 
 static int page_take_build(struct wcet_case *c)
 {
@@ -158,7 +159,7 @@ static int page_take_check(struct wcet_case *c)
 
 /* ---- free: both neighbours merged, the page emptied and given back ---------- */
 
-/* Page S holds [P 96 | B 160 | N 3760]: P and N free, each in the middle
+/* Page S holds [P 96 | B 160 | N 3760] (N: the rest of the page): P and N free, each in the middle
  * of its class list (Q2 P Q1, R2 N R1, in pages of their own); S in the
  * middle of the list of pages held (taken between R1's and R2's). Freeing
  * B merges all three into the page's whole block area: inserted ahead of
@@ -168,7 +169,8 @@ static int page_take_check(struct wcet_case *c)
 #define REL_P ((size_t)96)
 #define REL_B ((size_t)160)
 #define REL_G ((size_t)32)
-#define REL_N ((size_t)3760)
+/* the rest of the page: 3760 bytes (3776 where a page holds 4032: 32-bit) */
+#define REL_N (span() - REL_P - REL_B)
 #define REL_M ((size_t)3968)
 
 /* Takes blocks of the given sizes in turn: they fill a fresh page exactly.
@@ -194,8 +196,8 @@ static int release_build(struct wcet_case *c)
     const size_t pbn[] = { REL_P, REL_B, REL_N };
     const size_t m[] = { REL_M, s - REL_M };
     void *qp[4], *r1[2], *sp[3], *r2[2], *mp[2];
-    if (REL_P + REL_B + REL_N != s)
-        return wcet_fail(c, "build: the page's blocks no longer fill it");
+    if (class_floor(REL_N) == class_floor(REL_M) || s - REL_M < RTM_TLSF_MIN_BLOCK)
+        return wcet_fail(c, "build: the classes no longer give the intended lists");
     if (page_of_blocks(c, q, 4, qp) != 0 || page_of_blocks(c, r, 2, r1) != 0 ||
         page_of_blocks(c, pbn, 3, sp) != 0 || page_of_blocks(c, r, 2, r2) != 0 ||
         page_of_blocks(c, m, 2, mp) != 0)
@@ -225,7 +227,7 @@ static int release_check(struct wcet_case *c)
         return wcet_fail(c, "free did not give the page back");
     /* P and N left their lists with the page: each list pops its others;
      * the merged block left M1 alone at the head of its class. */
-    static const size_t sizes[] = { REL_P, REL_P, REL_N, REL_N, REL_M };
+    const size_t sizes[] = { REL_P, REL_P, REL_N, REL_N, REL_M };
     for (size_t i = 0; i < 5; i++) {
         void *x = rtm_heap_alloc(c->heap, req(class_floor(sizes[i])));
         if ((uintptr_t)x != c->expect[i])
