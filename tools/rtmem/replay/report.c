@@ -94,11 +94,16 @@ static void target_line(FILE *f, const struct replay *r, const struct replay_tar
         return;
     }
     if (replay_bounded(x) && !x->fits) {
-        if (x->too_large)
+        if (x->too_large && r->p.max_align > RTM_HEAP_MIN_ALIGN)
             fprintf(f,
                     "  %-14s no pool fits this program: the kind serves no request this "
                     "large (%s) or this aligned (%" PRIu64 ")\n",
                     x->name, bytes(b1, sizeof(b1), r->p.largest), r->p.max_align);
+        else if (x->too_large)
+            fprintf(f,
+                    "  %-14s no pool fits this program: the kind serves no request this "
+                    "large (%s)\n",
+                    x->name, bytes(b1, sizeof(b1), r->p.largest));
         else
             fprintf(f, "  %-14s no pool up to %s fits this program\n", x->name,
                     bytes(b1, sizeof(b1), r->o.max_pool));
