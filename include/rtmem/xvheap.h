@@ -9,8 +9,9 @@
  * classes, good-fit search, immediate merging and hardening; a block never
  * spans two pages. So:
  *  - the largest request is a page's block area less a header
- *    (rtm_xvheap_max_request: 4008 bytes for 4 KiB pages on 64-bit); larger
- *    requests fail cleanly (NULL, failed_allocs counted);
+ *    (rtm_xvheap_max_request: 4008 bytes for 4 KiB pages on 64-bit, 4024
+ *    on 32-bit); larger requests fail cleanly (NULL, failed_allocs
+ *    counted);
  *  - blocks past about half a page waste the rest of their page: two of
  *    them never share one;
  *  - aligned requests need their block plus the alignment's slack inside
@@ -64,8 +65,11 @@
  * (a page's last block reaches its sentinel and slack, never the next
  * page), and is reported before anything trusts it. A pointer into a page
  * the heap does not hold (given back, another heap's, outside the range)
- * is refused with -EINVAL, found by the page's tag, never by reading outside
- * the heap's regions or the provider's range.
+ * is refused with -EINVAL, found by the page's tag (keyed apart from the
+ * block tags), never by reading outside the heap's regions or the
+ * provider's range. Hardened, a page stack's entry and the links of the
+ * pages held are checked before anything is written through them: damage
+ * is reported (corruptions), the page not taken, or kept held.
  *
  * Worst-case pool (rtm_heap_pool_bound_ex): a live block can pin a page of
  * its own, so a heap with M bytes live in blocks of at least m bytes may
