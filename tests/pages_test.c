@@ -78,6 +78,44 @@ TEST_CASE("a page goes back when its last block is freed, and comes back when ne
     CHECK_EQ(st.pool_count, 1);
 }
 
+TEST_CASE("a heap that keeps an empty page takes none for an alloc and free in turn")
+{
+    struct rtm_xvheap *h = rtm_xvheap_create(arena, sizeof arena);
+    REQUIRE(h != NULL, );
+    CHECK_EQ(pages(h).keep_empty, 0);
+    for (int i = 0; i < 10; i++) { /* the default: a page taken and given back each time */
+        void *p = rtm_xvheap_alloc(h, 100);
+        CHECK(p != NULL && rtm_xvheap_free(h, p) == 0);
+    }
+    CHECK(pages(h).gets == 10 && pages(h).puts == 10 && held(h) == 0);
+    CHECK_EQ(rtm_xvheap_keep_empty(h, 1), 0);
+    CHECK_EQ(rtm_xvheap_keep_empty(NULL, 1), -EINVAL);
+    for (int i = 0; i < 10; i++) {
+        void *p = rtm_xvheap_alloc(h, 100);
+        CHECK(p != NULL && rtm_xvheap_free(h, p) == 0);
+        CHECK_EQ(pages(h).empty_held, 1);
+        CHECK_EQ(rtm_xvheap_check(h), 0);
+    }
+    CHECK(pages(h).gets == 11 && pages(h).puts == 10 && held(h) == PAGE);
+    /* a second empty page beyond the limit goes back; the kept one serves a
+     * whole-page request */
+    void *a = rtm_xvheap_alloc(h, 3000), *b = rtm_xvheap_alloc(h, 3000);
+    CHECK(a && b && pages(h).empty_held == 0 && pages(h).pages_held == 2);
+    CHECK(rtm_xvheap_free(h, a) == 0 && rtm_xvheap_free(h, b) == 0);
+    CHECK(pages(h).pages_held == 1 && pages(h).empty_held == 1 && pages(h).puts == 11);
+    void *w = rtm_xvheap_alloc(h, rtm_xvheap_max_request(PAGE));
+    CHECK(w != NULL && pages(h).empty_held == 0 && pages(h).gets == 12);
+    CHECK_EQ(rtm_xvheap_check(h), 0);
+    CHECK_EQ(rtm_xvheap_free(h, w), 0);
+    /* a lower limit: the kept page stays until used again */
+    CHECK_EQ(rtm_xvheap_keep_empty(h, 0), 0);
+    CHECK(pages(h).empty_held == 1 && held(h) == PAGE);
+    void *x = rtm_xvheap_alloc(h, 64);
+    CHECK(x != NULL && rtm_xvheap_free(h, x) == 0);
+    CHECK(held(h) == 0 && pages(h).empty_held == 0);
+    CHECK_EQ(rtm_xvheap_check(h), 0);
+}
+
 TEST_CASE("a burst takes pages and gives every one back")
 {
     struct rtm_xvheap *h = rtm_xvheap_create(arena, sizeof arena);

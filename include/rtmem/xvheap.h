@@ -24,7 +24,8 @@
  *    their size. Pages given back go to that stack, and a region's pages
  *    given back are taken before the ones it never handed out; the
  *    regions are searched in order, the creating memory's first (add_pool
- *    adds more). Such a heap can be shared between processes like any
+ *    adds more); rtm_xvheap_keep_empty keeps some empty pages held
+ *    instead. Such a heap can be shared between processes like any
  *    other kind (rtmem/shared.h): everything in it is an offset.
  *  - rtm_xvheap_create_on takes pages from a provider of the caller's
  *    (rtmem/pages.h): a page region on an arena, or callbacks of its own.
@@ -113,6 +114,8 @@ struct rtm_xvheap_page_stats {
     size_t peak_held;   /* highest pages_held since create */
     size_t pages_max;   /* pages the heap could hold: its regions', or the provider's range */
     size_t gets, puts;  /* pages taken and given back; gets - puts == pages_held */
+    size_t empty_held;  /* held pages with no live block (rtm_xvheap_keep_empty) */
+    size_t keep_empty;  /* the most it keeps so */
     size_t max_request; /* the largest request that can succeed */
 };
 typedef struct rtm_xvheap_page_stats rtm_xvheap_page_stats_t;
@@ -169,6 +172,14 @@ RTM_API size_t rtm_xvheap_usable_size(const struct rtm_xvheap *h, const void *p)
 RTM_API int rtm_xvheap_stats(const struct rtm_xvheap *h, struct rtm_heap_stats *out);
 /* Fills *out: 0, or -EINVAL for NULL or no xvheap. O(1). */
 RTM_API int rtm_xvheap_page_stats(const struct rtm_xvheap *h, struct rtm_xvheap_page_stats *out);
+/* How many empty pages h keeps held instead of giving them back: 0, the
+ * default, gives each back at once (as xvmalloc). A program that allocates
+ * and frees in turn across a page boundary otherwise takes and gives back
+ * a page on every pair; with one page kept it takes none. Empty pages
+ * above a lower new limit stay held until used again. 0, or -EINVAL for
+ * NULL or no xvheap. O(1); not for a heap other threads or processes are
+ * using at that moment (set it after create). */
+RTM_API int rtm_xvheap_keep_empty(struct rtm_xvheap *h, size_t pages);
 /* Walks every held page, every list and the page stacks: 0, -EINVAL (no
  * xvheap), or -EFAULT at the first thing that does not hold. O(blocks in
  * held pages + pages + classes). */

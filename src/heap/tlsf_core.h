@@ -35,9 +35,10 @@
 /*
  * A kind built on this file defines, before including it:
  *  - TLSF_PAGED 1 for blocks inside pages taken from a provider: then it
- *    defines page_grow (called when no free block fits: 1 when it added a
- *    page whose block holds s bytes) and page_release (called with every
- *    block free has merged), both below;
+ *    defines page_grow (called when no free block fits: the block of a
+ *    page it added, unlinked, or 0), page_reused (with every block a search
+ *    found) and page_release (with every block free has merged), all
+ *    below;
  *  - TLSF_OTHER_POOLS(t): whether a position outside the first pool may
  *    still be one of the heap's (in_other_pool is asked then);
  *  - TLSF_EXTRA_FIELDS: fields at the end of the control structure.
@@ -779,6 +780,7 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
  */
 #if TLSF_PAGED
 static size_t page_grow(struct rtm_tlsf *t, size_t s, bool hard);
+static void page_reused(struct rtm_tlsf *t, size_t b);
 static void page_release(struct rtm_tlsf *t, size_t b, size_t size, bool hard);
 #endif
 
@@ -842,6 +844,8 @@ static inline __attribute__((always_inline)) size_t find_or_grow(struct rtm_tlsf
 #if TLSF_PAGED
     if (__builtin_expect(b == 0, 0))
         b = page_grow(t, s, hard);
+    else if (b > DAMAGED)
+        page_reused(t, b); /* an empty page the heap kept, in use again */
 #endif
     return b;
 }

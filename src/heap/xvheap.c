@@ -37,16 +37,17 @@ struct xv_region {
 #define TLSF_OTHER_POOLS(t) 1
 /* usable_bytes, overhead_bytes and pool_count of tlsf_core.h's structure are
  * the statistics' (every page's block area, what is not, the regions). */
-#define TLSF_EXTRA_FIELDS                                                               \
-    size_t page_size;                                                                   \
-    size_t first_off, end_off, span; /* a page's block area: [first, end) */            \
-    size_t held_first;               /* the first page held, 0 for none */              \
-    size_t held_pages, peak_held, gets, puts;                                           \
-    uint64_t page_key;        /* keys the page tags (not tag_key: a tag is readable) */ \
-    void *(*ext_get)(void *); /* a provider's, or NULL for the heap's regions */        \
-    void (*ext_put)(void *, void *);                                                    \
-    void *ext_ctx;                                                                      \
-    size_t ext_lo, ext_span; /* the provider's whole pages, as offsets */               \
+#define TLSF_EXTRA_FIELDS                                                                    \
+    size_t page_size;                                                                        \
+    size_t first_off, end_off, span; /* a page's block area: [first, end) */                 \
+    size_t held_first;               /* the first page held, 0 for none */                   \
+    size_t held_pages, peak_held, gets, puts;                                                \
+    size_t keep_empty, empty_held; /* empty pages kept held, and their limit */              \
+    uint64_t page_key;             /* keys the page tags (not tag_key: a tag is readable) */ \
+    void *(*ext_get)(void *);      /* a provider's, or NULL for the heap's regions */        \
+    void (*ext_put)(void *, void *);                                                         \
+    void *ext_ctx;                                                                           \
+    size_t ext_lo, ext_span; /* the provider's whole pages, as offsets */                    \
     struct xv_region region0;
 #define rtm_tlsf rtm_xvheap
 #include "tlsf_core.h"
@@ -242,6 +243,14 @@ static size_t page_grow(struct rtm_xvheap *t, size_t s, bool hard)
     return pool.start;
 }
 
+/* A block a search found: the whole block of an empty page the heap kept,
+ * in use again? */
+static void page_reused(struct rtm_xvheap *t, size_t b)
+{
+    if (t->empty_held && hdr_size(HDR(t, b)) == t->span)
+        RTM_SET(&t->base, t->empty_held, t->empty_held - 1);
+}
+
 /* Called with every block free has merged: a block that spans its page's
  * whole block area leaves the lists, and the page goes back. */
 static void page_release(struct rtm_xvheap *t, size_t b, size_t size, bool hard)
@@ -250,10 +259,14 @@ static void page_release(struct rtm_xvheap *t, size_t b, size_t size, bool hard)
         return;
     size_t pg = b - t->first_off;
     struct xv_page *d = page_at(t, pg);
-    /* Damaged links to its neighbours: reported, and the page stays held,
-     * its free block in the lists (the heap stays consistent). */
-    if (hard && !held_links_ok(t, pg)) {
+    /* Kept, empty, while fewer than keep_empty are (rtm_xvheap_keep_empty);
+     * or, its links to its neighbours damaged, reported and kept: its free
+     * block stays in the lists, the heap consistent. */
+    bool damaged = hard && t->empty_held >= t->keep_empty && !held_links_ok(t, pg);
+    if (damaged)
         page_damaged(t, pg, "list of pages held");
+    if (damaged || t->empty_held < t->keep_empty) {
+        RTM_SET(&t->base, t->empty_held, t->empty_held + 1);
         return;
     }
     list_remove(t, b);
@@ -554,7 +567,17 @@ int rtm_xvheap_page_stats(const struct rtm_xvheap *t, struct rtm_xvheap_page_sta
                                            .pages_max = pages_max(t),
                                            .gets = t->gets,
                                            .puts = t->puts,
+                                           .empty_held = t->empty_held,
+                                           .keep_empty = t->keep_empty,
                                            .max_request = t->span - HW };
+    return 0;
+}
+
+int rtm_xvheap_keep_empty(struct rtm_xvheap *t, size_t pages)
+{
+    if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_XVHEAP)
+        return -EINVAL;
+    t->keep_empty = pages;
     return 0;
 }
 
@@ -585,7 +608,7 @@ int rtm_xvheap_check(const struct rtm_xvheap *t)
 {
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_XVHEAP)
         return -EINVAL;
-    size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pages = 0, prev = 0;
+    size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pages = 0, prev = 0, empty = 0;
     uint64_t walk_sig = 0;
     for (size_t pg = t->held_first; pg != 0; pg = page_at(t, pg)->pool.link.next) {
         CHECK(++pages <= t->held_pages && pages <= pages_max(t));
@@ -593,15 +616,17 @@ int rtm_xvheap_check(const struct rtm_xvheap *t)
         const struct xv_page *d = page_at(t, pg);
         CHECK(d->prev == prev && d->pool.link.raw_start == pg &&
               d->pool.link.raw_len == t->page_size);
-        /* (an empty page goes back at once, unless its links were found
-         * damaged then: it may stay held, whole and free) */
+        /* an empty page goes back at once, but for those kept
+         * (rtm_xvheap_keep_empty, or with links found damaged) */
+        size_t live_before = live;
         int rc = check_pool(t, &d->pool, &used, &live, &free_bytes, &free_blocks, &walk_sig);
         if (rc)
             return rc;
+        empty += live == live_before;
         prev = pg;
     }
     CHECK(pages == t->held_pages && t->peak_held >= pages && t->peak_held <= pages_max(t));
-    CHECK(t->gets - t->puts == pages);
+    CHECK(t->gets - t->puts == pages && empty == t->empty_held);
     CHECK(used == t->used_bytes && live == t->live_blocks);
     CHECK(used + free_bytes == pages * t->span);
     CHECK(t->peak_used_bytes >= t->used_bytes && t->peak_used_bytes <= t->usable_bytes);
