@@ -53,8 +53,9 @@
  *   RTMEM_MALLOC_ON_FULL  fail (default): an allocation the pool cannot
  *                         serve gives NULL with ENOMEM; fallback: it goes
  *                         to the C library's allocator, counted (rtmem's
- *                         kinds only). xvheap needs fallback: it serves
- *                         no block above a page's (rtmem/xvheap.h)
+ *                         kinds only). xvheap and zsheap need fallback:
+ *                         they serve no block above a page's
+ *                         (rtmem/xvheap.h, rtmem/zsheap.h)
  *   RTMEM_MALLOC_SUMMARY  where the summary goes at exit: none (default),
  *                         stderr, or a file
  *   RTMEM_MALLOC_JSON     a file: the summary as JSON (rtmem-malloc/1)
@@ -109,6 +110,7 @@
 #include "rtmem/arena.h"
 #include "rtmem/heap.h"
 #include "rtmem/xvheap.h"
+#include "rtmem/zsheap.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS    __attribute__((tls_model("initial-exec"))) __thread
@@ -385,11 +387,15 @@ static void read_config(void)
     if (cfg.fallback && !__libc_malloc)
         die("librtmem-malloc: RTMEM_MALLOC_ON_FULL=fallback: this program has no C library "
             "allocator to fall back on (linked statically)");
-    if (strcmp(cfg.kind, "xvheap") == 0 && !cfg.fallback)
-        die("librtmem-malloc: RTMEM_MALLOC_KIND=xvheap serves blocks of at most %zu bytes (a "
+    /* the page kinds serve blocks of a page at most */
+    size_t most = strcmp(cfg.kind, "xvheap") == 0   ? rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE)
+                  : strcmp(cfg.kind, "zsheap") == 0 ? RTM_ZSHEAP_MAX_REQUEST
+                                                    : 0;
+    if (most && !cfg.fallback)
+        die("librtmem-malloc: RTMEM_MALLOC_KIND=%s serves blocks of at most %zu bytes (a "
             "page's): set RTMEM_MALLOC_ON_FULL=fallback to take larger ones from the C "
             "library, or pick another kind",
-            rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
+            cfg.kind, most);
     v = env("RTMEM_MALLOC_SUMMARY", "none");
     if (strcmp(v, "none") == 0)
         cfg.summary[0] = '\0';

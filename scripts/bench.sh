@@ -115,9 +115,9 @@ if [ -x "$loop" ]; then
     set --
     if [ -n "$kind" ] && [ -n "$pool" ] && [ "$origin" = rtmem ]; then
         set -- --kind "$kind" --pool "$pool"
-        # xvheap serves no block above a page's: the program's others (its
-        # set-up's) go to the C library
-        [ "$kind" = xvheap ] && set -- "$@" --on-full fallback
+        # xvheap and zsheap serve no block above a page's: the program's
+        # others (its set-up's) go to the C library
+        case "$kind" in xvheap | zsheap) set -- "$@" --on-full fallback ;; esac
     fi
     "$RTMEM" run "$@" --json "$results/run.json" -- "$loop" 2>"$results/run.txt"
     status=$?

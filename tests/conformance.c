@@ -20,6 +20,7 @@
 #include "model.h"
 #include "rtmem/heap.h"
 #include "rtmem/xvheap.h"
+#include "rtmem/zsheap.h"
 
 static uint64_t seed = 0x5eed2026ull;
 static unsigned long model_ops = 500000; /* per configuration; two per kind */
@@ -61,12 +62,20 @@ static bool power_of_two_kind(const char *kind)
     return strcmp(kind, "halffit") == 0;
 }
 
-/* A kind whose blocks live inside single pages (xvheap): its largest
- * request is a page's block area less a header, and a pool must hold one
- * whole page, aligned to its size. */
+/* A kind whose blocks live inside pages (xvheap, zsheap): its largest
+ * request is about a page (xvheap: a page's block area less a header;
+ * zsheap: a page), and a pool must hold one whole page, aligned to its
+ * size. */
 static bool page_kind(const char *kind)
 {
-    return strcmp(kind, "xvheap") == 0;
+    return strcmp(kind, "xvheap") == 0 || strcmp(kind, "zsheap") == 0;
+}
+
+/* A page kind's largest request. */
+static size_t page_max_request(const char *kind)
+{
+    return strcmp(kind, "zsheap") == 0 ? RTM_ZSHEAP_MAX_REQUEST
+                                       : rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE);
 }
 
 /* Runs a check on every kind (or the one --kind names), "kind/section" as
@@ -242,8 +251,8 @@ static void fill_largest(const char *kind)
         CHECK(st.largest_free_bytes >= st.free_bytes / 2 - 64);
     else if (page_kind(kind))
         /* (a robust heap's owner record takes 16 bytes of it) */
-        CHECK(st.largest_free_bytes <= rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE) &&
-              st.largest_free_bytes + 16 >= rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
+        CHECK(st.largest_free_bytes <= page_max_request(kind) &&
+              st.largest_free_bytes + 16 >= page_max_request(kind));
     else
         CHECK(st.largest_free_bytes >= st.free_bytes - st.free_bytes / 16);
     void *p = rtm_heap_alloc(h, st.largest_free_bytes);
@@ -348,8 +357,8 @@ static void pools_assorted(const char *kind)
     if (!h)
         return;
     size_t offs[] = { 300u << 10, 700u << 10, 900u << 10 };
-    /* a page kind's pool holds at least one aligned page: three pages' worth */
-    size_t lens[] = { page_kind(kind) ? 3 * 4096 + 5 : 4096 + 5, 100u << 10, 33u << 10 };
+    /* a page kind's pool holds whole aligned pages after its bookkeeping: five pages' worth */
+    size_t lens[] = { page_kind(kind) ? 5 * 4096 + 5 : 4096 + 5, 100u << 10, 33u << 10 };
     for (size_t i = 0; i < 3; i++) {
         struct rtm_heap_stats before, after;
         rtm_heap_stats(h, &before);
@@ -653,7 +662,7 @@ static void big_above_4g(const char *kind)
      * above 4 GiB */
     size_t want = power_of_two_kind(kind) ? ((size_t)4 << 30) - 64 : (size_t)9 << 29;
     if (page_kind(kind)) /* a page's block: no offset above 4 GiB until the pages below are held */
-        want = rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE);
+        want = page_max_request(kind);
     unsigned char *mem = map_bytes(size);
     if (!mem) {
         printf("  [%s] big: cannot reserve 5 GiB, skipped\n", kind);
@@ -737,7 +746,8 @@ static void big_2t(const char *kind)
 }
 #endif
 
-TEST_CASE_IN("big", "a pool of 5 GiB holds a block of 4.5 GiB (4 GiB: halffit; a page: xvheap)")
+TEST_CASE_IN("big",
+             "a pool of 5 GiB holds a block of 4.5 GiB (4 GiB: halffit; a page: xvheap, zsheap)")
 {
     each_kind("big", big_above_4g);
 }

@@ -11,8 +11,8 @@
  * the descriptor's last two words, and its pool ends with the sentinel's 16
  * bytes as TLSF's does with its sentinel's granule. A change of that order
  * makes heap_layout_find fail, and the tests with it. The page heaps'
- * fields are named (src/heap/pageheap.h), and xvheap's found by the library
- * (src/heap/xvheap_layout.h).
+ * fields are named (src/heap/pageheap.h), and xvheap's and zsheap's found by
+ * the library (src/heap/xvheap_layout.h).
  */
 #ifndef RTMEM_TESTS_HEAP_LAYOUT_H
 #define RTMEM_TESTS_HEAP_LAYOUT_H
@@ -35,7 +35,7 @@ struct heap_layout {
     size_t pool0;         /* offset of the first pool's descriptor from the heap */
     size_t needed;        /* bytes from the heap to the end of what its pools use */
     size_t control_bytes; /* the kind's control structure (TLSF: an upper bound) */
-    struct xv_layout xv;  /* xvheap: its first region (xv.first NULL for other kinds) */
+    struct xv_layout xv;  /* xvheap, zsheap: the first region (xv.first NULL for others) */
 };
 
 static inline size_t heap_layout_off(const struct rtm_heap *h, const void *p)
@@ -51,8 +51,11 @@ static inline bool heap_layout_find(struct rtm_heap *h, struct heap_layout *l)
     if (!kind)
         return false;
     bool halffit = strcmp(kind, "halffit") == 0;
-    if (strcmp(kind, "xvheap") == 0) {
-        rtm__xvheap_layout(h, &l->xv);
+    if (strcmp(kind, "xvheap") == 0 || strcmp(kind, "zsheap") == 0) {
+        if (kind[0] == 'x')
+            rtm__xvheap_layout(h, &l->xv);
+        else
+            rtm__zsheap_layout(h, &l->xv);
         if (*l->xv.pool_count != 1)
             return false;
         l->usable = l->xv.usable;

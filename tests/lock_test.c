@@ -35,6 +35,7 @@
 #include "rtmem/rtmem.h"
 #include "../src/lock/lock.h"
 #include "../src/heap/undo.h"
+#include "heap_layout.h"
 
 #define SKIPPED 77
 
@@ -49,7 +50,7 @@ static bool header_kind(const char *kind)
 /* What a kind's memory is rounded to (rtm_heap_lock_bytes): its pages. */
 static size_t kind_rounding(const char *kind)
 {
-    if (strcmp(kind, "xvheap") == 0)
+    if (strcmp(kind, "xvheap") == 0 || strcmp(kind, "zsheap") == 0)
         return RTM_XVHEAP_PAGE_SIZE;
     return strcmp(kind, "tlsf") == 0 || strcmp(kind, "halffit") == 0 ? 0 : RTM_PAGEHEAP_PAGE_SIZE;
 }
@@ -727,14 +728,26 @@ static void expect_unrecoverable(struct rtm_heap *h, void *block)
 /* Damage that the kind's check finds, as a holder dying halfway through an
  * operation leaves: TLSF and halffit, a live block's header (its tagged
  * word, the last before the block); heapmem and xnheap, the guard of a
- * free page run between two live ones. */
+ * free page run between two live ones; zsheap, a zspage's bitmap. */
 static void damage(const char *kind, struct rtm_heap *h, void **blocks, size_t n)
 {
     if (header_kind(kind)) {
         memset((unsigned char *)blocks[n / 2] - 8, 0x77, 8);
         return;
     }
-    (void)h;
+    if (strcmp(kind, "zsheap") == 0) {
+        /* no metadata in its pages: the first word of the descriptors of
+         * the block's page and the three before it, one of which is its
+         * zspage's first page's (its bitmap of free objects) */
+        struct heap_layout l;
+        REQUIRE(heap_layout_find(h, &l), );
+        size_t page =
+            ((size_t)((unsigned char *)blocks[n / 2] - (unsigned char *)h) - *l.xv.first) /
+            RTM_ZSHEAP_PAGE_SIZE;
+        for (size_t i = page > 3 ? page - 3 : 0; i <= page; i++)
+            memset((unsigned char *)h + *l.xv.stack + i * RTM_ZSHEAP_PAGE_DESC, 0x77, 8);
+        return;
+    }
     memset(blocks[n / 2], 0x77, 8); /* freed by the caller: a run's first page */
 }
 

@@ -1469,10 +1469,10 @@ static void craft_pool_past_end(struct shared_header *hd, struct rtm_heap *h, st
                                 size_t bytes)
 {
     (void)hd, (void)h, (void)bytes;
-    if (l->xv.first) { /* xvheap: eight pages more in its first region */
+    if (l->xv.first) { /* xvheap, zsheap: eight pages more in the first region */
         *l->xv.pages += 8;
-        *l->usable += 8 * (RTM_XVHEAP_PAGE_SIZE - RTM_XVHEAP_PAGE_OVERHEAD);
-        *l->overhead -= 8 * (RTM_XVHEAP_PAGE_SIZE - RTM_XVHEAP_PAGE_OVERHEAD);
+        *l->usable += 8 * l->xv.span;
+        *l->overhead -= 8 * l->xv.span;
         return;
     }
     size_t grow = l->end ? RTM_TLSF_GRANULE : 8 * RTM_PAGEHEAP_PAGE_SIZE;
@@ -1489,7 +1489,7 @@ static void craft_first_at_end(struct shared_header *hd, struct rtm_heap *h, str
 {
     (void)hd, (void)h;
     if (l->xv.first)
-        *l->xv.first = (bytes - RTM_XVHEAP_PAGE_SIZE) & ~(RTM_XVHEAP_PAGE_SIZE - 1);
+        *l->xv.first = (bytes - l->xv.page_size) & ~(l->xv.page_size - 1);
     else if (l->start)
         *l->start = bytes - RTM_TLSF_GRANULE - sizeof(size_t);
     else

@@ -145,8 +145,8 @@ static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *
 
 static void xv_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
 {
-    const size_t xpage = RTM_XVHEAP_PAGE_SIZE;
     struct xv_layout *x = &l->xv;
+    const size_t xpage = x->page_size;
     size_t first = *x->first, stack = *x->stack, n = *x->pages;
     refused_with(h, bytes, "stack misaligned", x->stack, stack + 2, -EFAULT);
     refused_with(h, bytes, "stack in the control structure", x->stack, stack - 8, -EFAULT);
@@ -159,10 +159,11 @@ static void xv_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
     refused_with(h, bytes, "bump past the pages", x->bump, n + 1, -EFAULT);
     /* (top against bump is check's: both change with every call, and
      * validate runs without the lock) */
-    refused_with(h, bytes, "stack deeper than the pages", x->top, n + 1, -EFAULT);
+    if (x->top)
+        refused_with(h, bytes, "stack deeper than the pages", x->top, n + 1, -EFAULT);
     /* counts that agree, and pages past the end */
     test_context = "pages past the end, counts agreeing";
-    size_t span = xpage - RTM_XVHEAP_PAGE_OVERHEAD, grow = 8;
+    size_t span = x->span, grow = 8;
     *x->pages += grow;
     *l->usable += grow * span;
     *l->overhead -= grow * span;
@@ -295,7 +296,7 @@ static void layout_refusals(const char *kind)
     /* halffit's descriptor and fragments are TLSF's in shape (heap_layout.h) */
     bool headers = l.start != NULL;
     if (l.xv.first) {
-        common_refusals(h, bytes, &l, RTM_XVHEAP_PAGE_SIZE);
+        common_refusals(h, bytes, &l, l.xv.page_size);
         xv_refusals(h, bytes, &l);
     } else {
         common_refusals(h, bytes, &l, headers ? RTM_TLSF_GRANULE : PAGE);
@@ -412,7 +413,7 @@ static size_t sure_words(struct rtm_heap *h, size_t **out)
 {
     size_t n = 0;
     const char *kind = rtm_heap_kind(h);
-    if (strcmp(kind, "xvheap") == 0) {
+    if (strcmp(kind, "xvheap") == 0 || strcmp(kind, "zsheap") == 0) {
         struct heap_layout l;
         if (!heap_layout_find(h, &l))
             return 0;

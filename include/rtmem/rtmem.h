@@ -10,6 +10,7 @@
 #include "rtmem/halffit.h"
 #include "rtmem/pages.h"
 #include "rtmem/xvheap.h"
+#include "rtmem/zsheap.h"
 #include "rtmem/plugin.h"
 #include "rtmem/arena.h"
 #include "rtmem/shared.h"

@@ -18,6 +18,7 @@
 #include "rtmem/heap.h"
 #include "rtmem/pageheap_api.h"
 #include "rtmem/xvheap.h"
+#include "rtmem/zsheap.h"
 #include "kind.h"
 #include "robust.h"
 #include "store.h"
@@ -27,12 +28,13 @@
 static const struct rtm_heap_ops *const registry[RTM_KIND_COUNT] = {
     [RTM_KIND_TLSF] = &rtm__tlsf_ops,     [RTM_KIND_HEAPMEM] = &rtm__heapmem_ops,
     [RTM_KIND_XNHEAP] = &rtm__xnheap_ops, [RTM_KIND_HALFFIT] = &rtm__halffit_ops,
-    [RTM_KIND_XVHEAP] = &rtm__xvheap_ops,
+    [RTM_KIND_XVHEAP] = &rtm__xvheap_ops, [RTM_KIND_ZSHEAP] = &rtm__zsheap_ops,
 };
 
 static const char *const kind_names[RTM_KIND_COUNT + 1] = {
     [RTM_KIND_TLSF] = "tlsf",       [RTM_KIND_HEAPMEM] = "heapmem", [RTM_KIND_XNHEAP] = "xnheap",
-    [RTM_KIND_HALFFIT] = "halffit", [RTM_KIND_XVHEAP] = "xvheap",   [RTM_KIND_COUNT] = NULL,
+    [RTM_KIND_HALFFIT] = "halffit", [RTM_KIND_XVHEAP] = "xvheap",   [RTM_KIND_ZSHEAP] = "zsheap",
+    [RTM_KIND_COUNT] = NULL,
 };
 
 const char *const *rtm_heap_kinds(void)
@@ -329,6 +331,7 @@ size_t rtm_heap_lock_bytes(const char *kind, int lock, size_t size)
         /* a page heap rounds its memory to pages */
         size_t rounding = i == RTM_KIND_TLSF || i == RTM_KIND_HALFFIT ? 0
                           : i == RTM_KIND_XVHEAP                      ? RTM_XVHEAP_PAGE_SIZE
+                          : i == RTM_KIND_ZSHEAP                      ? RTM_ZSHEAP_PAGE_SIZE
                                                                       : RTM_PAGEHEAP_PAGE_SIZE;
         return RTM_HEAP_LOCK_OVERHEAD_MAX + log + rounding;
     }

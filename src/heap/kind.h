@@ -123,6 +123,7 @@ extern const struct rtm_heap_ops rtm__heapmem_ops;
 extern const struct rtm_heap_ops rtm__xnheap_ops;
 extern const struct rtm_heap_ops rtm__halffit_ops;
 extern const struct rtm_heap_ops rtm__xvheap_ops;
+extern const struct rtm_heap_ops rtm__zsheap_ops;
 
 /* The operations that change a heap, as a heap with an undo log runs them:
  * the kind's code compiled a second time, each metadata store recorded
@@ -144,6 +145,7 @@ extern const struct rtm_heap_wops rtm__heapmem_logged_ops;
 extern const struct rtm_heap_wops rtm__xnheap_logged_ops;
 extern const struct rtm_heap_wops rtm__halffit_logged_ops;
 extern const struct rtm_heap_wops rtm__xvheap_logged_ops;
+extern const struct rtm_heap_wops rtm__zsheap_logged_ops;
 
 /*
  * Finds room for an object of `need` bytes aligned to `align` at the start of
@@ -329,6 +331,7 @@ enum rtm_heap_kind_id {
     RTM_KIND_XNHEAP,
     RTM_KIND_HALFFIT,
     RTM_KIND_XVHEAP,
+    RTM_KIND_ZSHEAP,
     RTM_KIND_COUNT
 };
 

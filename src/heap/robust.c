@@ -32,7 +32,7 @@
 static const struct rtm_heap_wops *const logged[RTM_KIND_COUNT] = {
     [RTM_KIND_TLSF] = &rtm__tlsf_logged_ops,     [RTM_KIND_HEAPMEM] = &rtm__heapmem_logged_ops,
     [RTM_KIND_XNHEAP] = &rtm__xnheap_logged_ops, [RTM_KIND_HALFFIT] = &rtm__halffit_logged_ops,
-    [RTM_KIND_XVHEAP] = &rtm__xvheap_logged_ops,
+    [RTM_KIND_XVHEAP] = &rtm__xvheap_logged_ops, [RTM_KIND_ZSHEAP] = &rtm__zsheap_logged_ops,
 };
 
 struct owner_rec {

@@ -115,6 +115,10 @@ static uint32_t tree_levels(size_t n)
  *  - xvheap: TLSF's calls, plus a page taken (its descriptor, pool and
  *    list links: under 25 words) or given back (under 15): a moving
  *    realloc that does both stays under 100; 192 entries.
+ *  - zsheap: a zspage made (a run cut: under 45 words with its list
+ *    link) and an object taken (under 10); a free that gives a zspage
+ *    back (under 25); a moving realloc does all three and its copy's
+ *    notes (17): under 100; 192 entries.
  *  - heapmem, xnheap: a call updates the two trees of free runs a few
  *    times (a moving realloc: at most 5 removals and 4 insertions), each
  *    a few words per level it climbs, plus a bounded rest. 128 entries and
@@ -129,7 +133,7 @@ uint32_t rtm__undo_capacity(uint32_t kind, size_t bytes)
 {
     if (kind == RTM_KIND_TLSF || kind == RTM_KIND_HALFFIT)
         return 128;
-    if (kind == RTM_KIND_XVHEAP)
+    if (kind == RTM_KIND_XVHEAP || kind == RTM_KIND_ZSHEAP)
         return 192;
     /* Page heaps: free runs are at most one per two pages (512 bytes). */
     return 128 + 32 * tree_levels(bytes / 1024 + 1);

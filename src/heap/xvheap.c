@@ -706,7 +706,9 @@ void rtm__xvheap_layout(struct rtm_heap *h, struct xv_layout *l)
                              .live = &t->live_blocks,
                              .region0 = off_of(t, &r->link),
                              .needed = r->first + r->s.pages * t->page_size,
-                             .control_bytes = sizeof(*t) };
+                             .control_bytes = sizeof(*t),
+                             .page_size = t->page_size,
+                             .span = t->span };
 }
 
 /* ---- generic interface --------------------------------------------------- */

@@ -26,7 +26,7 @@ if not getattr(sys, "rtmem_under_pytest", False):  # set by conftest.py
 # rtmem's heap kinds, in `rtmem kinds` order: the tests that run every kind
 # take them from here, and test_memcheck.py checks the list against
 # `rtmem kinds`, so that a new kind cannot go untested.
-KINDS = ("tlsf", "heapmem", "xnheap", "halffit", "xvheap")
+KINDS = ("tlsf", "heapmem", "xnheap", "halffit", "xvheap", "zsheap")
 
 
 def explain(r):

@@ -124,12 +124,14 @@ def test_every_allocator_passes_with_every_row_within_its_heap(full):
         sized = {h["asked_bytes"]: h["usable_bytes"] for h in a.get("heap_sizes") or []}
         within = set(heaps) | {sized.get(h, h) for h in heaps}
         # xvheap's blocks live in 4 KiB pages: none above 4008 bytes (4024 on
-        # 32-bit), and only those hold none
+        # 32-bit), and only those hold none; zsheap's, none above 4096
         def wrong_count(r):
-            if n != "xvheap":
-                return r["nrblocks"] < 1
             big = r["block_bytes"]
-            return (r["nrblocks"] < 1 and big <= 4008) or (r["nrblocks"] > 0 and big > 4024)
+            if n == "xvheap":
+                return (r["nrblocks"] < 1 and big <= 4008) or (r["nrblocks"] > 0 and big > 4024)
+            if n == "zsheap":
+                return (r["nrblocks"] < 1) != (big > 4096)
+            return r["nrblocks"] < 1
         bad = [r for r in rows(a, "pow2", cols) + rows(a, "random", cols)
                if r["heap_bytes"] not in within or wrong_count(r)
                or r["nrblocks"] * r["block_bytes"] > r["heap_bytes"]]
@@ -358,9 +360,12 @@ def test_the_churn_samples_what_each_heap_holds_against_what_it_uses(full):
         assert stages == sorted(stages) and set(stages) == {0, 1, 2}, (n, stages)
         assert [s[0] for s in h] == sorted(s[0] for s in h), n
         assert h[0][2] == 0 and h[-1][2] == 0, n  # fresh, and drained
-        if n.startswith("xvheap"):
+        if n.startswith(("xvheap", "zsheap")):
             assert h[0][3] == 0 and h[-1][3] == 0, n
             assert all(s[2] <= s[3] for s in h), n  # the pages held cover the blocks
-            assert max(s[3] for s in h) < c["heap_bytes"], n  # never all it could hold
+            # xvheap never holds all it could; zsheap, with a zspage for each
+            # class in use (255 classes), may at this churn's occupancy
+            assert max(s[3] for s in h) < c["heap_bytes"] or n.startswith("zsheap"), n
+            assert max(s[3] for s in h) <= c["heap_bytes"], n
         else:
             assert len({s[3] for s in h}) == 1 and h[0][3] > c["heap_bytes"], n

@@ -38,9 +38,13 @@ def rtmem_run(rtmem, tmp_dir, *args, env=None, stdin=None):
 
 
 def kind_args(kind):
-    """--kind KIND, and for xvheap, which serves no block above a page's
-    (4008 bytes), the fallback to the C library it needs."""
-    return ["--kind", kind] + (["--on-full", "fallback"] if kind == "xvheap" else [])
+    """--kind KIND, and for the page kinds, which serve no block above a
+    page's (xvheap 4008 bytes, zsheap 4096), the fallback to the C library
+    they need."""
+    return ["--kind", kind] + (["--on-full", "fallback"] if kind in PAGE_KINDS else [])
+
+
+PAGE_KINDS = ("xvheap", "zsheap")
 
 
 def served(heap):
@@ -63,15 +67,15 @@ def test_the_malloc_contract_holds_through_the_interposer(rtmem, files, tmp_dir,
     # every call the program made went to the heap, and each is counted
     # (its own checks add a few: the bad arguments' and the C library's
     # own calls for stdio)
-    # (xvheap's calls above a page's block went to the C library: counted apart)
-    extra = h["fallbacks"] if kind == "xvheap" else 0
+    # (a page kind's calls above a page's block went to the C library: counted apart)
+    extra = h["fallbacks"] if kind in PAGE_KINDS else 0
     assert h["calls"]["aligned"] + extra >= aligned > 1000, h["calls"]
     assert h["calls"]["realloc"] + extra >= reallocs > 1000, h["calls"]
     assert h["calls"]["free"] + extra >= frees and served(h) + extra >= allocs + reallocs, \
         h["calls"]
     assert h["failed"] == 0 and h["refused_frees"] == 0, h
-    assert h["fallbacks"] == 0 or kind == "xvheap", h  # its large blocks: the C library's
-    assert h["before_ready"] == 0 and (h["foreign"] == 0 or kind == "xvheap"), h
+    assert h["fallbacks"] == 0 or kind in PAGE_KINDS, h  # its large blocks: the C library's
+    assert h["before_ready"] == 0 and (h["foreign"] == 0 or kind in PAGE_KINDS), h
     assert set(h["worst_ns"]) == {"malloc", "calloc", "realloc", "aligned", "free"}
     assert all(h["worst_ns"][op] > 0 for op in ("malloc", "realloc", "aligned", "free")), h
     if kind in GLIBC:
@@ -273,6 +277,7 @@ def test_a_program_that_cannot_run(rtmem, tmp_dir):
     (["--kind", "glibc-rt", "--harden", "none", "--", "true"], "--harden is for rtmem's"),
     (["--kind", "glibc-rt", "--on-full", "fallback", "--", "true"], "--on-full is for rtmem's"),
     (["--kind", "xvheap", "--", "true"], "add --on-full fallback"),
+    (["--kind", "zsheap", "--", "true"], "--kind zsheap serves blocks of at most 4096 bytes"),
 ])
 def test_usage(rtmem, args, message):
     r = run(rtmem, "run", *args)

@@ -54,12 +54,13 @@ SCENARIOS = {
     "halffit": ["alloc-search-split", "free-merge-both", "free-merge-last-pool",
                 "aligned-largest-gap", "realloc-move"],
     "xvheap": ["alloc-page-take", "free-page-give"],
+    "zsheap": ["alloc-zspage-make", "free-zspage-give"],
     "glibc": ["malloc-consolidate", "free-trim", "malloc-mmap", "free-munmap"],
 }
 SCENARIOS["xnheap"] = SCENARIOS["heapmem"]
 RTMEM_KINDS = KINDS
 # Every scenario of a default run, as "kind id".
-ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit", "xvheap")
+ALL = [(k, s) for k in ("tlsf", "heapmem", "glibc", "xnheap", "halffit", "xvheap", "zsheap")
        for s in SCENARIOS[k]] + \
     [("noop", "noop")]
 ALL_IDS = ["%s %s" % ks for ks in ALL]

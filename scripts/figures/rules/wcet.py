@@ -178,6 +178,9 @@ WORST = [
     ("xvheap", "free-page-give",
      "free that empties its page and gives it back, in the region found last of 8 "
      "(`free-page-give`)", None),
+    ("zsheap", "free-zspage-give",
+     "free that gives its zspage back, joined with the runs around it, in the region found "
+     "last of 8 (`free-zspage-give`)", None),
     ("glibc", "malloc-consolidate",
      "malloc consolidating 193 fast-bin chunks (`malloc-consolidate`)",
      "none: grows with the fast bins"),

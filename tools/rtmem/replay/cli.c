@@ -83,8 +83,8 @@ static void help_notes(FILE *f)
     snprintf(text, sizeof(text),
              "--kinds names: %s, and each --plugin's name (default: every rtmem kind, glibc, "
              "glibc-rt and the plugins; tlsf(typed) is listed as not replayed). A plugin is "
-             "replayed like a kind, and glibc-rt as glibc, each in a child process of its own: "
-             "docs/replay.md says how.",
+             "replayed like a kind, glibc-rt as glibc, each in a child of its own "
+             "(docs/replay.md).",
              tk_kinds_names(names, sizeof(names)));
     fputc('\n', f);
     tk_opt_wrap(f, text, 0, 2);

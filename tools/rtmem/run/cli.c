@@ -12,6 +12,7 @@
 #include "common/opt.h"
 #include "rtmem/heap.h"
 #include "rtmem/xvheap.h"
+#include "rtmem/zsheap.h"
 #include "run.h"
 
 const char *const run_huge_choices[] = { "no", "2M", "1G", NULL };
@@ -60,12 +61,16 @@ static int check(struct tk_session *s)
     for (const char *const *k = rtm_heap_kinds(); *k; k++) {
         if (strcmp(*k, o->kind) != 0)
             continue;
-        if (strcmp(*k, "xvheap") == 0 && o->on_full != 1)
+        /* the page kinds serve blocks of a page at most */
+        size_t most = strcmp(*k, "xvheap") == 0   ? rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE)
+                      : strcmp(*k, "zsheap") == 0 ? RTM_ZSHEAP_MAX_REQUEST
+                                                  : 0;
+        if (most && o->on_full != 1)
             return tk_args_bad(&s->cli,
-                               "--kind xvheap serves blocks of at most %zu bytes (a page's): add "
+                               "--kind %s serves blocks of at most %zu bytes (a page's): add "
                                "--on-full fallback to take larger ones from the C library, or "
                                "pick another kind",
-                               rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE));
+                               *k, most);
         return 0;
     }
     if (strcmp(o->kind, "glibc") != 0 && strcmp(o->kind, "glibc-rt") != 0) {

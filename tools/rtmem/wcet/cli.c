@@ -48,7 +48,9 @@ static const struct tk_opt options[] = {
 
 static void help_notes(FILE *f)
 {
-    fputs("\n--kinds names: tlsf, heapmem, xnheap, halffit, xvheap, glibc (default: all)\n", f);
+    fputs("\n--kinds names: tlsf, heapmem, xnheap, halffit, xvheap, zsheap, glibc\n"
+          "  (default: all)\n",
+          f);
 }
 
 /* --kinds: each a known name, once. 0, or -1 (reported). */
@@ -70,7 +72,8 @@ static int check(struct tk_session *s)
         if (!wcet_kind_names[i])
             return tk_args_bad(
                 &s->cli,
-                "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, halffit, xvheap, glibc",
+                "--kinds: '%.*s' is not one of tlsf, heapmem, xnheap, halffit, xvheap, zsheap, "
+                "glibc",
                 (int)len, k);
         if (seen[i])
             return tk_args_bad(&s->cli, "--kinds: '%s' is named twice", wcet_kind_names[i]);

@@ -25,6 +25,8 @@ static enum wcet_family family_of(const char *kind)
         return WCET_HALFFIT;
     if (strcmp(kind, "xvheap") == 0)
         return WCET_XVHEAP;
+    if (strcmp(kind, "zsheap") == 0)
+        return WCET_ZSHEAP;
     if (strcmp(kind, "glibc") == 0)
         return WCET_GLIBC;
     if (strcmp(kind, "heapmem") == 0 || strcmp(kind, "xnheap") == 0)
@@ -144,6 +146,10 @@ int wcet_setup(struct tk_session *s)
         case WCET_XVHEAP:
             list = wcet_xvheap_scenarios;
             n = wcet_xvheap_n;
+            break;
+        case WCET_ZSHEAP:
+            list = wcet_zsheap_scenarios;
+            n = wcet_zsheap_n;
             break;
         case WCET_PAGEHEAP:
             list = wcet_pageheap_scenarios;

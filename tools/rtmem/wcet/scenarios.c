@@ -12,7 +12,7 @@
 
 /* The names the options take, and what they stand for. */
 const char *const wcet_kind_names[] = { "tlsf",   "heapmem", "xnheap", "halffit",
-                                        "xvheap", "glibc",   NULL };
+                                        "xvheap", "zsheap",  "glibc",  NULL };
 const char *const wcet_harden_choices[] = { "o1", "none", "full", NULL };
 const int wcet_harden_levels[] = { RTM_HEAP_HARDEN_O1, RTM_HEAP_HARDEN_NONE, RTM_HEAP_HARDEN_FULL };
 const char *const wcet_count_choices[] = { "auto", "valgrind", "none", NULL };
@@ -101,7 +101,8 @@ int wcet_case_init(struct wcet_case *c, const struct wcet_scenario *sc, const ch
     c->sc = sc;
     c->kind = kind;
     c->hardening = hardening;
-    if (sc && (sc->family == WCET_TLSF || sc->family == WCET_HALFFIT || sc->family == WCET_XVHEAP))
+    if (sc && (sc->family == WCET_TLSF || sc->family == WCET_HALFFIT || sc->family == WCET_XVHEAP ||
+               sc->family == WCET_ZSHEAP))
         c->image_bytes = WCET_TLSF_IMAGE;
     else if (sc && sc->family == WCET_PAGEHEAP)
         c->image_bytes = page_image_bytes;
@@ -208,7 +209,8 @@ void wcet_case_finish(struct wcet_case *c)
 bool wcet_restored(const struct wcet_case *c)
 {
     return c->sc && (c->sc->family == WCET_TLSF || c->sc->family == WCET_HALFFIT ||
-                     c->sc->family == WCET_XVHEAP || c->sc->family == WCET_PAGEHEAP);
+                     c->sc->family == WCET_XVHEAP || c->sc->family == WCET_ZSHEAP ||
+                     c->sc->family == WCET_PAGEHEAP);
 }
 
 bool wcet_case_on_path(struct wcet_case *c)

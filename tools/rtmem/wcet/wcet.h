@@ -73,13 +73,14 @@ enum wcet_family {
     WCET_TLSF,
     WCET_HALFFIT,
     WCET_XVHEAP,   /* TLSF in pages: the paths that take and give back a page */
+    WCET_ZSHEAP,   /* size classes in zspages: the paths that make and give back one */
     WCET_PAGEHEAP, /* heapmem and xnheap: one code, two trees */
     WCET_GLIBC,
     WCET_PLUGIN, /* a user's allocator (rtmem/plugin.h): black-box probes */
 };
 
 #define WCET_MAX_PLUGINS  TK_MAX_PLUGINS
-#define WCET_MAX_KINDS    (6 + WCET_MAX_PLUGINS)
+#define WCET_MAX_KINDS    (7 + WCET_MAX_PLUGINS)
 /* A plugin's image: the memory its heap is created in. */
 #define WCET_PLUGIN_IMAGE ((size_t)256 << 10)
 #define WCET_MAX_CASES    64
@@ -160,8 +161,9 @@ struct wcet_hw {
 
 struct wcet_case {
     const struct wcet_scenario *sc; /* NULL: the noop row */
-    const char *kind; /* "tlsf", "heapmem", "xnheap", "halffit", "xvheap", "glibc", "noop" */
-    int hardening;    /* RTM_HEAP_HARDEN_* (rtmem kinds) */
+    const char
+        *kind;     /* "tlsf", "heapmem", "xnheap", "halffit", "xvheap", "zsheap", "glibc", "noop" */
+    int hardening; /* RTM_HEAP_HARDEN_* (rtmem kinds) */
 
     /* rtmem kinds: the heap image, and its copy taken after the build. */
     unsigned char *image, *saved;
@@ -283,6 +285,8 @@ extern const struct wcet_scenario wcet_halffit_scenarios[];
 extern const size_t wcet_halffit_n;
 extern const struct wcet_scenario wcet_xvheap_scenarios[];
 extern const size_t wcet_xvheap_n;
+extern const struct wcet_scenario wcet_zsheap_scenarios[];
+extern const size_t wcet_zsheap_n;
 extern const struct wcet_scenario wcet_pageheap_scenarios[];
 extern const size_t wcet_pageheap_n;
 extern const struct wcet_scenario wcet_glibc_scenarios[];
