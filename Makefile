@@ -47,6 +47,7 @@ build: deps
 # and browser check say they were skipped).
 test: build
 	@sh scripts/ensure-deps.sh java valgrind report chromium
+	@sh scripts/build-rpmalloc.sh $(BUILD)
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Every tracked *.c and *.h of src/ include/ tests/ examples/ tools/, with
@@ -59,9 +60,12 @@ format-check:
 	@sh scripts/format-check.sh
 
 # memcheck compares rtmem's heaps with jemalloc, mimalloc and tcmalloc: the
-# `peers` extra installs them if it can, and the run goes on without them if not.
+# `peers` extra installs them if it can, and the run goes on without them if
+# not; and with rpmalloc, built with cargo into $(BUILD)/peers/ when cargo
+# is there (scripts/build-rpmalloc.sh: skipped with a note when not).
 bench: build
 	@sh scripts/ensure-deps.sh peers valgrind java report
+	@sh scripts/build-rpmalloc.sh $(BUILD)
 	@# scripts/bench.sh runs every tool and the report: the same script an
 	@# installed rtmem runs on a board (<prefix>/share/rtmem/bench.sh)
 	@RTMEM=$(BUILD)/tools/rtmem RTMEM_CONTROL_LOOP=$(BUILD)/examples/control_loop \

@@ -140,11 +140,22 @@ def have_lib(soname):
 
 
 PEERS = {"jemalloc": "libjemalloc.so.2", "mimalloc": "libmimalloc.so.2",
-         "tcmalloc": "libtcmalloc_minimal.so.4"}
+         "tcmalloc": "libtcmalloc_minimal.so.4", "rpmalloc": "librtmem-rpmalloc.so"}
 
 
-def installed_peers():
-    return [p for p, so in PEERS.items() if have_lib(so)]
+def have_peer(rtmem, peer):
+    """Whether rtmem can load the peer: a Debian library on the library path,
+    or rpmalloc, which scripts/build-rpmalloc.sh builds into the build
+    tree's peers/ (beside tools/) unless $RTMEM_RPMALLOC names it."""
+    if peer != "rpmalloc":
+        return have_lib(PEERS[peer])
+    path = os.environ.get("RTMEM_RPMALLOC") or os.path.join(
+        os.path.dirname(os.path.realpath(rtmem)), "..", "peers", PEERS[peer])
+    return os.path.exists(path)
+
+
+def installed_peers(rtmem):
+    return [p for p in PEERS if have_peer(rtmem, p)]
 
 
 _malloc_sanitized = {}

@@ -101,11 +101,11 @@ def test_no_free_order_no_sweep_skips_those_phases(rtmem, tmp_dir):
 
 
 def test_each_peer_named_runs_or_is_skipped_with_the_reason(rtmem, tmp_dir):
-    r, d = short_run(rtmem, tmp_dir, "--kinds", "glibc,jemalloc,mimalloc,tcmalloc")
+    r, d = short_run(rtmem, tmp_dir, "--kinds", "glibc,jemalloc,mimalloc,tcmalloc,rpmalloc")
     assert r.returncode == 0 and d, explain(r)
     ran = {a["name"]: a["api"] for a in d["allocators"]}
     skipped = {x["name"]: x["reason"] for x in d["skipped"]}
-    for p in ("jemalloc", "mimalloc", "tcmalloc"):
+    for p in ("jemalloc", "mimalloc", "tcmalloc", "rpmalloc"):
         assert (ran.get(p) == "peer") != (skipped.get(p, "") != ""), (p, d["skipped"])
         if p in skipped:
             assert "rtmem bench: %s skipped: " % p in r.stderr

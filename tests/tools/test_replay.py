@@ -546,9 +546,9 @@ def test_no_count_and_no_valgrind_say_so(rtmem, tmp_dir, traces):
 
 
 def test_the_peers_replay_through_their_own_malloc_family(rtmem, tmp_dir, traces):
-    peers = installed_peers()
+    peers = installed_peers(rtmem)
     if not peers:
-        pytest.skip("no peer installed (jemalloc, mimalloc, tcmalloc)")
+        pytest.skip("no peer installed (jemalloc, mimalloc, tcmalloc, rpmalloc)")
     path, _ = traces["basic"]
     r, d = replay(rtmem, tmp_dir, path, "--kinds", ",".join(["tlsf"] + peers), count=True)
     assert r.returncode == 0, explain(r)

@@ -58,6 +58,9 @@ static void set_why(char *why, size_t len, const char *fmt, ...)
 struct peer {
     const char *name;
     const char *soname;
+    /* A peer built in the tree rather than installed: the path of its
+     * library, found at load (rpmalloc); soname is then its file name. */
+    bool (*locate)(char *path, size_t len);
     const char *malloc_sym, *free_sym, *usable_sym;
     const char *realloc_sym, *aligned_sym;
     bool usable_takes_const; /* mi_usable_size(const void *) */
@@ -151,6 +154,36 @@ static void tcmalloc_version(void *dl, char *buf, size_t len)
         snprintf(buf, len, " %d.%d%s", major, minor, patch ? patch : "");
 }
 
+static void rpmalloc_version(void *dl, char *buf, size_t len)
+{
+    const char *(*v)(void) = (const char *(*)(void))dlsym(dl, "rtm_rp_version");
+    if (v)
+        snprintf(buf, len, " (%s)", v());
+}
+
+/* rpmalloc's library: $RTMEM_RPMALLOC, else peers/ beside the directory of
+ * this executable (a build tree's tools/rtmem finds build/peers/), where
+ * scripts/build-rpmalloc.sh puts it. */
+static bool rpmalloc_locate(char *path, size_t len)
+{
+    const char *env = getenv("RTMEM_RPMALLOC");
+    if (env && *env) {
+        snprintf(path, len, "%s", env);
+        return true;
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    int w = snprintf(path, len, "%s/../peers/librtmem-rpmalloc.so", exe);
+    return w > 0 && (size_t)w < len;
+}
+
 static struct peer peers[] = {
     { .name = "jemalloc",
       .soname = "libjemalloc.so.2",
@@ -178,13 +211,23 @@ static struct peer peers[] = {
       .realloc_sym = "tc_realloc",
       .aligned_sym = "tc_posix_memalign",
       .version = tcmalloc_version },
+    { .name = "rpmalloc",
+      .soname = "librtmem-rpmalloc.so",
+      .locate = rpmalloc_locate,
+      .malloc_sym = "rtm_rp_malloc",
+      .free_sym = "rtm_rp_free",
+      .usable_sym = "rtm_rp_usable_size",
+      .realloc_sym = "rtm_rp_realloc",
+      .aligned_sym = "rtm_rp_posix_memalign",
+      .version = rpmalloc_version },
 };
 
 #define N_PEERS (sizeof(peers) / sizeof(peers[0]))
 
 const char *const *tk_peer_names(void)
 {
-    static const char *const names[N_PEERS + 1] = { "jemalloc", "mimalloc", "tcmalloc", NULL };
+    static const char *const names[N_PEERS + 1] = { "jemalloc", "mimalloc", "tcmalloc", "rpmalloc",
+                                                    NULL };
     return names;
 }
 
@@ -230,8 +273,20 @@ static void *open_library(const char *soname)
 
 static int load_peer(struct peer *p)
 {
+    char path[4096];
+    const char *lib = p->soname;
+    if (p->locate) {
+        if (!p->locate(path, sizeof(path)) || access(path, R_OK) != 0) {
+            set_why(p->why, sizeof(p->why),
+                    "not built (no %s: make bench builds it with cargo, "
+                    "scripts/build-rpmalloc.sh; or set RTMEM_RPMALLOC)",
+                    p->soname);
+            return -1;
+        }
+        lib = path;
+    }
     dlerror();
-    void *dl = open_library(p->soname);
+    void *dl = open_library(lib);
     if (!dl) {
         const char *err = dlerror();
         err = err ? err : "dlopen failed";

@@ -1,7 +1,7 @@
 /*
  * `rtmem memcheck`: the heap test harness. Runs Xenomai smokey's memory test
  * sequence (memory_heapmem, memory_tlsf, ...) on every rtmem heap kind, on
- * glibc, on the peers that load (jemalloc, mimalloc, tcmalloc) and on a
+ * glibc, on the peers that load (jemalloc, mimalloc, tcmalloc, rpmalloc) and on a
  * user's plugins, with smokey's metrics, so its figures compare with
  * published ones, then a churn phase smokey does not have. Here: its
  * options (one table), --help, the checks of combinations, and the tool
