@@ -29,7 +29,11 @@
 #include "rtmem/heap.h"
 
 #define GUARD      4096
-#define HEAP_BYTES (512 * 1024)
+/* Each trial's heap: 192 KiB, and 512 KiB for zsheap, whose every size
+ * class in use holds a zspage of up to 4 pages (set per kind). */
+#define HEAP_MAX   (512 * 1024)
+static size_t heap_bytes = 192 * 1024;
+#define HEAP_BYTES heap_bytes
 #define MAX_HELD   32768
 #define GUARD_BYTE 0xa5
 
@@ -48,7 +52,7 @@ struct trial {
     struct held *held;
     size_t n;
     uint64_t rng;
-    bool taken[HEAP_BYTES / GRANULE]; /* granules of held blocks */
+    bool taken[HEAP_MAX / GRANULE]; /* granules of held blocks */
     /* TLSF only: the block whose 8 bytes before it (its header) the
      * overflow changed (B, live), or NULL: see give(). */
     const unsigned char *header_hit;
@@ -332,6 +336,7 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
 
 static void overflow_trials(const char *kind, int hardening)
 {
+    heap_bytes = strcmp(kind, "zsheap") == 0 ? HEAP_MAX : 192 * 1024;
     /* sizes: small slots, a size that fills its block exactly, page runs */
     static const size_t sizes[] = { 24, 100, 248, 700, 1500 };
     uint64_t seed = 1;

@@ -12,6 +12,8 @@
 
 #include "check.h"
 #include "heap_layout.h"
+#include "../src/heap/kind.h"
+#include "../src/lock/lock.h"
 #include "rtmem/rtmem.h"
 
 #define PAGE RTM_ZSHEAP_PAGE_SIZE
@@ -444,6 +446,181 @@ TEST_CASE("wild writes to a zspage's descriptor are found before the heap trusts
     CHECK_EQ(rtm_zsheap_free(z, a), 0);
     CHECK_EQ(rtm_zsheap_free(z, b), 0);
     CHECK_EQ(held(z), 0);
+}
+
+/* Offsets in a descriptor (zsheap.c's struct zs_desc): the bitmap, the
+ * list links, the first page (a run's length), the tag, the counts. */
+#define D_NEXT 16
+#define D_PAGE (16 + 2 * sizeof(size_t))
+#define D_TAG  (16 + 3 * sizeof(size_t))
+
+static void flip(unsigned char *d, size_t at)
+{
+    d[at] ^= 0x40;
+}
+
+TEST_CASE("damaged runs are found by every call that would join, cut or link them")
+{
+    struct rtm_zsheap *z = rtm_zsheap_create(arena, 256u << 10);
+    REQUIRE(z != NULL, );
+    struct rtm_heap *h = rtm_zsheap_heap(z);
+    unsigned char *p[10];
+    for (int i = 0; i < 10; i++)
+        REQUIRE((p[i] = rtm_zsheap_alloc(z, PAGE)) != NULL && p[i] == p[0] + i * PAGE, );
+    /* runs: p1 (one page), p3..p5 (three pages) */
+    CHECK_EQ(rtm_zsheap_free(z, p[1]), 0);
+    for (int i = 3; i < 6; i++)
+        CHECK_EQ(rtm_zsheap_free(z, p[i]), 0);
+    CHECK_EQ(held(z), 6 * PAGE);
+    unsigned char *r1 = desc_of(h, p[1]), *r3 = desc_of(h, p[3]);
+    uint64_t reported = stats(z).corruptions;
+    /* p0's free would join the run after it: checked */
+    flip(r1, D_TAG);
+    CHECK_EQ(rtm_zsheap_free(z, p[0]), -EFAULT);
+    CHECK_EQ(stats(z).corruptions, ++reported);
+    /* p8's free joins nothing, but its run goes first in the list of
+     * one-page runs, whose head it writes: checked */
+    CHECK_EQ(rtm_zsheap_free(z, p[8]), -EFAULT);
+    CHECK_EQ(stats(z).corruptions, ++reported);
+    /* a 2-page zspage cut from p3..p5 puts its rest in that list: checked */
+    CHECK(rtm_zsheap_alloc(z, 2560) == NULL);
+    CHECK_EQ(stats(z).corruptions, ++reported);
+    CHECK_EQ(rtm_zsheap_check(z), -EFAULT);
+    flip(r1, D_TAG);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+    /* the run p3..p5 itself damaged: a zspage cut from it is refused */
+    flip(r3, D_PAGE);
+    CHECK(rtm_zsheap_alloc(z, 2560) == NULL);
+    CHECK_EQ(stats(z).corruptions, ++reported);
+    flip(r3, D_PAGE);
+    /* undamaged, every call goes through, and the heap drains whole */
+    unsigned char *q = rtm_zsheap_alloc(z, 2560);
+    CHECK(q == p[3]);
+    CHECK_EQ(rtm_zsheap_free(z, q), 0);
+    for (int i = 0; i < 10; i++)
+        if (i != 1 && (i < 3 || i > 5))
+            CHECK_EQ(rtm_zsheap_free(z, p[i]), 0);
+    CHECK_EQ(held(z), 0);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+}
+
+TEST_CASE("a bitmap that agrees with its count but names an object past the zspage is refused")
+{
+    struct rtm_zsheap *z = rtm_zsheap_create(arena, 256u << 10);
+    REQUIRE(z != NULL, );
+    /* 2560-byte objects: 3 to a zspage; two taken, object 2 free */
+    unsigned char *a = rtm_zsheap_alloc(z, 2560), *b = rtm_zsheap_alloc(z, 2560);
+    REQUIRE(a && b, );
+    unsigned char *d = desc_of(rtm_zsheap_heap(z), a);
+    REQUIRE(d != NULL && d[0] == 0x04, );
+    d[0] = 0x20; /* object 5 free instead: the count still agrees */
+    uint64_t reported = stats(z).corruptions;
+    CHECK(rtm_zsheap_alloc(z, 2560) == NULL);
+    CHECK_EQ(stats(z).corruptions, reported + 1);
+    d[0] = 0x04;
+    CHECK(rtm_zsheap_alloc(z, 2560) == a + 5120);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+}
+
+TEST_CASE("a realloc whose old object cannot be freed for damage gives the new one back")
+{
+    struct rtm_zsheap *z = rtm_zsheap_create(arena, 256u << 10);
+    REQUIRE(z != NULL, );
+    struct rtm_heap *h = rtm_zsheap_heap(z);
+    unsigned char *keep = rtm_zsheap_alloc(z, 100); /* a 112-byte zspage with room */
+    unsigned char *p0 = rtm_zsheap_alloc(z, PAGE), *p1 = rtm_zsheap_alloc(z, PAGE);
+    unsigned char *p2 = rtm_zsheap_alloc(z, PAGE);
+    REQUIRE(keep && p0 && p1 && p2, );
+    CHECK_EQ(rtm_zsheap_free(z, p2), 0); /* at the bump: given back whole */
+    unsigned char *after = rtm_zsheap_alloc(z, PAGE), *last = rtm_zsheap_alloc(z, PAGE);
+    REQUIRE(after == p2 && last, );
+    CHECK_EQ(rtm_zsheap_free(z, after), 0); /* a run after p1 */
+    memset(p1, 0x3c, 64);
+    flip(desc_of(h, after), D_TAG);
+    struct rtm_heap_stats before = stats(z);
+    /* p1 moves to a 112-byte object (no run needed), then its free would
+     * join the damaged run: refused, the new object given back */
+    CHECK(rtm_zsheap_realloc(z, p1, 100) == NULL);
+    struct rtm_heap_stats st = stats(z);
+    CHECK_EQ(st.live_blocks, before.live_blocks);
+    CHECK_EQ(st.used_bytes, before.used_bytes);
+    CHECK(st.corruptions > before.corruptions);
+    CHECK_EQ(rtm_zsheap_usable_size(z, p1), PAGE);
+    CHECK_EQ(p1[63], 0x3c);
+    flip(desc_of(h, after), D_TAG);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+}
+
+TEST_CASE("full hardening refuses every call once its periodic check finds damage")
+{
+    struct rtm_heap_config cfg = { .hardening = RTM_HEAP_HARDEN_FULL, .check_interval = 1 };
+    struct rtm_zsheap *z = rtm_zsheap_create_ex(arena, 256u << 10, &cfg);
+    REQUIRE(z != NULL, );
+    unsigned char *a = rtm_zsheap_alloc(z, 100), *b = rtm_zsheap_alloc(z, 100);
+    REQUIRE(a && b, );
+    unsigned char *d = desc_of(rtm_zsheap_heap(z), a);
+    d[1] &= 0x7f; /* object 15 taken, says the bitmap alone */
+    CHECK(rtm_zsheap_alloc(z, 100) == NULL);
+    CHECK(rtm_zsheap_aligned_alloc(z, 64, 100) == NULL);
+    CHECK(rtm_zsheap_realloc(z, a, 200) == NULL);
+    CHECK_EQ(rtm_zsheap_free(z, b), -EFAULT);
+    CHECK(stats(z).corruptions >= 4);
+    d[1] |= 0x80;
+    CHECK_EQ(rtm_zsheap_free(z, b), 0);
+    CHECK_EQ(rtm_zsheap_free(z, a), 0);
+}
+
+struct walked {
+    size_t n, stop_at;
+    void *seen[64];
+};
+
+static int count_block(void *arg, void *block)
+{
+    struct walked *w = arg;
+    if (w->n < 64)
+        w->seen[w->n] = block;
+    return ++w->n == w->stop_at ? 7 : 0;
+}
+
+TEST_CASE("the walk reports every live object, stops when asked, and refuses damage")
+{
+    struct rtm_zsheap *z = rtm_zsheap_create(arena, 256u << 10);
+    REQUIRE(z != NULL, );
+    struct rtm_heap *h = rtm_zsheap_heap(z);
+    const struct rtm_heap_ops *ops = rtm__heap_ops(h);
+    REQUIRE(ops != NULL, );
+    unsigned char *a = rtm_zsheap_alloc(z, 100), *b = rtm_zsheap_alloc(z, 100);
+    unsigned char *c = rtm_zsheap_alloc(z, 3000), *e = rtm_zsheap_alloc(z, PAGE);
+    REQUIRE(a && b && c && e, );
+    CHECK_EQ(rtm_zsheap_free(z, b), 0);
+    unsigned char *gone = rtm_zsheap_alloc(z, PAGE), *last = rtm_zsheap_alloc(z, PAGE);
+    REQUIRE(gone && last, );
+    CHECK_EQ(rtm_zsheap_free(z, gone), 0); /* a run between two zspages */
+    struct walked w = { 0, 0, { 0 } };
+    CHECK_EQ(ops->walk(h, count_block, &w), 0);
+    CHECK_EQ(w.n, 4);
+    CHECK(w.seen[0] == a && w.seen[1] == c && w.seen[2] == e && w.seen[3] == last);
+    w = (struct walked){ 0, 2, { 0 } };
+    CHECK_EQ(ops->walk(h, count_block, &w), 7);
+    CHECK_EQ(w.n, 2);
+    /* a zspage whose capacity does not follow from its class: refused
+     * before any object of it is reported */
+    unsigned char *dc = desc_of(h, c);
+    flip(dc, D_TAG + 6);
+    w = (struct walked){ 0, 0, { 0 } };
+    CHECK_EQ(ops->walk(h, count_block, &w), -EFAULT);
+    CHECK_EQ(w.n, 1);
+    flip(dc, D_TAG + 6);
+    /* a page handed out that is in no zspage and no run */
+    unsigned char *dg = desc_of(h, gone);
+    flip(dg, D_TAG + 10);
+    CHECK_EQ(ops->walk(h, count_block, &w), -EFAULT);
+    flip(dg, D_TAG + 10);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+    struct rtm_heap_stats st;
+    CHECK_EQ(rtm_zsheap_stats(NULL, &st), -EINVAL);
+    CHECK_EQ(rtm_zsheap_stats(z, NULL), -EINVAL);
 }
 
 /* ---- aligned, realloc -------------------------------------------------------- */

@@ -143,10 +143,8 @@ static __attribute__((unused)) unsigned class_pages(unsigned c, unsigned *cap)
             best_n = n;
         }
     }
-    if (best_k == 0) { /* every object count above MAX_OBJS: one page's, capped */
-        best_k = 1;
-        best_n = MAX_OBJS;
-    }
+    /* one page holds at most 4096 / 32 = MAX_OBJS objects: k = 1 always fits */
+    RTM_ASSERT(best_k != 0);
     *cap = (unsigned)best_n;
     return (unsigned)best_k;
 }
@@ -274,16 +272,13 @@ static bool list_push(struct rtm_zsheap *t, size_t off, struct zs_desc *d, bool 
     unsigned c = d->cls;
     size_t head = t->partial[c];
     if (head) {
-        if (hard && !handed_out(t, head)) {
+        /* placed before it is read, then read */
+        if (hard && (!handed_out(t, head) || !head_ok(t, head, desc_at(t, head)) ||
+                     desc_at(t, head)->prev != 0 || desc_at(t, head)->cls != c)) {
             damaged(t, NULL, head, "class list");
             return false;
         }
-        struct zs_desc *h = desc_at(t, head);
-        if (hard && (!head_ok(t, head, h) || h->prev != 0 || h->cls != c)) {
-            damaged(t, NULL, head, "class list");
-            return false;
-        }
-        RTM_SET(&t->base, h->prev, off);
+        RTM_SET(&t->base, desc_at(t, head)->prev, off);
     } else {
         partial_set(t, c, true);
     }
@@ -523,11 +518,7 @@ static size_t run_take(struct rtm_zsheap *t, struct zs_region *r, unsigned k, bo
  * list, or 0 when no page is left (or damage was found). */
 static size_t zspage_make(struct rtm_zsheap *t, unsigned c, bool hard)
 {
-    if (hard && t->partial[c] != 0) {
-        /* the list is empty when a zspage is made: a head is damage */
-        damaged(t, NULL, t->partial[c], "class list");
-        return 0;
-    }
+    RTM_ASSERT(t->partial[c] == 0); /* made only for a class with no free object */
     /* One walk of the regions: the first with a run of k pages (or pages
      * never handed out) serves; else the one with the longest run below
      * k, remembered on the way. */
@@ -1359,13 +1350,10 @@ static size_t zsheap_pool_bound(const struct rtm_heap_limits *lim)
         errno = E2BIG;
         return 0;
     }
+    /* rounded up to an alignment that divides the page: a page at most */
     size_t top = lim->max_block;
     if (lim->max_align > STEP)
         top = (top + lim->max_align - 1) & ~(lim->max_align - 1);
-    if (top > RTM_ZSHEAP_MAX_REQUEST) {
-        errno = E2BIG;
-        return 0;
-    }
     unsigned kmax = 1;
     for (unsigned c = class_of(lim->min_block); c <= class_of(top); c++) {
         unsigned cap, k = class_pages(c, &cap);
