@@ -8,6 +8,8 @@
 #                with the report: results/report/index.html, plots and tables of it all
 #   make report  the report again from the result files in results/
 #   make sweep   the full study of latency under memory pressure (about 10 minutes)
+#   make study   the page-heap study: time against request size with spread, memory
+#                held over a churn, every kind, glibc and the peers (docs/pages.md)
 #   make test    build everything and run every test
 #   make format  lay out the C sources as .clang-format says (clang-format 19);
 #                make format-check only checks (CI's first step)
@@ -29,7 +31,7 @@ JOBS    ?= 2
 RESULTS ?= results
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install deb deb-cross \
+.PHONY: all deps build test bench study report sweep cross test-cross test-i686 test-asan coverage test-clang test-ubsan test-tsan fuzz-build fuzz fuzz-merge install deb deb-cross \
         clean \
         format format-check compare-cyclictest compare-run speed figures test-rust bench-cpp bench-rust
 
@@ -70,6 +72,15 @@ bench: build
 	@# installed rtmem runs on a board (<prefix>/share/rtmem/bench.sh)
 	@RTMEM=$(BUILD)/tools/rtmem RTMEM_CONTROL_LOOP=$(BUILD)/examples/control_loop \
 	    sh scripts/bench.sh $(RESULTS)
+
+# The page-heap study (docs/pages.md): alloc+free time against request size
+# (64-byte buckets, and 1 KiB ranges run 20 times with their spread) for every
+# kind, glibc and the peers; memory held against used over a churn; the report.
+# Into $(RESULTS)/study/, in about a minute.
+study: build
+	@sh scripts/ensure-deps.sh peers report
+	@sh scripts/build-rpmalloc.sh $(BUILD)
+	@RTMEM=$(BUILD)/tools/rtmem sh scripts/study.sh $(RESULTS)/study
 
 # The report alone, from the result files already in $(RESULTS)/ (make bench
 # ends with it): plots and one page, $(RESULTS)/report/index.html. matplotlib

@@ -4,6 +4,7 @@ skipped with the reason; bad usage exits 2 with the message and the --help
 hint, never a crash.
 """
 import os
+import subprocess
 
 import pytest
 
@@ -96,8 +97,80 @@ def test_report_has_its_tables_and_says_where_the_results_went(quick):
 def test_no_free_order_no_sweep_skips_those_phases(rtmem, tmp_dir):
     r, d = short_run(rtmem, tmp_dir, "--kinds", "tlsf")
     assert r.returncode == 0 and d, explain(r)
-    assert d["free_order"] is None and d["sweep"] is None
+    assert d["free_order"] is None and d["sweep"] is None and d["wide"] is None
     assert names(d) == ["floor", "tlsf"]
+
+
+def sweep_run(rtmem, tmp_dir, *args):
+    path = os.path.join(tmp_dir, "w.json")
+    r = run(rtmem, "bench", "--quick", "--no-rt", "--sweep-only", "--sweep-ops", "300",
+            *args, "--json", path)
+    return r, load_json(path)
+
+
+def test_the_sweep_runs_each_wide_range_again_and_again_with_its_spread(rtmem, tmp_dir):
+    r, d = sweep_run(rtmem, tmp_dir, "--wide-reps", "4", "--kinds", "tlsf,xvheap,zsheap,glibc")
+    assert r.returncode == 0 and d, explain(r)
+    assert d["params"]["wide_reps"] == 4
+    w = d["wide"]
+    assert (w["ranges"], w["reps"], w["range_width_bytes"], w["ops_per_range"]) == (8, 4, 1024, 300)
+    assert w["range_min_bytes"] == [i * 1024 + 1 for i in range(8)]
+    assert w["range_max_bytes"] == [(i + 1) * 1024 for i in range(8)]
+    a = {x["name"]: x for x in w["allocators"]}
+    assert list(a) == ["floor", "tlsf", "xvheap", "zsheap", "glibc"]
+    for name, x in a.items():
+        assert len(x["pair_ns"]) == 8 and all(len(p) == 4 for p in x["pair_ns"]), name
+        if name == "floor":
+            assert x["net_median_ns"] == [None] * 8
+            continue
+        for i in range(8):
+            m, lo, hi = x["net_median_ns"][i], x["net_min_ns"][i], x["net_max_ns"][i]
+            # a page kind above a page fails every request: no figure there
+            page_kind = name in ("xvheap", "zsheap")
+            if page_kind and i >= 4:
+                assert m is None and x["failed_allocs"][i] > 0, (name, i, x)
+                continue
+            assert m is not None and lo <= m <= hi, (name, i, x)
+            assert x["failed_allocs"][i] == 0 or (name == "xvheap" and i == 3), (name, i, x)
+    # xvheap's last range below the page holds requests above its 4008 bytes
+    assert a["xvheap"]["failed_allocs"][3] > 0
+    assert "wide ranges: " in r.stdout and "0K..1K" in r.stdout and "7K..8K" in r.stdout
+    assert "note: zsheap failed" in r.stdout and "in the wide ranges" in r.stdout
+
+
+def test_wide_reps_0_leaves_the_wide_ranges_out(rtmem, tmp_dir):
+    r, d = sweep_run(rtmem, tmp_dir, "--wide-reps", "0", "--kinds", "tlsf")
+    assert r.returncode == 0 and d, explain(r)
+    assert d["wide"] is None and d["sweep"] is not None
+    assert "wide ranges:" not in r.stdout
+
+
+def test_the_study_script_measures_every_kind_and_draws_its_report(rtmem, tmp_dir):
+    """scripts/study.sh (make study): bench's sweep with its wide ranges and
+    memcheck's churn on 16 MiB, of every kind, glibc and the peers that
+    load, then the report."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "scripts", "study.sh")
+    out = os.path.join(tmp_dir, "study")
+    r = subprocess.run(["sh", script, "--quick", out], env=dict(os.environ, RTMEM=rtmem),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    no_report = "the report could not be drawn" in r.stderr
+    assert r.returncode == 0 or no_report, explain(r)
+    kinds = run(rtmem, "kinds").stdout.split()
+    b = load_json(os.path.join(out, "bench.json"))
+    assert b["params"]["main_phase"] is False
+    assert b["sweep"] is not None and b["wide"] is not None and b["wide"]["reps"] == 3
+    ran = [a["name"] for a in b["allocators"]]
+    assert ran[:1 + len(kinds)] == ["floor"] + kinds and "glibc" in ran, ran
+    m = load_json(os.path.join(out, "memcheck.json"))
+    assert m["params"]["churn_heap_size"] == 16 << 20, m["params"]
+    held = {a["name"]: a["churn"]["held_samples"] for a in m["allocators"]}
+    assert all(held[k] for k in kinds), held.keys()
+    for name in ("bench", "memcheck"):
+        assert os.path.getsize(os.path.join(out, name + ".txt")) > 0
+    if not no_report:
+        assert os.path.exists(os.path.join(out, "report", "bench-wide.png"))
+        assert os.path.exists(os.path.join(out, "report", "memcheck-held.png"))
 
 
 def test_each_peer_named_runs_or_is_skipped_with_the_reason(rtmem, tmp_dir):

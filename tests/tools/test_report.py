@@ -414,6 +414,39 @@ def test_a_bench_whose_target_was_not_met_is_drawn_failed_with_the_reason(rtmem,
     assert "FAILED" in text, "the bench run is not marked failed"
 
 
+def test_a_bench_with_wide_ranges_draws_them_with_their_spread(rtmem, module_dir,
+                                                             whole_report_module):
+    """bench's wide ranges (its JSON's "wide"): a plot of each allocator's
+    median with its least and most; a range where it failed every request
+    (null) has no point, and the plot is still drawn."""
+    res = os.path.join(module_dir, "wide")
+    os.makedirs(res)
+    with open(os.path.join(FIXTURES, "bench.json")) as f:
+        d = json.load(f)
+    ranges, reps = 8, 3
+    wide = {"range_width_bytes": 1024, "ranges": ranges, "reps": reps, "ops_per_range": 1000,
+            "seconds": 0.1, "range_min_bytes": [r * 1024 + 1 for r in range(ranges)],
+            "range_max_bytes": [(r + 1) * 1024 for r in range(ranges)], "allocators": []}
+    for k, name in enumerate(["floor", "tlsf", "pagey"]):
+        full = name != "pagey"
+        med = [None if name == "floor" or (not full and r >= 4) else 20.0 + k + r
+               for r in range(ranges)]
+        wide["allocators"].append({
+            "name": name, "pair_ns": [[40.0] * reps for _ in range(ranges)],
+            "net_median_ns": med,
+            "net_min_ns": [None if m is None else m - 2 for m in med],
+            "net_max_ns": [None if m is None else m + 3 for m in med],
+            "failed_allocs": [0 if full or r < 4 else 1000 for r in range(ranges)]})
+    d["wide"] = wide
+    with open(os.path.join(res, "bench.json"), "w") as f:
+        json.dump(d, f)
+    out = os.path.join(module_dir, "wide-report")
+    r = report(rtmem, res, out)
+    assert r.returncode == 0, explain(r)
+    assert os.path.exists(os.path.join(out, "bench-wide.png")), os.listdir(out)
+    assert "wide size ranges, with spread" in page_text(out)
+
+
 def test_a_replayed_plugin_is_drawn_as_a_heap_beside_the_kinds(rtmem, module_dir,
                                                                 whole_report_module):
     """A plugin in replay's results (origin "plugin"): its smallest pool in

@@ -110,6 +110,55 @@ def _sweep_plot(doc, ctx):
                        page.fmt_num(s.num("live_cap"))))
 
 
+def _wide_plot(doc, ctx):
+    """The sweep's wide ranges: each allocator's median alloc+free pair less
+    the floor, with the least and the most of the repetitions as a bar."""
+    w = doc.obj("wide", nullable=True) if doc.has("wide") else None
+    if w is None:
+        return ""
+    lo = w.arr("range_min_bytes").nums()
+    hi = w.arr("range_max_bytes").nums()
+    allocs = [a for a in w.arr("allocators").objs() if a.str("name") != "floor"]
+    fig, axes = plot.figure(11.5, 4.4)
+    ax = axes[0][0]
+    n = max(1, len(allocs))
+    for k, a in enumerate(allocs):
+        name = a.str("name")
+        med = a.arr("net_median_ns").nums(nullable=True)
+        mins = a.arr("net_min_ns").nums(nullable=True)
+        maxs = a.arr("net_max_ns").nums(nullable=True)
+        # each allocator a little apart within its range, so the bars show
+        xs, ys, below, above = [], [], [], []
+        for r in range(len(lo)):
+            if med[r] is None:
+                continue
+            width = hi[r] - lo[r] + 1
+            xs.append(lo[r] + width * (0.15 + 0.7 * (k + 0.5) / n))
+            ys.append(med[r])
+            below.append(med[r] - mins[r])
+            above.append(maxs[r] - med[r])
+        if not xs:
+            continue
+        ax.errorbar(xs, ys, yerr=[below, above], color=plot.colour(name), fmt="o",
+                    markersize=3.5, linewidth=1, capsize=2, label=name)
+    for r in range(1, len(lo)):
+        ax.axvline(lo[r] - 0.5, color="#dddddd", linewidth=0.8, zorder=0)
+    ax.set_xlim(0, hi[-1] + 1 if hi else 1)
+    ax.set_xlabel("request size range (bytes; %d-byte ranges)" % w.num("range_width_bytes"))
+    ax.set_ylabel("alloc+free pair less the floor, ns")
+    ax.set_title("alloc+free against wide request ranges: median and spread of %d runs"
+                 % w.num("reps"))
+    ax.legend(fontsize=8, ncol=3)
+    return ctx.png("wide", fig, "bench: alloc+free pair against wide size ranges, with spread",
+                   "The sweep's wide ranges: each range of request sizes run %d times, each "
+                   "time on draws of its own (%s operations, every allocator on the same "
+                   "draws in turn); a point is an allocator's median alloc+free pair less the "
+                   "floor's on the same draws, its bar the least and the most of the runs. An "
+                   "allocator without a point in a range failed every request there (a page "
+                   "kind above its largest request)." % (
+                       w.num("reps"), page.fmt_num(w.num("ops_per_range"))))
+
+
 def _free_order(doc, ctx):
     f = doc.obj("free_order", nullable=True)
     if f is None:
@@ -246,6 +295,7 @@ def build(docs, ctx):
             out.append(_main_table(doc))
         out.append(page.heading(3, "Against request size"))
         out.append(_sweep_plot(doc, ctx))
+        out.append(_wide_plot(doc, ctx))
         out.append(_free_order(doc, ctx))
         out.append(_threads(doc))
     return "".join(out)

@@ -59,10 +59,15 @@
 #endif
 
 /* Sweep: buckets of 64 bytes from 0 to 10 KiB. */
-#define SWEEP_BUCKET_BYTES 64u
-#define SWEEP_BUCKETS      160u
+#define SWEEP_BUCKET_BYTES  64u
+#define SWEEP_BUCKETS       160u
 /* The human sweep table shows every SWEEP_PRINT_EVERY-th bucket. */
-#define SWEEP_PRINT_EVERY  8u
+#define SWEEP_PRINT_EVERY   8u
+/* The sweep's wide ranges: 1 KiB each, from 1 byte to 8 KiB (past the
+ * page), each run --wide-reps times with its own draws. */
+#define WIDE_RANGE_BYTES    1024u
+#define WIDE_RANGES         8u
+#define BENCH_MAX_WIDE_REPS 1000u
 
 /* The free-order phase's sizes and permutation come from the option seed xor
  * this, so they are not the main phase's draws. */
@@ -107,6 +112,7 @@ struct bench_opts {
     size_t heap_bytes;
     uint64_t seed;
     uint64_t sweep_ops;   /* operations per bucket per allocator */
+    unsigned wide_reps;   /* repetitions of the sweep's wide ranges; 0: none */
     uint32_t fill_blocks; /* blocks per fill (free-order phase) */
     struct tk_rt_opts rt; /* --cpu, --prio, --no-rt */
     bool quick;
@@ -155,7 +161,7 @@ struct fill_work {
 };
 
 /* The parts of a run, for naming where an allocator failed. */
-enum bench_phase { PH_SETUP, PH_MAIN, PH_FREE_ORDER, PH_SWEEP };
+enum bench_phase { PH_SETUP, PH_MAIN, PH_FREE_ORDER, PH_SWEEP, PH_WIDE };
 
 /* What the measuring process is doing, written before each pass. */
 struct bench_running {
@@ -284,6 +290,11 @@ struct allocator {
     double *sweep_free_ns;
     uint64_t *sweep_failed;
     double sweep_net_mean_ns; /* alloc+free minus the floor, mean over buckets */
+
+    /* Wide ranges: each repetition's mean alloc+free pair (range r,
+     * repetition k at r * wide_reps + k), and the failures per range. */
+    double *wide_pair_ns;
+    uint64_t *wide_failed;
 };
 
 struct bench {
@@ -301,9 +312,9 @@ struct bench {
     void **slots; /* live blocks during a pass */
     uint32_t slots_cap;
     struct tk_samples alloc_s, free_s;
-    bool ran_main, ran_free_order, ran_sweep;
+    bool ran_main, ran_free_order, ran_sweep, ran_wide;
     double sweep_floor_ns; /* alloc+free of the floor, mean over buckets */
-    double main_seconds, free_order_seconds, sweep_seconds;
+    double main_seconds, free_order_seconds, sweep_seconds, wide_seconds;
     size_t fill_n, fill_runs; /* the free-order fill: blocks, page runs among them */
 
     /* The allocators --kinds selects (al[1..] are copies), the plugins
@@ -427,6 +438,10 @@ void bench_run_sweep(struct bench *b);
 void bench_aggregate_sweep(struct bench *b);
 void bench_print_sweep(FILE *f, const struct bench *b);
 void bench_json_sweep(struct tk_json *j, const struct bench *b);
+/* wide.c: the sweep's wide ranges, repeated */
+void bench_run_wide(struct bench *b);
+void bench_print_wide(FILE *f, const struct bench *b);
+void bench_json_wide(struct tk_json *j, const struct bench *b);
 
 /* threads.c. bench_parse_locks: --locks (NULL: all) into a bit per lock
  * type; 0, or -1 (reported). bench_threads_open: the phase's memory and

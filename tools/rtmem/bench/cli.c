@@ -24,6 +24,8 @@
 #define QUICK_OPS          20000u
 #define QUICK_ROUNDS       3u
 #define QUICK_SWEEP_OPS    1000u
+#define DEFAULT_WIDE_REPS  20u
+#define QUICK_WIDE_REPS    3u
 #define DEFAULT_THREADS    2u
 #define DEFAULT_THREAD_OPS 20000u
 #define QUICK_THREAD_OPS   2000u
@@ -37,6 +39,7 @@ static const struct bench_opts defaults = {
     .heap_bytes = DEFAULT_HEAP_BYTES,
     .seed = DEFAULT_SEED,
     .sweep_ops = DEFAULT_SWEEP_OPS,
+    .wide_reps = DEFAULT_WIDE_REPS,
     .fill_blocks = DEFAULT_FILL,
     .rt = TK_RT_OPTS_DEFAULT,
     .timeout_s = BENCH_DEFAULT_TIMEOUT_S,
@@ -74,6 +77,9 @@ static const struct tk_opt options[] = {
     { "sweep-only", TK_OPT_FLAG, NULL, "run only the size sweep", F(sweep_only) },
     { "sweep-ops", TK_OPT_UINT, "N", "operations per size bucket (default %D; --quick %Q)",
       F(sweep_ops), .lo = 1, .hi = BENCH_MAX_OPS, .quick = QUICK_SWEEP_OPS,
+      .flags = TK_OPTF_QUICK },
+    { "wide-reps", TK_OPT_UINT, "N", "runs per wide range (default %D; --quick %Q; 0: none)",
+      F(wide_reps), .lo = 0, .hi = BENCH_MAX_WIDE_REPS, .quick = QUICK_WIDE_REPS,
       .flags = TK_OPTF_QUICK },
     { "threads", TK_OPT_UINT, "N", "threads on one heap (default %D; 0: no threads phase)",
       F(threads), .lo = 0, .hi = BENCH_MAX_THREADS },

@@ -375,7 +375,8 @@ void bench_mark_pass(struct bench *b, size_t al, enum bench_phase phase, unsigne
     tk_child_beat(&b->beat);
 }
 
-static const char *const phase_names[] = { "setup", "main phase", "free-order phase", "sweep" };
+static const char *const phase_names[] = { "setup", "main phase", "free-order phase", "sweep",
+                                           "wide ranges" };
 
 const char *bench_where(const struct bench_running *w, char *buf, size_t size)
 {
@@ -386,6 +387,9 @@ const char *bench_where(const struct bench_running *w, char *buf, size_t size)
     else if (w->phase == PH_SWEEP)
         snprintf(buf, size, "sweep, bucket %u..%u B", w->round * SWEEP_BUCKET_BYTES,
                  (w->round + 1) * SWEEP_BUCKET_BYTES - 1);
+    else if (w->phase == PH_WIDE)
+        snprintf(buf, size, "sweep, wide range %u..%u B", w->round * WIDE_RANGE_BYTES + 1,
+                 (w->round + 1) * WIDE_RANGE_BYTES);
     else
         snprintf(buf, size, "%s, round %u", phase_names[w->phase], w->round + 1);
     return buf;

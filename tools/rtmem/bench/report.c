@@ -61,6 +61,12 @@ void bench_print_header(FILE *f, const struct bench *b)
                 "per allocator after a warm-up pass\n",
                 SWEEP_BUCKETS, SWEEP_BUCKET_BYTES, SWEEP_BUCKETS * SWEEP_BUCKET_BYTES,
                 b->o.live_cap, (unsigned long long)b->o.sweep_ops);
+    if (!b->o.no_sweep && b->o.wide_reps)
+        fprintf(f,
+                "wide ranges : %u ranges of %u B (1..%u B), each run %u times on draws of its "
+                "own, %llu ops per run\n",
+                WIDE_RANGES, WIDE_RANGE_BYTES, WIDE_RANGES * WIDE_RANGE_BYTES, b->o.wide_reps,
+                (unsigned long long)b->o.sweep_ops);
     if (b->o.threads) {
         char locks[32] = "";
         for (unsigned t = 0; t < BENCH_LOCKS; t++)
@@ -111,6 +117,7 @@ static const char *replay_phase(const struct bench_running *w)
     case PH_MAIN: return " --no-free-order --no-sweep";
     case PH_FREE_ORDER: return " --no-sweep";
     case PH_SWEEP: return " --sweep-only";
+    case PH_WIDE: return " --sweep-only";
     }
     return "";
 }
@@ -170,6 +177,15 @@ static void print_notes(FILE *f, const struct bench *b)
                     (unsigned long long)sweep_failed,
                     past ? " (its buckets above its largest request: shown as -)" : "");
         }
+        uint64_t wide_failed = 0;
+        for (unsigned r = 0; b->ran_wide && r < WIDE_RANGES; r++)
+            wide_failed += a->wide_failed[r];
+        if (wide_failed)
+            fprintf(f, "note: %s failed %llu allocations in the wide ranges%s\n", a->def.name,
+                    (unsigned long long)wide_failed,
+                    a->largest_request && a->largest_request < WIDE_RANGES * WIDE_RANGE_BYTES
+                        ? " (those above its largest request; a range where all failed: -)"
+                        : "");
         if (a->free_errors)
             fprintf(f, "WARNING: %s: %llu frees returned an error\n", a->def.name,
                     (unsigned long long)a->free_errors);
@@ -206,6 +222,7 @@ static void json_params(struct tk_json *j, const struct bench *b)
     tk_json_kv_uint(j, "heap_bytes", b->o.heap_bytes);
     tk_json_kv_uint(j, "seed", b->o.seed);
     tk_json_kv_uint(j, "sweep_ops", b->o.sweep_ops);
+    tk_json_kv_uint(j, "wide_reps", b->o.wide_reps);
     tk_json_kv_bool(j, "quick", b->o.quick);
     tk_json_kv_bool(j, "no_rt", b->o.rt.no_rt);
     tk_json_kv_bool(j, "main_phase", b->ran_main);
@@ -252,6 +269,7 @@ void bench_report(const struct tk_session *s, FILE *f)
     bench_print_main(f, b);
     bench_print_free_order(f, b);
     bench_print_sweep(f, b);
+    bench_print_wide(f, b);
     bench_print_threads(f, b);
     print_notes(f, b);
 }
@@ -278,6 +296,7 @@ void bench_json(const struct tk_session *s, struct tk_json *j)
     bench_json_ratios(j, b);
     bench_json_free_order(j, b);
     bench_json_sweep(j, b);
+    bench_json_wide(j, b);
     bench_json_threads(j, b);
     json_failed(j, b);
 }

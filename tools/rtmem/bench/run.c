@@ -71,7 +71,8 @@ static int select_allocators(struct bench *b, const struct tk_args *cli, int arg
 struct result_array {
     size_t offset; /* of the pointer in struct allocator */
     size_t elem;
-    int count; /* of what: 0 rounds, 1 fill passes, 2 sweep buckets */
+    int count; /* of what: 0 rounds, 1 fill passes, 2 sweep buckets, 3 wide ranges x reps,
+                  4 wide ranges */
 };
 
 static const struct result_array result_arrays[] = {
@@ -83,6 +84,8 @@ static const struct result_array result_arrays[] = {
     { offsetof(struct allocator, sweep_alloc_ns), sizeof(double), 2 },
     { offsetof(struct allocator, sweep_free_ns), sizeof(double), 2 },
     { offsetof(struct allocator, sweep_failed), sizeof(uint64_t), 2 },
+    { offsetof(struct allocator, wide_pair_ns), sizeof(double), 3 },
+    { offsetof(struct allocator, wide_failed), sizeof(uint64_t), 4 },
 };
 
 #define N_RESULT_ARRAYS (sizeof(result_arrays) / sizeof(result_arrays[0]))
@@ -94,9 +97,12 @@ static void **array_at(struct allocator *a, const struct result_array *r)
 
 static size_t array_bytes(const struct bench *b, const struct result_array *r)
 {
+    size_t reps = b->o.wide_reps ? b->o.wide_reps : 1;
     size_t n = r->count == 0   ? b->o.rounds
                : r->count == 1 ? (size_t)FILL_ORDERS * b->o.rounds
-                               : SWEEP_BUCKETS;
+               : r->count == 2 ? SWEEP_BUCKETS
+               : r->count == 3 ? WIDE_RANGES * reps
+                               : WIDE_RANGES;
     return n * r->elem;
 }
 
@@ -135,8 +141,8 @@ static void reset_results(struct bench *b)
     if (b->alone)
         return;
     memset(&b->th, 0, sizeof(b->th));
-    b->ran_main = b->ran_free_order = b->ran_sweep = false;
-    b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+    b->ran_main = b->ran_free_order = b->ran_sweep = b->ran_wide = false;
+    b->main_seconds = b->free_order_seconds = b->sweep_seconds = b->wide_seconds = 0;
     b->sweep_floor_ns = 0;
     memset(&b->now, 0, sizeof(b->now));
 }
@@ -229,6 +235,8 @@ static int measure(void *arg)
         return 1;
     if (!b->o.no_sweep)
         bench_run_sweep(b);
+    if (!b->o.no_sweep && b->o.wide_reps)
+        bench_run_wide(b);
     if (b->o.threads && !b->alone)
         bench_run_threads(b);
     if (b->alone)
@@ -344,7 +352,8 @@ static int measure_all(struct bench *b)
             continue;
         struct tk_rt_state rt = b->rt;
         double main_s = b->main_seconds, fo_s = b->free_order_seconds, sw_s = b->sweep_seconds;
-        b->main_seconds = b->free_order_seconds = b->sweep_seconds = 0;
+        double wd_s = b->wide_seconds;
+        b->main_seconds = b->free_order_seconds = b->sweep_seconds = b->wide_seconds = 0;
         b->alone = i;
         int rc = measure_share(b);
         b->alone = 0;
@@ -352,6 +361,7 @@ static int measure_all(struct bench *b)
         b->main_seconds += main_s;
         b->free_order_seconds += fo_s;
         b->sweep_seconds += sw_s;
+        b->wide_seconds += wd_s;
         if (rc != 0)
             return 1;
     }
