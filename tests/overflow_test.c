@@ -28,10 +28,10 @@
 #include "heap_layout.h"
 #include "rtmem/heap.h"
 
-#define GUARD      4096
+#define GUARD    4096
 /* Each trial's heap: 192 KiB, and 512 KiB for zsheap, whose every size
  * class in use holds a zspage of up to 4 pages (set per kind). */
-#define HEAP_MAX   (512 * 1024)
+#define HEAP_MAX (512 * 1024)
 static size_t heap_bytes = 192 * 1024;
 #define HEAP_BYTES heap_bytes
 #define MAX_HELD   32768

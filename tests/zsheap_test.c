@@ -623,6 +623,141 @@ TEST_CASE("the walk reports every live object, stops when asked, and refuses dam
     CHECK_EQ(rtm_zsheap_stats(z, NULL), -EINVAL);
 }
 
+/* ---- on a page provider ------------------------------------------------------ */
+
+static unsigned char ctl[RTM_ZSHEAP_CONTROL_ON(64)] __attribute__((aligned(64)));
+
+/* A provider that hands out what a test says. */
+struct fake {
+    struct rtm_page_region *r;
+    void *next; /* handed out once instead of the region's page, if set */
+    int gets, puts;
+};
+
+static void *fake_get(void *ctx)
+{
+    struct fake *f = ctx;
+    f->gets++;
+    if (f->next) {
+        void *p = f->next;
+        f->next = NULL;
+        return p;
+    }
+    return rtm_page_region_get(f->r);
+}
+
+static void fake_put(void *ctx, void *page)
+{
+    struct fake *f = ctx;
+    f->puts++;
+    CHECK_EQ(rtm_page_region_put(f->r, page), 0);
+}
+
+TEST_CASE("on a provider, zspages are pages taken when needed and given back when empty")
+{
+    /* a region of 40 pages after its bookkeeping */
+    struct rtm_page_region *r = rtm_page_region_create(other, 41 * PAGE, PAGE);
+    REQUIRE(r != NULL, );
+    struct rtm_page_provider prov = rtm_page_region_provider(r);
+    size_t range = prov.span / PAGE;
+    REQUIRE(range <= 64, );
+    struct rtm_zsheap *z = rtm_zsheap_create_on(ctl, sizeof ctl, NULL, &prov);
+    REQUIRE(z != NULL, );
+    struct rtm_page_region_stats rs;
+    rtm_page_region_stats(r, &rs);
+    CHECK_EQ(pages(z).pages_max, range);
+    /* 3000 bytes: one object to a page on a provider (4 to 3 pages here) */
+    unsigned char *a = rtm_zsheap_alloc(z, 3000), *b = rtm_zsheap_alloc(z, 3000);
+    REQUIRE(a && b, );
+    CHECK((uintptr_t)a % PAGE == 0 && (uintptr_t)b % PAGE == 0 && a != b);
+    CHECK_EQ(held(z), 2 * PAGE);
+    rtm_page_region_stats(r, &rs);
+    CHECK_EQ(rs.pages_out, 2);
+    /* 100 bytes: 36 objects of 112 share a page */
+    unsigned char *c[36];
+    for (int i = 0; i < 36; i++)
+        REQUIRE((c[i] = rtm_zsheap_alloc(z, 100)) != NULL, );
+    CHECK_EQ((uintptr_t)c[0] / PAGE, (uintptr_t)c[35] / PAGE);
+    CHECK_EQ(held(z), 3 * PAGE);
+    CHECK_EQ(rtm_zsheap_free(z, a), 0);
+    rtm_page_region_stats(r, &rs);
+    CHECK_EQ(rs.pages_out, 2); /* a's page went back */
+    CHECK_EQ(rtm_zsheap_free(z, a), -EINVAL);
+    for (int i = 0; i < 36; i++)
+        CHECK_EQ(rtm_zsheap_free(z, c[i]), 0);
+    CHECK_EQ(held(z), PAGE);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+    /* the fill: a page per object of 3000 bytes, every page of the range */
+    CHECK_EQ(rtm_heap_fill_count(rtm_zsheap_heap(z), 3000), range);
+    size_t n = 1;
+    while (rtm_zsheap_alloc(z, 3000))
+        n++;
+    CHECK_EQ(n, range);
+    struct rtm_heap_stats st = stats(z);
+    CHECK(st.failed_allocs >= 1 && st.corruptions == 0);
+    CHECK_EQ(st.largest_free_bytes, 0); /* no page left, no class with room */
+    CHECK_EQ(rtm_zsheap_add_pool(z, arena, 64u << 10), -ENOTSUP);
+    /* destroy gives every page back */
+    rtm_heap_destroy(rtm_zsheap_heap(z));
+    rtm_page_region_stats(r, &rs);
+    CHECK_EQ(rs.pages_out, 0);
+}
+
+TEST_CASE(
+    "on a provider: no page is a clean failure, a bad page is not used, a foreign block refused")
+{
+    struct rtm_page_region *r = rtm_page_region_create(other, 41 * PAGE, PAGE);
+    REQUIRE(r != NULL, );
+    struct fake f = { r, NULL, 0, 0 };
+    struct rtm_page_provider prov = rtm_page_region_provider(r);
+    prov.get = fake_get;
+    prov.put = fake_put;
+    prov.ctx = &f;
+    struct rtm_zsheap *z = rtm_zsheap_create_on(ctl, sizeof ctl, NULL, &prov);
+    REQUIRE(z != NULL, );
+    unsigned char *a = rtm_zsheap_alloc(z, 4096);
+    REQUIRE(a != NULL, );
+    /* a page outside the range, a misaligned one, one the heap holds */
+    void *bad[] = { arena, a + 16, a };
+    for (int i = 0; i < 3; i++) {
+        f.next = bad[i];
+        CHECK(rtm_zsheap_alloc(z, 4096) == NULL);
+    }
+    CHECK_EQ(stats(z).corruptions, 0);
+    CHECK_EQ(held(z), PAGE);
+    /* a second heap on the same region: each refuses the other's blocks */
+    static unsigned char ctl2[RTM_ZSHEAP_CONTROL_ON(64)] __attribute__((aligned(64)));
+    struct rtm_page_provider plain = rtm_page_region_provider(r);
+    struct rtm_zsheap *y = rtm_zsheap_create_on(ctl2, sizeof ctl2, NULL, &plain);
+    REQUIRE(y != NULL, );
+    unsigned char *q = rtm_zsheap_alloc(y, 200);
+    REQUIRE(q != NULL, );
+    CHECK_EQ(rtm_zsheap_free(z, q), -EINVAL);
+    CHECK_EQ(rtm_zsheap_free(y, a), -EINVAL);
+    CHECK_EQ(rtm_zsheap_usable_size(z, q), 0);
+    /* the region runs dry: a clean failure in both */
+    size_t n = 0;
+    while (rtm_zsheap_alloc(y, 4096))
+        n++;
+    CHECK(n > 0);
+    CHECK(rtm_zsheap_alloc(z, 4096) == NULL);
+    CHECK_EQ(rtm_zsheap_check(z), 0);
+    CHECK_EQ(rtm_zsheap_check(y), 0);
+    CHECK_EQ(rtm_zsheap_free(z, a), 0);
+    CHECK_EQ(f.puts, 1);
+    /* bad providers and control memory refused */
+    struct rtm_page_provider p2 = plain;
+    p2.page_size = 8192;
+    CHECK(rtm_zsheap_create_on(ctl2, sizeof ctl2, NULL, &p2) == NULL && errno == EINVAL);
+    p2 = plain;
+    p2.put = NULL;
+    CHECK(rtm_zsheap_create_on(ctl2, sizeof ctl2, NULL, &p2) == NULL && errno == EINVAL);
+    CHECK(rtm_zsheap_create_on(ctl2, RTM_ZSHEAP_CONTROL_BYTES, NULL, &plain) == NULL &&
+          errno == ENOMEM);
+    CHECK(rtm_zsheap_create_on(other, sizeof ctl2, NULL, &plain) == NULL && errno == EINVAL);
+    CHECK(rtm_zsheap_create_on(ctl2, sizeof ctl2, NULL, NULL) == NULL && errno == EINVAL);
+}
+
 /* ---- aligned, realloc -------------------------------------------------------- */
 
 TEST_CASE("aligned allocations: every alignment up to a page, the object at a multiple")

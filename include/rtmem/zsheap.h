@@ -46,7 +46,8 @@
  * out lowers that mark: a heap whose objects were all freed is as good as
  * fresh. When no region has a run of k pages, the class's zspage takes
  * the longest run there is (every object fits one page), holding fewer
- * objects. Such a heap can be shared between processes like any other kind
+ * objects. rtm_zsheap_create_on takes pages from a provider instead
+ * (rtmem/pages.h): one at a time, so every zspage is one page there. Such a heap can be shared between processes like any other kind
  * (rtmem/shared.h): everything in it is an offset.
  *
  * Fill and waste: a fresh region of P pages holds, for a class of size s
@@ -102,6 +103,7 @@
 #include <stdint.h>
 
 #include "rtmem/heap.h"
+#include "rtmem/pages.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -156,6 +158,28 @@ RTM_API struct rtm_zsheap *rtm_zsheap_create(void *mem, size_t size);
  * lock is refused (EINVAL): the typed API never locks. */
 RTM_API struct rtm_zsheap *rtm_zsheap_create_ex(void *mem, size_t size,
                                                 const struct rtm_heap_config *cfg);
+/* The control memory rtm_zsheap_create_on needs for a provider's range of
+ * that many 4 KiB pages: the control structure, a descriptor per page. */
+#define RTM_ZSHEAP_CONTROL_ON(pages) \
+    (RTM_ZSHEAP_CONTROL_BYTES + 64 + RTM_ZSHEAP_PAGE_DESC * (size_t)(pages))
+/*
+ * Creates a zsheap whose pages come from a provider (rtmem/pages.h) of
+ * 4096-byte pages, its control structure and a descriptor for every page
+ * of the provider's range in [mem, mem + size) (RTM_ZSHEAP_CONTROL_ON).
+ * A provider hands out pages one at a time, with no promise that two are
+ * contiguous: on a provider, every class's zspage is one page (holding
+ * floor(4096 / size) objects, 128 at most), taken when the class has no
+ * free object and given back when its last object is freed. NULL with
+ * errno EINVAL for NULL arguments, a provider without both callbacks, a
+ * page size other than 4096, a range that wraps, holds no whole page or
+ * overlaps [mem, mem + size), or a lock in cfg; ENOMEM for too small a
+ * control memory; E2BIG for 2^32 pages or more. Such a heap takes no
+ * add_pool (-ENOTSUP), is not for sharing between processes, and gives
+ * its pages back at rtm_heap_destroy. O(pages) (its descriptors cleared).
+ */
+RTM_API struct rtm_zsheap *rtm_zsheap_create_on(void *mem, size_t size,
+                                                const struct rtm_heap_config *cfg,
+                                                const struct rtm_page_provider *pages);
 /* The same heap seen through the generic interface (NULL for NULL). O(1). */
 RTM_API struct rtm_heap *rtm_zsheap_heap(struct rtm_zsheap *h);
 
@@ -164,7 +188,8 @@ RTM_API struct rtm_heap *rtm_zsheap_heap(struct rtm_zsheap *h);
 
 /* Adds [mem, mem + size) as one more region of pages: 0, -EINVAL (NULL,
  * wrap-around, overlap with a region of h), -ENOMEM (not one page fits),
- * -E2BIG (2^32 pages or more). O(regions). */
+ * -E2BIG (2^32 pages or more), -ENOTSUP (a heap on a provider).
+ * O(regions). */
 RTM_API int rtm_zsheap_add_pool(struct rtm_zsheap *h, void *mem, size_t size);
 /* An object of size's class, 16-aligned; NULL above
  * RTM_ZSHEAP_MAX_REQUEST, when no zspage of the class has a free object and

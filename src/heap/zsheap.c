@@ -81,6 +81,13 @@ struct rtm_zsheap {
     _Alignas(8) uint64_t partial_map[(CLASSES + 63) / 64];
     size_t partial[CLASSES]; /* the first zspage of each class with a free object, 0 none */
     struct zs_class cls[CLASSES];
+    /* A heap on a page provider (rtm_zsheap_create_on): its callbacks, else
+     * NULL. region0 then covers the provider's range, every page's
+     * descriptor kept (ZS_FREE while the provider has the page), and every
+     * zspage is one page. */
+    void *(*ext_get)(void *);
+    void (*ext_put)(void *, void *);
+    void *ext_ctx;
     struct zs_region region0;
 };
 
@@ -516,14 +523,36 @@ static size_t run_take(struct rtm_zsheap *t, struct zs_region *r, unsigned k, bo
 /* Makes a zspage of class c: k pages of any region, or fewer when no run
  * of k is left. Returns its head's offset, linked first in its class's
  * list, or 0 when no page is left (or damage was found). */
+/* A page from the provider, as its index in region0, or SIZE_MAX: none
+ * left, or a page that breaks the provider's contract (outside its range,
+ * misaligned, one the heap holds), which is not used, nor given back. */
+static size_t provider_take(struct rtm_zsheap *t)
+{
+    struct zs_region *r = &t->region0;
+    void *p = t->ext_get(t->ext_ctx);
+    size_t y = off_of(t, p);
+    if (!p || ((uintptr_t)p & (PAGE - 1)) || y - r->first >= r->pages << PAGE_SHIFT)
+        return SIZE_MAX;
+    size_t i = (y - r->first) >> PAGE_SHIFT;
+    return desc_at(t, desc_off(r, i))->state == ZS_HEAD ? SIZE_MAX : i;
+}
+
 static size_t zspage_make(struct rtm_zsheap *t, unsigned c, bool hard)
 {
     RTM_ASSERT(t->partial[c] == 0); /* made only for a class with no free object */
+    unsigned k = t->cls[c].pages, best = 0;
+    struct zs_region *r, *at = NULL;
+    size_t i;
+    if (t->ext_get) {
+        r = &t->region0;
+        k = 1; /* every class's zspage is a page on a provider */
+        if ((i = provider_take(t)) == SIZE_MAX)
+            return 0;
+        goto make;
+    }
     /* One walk of the regions: the first with a run of k pages (or pages
      * never handed out) serves; else the one with the longest run below
      * k, remembered on the way. */
-    unsigned k = t->cls[c].pages, best = 0;
-    struct zs_region *r, *at = NULL;
     for (r = &t->region0;; r = region_at(t, r->link.next)) {
         unsigned most = run_most(r, k);
         if (most == k) {
@@ -543,9 +572,10 @@ static size_t zspage_make(struct rtm_zsheap *t, unsigned c, bool hard)
     r = at;
     k = best;
     bool bad = false;
-    size_t i = run_take(t, r, k, hard, &bad);
+    i = run_take(t, r, k, hard, &bad);
     if (i == SIZE_MAX)
         return 0;
+make:;
     unsigned cap = cap_of(t, c, k);
     size_t off = desc_off(r, i);
     struct zs_desc *d = desc_at(t, off);
@@ -699,14 +729,17 @@ static inline int zs_free(struct rtm_zsheap *t, void *p, bool hard)
         /* its last object: the zspage goes back (listed unless it holds
          * one object), joined with the free runs around it */
         unsigned k = d->pages;
-        size_t before, after, where = 0;
-        if (run_neighbours(t, o.r, o.i, k, hard, &before, &after, &where) != 0)
+        size_t before = 0, after = 0, where = 0;
+        if (!t->ext_get && run_neighbours(t, o.r, o.i, k, hard, &before, &after, &where) != 0)
             return free_refused(t, p, -EFAULT, where, "run of free pages");
         if (listed)
             list_remove(t, o.off, d);
         /* no zspage any more, wherever its first page ends up in the run */
         RTM_SET(&t->base, d->state, (uint8_t)ZS_FREE);
-        run_give(t, o.r, o.i, k, before, after);
+        if (t->ext_get)
+            t->ext_put(t->ext_ctx, at_off(t, d->page)); /* its one page */
+        else
+            run_give(t, o.r, o.i, k, before, after);
         RTM_SET(&t->base, t->held_pages, t->held_pages - k);
         RTM_SET(&t->base, t->zspages, t->zspages - 1);
         RTM_SET(&t->base, t->freed, t->freed + 1);
@@ -837,6 +870,8 @@ static int add_pool_entry(struct rtm_zsheap *t, void *mem, size_t size)
 {
     if (!t)
         return -EINVAL;
+    if (t->ext_get)
+        return -ENOTSUP;
     uintptr_t at;
     int rc = rtm_kind_pool_room(t, &t->region0.link, mem, size, _Alignof(struct zs_region),
                                 sizeof(struct zs_region), &at);
@@ -960,6 +995,72 @@ struct rtm_zsheap *rtm_zsheap_create_ex(void *mem, size_t size, const struct rtm
     return t;
 }
 
+struct rtm_zsheap *rtm_zsheap_create_on(void *mem, size_t size, const struct rtm_heap_config *cfg,
+                                        const struct rtm_page_provider *pages)
+{
+    if (!pages || !pages->get || !pages->put || pages->page_size != PAGE || !pages->base) {
+        errno = EINVAL;
+        return NULL;
+    }
+    uintptr_t base = (uintptr_t)pages->base, end = base + pages->span;
+    uintptr_t lo = (base + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+    if (end < base || lo < base || lo > end || (end - lo) / PAGE == 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t n = (size_t)(end - lo) / PAGE;
+    if (n > UINT32_MAX) {
+        errno = E2BIG;
+        return NULL;
+    }
+    if (!(cfg = rtm_kind_config(cfg)))
+        return NULL;
+    int err;
+    uintptr_t ctl =
+        rtm_kind_place(mem, size, _Alignof(struct rtm_zsheap), sizeof(struct rtm_zsheap), &err);
+    if (!ctl) {
+        errno = err;
+        return NULL;
+    }
+    /* the descriptors after the control structure, in the same memory */
+    uintptr_t dl = (ctl + sizeof(struct rtm_zsheap) + 63) & ~(uintptr_t)63;
+    if ((uintptr_t)mem + size < dl || ((uintptr_t)mem + size - dl) / RTM_ZSHEAP_PAGE_DESC < n) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (rtm_kind_overlap((size_t)(uintptr_t)mem, size, (size_t)lo, n * PAGE)) {
+        errno = EINVAL; /* a page handed out there would overwrite the heap */
+        return NULL;
+    }
+    struct rtm_zsheap *t = (struct rtm_zsheap *)ctl;
+    memset(t, 0, sizeof(*t));
+    rtm_kind_init(&t->base, RTM_KIND_ZSHEAP, cfg, mem);
+    t->page_key = rtm__heap_new_key(t);
+    for (unsigned c = 0; c < CLASSES; c++) {
+        size_t s = class_size(c), cap = PAGE / s < MAX_OBJS ? PAGE / s : MAX_OBJS;
+        t->cls[c] = (struct zs_class){ .recip = (uint32_t)((((uint64_t)1 << 32) + s - 1) / s),
+                                       .size = (uint16_t)s,
+                                       .cap = (uint16_t)cap,
+                                       .pages = 1 };
+    }
+    memset((void *)dl, 0, n * RTM_ZSHEAP_PAGE_DESC); /* every page ZS_FREE: the provider's */
+    t->region0 = (struct zs_region){
+        .link = { .raw_start = off_of(t, mem), .raw_len = size },
+        .descs = off_of(t, (void *)dl),
+        .first = off_of(t, (void *)lo),
+        .pages = n,
+        .bump = n,
+    };
+    t->ext_get = pages->get;
+    t->ext_put = pages->put;
+    t->ext_ctx = pages->ctx;
+    t->pool_count = 1;
+    t->usable_bytes = n * PAGE;
+    t->overhead_bytes = size;
+    t->base.magic = RTM_HEAP_MAGIC;
+    return t;
+}
+
 struct rtm_heap *rtm_zsheap_heap(struct rtm_zsheap *t)
 {
     return t ? &t->base : NULL;
@@ -1003,7 +1104,8 @@ size_t rtm_zsheap_usable_size(const struct rtm_zsheap *t, const void *p)
  * object); else up to the first class with no zspage in its list. O(1). */
 static size_t largest_free(const struct rtm_zsheap *t)
 {
-    if (t->held_pages < t->usable_bytes / PAGE)
+    /* (a provider may have no page left: only the zspages held count) */
+    if (!t->ext_get && t->held_pages < t->usable_bytes / PAGE)
         return RTM_ZSHEAP_MAX_REQUEST;
     unsigned c = 0;
     for (unsigned w = 0; w < (CLASSES + 63) / 64; w++) {
@@ -1068,6 +1170,7 @@ static int check_region(const struct rtm_zsheap *t, const struct zs_region *r, s
         if (d->state == ZS_HEAD) {
             unsigned k = d->pages;
             CHECK(head_ok(t, off, d) && d->cls < CLASSES && k >= 1 && k <= MAX_RUN);
+            CHECK(!t->ext_get || k == 1);
             CHECK(i + k <= r->bump && d->page == r->first + (i << PAGE_SHIFT));
             CHECK(d->cap == cap_of(t, d->cls, k) && d->used >= 1 && d->used <= d->cap);
             CHECK(popcount_map(d) == d->cap - d->used);
@@ -1101,7 +1204,10 @@ static int check_region(const struct rtm_zsheap *t, const struct zs_region *r, s
             after_run = true;
             continue;
         } else {
-            return -EFAULT; /* a page handed out is in a zspage or a run */
+            /* a page handed out is in a zspage or a run; on a provider, a
+             * page the heap does not hold is free (its zspages a page each) */
+            CHECK(t->ext_get && d->state == ZS_FREE);
+            i++;
         }
         after_run = false;
     }
@@ -1191,7 +1297,7 @@ static int zsheap_validate(const struct rtm_heap *h, size_t bytes)
 {
     const struct rtm_zsheap *t = (const struct rtm_zsheap *)(const void *)h;
     CHECK((uintptr_t)t % _Alignof(struct rtm_zsheap) == 0 && bytes >= sizeof(*t));
-    CHECK(t->base.kind == RTM_KIND_ZSHEAP);
+    CHECK(t->base.kind == RTM_KIND_ZSHEAP && t->ext_get == NULL && t->ext_put == NULL);
     for (unsigned c = 0; c < CLASSES; c++) {
         unsigned cap, k = class_pages(c, &cap);
         size_t s = class_size(c);
@@ -1316,6 +1422,8 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
                 }
             } else if (d->state == ZS_RUN) {
                 len = d->page;
+            } else if (t->ext_get && d->state == ZS_FREE) {
+                len = 1; /* a provider's page the heap does not hold */
             } else {
                 return -EFAULT;
             }
@@ -1327,6 +1435,24 @@ static int ops_walk(const struct rtm_heap *h, int (*fn)(void *arg, void *block),
             break;
     }
     return 0;
+}
+
+/* Before a destroy: a heap on a provider gives every page it holds back
+ * (its own regions go with its memory). O(pages). */
+static void ops_destroy(struct rtm_heap *h)
+{
+    struct rtm_zsheap *t = T(h);
+    if (!t->ext_get)
+        return;
+    struct zs_region *r = &t->region0;
+    for (size_t i = 0; i < r->pages && t->held_pages > 0; i++) {
+        struct zs_desc *d = desc_at(t, desc_off(r, i));
+        if (d->state != ZS_HEAD || d->page != r->first + (i << PAGE_SHIFT))
+            continue; /* not held, or damaged: left out */
+        d->state = ZS_FREE;
+        t->held_pages--;
+        t->ext_put(t->ext_ctx, at_off(t, d->page));
+    }
 }
 
 static size_t ops_held_bytes(const struct rtm_heap *h)
@@ -1387,6 +1513,7 @@ const struct rtm_heap_ops rtm__zsheap_ops = {
     .validate = zsheap_validate,
     .pool_bound = zsheap_pool_bound,
     .held_bytes = ops_held_bytes,
+    .destroy = ops_destroy,
 };
 
 #endif /* RTM_LOGGED */

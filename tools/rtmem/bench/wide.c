@@ -111,8 +111,7 @@ void bench_print_wide(FILE *f, const struct bench *b)
             if (s.n == 0)
                 snprintf(buf[1 + r], sizeof(buf[0]), "-");
             else
-                snprintf(buf[1 + r], sizeof(buf[0]), "%.0f [%.0f, %.0f]", s.median, s.min,
-                         s.max);
+                snprintf(buf[1 + r], sizeof(buf[0]), "%.0f [%.0f, %.0f]", s.median, s.min, s.max);
             cells[1 + r] = buf[1 + r];
         }
         tk_table_row(f, cols, 1 + WIDE_RANGES, cells);
@@ -167,8 +166,8 @@ void bench_json_wide(struct tk_json *j, const struct bench *b)
         }
         tk_json_end_array(j);
         for (unsigned r = 0; r < WIDE_RANGES; r++) {
-            struct wide_stat s = a->floor ? (struct wide_stat){ NAN, NAN, NAN, 0 }
-                                          : wide_stat(b, a, r);
+            struct wide_stat s =
+                a->floor ? (struct wide_stat){ NAN, NAN, NAN, 0 } : wide_stat(b, a, r);
             med[r] = s.median;
             lo[r] = s.min;
             hi[r] = s.max;
