@@ -18,7 +18,9 @@
 # test (seconds; its figures mean little).
 # Environment: RTMEM, the rtmem command (default: the one installed beside
 # this script, else rtmem on PATH).
-# Exit status: 0; 1 when a tool failed; 2 bad usage; 130 interrupted.
+# Exit status: 0; 1 when a tool failed (its verdict: an allocator that
+# failed is in its results, and the others still run) or could not run
+# (the study stops there); 2 bad usage; 130 interrupted.
 set -u
 quick=""
 if [ "${1:-}" = "--quick" ]; then
@@ -48,15 +50,25 @@ mkdir -p "$dir" || exit 1
 kinds=$("$RTMEM" kinds | tr '\n' ',')
 all="${kinds}glibc,jemalloc,mimalloc,tcmalloc,rpmalloc"
 
-# One tool: its report to DIR/NAME.txt and the terminal; stops on failure.
+verdict=0
+# One tool: its report to DIR/NAME.txt and the terminal. A verdict of
+# failure (exit status 1, its results written) is kept for the end; any
+# other failure stops the study.
 step() { # NAME RTMEM-ARGS...
     name=$1
     shift
     echo "== rtmem $*"
+    rm -f "$dir/$name.json" # never a previous run's result beside this one's
     "$RTMEM" "$@" --json "$dir/$name.json" >"$dir/$name.txt"
     status=$?
     cat "$dir/$name.txt"
-    [ $status -eq 0 ] || { echo "study.sh: rtmem $1 failed (exit status $status)" >&2; exit 1; }
+    if [ $status -eq 1 ] && [ -s "$dir/$name.json" ]; then
+        echo "study.sh: rtmem $1 failed its verdict (above); the study goes on" >&2
+        verdict=1
+    elif [ $status -ne 0 ]; then
+        echo "study.sh: rtmem $1 failed (exit status $status)" >&2
+        exit 1
+    fi
 }
 
 step bench bench $quick --sweep-only --kinds "$all"
@@ -66,3 +78,4 @@ step memcheck memcheck $quick --phases churn --churn-heap-size 16M --churn-max-s
     echo "study.sh: the report could not be drawn (rtmem report $dir says why)" >&2
     exit 1
 }
+exit $verdict

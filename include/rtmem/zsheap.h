@@ -46,9 +46,11 @@
  * out lowers that mark: a heap whose objects were all freed is as good as
  * fresh. When no region has a run of k pages, the class's zspage takes
  * the longest run there is (every object fits one page), holding fewer
- * objects. rtm_zsheap_create_on takes pages from a provider instead
- * (rtmem/pages.h): one at a time, so every zspage is one page there. Such a heap can be shared between processes like any other kind
- * (rtmem/shared.h): everything in it is an offset.
+ * objects. A heap in its own memory can be shared between processes like
+ * any other kind (rtmem/shared.h): everything in it is an offset.
+ * rtm_zsheap_create_on takes pages from a provider instead (rtmem/pages.h):
+ * one at a time, so every zspage is one page there; such a heap lives in
+ * one process.
  *
  * Fill and waste: a fresh region of P pages holds, for a class of size s
  * whose zspage is k pages of n objects, floor(P / k) * n objects plus
@@ -58,7 +60,8 @@
  * class's size less itself.
  *
  * Statistics (rtm_heap_stats): usable_bytes counts every page of the heap's
- * regions; used_bytes, the live objects at their classes' sizes;
+ * regions (on a provider: every page of its range, which other users of
+ * the provider may hold); used_bytes, the live objects at their classes' sizes;
  * overhead_bytes, the control structure and descriptors; pool_count, the
  * regions. What the heap holds at this moment is rtm_heap_held_bytes (pages
  * of its zspages times 4096); rtm_zsheap_page_stats gives pages held, their

@@ -1446,9 +1446,10 @@ static void ops_destroy(struct rtm_heap *h)
         return;
     struct zs_region *r = &t->region0;
     for (size_t i = 0; i < r->pages && t->held_pages > 0; i++) {
-        struct zs_desc *d = desc_at(t, desc_off(r, i));
-        if (d->state != ZS_HEAD || d->page != r->first + (i << PAGE_SHIFT))
-            continue; /* not held, or damaged: left out */
+        size_t off = desc_off(r, i);
+        struct zs_desc *d = desc_at(t, off);
+        if (!head_ok(t, off, d) || d->page != r->first + (i << PAGE_SHIFT))
+            continue; /* not held, or damaged: left out (it may be another's) */
         d->state = ZS_FREE;
         t->held_pages--;
         t->ext_put(t->ext_ctx, at_off(t, d->page));

@@ -168,8 +168,9 @@ static bool rpmalloc_locate(char *path, size_t len)
 {
     const char *env = getenv("RTMEM_RPMALLOC");
     if (env && *env) {
-        snprintf(path, len, "%s", env);
-        return true;
+        /* a path, never a name for dlopen to look up elsewhere */
+        int w = snprintf(path, len, "%s%s", strchr(env, '/') ? "" : "./", env);
+        return w > 0 && (size_t)w < len;
     }
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -279,8 +280,8 @@ static int load_peer(struct peer *p)
         if (!p->locate(path, sizeof(path)) || access(path, R_OK) != 0) {
             set_why(p->why, sizeof(p->why),
                     "not built (no %s: make bench builds it with cargo, "
-                    "scripts/build-rpmalloc.sh; or set RTMEM_RPMALLOC)",
-                    p->soname);
+                    "scripts/build-rpmalloc.sh; RTMEM_RPMALLOC names another)",
+                    p->locate(path, sizeof(path)) ? path : p->soname);
             return -1;
         }
         lib = path;
@@ -291,7 +292,11 @@ static int load_peer(struct peer *p)
         const char *err = dlerror();
         err = err ? err : "dlopen failed";
         if (strstr(err, "No such file")) {
-            set_why(p->why, sizeof(p->why), "not installed (no %s on the library path)", p->soname);
+            if (p->locate) /* the file is there: one of its dependencies is not */
+                set_why(p->why, sizeof(p->why), "%s", err);
+            else
+                set_why(p->why, sizeof(p->why), "not installed (no %s on the library path)",
+                        p->soname);
             return -1;
         }
         set_why(p->why, sizeof(p->why), "%s", err);

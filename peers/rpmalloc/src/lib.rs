@@ -5,6 +5,20 @@
 
 use std::os::raw::{c_char, c_int, c_void};
 
+/// rpmalloc made ready when this object is loaded, for the thread that
+/// loads it (another thread makes its heap on its first call: the crate's
+/// "preload" build), and also where the crate linked a system librpmalloc
+/// built without it.
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+extern "C" fn init() {
+    unsafe {
+        rpmalloc_sys::rpmalloc_initialize();
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn rtm_rp_malloc(size: usize) -> *mut c_void {
     rpmalloc_sys::rpmalloc(size)
