@@ -64,6 +64,11 @@ class Interrupted(Exception):
 
 
 def _interrupted(signum, frame):
+    from . import output  # no matplotlib: always importable
+
+    if output.held():  # a file being made and recorded: the signal waits
+        output.defer(signum)
+        return
     raise Interrupted(signum)
 
 

@@ -13,6 +13,7 @@ run before anything is written. A directory the run created is removed
 again if the run fails.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -20,6 +21,37 @@ import tempfile
 
 MANIFEST = ".rtmem-report"
 MARK = "rtmem report manifest 1"
+
+# While a file is being made and recorded, or the report put in place, a
+# signal waits: cli.py's handler asks held() and, if so, defers it here.
+# Masking the signal alone is not enough: a process-wide signal can reach
+# another thread (numpy's, matplotlib's), and Python then runs the handler
+# in this one at its next instruction, masked or not.
+_hold = [0]
+_deferred = []
+
+
+def held():
+    return _hold[0] > 0
+
+
+def defer(signum):
+    _deferred.append(signum)
+
+
+@contextlib.contextmanager
+def signals_held():
+    held_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    _hold[0] += 1
+    try:
+        yield
+    finally:
+        _hold[0] -= 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, held_mask)
+        if _hold[0] == 0 and _deferred:
+            signum = _deferred[0]
+            del _deferred[:]
+            os.kill(os.getpid(), signum)  # again, now that it may end the run
 
 
 class OutputError(Exception):
@@ -80,12 +112,9 @@ class Output:
         # SIGINT and SIGTERM held between the file's making and its record:
         # their handler raises, and a file made but not yet recorded would
         # outlive abandon()
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with signals_held():
             fd, tmp = tempfile.mkstemp(prefix=".%s." % name, suffix=".tmp", dir=self.dir)
             self.staged.append((tmp, name))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         mask = os.umask(0)
         os.umask(mask)
         os.fchmod(fd, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600
@@ -122,8 +151,7 @@ class Output:
         this run's. SIGINT and SIGTERM wait until it is done."""
         names = [n for _, n in self.staged]
         self.check_names(names)
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with signals_held():
             self._write_manifest(set(names) | self.previous)
             for tmp, name in sorted(self.staged, key=lambda s: s[1] == "index.html"):
                 os.replace(tmp, os.path.join(self.dir, name))
@@ -136,8 +164,6 @@ class Output:
             self._write_manifest(names)
             self.previous = set(names)
             self.created = False
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def abandon(self):
         """Removes the temporary files this run made, and the directory if
