@@ -39,6 +39,8 @@ case "${1:-}" in
 esac
 [ $# -le 1 ] || { echo "study.sh: one results directory at most" >&2; exit 2; }
 dir=${1:-results/study}
+stamp=""
+trap 'rm -f "$stamp"' EXIT
 trap 'exit 130' INT TERM
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +49,10 @@ if [ -z "${RTMEM:-}" ]; then
     if [ -x "$prefix/bin/rtmem" ]; then RTMEM=$prefix/bin/rtmem; else RTMEM=rtmem; fi
 fi
 mkdir -p "$dir" || exit 1
+# older than every result this run writes: a result file not newer than it
+# is a previous run's (each tool writes its JSON to a temporary file and
+# renames it into place; none is removed here)
+stamp=$(mktemp "${TMPDIR:-/tmp}/rtmem-study.XXXXXX") || exit 1
 kinds=$("$RTMEM" kinds | tr '\n' ',')
 all="${kinds}glibc,jemalloc,mimalloc,tcmalloc,rpmalloc"
 
@@ -58,11 +64,10 @@ step() { # NAME RTMEM-ARGS...
     name=$1
     shift
     echo "== rtmem $*"
-    rm -f "$dir/$name.json" # never a previous run's result beside this one's
     "$RTMEM" "$@" --json "$dir/$name.json" >"$dir/$name.txt"
     status=$?
     cat "$dir/$name.txt"
-    if [ $status -eq 1 ] && [ -s "$dir/$name.json" ]; then
+    if [ $status -eq 1 ] && [ "$dir/$name.json" -nt "$stamp" ]; then
         echo "study.sh: rtmem $1 failed its verdict (above); the study goes on" >&2
         verdict=1
     elif [ $status -ne 0 ]; then

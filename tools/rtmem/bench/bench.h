@@ -438,6 +438,10 @@ void bench_run_sweep(struct bench *b);
 void bench_aggregate_sweep(struct bench *b);
 void bench_print_sweep(FILE *f, const struct bench *b);
 void bench_json_sweep(struct tk_json *j, const struct bench *b);
+/* A pass's mean call in ns (NaN for no sample); an array of doubles as a
+ * JSON member (NaN as null). Shared by the sweep and its wide ranges. */
+double bench_mean_ns(const struct bench *b, const struct tk_samples *s);
+void bench_json_doubles(struct tk_json *j, const char *key, const double *v, size_t n);
 /* wide.c: the sweep's wide ranges, repeated */
 void bench_run_wide(struct bench *b);
 void bench_print_wide(FILE *f, const struct bench *b);

@@ -10,7 +10,7 @@
 #include "bench.h"
 #include "common/out.h"
 
-static double mean_ns(const struct bench *b, const struct tk_samples *s)
+double bench_mean_ns(const struct bench *b, const struct tk_samples *s)
 {
     if (s->n == 0)
         return NAN;
@@ -35,8 +35,8 @@ void bench_run_sweep(struct bench *b)
             bench_mark_pass(b, i, PH_SWEEP, bk, false);
             bench_run_pass(b, a, &out); /* warm-up for this size range */
             bench_run_pass(b, a, &out);
-            a->sweep_alloc_ns[bk] = mean_ns(b, out.alloc_ticks);
-            a->sweep_free_ns[bk] = mean_ns(b, out.free_ticks);
+            a->sweep_alloc_ns[bk] = bench_mean_ns(b, out.alloc_ticks);
+            a->sweep_free_ns[bk] = bench_mean_ns(b, out.free_ticks);
             a->sweep_failed[bk] = out.failed_allocs;
             a->free_errors += out.free_errors;
         }
@@ -101,7 +101,7 @@ void bench_print_sweep(FILE *f, const struct bench *b)
     tk_table_row(f, cols, n, cells);
 }
 
-static void json_double_array(struct tk_json *j, const char *key, const double *v, size_t n)
+void bench_json_doubles(struct tk_json *j, const char *key, const double *v, size_t n)
 {
     tk_json_key(j, key);
     tk_json_begin_array(j);
@@ -137,11 +137,11 @@ void bench_json_sweep(struct tk_json *j, const struct bench *b)
         const struct allocator *a = &b->al[i];
         tk_json_begin_object(j);
         tk_json_kv_string(j, "name", a->def.name);
-        json_double_array(j, "alloc_avg_ns", a->sweep_alloc_ns, SWEEP_BUCKETS);
-        json_double_array(j, "free_avg_ns", a->sweep_free_ns, SWEEP_BUCKETS);
+        bench_json_doubles(j, "alloc_avg_ns", a->sweep_alloc_ns, SWEEP_BUCKETS);
+        bench_json_doubles(j, "free_avg_ns", a->sweep_free_ns, SWEEP_BUCKETS);
         for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)
             v[bk] = a->floor ? NAN : sweep_net(b, a, bk);
-        json_double_array(j, "alloc_free_minus_floor_ns", v, SWEEP_BUCKETS);
+        bench_json_doubles(j, "alloc_free_minus_floor_ns", v, SWEEP_BUCKETS);
         tk_json_key(j, "failed_allocs");
         tk_json_begin_array(j);
         for (unsigned bk = 0; bk < SWEEP_BUCKETS; bk++)

@@ -16,13 +16,6 @@
 /* Salts the wide ranges' draws apart from the buckets' (sweep.c). */
 #define WIDE_SEED_SALT 0x2545f4914f6cdd1du
 
-static double mean_ns(const struct bench *b, const struct tk_samples *s)
-{
-    if (s->n == 0)
-        return NAN;
-    return (double)tk_samples_sum(s) / (double)s->n * b->timer.ns_per_tick;
-}
-
 void bench_run_wide(struct bench *b)
 {
     struct pass_out out;
@@ -44,7 +37,7 @@ void bench_run_wide(struct bench *b)
                 bench_run_pass(b, a, &out); /* warm-up for these draws */
                 bench_run_pass(b, a, &out);
                 a->wide_pair_ns[r * reps + k] =
-                    mean_ns(b, out.alloc_ticks) + mean_ns(b, out.free_ticks);
+                    bench_mean_ns(b, out.alloc_ticks) + bench_mean_ns(b, out.free_ticks);
                 a->wide_failed[r] += out.failed_allocs;
                 a->free_errors += out.free_errors;
             }
@@ -118,15 +111,6 @@ void bench_print_wide(FILE *f, const struct bench *b)
     }
 }
 
-static void json_double_array(struct tk_json *j, const char *key, const double *v, size_t n)
-{
-    tk_json_key(j, key);
-    tk_json_begin_array(j);
-    for (size_t i = 0; i < n; i++)
-        tk_json_double(j, v[i]);
-    tk_json_end_array(j);
-}
-
 void bench_json_wide(struct tk_json *j, const struct bench *b)
 {
     if (!tk_json_key_or_null(j, "wide", b->ran_wide))
@@ -172,9 +156,9 @@ void bench_json_wide(struct tk_json *j, const struct bench *b)
             lo[r] = s.min;
             hi[r] = s.max;
         }
-        json_double_array(j, "net_median_ns", med, WIDE_RANGES);
-        json_double_array(j, "net_min_ns", lo, WIDE_RANGES);
-        json_double_array(j, "net_max_ns", hi, WIDE_RANGES);
+        bench_json_doubles(j, "net_median_ns", med, WIDE_RANGES);
+        bench_json_doubles(j, "net_min_ns", lo, WIDE_RANGES);
+        bench_json_doubles(j, "net_max_ns", hi, WIDE_RANGES);
         tk_json_key(j, "failed_allocs");
         tk_json_begin_array(j);
         for (unsigned r = 0; r < WIDE_RANGES; r++)

@@ -200,6 +200,50 @@ int wcet_case_prepare(struct wcet_case *c)
     return c->sc->build(c);
 }
 
+int wcet_regions_build(struct wcet_case *c, size_t filler)
+{
+    size_t big = c->image_bytes - (WCET_POOLS - 1) * WCET_SMALL_POOL;
+    unsigned char *at = c->image;
+    struct rtm_heap_config cfg = { .hardening = c->hardening };
+    c->heap = rtm_heap_create_ex(c->kind, at, WCET_SMALL_POOL, &cfg);
+    if (!c->heap)
+        return wcet_fail(c, "build: the first region could not be made");
+    unsigned char *lo = at + WCET_SMALL_POOL, *hi = lo + big;
+    if (rtm_heap_add_pool(c->heap, lo, big) != 0)
+        return wcet_fail(c, "build: the scenario's region could not be added");
+    at = hi;
+    for (size_t i = 2; i < WCET_POOLS; i++, at += WCET_SMALL_POOL)
+        if (rtm_heap_add_pool(c->heap, at, WCET_SMALL_POOL) != 0)
+            return wcet_fail(c, "build: region %zu could not be added", i);
+    /* Pages are taken from the regions in the order they are searched:
+     * the scenario's last. Its first page ends the filling, given back. */
+    for (;;) {
+        unsigned char *p = rtm_heap_alloc(c->heap, filler);
+        if (!p)
+            return wcet_fail(c, "build: a page filler (%zu bytes) could not be allocated", filler);
+        if (p >= lo && p < hi) {
+            rtm_heap_free(c->heap, p);
+            break;
+        }
+    }
+    c->expect[7] = (uintptr_t)lo;
+    c->expect[8] = (uintptr_t)hi;
+    return 0;
+}
+
+bool wcet_in_last_region(const struct wcet_case *c, const void *p)
+{
+    return (uintptr_t)p >= c->expect[7] && (uintptr_t)p < c->expect[8];
+}
+
+int wcet_heap_ok(struct wcet_case *c)
+{
+    int rc = rtm_heap_check(c->heap);
+    if (rc != 0)
+        return wcet_fail(c, "rtm_heap_check after the operation: %d", rc);
+    return 0;
+}
+
 void wcet_case_finish(struct wcet_case *c)
 {
     if (c->sc && c->sc->undo)

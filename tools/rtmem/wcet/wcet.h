@@ -326,6 +326,20 @@ void wcet_case_finish(struct wcet_case *c);
 int wcet_case_open_plugin(struct wcet_case *c);
 /* The failure of a scenario, printf-style, into c->why: returns -1. */
 int wcet_fail(struct wcet_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The heap of the page kinds' scenarios (xvheap, zsheap): its creating
+ * region and WCET_POOLS - 2 more of WCET_SMALL_POOL bytes, and the
+ * scenario's region (the first added: the one its walks find last) of the
+ * rest of the image. Requests of filler bytes take every page of the
+ * others, one each; the first that lands in the scenario's region is freed
+ * again, so that region is untouched. c->expect[7] and [8] hold its
+ * bounds. 0, or -1 (c->why).
+ */
+int wcet_regions_build(struct wcet_case *c, size_t filler);
+/* Whether p lies in the scenario's region of wcet_regions_build. */
+bool wcet_in_last_region(const struct wcet_case *c, const void *p);
+/* rtm_heap_check of c's heap after the operation: 0, or -1 (c->why). */
+int wcet_heap_ok(struct wcet_case *c);
 /* Appends to c->facts, printf-style. */
 void wcet_fact(struct wcet_case *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void wcet_num(struct wcet_case *c, const char *name, double v);

@@ -48,56 +48,12 @@ static size_t span(void)
     return rtm_xvheap_max_request(RTM_XVHEAP_PAGE_SIZE) + RTM_TLSF_HEADER_BYTES;
 }
 
-/*
- * The heap of the xvheap scenarios: its creating region and WCET_POOLS - 2
- * more of WCET_SMALL_POOL bytes, and the scenario's region (the first
- * added: found last) of the rest. Every page of the others is taken (one
- * largest block each), none of the scenario's: c->expect[7] and [8] hold
- * its bounds. 0, or -1 (c->why).
- */
+/* The heap of the xvheap scenarios: every page of the regions found first
+ * taken (one largest block each), none of the scenario's region
+ * (wcet_regions_build). 0, or -1 (c->why). */
 static int regions_build(struct wcet_case *c)
 {
-    size_t big = c->image_bytes - (WCET_POOLS - 1) * WCET_SMALL_POOL;
-    unsigned char *at = c->image;
-    struct rtm_heap_config cfg = { .hardening = c->hardening };
-    c->heap = rtm_heap_create_ex(c->kind, at, WCET_SMALL_POOL, &cfg);
-    if (!c->heap)
-        return wcet_fail(c, "build: the first region could not be made");
-    unsigned char *lo = at + WCET_SMALL_POOL, *hi = lo + big;
-    if (rtm_heap_add_pool(c->heap, lo, big) != 0)
-        return wcet_fail(c, "build: the scenario's region could not be added");
-    at = hi;
-    for (size_t i = 2; i < WCET_POOLS; i++, at += WCET_SMALL_POOL)
-        if (rtm_heap_add_pool(c->heap, at, WCET_SMALL_POOL) != 0)
-            return wcet_fail(c, "build: region %zu could not be added", i);
-    /* Pages are taken from the regions in the order they are searched:
-     * the scenario's last. Its first page ends the filling, given back. */
-    for (;;) {
-        unsigned char *p = take(c, span(), "page filler");
-        if (!p)
-            return -1;
-        if (p >= lo && p < hi) {
-            rtm_heap_free(c->heap, p);
-            break;
-        }
-    }
-    c->expect[7] = (uintptr_t)lo;
-    c->expect[8] = (uintptr_t)hi;
-    return 0;
-}
-
-/* Whether p lies in the scenario's region. */
-static bool in_scenario_region(const struct wcet_case *c, const void *p)
-{
-    return (uintptr_t)p >= c->expect[7] && (uintptr_t)p < c->expect[8];
-}
-
-static int heap_ok(struct wcet_case *c)
-{
-    int rc = rtm_heap_check(c->heap);
-    if (rc != 0)
-        return wcet_fail(c, "rtm_heap_check after the operation: %d", rc);
-    return 0;
+    return wcet_regions_build(c, req(span()));
 }
 
 /* ---- alloc: nothing fits, a page is taken from the region found last -------- */
@@ -121,7 +77,7 @@ static int page_take_build(struct wcet_case *c)
     void *y = x ? take(c, TAKE_REST, "free block of the rest's class") : NULL;
     if (!y)
         return -1;
-    if (page_of(x) != page_of(y) || !in_scenario_region(c, x))
+    if (page_of(x) != page_of(y) || !wcet_in_last_region(c, x))
         return wcet_fail(c, "build: the held page is not as laid out");
     rtm_heap_free(c->heap, y);
     c->op = WCET_OP_ALLOC;
@@ -134,7 +90,7 @@ static int page_take_build(struct wcet_case *c)
 
 static int page_take_check(struct wcet_case *c)
 {
-    if (!c->ret || !in_scenario_region(c, c->ret) || page_of(c->ret) == c->expect[0])
+    if (!c->ret || !wcet_in_last_region(c, c->ret) || page_of(c->ret) == c->expect[0])
         return wcet_fail(c, "alloc did not take a page of the region found last");
     if (rtm_heap_held_bytes(c->heap) != c->expect[2] + RTM_XVHEAP_PAGE_SIZE)
         return wcet_fail(c, "alloc did not take exactly one page");
@@ -154,7 +110,7 @@ static int page_take_check(struct wcet_case *c)
               "%zu-byte rest to a non-empty list",
               TAKE_BLOCK, WCET_POOLS, TAKE_REST);
     wcet_num(c, "regions", WCET_POOLS);
-    return heap_ok(c);
+    return wcet_heap_ok(c);
 }
 
 /* ---- free: both neighbours merged, the page emptied and given back ---------- */
@@ -183,7 +139,7 @@ static int page_of_blocks(struct wcet_case *c, const size_t *sizes, size_t n, vo
     for (size_t i = 1; i < n; i++)
         if (page_of(out[i]) != page_of(out[0]))
             return wcet_fail(c, "build: a laid-out page did not hold its blocks");
-    return in_scenario_region(c, out[0]) ? 0 : wcet_fail(c, "build: a page outside the region");
+    return wcet_in_last_region(c, out[0]) ? 0 : wcet_fail(c, "build: a page outside the region");
 }
 
 static int release_build(struct wcet_case *c)
@@ -233,7 +189,7 @@ static int release_check(struct wcet_case *c)
         if ((uintptr_t)x != c->expect[i])
             return wcet_fail(c, "a list the free touched is not as the scenario built it");
     }
-    if (heap_ok(c) != 0)
+    if (wcet_heap_ok(c) != 0)
         return -1;
     /* The path: on the built heap, P and N are each in the middle of their
      * lists (the pops above, without B freed, find Q2 P Q1 and R2 N R1),

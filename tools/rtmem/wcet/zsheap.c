@@ -27,56 +27,12 @@ static uintptr_t page_of(const void *p)
     return (uintptr_t)p & ~(uintptr_t)(PAGE - 1);
 }
 
-/*
- * The heap of the zsheap scenarios: its creating region and WCET_POOLS - 2
- * more of WCET_SMALL_POOL bytes, and the scenario's region (the first
- * added: found last) of the rest. Every page of the others holds a
- * page-sized object, none of the scenario's: c->expect[7] and [8] hold its
- * bounds. 0, or -1 (c->why).
- */
+/* The heap of the zsheap scenarios: every page of the regions found first
+ * in a zspage (a page-sized object each), none of the scenario's region
+ * (wcet_regions_build). 0, or -1 (c->why). */
 static int regions_build(struct wcet_case *c)
 {
-    size_t big = c->image_bytes - (WCET_POOLS - 1) * WCET_SMALL_POOL;
-    unsigned char *at = c->image;
-    struct rtm_heap_config cfg = { .hardening = c->hardening };
-    c->heap = rtm_heap_create_ex(c->kind, at, WCET_SMALL_POOL, &cfg);
-    if (!c->heap)
-        return wcet_fail(c, "build: the first region could not be made");
-    unsigned char *lo = at + WCET_SMALL_POOL, *hi = lo + big;
-    if (rtm_heap_add_pool(c->heap, lo, big) != 0)
-        return wcet_fail(c, "build: the scenario's region could not be added");
-    at = hi;
-    for (size_t i = 2; i < WCET_POOLS; i++, at += WCET_SMALL_POOL)
-        if (rtm_heap_add_pool(c->heap, at, WCET_SMALL_POOL) != 0)
-            return wcet_fail(c, "build: region %zu could not be added", i);
-    /* Pages go in the order the regions are searched: the scenario's last.
-     * Its first page ends the filling, given back (the region is fresh
-     * again: the run reaches its bump index). */
-    for (;;) {
-        unsigned char *p = take(c, PAGE, "page filler");
-        if (!p)
-            return -1;
-        if (p >= lo && p < hi) {
-            rtm_heap_free(c->heap, p);
-            break;
-        }
-    }
-    c->expect[7] = (uintptr_t)lo;
-    c->expect[8] = (uintptr_t)hi;
-    return 0;
-}
-
-static bool in_scenario_region(const struct wcet_case *c, const void *p)
-{
-    return (uintptr_t)p >= c->expect[7] && (uintptr_t)p < c->expect[8];
-}
-
-static int heap_ok(struct wcet_case *c)
-{
-    int rc = rtm_heap_check(c->heap);
-    if (rc != 0)
-        return wcet_fail(c, "rtm_heap_check after the operation: %d", rc);
-    return 0;
+    return wcet_regions_build(c, PAGE);
 }
 
 /* A class whose zspage is 4 pages (704-byte objects, 23 to a zspage), and
@@ -112,7 +68,7 @@ static int zspage_make_build(struct wcet_case *c)
             return -1;
     if (!(sep[1] = take(c, PAGE, "separator")))
         return -1;
-    if (!in_scenario_region(c, a[0]) || page_of(sep[1]) != page_of(a[0]) + 12 * PAGE)
+    if (!wcet_in_last_region(c, a[0]) || page_of(sep[1]) != page_of(a[0]) + 12 * PAGE)
         return wcet_fail(c, "build: the region is not laid out in order");
     for (int i = 0; i < 5; i++)
         if (rtm_heap_free(c->heap, b[i]) != 0)
@@ -137,7 +93,7 @@ static int zspage_make_check(struct wcet_case *c)
         return wcet_fail(c, "alloc did not take exactly one page");
     if (rtm_heap_usable_size(c->heap, c->ret) != PAGE)
         return wcet_fail(c, "the object is not of the 4096-byte class");
-    if (heap_ok(c) != 0)
+    if (wcet_heap_ok(c) != 0)
         return -1;
     /* the rest went back first in its list, ahead of B */
     if ((uintptr_t)rtm_heap_alloc(c->heap, PAGE) != c->expect[1])
@@ -196,7 +152,7 @@ static int zspage_give_build(struct wcet_case *c)
                 return -1;
         if (s == 0)
             next = page_of(steps[s].out[0]);
-        if (page_of(steps[s].out[0]) != next || !in_scenario_region(c, steps[s].out[0]))
+        if (page_of(steps[s].out[0]) != next || !wcet_in_last_region(c, steps[s].out[0]))
             return wcet_fail(c, "build: the region is not laid out in order");
         next += steps[s].size == OBJ4   ? PAGES * PAGE
                 : steps[s].size == OBJ2 ? 2 * PAGE
@@ -236,7 +192,7 @@ static int zspage_give_check(struct wcet_case *c)
         return wcet_fail(c, "free returned %d", c->rc);
     if (rtm_heap_held_bytes(c->heap) + PAGES * PAGE != c->expect[0])
         return wcet_fail(c, "free did not give the zspage's 4 pages back");
-    if (heap_ok(c) != 0)
+    if (wcet_heap_ok(c) != 0)
         return -1;
     /* the class list pops Z2, then Z1; the list of 2-page runs R2, then
      * R1; the joined run of 8 pages (P's first) serves a 4-page zspage */
