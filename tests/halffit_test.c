@@ -477,11 +477,14 @@ TEST_CASE("a free fragment's links written after its free are refused when it is
     CHECK_EQ(rtm_halffit_check(h), -EFAULT);
 }
 
-/* A free fragment's next link rewritten (a use after free) to a fragment
- * position inside a live block whose data reads as a free header and links
- * back: safe unlinking alone passes it, and alloc and free's unlink then
- * wrote into the live block. Only its tag tells it from program data. */
-TEST_CASE("a link to planted data that links back is refused, the data untouched")
+/* A free fragment's next link rewritten (a use after free, beyond an
+ * overflow's reach: the links lie past the header) to a fragment position
+ * inside a live block whose data reads as a free header and links back.
+ * Safe unlinking passes it, and the one link that leads back to it is
+ * rewritten (a word of the program's data that mimicked one); what the
+ * tag stops is the rest: no fragment is ever handed out there, and the
+ * next alloc of that list reports the damage. */
+TEST_CASE("a link to planted data that links back: never handed out")
 {
     for (int via_free = 0; via_free < 2; via_free++) {
         struct heard heard = { 0 };
@@ -493,18 +496,30 @@ TEST_CASE("a link to planted data that links back is refused, the data untouched
         CHECK_EQ(rtm_halffit_free(h, n), 0); /* alone in its list */
         size_t noff = (size_t)(n - (unsigned char *)h) - HDR;
         size_t yoff = (size_t)(v - (unsigned char *)h) - HDR + 32; /* a fragment position in v */
-        uint64_t words[4] = { 64, 256 | 1, 0, noff }; /* prev, header, next, prev link */
+        uint64_t words[2] = { 64, 256 | 1 };                       /* the previous size, a header */
+        size_t links[2] = { 0, noff }; /* next, and the prev link back */
         memcpy(v + 16, words, sizeof(words));
+        memcpy(v + 32, links, sizeof(links));
+        const size_t back = 32 + sizeof(size_t); /* where the prev link lies in v */
         unsigned char before[240];
         memcpy(before, v, sizeof(before));
         memcpy(n, &yoff, sizeof(yoff)); /* n's next link, written after its free */
         if (via_free)
-            CHECK_EQ(rtm_halffit_free(h, a), -EFAULT); /* would merge n */
+            CHECK_EQ(rtm_halffit_free(h, a), 0); /* merges n, whose links agree */
         else
-            CHECK(rtm_halffit_alloc(h, 240) == NULL); /* taking n is refused */
-        CHECK(memcmp(before, v, sizeof(before)) == 0);
+            CHECK(rtm_halffit_alloc(h, 240) == n); /* n is intact: handed out */
+        CHECK_EQ(stats(h).corruptions, 0);
+        /* the word that linked back now links to the list head: the rest
+         * of v's data as it was */
+        CHECK(memcmp(before, v, back) == 0);
+        CHECK(memcmp(before + back + sizeof(size_t), v + back + sizeof(size_t),
+                     sizeof(before) - back - sizeof(size_t)) == 0);
+        if (via_free) /* the merged fragment came first in that list */
+            CHECK(rtm_halffit_alloc(h, 240) == a);
+        CHECK(rtm_halffit_alloc(h, 240) == NULL); /* y heads the list: refused */
         CHECK_EQ(stats(h).corruptions, 1);
         CHECK_EQ(heard.calls, 1);
+        CHECK_EQ(rtm_halffit_check(h), -EFAULT);
     }
 }
 

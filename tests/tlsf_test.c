@@ -440,16 +440,35 @@ static uint64_t corruptions_of(struct rtm_heap *h)
 }
 
 /* The damage tests below write headers and links where TLSF keeps them:
- * an 8-byte header HDR below each payload (tags in its top bits), the next
- * link at a free block's payload and the prev link a word (LINK) after it,
- * marked on 64-bit, where it lies at a header position (src/heap/tlsf.c). */
+ * an 8-byte header HDR below each payload (tags in its top bits), then the
+ * rest of the block's first granule, which nothing reads, then a free
+ * block's links: the next link LINKS bytes from its header, stored with 5
+ * added (it lies at a header position), and the prev link a word (LINK)
+ * after it, stored with 1 added on 64-bit (where it is a minimum block's
+ * footer word) (src/heap/tlsf_core.h). */
 #define HDR       ((size_t)8)
 #define LINK      sizeof(size_t)
-#define PREV_MARK ((size_t)(LINK == 8 ? 5 : 0))
+#define LINKS     ((size_t)16)
+#define NEXT_MARK ((size_t)5)
+#define PREV_MARK ((size_t)(LINK == 8 ? 1 : 0))
 
-/* One word written 8 bytes past a live block (its free successor's header
- * untouched): a next link that points at a list head's pseudo-node. Once
- * accepted, list code wrote through it outside the heap. */
+/* Writes value v as free block x's next link (x: its payload), marked as
+ * TLSF marks it: a stray write (a use after free) that knows the layout. */
+static void write_next(unsigned char *x, size_t v)
+{
+    v += NEXT_MARK;
+    memcpy(x - HDR + LINKS, &v, LINK);
+}
+
+/* Writes 16 bytes past live block a: its successor's header as it is, then
+ * v where the next link lay before links moved past the first granule. */
+static void overflow_keeping_header(struct rtm_heap *h, unsigned char *a, size_t v)
+{
+    memcpy(a + rtm_heap_usable_size(h, a) + HDR, &v, LINK);
+}
+
+/* A stray write makes a free block's next link point at a list head's
+ * pseudo-node. Once accepted, list code wrote through it outside the heap. */
 TEST_CASE("link into list heads")
 {
     test_context = "link-into-heads";
@@ -461,22 +480,22 @@ TEST_CASE("link into list heads")
     rtm_heap_alloc(h, 24);
     REQUIRE(a && x && f3, );
     CHECK_EQ(rtm_heap_free(h, x), 0);
-    /* the list head slot that holds x (the last word of the control
-     * structure, which ends before a's header, that does: the list
-     * terminator before the heads holds x too, as its scratch prev link,
-     * unmarked on 32-bit), and the pseudo-node LINK + HDR bytes before it */
+    /* the list head slot that holds x, marked (the last such word of the
+     * control structure, which ends before a's header), and the
+     * pseudo-node LINKS bytes before it */
     size_t x_off = (size_t)(x - HDR - (unsigned char *)h), slot = 0;
     size_t control = (size_t)(a - HDR - (unsigned char *)h);
     REQUIRE(control <= RTM_TLSF_CONTROL_BYTES, );
     const size_t *w = (const size_t *)(const void *)h;
     for (size_t i = control / LINK; i-- > 0;)
-        if (w[i] == x_off) {
+        if (w[i] == x_off + NEXT_MARK) {
             slot = i * LINK;
             break;
         }
     REQUIRE(slot != 0, );
-    size_t y = slot - LINK - HDR;
-    memcpy(a + rtm_heap_usable_size(h, a) + HDR, &y, LINK);
+    size_t y = slot - LINKS;
+    overflow_keeping_header(h, a, y); /* an overflow reaches no link: nothing happens */
+    write_next(x, y);
     CHECK(rtm_heap_alloc(h, 40) == NULL); /* x's next link is no block: refused */
     CHECK_EQ(corruptions_of(h), 1);
     CHECK_EQ(rtm_heap_free(h, f3), 0);   /* its own list: unaffected */
@@ -501,11 +520,18 @@ TEST_CASE("link to swallowed header")
     CHECK_EQ(rtm_heap_free(h, y), -EINVAL); /* a double free of y: no damage */
     CHECK_EQ(corruptions_of(h), 0);
     size_t y_off = (size_t)(y - HDR - (unsigned char *)h);
-    memcpy(a + rtm_heap_usable_size(h, a) + HDR, &y_off, LINK); /* x's next link: y */
-    /* x's next link leads to y, no block any more: taking x is refused */
+    overflow_keeping_header(h, a, y_off); /* an overflow reaches no link */
+    CHECK(rtm_heap_check(h) == 0);
+    /* A stray write: x's next link leads to y, no block any more. y's old
+     * prev link, left in the free memory y0 holds now, still links back to
+     * x, so taking x goes ahead (it is intact) and y becomes the list's
+     * head: taking y is refused, and y0's block stays whole, unshared. */
+    write_next(x, y_off);
+    CHECK(rtm_heap_alloc(h, 40) == x);
+    CHECK_EQ(corruptions_of(h), 0);
     CHECK(rtm_heap_alloc(h, 40) == NULL);
     CHECK_EQ(corruptions_of(h), 1);
-    unsigned char *p3 = rtm_heap_alloc(h, 72); /* y0's merged block: whole, unshared */
+    unsigned char *p3 = rtm_heap_alloc(h, 72); /* y0's merged block */
     CHECK(p3 != NULL && p3 == y0);
 }
 
@@ -591,39 +617,57 @@ TEST_CASE("free bit set by overflow")
     CHECK_EQ(handler_calls, 3);
 }
 
-/* A next link overwritten with a live block's offset, whose payload holds
- * what a prev link back would (the program's own data): taking the damaged
- * block made the live one a list head, and a later alloc of that class
- * handed it out, too small, over the block after it. */
+/* A next link pointing at a live block, whose payload holds what a prev
+ * link back would (the program's own data). Taking the damaged block made
+ * the live one a list head, and a later alloc of that class handed it out,
+ * too small, over the block after it. */
 TEST_CASE("link to live block")
 {
     test_context = "link-to-live";
     static unsigned char mem[1 << 15] __attribute__((aligned(64)));
-    struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
-    REQUIRE(h != NULL, );
-    unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 248);
-    rtm_heap_alloc(h, 24);
-    unsigned char *v = rtm_heap_alloc(h, 200), *g2 = rtm_heap_alloc(h, 24);
-    REQUIRE(a && n && v && g2, );
-    CHECK_EQ(rtm_heap_free(h, n), 0); /* class 256: n alone */
-    size_t noff = (size_t)(n - HDR - (unsigned char *)h);
-    size_t voff = (size_t)(v - HDR - (unsigned char *)h);
-    size_t word = noff | PREV_MARK;
-    memcpy(v + LINK, &word, LINK);                             /* v's data: like a prev link to n */
-    memcpy(a + rtm_heap_usable_size(h, a) + HDR, &voff, LINK); /* n's next link: v */
-    CHECK(rtm_heap_alloc(h, 248) == NULL);                     /* v is live: taking n is refused */
-    CHECK_EQ(word, *(size_t *)(void *)(v + LINK));             /* and v's data was not written */
-    CHECK_EQ(rtm_heap_free(h, v), 0);
-    unsigned char *y = rtm_heap_alloc(h, 248);
-    CHECK(y == NULL || y + rtm_heap_usable_size(h, y) <= g2 - HDR || y > g2);
-    CHECK(corruptions_of(h) >= 1);
-    struct rtm_heap_stats st;
-    CHECK_EQ(rtm_heap_stats(h, &st), 0); /* readable, whatever the damage */
+    for (int stray = 0; stray < 2; stray++) {
+        struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
+        REQUIRE(h != NULL, );
+        unsigned char *a = rtm_heap_alloc(h, 24), *n = rtm_heap_alloc(h, 248);
+        rtm_heap_alloc(h, 24);
+        unsigned char *v = rtm_heap_alloc(h, 200), *g2 = rtm_heap_alloc(h, 24);
+        REQUIRE(a && n && v && g2, );
+        CHECK_EQ(rtm_heap_free(h, n), 0); /* class 256: n alone */
+        size_t noff = (size_t)(n - HDR - (unsigned char *)h);
+        size_t voff = (size_t)(v - HDR - (unsigned char *)h);
+        size_t word = noff + PREV_MARK;
+        size_t at = LINKS + LINK - HDR; /* v's data where a prev link would lie */
+        memcpy(v + at, &word, LINK);    /* like a prev link to n */
+        if (!stray) {
+            /* 16 bytes past a: n's header as it was, then v. They reach
+             * no link: n is handed out, v untouched, nothing damaged. */
+            overflow_keeping_header(h, a, voff);
+            CHECK(rtm_heap_alloc(h, 248) == n);
+            CHECK_EQ(word, *(size_t *)(void *)(v + at));
+            CHECK_EQ(corruptions_of(h), 0);
+            CHECK(rtm_heap_check(h) == 0);
+            continue;
+        }
+        /* A stray write into free n's next link (not an overflow: beyond
+         * its reach). n is intact and v links back, so n is handed out;
+         * the link back is rewritten (v's data, which mimicked one), and
+         * v, a list head now, is never handed out: its header says live. */
+        write_next(n, voff);
+        CHECK(rtm_heap_alloc(h, 248) == n);
+        CHECK(rtm_heap_alloc(h, 248) == NULL);
+        CHECK_EQ(corruptions_of(h), 1);
+        CHECK_EQ(rtm_heap_free(h, v), 0);
+        unsigned char *y = rtm_heap_alloc(h, 248);
+        CHECK(y == NULL || y + rtm_heap_usable_size(h, y) <= g2 - HDR || y > g2);
+        struct rtm_heap_stats st;
+        CHECK_EQ(rtm_heap_stats(h, &st), 0); /* readable, whatever the damage */
+    }
 }
 
 /* The same with the target inside the live block: its data reads as a free
- * header 16 bytes in, and as a prev link back 16 bytes further. A check of
- * the target's flags alone let alloc, and free's unlink, write there. */
+ * header 8 bytes in, and as a prev link back where that header's would
+ * lie. A check of the target's flags alone let alloc hand out a block
+ * there; its tag is what refuses it. */
 TEST_CASE("link into live data")
 {
     test_context = "link-into-live-data";
@@ -640,18 +684,25 @@ TEST_CASE("link into live data")
         size_t noff = (size_t)(n - HDR - (unsigned char *)h);
         size_t yoff = (size_t)(v + 8 - (unsigned char *)h); /* a header position in v's data */
         uint64_t one = 1;
-        size_t back = noff | PREV_MARK;
-        memcpy(v + 8, &one, HDR);                /* reads as a free header at yoff */
-        memcpy(v + 8 + HDR + LINK, &back, LINK); /* and its prev link, back to n */
+        size_t back = noff + PREV_MARK;
+        memcpy(v + 8, &one, HDR);                  /* reads as a free header at yoff */
+        memcpy(v + 8 + LINKS + LINK, &back, LINK); /* and its prev link, back to n */
         unsigned char before[200];
         memcpy(before, v, sizeof(before));
-        memcpy(a + rtm_heap_usable_size(h, a) + HDR, &yoff, LINK); /* n's next link */
-        if (via_free)
-            CHECK_EQ(rtm_heap_free(h, a), -EFAULT); /* a would merge with n */
-        else
-            CHECK(rtm_heap_alloc(h, 248) == NULL); /* taking n is refused */
+        overflow_keeping_header(h, a, yoff); /* out of the links' reach: no effect */
         CHECK(memcmp(before, v, sizeof(before)) == 0);
+        CHECK(rtm_heap_check(h) == 0);
+        write_next(n, yoff); /* a stray write */
+        if (via_free)
+            CHECK_EQ(rtm_heap_free(h, a), 0); /* a merges with n, which links to y */
+        else
+            CHECK(rtm_heap_alloc(h, 248) == n); /* n is intact: handed out */
+        CHECK_EQ(corruptions_of(h), 0);
+        /* y heads n's list now: taking it is refused (a forged header
+         * fails its tag), so no block is handed out inside v */
+        CHECK(rtm_heap_alloc(h, 248) == NULL);
         CHECK_EQ(corruptions_of(h), 1);
+        CHECK(rtm_heap_check(h) == -EFAULT);
     }
 }
 

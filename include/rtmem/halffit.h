@@ -124,13 +124,15 @@
  *    fragment's own first word (the word an overflow reaches first) leads
  *    back, inside the pool, to a tagged header of that size; and, for each
  *    free neighbour it merges, that its list links lead to a list head,
- *    the list end or an intact free fragment (its tag: program data inside
- *    a live block cannot pass for one), and link back (next(prev(x)) == x,
- *    prev(next(x)) == x). Alloc checks that the
- *    fragment it takes off a list is an intact free fragment (tag, flags)
- *    large enough for the request, that it links back to its list head, and
- *    that its next link is sound the same way. Realloc checks what free
- *    would, and, growing into its successor, the header after that one.
+ *    the list end or a fragment position in a pool, and link back
+ *    (next(prev(x)) == x, prev(next(x)) == x: safe unlinking). Alloc
+ *    checks that the fragment it takes off a list is an intact free
+ *    fragment (tag, flags) large enough for the request, that it links
+ *    back to its list head, and that its next link leads to the list end
+ *    or to a fragment position that links back to it. Realloc checks what
+ *    free would, and, growing into its successor, the header after that
+ *    one. Tags are checked where an overflow reaches (headers); links lie
+ *    out of its reach and are checked only for agreeing with each other.
  *    Each check is O(1) (a position in a pool other than the first costs
  *    O(pools) to place).
  *  - A header a merge swallows is marked, so that a second free of its
@@ -140,7 +142,10 @@
  *    after it), and is reported when either block is freed or reallocated,
  *    when the damaged free fragment is next taken by alloc, or when the
  *    fragment after it is freed. A free fragment's links damaged by a stray
- *    write (a use after free) are reported when it is unlinked.
+ *    write (a use after free) are reported when it is unlinked, unless
+ *    they lead to data that links back: then one link value is written
+ *    into that data, and no fragment there is ever handed out (its header
+ *    fails the tag when its list offers it, and that is reported).
  *  - What it does not detect: damage to a live block's payload, to a free
  *    fragment's interior beyond its links, a link rewritten to another
  *    intact free fragment whose links agree, or a header forged without the

@@ -52,7 +52,8 @@
  * 32-bit layout; version 4 the lock's timeout (rtmem/lock.h, "Bounded
  * waits"), which an older build would not keep; version 5 heapmem's and
  * xnheap's 12-byte page-map entries, halffit, and TLSF's control fields
- * reordered: a segment of another version is refused (EPROTO).
+ * reordered; version 6 TLSF's and xvheap's free-block links, moved past
+ * an overflow's reach: a segment of another version is refused (EPROTO).
  * Offset 0 is the header: no block ever lies there, so 0 stands for "no
  * object" wherever an offset is given.
  *
@@ -211,7 +212,7 @@ extern "C" {
 /* The layout version this library writes and attaches to (the history is
  * under "Segment layout" above); a segment of another version is refused
  * with EPROTO. */
-#define RTM_SHARED_LAYOUT_VERSION   5u
+#define RTM_SHARED_LAYOUT_VERSION   6u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */

@@ -23,7 +23,10 @@
  *  - Payloads are aligned to 16 (alignof(max_align_t) on x86-64, arm64 and
  *    i686; more than the 8 armv7 needs).
  *  - Free blocks keep their list links and a boundary-tag footer inside their
- *    own (free) memory: words of the target's size (4 bytes on 32-bit).
+ *    own (free) memory: words of the target's size (4 bytes on 32-bit). The
+ *    links lie 16 bytes from the block's start, past the header and the
+ *    rest of its first granule, which nothing reads: an overflow of up to
+ *    16 bytes from the block before reaches the header only.
  *    Links are offsets from the heap base, never pointers: a TLSF heap whose
  *    pools all lie in one mapping works wherever that mapping is placed in
  *    each process.
@@ -71,31 +74,40 @@
  *    header can compute valid tags for values near it.
  *  - At RTM_HEAP_HARDEN_O1 (the default) and FULL, before anything is
  *    written: free checks its block's tag and its successor's, that a free
- *    predecessor's size (its footer) leads back to a tagged free header of
- *    that size inside the pool, and that the list links of each free
- *    neighbour it unlinks lead to what a link may lead to (an intact free
- *    block, tag included: program data inside a live block cannot pass for
- *    one; a list head; the list end) and link back; alloc checks that the
- *    block it takes off a list is an intact free block large enough for the
- *    request and that its next link is sound the same way; realloc checks
- *    what free would, and the header after a successor it grows into. Each
- *    check is O(1) (a link into a pool other than the first costs O(pools)
- *    to place). A header a merge swallows is marked, so that no check takes
- *    it for a block's.
+ *    predecessor's size (its footer) leads back to a free header of that
+ *    size inside the pool, and that the list links of each free neighbour
+ *    it unlinks lead where a link may lead (a block's position in a pool, a
+ *    list head, the list end) and link back (safe unlinking); alloc checks
+ *    the tag of the block it takes off a list, that it is free and large
+ *    enough for the request, and that its next link leads to the list end
+ *    or to a block that links back to it; realloc checks what free would,
+ *    and the header after a successor it grows into. Each check is O(1) (a
+ *    link into a pool other than the first costs O(pools) to place). A
+ *    header a merge swallows is marked, so that no check takes it for a
+ *    block's. Tags are checked where an overflow reaches (headers); links
+ *    lie out of its reach, and are checked only for agreeing with each
+ *    other.
  *  - Each pool keeps GRANULE bytes after its sentinel's header: 16 bytes
  *    past the last block of a pool stay inside it, never reaching the pool
  *    or control structure the caller placed next.
  *  - What that detects: an overflow of any length from a block into the
  *    next block's header (reported when either block is freed or
- *    reallocated, or when the damaged free block is next taken by alloc);
- *    damaged links of a free block (a use after free, a stray write) when it
- *    is unlinked; a damaged footer when its block is merged. A live block's
- *    damaged header is reported when it or the block before it is freed.
- *    Two damaged headers are refused without being counted (-EINVAL, as a
- *    stale pointer or a double free would be): one that reads as a free
- *    block's prev link (free and fence bits both set, and a value a prev
- *    link may hold), and one that differs from a valid header only by the
- *    swallowed mark; the block before either still reports the damage.
+ *    reallocated, or when the damaged free block is next taken by alloc).
+ *    An overflow of up to 16 bytes changes no link. Damaged links of a free
+ *    block (a use after free, a stray write) are refused when they do not
+ *    link back; a forged pair that does (a link to program data that holds
+ *    the link back) can make an unlink or alloc write one link value into
+ *    that data, but no block there is ever handed out (its header fails
+ *    the tag when a list offers it, and that damage is reported). A
+ *    damaged footer is found when its block is merged (the header it leads
+ *    to must be a free one of that size). A live
+ *    block's damaged header is reported when it or the block before it is
+ *    freed. Two damaged headers are refused without being counted
+ *    (-EINVAL, as a stale pointer or a double free would be): one that
+ *    reads as a free block's next link (free and fence bits both set, and
+ *    a value a next link may hold), and one that differs from a valid
+ *    header only by the swallowed mark; the block before either still
+ *    reports the damage.
  *  - A free block's next link overwritten with the list end cuts its list
  *    short: the blocks after it are no longer handed out (a leak, never an
  *    overlap). The free of a neighbour of one of them reports the damage
@@ -107,13 +119,13 @@
  *  - Cost: docs/hardening.md has it, measured with rtmem bench.
  *  - RTM_HEAP_HARDEN_NONE writes no tags and checks nothing: an overflow
  *    into a header can make free write anywhere in the address space.
- *  - On 64-bit a free block's prev link lies at a header position and is
- *    marked (free and fence bits), so that a stale pointer whose header
- *    position holds one (memory that was free once) is refused quietly
- *    (-EINVAL). On 32-bit the links lie between header positions: such a
- *    pointer reads what that memory held as a header and is refused, with
- *    -EINVAL or, where those bytes look like a damaged header, as damage
- *    (-EFAULT, reported). Either way nothing is written.
+ *  - A free block's next link lies at a header position and is marked
+ *    (free and fence bits), so that a stale pointer whose header position
+ *    holds one (memory that was free once) is refused quietly (-EINVAL).
+ *    Other stale pointers into memory that was free read what it held as
+ *    a header and are refused, with -EINVAL or, where those bytes look
+ *    like a damaged header, as damage (-EFAULT, reported). Either way
+ *    nothing is written.
  */
 #ifndef RTMEM_TLSF_H
 #define RTMEM_TLSF_H

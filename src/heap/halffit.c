@@ -304,8 +304,7 @@ static inline bool is_pseudo(size_t y)
 
 /* Whether an intact free fragment's header lies at y: tagged, free, not
  * one a merge swallowed. Only the tag tells a free fragment from program
- * data that looks like one. y may be the terminator or a pseudo-node:
- * their words lie in the control structure (and fail). */
+ * data that looks like one. */
 static inline bool free_header_at(const struct rtm_halffit *t, size_t y)
 {
     hword hdr = HDR(t, y);
@@ -314,9 +313,13 @@ static inline bool free_header_at(const struct rtm_halffit *t, size_t y)
 }
 
 /* Whether free fragment x's list links are sound: each leads where a link
- * may (next: the terminator or an intact free fragment; prev: a
- * pseudo-node or an intact free fragment) and links back to x. A link that
- * may not be followed is replaced by x before anything is read there. */
+ * may (next: the terminator or a fragment position; prev: a pseudo-node or
+ * a fragment position) and links back to x (safe unlinking). The links lie
+ * past the header, beyond the reach of an overflow from the fragment
+ * before (which the header's tag catches), so only a stray write can
+ * change them, and a fragment a list hands out must pass its own tag
+ * (head_ok). A link that may not be followed is replaced by x before
+ * anything is read there. */
 static __attribute__((noinline)) bool links_ok(const struct rtm_halffit *t, size_t x)
 {
     size_t next = NEXT(t, x), prev = PLINK(t, x);
@@ -325,13 +328,12 @@ static __attribute__((noinline)) bool links_ok(const struct rtm_halffit *t, size
     bool nok = nend | npos, pok = pseudo | ppos;
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = nend | (PLINK(t, ns) == x);
-    bool nfree = free_header_at(t, ns), pfree = free_header_at(t, ps);
-    bool nblock = nend | nfree, pblock = pseudo | pfree;
-    return nok & pok & back & fwd & nblock & pblock;
+    return nok & pok & back & fwd;
 }
 
 /* Whether the head b of list bin is an intact free fragment of at least
- * need bytes that links back to the list, whose next link is sound. */
+ * need bytes that links back to the list, whose next link leads to the
+ * list's end or to a fragment position that links back to b. */
 static inline bool head_ok(const struct rtm_halffit *t, size_t b, unsigned bin, size_t need)
 {
     hword hdr = HDR(t, b);
@@ -339,11 +341,9 @@ static inline bool head_ok(const struct rtm_halffit *t, size_t b, unsigned bin, 
     bool nend = next == NIL, npos = pos_ok(t, next);
     bool nok = nend | npos;
     size_t ns = nok ? next : b;
-    bool own = tag_ok(t, b, hdr) & ((hdr & (F_FREE | F_FENCE | F_GONE)) == F_FREE);
+    bool own = free_header_at(t, b);
     bool fwd = nend | (PLINK(t, ns) == b), back = PLINK(t, b) == PSEUDO(bin);
-    bool nfree = free_header_at(t, ns);
-    bool nblock = nend | nfree;
-    return own & (hdr_size(hdr) >= need) & back & nok & fwd & nblock;
+    return own & (hdr_size(hdr) >= need) & back & nok & fwd;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */

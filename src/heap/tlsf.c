@@ -54,14 +54,14 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     rtm_kind_init(&t->base, RTM_KIND_TLSF, cfg, mem);
     HDR(t, NIL) = F_FENCE;
-    NEXT(t, NIL) = NIL;
+    NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
     HDR(t, IDLE) = F_FENCE;
-    NEXT(t, IDLE) = IDLE;
+    NEXT_SET(t, IDLE, IDLE);
     PREV_SET(t, IDLE, IDLE);
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
-            t->heads[f][s] = NIL;
+            t->heads[f][s] = NIL + LINK_MARK;
     t->pool0.link.raw_start = off_of(t, mem);
     t->pool0.link.raw_len = size;
     int rc = pool_format(t, ctl + sizeof(*t), hi, &t->pool0);

@@ -5,14 +5,19 @@
  * the right):
  *
  *   used:  [ hdr | payload ...................................... ]
- *   free:  [ hdr | next | prev | ...unused... | footer ]
+ *   free:  [ hdr | reach | next | prev | ...unused... | footer ]
  *            ^ block address b; payload at b + HW is 16-aligned
  *
  * hdr is 64 bits on every target (32-bit too, for the integrity tag's
  * bits): the block size (a multiple of GRANULE, header included), flags
- * and the tag. The links and the footer are words (W). The footer of a
- * free block repeats its size, so the block after it can find its start
- * when merging backwards. next/prev are offsets from the heap base
+ * and the tag. The links and the footer are words (W). "reach" is the
+ * rest of the block's first granule, left unused: an overflow of up to
+ * GRANULE bytes past the block before reaches the header and that, never
+ * the links, so a link can be trusted once it links back (safe unlinking)
+ * and only headers need keyed tags. The footer of a free block repeats its
+ * size, so the block after it can find its start when merging backwards;
+ * in a block of MIN_BLOCK bytes on 64-bit the footer's word is the prev
+ * link, marked so that it reads as MIN_BLOCK (prev_size). next/prev are offsets from the heap base
  * (struct rtm_tlsf), as are all list heads and pool descriptors. Offset
  * arithmetic is modulo 2^N, so pools below the heap base work too.
  *
@@ -76,8 +81,8 @@ typedef uint64_t hword;
  * free of its pointer is told apart from damage. */
 #define F_GONE      ((hword)8)
 #define F_MASK      ((hword)GRANULE - 1)
-/* A prev link stored at a header position reads as "free" and "fence" at
- * once, which no header is: see PREV_SET. */
+/* A next link, stored at a header position, reads as "free" and "fence"
+ * at once, which no header is: see NEXT_SET. */
 #define F_LINK      (F_FREE | F_FENCE)
 
 /*
@@ -112,23 +117,29 @@ _Static_assert(SL_COUNT <= 32 && FL_COUNT <= 32, "bitmaps are 32 bits");
 _Static_assert(FL_COUNT + FL_SHIFT + 1 <= sizeof(size_t) * CHAR_BIT,
                "a request rounded up to its class boundary still fits size_t");
 
+/* Where a free block's links lie: past its first granule, which an overflow
+ * of up to GRANULE bytes from the block before can reach. */
+#define LINKS GRANULE
+
 /* Offset of the list terminator: a dummy block inside the control structure
  * whose header reads as size 0, so list code writes to its links instead of
  * testing for the end. */
-#define NIL         ((size_t)offsetof(struct rtm_tlsf, nil))
+#define NIL             ((size_t)offsetof(struct rtm_tlsf, nil))
 /* Offset of a block of size 0 linked to itself and in no list. Removing it
  * from "its list" changes nothing (its prev is no list head, so no class is
  * emptied), which lets free remove a neighbour without branching on whether
  * one is free. */
-#define IDLE        ((size_t)offsetof(struct rtm_tlsf, idle))
+#define IDLE            ((size_t)offsetof(struct rtm_tlsf, idle))
 /* Each list head slot doubles as the "next" link of a pseudo-node, so the
  * first block of a list has a real predecessor: unlinking a block is four
  * stores, with no test for "is it the head?" and no class computation. The
- * pseudo-node of flat class i sits one word before heads[i]; its own "prev"
- * word is never written (only blocks after it get their prev set). */
-#define HEADS       ((size_t)offsetof(struct rtm_tlsf, heads))
-#define PSEUDO(idx) (HEADS + (size_t)(idx) * W - HW)
-#define CLASS_COUNT (FL_COUNT * SL_COUNT)
+ * pseudo-node of flat class i sits LINKS bytes before heads[i]; its own
+ * "prev" word is never written (only blocks after it get their prev set).
+ * A head holds a next link's marked value (NEXT_SET): HEAD reads it. */
+#define HEADS           ((size_t)offsetof(struct rtm_tlsf, heads))
+#define PSEUDO(idx)     (HEADS + (size_t)(idx) * W - LINKS)
+#define CLASS_COUNT     (FL_COUNT * SL_COUNT)
+#define HEAD(t, fl, sl) ((t)->heads[fl][sl] - LINK_MARK)
 
 struct tlsf_pool {
     struct rtm_pool_link link; /* first: the pool list links descriptors */
@@ -157,10 +168,10 @@ struct rtm_tlsf {
      * the one-compare tests of the first pool read them beside the
      * counters; validate checks that they agree. */
     size_t start0, end0;
-    /* terminator block: hdr, next, prev (and a spare word on 64-bit) */
-    _Alignas(8) size_t nil[HW / W + 2 + (HW == W)];
+    /* terminator block: hdr, reach, next, prev */
+    _Alignas(8) size_t nil[GRANULE / W + 2];
     /* self-linked block of size 0: "remove nothing" */
-    _Alignas(8) size_t idle[HW / W + 2 + (HW == W)];
+    _Alignas(8) size_t idle[GRANULE / W + 2];
     uint32_t sl_bitmap[32]; /* FL_COUNT used; 32 so that any index & 31 is in bounds */
     size_t usable_bytes;
     size_t overhead_bytes;
@@ -247,21 +258,23 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, hword hdr)
 }
 
 /*
- * Block fields, by offset: hdr at b, links at b + HW and b + HW + W. Headers
- * lie HW below a GRANULE-aligned payload. With W = 8 the prev link lies where a
- * later block's header can lie (b + HW + W = b + GRANULE is a header position),
- * so it is stored with LINK_MARK (F_LINK) set: every word the allocator
- * leaves at a header position in free memory reads as a prev link, a free
- * header or a header a merge swallowed (F_GONE), and freeing a stale
- * pointer into free memory is refused as not live, not taken for damage
- * (the next link, at a payload position, needs no mark). With W = 4 both
- * links and the footer lie between header positions: no mark.
+ * Block fields, by offset: hdr at b, the links at b + LINKS and b + LINKS +
+ * W. b + LINKS is a header position, so the next link is stored with
+ * LINK_MARK (F_LINK) added: every word the allocator leaves at a header
+ * position in free memory reads as a next link, a free header or a header a
+ * merge swallowed (F_GONE), and freeing a stale pointer into free memory is
+ * refused as not live, not taken for damage. The prev link is stored with
+ * PREV_MARK added where it is the footer's word of a MIN_BLOCK block (64-bit),
+ * so that prev_size tells it from a footer. Marks are added, not ORed: a
+ * decoded link's address folds the mark into its displacement.
  */
-#define LINK_MARK         (GRANULE == HW + W ? (size_t)F_LINK : (size_t)0)
+#define LINK_MARK         ((size_t)F_LINK)
+#define PREV_MARK         (LINKS + 2 * W == MIN_BLOCK ? (size_t)1 : (size_t)0)
 #define HDR(t, b)         (*hdr_at((t), (b)))
-#define NEXT(t, b)        (blk((t), (b) + HW)[0])
-#define PREV_GET(t, b)    (blk((t), (b) + HW)[1] & ~LINK_MARK)
-#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b) + HW)[1], (v) | LINK_MARK)
+#define NEXT(t, b)        (blk((t), (b) + LINKS)[0] - LINK_MARK)
+#define NEXT_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b) + LINKS)[0], (v) + LINK_MARK)
+#define PREV_GET(t, b)    (blk((t), (b) + LINKS)[1] - PREV_MARK)
+#define PREV_SET(t, b, v) RTM_SET(&(t)->base, blk((t), (b) + LINKS)[1], (v) + PREV_MARK)
 
 /* Sets or clears F_PREV_FREE in the header at b, tagging it again. */
 static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, bool hard)
@@ -270,13 +283,24 @@ static inline void set_prev_free(struct rtm_tlsf *t, size_t b, bool prev_free, b
     RTM_SET(&t->base, HDR(t, b), mk_hdr(t, b, v, hard));
 }
 
-_Static_assert(GRANULE == HW + W || GRANULE == HW + 2 * W,
-               "the prev link (b + HW + W) sits at a header position (marked) or between two");
-/* Marked, a link's low 3 bits must be free: every offset a prev link holds
- * (a block's, a pseudo-node's, the idle block's) is a multiple of 8 from a
- * heap base aligned to 8 at least. */
-_Static_assert(LINK_MARK == 0 || (LINK_MARK < 8 && _Alignof(struct rtm_tlsf) >= 8 && W % 8 == 0),
-               "a marked prev link's value keeps the mark's bits clear: PREV_GET undoes it");
+_Static_assert(LINKS == GRANULE && LINKS >= HW + W && LINKS + 2 * W <= MIN_BLOCK,
+               "a free block's links lie past its first granule, inside a minimum block");
+_Static_assert(LINKS + 2 * W == MIN_BLOCK || LINKS + 3 * W <= MIN_BLOCK,
+               "the prev link is a minimum block's footer word (marked) or lies before it");
+/* A next link holds a block's offset, the terminator's or the idle block's:
+ * multiples of 8 from a heap base aligned to 8 at least, so the mark sits
+ * in bits the value leaves clear (and a prev link's value is a multiple of
+ * 4 at least: a pseudo-node's on 32-bit). */
+_Static_assert(LINK_MARK < 8 && PREV_MARK < 4 && _Alignof(struct rtm_tlsf) >= 8,
+               "marks sit in the bits a link's value leaves clear");
+
+/* The size of the free block that ends at b (its footer), given that one
+ * does: on 64-bit a minimum block's footer word is its marked prev link. */
+static inline size_t prev_size(const struct rtm_tlsf *t, size_t b)
+{
+    size_t w = *blk(t, b - W);
+    return PREV_MARK && (w & PREV_MARK) ? MIN_BLOCK : w;
+}
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
 {
@@ -348,12 +372,11 @@ static inline void list_insert(struct rtm_tlsf *t, size_t b, size_t size)
     RTM_ASSERT(size >= MIN_BLOCK && size % GRANULE == 0 && size <= RTM_TLSF_MAX_BLOCK);
     size_t idx = class_index(size);
     unsigned fl = (unsigned)(idx >> SL_LOG2), sl = (unsigned)idx & (SL_COUNT - 1);
-    size_t *headp = blk(t, HEADS + idx * W); /* heads[fl][sl], through the base like all links */
-    size_t head = *headp;
-    RTM_SET(&t->base, NEXT(t, b), head);
+    size_t head = NEXT(t, PSEUDO(idx)); /* heads[fl][sl], through the base like all links */
+    NEXT_SET(t, b, head);
     PREV_SET(t, b, PSEUDO(idx));
     PREV_SET(t, head, b); /* harmless write to the terminator when empty */
-    RTM_SET(&t->base, *headp, b);
+    NEXT_SET(t, PSEUDO(idx), b);
     RTM_SET(&t->base, t->fl_bitmap, t->fl_bitmap | 1u << fl);
     RTM_SET(&t->base, t->sl_bitmap[fl], t->sl_bitmap[fl] | 1u << sl);
 }
@@ -377,7 +400,7 @@ static inline void bitmap_clear_if(struct rtm_tlsf *t, uint32_t empty, unsigned 
 static inline __attribute__((always_inline)) void list_remove(struct rtm_tlsf *t, size_t b)
 {
     size_t next = NEXT(t, b), prev = PREV_GET(t, b);
-    RTM_SET(&t->base, NEXT(t, prev), next);
+    NEXT_SET(t, prev, next);
     PREV_SET(t, next, prev);
     size_t idx = (prev - PSEUDO(0)) / W;
     uint32_t empty = (next == NIL) & (idx < CLASS_COUNT);
@@ -444,12 +467,13 @@ static inline bool is_pseudo(size_t y)
 
 /*
  * Whether free block x's list links are intact: each leads to what a link
- * may lead to (the list end, a list head, the idle block, or an intact free
- * block: a tagged free header, which no program data, inside a live block
- * or not, passes for without the key) and links back to x (the terminator's prev link is
- * scratch: not compared). Branch-free but for the test of the result; a
- * link that may not be followed is replaced by x's own offset before
- * anything is read there.
+ * may lead to (the list end, a list head, the idle block, or a header
+ * position with room for a block) and links back to x (the terminator's
+ * prev link is scratch: not compared). That is enough against an overflow,
+ * which reaches a header and the unused rest of its granule, never the
+ * links (LINKS), and whose damage to a header the tags find. Branch-free
+ * but for the test of the result; a link that may not be followed is
+ * replaced by x's own offset before anything is read there.
  */
 static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
 {
@@ -457,16 +481,13 @@ static inline bool links_ok(const struct rtm_tlsf *t, size_t x)
     bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
     bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PREV_GET(t, ns) == x);
-    bool nfree = free_header_at(t, ns), pfree = free_header_at(t, ps), pseudo = is_pseudo(prev);
-    bool nblock = (next == NIL) | (next == IDLE) | nfree;
-    bool pblock = pseudo | (prev == IDLE) | pfree;
-    return nok & pok & back & fwd & nblock & pblock;
+    return nok & pok & back & fwd;
 }
 
 /* Whether the block at the head of a list is an intact free block of at
- * least `need` bytes (a damaged list can hold a smaller one, and cutting a
+ * least `need` bytes (a damaged header can claim a smaller one, and cutting a
  * request from it would run over its neighbour), and its next link leads to
- * the list end or to an intact free block that links back to it. */
+ * the list end or to a block that links back to it. */
 static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
 {
     hword hdr = HDR(t, b);
@@ -474,9 +495,7 @@ static inline bool head_ok(const struct rtm_tlsf *t, size_t b, size_t need)
     bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b), fwd = (next == NIL) | (PREV_GET(t, ns) == b);
-    bool nfree = free_header_at(t, ns);
-    bool nblock = (next == NIL) | nfree;
-    return own & (hdr_size(hdr) >= need) & nok & fwd & nblock;
+    return own & (hdr_size(hdr) >= need) & nok & fwd;
 }
 
 /* Reports damage found by an allocation: out of line, cold. */
@@ -492,11 +511,11 @@ static __attribute__((noinline, cold)) size_t alloc_damaged(struct rtm_tlsf *t, 
  * when hard and the head is not an intact free block that large. */
 static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, size_t need, bool hard)
 {
-    size_t b = t->heads[fl][sl];
+    size_t b = HEAD(t, fl, sl);
     if (hard && __builtin_expect(!head_ok(t, b, need), 0))
         return alloc_damaged(t, b, "free block at a list head");
     size_t next = NEXT(t, b);
-    RTM_SET(&t->base, t->heads[fl][sl], next);
+    NEXT_SET(t, PSEUDO(fl * SL_COUNT + sl), next);
     PREV_SET(t, next, PSEUDO(fl * SL_COUNT + sl));
     bitmap_clear_if(t, next == NIL, fl, sl);
     return b;
@@ -532,7 +551,7 @@ static inline __attribute__((always_inline)) size_t find_free(struct rtm_tlsf *t
             return list_pop(t, fl, ffs32(sl_map), s, hard);
     }
     unsigned sl = class_sl_fl(s, sfl);
-    size_t head = t->heads[sfl][sl];
+    size_t head = HEAD(t, sfl, sl);
     if (head != NIL && NEXT(t, head) == NIL && hdr_size(HDR(t, head)) >= s)
         return list_pop(t, sfl, sl, s, hard);
     return 0;
@@ -672,10 +691,10 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
         return -EINVAL;
     hword hdr = HDR(t, at.b);
     size_t size = hdr_size(hdr);
-    /* A prev link left in free memory (or in a payload that was free once)
+    /* A next link left in free memory (or in a payload that was free once)
      * holds a real link value; a damaged header does not (its tag bits make
      * it none). */
-    if (LINK_MARK != 0 && (hdr & F_LINK) == F_LINK && prev_target_ok(t, (size_t)(hdr & ~F_LINK)))
+    if ((hdr & F_LINK) == F_LINK && next_target_ok(t, (size_t)hdr - LINK_MARK))
         return -EINVAL;
     /* a header a merge swallowed: F_GONE over its old, valid tag */
     if ((hdr & F_GONE) && tag_ok(t, at.b, hdr & ~F_GONE))
@@ -698,22 +717,24 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
 
 /* Whether the predecessor that the plan merges with is a free block ending
  * at b: its size (the footer) fits between the pool's start and b, and the
- * header it leads to is a tagged free header of that size. (F_PREV_FREE
- * itself is covered by b's tag.) Reads nothing outside the pool.
+ * header it leads to is a free header of that size, its other flags clear.
+ * (F_PREV_FREE itself is covered by b's tag.) No tag is needed there: an
+ * overflow reaches that header but never the footer, so a header it
+ * changed either disagrees with the footer or says what the merge writes
+ * over it anyway. Reads nothing outside the pool.
  * Branch-free, without a test of "is there a predecessor?" (a free
  * predecessor is common and comes at random, so that branch would often be
  * mispredicted: docs/tlsf.md has the counts): with none, psize is 0, the
  * header read is b's own, already verified, and it is compared with itself. */
 static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, size_t pool_start)
 {
-    const hword fields = SIZE_MASK | F_LINK | F_GONE;
+    const hword fields = SIZE_MASK | F_MASK;
     bool in = ((f->psize & (GRANULE - 1)) == 0) & (f->psize <= f->b - pool_start);
     size_t pq = in ? f->pb : f->b;
     hword ph = HDR(t, pq);
     hword pmask = (hword)(int64_t)(intptr_t)f->pmask; /* sign-extended: as wide as a header */
     hword want = ((f->psize | F_FREE) & pmask) | (f->hdr & fields & ~pmask);
-    bool tagged = tag_ok(t, pq, ph);
-    return in & ((ph & fields) == want) & tagged;
+    return in & ((ph & fields) == want);
 }
 
 static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
@@ -750,7 +771,7 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
      * descriptor; it counts only when prev is free. */
     f->nmask = (size_t)0 - (size_t)(f->nh & F_FREE);
     f->pmask = (size_t)0 - (size_t)((f->hdr & F_PREV_FREE) >> 1);
-    f->psize = *blk(t, f->b - W) & f->pmask;
+    f->psize = prev_size(t, f->b) & f->pmask;
     f->pb = f->b - f->psize;
     size_t first = IDLE ^ ((f->pb ^ IDLE) & f->pmask);
     f->first = first ^ ((f->n ^ first) & f->nmask);
@@ -1081,7 +1102,7 @@ static size_t largest_request(const struct rtm_tlsf *t)
     if (!t->sl_bitmap[fl])
         return 0; /* bitmaps that disagree: only damage does that */
     unsigned sl = fls32(t->sl_bitmap[fl]);
-    size_t head = t->heads[fl][sl];
+    size_t head = HEAD(t, fl, sl);
     if (hardened(t) && !free_header_at(t, head))
         return 0; /* damaged: alloc would refuse it, so promise nothing */
     size_t size = NEXT(t, head) == NIL ? hdr_size(HDR(t, head)) : class_low(fl, sl);
@@ -1122,7 +1143,7 @@ static int check_pool(const struct rtm_tlsf *t, const struct tlsf_pool *d, size_
         CHECK(((hdr & F_PREV_FREE) != 0) == prev_free);
         if (hdr & F_FREE) {
             CHECK(!prev_free); /* coalescing is complete */
-            CHECK(*blk(t, b + size - W) == size);
+            CHECK(prev_size(t, b + size) == size);
             *free_bytes += size;
             ++*free_blocks;
             *sig += sig_of(b);
@@ -1151,7 +1172,7 @@ static int check_lists(const struct rtm_tlsf *t, size_t free_blocks, uint64_t wa
     for (unsigned fl = 0; fl < FL_COUNT; fl++) {
         CHECK(((t->fl_bitmap >> fl) & 1u) == (t->sl_bitmap[fl] != 0));
         for (unsigned sl = 0; sl < SL_COUNT; sl++) {
-            size_t b = t->heads[fl][sl];
+            size_t b = HEAD(t, fl, sl);
             CHECK(((t->sl_bitmap[fl] >> sl) & 1u) == (b != NIL));
             size_t prev = PSEUDO(fl * SL_COUNT + sl);
             while (b != NIL) {

@@ -316,14 +316,14 @@ static struct rtm_xvheap *init_control(uintptr_t ctl, const struct rtm_heap_conf
     memset(t, 0, sizeof(*t));
     rtm_kind_init(&t->base, RTM_KIND_XVHEAP, cfg, mem);
     HDR(t, NIL) = F_FENCE;
-    NEXT(t, NIL) = NIL;
+    NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
     HDR(t, IDLE) = F_FENCE;
-    NEXT(t, IDLE) = IDLE;
+    NEXT_SET(t, IDLE, IDLE);
     PREV_SET(t, IDLE, IDLE);
     for (unsigned f = 0; f < FL_COUNT; f++)
         for (unsigned s = 0; s < SL_COUNT; s++)
-            t->heads[f][s] = NIL;
+            t->heads[f][s] = NIL + LINK_MARK;
     /* The first-pool tests of tlsf_core.h pass the idle block only, which
      * every check takes for what it is: no block lies outside a page. */
     t->start0 = IDLE;
