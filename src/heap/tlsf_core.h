@@ -97,8 +97,6 @@ typedef uint64_t hword;
 #define TAG_SHIFT   40
 #define SIZE_MASK   ((((hword)1) << TAG_SHIFT) - GRANULE)
 #define TAG_MASK    (~((((hword)1) << TAG_SHIFT) - 1))
-/* The header bits a tag covers. */
-#define TAGGED_BITS (~TAG_MASK)
 /* What find_free returns when the block it would take is damaged (no block
  * lies at offset 1: headers are 8 bytes below a 16-aligned payload). */
 #define DAMAGED     ((size_t)1)
@@ -237,24 +235,26 @@ static inline bool hardened(const struct rtm_tlsf *t)
     return t->base.hardening != RTM_HEAP_HARDEN_NONE;
 }
 
-/* The tag of a header at offset b holding v (see TAG_SHIFT): one multiply
- * by an odd constant, whose top bits every lower bit of its operand moves:
- * a change to v (the low TAG_SHIFT bits) or to b's low bits changes them. */
-static inline hword hdr_tag(const struct rtm_tlsf *t, size_t b, hword v)
+/* The keyed hash behind a header's tag (see TAG_SHIFT): one multiply by an
+ * odd constant, whose top bits every lower bit of its operand moves. v's
+ * tag bits fall off the shift, so v needs no mask: a change to the bits a
+ * tag covers or to b changes the top TAG_SHIFT.. bits of the product. */
+static inline uint64_t tag_hash(const struct rtm_tlsf *t, size_t b, hword v)
 {
-    uint64_t x = ((uint64_t)b << (64 - TAG_SHIFT)) ^ (v & TAGGED_BITS) ^ t->base.tag_key;
-    return (x * 0xd6e8feb86659fd93ull) & TAG_MASK;
+    uint64_t x = ((uint64_t)v << (64 - TAG_SHIFT)) ^ (uint64_t)b ^ t->base.tag_key;
+    return x * 0xd6e8feb86659fd93ull;
 }
 
-/* The header for v at offset b: tagged when the heap is hardened. */
+/* The header for v (tag bits clear) at offset b: tagged when the heap is
+ * hardened. */
 static inline hword mk_hdr(const struct rtm_tlsf *t, size_t b, hword v, bool hard)
 {
-    return hard ? v | hdr_tag(t, b, v) : v;
+    return hard ? v | (tag_hash(t, b, v) >> TAG_SHIFT << TAG_SHIFT) : v;
 }
 
 static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, hword hdr)
 {
-    return (hdr & TAG_MASK) == hdr_tag(t, b, hdr);
+    return ((tag_hash(t, b, hdr) ^ hdr) >> TAG_SHIFT) == 0;
 }
 
 /*
