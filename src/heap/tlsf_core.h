@@ -450,19 +450,9 @@ static inline bool prev_target_ok(const struct rtm_tlsf *t, size_t y)
  * not one a merge swallowed. */
 static inline bool free_header_at(const struct rtm_tlsf *t, size_t y)
 {
-    /* Copied, not loaded as a header: y may be a pseudo-node, which on
-     * 32-bit is only 4-aligned (one move either way). */
-    hword hdr;
-    memcpy(&hdr, at_off(t, y), sizeof(hdr));
+    hword hdr = HDR(t, y);
     bool tagged = tag_ok(t, y, hdr);
     return ((hdr & (F_LINK | F_GONE)) == F_FREE) & tagged;
-}
-
-/* Whether y is a pseudo-node: a list head's place in the control structure. */
-static inline bool is_pseudo(size_t y)
-{
-    size_t rel = y - PSEUDO(0);
-    return ((rel >> W_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - W_LOG2))) < CLASS_COUNT;
 }
 
 /*
