@@ -524,15 +524,17 @@ static inline size_t list_pop(struct rtm_tlsf *t, unsigned fl, unsigned sl, size
 static inline __attribute__((always_inline)) size_t find_free(struct rtm_tlsf *t, size_t s,
                                                               bool hard)
 {
-    unsigned sfl = class_fl(s);
-    size_t r = s + ((((size_t)1) << class_shift_fl(sfl)) - 1);
-    unsigned rfl = class_fl(r);
-    if (__builtin_expect(rfl < FL_COUNT, 1)) {
+    /* s rounded up to its class's last size: a class of level f > 1 is
+     * 2^(fls(s) - SL_LOG2) wide; below, classes are a granule wide and s a
+     * multiple of it, and adding less than a granule keeps s in its class. */
+    size_t r = s + (((size_t)1) << (fls_size(s | (SMALL_LIMIT - 1)) - SL_LOG2)) - 1;
+    size_t ridx = class_index(r);
+    if (__builtin_expect(ridx < CLASS_COUNT, 1)) {
         /* The first non-empty class at or above (rfl, rsl): in level rfl
          * itself, else in the next non-empty level. Selected without a
          * branch; ORing bit 31 keeps ctz defined and lands on an empty level
          * when there is nothing above. */
-        unsigned rsl = class_sl_fl(r, rfl);
+        unsigned rfl = (unsigned)(ridx >> SL_LOG2), rsl = (unsigned)ridx & (SL_COUNT - 1);
         uint32_t here = t->sl_bitmap[rfl] & (~0u << rsl);
         uint32_t above = t->fl_bitmap & (0xfffffffeu << rfl);
         unsigned fl = here ? rfl : ffs32(above | 0x80000000u);
@@ -540,7 +542,7 @@ static inline __attribute__((always_inline)) size_t find_free(struct rtm_tlsf *t
         if (__builtin_expect(sl_map != 0, 1))
             return list_pop(t, fl, ffs32(sl_map), s, hard);
     }
-    unsigned sl = class_sl_fl(s, sfl);
+    unsigned sfl = class_fl(s), sl = class_sl_fl(s, sfl);
     size_t head = HEAD(t, sfl, sl);
     if (head != NIL && NEXT(t, head) == NIL && hdr_size(HDR(t, head)) >= s)
         return list_pop(t, sfl, sl, s, hard);
