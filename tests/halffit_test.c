@@ -514,6 +514,9 @@ TEST_CASE("a link to planted data that links back: never handed out")
         CHECK(memcmp(before, v, back) == 0);
         CHECK(memcmp(before + back + sizeof(size_t), v + back + sizeof(size_t),
                      sizeof(before) - back - sizeof(size_t)) == 0);
+        size_t now;
+        memcpy(&now, v + back, sizeof(now)); /* a list head's place: before every fragment */
+        CHECK(now != noff && now < (size_t)(a - (unsigned char *)h));
         if (via_free) /* the merged fragment came first in that list */
             CHECK(rtm_halffit_alloc(h, 240) == a);
         CHECK(rtm_halffit_alloc(h, 240) == NULL); /* y heads the list: refused */

@@ -170,8 +170,10 @@ enum neighbour { NB_FREE, NB_LIVE, NB_FREED_AFTER, NB_LINKS, NB_COUNT };
 static const char *const nb_names[NB_COUNT] = { "free", "live", "freed-after", "link-like data" };
 /* The last two leave the first 8 bytes past the block alone (a store to
  * v[n + 1] past an array v[n]): a free neighbour's header stays intact and
- * only what follows it (for TLSF, its next link) changes, to the offset of
- * a live block, or of a header a merge swallowed. */
+ * only what follows it changes, to what TLSF would store as a next link to
+ * a live block, or to a header a merge swallowed (the offset, marked: 5
+ * added). TLSF keeps its links past those bytes: were they there, these
+ * would plant one. */
 enum { PAT_ZERO, PAT_A, PAT_ONES, PAT_NEAR, PAT_OFFSET, PAT_SKIP_LIVE, PAT_SKIP_GONE, PAT_COUNT };
 
 /* The byte the pattern writes at distance i past the block's end. */
@@ -179,8 +181,8 @@ static unsigned char pattern_byte(int pat, size_t i, unsigned char was, uint64_t
                                   uint64_t gone)
 {
     switch (pat) {
-    case PAT_SKIP_LIVE: return i < 8 ? was : (unsigned char)(offset >> (8 * (i % 8)));
-    case PAT_SKIP_GONE: return i < 8 ? was : (unsigned char)(gone >> (8 * (i % 8)));
+    case PAT_SKIP_LIVE: return i < 8 ? was : (unsigned char)((offset | 5u) >> (8 * (i % 8)));
+    case PAT_SKIP_GONE: return i < 8 ? was : (unsigned char)((gone | 5u) >> (8 * (i % 8)));
     case PAT_ZERO: return 0x00;
     case PAT_A: return 0x41;
     case PAT_ONES: return 0xff;
@@ -312,8 +314,9 @@ static void trial(const char *kind, int hardening, size_t len, int pat, enum nei
     /* a value that means something in this heap: another block's offset */
     uint64_t offset = (uint64_t)(t.held[other].p - (unsigned char *)t.h) - 8;
     if (nb == NB_LINKS) {
-        /* B holds what a free block's header and links would: real offsets */
-        uint64_t links[3] = { offset, offset | 1u, offset | 5u };
+        /* B holds what a free block's header and links would: real offsets,
+         * bare and marked as TLSF marks its links (next + 5, prev + 1) */
+        uint64_t links[4] = { offset, offset | 5u, offset | 1u, offset };
         size_t n = t.held[b].usable < sizeof(links) ? t.held[b].usable : sizeof(links);
         memcpy(pb, links, n);
         t.held[b].skip = n;

@@ -394,14 +394,12 @@ static void free_bounds_in(struct rtm_tlsf *t, unsigned char *lo, unsigned char 
     CHECK_EQ(rtm_tlsf_free(t, last), 0); /* the highest block is accepted */
     CHECK(rtm_tlsf_alloc(t, 1) == last);
     struct rtm_heap_stats before = stats(t);
-    /* last + 16 lies in the last block: on 64-bit the word before it is
-     * the marked prev link its memory held when it was free, and reads as
-     * one (refused quietly); on 32-bit it is whatever that memory held
-     * before, read as a header: refused, as -EINVAL or as damage (-EFAULT,
-     * reported) depending on those bytes, so checked on 64-bit only. */
+    /* last + 16 lies in the last block: the word before it is the marked
+     * next link its memory held when it was free, and reads as one
+     * (refused quietly). */
     unsigned char *refused[] = { end - 8,    end + 8,    end + 24,   end + 40, end + 4104,
                                  first - 16, first - 32, first - 48, last + 8, last + 16 };
-    size_t n_refused = sizeof(refused) / sizeof(refused[0]) - (sizeof(size_t) == 8 ? 0 : 1);
+    size_t n_refused = sizeof(refused) / sizeof(refused[0]);
     for (size_t i = 0; i < n_refused; i++)
         CHECK_EQ(rtm_tlsf_free(t, refused[i]), -EINVAL);
     struct rtm_heap_stats after = stats(t);
@@ -461,9 +459,11 @@ static void write_next(unsigned char *x, size_t v)
 }
 
 /* Writes 16 bytes past live block a: its successor's header as it is, then
- * v where the next link lay before links moved past the first granule. */
+ * v as a next link is stored (marked), where the links would lie if they
+ * were in an overflow's reach: they are not, so this changes nothing. */
 static void overflow_keeping_header(struct rtm_heap *h, unsigned char *a, size_t v)
 {
+    v += NEXT_MARK;
     memcpy(a + rtm_heap_usable_size(h, a) + HDR, &v, LINK);
 }
 
@@ -586,6 +586,54 @@ TEST_CASE("damaged predecessor not laundered")
     CHECK_EQ(rtm_heap_free(h, a), -EFAULT); /* a would merge with n */
     CHECK_EQ(corruptions_of(h), 2);
     CHECK(rtm_heap_check(h) == -EFAULT);
+    /* The same with only a bit of n's tag changed (its size and flags as
+     * they were): the merge would rewrite the header and erase the damage. */
+    for (size_t byte = 5; byte < 8; byte++) {
+        h = rtm_heap_create("tlsf", arena, sizeof(arena));
+        REQUIRE(h != NULL, );
+        a = rtm_heap_alloc(h, 24), n = rtm_heap_alloc(h, 40), m = rtm_heap_alloc(h, 24);
+        rtm_heap_alloc(h, 24);
+        REQUIRE(a && n && m, );
+        CHECK_EQ(rtm_heap_free(h, n), 0);
+        a[rtm_heap_usable_size(h, a) + byte] ^= 0x01;
+        CHECK_EQ(rtm_heap_free(h, m), -EFAULT);
+        CHECK_EQ(rtm_heap_free(h, a), -EFAULT);
+        CHECK_EQ(corruptions_of(h), 2);
+        CHECK(rtm_heap_check(h) == -EFAULT);
+    }
+}
+
+/* A stray write to a free block's footer (its last word, out of an
+ * overflow's reach), made to lead into a live block's data that reads as
+ * a free header of that size: the free of the block after it must not
+ * merge with program data. The header's tag refuses it. */
+TEST_CASE("footer led into live data")
+{
+    test_context = "footer-into-live";
+    static unsigned char mem[1 << 15] __attribute__((aligned(64)));
+    struct rtm_heap *h = rtm_heap_create("tlsf", mem, sizeof(mem));
+    REQUIRE(h != NULL, );
+    unsigned char *l = rtm_heap_alloc(h, 400), *p = rtm_heap_alloc(h, 40);
+    unsigned char *b = rtm_heap_alloc(h, 40);
+    rtm_heap_alloc(h, 24);
+    REQUIRE(l && p && b, );
+    CHECK_EQ(rtm_heap_free(h, p), 0); /* p: a free 48-byte block before b */
+    size_t fake = 160;
+    uint64_t fake_hdr = fake | 1; /* free, that size, no tag */
+    memcpy(b - HDR - fake, &fake_hdr, HDR);
+    /* and links that agree: a ring of it and another fake 64 bytes before */
+    size_t f1 = (size_t)(b - HDR - fake - (unsigned char *)h), f2 = f1 - 64;
+    size_t words[4] = { f2 + NEXT_MARK, f2 + PREV_MARK, f1 + NEXT_MARK, f1 + PREV_MARK };
+    memcpy((unsigned char *)h + f1 + LINKS, words, 2 * LINK);
+    memcpy((unsigned char *)h + f2 + LINKS, words + 2, 2 * LINK);
+    unsigned char before[400];
+    memcpy(before, l, sizeof(before));
+    memcpy(b - HDR - LINK, &fake, LINK); /* p's footer: 160 */
+    CHECK_EQ(rtm_heap_free(h, b), -EFAULT);
+    CHECK_EQ(corruptions_of(h), 1);
+    CHECK(memcmp(before, l, sizeof(before)) == 0);
+    unsigned char *q = rtm_heap_alloc(h, 150);
+    CHECK(q == NULL || q >= l + 400 || q + rtm_heap_usable_size(h, q) <= l);
 }
 
 /* A live neighbour's header with only its free bit set by the overflow ('0'

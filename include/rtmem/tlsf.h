@@ -74,8 +74,8 @@
  *    header can compute valid tags for values near it.
  *  - At RTM_HEAP_HARDEN_O1 (the default) and FULL, before anything is
  *    written: free checks its block's tag and its successor's, that a free
- *    predecessor's size (its footer) leads back to a free header of that
- *    size inside the pool, and that the list links of each free neighbour
+ *    predecessor's size (its footer) leads back to a tagged free header of
+ *    that size inside the pool, and that the list links of each free neighbour
  *    it unlinks lead where a link may lead (a block's position in a pool, a
  *    list head, the list end) and link back (safe unlinking); alloc checks
  *    the tag of the block it takes off a list, that it is free and large
@@ -87,9 +87,10 @@
  *    block's. Tags are checked where an overflow reaches (headers); links
  *    lie out of its reach, and are checked only for agreeing with each
  *    other.
- *  - Each pool keeps GRANULE bytes after its sentinel's header: 16 bytes
- *    past the last block of a pool stay inside it, never reaching the pool
- *    or control structure the caller placed next.
+ *  - Each pool keeps GRANULE bytes from its sentinel's header on (the
+ *    header and a word more): 16 bytes past the last block of a pool stay
+ *    inside it, never reaching the pool or control structure the caller
+ *    placed next.
  *  - What that detects: an overflow of any length from a block into the
  *    next block's header (reported when either block is freed or
  *    reallocated, or when the damaged free block is next taken by alloc).

@@ -186,12 +186,17 @@ static inline bool hardened(const struct rtm_halffit *t)
 
 /* The keyed hash of a header at offset b holding v, in its top 24 bits
  * (the rest is noise): one multiply by an odd constant, whose top bits
- * every lower bit of its operand moves. v's own tag bits are shifted out,
- * and b's low bits (zero at every position) too. */
+ * every lower bit of its operand moves. The bits a tag covers lie in the
+ * operand's low TAG_SHIFT bits, so that a change to any of them moves the
+ * tag in a way that depends on the key (a bit placed high would flip a
+ * tag bit it alone decides); the offset, which no overflow changes, is
+ * rotated over them, every bit kept. */
 static inline uint64_t hdr_hash(const struct rtm_halffit *t, size_t b, hword v)
 {
-    uint64_t x = (v << (64 - TAG_SHIFT)) ^ ((uint64_t)b >> 3) ^ t->base.tag_key;
-    return x * 0x9fb21c651e98df25ull;
+    uint64_t o = (uint64_t)b;
+    o = (o << (64 - TAG_SHIFT)) | (o >> TAG_SHIFT);
+    hword covered = v & ((((hword)1) << TAG_SHIFT) - 1);
+    return (o ^ covered ^ t->base.tag_key) * 0x9fb21c651e98df25ull;
 }
 
 /* The header for v (no tag bits set) at offset b: tagged when hardened. */

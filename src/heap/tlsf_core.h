@@ -97,6 +97,8 @@ typedef uint64_t hword;
 #define TAG_SHIFT   40
 #define SIZE_MASK   ((((hword)1) << TAG_SHIFT) - GRANULE)
 #define TAG_MASK    (~((((hword)1) << TAG_SHIFT) - 1))
+/* The header bits a tag covers. */
+#define TAGGED_BITS (~TAG_MASK)
 /* What find_free returns when the block it would take is damaged (no block
  * lies at offset 1: headers are 8 bytes below a 16-aligned payload). */
 #define DAMAGED     ((size_t)1)
@@ -152,9 +154,9 @@ _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its li
  * header, in the order of their use, so that a call touches as few cache
  * lines of the control structure as it can: on 64-bit with the structure
  * on a line boundary, base in the first line; the bitmap of levels, the
- * counters, the first pool's bounds and the terminator's header and next
- * link in the second; the terminator's prev link, the idle block and the
- * second-level words of the small classes in the third.
+ * counters, the first pool's bounds and the terminator's header in the
+ * second; the terminator's links, the idle block and the second-level
+ * words of the small classes in the third.
  */
 struct rtm_tlsf {
     struct rtm_heap base;
@@ -236,13 +238,16 @@ static inline bool hardened(const struct rtm_tlsf *t)
 }
 
 /* The keyed hash behind a header's tag (see TAG_SHIFT): one multiply by an
- * odd constant, whose top bits every lower bit of its operand moves. v's
- * tag bits fall off the shift, so v needs no mask: a change to the bits a
- * tag covers or to b changes the top TAG_SHIFT.. bits of the product. */
+ * odd constant, whose top bits every lower bit of its operand moves. The
+ * bits a tag covers lie in the operand's low TAG_SHIFT bits, so that a
+ * change to any of them moves the tag in a way that depends on the key (a
+ * bit placed high would flip a tag bit it alone decides); the offset, which
+ * no overflow changes, is rotated over them, every bit kept. */
 static inline uint64_t tag_hash(const struct rtm_tlsf *t, size_t b, hword v)
 {
-    uint64_t x = ((uint64_t)v << (64 - TAG_SHIFT)) ^ (uint64_t)b ^ t->base.tag_key;
-    return x * 0xd6e8feb86659fd93ull;
+    uint64_t o = (uint64_t)b;
+    o = (o << (64 - TAG_SHIFT)) | (o >> TAG_SHIFT);
+    return (o ^ (v & TAGGED_BITS) ^ t->base.tag_key) * 0xd6e8feb86659fd93ull;
 }
 
 /* The header for v (tag bits clear) at offset b: tagged when the heap is
@@ -709,11 +714,12 @@ static __attribute__((noinline, cold)) int free_refused(struct rtm_tlsf *t, cons
 
 /* Whether the predecessor that the plan merges with is a free block ending
  * at b: its size (the footer) fits between the pool's start and b, and the
- * header it leads to is a free header of that size, its other flags clear.
- * (F_PREV_FREE itself is covered by b's tag.) No tag is needed there: an
- * overflow reaches that header but never the footer, so a header it
- * changed either disagrees with the footer or says what the merge writes
- * over it anyway. Reads nothing outside the pool.
+ * header it leads to is a tagged free header of that size, its other flags
+ * clear. (F_PREV_FREE itself is covered by b's tag.) The tag is what the
+ * merge would otherwise erase: an overflow that changed only the tag bits
+ * of that header (or a footer forged to lead into program data that reads
+ * as a free header) is reported, not written over. Reads nothing outside
+ * the pool.
  * Branch-free, without a test of "is there a predecessor?" (a free
  * predecessor is common and comes at random, so that branch would often be
  * mispredicted: docs/tlsf.md has the counts): with none, psize is 0, the
@@ -726,7 +732,8 @@ static inline bool prev_ok(const struct rtm_tlsf *t, const struct free_plan *f, 
     hword ph = HDR(t, pq);
     hword pmask = (hword)(int64_t)(intptr_t)f->pmask; /* sign-extended: as wide as a header */
     hword want = ((f->psize | F_FREE) & pmask) | (f->hdr & fields & ~pmask);
-    return in & ((ph & fields) == want);
+    bool tagged = tag_ok(t, pq, ph);
+    return in & ((ph & fields) == want) & tagged;
 }
 
 static __attribute__((noinline, cold)) int free_damaged(struct rtm_tlsf *t, const void *p,
