@@ -299,12 +299,18 @@ _Static_assert(LINKS + 2 * W == MIN_BLOCK || LINKS + 3 * W <= MIN_BLOCK,
 _Static_assert(LINK_MARK < 8 && PREV_MARK < 4 && _Alignof(struct rtm_tlsf) >= 8,
                "marks sit in the bits a link's value leaves clear");
 
+/* The size a free block's footer word w says: on 64-bit a minimum block's
+ * footer word is its marked prev link. */
+static inline size_t footer_size(size_t w)
+{
+    return PREV_MARK && (w & PREV_MARK) ? MIN_BLOCK : w;
+}
+
 /* The size of the free block that ends at b (its footer), given that one
- * does: on 64-bit a minimum block's footer word is its marked prev link. */
+ * does. */
 static inline size_t prev_size(const struct rtm_tlsf *t, size_t b)
 {
-    size_t w = *blk(t, b - W);
-    return PREV_MARK && (w & PREV_MARK) ? MIN_BLOCK : w;
+    return footer_size(*blk(t, b - W));
 }
 
 static inline void set_footer(struct rtm_tlsf *t, size_t b, size_t size)
@@ -770,7 +776,8 @@ static inline __attribute__((always_inline)) int free_plan(struct rtm_tlsf *t, c
      * descriptor; it counts only when prev is free. */
     f->nmask = (size_t)0 - (size_t)(f->nh & F_FREE);
     f->pmask = (size_t)0 - (size_t)((f->hdr & F_PREV_FREE) >> 1);
-    f->psize = prev_size(t, f->b) & f->pmask;
+    /* read here, not in a helper: tests/tsan.supp names this function */
+    f->psize = footer_size(*blk(t, f->b - W)) & f->pmask;
     f->pb = f->b - f->psize;
     size_t first = IDLE ^ ((f->pb ^ IDLE) & f->pmask);
     f->first = first ^ ((f->n ^ first) & f->nmask);
