@@ -17,9 +17,10 @@
  * and only headers need keyed tags. The footer of a free block repeats its
  * size, so the block after it can find its start when merging backwards;
  * in a block of MIN_BLOCK bytes on 64-bit the footer's word is the prev
- * link, marked so that it reads as MIN_BLOCK (prev_size). next/prev are offsets from the heap base
- * (struct rtm_tlsf), as are all list heads and pool descriptors. Offset
- * arithmetic is modulo 2^N, so pools below the heap base work too.
+ * link, marked so that it reads as MIN_BLOCK (footer_size). next/prev are
+ * offsets from the heap base (struct rtm_tlsf), as are all list heads and
+ * pool descriptors. Offset arithmetic is modulo 2^N, so pools below the
+ * heap base work too.
  *
  * Every pool ends with a sentinel: a header-only block marked used and fenced,
  * so the physical successor of a real block always exists; GRANULE bytes of
@@ -270,7 +271,7 @@ static inline bool tag_ok(const struct rtm_tlsf *t, size_t b, hword hdr)
  * merge swallowed (F_GONE), and freeing a stale pointer into free memory is
  * refused as not live, not taken for damage. The prev link is stored with
  * PREV_MARK added where it is the footer's word of a MIN_BLOCK block (64-bit),
- * so that prev_size tells it from a footer. Marks are added, not ORed: a
+ * so that footer_size tells it from a footer. Marks are added, not ORed: a
  * decoded link's address folds the mark into its displacement.
  */
 #define LINK_MARK         ((size_t)F_LINK)
