@@ -293,16 +293,35 @@ static __attribute__((noinline)) bool pos_other(const struct rtm_halffit *t, siz
     return d && ((y - d->start) & (GRANULE - 1)) == 0 && d->end - y >= MIN_FRAG;
 }
 
-static inline bool pos_ok(const struct rtm_halffit *t, size_t y)
-{
-    return __builtin_expect(pos0(t, y), 1) || (t->pool_count > 1 && pos_other(t, y));
-}
-
 /* Whether y is a list's pseudo-node. */
 static inline bool is_pseudo(size_t y)
 {
     size_t rel = y - PSEUDO(0);
     return ((rel >> W_LOG2) | (rel << (sizeof(size_t) * CHAR_BIT - W_LOG2))) < BINS;
+}
+
+/* Whether y is what a next link may hold: the terminator or a fragment
+ * position; whether y is what a prev link may hold: a pseudo-node or a
+ * fragment position. Each is branch-free for the first pool; another pool
+ * costs O(pools). The one branch is on the number of pools, which is
+ * fixed: with a branch on the first pool's test instead (its result
+ * predicted true, the other pools tried when false), every link to the
+ * list's end or a list head took it, and those come at random: that cost
+ * alloc about 17% of its time and free 7%. */
+static inline bool next_target_ok(const struct rtm_halffit *t, size_t y)
+{
+    bool fast = (y == NIL) | pos0(t, y);
+    if (__builtin_expect(t->pool_count > 1, 0))
+        return fast || pos_other(t, y);
+    return fast;
+}
+
+static inline bool prev_target_ok(const struct rtm_halffit *t, size_t y)
+{
+    bool fast = is_pseudo(y) | pos0(t, y);
+    if (__builtin_expect(t->pool_count > 1, 0))
+        return fast || pos_other(t, y);
+    return fast;
 }
 
 /* ---- integrity checks (hardened heaps) ------------------------------------ */
@@ -328,11 +347,9 @@ static inline bool free_header_at(const struct rtm_halffit *t, size_t y)
 static __attribute__((noinline)) bool links_ok(const struct rtm_halffit *t, size_t x)
 {
     size_t next = NEXT(t, x), prev = PLINK(t, x);
-    bool nend = next == NIL, npos = pos_ok(t, next), pseudo = is_pseudo(prev);
-    bool ppos = pos_ok(t, prev);
-    bool nok = nend | npos, pok = pseudo | ppos;
+    bool nok = next_target_ok(t, next), pok = prev_target_ok(t, prev);
     size_t ns = nok ? next : x, ps = pok ? prev : x;
-    bool back = NEXT(t, ps) == x, fwd = nend | (PLINK(t, ns) == x);
+    bool back = NEXT(t, ps) == x, fwd = (next == NIL) | (PLINK(t, ns) == x);
     return nok & pok & back & fwd;
 }
 
@@ -343,11 +360,10 @@ static inline bool head_ok(const struct rtm_halffit *t, size_t b, unsigned bin, 
 {
     hword hdr = HDR(t, b);
     size_t next = NEXT(t, b);
-    bool nend = next == NIL, npos = pos_ok(t, next);
-    bool nok = nend | npos;
+    bool nok = next_target_ok(t, next);
     size_t ns = nok ? next : b;
     bool own = free_header_at(t, b);
-    bool fwd = nend | (PLINK(t, ns) == b), back = PLINK(t, b) == PSEUDO(bin);
+    bool fwd = (next == NIL) | (PLINK(t, ns) == b), back = PLINK(t, b) == PSEUDO(bin);
     return own & (hdr_size(hdr) >= need) & back & nok & fwd;
 }
 
