@@ -12,7 +12,7 @@ part of make bench).
 2. Runs `rtmem bench --no-sweep --no-free-order --threads 0` --runs times
    (default 3): its main phase only, every allocator in each run, on
    bench's default rows (every rtmem kind and its unchecked "-none" row,
-   tlsf(typed), glibc, glibc-rt) or on --kinds, plus rlsf and every
+   tlsf(typed), halffit(typed), glibc, glibc-rt) or on --kinds, plus rlsf and every
    --plugin given (an allocator of your own, or a peer such as o1heap built
    as a plugin).
 3. Prints, per allocator, its net time per alloc and per free (average
@@ -329,8 +329,8 @@ def count_all(a, rows, plugins, scratch):
         if r["api"] == "rtm_heap":
             name = r["name"]
             targets.append((name, [name[:-5], "none"] if name.endswith("-none") else [name]))
-        elif r["api"] == "rtm_tlsf_typed":
-            targets.append((r["name"], ["tlsf(typed)"]))
+        elif r["api"] in ("rtm_tlsf_typed", "rtm_halffit_typed"):
+            targets.append((r["name"], [r["name"]]))
     for so, name in zip(plugins, [r["name"] for r in rows if r["api"] == "plugin"]):
         targets.append((name, [os.path.abspath(so)]))
     out = []

@@ -8,7 +8,8 @@
  *   speed_calls KIND|FILE.so [none] [OPS]
  *
  * KIND: an rtmem kind through rtm_heap_*, or "tlsf(typed)" through
- * rtm_tlsf_* ("none": at RTM_HEAP_HARDEN_NONE);
+ * rtm_tlsf_*, or "halffit(typed)" through rtm_halffit_* ("none": at
+ * RTM_HEAP_HARDEN_NONE);
  * FILE.so: a heap plugin (rtmem/plugin.h). The workload is bench's main
  * phase: sizes uniform in 16..4096, at most 1000 live blocks, each step an
  * alloc or the free of a random live block with even odds (an alloc when
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rtmem/halffit.h"
 #include "rtmem/heap.h"
 #include "rtmem/plugin.h"
 #include "rtmem/tlsf.h"
@@ -83,6 +85,15 @@ static int typed_free(void *h, void *p)
     return rtm_tlsf_free(h, p);
 }
 
+static void *hf_typed_alloc(void *h, size_t n)
+{
+    return rtm_halffit_alloc(h, n);
+}
+static int hf_typed_free(void *h, void *p)
+{
+    return rtm_halffit_free(h, p);
+}
+
 static int workload(long ops);
 
 static uint64_t seed = 20240601;
@@ -121,6 +132,10 @@ int main(int argc, char **argv)
         heap = rtm_tlsf_create_ex(mem, sizeof mem, &cfg);
         do_alloc_fn = typed_alloc;
         do_free_fn = typed_free;
+    } else if (strcmp(argv[1], "halffit(typed)") == 0) {
+        heap = rtm_halffit_create_ex(mem, sizeof mem, &cfg);
+        do_alloc_fn = hf_typed_alloc;
+        do_free_fn = hf_typed_free;
     } else {
         heap = rtm_heap_create_ex(argv[1], mem, sizeof mem, &cfg);
         do_alloc_fn = heap_alloc;

@@ -77,7 +77,7 @@ TEST_CASE("the defaults select every kind, then glibc, in the list's order")
     snprintf(want, sizeof(want), "%s,glibc", all_kinds(false));
     check_names(want);
     CHECK(select_(&canonical, NULL, NULL, 0) == 0);
-    snprintf(want, sizeof(want), "%s,tlsf(typed),glibc", all_kinds(true));
+    snprintf(want, sizeof(want), "%s,tlsf(typed),halffit(typed),glibc", all_kinds(true));
     check_names(want);
     CHECK_EQ(k.n_skipped, 0);
 }
@@ -94,6 +94,8 @@ TEST_CASE("--kinds sets the order and runs a name given twice once")
     check_names("tlsf,tlsf(typed),heapmem-none");
     CHECK(select_(&canonical, "tlsf(typed),tlsf-typed", NULL, 0) == 0);
     check_names("tlsf(typed)");
+    CHECK(select_(&listed, "halffit-typed,tlsf-typed,halffit(typed),halffit", NULL, 0) == 0);
+    check_names("halffit(typed),tlsf(typed),halffit");
 }
 
 static void refused(const struct tk_kinds_spec *spec, const char *kinds, const char *want,
@@ -121,6 +123,10 @@ TEST_CASE("unknown and empty names are refused in the tools' voice")
     refused(&listed, ",tlsf", "--kinds: empty name in ',tlsf'", TK_EXIT_USAGE);
     refused(&listed, "", "--kinds: empty name in ''", TK_EXIT_USAGE);
     refused(&listed, "tlsf,,glibc", "empty name", TK_EXIT_USAGE);
+    /* Only tlsf and halffit have a typed row. */
+    refused(&listed, "xvheap(typed)", "unknown allocator 'xvheap(typed)'", TK_EXIT_USAGE);
+    refused(&listed, "halffit-typedx", "unknown allocator 'halffit-typedx'", TK_EXIT_USAGE);
+    refused(&listed, "(typed)", "unknown allocator '(typed)'", TK_EXIT_USAGE);
     refused(&listed, "tlsf-0123456789012345678901234567890123456789012345678901234567890123456789",
             "unknown allocator 'tlsf-01234567890123456789", TK_EXIT_USAGE);
     refused(&listed, "TLSF", "unknown allocator 'TLSF'", TK_EXIT_USAGE);
@@ -143,7 +149,8 @@ TEST_CASE("the list of names is complete and truncated, never overrun")
     char buf[512];
     tk_kinds_names(buf, sizeof(buf));
     CHECK(strncmp(buf, "tlsf, tlsf-none, ", 17) == 0);
-    CHECK(strstr(buf, "tlsf(typed) (or tlsf-typed), glibc") != NULL);
+    CHECK(strstr(buf, "tlsf(typed) (or tlsf-typed), halffit(typed) (or halffit-typed), glibc") !=
+          NULL);
     for (const char *const *p = tk_peer_names(); *p; p++)
         CHECK(strstr(buf, *p) != NULL);
     /* Truncated, never overrun. */
@@ -175,7 +182,7 @@ TEST_CASE("each entry drives its allocator")
             continue;
         }
         CHECK(a->sort == TK_HEAP && a->hops && a->hops->create);
-        bool typed = strcmp(a->name, TK_TLSF_TYPED_NAME) == 0;
+        bool typed = strstr(a->name, "(typed)") != NULL;
         bool none = strstr(a->name, "-none") != NULL;
         CHECK(a->from == (typed ? TK_FROM_TYPED : TK_FROM_RTMEM));
         CHECK(a->hardening == (none ? RTM_HEAP_HARDEN_NONE : RTM_HEAP_HARDEN_O1));
@@ -194,10 +201,13 @@ TEST_CASE("each entry drives its allocator")
         CHECK(a->hops->stats(h, &st) == 0);
         CHECK_EQ(st.live_blocks, 0);
         /* The level the row promises, as the heap reports it. */
-        if (!typed)
-            CHECK(rtm_heap_hardening(h) == (none ? RTM_HEAP_HARDEN_NONE : RTM_HEAP_HARDEN_O1));
-        else
-            CHECK(rtm_heap_hardening(rtm_tlsf_heap(h)) == RTM_HEAP_HARDEN_O1);
+        /* The level and the kind the row promises, as the heap reports them
+         * (a typed row's handle is its kind's own). */
+        struct rtm_heap *as_heap = !typed                         ? h
+                                   : strcmp(a->kind, "tlsf") == 0 ? rtm_tlsf_heap(h)
+                                                                  : rtm_halffit_heap(h);
+        CHECK(rtm_heap_hardening(as_heap) == (none ? RTM_HEAP_HARDEN_NONE : RTM_HEAP_HARDEN_O1));
+        CHECK(strcmp(rtm_heap_kind(as_heap), a->kind) == 0);
         a->hops->destroy(h);
     }
 }

@@ -44,12 +44,17 @@ def test_quick_run_passes_with_the_runs_seed_and_setup(quick):
     assert d["real_time"] is not None and "policy" in d["real_time"]
 
 
-def test_defaults_are_every_kind_and_its_none_row_typed_tlsf_glibc(rtmem, quick):
+def test_defaults_are_every_kind_and_its_none_row_the_typed_rows_glibc(rtmem, quick):
     _, d, _ = quick
     kinds = run(rtmem, "kinds").stdout.split()
-    want = ["floor"] + [n for k in kinds for n in (k, k + "-none")] + ["tlsf(typed)", "glibc"]
+    typed = ["tlsf(typed)", "halffit(typed)"]
+    want = ["floor"] + [n for k in kinds for n in (k, k + "-none")] + typed + ["glibc"]
     assert names(d) == want + glibc_rt(rtmem)
     assert_glibc_rt_skipped_only_if_sanitized(rtmem, d)
+    # A typed row says which typed API it calls.
+    api = {a["name"]: a["api"] for a in d["allocators"]}
+    assert api["tlsf(typed)"] == "rtm_tlsf_typed" and api["halffit(typed)"] == "rtm_halffit_typed"
+    assert api["halffit"] == "rtm_heap"
 
 
 def test_glibc_rt_is_measured_alone_with_its_reserve(rtmem, quick):

@@ -111,7 +111,7 @@ void tk_alloc_rtmem(struct tk_alloc *a, const char *kind, int hardening)
     }
 }
 
-/* ---- TLSF through its typed API ---------------------------------------------- */
+/* ---- TLSF and halffit through their typed APIs ---------------------------- */
 
 static void *typed_create(const void *arg, void *mem, size_t size)
 {
@@ -165,15 +165,76 @@ static const struct tk_heap_ops typed_ops = {
     .fill_count = typed_fill_count,
 };
 
-void tk_alloc_tlsf_typed(struct tk_alloc *a)
+static void *hf_create(const void *arg, void *mem, size_t size)
 {
+    (void)arg;
+    return rtm_halffit_create(mem, size);
+}
+
+static void hf_destroy(void *h)
+{
+    rtm_heap_destroy(rtm_halffit_heap(h));
+}
+
+static void *hf_alloc(void *h, size_t size)
+{
+    return rtm_halffit_alloc(h, size);
+}
+
+static int hf_free(void *h, void *p)
+{
+    return rtm_halffit_free(h, p);
+}
+
+static size_t hf_usable_size(void *h, const void *p)
+{
+    return rtm_halffit_usable_size(h, p);
+}
+
+static int hf_stats(void *h, struct rtm_heap_stats *out)
+{
+    return rtm_halffit_stats(h, out);
+}
+
+static int hf_check(void *h)
+{
+    return rtm_halffit_check(h);
+}
+
+static size_t hf_fill_count(void *h, size_t size)
+{
+    return rtm_heap_fill_count(rtm_halffit_heap(h), size);
+}
+
+static const struct tk_heap_ops hf_typed_ops = {
+    .create = hf_create,
+    .destroy = hf_destroy,
+    .alloc = hf_alloc,
+    .free = hf_free,
+    .usable_size = hf_usable_size,
+    .stats = hf_stats,
+    .check = hf_check,
+    .fill_count = hf_fill_count,
+};
+
+static const char *const typed_kinds[] = { "tlsf", "halffit", NULL };
+
+const char *const *tk_typed_kinds(void)
+{
+    return typed_kinds;
+}
+
+void tk_alloc_typed(struct tk_alloc *a, const char *kind)
+{
+    bool tlsf = strcmp(kind, "tlsf") == 0;
     memset(a, 0, sizeof(*a));
     a->from = TK_FROM_TYPED;
-    a->kind = "tlsf";
+    a->kind = tlsf ? "tlsf" : "halffit";
     a->hardening = RTM_HEAP_HARDEN_O1;
-    snprintf(a->name, sizeof(a->name), "%s", TK_TLSF_TYPED_NAME);
-    set_bounded(a, &typed_ops, NULL);
-    a->describe = "TLSF through its typed API, rtm_tlsf_*";
+    snprintf(a->name, sizeof(a->name), "%s(typed)", a->kind);
+    set_bounded(a, tlsf ? &typed_ops : &hf_typed_ops, NULL);
+    a->describe = tlsf ? "TLSF through its typed API, rtm_tlsf_*"
+                       : "halffit through its typed API, rtm_halffit_*";
 }
 
 /* ---- glibc ------------------------------------------------------------------ */

@@ -5,8 +5,8 @@
  *
  * An allocator comes from one of five places (enum tk_alloc_from): an
  * rtmem kind through rtm_heap_* (at the default hardening level, or at
- * level none as "<kind>-none"), TLSF through its typed API ("tlsf(typed)"),
- * glibc, a peer loaded at run time, or a user's plugin. There are two sorts of allocator:
+ * level none as "<kind>-none"), TLSF or halffit through its typed API
+ * ("tlsf(typed)", "halffit(typed)"), glibc, a peer loaded at run time, or a user's plugin. There are two sorts of allocator:
  *
  * TK_HEAP: a bounded heap created inside memory the harness gives it (every
  *   rtmem kind, and a user's plugin, rtmem/plugin.h, driven through its own
@@ -55,6 +55,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "rtmem/halffit.h"
 #include "rtmem/heap.h"
 #include "rtmem/tlsf.h"
 
@@ -141,7 +142,7 @@ struct tk_heap_info {
 /* Where an allocator comes from. */
 enum tk_alloc_from {
     TK_FROM_RTMEM, /* an rtmem kind through rtm_heap_* */
-    TK_FROM_TYPED, /* TLSF through rtm_tlsf_* */
+    TK_FROM_TYPED, /* a kind of tk_typed_kinds() through its typed API, rtm_<kind>_* */
     TK_FROM_GLIBC,
     TK_FROM_PEER,
     TK_FROM_PLUGIN,
@@ -208,8 +209,13 @@ struct tk_alloc {
  * at the given hardening level: RTM_HEAP_HARDEN_O1 (the default; named as
  * the kind) or RTM_HEAP_HARDEN_NONE (named "<kind>-none"). */
 void tk_alloc_rtmem(struct tk_alloc *a, const char *kind, int hardening);
-/* TLSF through its typed API, rtm_tlsf_*: named "tlsf(typed)". */
-void tk_alloc_tlsf_typed(struct tk_alloc *a);
+/* The kinds a tool can also drive through their typed API, rtm_<kind>_*,
+ * without the generic interface's dispatch: "tlsf" and "halffit" (the two
+ * picked for speed), NULL-terminated. */
+const char *const *tk_typed_kinds(void);
+/* kind (one of tk_typed_kinds()) through its typed API, at the default
+ * hardening level: named "<kind>(typed)". */
+void tk_alloc_typed(struct tk_alloc *a, const char *kind);
 #define TK_TLSF_TYPED_NAME "tlsf(typed)"
 /* glibc malloc/free, its defaults (no mallopt). */
 void tk_alloc_glibc(struct tk_alloc *a);

@@ -6,8 +6,6 @@
 
 #include "rtmem/rtmem.h"
 
-#define TYPED_ALIAS "tlsf-typed"
-
 bool tk_list_has(const char *list, const char *name)
 {
     size_t n = strlen(name);
@@ -35,15 +33,28 @@ static bool is_peer(const char *name)
     return false;
 }
 
+/* The kind of tk_typed_kinds() that name means as "<kind>(typed)" or its
+ * alias "<kind>-typed", or NULL. */
+static const char *typed_kind(const char *name)
+{
+    for (const char *const *k = tk_typed_kinds(); *k; k++) {
+        size_t n = strlen(*k);
+        if (strncmp(name, *k, n) == 0 &&
+            (strcmp(name + n, "(typed)") == 0 || strcmp(name + n, "-typed") == 0))
+            return *k;
+    }
+    return NULL;
+}
+
 /* A name that means an allocator whatever the plugins: a kind, a
- * "<kind>-none", tlsf(typed) or its alias, glibc, a peer. */
+ * "<kind>-none", "<kind>(typed)" or its alias, glibc, a peer. */
 static bool builtin_name(const char *name)
 {
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         if (strcmp(name, *k) == 0 || is_none_name(name, *k))
             return true;
-    return strcmp(name, TK_TLSF_TYPED_NAME) == 0 || strcmp(name, TYPED_ALIAS) == 0 ||
-           strcmp(name, "glibc") == 0 || strcmp(name, TK_GLIBC_RT_NAME) == 0 || is_peer(name);
+    return typed_kind(name) || strcmp(name, "glibc") == 0 || strcmp(name, TK_GLIBC_RT_NAME) == 0 ||
+           is_peer(name);
 }
 
 static struct tk_plugin *find_plugin(const struct tk_kinds *k, const char *name)
@@ -73,7 +84,9 @@ const char *tk_kinds_names(char *buf, size_t size)
     } while (0)
     for (const char *const *k = rtm_heap_kinds(); *k; k++)
         ADD("%s, %s-none, ", *k, *k);
-    ADD("%s (or %s), glibc, %s", TK_TLSF_TYPED_NAME, TYPED_ALIAS, TK_GLIBC_RT_NAME);
+    for (const char *const *k = tk_typed_kinds(); *k; k++)
+        ADD("%s(typed) (or %s-typed), ", *k, *k);
+    ADD("glibc, %s", TK_GLIBC_RT_NAME);
     for (const char *const *p = tk_peer_names(); *p; p++)
         ADD(", %s", *p);
 #undef ADD
@@ -183,8 +196,12 @@ static bool listed(const struct tk_kinds *k, const char *name)
  * it is already in the list or is a peer that did not load. */
 static void add(struct tk_kinds *k, const char *name)
 {
-    if (strcmp(name, TYPED_ALIAS) == 0)
-        name = TK_TLSF_TYPED_NAME;
+    const char *typed = typed_kind(name);
+    char canonical[48];
+    if (typed) {
+        snprintf(canonical, sizeof(canonical), "%s(typed)", typed);
+        name = canonical;
+    }
     if (listed(k, name))
         return;
     if (k->n == TK_MAX_ALLOCS) {
@@ -204,8 +221,8 @@ static void add(struct tk_kinds *k, const char *name)
             return;
         }
     }
-    if (strcmp(name, TK_TLSF_TYPED_NAME) == 0) {
-        tk_alloc_tlsf_typed(a);
+    if (typed) {
+        tk_alloc_typed(a, typed);
     } else if (strcmp(name, "glibc") == 0) {
         tk_alloc_glibc(a);
     } else if (strcmp(name, TK_GLIBC_RT_NAME) == 0) {
@@ -228,20 +245,23 @@ static void add(struct tk_kinds *k, const char *name)
 }
 
 /* A tool's default list, in the canonical order: each kind then
- * "<kind>-none", tlsf(typed), glibc, the peers, the plugins; by_default
+ * "<kind>-none", the "<kind>(typed)" rows, glibc, the peers, the plugins; by_default
  * (TK_DEFAULT_*) says which are in. */
 static void add_defaults(struct tk_kinds *k, unsigned by_default)
 {
-    char none[64];
+    char name[64];
     for (const char *const *kind = rtm_heap_kinds(); *kind; kind++) {
         if (by_default & TK_DEFAULT_KINDS)
             add(k, *kind);
-        snprintf(none, sizeof(none), "%s-none", *kind);
+        snprintf(name, sizeof(name), "%s-none", *kind);
         if (by_default & TK_DEFAULT_NONE)
-            add(k, none);
+            add(k, name);
     }
-    if (by_default & TK_DEFAULT_TYPED)
-        add(k, TK_TLSF_TYPED_NAME);
+    for (const char *const *t = tk_typed_kinds(); *t; t++) {
+        snprintf(name, sizeof(name), "%s(typed)", *t);
+        if (by_default & TK_DEFAULT_TYPED)
+            add(k, name);
+    }
     if (by_default & TK_DEFAULT_GLIBC)
         add(k, "glibc");
     if (by_default & TK_DEFAULT_GLIBC_RT)

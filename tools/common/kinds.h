@@ -5,7 +5,9 @@
  * The names a user can give, in the canonical order:
  *   - every rtmem kind (rtm_heap_kinds()), each followed by "<kind>-none",
  *     the same kind created at hardening level none;
- *   - "tlsf(typed)" (alias "tlsf-typed"): TLSF through rtm_tlsf_*;
+ *   - "tlsf(typed)" and "halffit(typed)" (aliases "tlsf-typed",
+ *     "halffit-typed"): the kind through its typed API, rtm_<kind>_*
+ *     (tk_typed_kinds());
  *   - "glibc", then "glibc-rt" (glibc tuned for real time, common/alloc.h;
  *     skipped in a build whose sanitizer replaces malloc);
  *   - the peers, tk_peer_names() (loaded with dlopen, skipped with the
@@ -41,7 +43,7 @@
 enum {
     TK_DEFAULT_KINDS = 1u << 0, /* every rtmem kind */
     TK_DEFAULT_NONE = 1u << 1,  /* every "<kind>-none" */
-    TK_DEFAULT_TYPED = 1u << 2, /* tlsf(typed) */
+    TK_DEFAULT_TYPED = 1u << 2, /* tlsf(typed), halffit(typed) */
     TK_DEFAULT_GLIBC = 1u << 3,
     TK_DEFAULT_PEERS = 1u << 4, /* those that load; the others skipped */
     TK_DEFAULT_PLUGINS = 1u << 5,
@@ -85,7 +87,8 @@ int tk_kinds_select(struct tk_kinds *k, const struct tk_kinds_spec *spec, const 
                     int argc, char **argv);
 
 /* The names --kinds takes before any plugin is loaded, for --help:
- * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), glibc, glibc-rt,
+ * "tlsf, tlsf-none, heapmem, ..., tlsf(typed) (or tlsf-typed), halffit(typed)
+ * (or halffit-typed), glibc, glibc-rt,
  * jemalloc, ...", into buf (truncated to size). Returns buf. */
 const char *tk_kinds_names(char *buf, size_t size);
 

@@ -144,7 +144,8 @@ const char *bench_api_name(const struct allocator *a)
         return "floor";
     switch (a->def.from) {
     case TK_FROM_RTMEM: return "rtm_heap";
-    case TK_FROM_TYPED: return "rtm_tlsf_typed";
+    case TK_FROM_TYPED:
+        return strcmp(a->def.kind, "tlsf") == 0 ? "rtm_tlsf_typed" : "rtm_halffit_typed";
     case TK_FROM_GLIBC: return "glibc";
     case TK_FROM_PEER:
     case TK_FROM_PLUGIN: return a->def.origin; /* "peer" or "plugin" */

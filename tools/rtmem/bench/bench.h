@@ -255,11 +255,11 @@ struct allocator {
     bool floor;                /* the no-op row; def holds only its name */
     struct tk_alloc def;       /* what it is; def.name names the row */
     struct bench_failure fail; /* set: left out of the run */
-    /* Heap memory (def.sort TK_HEAP: rtmem kinds, tlsf(typed), plugins);
+    /* Heap memory (def.sort TK_HEAP: rtmem kinds, the typed rows, plugins);
      * not open for the others. */
     struct tk_arena mem;
     struct rtm_heap *heap;
-    struct rtm_tlsf *tlsf;
+    void *typed;             /* a typed row: its rtm_tlsf or rtm_halffit */
     void *loaded_heap;       /* a plugin: its heap */
     uint64_t check_failures; /* rtm_heap_check or leftover blocks after a pass */
     size_t largest_request;  /* a fresh rtmem heap's largest_free_bytes (0: unknown) */

@@ -5,7 +5,8 @@
  * one timing loop per pass kind (timed_pass, timed_fill_pass), each compiled
  * once and called for every allocator with a struct bench_call of function
  * pointers. Each timed call goes through such a pointer to a wrapper that
- * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, malloc/free;
+ * jumps to the allocator's function (rtm_heap_*, rtm_tlsf_*, rtm_halffit_*,
+ * malloc/free;
  * for a peer or plugin, through its table), and the floor's wrapper jumps
  * the same way to a function that does nothing (floor.c, out of the
  * compiler's sight). So the floor subtracts exactly the harness's own code,
@@ -40,9 +41,15 @@ static int create_heap(struct allocator *a)
         struct rtm_heap_config cfg = { .hardening = a->def.hardening };
         a->heap = rtm_heap_create_ex(a->def.kind, a->mem.mem, a->mem.bytes, &cfg);
         made = a->heap != NULL;
+    } else if (a->def.from == TK_FROM_TYPED && strcmp(a->def.kind, "tlsf") == 0) {
+        struct rtm_tlsf *t = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
+        a->typed = t;
+        a->heap = t ? rtm_tlsf_heap(t) : NULL;
+        made = a->heap != NULL;
     } else if (a->def.from == TK_FROM_TYPED) {
-        a->tlsf = rtm_tlsf_create(a->mem.mem, a->mem.bytes);
-        a->heap = a->tlsf ? rtm_tlsf_heap(a->tlsf) : NULL;
+        struct rtm_halffit *h = rtm_halffit_create(a->mem.mem, a->mem.bytes);
+        a->typed = h;
+        a->heap = h ? rtm_halffit_heap(h) : NULL;
         made = a->heap != NULL;
     } else {
         a->loaded_heap = a->def.hops->create(a->def.hops_arg, a->mem.mem, a->mem.bytes);
@@ -55,7 +62,7 @@ static int create_heap(struct allocator *a)
         int err = errno ? errno : EINVAL;
         fprintf(stderr, "rtmem bench: cannot create a %s heap of %zu bytes: %s\n", a->def.name,
                 a->mem.bytes, strerror(err));
-        a->tlsf = NULL;
+        a->typed = NULL;
         return -err;
     }
     return 0;
@@ -68,7 +75,7 @@ static void destroy_heap(struct allocator *a)
     if (a->loaded_heap)
         a->def.hops->destroy(a->loaded_heap);
     a->heap = NULL;
-    a->tlsf = NULL;
+    a->typed = NULL;
     a->loaded_heap = NULL;
 }
 
@@ -135,6 +142,19 @@ static int tlsf_free_checked(void *t, void *p)
     return rtm_tlsf_free(t, p);
 }
 
+static void *halffit_alloc(void *h, size_t size)
+{
+    return rtm_halffit_alloc(h, size);
+}
+static void halffit_free(void *h, void *p)
+{
+    (void)rtm_halffit_free(h, p);
+}
+static int halffit_free_checked(void *h, void *p)
+{
+    return rtm_halffit_free(h, p);
+}
+
 static void *glibc_alloc(void *ctx, size_t size)
 {
     (void)ctx;
@@ -190,7 +210,10 @@ static void make_call(struct allocator *a, struct bench_call *c)
         *c = (struct bench_call){ heap_alloc, heap_free, heap_free_checked, a->heap };
         break;
     case TK_FROM_TYPED:
-        *c = (struct bench_call){ tlsf_alloc, tlsf_free, tlsf_free_checked, a->tlsf };
+        if (strcmp(a->def.kind, "tlsf") == 0)
+            *c = (struct bench_call){ tlsf_alloc, tlsf_free, tlsf_free_checked, a->typed };
+        else
+            *c = (struct bench_call){ halffit_alloc, halffit_free, halffit_free_checked, a->typed };
         break;
     case TK_FROM_GLIBC:
         *c = (struct bench_call){ glibc_alloc, glibc_free, glibc_free_checked, NULL };

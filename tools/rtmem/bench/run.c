@@ -135,7 +135,7 @@ static void reset_results(struct bench *b)
         memset(a->fill_free_agg, 0, sizeof(a->fill_free_agg));
         memset(&a->mem, 0, sizeof(a->mem)); /* the previous process's */
         a->heap = NULL;
-        a->tlsf = NULL;
+        a->typed = NULL;
         a->loaded_heap = NULL;
     }
     if (b->alone)

@@ -82,9 +82,8 @@ static void help_notes(FILE *f)
     char names[512], text[1000];
     snprintf(text, sizeof(text),
              "--kinds names: %s, and each --plugin's name (default: every rtmem kind, glibc, "
-             "glibc-rt and the plugins; tlsf(typed) is listed as not replayed). A plugin is "
-             "replayed like a kind, glibc-rt as glibc, each in a child of its own "
-             "(docs/replay.md).",
+             "glibc-rt and the plugins; typed rows are not replayed). Plugins are replayed "
+             "like kinds, glibc-rt as glibc, each in a child of its own.",
              tk_kinds_names(names, sizeof(names)));
     fputc('\n', f);
     tk_opt_wrap(f, text, 0, 2);
