@@ -240,9 +240,11 @@ def shared_ratio(runs):
     return span(shared_ratios(runs), 2, "×")
 
 
-@rule("bench.shared_margin", "bench", what="3× minus the shared row's median ratio")
+@rule("bench.shared_margin", "bench",
+      what="how far the shared row's median ratio lies from 3×: '0.05× under', '0.15× over'")
 def shared_margin(runs):
-    return fmt(3 - statistics.median(shared_ratios(runs)), 2) + "×"
+    m = 3 - statistics.median(shared_ratios(runs))
+    return fmt(abs(m), 2) + ("× under" if m >= 0 else "× over")
 
 
 @rule("bench.shared_met", "bench", what="in how many runs the shared target was met")

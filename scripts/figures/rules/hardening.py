@@ -5,18 +5,24 @@ import statistics
 
 from engine import by_name, fmt, med_span, rule, table
 
-KINDS = ("tlsf", "heapmem", "xnheap")
+# Every kind, in the pages' order; a table has the rows of those the runs
+# measured at both levels (every kind, in make bench's runs).
+KINDS = ("tlsf", "halffit", "heapmem", "xnheap", "xvheap", "zsheap")
 
-# The times table's rows: (JSON name, label on the page).
-TIME_ROWS = [
-    ("tlsf", "tlsf (O1, the default)"),
-    ("tlsf-none", "tlsf-none"),
-    ("heapmem", "heapmem"),
-    ("heapmem-none", "heapmem-none"),
-    ("xnheap", "xnheap"),
-    ("xnheap-none", "xnheap-none"),
-    ("glibc", "glibc malloc/free"),
-]
+
+def measured(runs):
+    """The kinds of KINDS that every run has at both levels."""
+    have = [{a["name"] for a in d["allocators"]} for d in runs.all("bench")]
+    return [k for k in KINDS if all(k in h and k + "-none" in h for h in have)]
+
+
+def time_rows(runs):
+    """The times table's rows: (JSON name, label on the page)."""
+    rows = []
+    for kind in measured(runs):
+        rows += [(kind, "tlsf (O1, the default)" if kind == "tlsf" else kind),
+                 (kind + "-none", kind + "-none")]
+    return rows + [("glibc", "glibc malloc/free")]
 
 
 def stat(doc, name, op, key="avg_minus_floor_ns"):
@@ -40,7 +46,7 @@ def signed(x, nd):
       what="each kind's O1 over none and O1 − none, alloc and free, median (range) over the runs")
 def harden_ratio_table(runs):
     rows = []
-    for kind in KINDS:
+    for kind in measured(runs):
         ratios = [med_span(o1_over_none(runs, kind, op), 2, "×") for op in ("alloc", "free")]
         diffs = [signed(statistics.median(per_run(
             runs, lambda d: stat(d, kind, op) - stat(d, kind + "-none", op))), 1)
@@ -56,7 +62,7 @@ def harden_ns_table(runs):
     n = len(runs.all("bench"))
     head = f"ns (median of {n} runs)" if n > 1 else "ns (one run)"
     rows = []
-    for name, label in TIME_ROWS:
+    for name, label in time_rows(runs):
         rows.append([label]
                     + [fmt(statistics.median(per_run(runs, lambda d: stat(d, name, op))), 1)
                        for op in ("alloc", "free")]
