@@ -442,11 +442,13 @@ static inline bool header_pos0(const struct rtm_tlsf *t, size_t y)
 /* Whether y is what a next link may hold: the terminator, the idle block
  * (whose links are its own) or a block's header position. Branch-free for
  * the first pool; another pool costs O(pools). The one branch is on the
- * number of pools, which is fixed: with a branch on the first pool's test
- * instead (its result predicted true, the other pools tried when false),
- * every link to the list's end, the idle block or a list head took it,
- * and those come at random: that cost alloc and free about 9% of their
- * time. */
+ * number of pools, which changes only when a pool is added: with a branch
+ * on the first pool's test instead (its result predicted true, the other
+ * pools tried when false), every link to the list's end, the idle block or
+ * a list head took it, and those come at random: that cost alloc 4 to 8%
+ * of its time and free 10 to 13% (docs/speed.md). A kind whose
+ * TLSF_OTHER_POOLS is always true (xvheap, whose blocks lie in pages, not
+ * in a first pool) still branches on the fast test. */
 static inline bool next_target_ok(const struct rtm_tlsf *t, size_t y)
 {
     bool fast = (y == NIL) | (y == IDLE) | header_pos0(t, y);

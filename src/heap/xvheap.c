@@ -33,7 +33,8 @@ struct xv_region {
 };
 
 #define TLSF_PAGED          1
-/* No fast test for a first pool: every position is placed by its page. */
+/* No fast test for a first pool: every position is placed by its page (so
+ * a link check still branches on the end and idle tests: tlsf_core.h). */
 #define TLSF_OTHER_POOLS(t) 1
 /* usable_bytes, overhead_bytes and pool_count of tlsf_core.h's structure are
  * the statistics' (every page's block area, what is not, the regions). */

@@ -200,7 +200,6 @@ TEST_CASE("each entry drives its allocator")
         CHECK(a->free(h, p) == 0);
         CHECK(a->hops->stats(h, &st) == 0);
         CHECK_EQ(st.live_blocks, 0);
-        /* The level the row promises, as the heap reports it. */
         /* The level and the kind the row promises, as the heap reports them
          * (a typed row's handle is its kind's own). */
         struct rtm_heap *as_heap = !typed                         ? h

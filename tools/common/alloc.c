@@ -217,6 +217,8 @@ static const struct tk_heap_ops hf_typed_ops = {
     .fill_count = hf_fill_count,
 };
 
+/* A kind added here needs its ops above, its calls and heap in bench
+ * (pass.c) and its "api" name in bench's JSON (aggregate.c). */
 static const char *const typed_kinds[] = { "tlsf", "halffit", NULL };
 
 const char *const *tk_typed_kinds(void)

@@ -216,7 +216,6 @@ const char *const *tk_typed_kinds(void);
 /* kind (one of tk_typed_kinds()) through its typed API, at the default
  * hardening level: named "<kind>(typed)". */
 void tk_alloc_typed(struct tk_alloc *a, const char *kind);
-#define TK_TLSF_TYPED_NAME "tlsf(typed)"
 /* glibc malloc/free, its defaults (no mallopt). */
 void tk_alloc_glibc(struct tk_alloc *a);
 

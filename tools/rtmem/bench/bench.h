@@ -249,7 +249,7 @@ struct op_agg {
 /* A row of the run: the floor, or an allocator of the run's list
  * (common/kinds.h), whose struct tk_alloc says where it comes from: an
  * rtmem kind at a hardening level ("<kind>-none" rows time
- * RTM_HEAP_HARDEN_NONE beside the default), TLSF through its typed API,
+ * RTM_HEAP_HARDEN_NONE beside the default), TLSF or halffit through its typed API,
  * glibc, a peer or a plugin. The timed calls are bench's own (pass.c). */
 struct allocator {
     bool floor;                /* the no-op row; def holds only its name */

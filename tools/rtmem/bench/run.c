@@ -1,6 +1,6 @@
 /*
- * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF through
- * its typed API and glibc malloc, side by side on one random workload; then
+ * `rtmem bench`: alloc/free latency of every rtmem heap kind, TLSF and
+ * halffit through their typed APIs and glibc malloc, side by side on one random workload; then
  * the cost of freeing a fill in allocation order against a random order; then
  * a sweep of alloc+free cost over block sizes. The allocators, the
  * measuring process under its watchdog and the run's sequence live here;
@@ -20,7 +20,7 @@
 /* tk_timer_init's calibration window. */
 #define CALIBRATION_MS 60u
 
-/* bench runs every rtmem kind at both hardening levels, tlsf(typed), glibc,
+/* bench runs every rtmem kind at both hardening levels, the typed rows, glibc,
  * glibc-rt and the plugins unless --kinds says otherwise; a peer only when
  * named.
  * Rows come in the canonical order whatever the order of --kinds. */
