@@ -208,6 +208,7 @@ static void *own(struct rtm_heap *h, void *p, uint32_t pid, uint32_t stamp)
 static void *count_failed(struct rtm_heap *h)
 {
     rtm_undo_note(undo(h), &h->failed_allocs, sizeof(h->failed_allocs));
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the note, then the store */
     h->failed_allocs++;
     rtm_undo_commit(undo(h));
     return NULL;
@@ -299,6 +300,7 @@ int rtm__robust_add_pool(struct rtm_heap *h, void *mem, size_t size)
     rtm_undo_note(u, &u->pools, sizeof(u->pools));
     rtm_undo_note(u, &u->pool[i].at, sizeof(u->pool[i].at));
     rtm_undo_note(u, &u->pool[i].len, sizeof(u->pool[i].len));
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the notes, then the stores */
     *(volatile uint64_t *)&u->pool[i].at = at;
     *(volatile uint64_t *)&u->pool[i].len = len;
     *(volatile uint32_t *)&u->pools = i + 1;

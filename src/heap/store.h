@@ -37,12 +37,14 @@ static inline struct rtm_undo *rtm_undo_of(const struct rtm_heap *h)
 #endif
 
 #if RTM_LOGGED
-#define RTM_SET(h, lv, v)                                       \
-    do {                                                        \
-        __typeof__(&(lv)) rtm_p_ = &(lv);                       \
-        __typeof__(*rtm_p_) rtm_v_ = (v);                       \
-        RTM_UNDO_NOTE(rtm_undo_of(h), rtm_p_, sizeof(*rtm_p_)); \
-        *(volatile __typeof__(*rtm_p_) *)rtm_p_ = rtm_v_;       \
+#define RTM_SET(h, lv, v)                                 \
+    do {                                                  \
+        __typeof__(&(lv)) rtm_p_ = &(lv);                 \
+        __typeof__(*rtm_p_) rtm_v_ = (v);                 \
+        struct rtm_undo *rtm_u_ = rtm_undo_of(h);         \
+        RTM_UNDO_NOTE(rtm_u_, rtm_p_, sizeof(*rtm_p_));   \
+        RTM_UNDO_BEFORE_STORE(rtm_u_, rtm_p_);            \
+        *(volatile __typeof__(*rtm_p_) *)rtm_p_ = rtm_v_; \
     } while (0)
 /* Names a function of the logged copy apart from its plain twin. */
 #define RTM_LOGGED_NAME(name)       name##_logged

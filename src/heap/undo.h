@@ -23,9 +23,13 @@
  * counted (its word not yet written) or a counted entry (its word written or
  * not: writing the old value back is right either way). A SIGKILL stops a
  * thread between two instructions and never loses a store it made, so only
- * the compiler's order matters here: the entry, the count and the word
- * (store.h) are volatile stores, which keep their order, and a block's
- * words noted before data goes in are followed by a compiler barrier. The
+ * the compiler's order matters here. Empty asm statements chain the three
+ * stores: the count's new value comes out of one that reads the entry, and
+ * the word's address out of one that reads the count (RTM_UNDO_BEFORE_STORE),
+ * so neither store can move above what it depends on, while the compiler
+ * still knows the count (no barrier for all memory: a note costs no load
+ * of the count back). A block's words noted before data goes in are
+ * followed by a compiler barrier. The
  * recovering process reads the log after taking the lock, which orders it
  * after every store of the dead holder.
  *
@@ -91,16 +95,28 @@ static inline void rtm_undo_note_fits(struct rtm_undo *u, const void *p, size_t 
     if (n >= u->capacity)
         __builtin_trap();
 #endif
-    volatile struct rtm_undo_entry *e = &u->entry[n];
+    struct rtm_undo_entry *e = &u->entry[n];
     uint64_t lg = width == 8 ? 3 : width == 4 ? 2 : width == 2 ? 1 : 0;
     uint64_t old = 0;
     memcpy(&old, p, width);
-    /* Volatile: the entry, then the count, then (store.h) the word, in this
-     * order, while the compiler keeps what it knows of everything else. */
     e->where = (uint64_t)((uintptr_t)p - (uintptr_t)u) << 2 | lg;
     e->old = old;
-    *(volatile uint32_t *)&u->count = n + 1;
+    /* The entry, then the count: the new count passes through an empty asm
+     * that reads the entry, so the entry's stores come first. The count is
+     * a plain store, so the compiler keeps its value in a register for the
+     * next note instead of loading it back (a volatile store would make
+     * every note wait for the last one's store to reach its load). */
+    uint32_t next = n + 1;
+    __asm__ volatile("" : "+r"(next) : "m"(*e));
+    u->count = next;
 }
+
+/* After a note, before the store it protects: the count the note raised is
+ * in memory before the store to *p (an empty asm reads the count and
+ * hands p back, so the store cannot move above it). Every RTM_SET does
+ * this (store.h); a caller of rtm_undo_note that writes with plain stores
+ * must too, or place a compiler barrier. */
+#define RTM_UNDO_BEFORE_STORE(u, p) __asm__ volatile("" : "+r"(p) : "m"((u)->count))
 
 /* Records the old value of the width bytes at p (1, 2, 4 or 8, naturally
  * aligned) as the call's next entry. O(1), no branch taken but when full. */
