@@ -26,9 +26,10 @@
  * the compiler's order matters here. Empty asm statements chain the three
  * stores: the count's new value comes out of one that reads the entry, and
  * the word's address out of one that reads the count (RTM_UNDO_BEFORE_STORE),
- * so neither store can move above what it depends on, while the compiler
- * still knows the count (no barrier for all memory: a note costs no load
- * of the count back). A block's words noted before data goes in are
+ * so neither store can move above what it depends on. For gcc these are
+ * no barrier for the rest of memory: it keeps the count in a register from
+ * one note to the next (clang treats each as a barrier for all of it). A
+ * block's words noted before data goes in are
  * followed by a compiler barrier. The
  * recovering process reads the log after taking the lock, which orders it
  * after every store of the dead holder.
@@ -103,20 +104,22 @@ static inline void rtm_undo_note_fits(struct rtm_undo *u, const void *p, size_t 
     e->old = old;
     /* The entry, then the count: the new count passes through an empty asm
      * that reads the entry, so the entry's stores come first. The count is
-     * a plain store, so the compiler keeps its value in a register for the
-     * next note instead of loading it back (a volatile store would make
-     * every note wait for the last one's store to reach its load). */
+     * a plain store, so that gcc keeps its value in a register for the next
+     * note instead of loading it back (after a volatile store it loads it
+     * back, and every note waits for the last one's store to reach its
+     * load). clang loads it back still: docs/bench.md says why. */
     uint32_t next = n + 1;
     __asm__ volatile("" : "+r"(next) : "m"(*e));
     u->count = next;
 }
 
-/* After a note, before the store it protects: the count the note raised is
- * in memory before the store to *p (an empty asm reads the count and
- * hands p back, so the store cannot move above it). Every RTM_SET does
- * this (store.h); a caller of rtm_undo_note that writes with plain stores
- * must too, or place a compiler barrier. */
-#define RTM_UNDO_BEFORE_STORE(u, p) __asm__ volatile("" : "+r"(p) : "m"((u)->count))
+/* After a note, before the store it protects: the count the note raised
+ * (or the overflow flag rtm_undo_note set instead) is in memory before the
+ * store to *p: an empty asm reads both and hands p back, so the store
+ * cannot move above it. Every RTM_SET does this (store.h); a caller of
+ * rtm_undo_note that writes otherwise must place a compiler barrier. */
+#define RTM_UNDO_BEFORE_STORE(u, p) \
+    __asm__ volatile("" : "+r"(p) : "m"((u)->count), "m"((u)->overflow))
 
 /* Records the old value of the width bytes at p (1, 2, 4 or 8, naturally
  * aligned) as the call's next entry. O(1), no branch taken but when full. */
