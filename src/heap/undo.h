@@ -29,10 +29,9 @@
  * so neither store can move above what it depends on. For gcc these are
  * no barrier for the rest of memory: it keeps the count in a register from
  * one note to the next (clang treats each as a barrier for all of it). A
- * block's words noted before data goes in are
- * followed by a compiler barrier. The
- * recovering process reads the log after taking the lock, which orders it
- * after every store of the dead holder.
+ * block's words noted before data goes in are followed by a compiler
+ * barrier. The recovering process reads the log after taking the lock,
+ * which orders it after every store of the dead holder.
  *
  * Bounds. An entry holds where the word is, as a distance from the log (so
  * that the log means the same at every address), its width (1, 2, 4 or 8
