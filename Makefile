@@ -172,8 +172,9 @@ cross:
 # valgrind's counts, terabytes of address space); the model runs 100000
 # operations per configuration, the undo log 500 and fuzz_replay 200
 # generated inputs. RTMEM_CROSS_TESTS=REGEX runs only the tests it
-# matches. docs/targets.md has
-# the list.
+# matches; RTMEM_CROSS_PYTEST="arm64 armv7" (the default) names the targets
+# that run the rtmem command's end-to-end tests (CI: armv7). docs/targets.md
+# has the list.
 test-cross: cross
 	@sh scripts/ensure-deps.sh qemu
 	sh scripts/test-cross.sh $(BUILD) $(JOBS)
