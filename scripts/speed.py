@@ -43,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = ("alloc", "free")
@@ -165,15 +166,8 @@ def main():
 
     def cleanup():
         c = state["child"]
-        if c and c.poll() is None:
-            # valgrind blocked writing its trace to a pipe no longer read
-            # may not act on SIGTERM: SIGKILL after a grace period
-            c.terminate()
-            try:
-                c.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                c.kill()
-                c.wait()
+        if c and c.returncode is None:
+            end_child(c.pid)
         shutil.rmtree(scratch, ignore_errors=True)
 
     def on_signal(sig, _frame):
@@ -232,6 +226,31 @@ def main():
 # The child running now (bench, or valgrind counting), ended on exit and on
 # a signal.
 RUNNING = {"child": None}
+
+
+def end_child(pid):
+    """Ends child pid and reaps it. With os.waitpid, not Popen's wait: a
+    signal handler runs this while the main thread may be inside the child's
+    Popen.wait, which holds a lock that another Popen.wait would wait for
+    forever. valgrind blocked writing its trace to a pipe no longer read may
+    not act on SIGTERM: SIGKILL after a grace period."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return  # reaped already
+        time.sleep(0.02)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def symbols(exe):
