@@ -68,7 +68,7 @@ def build_rlsf(build):
            os.path.join(TOP, "peers", "rlsf", "Cargo.toml"), "--target-dir", target]
     env = dict(os.environ, PATH=os.path.dirname(cargo) + os.pathsep + os.environ.get("PATH", ""))
     print("building rlsf's plugin: " + " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd, env=env).returncode
+    rc = run_tracked(cmd, env=env).returncode
     so = os.path.join(target, "release", "librtmem_rlsf_plugin.so")
     if rc != 0 or not os.path.exists(so):
         return None, "cargo could not build peers/rlsf (exit status %d): rlsf left out" % rc
@@ -168,6 +168,8 @@ def main():
         c = state["child"]
         if c and c.returncode is None:
             end_child(c.pid)
+            c.returncode = -signal.SIGTERM  # reaped: never signalled again
+        state["child"] = None
         shutil.rmtree(scratch, ignore_errors=True)
 
     def on_signal(sig, _frame):
@@ -196,9 +198,7 @@ def main():
                 cmd += ["--kinds", a.kinds + "".join("," + plugin_name(rtmem, so, scratch)
                                                      for so in plugins)]
             print("run %d of %d: %s" % (i + 1, a.runs, " ".join(cmd)), flush=True)
-            state["child"] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-            rc = state["child"].wait()
-            state["child"] = None
+            rc = run_tracked(cmd, stdout=subprocess.DEVNULL).returncode
             if rc not in (0, 1):  # 1: a verdict bench prints; its figures stand
                 sys.exit("speed: rtmem bench failed (exit status %d)" % rc)
             with open(js) as f:
@@ -223,9 +223,30 @@ def main():
         cleanup()
 
 
-# The child running now (bench, or valgrind counting), ended on exit and on
-# a signal.
+# The child running now (cargo, bench, cc, nm, or valgrind counting), ended
+# on exit and on a signal.
 RUNNING = {"child": None}
+STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+def start(cmd, **kw):
+    """Popen(cmd), recorded as RUNNING's child before a signal can act:
+    SIGINT and SIGTERM wait until it is (the child unblocks them)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
+    try:
+        RUNNING["child"] = subprocess.Popen(
+            cmd, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS), **kw)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return RUNNING["child"]
+
+
+def run_tracked(cmd, **kw):
+    """subprocess.run(cmd) through start(): a signal ends the child too."""
+    p = start(cmd, **kw)
+    out, err = p.communicate()
+    RUNNING["child"] = None
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def end_child(pid):
@@ -255,7 +276,10 @@ def end_child(pid):
 
 def symbols(exe):
     """{name: (address, size)} of exe's defined functions (nm -S)."""
-    out = subprocess.run(["nm", "-S", exe], capture_output=True, text=True, check=True).stdout
+    r = run_tracked(["nm", "-S", exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise subprocess.CalledProcessError(r.returncode, r.args, r.stdout, r.stderr)
+    out = r.stdout
     syms = {}
     for line in out.splitlines():
         w = line.split()
@@ -275,9 +299,8 @@ def count_calls(exe, args, ops):
     # the address space laid out the same each time, the counts are too.
     if shutil.which("setarch"):
         cmd = ["setarch", os.uname().machine, "-R"] + cmd
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            bufsize=1 << 20, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    RUNNING["child"] = proc
+    proc = start(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                 bufsize=1 << 20, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     calls = {"alloc": [], "free": []}
     state, is_free, ins, lines, last = 0, False, 0, set(), 0
     calib = None
@@ -340,9 +363,11 @@ def count_all(a, rows, plugins, scratch):
     """Counts of every rtmem kind (both levels) and every plugin."""
     exe = os.path.join(scratch, "speed_calls")
     lib = os.path.join(a.build, "librtmem.a")
-    subprocess.run(["cc", "-std=c11", "-O2", "-no-pie", "-I", os.path.join(TOP, "include"),
-                    "-o", exe, os.path.join(TOP, "scripts", "speed_calls.c"), lib,
-                    "-ldl", "-lpthread"], check=True)
+    cc = ["cc", "-std=c11", "-O2", "-no-pie", "-I", os.path.join(TOP, "include"), "-o", exe,
+          os.path.join(TOP, "scripts", "speed_calls.c"), lib, "-ldl", "-lpthread"]
+    rc = run_tracked(cc).returncode
+    if rc != 0:
+        raise subprocess.CalledProcessError(rc, cc)
     targets = []
     for r in rows:
         if r["api"] == "rtm_heap":
@@ -397,9 +422,9 @@ def count_text(counts):
 def plugin_name(rtmem, so, scratch):
     """The name a plugin gives itself: from a tiny bench run's JSON."""
     js = os.path.join(scratch, "probe.json")
-    r = subprocess.run([rtmem, "bench", "--quick", "--no-sweep", "--no-free-order", "--threads",
-                        "0", "--no-rt", "--ops", "100", "--rounds", "1", "--plugin", so, "--json",
-                        js], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    r = run_tracked([rtmem, "bench", "--quick", "--no-sweep", "--no-free-order", "--threads",
+                     "0", "--no-rt", "--ops", "100", "--rounds", "1", "--plugin", so, "--json",
+                     js], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0 or not os.path.exists(js):
         sys.exit("speed: rtmem bench refused the plugin %s: %s" % (so, r.stderr.strip()[-300:]))
     with open(js) as f:

@@ -10,7 +10,8 @@
 #   matches (ctest -R), on both targets.
 #   RTMEM_CROSS_PYTEST="arm64 armv7" (the default) names the targets that
 #   run the rtmem command's end-to-end tests (label pytest); the others
-#   leave them out (ctest -LE pytest). CI runs them on armv7 only.
+#   leave them out (ctest -LE pytest); empty, none runs them. CI runs them
+#   on armv7 only. Another word is refused (exit status 2).
 #
 # CTest starts each test program under qemu (the toolchain files name it),
 # but many tests start target programs themselves (the tools' Python tests,
@@ -33,6 +34,17 @@
 set -eu
 build=$1
 jobs=$2
+# The targets that run the end-to-end tests (RTMEM_CROSS_PYTEST, above).
+pytest_on=${RTMEM_CROSS_PYTEST-arm64 armv7}
+for word in $pytest_on; do
+    case $word in
+    arm64 | armv7) ;;
+    *)
+        echo "test-cross: RTMEM_CROSS_PYTEST=\"$pytest_on\": $word is no target (arm64, armv7)" >&2
+        exit 2
+        ;;
+    esac
+done
 bm=/proc/sys/fs/binfmt_misc
 undo="" # what to undo on exit, one action per line
 mounted=no
@@ -102,7 +114,7 @@ fi
 noexec='public_headers|exported_symbols|conformance\.(model|fill|pools|bad|relocate)|tlsf'
 noexec="$noexec|fuzz_replay|overflow\..*|lock\.conformance\..*|lock\.(layout|undo|pi|robust)"
 noexec="$noexec|lock\.threads\..*|validate\..*|tree|arena\..*|shared\..*"
-noexec="$noexec|tools\.(samples|json|rng|opt|cacheops|perf|describe|cleanup|kinds|tool)"
+noexec="$noexec|tools\.(samples|json|rng|opt|cacheops|perf|describe|cleanup|kinds|tool|speed)"
 arm64_only=""
 armv7_only=""
 if [ -n "$why" ]; then
@@ -124,7 +136,6 @@ if [ -n "${RTMEM_CROSS_TESTS:-}" ]; then
     armv7_only=${armv7_only:+$armv7_only|}$RTMEM_CROSS_TESTS
 fi
 
-pytest_on=${RTMEM_CROSS_PYTEST-arm64 armv7}
 
 # ctest for target $1 in build directory $2 with the arguments after it,
 # -R $3 when $3 is not empty, and -LE pytest when $1 is not in pytest_on.
