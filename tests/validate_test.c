@@ -109,6 +109,35 @@ static void bound_refused(struct rtm_heap *h, size_t bytes, const char *what, si
     CHECK_EQ(rtm__heap_validate(h, bytes), 0);
 }
 
+/* TLSF keeps copies of the hardening level (after its bitmap of levels,
+ * right after the common header), of the tag key and of "more than one
+ * pool" (after the end's copy) beside what every call reads: a copy that
+ * disagrees, a level the checks would skip included, is refused. */
+static void tlsf_copies_refused(struct rtm_heap *h, size_t bytes, size_t *e0)
+{
+    uint32_t *level = (uint32_t *)(void *)((char *)h + sizeof(*h) + sizeof(uint32_t));
+    uintptr_t k = ((uintptr_t)(e0 + 1) + 7) & ~(uintptr_t)7;
+    uint64_t *key = (uint64_t *)k;
+    size_t *several = (size_t *)(void *)(key + 1);
+    test_context = "the copies found";
+    CHECK_EQ(*level, h->hardening);
+    CHECK_EQ(*key, h->tag_key);
+    CHECK_EQ(*several, 0);
+    test_context = "level's copy: none";
+    uint32_t old_level = *level;
+    *level = RTM_HEAP_HARDEN_NONE;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *level = old_level;
+    test_context = "key's copy";
+    *key ^= 1;
+    CHECK_EQ(rtm__heap_validate(h, bytes), -EFAULT);
+    *key ^= 1;
+    refused_with(h, bytes, "several pools with one", several, 1, -EFAULT);
+    test_context = "the copies restored";
+    CHECK_EQ(rtm__heap_validate(h, bytes), 0);
+    CHECK_EQ(rtm_heap_check(h), 0);
+}
+
 static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *l)
 {
     size_t start = *l->start, end = *l->end;
@@ -124,6 +153,7 @@ static void tlsf_refusals(struct rtm_heap *h, size_t bytes, struct heap_layout *
     if (s0) { /* the copies alone */
         refused_with(h, bytes, "start's copy", s0, start + 16, -EFAULT);
         refused_with(h, bytes, "end's copy", e0, end - 16, -EFAULT);
+        tlsf_copies_refused(h, bytes, e0);
     }
     /* counts that agree, and a sentinel whose slack crosses the end (the
      * pool ends less than two granules before the memory does) */

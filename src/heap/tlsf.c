@@ -53,6 +53,8 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     rtm_kind_init(&t->base, RTM_KIND_TLSF, cfg, mem);
+    t->level = t->base.hardening;
+    t->key = t->base.tag_key;
     HDR(t, NIL) = F_FENCE;
     NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
@@ -108,6 +110,7 @@ static int add_pool_entry(struct rtm_tlsf *t, void *mem, size_t size)
     RTM_SET(&t->base, t->pool0.link.next, off_of(t, d));
     RTM_SET(&t->base, t->usable_bytes, t->usable_bytes + span);
     RTM_SET(&t->base, t->pool_count, t->pool_count + 1);
+    RTM_SET(&t->base, t->several_pools, (size_t)1);
     RTM_SET(&t->base, t->overhead_bytes, t->overhead_bytes + size - span);
     return 0;
 }
@@ -227,7 +230,8 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
         if (d->link.next == 0)
             break;
     }
-    CHECK(pools == t->pool_count);
+    CHECK(pools == t->pool_count && t->several_pools == (pools > 1));
+    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
     CHECK(used == t->used_bytes && live == t->live_blocks);
     CHECK(used + free_bytes == t->usable_bytes);
     CHECK(t->peak_used_bytes >= t->used_bytes && t->peak_used_bytes <= t->usable_bytes);
@@ -275,6 +279,8 @@ static int tlsf_validate(const struct rtm_heap *h, size_t bytes)
     CHECK((uintptr_t)t % _Alignof(struct rtm_tlsf) == 0 && bytes >= sizeof(*t));
     CHECK(t->base.kind == RTM_KIND_TLSF);
     CHECK(t->start0 == t->pool0.start && t->end0 == t->pool0.end);
+    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
+    CHECK(t->several_pools == (t->pool_count > 1));
     return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->pool0.link, t->pool_count,
                                    t->usable_bytes, t->overhead_bytes, sizeof(struct tlsf_pool),
                                    _Alignof(struct tlsf_pool), validate_pool);

@@ -316,6 +316,8 @@ static struct rtm_xvheap *init_control(uintptr_t ctl, const struct rtm_heap_conf
     struct rtm_xvheap *t = (struct rtm_xvheap *)ctl;
     memset(t, 0, sizeof(*t));
     rtm_kind_init(&t->base, RTM_KIND_XVHEAP, cfg, mem);
+    t->level = t->base.hardening;
+    t->key = t->base.tag_key;
     HDR(t, NIL) = F_FENCE;
     NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
@@ -683,6 +685,7 @@ static int xvheap_validate(const struct rtm_heap *h, size_t bytes)
     page_geometry(ps, &first, &span);
     CHECK(t->first_off == first && t->span == span && t->end_off == first + span);
     CHECK(t->start0 == IDLE && t->end0 == IDLE + MIN_BLOCK);
+    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
     return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->region0.link, t->pool_count,
                                    t->usable_bytes, t->overhead_bytes, sizeof(struct xv_region),
                                    _Alignof(struct xv_region), validate_region);
