@@ -110,15 +110,16 @@ static void bound_refused(struct rtm_heap *h, size_t bytes, const char *what, si
 }
 
 /* TLSF keeps copies of the hardening level (after its bitmap of levels,
- * right after the common header), of the tag key and of "more than one
- * pool" (after the end's copy) beside what every call reads: a copy that
- * disagrees, a level the checks would skip included, is refused. */
+ * right after the common header), of "more than one pool" and of the tag
+ * key (after the end's copy, the key 8-aligned) beside what every call
+ * reads: a copy that disagrees, a level the checks would skip included, is
+ * refused. */
 static void tlsf_copies_refused(struct rtm_heap *h, size_t bytes, size_t *e0)
 {
     uint32_t *level = (uint32_t *)(void *)((char *)h + sizeof(*h) + sizeof(uint32_t));
-    uintptr_t k = ((uintptr_t)(e0 + 1) + 7) & ~(uintptr_t)7;
+    size_t *several = e0 + 1;
+    uintptr_t k = ((uintptr_t)(e0 + 2) + 7) & ~(uintptr_t)7;
     uint64_t *key = (uint64_t *)k;
-    size_t *several = (size_t *)(void *)(key + 1);
     test_context = "the copies found";
     CHECK_EQ(*level, h->hardening);
     CHECK_EQ(*key, h->tag_key);

@@ -53,7 +53,9 @@
  * waits"), which an older build would not keep; version 5 heapmem's and
  * xnheap's 12-byte page-map entries, halffit, and TLSF's control fields
  * reordered; version 6 TLSF's and xvheap's free-block links, moved past
- * an overflow's reach: a segment of another version is refused (EPROTO).
+ * an overflow's reach; version 7 TLSF's and xvheap's copies of the
+ * hardening level, the tag key and "several pools" beside their bitmap: a
+ * segment of another version is refused (EPROTO).
  * Offset 0 is the header: no block ever lies there, so 0 stands for "no
  * object" wherever an offset is given.
  *
@@ -212,7 +214,7 @@ extern "C" {
 /* The layout version this library writes and attaches to (the history is
  * under "Segment layout" above); a segment of another version is refused
  * with EPROTO. */
-#define RTM_SHARED_LAYOUT_VERSION   6u
+#define RTM_SHARED_LAYOUT_VERSION   7u
 /* Longest heap name, in bytes (letters, digits, '-', '_', '.'). */
 #define RTM_SHARED_NAME_MAX         200
 /* Longest catalog name, in bytes (any bytes but NUL). */

@@ -220,6 +220,8 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
 {
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_TLSF)
         return -EINVAL;
+    /* the copies every call reads, before the walk trusts them */
+    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
     uint64_t walk_sig = 0;
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
@@ -231,7 +233,6 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
             break;
     }
     CHECK(pools == t->pool_count && t->several_pools == (pools > 1));
-    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
     CHECK(used == t->used_bytes && live == t->live_blocks);
     CHECK(used + free_bytes == t->usable_bytes);
     CHECK(t->peak_used_bytes >= t->used_bytes && t->peak_used_bytes <= t->usable_bytes);

@@ -154,15 +154,15 @@ _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its li
  * The fields every alloc and free reads come first after the common
  * header, so that a call touches as few cache lines of the control
  * structure as it can. On 64-bit with the structure on a line boundary:
- * the common header (base) fills the first line, which a typed call never
- * reads; the bitmap of levels, the hardening level and tag key, the
+ * the common header (base) fills the first line, which a typed call that
+ * succeeds at the default or the unchecked level never reads; the bitmap of levels, the hardening level and tag key, the
  * counters, the first pool's bounds and whether there are other pools
  * fill the second; the terminator and the idle block the third; the
  * second-level words of the small classes start the fourth. Counted with
  * scripts/speed_calls.c under lackey, a typed call at the default level
- * touches 1.3 lines fewer on average than with the level, key and pool
- * count read where they lie, and an alloc 12 at worst instead of 14; time
- * did not move beyond the noise (docs/speed.md).
+ * touches 1.3 to 1.4 lines fewer on average than with the level, key and
+ * pool count read where they lie, and an alloc 12 at worst instead of 14;
+ * time did not move beyond the noise (docs/speed.md).
  */
 struct rtm_tlsf {
     struct rtm_heap base;
@@ -178,8 +178,8 @@ struct rtm_tlsf {
      * the one-compare tests of the first pool read them beside the
      * counters; validate checks that they agree. */
     size_t start0, end0;
-    uint64_t key;
     size_t several_pools;
+    _Alignas(8) uint64_t key;
     /* terminator block: hdr, reach, next, prev */
     _Alignas(8) size_t nil[GRANULE / W + 2];
     /* self-linked block of size 0: "remove nothing" */

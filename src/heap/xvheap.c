@@ -611,6 +611,9 @@ int rtm_xvheap_check(const struct rtm_xvheap *t)
 {
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_XVHEAP)
         return -EINVAL;
+    /* the copies every call reads (tlsf_core.h; several_pools is TLSF's:
+     * this kind's blocks lie in pages, never in a first pool) */
+    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pages = 0, prev = 0, empty = 0;
     uint64_t walk_sig = 0;
     for (size_t pg = t->held_first; pg != 0; pg = page_at(t, pg)->pool.link.next) {
