@@ -241,11 +241,13 @@ def start(cmd, **kw):
     return RUNNING["child"]
 
 
-def run_tracked(cmd, **kw):
+def run_tracked(cmd, check=False, **kw):
     """subprocess.run(cmd) through start(): a signal ends the child too."""
     p = start(cmd, **kw)
     out, err = p.communicate()
     RUNNING["child"] = None
+    if check and p.returncode != 0:
+        raise subprocess.CalledProcessError(p.returncode, cmd, out, err)
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
@@ -276,10 +278,8 @@ def end_child(pid):
 
 def symbols(exe):
     """{name: (address, size)} of exe's defined functions (nm -S)."""
-    r = run_tracked(["nm", "-S", exe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise subprocess.CalledProcessError(r.returncode, r.args, r.stdout, r.stderr)
-    out = r.stdout
+    out = run_tracked(["nm", "-S", exe], check=True, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True).stdout
     syms = {}
     for line in out.splitlines():
         w = line.split()
@@ -365,9 +365,7 @@ def count_all(a, rows, plugins, scratch):
     lib = os.path.join(a.build, "librtmem.a")
     cc = ["cc", "-std=c11", "-O2", "-no-pie", "-I", os.path.join(TOP, "include"), "-o", exe,
           os.path.join(TOP, "scripts", "speed_calls.c"), lib, "-ldl", "-lpthread"]
-    rc = run_tracked(cc).returncode
-    if rc != 0:
-        raise subprocess.CalledProcessError(rc, cc)
+    run_tracked(cc, check=True)
     targets = []
     for r in rows:
         if r["api"] == "rtm_heap":

@@ -53,8 +53,7 @@ struct rtm_tlsf *rtm_tlsf_create_ex(void *mem, size_t size, const struct rtm_hea
     struct rtm_tlsf *t = (struct rtm_tlsf *)ctl;
     memset(t, 0, offsetof(struct rtm_tlsf, heads));
     rtm_kind_init(&t->base, RTM_KIND_TLSF, cfg, mem);
-    t->level = t->base.hardening;
-    t->key = t->base.tag_key;
+    copies_make(t);
     HDR(t, NIL) = F_FENCE;
     NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
@@ -221,7 +220,7 @@ int rtm_tlsf_check(const struct rtm_tlsf *t)
     if (!t || t->base.magic != RTM_HEAP_MAGIC || t->base.kind != RTM_KIND_TLSF)
         return -EINVAL;
     /* the copies every call reads, before the walk trusts them */
-    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
+    CHECK(copies_agree(t));
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pools = 0;
     uint64_t walk_sig = 0;
     for (const struct tlsf_pool *d = &t->pool0;; d = pool_at(t, d->link.next)) {
@@ -280,7 +279,7 @@ static int tlsf_validate(const struct rtm_heap *h, size_t bytes)
     CHECK((uintptr_t)t % _Alignof(struct rtm_tlsf) == 0 && bytes >= sizeof(*t));
     CHECK(t->base.kind == RTM_KIND_TLSF);
     CHECK(t->start0 == t->pool0.start && t->end0 == t->pool0.end);
-    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
+    CHECK(copies_agree(t));
     CHECK(t->several_pools == (t->pool_count > 1));
     return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->pool0.link, t->pool_count,
                                    t->usable_bytes, t->overhead_bytes, sizeof(struct tlsf_pool),

@@ -155,9 +155,9 @@ _Static_assert(offsetof(struct tlsf_pool, link) == 0, "a pool's offset is its li
  * header, so that a call touches as few cache lines of the control
  * structure as it can. On 64-bit with the structure on a line boundary:
  * the common header (base) fills the first line, which a typed call that
- * succeeds at the default or the unchecked level never reads; the bitmap of levels, the hardening level and tag key, the
- * counters, the first pool's bounds and whether there are other pools
- * fill the second; the terminator and the idle block the third; the
+ * succeeds at the default or the unchecked level never reads; the bitmap
+ * of levels, the hardening level and tag key, the counters, the first
+ * pool's bounds and whether there are other pools fill the second; the terminator and the idle block the third; the
  * second-level words of the small classes start the fourth. Counted with
  * scripts/speed_calls.c under lackey, a typed call at the default level
  * touches 1.3 to 1.4 lines fewer on average than with the level, key and
@@ -247,6 +247,19 @@ static inline size_t hdr_size(hword hdr)
 static inline bool hardened(const struct rtm_tlsf *t)
 {
     return t->level != RTM_HEAP_HARDEN_NONE;
+}
+
+/* The copies of the level and the key (struct rtm_tlsf): made at create,
+ * checked by validate and check. */
+static inline void copies_make(struct rtm_tlsf *t)
+{
+    t->level = t->base.hardening;
+    t->key = t->base.tag_key;
+}
+
+static inline bool copies_agree(const struct rtm_tlsf *t)
+{
+    return t->level == t->base.hardening && t->key == t->base.tag_key;
 }
 
 /* The keyed hash behind a header's tag (see TAG_SHIFT): one multiply by an

@@ -316,8 +316,7 @@ static struct rtm_xvheap *init_control(uintptr_t ctl, const struct rtm_heap_conf
     struct rtm_xvheap *t = (struct rtm_xvheap *)ctl;
     memset(t, 0, sizeof(*t));
     rtm_kind_init(&t->base, RTM_KIND_XVHEAP, cfg, mem);
-    t->level = t->base.hardening;
-    t->key = t->base.tag_key;
+    copies_make(t);
     HDR(t, NIL) = F_FENCE;
     NEXT_SET(t, NIL, NIL);
     PREV_SET(t, NIL, NIL);
@@ -613,7 +612,7 @@ int rtm_xvheap_check(const struct rtm_xvheap *t)
         return -EINVAL;
     /* the copies every call reads (tlsf_core.h; several_pools is TLSF's:
      * this kind's blocks lie in pages, never in a first pool) */
-    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
+    CHECK(copies_agree(t));
     size_t used = 0, live = 0, free_bytes = 0, free_blocks = 0, pages = 0, prev = 0, empty = 0;
     uint64_t walk_sig = 0;
     for (size_t pg = t->held_first; pg != 0; pg = page_at(t, pg)->pool.link.next) {
@@ -688,7 +687,7 @@ static int xvheap_validate(const struct rtm_heap *h, size_t bytes)
     page_geometry(ps, &first, &span);
     CHECK(t->first_off == first && t->span == span && t->end_off == first + span);
     CHECK(t->start0 == IDLE && t->end0 == IDLE + MIN_BLOCK);
-    CHECK(t->level == t->base.hardening && t->key == t->base.tag_key);
+    CHECK(copies_agree(t));
     return rtm_kind_validate_pools(t, bytes, sizeof(*t), &t->region0.link, t->pool_count,
                                    t->usable_bytes, t->overhead_bytes, sizeof(struct xv_region),
                                    _Alignof(struct xv_region), validate_region);
