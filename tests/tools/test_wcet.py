@@ -107,6 +107,17 @@ def test_a_default_run_writes_the_envelope(full):
     assert_envelope(d, "wcet", "rtmem-wcet/1", args)
 
 
+def test_the_cold_flush_says_its_method_and_the_walk_it_made(full):
+    f = full[0]["cold_flush"]
+    if f["method"] == "eviction buffer walk":
+        # Under an emulator the walk is kept to 4 MiB (the host's cache is
+        # what the program sees); on a board, twice its last-level cache.
+        assert 0 < f["walk_bytes"] <= (4 << 20 if EMULATED else 1 << 40), f
+    else:
+        assert f["method"] in ("clflushopt", "clflush", "dc civac") and f["walk_bytes"] == 0, f
+        assert f["line_bytes"] > 0, f
+
+
 def test_a_default_run_passes_every_scenario(full):
     d = full[0]
     assert d["passed"] and d["failures"] == 0, d["failures"]

@@ -29,10 +29,14 @@ void wcet_print_header(FILE *f, const struct wcet *w)
             "operation",
             tk_fmt_iec(a, sizeof(a), WCET_TLSF_IMAGE), tk_fmt_iec(b, sizeof(b), w->o.page_image),
             c2 && c2->bytes ? tk_fmt_iec(l2, sizeof(l2), c2->bytes) : "unknown");
+    char walk[48] = "";
+    if (w->cops_ok && w->cops.method == TK_FLUSH_EVICT)
+        snprintf(walk, sizeof(walk), " of %s%s", tk_fmt_iec(a, sizeof(a), w->cops.evict_bytes),
+                 w->mf.emulation[0] ? ", kept small under the emulator" : "");
     tk_item(f, "cold",
             "the state's memory flushed from every cache level before each operation "
-            "(%s); code and stack warm",
-            flush_method(w));
+            "(%s%s); code and stack warm",
+            flush_method(w), walk);
     tk_item(f, "hardening", "%s (rtm_heap_create_ex)", wcet_harden_choices[w->o.harden]);
     if (w->glibc_skipped)
         tk_item(f, "glibc", "left out: %s", w->glibc_why);
@@ -282,6 +286,8 @@ void wcet_json(const struct tk_session *s, struct tk_json *j)
     tk_json_begin_object(j);
     tk_json_kv_string(j, "method", flush_method(w));
     tk_json_kv_uint(j, "line_bytes", w->cops_ok ? w->cops.line_bytes : 0);
+    tk_json_kv_uint(j, "walk_bytes",
+                    w->cops_ok && w->cops.method == TK_FLUSH_EVICT ? w->cops.evict_bytes : 0);
     tk_json_end_object(j);
 
     tk_json_key(j, "counting");
