@@ -16,7 +16,7 @@
 #include "wcet.h"
 
 #define TIMER_CALIBRATION_MS 50
-/* The eviction walk under an emulator (above). */
+/* The eviction walk under an emulator (wcet_run says why). */
 #define EMULATED_EVICT_BYTES ((size_t)4 << 20)
 
 static enum wcet_family family_of(const char *kind)
